@@ -1,0 +1,113 @@
+package evm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// RefKind is what a block parameter names.
+type RefKind uint8
+
+const (
+	RefNone RefKind = iota // absent: the method's default (latest)
+	RefNumber
+	RefLatest
+	RefPending
+	RefSafe
+	RefFinalized
+	RefEarliest
+	RefHash
+)
+
+// BlockRef is a parsed block parameter: a number, a tag, or a hash.
+type BlockRef struct {
+	Kind   RefKind
+	Number uint64 // for RefNumber
+	Hash   string // for RefHash, as sent
+}
+
+var errBadBlock = errors.New("invalid block parameter")
+
+// ParseBlockRef reads a block number ("0x1b4"), a tag ("latest"), or an
+// EIP-1898 object ({"blockNumber":...} / {"blockHash":...}).
+func ParseBlockRef(raw json.RawMessage) (BlockRef, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return BlockRef{Kind: RefNone}, nil
+	}
+	switch raw[0] {
+	case '"':
+		s, err := strconv.Unquote(string(raw))
+		if err != nil {
+			return BlockRef{}, errBadBlock
+		}
+		return parseBlockString(s)
+	case '{':
+		var obj struct {
+			BlockNumber *string `json:"blockNumber"`
+			BlockHash   *string `json:"blockHash"`
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return BlockRef{}, errBadBlock
+		}
+		switch {
+		case obj.BlockHash != nil:
+			return BlockRef{Kind: RefHash, Hash: *obj.BlockHash}, nil
+		case obj.BlockNumber != nil:
+			return parseBlockString(*obj.BlockNumber)
+		}
+	}
+	return BlockRef{}, errBadBlock
+}
+
+func parseBlockString(s string) (BlockRef, error) {
+	switch s {
+	case "latest":
+		return BlockRef{Kind: RefLatest}, nil
+	case "pending":
+		return BlockRef{Kind: RefPending}, nil
+	case "safe":
+		return BlockRef{Kind: RefSafe}, nil
+	case "finalized":
+		return BlockRef{Kind: RefFinalized}, nil
+	case "earliest":
+		return BlockRef{Kind: RefEarliest}, nil
+	}
+	if len(s) == 66 && (s[:2] == "0x" || s[:2] == "0X") {
+		return BlockRef{Kind: RefHash, Hash: s}, nil
+	}
+	n, err := ParseQuantity(s)
+	if err != nil {
+		return BlockRef{}, errBadBlock
+	}
+	return BlockRef{Kind: RefNumber, Number: n}, nil
+}
+
+// ParseQuantity reads a 0x-prefixed hex quantity that fits in 64 bits.
+func ParseQuantity(s string) (uint64, error) {
+	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || len(s) > 18 {
+		return 0, errors.New("invalid quantity")
+	}
+	return strconv.ParseUint(s[2:], 16, 64)
+}
+
+// Quantity encodes n as a 0x-prefixed hex quantity.
+func Quantity(n uint64) string {
+	return "0x" + strconv.FormatUint(n, 16)
+}
+
+// Param returns the i-th element of a positional params array, or nil when
+// params is not an array or is too short.
+func Param(params json.RawMessage, i int) json.RawMessage {
+	params = bytes.TrimSpace(params)
+	if len(params) == 0 || params[0] != '[' {
+		return nil
+	}
+	var arr []json.RawMessage
+	if err := json.Unmarshal(params, &arr); err != nil || i >= len(arr) {
+		return nil
+	}
+	return arr[i]
+}

@@ -1,0 +1,103 @@
+package evm
+
+// known is the method set that may appear as a metric label. Anything else a
+// client sends is labelled "other", so a hostile client cannot grow the
+// label space.
+var known = func() map[string]struct{} {
+	m := make(map[string]struct{})
+	for _, s := range []string{
+		"eth_accounts", "eth_blobBaseFee", "eth_blockNumber", "eth_call", "eth_callMany",
+		"eth_capabilities", "eth_chainId", "eth_coinbase", "eth_config", "eth_createAccessList",
+		"eth_estimateGas", "eth_feeHistory", "eth_gasPrice", "eth_getBalance",
+		"eth_getBlockByHash", "eth_getBlockByNumber", "eth_getBlockReceipts",
+		"eth_getBlockTransactionCountByHash", "eth_getBlockTransactionCountByNumber",
+		"eth_getCode", "eth_getFilterChanges", "eth_getFilterLogs", "eth_getLogs",
+		"eth_getProof", "eth_getStorageAt", "eth_getStorageValues",
+		"eth_getTransactionByBlockHashAndIndex", "eth_getTransactionByBlockNumberAndIndex",
+		"eth_getTransactionByHash", "eth_getTransactionCount", "eth_getTransactionReceipt",
+		"eth_getUncleByBlockHashAndIndex", "eth_getUncleByBlockNumberAndIndex",
+		"eth_getUncleCountByBlockHash", "eth_getUncleCountByBlockNumber", "eth_maxPriorityFeePerGas",
+		"eth_mining", "eth_newBlockFilter", "eth_newFilter", "eth_newPendingTransactionFilter",
+		"eth_protocolVersion", "eth_sendRawTransaction", "eth_sendTransaction", "eth_sign",
+		"eth_signTransaction", "eth_simulateV1", "eth_subscribe", "eth_syncing",
+		"eth_uninstallFilter", "eth_unsubscribe", "eth_baseFee", "eth_hashrate",
+		"net_listening", "net_peerCount", "net_version", "web3_clientVersion", "web3_sha3",
+		"debug_getRawBlock", "debug_getRawHeader", "debug_getRawReceipts",
+		"debug_getRawTransaction", "debug_traceBlockByHash", "debug_traceBlockByNumber",
+		"debug_traceCall", "debug_traceTransaction", "trace_block", "trace_call",
+		"trace_filter", "trace_replayBlockTransactions", "trace_replayTransaction",
+		"trace_transaction", "txpool_content", "txpool_contentFrom", "txpool_inspect",
+		"txpool_status", "testing_buildBlockV1",
+	} {
+		m[s] = struct{}{}
+	}
+	return m
+}()
+
+// MethodLabel bounds a method name for use as a metric label.
+func MethodLabel(method string) string {
+	if _, ok := known[method]; ok {
+		return method
+	}
+	return "other"
+}
+
+// blockParam says where a method carries the block it reads: the index of
+// its block number, tag or EIP-1898 object in the positional params.
+var blockParam = map[string]int{
+	"eth_getBlockByNumber":                    0,
+	"eth_getBlockTransactionCountByNumber":    0,
+	"eth_getUncleCountByBlockNumber":          0,
+	"eth_getTransactionByBlockNumberAndIndex": 0,
+	"eth_getUncleByBlockNumberAndIndex":       0,
+	"eth_getBlockReceipts":                    0,
+	"debug_traceBlockByNumber":                0,
+	"debug_getRawBlock":                       0,
+	"debug_getRawHeader":                      0,
+	"debug_getRawReceipts":                    0,
+	"trace_block":                             0,
+	"trace_replayBlockTransactions":           0,
+	"eth_getBalance":                          1,
+	"eth_getCode":                             1,
+	"eth_getTransactionCount":                 1,
+	"eth_call":                                1,
+	"eth_estimateGas":                         1,
+	"eth_createAccessList":                    1,
+	"eth_feeHistory":                          1,
+	"debug_traceCall":                         1,
+	"eth_simulateV1":                          1,
+	"eth_getStorageValues":                    1,
+	"eth_getStorageAt":                        2,
+	"eth_getProof":                            2,
+}
+
+// BlockParamIndex returns where method carries its block parameter.
+func BlockParamIndex(method string) (int, bool) {
+	i, ok := blockParam[method]
+	return i, ok
+}
+
+// IsWrite reports methods that change state somewhere: they are never
+// retried blindly, hedged or deduplicated.
+func IsWrite(method string) bool {
+	switch method {
+	case "eth_sendRawTransaction", "eth_sendTransaction", "eth_sendBundle",
+		"eth_sendPrivateTransaction", "eth_sendRawTransactionConditional", "eth_sign",
+		"eth_signTransaction", "testing_buildBlockV1":
+		return true
+	}
+	return false
+}
+
+// IsStateful reports methods whose answer depends on state held by one
+// remote (installed filters, the remote's own txpool view): they must not be
+// shared between concurrent callers.
+func IsStateful(method string) bool {
+	switch method {
+	case "eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter",
+		"eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter",
+		"eth_subscribe", "eth_unsubscribe":
+		return true
+	}
+	return false
+}

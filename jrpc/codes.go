@@ -1,0 +1,31 @@
+package jrpc
+
+// Standard JSON-RPC 2.0 codes.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternal       = -32603
+)
+
+// venn's own codes, in the server range -32000..-32099. Each names a condition
+// of the gateway, never of an upstream: upstream errors are forwarded as sent.
+const (
+	// CodeNoRemote: no remote of the chain could serve the call.
+	CodeNoRemote = -32050
+	// CodeTimeout: the call's total deadline passed before any remote answered.
+	CodeTimeout = -32051
+	// CodeLimitExceeded: the request broke one of venn's limits (body size,
+	// batch length, connections, ...).
+	CodeLimitExceeded = -32052
+	// CodeUnknownChain: the URL path names no configured chain.
+	CodeUnknownChain = -32053
+	// CodeShuttingDown: venn is draining and takes no new calls.
+	CodeShuttingDown = -32054
+	// CodeRateLimited: the client is over its rate limit.
+	CodeRateLimited = -32055
+)
+
+// coder is implemented by errors that carry their own JSON-RPC code.
+type coder interface{ ErrorCode() int }

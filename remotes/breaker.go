@@ -1,0 +1,93 @@
+package remotes
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Breaker states, as exported in venn_remote_breaker_state.
+const (
+	breakerClosed   int32 = 0
+	breakerHalfOpen int32 = 1
+	breakerOpen     int32 = 2
+)
+
+// breaker keeps calls away from a remote that keeps failing. threshold
+// consecutive faults open it for cooldown; then exactly one probe call is let
+// through (half-open): its success closes the breaker, its fault reopens it.
+// All state is atomic; a state change is a compare-and-swap, so exactly one
+// caller observes (and logs) each transition.
+type breaker struct {
+	threshold int32
+	cooldown  time.Duration
+
+	state    atomic.Int32
+	faults   atomic.Int32
+	openedAt atomic.Int64 // unix nanos
+}
+
+func newBreaker(threshold int, cooldown time.Duration) *breaker {
+	if threshold <= 0 {
+		threshold = DefaultBreakerFailures
+	}
+	if cooldown <= 0 {
+		cooldown = DefaultBreakerCooldown
+	}
+	return &breaker{threshold: int32(threshold), cooldown: cooldown}
+}
+
+// ready reports whether a call may be sent now without claiming the probe.
+func (b *breaker) ready(now time.Time) bool {
+	switch b.state.Load() {
+	case breakerClosed:
+		return true
+	case breakerOpen:
+		return now.UnixNano()-b.openedAt.Load() >= int64(b.cooldown)
+	}
+	return false // half-open: the probe is already out
+}
+
+// allow claims the right to send a call. When the cooldown has passed it
+// moves open to half-open and the caller carries the probe.
+func (b *breaker) allow(now time.Time) bool {
+	switch b.state.Load() {
+	case breakerClosed:
+		return true
+	case breakerOpen:
+		if now.UnixNano()-b.openedAt.Load() < int64(b.cooldown) {
+			return false
+		}
+		return b.state.CompareAndSwap(breakerOpen, breakerHalfOpen)
+	}
+	return false
+}
+
+// success records a good call; it reports whether the breaker just closed.
+func (b *breaker) success() bool {
+	b.faults.Store(0)
+	if b.state.Load() == breakerClosed {
+		return false
+	}
+	old := b.state.Swap(breakerClosed)
+	return old != breakerClosed
+}
+
+// fault records a failed call; it reports whether the breaker just opened.
+func (b *breaker) fault(now time.Time) bool {
+	if b.state.Load() == breakerHalfOpen {
+		b.openedAt.Store(now.UnixNano())
+		b.state.CompareAndSwap(breakerHalfOpen, breakerOpen)
+		return false // it was already out of rotation
+	}
+	if b.faults.Add(1) < b.threshold || b.state.Load() != breakerClosed {
+		return false
+	}
+	b.openedAt.Store(now.UnixNano())
+	return b.state.CompareAndSwap(breakerClosed, breakerOpen)
+}
+
+// release gives back an unfinished probe (the caller went away): the next
+// call may probe at once.
+func (b *breaker) release() {
+	b.state.CompareAndSwap(breakerHalfOpen, breakerOpen)
+}

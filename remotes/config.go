@@ -1,0 +1,106 @@
+package remotes
+
+import (
+	"fmt"
+	"time"
+)
+
+// Tier orders remotes: primary first, then secondary; fallback only when
+// nothing else can serve.
+type Tier uint8
+
+const (
+	TierPrimary Tier = iota
+	TierSecondary
+	TierFallback
+)
+
+func (t Tier) String() string {
+	switch t {
+	case TierPrimary:
+		return "primary"
+	case TierSecondary:
+		return "secondary"
+	case TierFallback:
+		return "fallback"
+	}
+	return "unknown"
+}
+
+// ParseTier reads a tier name as written in config; "" is primary.
+func ParseTier(s string) (Tier, error) {
+	switch s {
+	case "", "primary":
+		return TierPrimary, nil
+	case "secondary":
+		return TierSecondary, nil
+	case "fallback":
+		return TierFallback, nil
+	}
+	return 0, fmt.Errorf("unknown tier %q (want primary, secondary or fallback)", s)
+}
+
+// Defaults for one remote.
+const (
+	DefaultRemoteTimeout     = 10 * time.Second
+	DefaultMaxInFlight       = 256
+	DefaultBreakerFailures   = 5
+	DefaultBreakerCooldown   = 10 * time.Second
+	DefaultMaxLogsRangeSplit = 0 // no cap until a remote says so
+)
+
+// Config is one upstream endpoint. URL and WSURL may carry API keys: they are
+// used to dial and nowhere else.
+type Config struct {
+	Name  string
+	URL   string // http(s):// or ws(s)://
+	WSURL string // optional ws(s):// used to follow newHeads
+	Tier  Tier
+
+	Timeout     time.Duration // per attempt
+	MaxInFlight int           // concurrent calls; over it the remote is Full
+	RateLimit   float64       // requests per second; 0 = unlimited
+	RateBurst   int
+	// Allow, when set, is the only methods sent to this remote; Deny is never
+	// sent. Entries ending in "_" or "*" match a prefix (e.g. "debug_").
+	Allow   []string
+	Deny    []string
+	Headers map[string]string
+	// MaxLogsRange caps the block span of one eth_getLogs sent here; larger
+	// requests are split. 0 = no cap configured.
+	MaxLogsRange     uint64
+	MaxResponseBytes int64
+}
+
+// Defaults for one chain's pool.
+const (
+	DefaultBlockTime          = 12 * time.Second
+	DefaultMaxLag             = 5
+	DefaultCallDeadline       = 30 * time.Second
+	DefaultMaxAttempts        = 4
+	DefaultGetLogsConcurrency = 4
+	DefaultBroadcastFanout    = 3
+)
+
+// PoolConfig is one chain's pool.
+type PoolConfig struct {
+	Chain   string
+	ChainID uint64
+	// BlockTime sets the head polling cadence for remotes without a ws url.
+	BlockTime time.Duration
+	// MaxLag: a remote more than this many blocks behind the best head leaves
+	// rotation until it catches up.
+	MaxLag uint64
+	// CallDeadline bounds one client call across every failover attempt.
+	CallDeadline time.Duration
+	// MaxAttempts bounds the remotes tried for one call.
+	MaxAttempts int
+	// GetLogsConcurrency bounds the parts of a split eth_getLogs in flight.
+	GetLogsConcurrency int
+	// BroadcastFanout: eth_sendRawTransaction goes to this many remotes at once.
+	BroadcastFanout int
+	// BreakerFailures consecutive faults open a remote's breaker for
+	// BreakerCooldown, after which one probe call is let through.
+	BreakerFailures int
+	BreakerCooldown time.Duration
+}

@@ -1,0 +1,137 @@
+package remotes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/venn-gateway/venn/evm"
+)
+
+// wrongChainRecheck is how often a remote found on the wrong chain is asked
+// again (an operator may fix the endpoint without restarting venn).
+const wrongChainRecheck = 5 * time.Minute
+
+// track follows one remote until ctx ends: it verifies the chain id, then
+// keeps the remote's head fresh. With a ws url the head arrives over
+// newHeads and polling only fills in while that stream is down, so paid
+// providers are not billed for idle polling. onHead is called with every
+// new head.
+func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration, onHead func()) {
+	// Spread the first polls of many remotes over a fraction of a block.
+	jitter := time.Duration(rand.Int64N(int64(every)/4 + 1))
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	var lastCheck time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		next := every
+		switch r.chainState.Load() {
+		case chainUnknown:
+			if r.verifyChain(ctx, chainID) {
+				lastCheck = r.now()
+				r.poll(ctx, onHead)
+			} else {
+				next = min(every, 2*time.Second) // until first contact, retry briskly
+			}
+		case chainWrong:
+			if r.now().Sub(lastCheck) >= wrongChainRecheck {
+				lastCheck = r.now()
+				if r.verifyChain(ctx, chainID) {
+					r.poll(ctx, onHead)
+				}
+			}
+		default:
+			// A head seen over newHeads within two block times makes the poll
+			// redundant.
+			if r.now().UnixNano()-r.wsHeadAt.Load() > int64(2*every) {
+				r.poll(ctx, onHead)
+			}
+		}
+		timer.Reset(next + jitter)
+		jitter = 0
+	}
+}
+
+// watch follows the remote's newHeads over its ws url until ctx ends.
+func (r *Remote) watch(ctx context.Context, onHead func()) {
+	opts := transportOptions{Name: r.cfg.Name, URL: r.cfg.WSURL,
+		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
+	watchHeads(ctx, opts, func(n uint64, _ string) {
+		if !r.chainVerified() {
+			return
+		}
+		r.wsHeadAt.Store(r.now().UnixNano())
+		if r.setHead(n) {
+			onHead()
+		}
+	})
+}
+
+// verifyChain asks the remote for its chain id. A remote on the wrong chain
+// is never used: that is logged loudly.
+func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
+	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
+	defer cancel()
+	res, err := r.t.call(ctx, "eth_chainId", nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("remote chain id check failed; will retry", "chain", r.chain, "err", err)
+		}
+		return false
+	}
+	got, err := parseQuantityJSON(res)
+	if err != nil {
+		r.log.Warn("remote sent a bad chain id; will retry", "chain", r.chain, "err", err)
+		return false
+	}
+	if got != want {
+		if r.chainState.Swap(chainWrong) != chainWrong {
+			r.log.Error("REMOTE IS ON THE WRONG CHAIN: it will not be used", "chain", r.chain,
+				"want_chain_id", want, "got_chain_id", got)
+		}
+		r.m.healthy.Set(0)
+		return false
+	}
+	if r.chainState.Swap(chainOK) != chainOK {
+		r.log.Info("remote chain id verified", "chain", r.chain, "chain_id", got)
+	}
+	return true
+}
+
+// poll asks for eth_blockNumber through the breaker-aware call path, so a
+// dead remote's polls count as faults and a recovered one's as the probe
+// that closes its breaker.
+func (r *Remote) poll(ctx context.Context, onHead func()) {
+	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
+	defer cancel()
+	res, err := r.call(ctx, "eth_blockNumber", nil)
+	if err != nil {
+		return
+	}
+	if n, err := parseQuantityJSON(res); err == nil && r.setHead(n) {
+		onHead()
+	}
+}
+
+func (r *Remote) probeTimeout() time.Duration {
+	if r.cfg.Timeout > 0 && r.cfg.Timeout < 5*time.Second {
+		return r.cfg.Timeout
+	}
+	return 5 * time.Second
+}
+
+func parseQuantityJSON(raw json.RawMessage) (uint64, error) {
+	s, err := strconv.Unquote(string(raw))
+	if err != nil {
+		return 0, fmt.Errorf("not a quantity: %.40s", raw)
+	}
+	return evm.ParseQuantity(s)
+}

@@ -1,0 +1,116 @@
+package remotes
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the remotes' Prometheus series. Label values are bounded:
+// chain and remote names come from config, codes from a known set.
+type Metrics struct {
+	calls     *prometheus.CounterVec   // chain, remote, outcome
+	latency   *prometheus.HistogramVec // chain, remote
+	errors    *prometheus.CounterVec   // chain, remote, code, http_status
+	head      *prometheus.GaugeVec     // chain, remote
+	lag       *prometheus.GaugeVec     // chain, remote
+	healthy   *prometheus.GaugeVec     // chain, remote
+	breaker   *prometheus.GaugeVec     // chain, remote
+	inFlight  *prometheus.GaugeVec     // chain, remote
+	throttled *prometheus.CounterVec   // chain, remote
+	chainHead *prometheus.GaugeVec     // chain
+	splits    *prometheus.CounterVec   // chain
+	shared    *prometheus.CounterVec   // chain
+	attempts  *prometheus.HistogramVec // chain
+}
+
+// NewMetrics registers the remotes' series on reg; a nil reg registers
+// nothing (the series still work).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	cr := []string{"chain", "remote"}
+	m := &Metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "calls_total",
+			Help: "Calls sent to a remote, by outcome (ok or the error class)."}, []string{"chain", "remote", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Subsystem: "remote", Name: "call_duration_seconds",
+			Help: "Latency of calls to a remote.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, cr),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "errors_total",
+			Help: "Errors from a remote by JSON-RPC code and HTTP status (0 when not applicable)."}, []string{"chain", "remote", "code", "http_status"}),
+		head: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "head",
+			Help: "Latest block number a remote reported."}, cr),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "lag_blocks",
+			Help: "Blocks a remote is behind the chain's best head."}, cr),
+		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "healthy",
+			Help: "1 when a remote is in rotation (right chain, breaker not open, not lagging)."}, cr),
+		breaker: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "breaker_state",
+			Help: "Breaker state: 0 closed, 1 half-open (probing), 2 open."}, cr),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "in_flight",
+			Help: "Calls in flight to a remote."}, cr),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "throttled_total",
+			Help: "Calls not sent or refused because of a rate limit (ours or the remote's)."}, cr),
+		chainHead: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "chain_head",
+			Help: "Best head of a chain across its remotes."}, []string{"chain"}),
+		splits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "getlogs_splits_total",
+			Help: "eth_getLogs requests split into parts."}, []string{"chain"}),
+		shared: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "dedup_shared_total",
+			Help: "Calls answered by an identical call already in flight."}, []string{"chain"}),
+		attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "call_attempts",
+			Help: "Remotes tried per client call.", Buckets: []float64{1, 2, 3, 4, 6, 8}}, []string{"chain"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.calls, m.latency, m.errors, m.head, m.lag, m.healthy, m.breaker,
+			m.inFlight, m.throttled, m.chainHead, m.splits, m.shared, m.attempts)
+	}
+	return m
+}
+
+// remoteMetrics are one remote's series, resolved once so the hot path does
+// no label lookups.
+type remoteMetrics struct {
+	m             *Metrics
+	chain, remote string
+	ok            prometheus.Counter
+	latency       prometheus.Observer
+	head, lag     prometheus.Gauge
+	healthy       prometheus.Gauge
+	breaker       prometheus.Gauge
+	inFlight      prometheus.Gauge
+	throttled     prometheus.Counter
+}
+
+func (m *Metrics) forRemote(chain, remote string) *remoteMetrics {
+	return &remoteMetrics{
+		m: m, chain: chain, remote: remote,
+		ok:        m.calls.WithLabelValues(chain, remote, "ok"),
+		latency:   m.latency.WithLabelValues(chain, remote),
+		head:      m.head.WithLabelValues(chain, remote),
+		lag:       m.lag.WithLabelValues(chain, remote),
+		healthy:   m.healthy.WithLabelValues(chain, remote),
+		breaker:   m.breaker.WithLabelValues(chain, remote),
+		inFlight:  m.inFlight.WithLabelValues(chain, remote),
+		throttled: m.throttled.WithLabelValues(chain, remote),
+	}
+}
+
+func (rm *remoteMetrics) failed(v Verdict, code, status int) {
+	rm.m.calls.WithLabelValues(rm.chain, rm.remote, v.Class.String()).Inc()
+	rm.m.errors.WithLabelValues(rm.chain, rm.remote, codeLabel(code), statusLabel(status)).Inc()
+}
+
+// codeLabel bounds an upstream's JSON-RPC code: a hostile remote must not
+// grow the label space.
+func codeLabel(code int) string {
+	switch {
+	case code == 0:
+		return "0"
+	case code >= -32768 && code <= -32000, code >= 1 && code <= 999, code == 4444:
+		return strconv.Itoa(code)
+	}
+	return "other"
+}
+
+func statusLabel(status int) string {
+	if status >= 100 && status <= 599 {
+		return strconv.Itoa(status)
+	}
+	return "0"
+}

@@ -1,0 +1,436 @@
+package remotes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// maxRemotes bounds a chain's remotes: the failover loop tracks the ones
+// it tried in a 64-bit mask.
+const maxRemotes = 64
+
+// Pool is one chain's load balancer over its remotes: tiers, health-scored
+// selection, height-aware routing, failover with error classification,
+// eth_getLogs splitting, raw transaction broadcast and deduplication of
+// identical concurrent reads. It implements jrpc.Handler.
+type Pool struct {
+	cfg     PoolConfig
+	log     *slog.Logger
+	remotes []*Remote // by tier, then config order
+	now     func() time.Time
+	sf      singleflight.Group
+	filters *filterTable
+	best    atomic.Uint64
+
+	chainHead prometheus.Gauge
+	splits    prometheus.Counter
+	shared    prometheus.Counter
+	attempts  prometheus.Observer
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // trackers and background broadcasts
+}
+
+var _ jrpc.Handler = (*Pool)(nil)
+
+// NewPool builds a chain's pool. It does no I/O: Start dials.
+func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, error) {
+	cfg.applyDefaults()
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("chain %s: no remotes", cfg.Chain)
+	}
+	if len(rs) > maxRemotes {
+		return nil, fmt.Errorf("chain %s: %d remotes, at most %d", cfg.Chain, len(rs), maxRemotes)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	log = log.With("chain", cfg.Chain)
+	p := &Pool{
+		cfg: cfg, log: log, now: time.Now, filters: newFilterTable(),
+		chainHead: m.chainHead.WithLabelValues(cfg.Chain),
+		splits:    m.splits.WithLabelValues(cfg.Chain),
+		shared:    m.shared.WithLabelValues(cfg.Chain),
+		attempts:  m.attempts.WithLabelValues(cfg.Chain),
+	}
+	for tier := TierPrimary; tier <= TierFallback; tier++ {
+		for _, rc := range rs {
+			if rc.Tier != tier {
+				continue
+			}
+			if rc.MaxResponseBytes <= 0 {
+				rc.MaxResponseBytes = DefaultMaxResponseBytes
+			}
+			t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
+				Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
+				MaxResponseBytes: rc.MaxResponseBytes, Logger: log})
+			if err != nil {
+				return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
+			}
+			brk := newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown)
+			p.remotes = append(p.remotes, newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk))
+		}
+	}
+	return p, nil
+}
+
+func (c *PoolConfig) applyDefaults() {
+	if c.BlockTime <= 0 {
+		c.BlockTime = DefaultBlockTime
+	}
+	if c.CallDeadline <= 0 {
+		c.CallDeadline = DefaultCallDeadline
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.GetLogsConcurrency <= 0 {
+		c.GetLogsConcurrency = DefaultGetLogsConcurrency
+	}
+	if c.BroadcastFanout <= 0 {
+		c.BroadcastFanout = DefaultBroadcastFanout
+	}
+}
+
+// Start begins following every remote's chain id and head. It waits, at
+// most until ctx ends or a few seconds pass, for one remote to be ready so
+// the first client calls find somewhere to go; a chain with no reachable
+// remote still starts.
+func (p *Pool) Start(ctx context.Context) error {
+	bg, cancel := context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.cancel = cancel
+	p.mu.Unlock()
+	for _, r := range p.remotes {
+		p.wg.Go(func() { r.track(bg, p.cfg.ChainID, p.cfg.BlockTime, p.headChanged) })
+		if r.cfg.WSURL != "" {
+			p.wg.Go(func() { r.watch(bg, p.headChanged) })
+		}
+	}
+	wait, stop := context.WithTimeout(ctx, 3*time.Second)
+	defer stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !p.Ready() {
+		select {
+		case <-wait.Done():
+			p.log.Warn("no remote ready yet; serving anyway")
+			return nil
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// Stop ends the trackers and background broadcasts and closes transports.
+func (p *Pool) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	if p.cancel != nil {
+		p.cancel()
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("chain %s: stop: %w", p.cfg.Chain, ctx.Err())
+	}
+	for _, r := range p.remotes {
+		r.t.close()
+	}
+	return err
+}
+
+// Ready reports whether some remote can serve calls now.
+func (p *Pool) Ready() bool {
+	now := p.now()
+	best := p.healthyBest(now)
+	for _, r := range p.remotes {
+		if r.available(now) && !p.lagging(r, best) {
+			return true
+		}
+	}
+	return false
+}
+
+// Head is the best head across the chain's healthy remotes.
+func (p *Pool) Head() uint64 { return p.best.Load() }
+
+// Remotes lists the remote names in routing order, for status output.
+func (p *Pool) Remotes() []string {
+	out := make([]string, len(p.remotes))
+	for i, r := range p.remotes {
+		out[i] = r.Name()
+	}
+	return out
+}
+
+// headChanged recomputes the chain's best head and every remote's lag.
+func (p *Pool) headChanged() {
+	now := p.now()
+	best := p.healthyBest(now)
+	for {
+		old := p.best.Load()
+		if best <= old || p.best.CompareAndSwap(old, best) {
+			break
+		}
+	}
+	p.chainHead.Set(float64(p.best.Load()))
+	for _, r := range p.remotes {
+		lag := uint64(0)
+		if h := r.Head(); h < best {
+			lag = best - h
+		}
+		r.m.lag.Set(float64(lag))
+		ok := 0.0
+		if r.healthy(now) && !p.lagging(r, best) {
+			ok = 1
+		}
+		r.m.healthy.Set(ok)
+	}
+}
+
+// healthyBest is the highest head among remotes in rotation; a dead
+// remote's last head must not make every live one look lagging.
+func (p *Pool) healthyBest(now time.Time) uint64 {
+	var best uint64
+	for _, r := range p.remotes {
+		if h := r.Head(); h > best && r.healthy(now) {
+			best = h
+		}
+	}
+	return best
+}
+
+func (p *Pool) lagging(r *Remote, best uint64) bool {
+	return r.Head()+p.cfg.MaxLag < best
+}
+
+// ServeRPC answers one client call through the remotes.
+func (p *Pool) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	return p.Call(ctx, req.Method, req.Params)
+}
+
+// Call sends method to the remotes within the chain's call deadline.
+func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	switch {
+	case method == "eth_sendRawTransaction":
+		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+		defer cancel()
+		return p.broadcast(ctx, params)
+	case evm.IsStateful(method):
+		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+		defer cancel()
+		return p.stateful(ctx, method, params)
+	case evm.IsWrite(method):
+		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+		defer cancel()
+		return p.do(ctx, method, params, route{once: true})
+	}
+	// Identical concurrent reads share one upstream call. The shared call
+	// runs on a context detached from any one caller, so one caller leaving
+	// does not fail the others; the deadline still bounds it.
+	key := method + "\x00" + string(params)
+	ch := p.sf.DoChan(key, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallDeadline)
+		defer cancel()
+		return p.read(ctx, method, params)
+	})
+	select {
+	case res := <-ch:
+		if res.Shared {
+			p.shared.Inc()
+		}
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(json.RawMessage), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if method == "eth_getLogs" {
+		return p.getLogs(ctx, params)
+	}
+	rt := route{}
+	if i, ok := evm.BlockParamIndex(method); ok {
+		if ref, err := evm.ParseBlockRef(evm.Param(params, i)); err == nil && ref.Kind == evm.RefNumber {
+			rt.need = ref.Number
+			// A null block from a remote that claims to have it is a
+			// lagging or inconsistent remote, not an answer.
+			rt.nullIsMissing = method == "eth_getBlockByNumber"
+		}
+	}
+	if method == "eth_getBlockByHash" {
+		rt.nullIsMissing = true
+	}
+	return p.do(ctx, method, params, rt)
+}
+
+// route says how one call may be routed.
+type route struct {
+	need          uint64            // the remote's head must reach this block (0: any)
+	accept        func(*Remote) bool // extra filter (eth_getLogs span caps)
+	once          bool              // writes: no failover once a remote may have acted
+	nullIsMissing bool              // a null result means "try another remote"
+	only          *Remote           // stateful calls: this remote and no other
+}
+
+// do sends one call with failover: the caller's own errors return at once,
+// upstream faults move to the next remote until the attempts or the
+// deadline run out.
+func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
+	var (
+		tried   uint64
+		n       int
+		lastErr error
+		null    json.RawMessage
+	)
+	defer func() { p.attempts.Observe(float64(n)) }()
+	for n < p.cfg.MaxAttempts {
+		r, idx := p.pick(method, rt, tried)
+		if r == nil {
+			break
+		}
+		tried |= 1 << idx
+		n++
+		res, err := r.call(ctx, method, params)
+		if err == nil {
+			if rt.nullIsMissing && isNull(res) {
+				null = res
+				continue
+			}
+			return res, nil
+		}
+		if errors.Is(err, errLocalLimit) {
+			n-- // nothing was sent
+			continue
+		}
+		v := Classify(method, err)
+		if p.log.Enabled(ctx, slog.LevelDebug) {
+			p.log.Debug("remote call failed", "remote", r.Name(), "method", method,
+				"class", v.Class.String(), "reason", string(v.Reason), "err", err)
+		}
+		switch v.Class {
+		case ClassCaller:
+			return nil, clientError(err)
+		case ClassTooLarge:
+			if v.MaxSpan > 0 && method == "eth_getLogs" {
+				r.learnSpan(v.MaxSpan)
+			}
+			if method == "eth_getLogs" {
+				return nil, &tooLargeError{span: v.MaxSpan, err: err}
+			}
+		}
+		lastErr = err
+		if rt.once || ctx.Err() != nil {
+			break
+		}
+	}
+	if null != nil {
+		return null, nil
+	}
+	return nil, p.exhausted(ctx, method, n, lastErr)
+}
+
+// pick chooses the next remote for a call: the first tier with a candidate
+// wins (fallback only when nothing else can serve); within a tier, the
+// better-scored of two random candidates (power of two choices), which
+// spreads load by health without herding onto one remote.
+func (p *Pool) pick(method string, rt route, tried uint64) (*Remote, int) {
+	now := p.now()
+	best := p.healthyBest(now)
+	need := rt.need
+	if need > best {
+		// Above every remote's head: the remotes at the best head give the
+		// node's own answer (null, or an error).
+		need = best
+	}
+	var cand [maxRemotes]int
+	for tier := TierPrimary; tier <= TierFallback; tier++ {
+		k := 0
+		for i, r := range p.remotes {
+			if r.cfg.Tier != tier || tried&(1<<i) != 0 {
+				continue
+			}
+			if rt.only != nil && r != rt.only {
+				continue
+			}
+			if !r.available(now) || p.lagging(r, best) || r.Head() < need || !r.supports(method) {
+				continue
+			}
+			if rt.accept != nil && !rt.accept(r) {
+				continue
+			}
+			cand[k] = i
+			k++
+		}
+		switch k {
+		case 0:
+			continue
+		case 1:
+			return p.remotes[cand[0]], cand[0]
+		}
+		a, b := cand[rand.IntN(k)], cand[rand.IntN(k)]
+		if p.remotes[b].score() < p.remotes[a].score() {
+			a = b
+		}
+		return p.remotes[a], a
+	}
+	return nil, 0
+}
+
+// clientError is what the client sees of an upstream error: the remote's
+// own JSON-RPC error, verbatim, so answers match the node's.
+func clientError(err error) error {
+	var ue *UpstreamError
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// exhausted builds the error for a call no remote could serve. When the last
+// remote answered with a JSON-RPC error, that is the most useful answer (and
+// the node's own: a future block range, say); otherwise venn says why.
+func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr error) error {
+	var ue *UpstreamError
+	switch {
+	case lastErr != nil && errors.As(lastErr, &ue):
+		return ue.Err
+	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &jrpc.Error{Code: jrpc.CodeTimeout,
+			Message: fmt.Sprintf("request timed out after trying %d remote(s)", tried)}
+	case tried == 0:
+		return &jrpc.Error{Code: jrpc.CodeNoRemote,
+			Message: fmt.Sprintf("no remote available for %s on %s", method, p.cfg.Chain)}
+	}
+	return &jrpc.Error{Code: jrpc.CodeNoRemote,
+		Message: fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)",
+			tried, method, p.cfg.Chain, Classify(method, lastErr).Reason)}
+}
+
+func isNull(b json.RawMessage) bool {
+	return len(b) == 4 && string(b) == "null"
+}

@@ -1,0 +1,306 @@
+package remotes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Chain verification states.
+const (
+	chainUnknown int32 = 0
+	chainOK      int32 = 1
+	chainWrong   int32 = -1
+)
+
+// errLocalLimit is returned when venn's own limits for a remote (rate limit,
+// max in-flight) keep a call from being sent; the pool tries another remote.
+var errLocalLimit = errors.New("remote at its configured limit")
+
+// Remote is one upstream endpoint: fixed settings plus atomic runtime state
+// (head, health, breaker, latency and error averages). It is safe for
+// concurrent use.
+type Remote struct {
+	cfg   Config
+	chain string
+	t     transport
+	log   *slog.Logger
+	m     *remoteMetrics
+	lim   *rate.Limiter // nil: unlimited
+	brk   *breaker
+	now   func() time.Time
+
+	allow, deny []string
+
+	chainState   atomic.Int32
+	head         atomic.Uint64
+	headAt       atomic.Int64 // unix nanos of the last head update
+	wsHeadAt     atomic.Int64 // unix nanos of the last head seen over newHeads
+	inFlight     atomic.Int64
+	throttledTil atomic.Int64  // unix nanos: backed off after a 429 until then
+	throttles    atomic.Int32  // consecutive throttles, for the backoff
+	latencyEWMA  atomic.Uint64 // float64 bits, seconds
+	errorEWMA    atomic.Uint64 // float64 bits, 0..1
+	learnedSpan  atomic.Uint64 // eth_getLogs span this remote said it accepts
+
+	mu          sync.Mutex
+	unsupported map[string]struct{} // methods the remote said it lacks
+}
+
+func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remoteMetrics, brk *breaker) *Remote {
+	r := &Remote{
+		cfg: cfg, chain: chain, t: t, m: m, brk: brk, now: time.Now,
+		log:         log.With("remote", cfg.Name),
+		unsupported: make(map[string]struct{}),
+	}
+	if cfg.RateLimit > 0 {
+		burst := cfg.RateBurst
+		if burst <= 0 {
+			burst = int(math.Max(1, math.Ceil(cfg.RateLimit)))
+		}
+		r.lim = rate.NewLimiter(rate.Limit(cfg.RateLimit), burst)
+	}
+	r.allow, r.deny = cfg.Allow, cfg.Deny
+	r.latencyEWMA.Store(math.Float64bits(0.05)) // a neutral prior until measured
+	return r
+}
+
+// Name is the remote's configured name: the only way it is ever shown.
+func (r *Remote) Name() string { return r.cfg.Name }
+
+// Tier is the remote's configured tier.
+func (r *Remote) Tier() Tier { return r.cfg.Tier }
+
+// Head is the latest block number the remote reported (0 before the first).
+func (r *Remote) Head() uint64 { return r.head.Load() }
+
+func (r *Remote) chainVerified() bool { return r.chainState.Load() == chainOK }
+
+// supports reports whether method may be sent to this remote: config allow
+// and deny lists, then what the remote itself said it lacks.
+func (r *Remote) supports(method string) bool {
+	if len(r.allow) > 0 && !matchMethod(r.allow, method) {
+		return false
+	}
+	if matchMethod(r.deny, method) {
+		return false
+	}
+	r.mu.Lock()
+	_, missing := r.unsupported[method]
+	r.mu.Unlock()
+	return !missing
+}
+
+func (r *Remote) markUnsupported(method string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.unsupported) < 1024 { // bounded: method names come from clients
+		r.unsupported[method] = struct{}{}
+	}
+}
+
+func matchMethod(list []string, method string) bool {
+	for _, p := range list {
+		switch {
+		case p == method:
+			return true
+		case strings.HasSuffix(p, "*") && strings.HasPrefix(method, p[:len(p)-1]):
+			return true
+		case strings.HasSuffix(p, "_") && strings.HasPrefix(method, p):
+			return true
+		}
+	}
+	return false
+}
+
+// healthy: on the right chain and the breaker lets calls through.
+func (r *Remote) healthy(now time.Time) bool {
+	return r.chainVerified() && r.brk.ready(now)
+}
+
+// available: healthy, not backed off after a 429, and not full.
+func (r *Remote) available(now time.Time) bool {
+	if !r.healthy(now) || now.UnixNano() < r.throttledTil.Load() {
+		return false
+	}
+	return r.cfg.MaxInFlight <= 0 || r.inFlight.Load() < int64(r.cfg.MaxInFlight)
+}
+
+// score orders remotes within a tier: expected latency inflated by the
+// recent error rate. Lower is better.
+func (r *Remote) score() float64 {
+	lat := math.Float64frombits(r.latencyEWMA.Load())
+	errRate := math.Float64frombits(r.errorEWMA.Load())
+	load := float64(r.inFlight.Load())
+	return (lat + 0.001) * (1 + 8*errRate) * (1 + load/64)
+}
+
+// ewma folds x into the average at *a with weight alpha.
+func ewma(a *atomic.Uint64, x, alpha float64) {
+	for {
+		old := a.Load()
+		next := math.Float64bits(math.Float64frombits(old)*(1-alpha) + x*alpha)
+		if a.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// call sends one call to this remote within its own limits and per-attempt
+// timeout, and records the outcome in its health state.
+func (r *Remote) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	now := r.now()
+	if !r.brk.allow(now) {
+		return nil, fmt.Errorf("remote %s: breaker open: %w", r.cfg.Name, errLocalLimit)
+	}
+	if r.lim != nil && !r.lim.AllowN(now, 1) {
+		r.m.throttled.Inc()
+		r.brk.release()
+		return nil, fmt.Errorf("remote %s: rate limit: %w", r.cfg.Name, errLocalLimit)
+	}
+	if n := r.inFlight.Add(1); r.cfg.MaxInFlight > 0 && n > int64(r.cfg.MaxInFlight) {
+		r.inFlight.Add(-1)
+		r.brk.release()
+		return nil, fmt.Errorf("remote %s: max in-flight: %w", r.cfg.Name, errLocalLimit)
+	}
+	r.m.inFlight.Inc()
+	if r.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.Timeout)
+		defer cancel()
+	}
+	res, err := r.t.call(ctx, method, params)
+	took := r.now().Sub(now)
+	r.inFlight.Add(-1)
+	r.m.inFlight.Dec()
+	r.observe(method, took, err)
+	return res, err
+}
+
+// observe feeds one outcome into latency, error rate, breaker, throttle
+// backoff and metrics.
+func (r *Remote) observe(method string, took time.Duration, err error) {
+	if err == nil {
+		r.m.ok.Inc()
+		r.m.latency.Observe(took.Seconds())
+		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
+		ewma(&r.errorEWMA, 0, 0.05)
+		r.throttles.Store(0)
+		if r.brk.success() {
+			r.log.Info("remote back in rotation", "chain", r.chain)
+			r.m.breaker.Set(float64(breakerClosed))
+		}
+		return
+	}
+	v := Classify(method, err)
+	code, status := errorCodes(err)
+	r.m.failed(v, code, status)
+	switch {
+	case v.Class == ClassThrottled:
+		r.backoff()
+	case v.Reason == ReasonMethodUnsupported:
+		r.markUnsupported(method)
+	}
+	if !v.Fault {
+		// Caller errors and missing data still prove the remote is alive.
+		r.m.latency.Observe(took.Seconds())
+		if v.Reason == ReasonCanceled {
+			r.brk.release()
+		} else if r.brk.success() {
+			r.m.breaker.Set(float64(breakerClosed))
+		}
+		return
+	}
+	ewma(&r.errorEWMA, 1, 0.05)
+	ewma(&r.latencyEWMA, took.Seconds(), 0.1)
+	if r.brk.fault(r.now()) {
+		r.log.Warn("remote out of rotation: breaker open", "chain", r.chain,
+			"reason", string(v.Reason), "cooldown", r.brk.cooldown)
+	}
+	r.m.breaker.Set(float64(r.brk.state.Load()))
+}
+
+// backoff keeps the remote out of rotation after it rate-limited us:
+// 1 s, doubling per consecutive throttle, at most 30 s.
+func (r *Remote) backoff() {
+	n := r.throttles.Add(1)
+	d := time.Second << min(n-1, 5)
+	d = min(d, 30*time.Second)
+	r.throttledTil.Store(r.now().Add(d).UnixNano())
+	r.m.throttled.Inc()
+}
+
+func errorCodes(err error) (code, status int) {
+	var ue *UpstreamError
+	if errors.As(err, &ue) {
+		return ue.Err.Code, ue.HTTPStatus
+	}
+	var he *HTTPStatusError
+	if errors.As(err, &he) {
+		return 0, he.Status
+	}
+	return 0, 0
+}
+
+// setHead records a head the remote reported. Heads only move forward here:
+// a remote that goes backwards (reorg to a shorter chain, load-balancer skew)
+// catches up on its own; lag accounting uses the maximum.
+func (r *Remote) setHead(n uint64) bool {
+	for {
+		old := r.head.Load()
+		if n <= old {
+			r.headAt.Store(r.now().UnixNano())
+			return false
+		}
+		if r.head.CompareAndSwap(old, n) {
+			r.headAt.Store(r.now().UnixNano())
+			r.m.head.Set(float64(n))
+			return true
+		}
+	}
+}
+
+// maxLogsSpan is the largest eth_getLogs block span to send here: the
+// configured cap, or what the remote told us it accepts, whichever is lower.
+// 0 means no known cap.
+func (r *Remote) maxLogsSpan() uint64 {
+	c, l := r.cfg.MaxLogsRange, r.learnedSpan.Load()
+	switch {
+	case c == 0:
+		return l
+	case l == 0:
+		return c
+	}
+	return min(c, l)
+}
+
+func (r *Remote) learnSpan(span uint64) {
+	for {
+		old := r.learnedSpan.Load()
+		if old != 0 && old <= span {
+			return
+		}
+		if r.learnedSpan.CompareAndSwap(old, span) {
+			r.log.Info("remote caps eth_getLogs span", "chain", r.chain, "blocks", span)
+			return
+		}
+	}
+}
+
+func headerOf(m map[string]string) http.Header {
+	h := make(http.Header, len(m))
+	for k, v := range m {
+		h.Set(k, v)
+	}
+	return h
+}
