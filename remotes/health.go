@@ -83,25 +83,25 @@ func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	res, err := r.t.call(ctx, "eth_chainId", nil)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Warn("remote chain id check failed; will retry", "chain", r.chain, "err", err)
+			r.log.Warn("remote chain id check failed; will retry", "err", err)
 		}
 		return false
 	}
 	got, err := parseQuantityJSON(res)
 	if err != nil {
-		r.log.Warn("remote sent a bad chain id; will retry", "chain", r.chain, "err", err)
+		r.log.Warn("remote sent a bad chain id; will retry", "err", err)
 		return false
 	}
 	if got != want {
 		if r.chainState.Swap(chainWrong) != chainWrong {
-			r.log.Error("REMOTE IS ON THE WRONG CHAIN: it will not be used", "chain", r.chain,
+			r.log.Error("REMOTE IS ON THE WRONG CHAIN: it will not be used",
 				"want_chain_id", want, "got_chain_id", got)
 		}
 		r.m.healthy.Set(0)
 		return false
 	}
 	if r.chainState.Swap(chainOK) != chainOK {
-		r.log.Info("remote chain id verified", "chain", r.chain, "chain_id", got)
+		r.log.Info("remote chain id verified", "chain_id", got)
 	}
 	return true
 }

@@ -197,7 +197,7 @@ func (r *Remote) observe(method string, took time.Duration, err error) {
 		ewma(&r.errorEWMA, 0, 0.05)
 		r.throttles.Store(0)
 		if r.brk.success() {
-			r.log.Info("remote back in rotation", "chain", r.chain)
+			r.log.Info("remote back in rotation")
 			r.m.breaker.Set(float64(breakerClosed))
 		}
 		return
@@ -224,7 +224,7 @@ func (r *Remote) observe(method string, took time.Duration, err error) {
 	ewma(&r.errorEWMA, 1, 0.05)
 	ewma(&r.latencyEWMA, took.Seconds(), 0.1)
 	if r.brk.fault(r.now()) {
-		r.log.Warn("remote out of rotation: breaker open", "chain", r.chain,
+		r.log.Warn("remote out of rotation: breaker open",
 			"reason", string(v.Reason), "cooldown", r.brk.cooldown)
 	}
 	r.m.breaker.Set(float64(r.brk.state.Load()))
@@ -291,7 +291,7 @@ func (r *Remote) learnSpan(span uint64) {
 			return
 		}
 		if r.learnedSpan.CompareAndSwap(old, span) {
-			r.log.Info("remote caps eth_getLogs span", "chain", r.chain, "blocks", span)
+			r.log.Info("remote caps eth_getLogs span", "blocks", span)
 			return
 		}
 	}

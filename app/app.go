@@ -1,0 +1,337 @@
+// Package app owns venn's configuration and its fx wiring, nothing else: it
+// turns a *Config into pools, routers, the JSON-RPC server and the metrics
+// server, and orders their start and stop. Behaviour lives in the packages
+// it wires.
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/router"
+)
+
+// HTTP server timeouts. Only headers are bounded on the JSON-RPC server:
+// WebSocket connections and long eth_getLogs calls outlive any read or
+// write timeout, and jrpc bounds bodies and calls itself.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
+	// metricsTimeout bounds a whole scrape or probe.
+	metricsTimeout = 30 * time.Second
+)
+
+// logOutputName names the optional io.Writer logs go to (LogOutput).
+const logOutputName = "app_log_output"
+
+// Module builds venn from a supplied *Config. New is the usual way in.
+var Module = fx.Module("app",
+	fx.Provide(
+		newLogger,
+		newRegistry,
+		newRemoteMetrics,
+		newChains,
+		newRPCServer,
+		newServers,
+	),
+	// Servers are wanted for their lifecycle hooks; nothing consumes them.
+	fx.Invoke(func(*servers) {}),
+)
+
+// New builds the fx app for cfg, which must have come from Load or Parse.
+// fx's own events are logged at debug level.
+func New(cfg *Config, opts ...fx.Option) *fx.App {
+	base := []fx.Option{
+		fx.Supply(cfg),
+		Module,
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
+			l := &fxevent.SlogLogger{Logger: log}
+			l.UseLogLevel(slog.LevelDebug)
+			return l
+		}),
+	}
+	return fx.New(append(base, opts...)...)
+}
+
+// LogOutput sends the app's logs to w instead of os.Stderr.
+func LogOutput(w io.Writer) fx.Option {
+	return fx.Provide(fx.Annotate(
+		func() io.Writer { return w },
+		fx.ResultTags(`name:"`+logOutputName+`"`),
+	))
+}
+
+type loggerParams struct {
+	fx.In
+	Config *Config
+	Output io.Writer `name:"app_log_output" optional:"true"`
+}
+
+func newLogger(p loggerParams) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(p.Config.Log.Level)); err != nil {
+		return nil, fmt.Errorf("log.level: %w", err)
+	}
+	w := p.Output
+	if w == nil {
+		w = os.Stderr
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if p.Config.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// newRegistry is the one registry every component registers on; it is
+// passed in, never global.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+func newRemoteMetrics(reg *prometheus.Registry) *remotes.Metrics {
+	return remotes.NewMetrics(reg)
+}
+
+// chain is one configured chain's pool and router.
+type chain struct {
+	name   string
+	pool   *remotes.Pool
+	router *router.Router
+}
+
+// chains are in config order.
+type chains []chain
+
+func newChains(lc fx.Lifecycle, cfg *Config, log *slog.Logger, m *remotes.Metrics) (chains, error) {
+	out := make(chains, 0, len(cfg.Chains))
+	for _, cc := range cfg.Chains {
+		rs := make([]remotes.Config, 0, len(cc.Remotes))
+		for _, r := range cc.Remotes {
+			rc, err := r.RemoteConfig()
+			if err != nil {
+				return nil, fmt.Errorf("chain %s: %w", cc.Name, err)
+			}
+			rs = append(rs, rc)
+		}
+		pool, err := remotes.NewPool(cc.PoolConfig(), rs, log, m)
+		if err != nil {
+			return nil, fmt.Errorf("chain %s: %w", cc.Name, err)
+		}
+		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID}, pool)
+		out = append(out, chain{name: cc.Name, pool: pool, router: rt})
+	}
+	lc.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
+	return out, nil
+}
+
+// start starts every pool at once: each may wait a few seconds for a first
+// ready remote, and that must not add up across chains.
+func (cs chains) start(ctx context.Context) error {
+	var g errgroup.Group
+	for _, c := range cs {
+		g.Go(func() error { return c.pool.Start(ctx) })
+	}
+	if err := g.Wait(); err != nil {
+		// fx stops only hooks that started: undo the pools that did.
+		return errors.Join(err, cs.stop(ctx))
+	}
+	return nil
+}
+
+func (cs chains) stop(ctx context.Context) error {
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		wg.Go(func() { errs[i] = c.pool.Stop(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func newRPCServer(cfg *Config, log *slog.Logger, reg *prometheus.Registry, cs chains) *jrpc.Server {
+	srv := jrpc.NewServer(jrpc.Options{
+		Limits:      cfg.JRPCLimits(),
+		Logger:      log,
+		Registerer:  reg,
+		MethodLabel: evm.MethodLabel,
+	})
+	for _, c := range cs {
+		srv.Handle(c.name, c.router)
+	}
+	return srv
+}
+
+// servers are the process's HTTP listeners.
+type servers struct {
+	rpc     *httpService
+	metrics *httpService // nil when metrics_listen is ""
+}
+
+type serversParams struct {
+	fx.In
+	Lifecycle  fx.Lifecycle
+	Shutdowner fx.Shutdowner
+	Config     *Config
+	Log        *slog.Logger
+	Registry   *prometheus.Registry
+	RPC        *jrpc.Server
+	Chains     chains
+}
+
+// newServers registers the listeners' hooks. The metrics server is
+// appended first so that it stops last: /readyz keeps answering 503 while
+// the JSON-RPC server drains.
+func newServers(p serversParams) *servers {
+	// A listener that dies after start takes the whole process down rather
+	// than leaving it half alive.
+	fail := func() { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) }
+	s := &servers{}
+	var draining atomic.Bool
+
+	if addr := p.Config.MetricsAddr(); addr != "" {
+		h := &healthHandler{chains: p.Chains, draining: &draining}
+		s.metrics = &httpService{name: "metrics", addr: addr, log: p.Log, srv: &http.Server{
+			Handler:           http.TimeoutHandler(metricsRouter(p.Registry, h), metricsTimeout, "timeout"),
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+		}}
+		p.Lifecycle.Append(fx.Hook{
+			OnStart: func(ctx context.Context) error { return s.metrics.start(ctx, fail) },
+			OnStop:  s.metrics.stop,
+		})
+	}
+
+	s.rpc = &httpService{name: "rpc", addr: p.Config.Listen, log: p.Log, srv: &http.Server{
+		Handler:           p.RPC.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+	}}
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error { return s.rpc.start(ctx, fail) },
+		OnStop: func(ctx context.Context) error {
+			draining.Store(true)
+			p.Log.Info("draining", "server", "rpc")
+			// jrpc first: it refuses new calls, lets in-flight ones finish
+			// and closes WebSockets with a close frame, none of which
+			// http.Server.Shutdown does for hijacked connections.
+			err := p.RPC.Shutdown(ctx)
+			return errors.Join(err, s.rpc.stop(ctx))
+		},
+	})
+	return s
+}
+
+// httpService is one http.Server on a listener bound at start.
+type httpService struct {
+	name string
+	addr string
+	log  *slog.Logger
+	srv  *http.Server
+
+	bound net.Addr      // set by start; what addr resolved to (port 0)
+	done  chan struct{} // closed when Serve returns
+}
+
+// start binds synchronously, so a taken port fails the app's start, then
+// serves in a goroutine that stop waits for.
+func (h *httpService) start(ctx context.Context, fail func()) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", h.addr)
+	if err != nil {
+		return fmt.Errorf("%s server: %w", h.name, err)
+	}
+	h.bound = ln.Addr()
+	h.done = make(chan struct{})
+	go func() {
+		defer close(h.done)
+		if err := h.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			h.log.Error("server stopped", "server", h.name, "err", err)
+			fail()
+		}
+	}()
+	h.log.Info("listening", "server", h.name, "addr", h.bound.String())
+	return nil
+}
+
+func (h *httpService) stop(ctx context.Context) error {
+	err := h.srv.Shutdown(ctx)
+	<-h.done // Serve returns as soon as Shutdown closes the listener
+	if err != nil {
+		return fmt.Errorf("%s server: %w", h.name, err)
+	}
+	return nil
+}
+
+func metricsRouter(reg *prometheus.Registry, h *healthHandler) http.Handler {
+	r := chi.NewRouter()
+	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	r.Get("/readyz", h.ready)
+	return r
+}
+
+// healthHandler answers /readyz: ready when every chain has a remote in
+// rotation and the process is not draining.
+type healthHandler struct {
+	chains   chains
+	draining *atomic.Bool
+}
+
+// readiness is /readyz's body. Remotes are listed by name only: their URLs
+// carry API keys.
+type readiness struct {
+	Ready    bool             `json:"ready"`
+	Draining bool             `json:"draining,omitempty"`
+	Chains   []chainReadiness `json:"chains"`
+}
+
+type chainReadiness struct {
+	Chain   string   `json:"chain"`
+	Ready   bool     `json:"ready"`
+	Head    uint64   `json:"head"`
+	Remotes []string `json:"remotes"`
+}
+
+func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
+	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
+	for _, c := range h.chains {
+		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), Remotes: c.pool.Remotes()}
+		body.Ready = body.Ready && cr.Ready
+		body.Chains = append(body.Chains, cr)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !body.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}

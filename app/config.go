@@ -1,0 +1,596 @@
+package app
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes"
+)
+
+// defaultYAML is the configuration used when no file is given: Ethereum
+// mainnet in front of a few public endpoints, everything in memory.
+//
+//go:embed default.yaml
+var defaultYAML []byte
+
+// Defaults of the process itself; those of chains and remotes live in
+// package remotes, those of the wire in package jrpc.
+const (
+	DefaultListen          = "127.0.0.1:8545"
+	DefaultMetricsListen   = "127.0.0.1:9545"
+	DefaultLogLevel        = "info"
+	DefaultLogFormat       = "text"
+	DefaultShutdownTimeout = 15 * time.Second
+)
+
+// Config is the whole of venn's configuration file.
+type Config struct {
+	// Listen serves JSON-RPC over HTTP POST and WebSocket at /CHAIN.
+	Listen string `yaml:"listen"`
+	// MetricsListen serves /metrics, /healthz and /readyz. It is a pointer
+	// because "" (disabled) differs from absent (the default address).
+	MetricsListen   *string       `yaml:"metrics_listen"`
+	Log             LogConfig     `yaml:"log"`
+	Limits          jrpc.Limits   `yaml:"limits"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	Chains          []ChainConfig `yaml:"chains"`
+}
+
+// LogConfig selects the slog handler.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // text | json
+}
+
+// ChainConfig is one chain, served at /Name.
+type ChainConfig struct {
+	Name               string         `yaml:"name"`
+	ChainID            uint64         `yaml:"chain_id"`
+	BlockTime          time.Duration  `yaml:"block_time"`
+	MaxLag             uint64         `yaml:"max_lag"`
+	CallDeadline       time.Duration  `yaml:"call_deadline"`
+	MaxAttempts        int            `yaml:"max_attempts"`
+	GetLogsConcurrency int            `yaml:"getlogs_concurrency"`
+	BroadcastFanout    int            `yaml:"broadcast_fanout"`
+	Breaker            BreakerConfig  `yaml:"breaker"`
+	Remotes            []RemoteConfig `yaml:"remotes"`
+}
+
+// BreakerConfig opens a remote's breaker after Failures consecutive faults,
+// for Cooldown.
+type BreakerConfig struct {
+	Failures int           `yaml:"failures"`
+	Cooldown time.Duration `yaml:"cooldown"`
+}
+
+// RemoteConfig is one upstream. URL, WSURL and Headers may carry secrets:
+// no message of this package prints them.
+type RemoteConfig struct {
+	Name         string            `yaml:"name"`
+	URL          string            `yaml:"url"`
+	WSURL        string            `yaml:"ws_url"`
+	Tier         string            `yaml:"tier"`
+	Timeout      time.Duration     `yaml:"timeout"`
+	MaxInFlight  int               `yaml:"max_in_flight"`
+	RateLimit    RateLimitConfig   `yaml:"rate_limit"`
+	Methods      MethodsConfig     `yaml:"methods"`
+	Headers      map[string]string `yaml:"headers"`
+	MaxLogsRange uint64            `yaml:"max_logs_range"`
+}
+
+// RateLimitConfig: RPS 0 is unlimited.
+type RateLimitConfig struct {
+	RPS   float64 `yaml:"rps"`
+	Burst int     `yaml:"burst"`
+}
+
+// MethodsConfig: entries ending in "_" or "*" are prefixes.
+type MethodsConfig struct {
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
+}
+
+// Load reads, expands, parses, defaults and validates the file at path; ""
+// loads the embedded default.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		return Parse(defaultYAML)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse expands ${ENV} references in data, decodes it strictly (an unknown
+// field is an error), applies defaults and validates. Every problem found
+// is returned, joined, one per line.
+func Parse(data []byte) (*Config, error) {
+	expanded, err := expandEnv(data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, yamlError(err)
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// yamlTypeNames turns the Go types in decoder messages into the file's words.
+var yamlTypeNames = strings.NewReplacer(
+	"[]app.ChainConfig", "a list of chains",
+	"[]app.RemoteConfig", "a list of remotes",
+	"time.Duration", "a duration (like 10s)",
+	"type app.Config", "the top level",
+	"type app.LogConfig", "log",
+	"type jrpc.Limits", "limits",
+	"type app.ChainConfig", "a chain",
+	"type app.BreakerConfig", "breaker",
+	"type app.RemoteConfig", "a remote",
+	"type app.RateLimitConfig", "rate_limit",
+	"type app.MethodsConfig", "methods",
+	"app.Config", "the top level",
+	"app.LogConfig", "log",
+	"jrpc.Limits", "limits",
+	"app.ChainConfig", "a chain",
+	"app.BreakerConfig", "breaker",
+	"app.RemoteConfig", "a remote",
+	"app.RateLimitConfig", "rate_limit",
+	"app.MethodsConfig", "methods",
+)
+
+// yamlError splits a decoder error into one error per problem. The decoder
+// quotes at most 10 characters of a bad value (7 of a longer one), never a
+// whole URL.
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("config: %w", err)
+	}
+	errs := make([]error, len(te.Errors))
+	for i, msg := range te.Errors {
+		errs[i] = errors.New("config: " + yamlTypeNames.Replace(msg))
+	}
+	return errors.Join(errs...)
+}
+
+// envName is what ${...} may name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// expandEnv replaces ${NAME} and ${NAME:-default} in data. Unlike os.Expand
+// it leaves a bare $ alone (secrets and regexps contain them) and skips
+// comments, so a commented-out example needs no variable; "$${" writes a
+// literal "${". A default applies when NAME is unset or empty, as in the
+// shell. Every unset name without a default is reported.
+func expandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
+	var (
+		out  bytes.Buffer
+		errs []error
+	)
+	for n, line := range bytes.SplitAfter(data, []byte("\n")) {
+		c := commentStart(line)
+		comment := line[c:]
+		line = line[:c]
+		for {
+			i := bytes.Index(line, []byte("${"))
+			if i < 0 {
+				out.Write(line)
+				break
+			}
+			if i > 0 && line[i-1] == '$' {
+				out.Write(line[:i-1])
+				out.WriteString("${")
+				line = line[i+2:]
+				continue
+			}
+			out.Write(line[:i])
+			end := bytes.IndexByte(line[i:], '}')
+			if end < 0 {
+				errs = append(errs, fmt.Errorf("config: line %d: unclosed ${", n+1))
+				out.Write(line[i:])
+				break
+			}
+			ref := string(line[i+2 : i+end])
+			line = line[i+end+1:]
+			name, def, hasDef := strings.Cut(ref, ":-")
+			if !envName.MatchString(name) {
+				errs = append(errs, fmt.Errorf("config: line %d: bad variable name %q", n+1, name))
+				continue
+			}
+			v, ok := lookup(name)
+			switch {
+			case hasDef && v == "":
+				v = def
+			case !ok:
+				errs = append(errs, fmt.Errorf("config: line %d: environment variable %s is not set", n+1, name))
+			}
+			out.WriteString(v)
+		}
+		out.Write(comment)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out.Bytes(), nil
+}
+
+// commentStart is the index where line's YAML comment begins (len(line)
+// when it has none): a # at the start or after a blank, outside quotes.
+func commentStart(line []byte) int {
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case quote == '"' && ch == '\\':
+			i++ // skip the escaped character
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			}
+		case ch == '"' || ch == '\'':
+			quote = ch
+		case ch == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return i
+		}
+	}
+	return len(line)
+}
+
+// applyDefaults fills every zero field with its documented default. It is
+// the only place defaults are decided.
+func (c *Config) applyDefaults() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.MetricsListen == nil {
+		addr := DefaultMetricsListen
+		c.MetricsListen = &addr
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = DefaultLogLevel
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = DefaultLogFormat
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+
+	d := jrpc.DefaultLimits()
+	l := &c.Limits
+	setDefault(&l.MaxBodyBytes, d.MaxBodyBytes)
+	setDefault(&l.MaxBatchItems, d.MaxBatchItems)
+	setDefault(&l.BatchConcurrency, d.BatchConcurrency)
+	setDefault(&l.MaxWSMessageBytes, d.MaxWSMessageBytes)
+	setDefault(&l.MaxConnections, d.MaxConnections)
+	setDefault(&l.WSInFlight, d.WSInFlight)
+	setDefault(&l.WSPingInterval, d.WSPingInterval)
+	setDefault(&l.WSWriteTimeout, d.WSWriteTimeout)
+
+	for i := range c.Chains {
+		ch := &c.Chains[i]
+		setDefault(&ch.BlockTime, remotes.DefaultBlockTime)
+		setDefault(&ch.MaxLag, remotes.DefaultMaxLag)
+		setDefault(&ch.CallDeadline, remotes.DefaultCallDeadline)
+		setDefault(&ch.MaxAttempts, remotes.DefaultMaxAttempts)
+		setDefault(&ch.GetLogsConcurrency, remotes.DefaultGetLogsConcurrency)
+		setDefault(&ch.BroadcastFanout, remotes.DefaultBroadcastFanout)
+		setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
+		setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
+		for j := range ch.Remotes {
+			r := &ch.Remotes[j]
+			setDefault(&r.Tier, remotes.TierPrimary.String())
+			setDefault(&r.Timeout, remotes.DefaultRemoteTimeout)
+			setDefault(&r.MaxInFlight, remotes.DefaultMaxInFlight)
+			if r.RateLimit.RPS > 0 && r.RateLimit.Burst == 0 {
+				r.RateLimit.Burst = max(1, int(math.Ceil(r.RateLimit.RPS)))
+			}
+		}
+	}
+}
+
+func setDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
+}
+
+var (
+	chainNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	remoteNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// problems collects validation errors, each prefixed with its field path.
+type problems []error
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, fmt.Errorf(path+": "+format, args...))
+}
+
+// Validate reports every problem of an already defaulted config, each
+// naming its field path (chains[0].remotes[1].url). Messages never include
+// a URL or header value: those carry API keys.
+func (c *Config) Validate() error {
+	var p problems
+	checkAddr(&p, "listen", c.Listen, true)
+	if c.MetricsListen != nil && *c.MetricsListen != "" {
+		checkAddr(&p, "metrics_listen", *c.MetricsListen, false)
+		if *c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+			p.add("metrics_listen", "must differ from listen")
+		}
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		p.add("log.level", "must be debug, info, warn or error, not %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		p.add("log.format", "must be text or json, not %q", c.Log.Format)
+	}
+	if c.ShutdownTimeout < 0 {
+		p.add("shutdown_timeout", "must be positive")
+	}
+	validateLimits(&p, c.Limits)
+
+	if len(c.Chains) == 0 {
+		p.add("chains", "at least one chain is required")
+	}
+	seen := make(map[string]int, len(c.Chains))
+	for i := range c.Chains {
+		ch := &c.Chains[i]
+		path := fmt.Sprintf("chains[%d]", i)
+		if first, dup := seen[ch.Name]; dup && ch.Name != "" {
+			p.add(path+".name", "%q is already used by chains[%d]", ch.Name, first)
+		} else {
+			seen[ch.Name] = i
+		}
+		ch.validate(&p, path)
+	}
+	return errors.Join(p...)
+}
+
+func checkAddr(p *problems, path, addr string, required bool) {
+	if addr == "" {
+		if required {
+			p.add(path, "required")
+		}
+		return
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		p.add(path, "must be host:port, not %q", addr)
+	}
+}
+
+func validateLimits(p *problems, l jrpc.Limits) {
+	positive := []struct {
+		name string
+		bad  bool
+	}{
+		{"max_body_bytes", l.MaxBodyBytes < 0},
+		{"max_batch_items", l.MaxBatchItems < 0},
+		{"batch_concurrency", l.BatchConcurrency < 0},
+		{"max_ws_message_bytes", l.MaxWSMessageBytes < 0},
+		{"max_connections", l.MaxConnections < 0},
+		{"ws_in_flight", l.WSInFlight < 0},
+		{"ws_ping_interval", l.WSPingInterval < 0},
+		{"ws_write_timeout", l.WSWriteTimeout < 0},
+	}
+	found := false
+	for _, f := range positive {
+		if f.bad {
+			p.add("limits."+f.name, "must be positive")
+			found = true
+		}
+	}
+	if found {
+		return
+	}
+	// jrpc knows relations between its limits that this file does not.
+	if err := l.Validate(); err != nil {
+		p.add("limits", "%v", err)
+	}
+}
+
+func (c *ChainConfig) validate(p *problems, path string) {
+	if !chainNameRE.MatchString(c.Name) {
+		p.add(path+".name", "must match [a-z0-9_-]+, not %q", c.Name)
+	}
+	if c.ChainID == 0 {
+		p.add(path+".chain_id", "required, must be > 0")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"block_time", c.BlockTime},
+		{"call_deadline", c.CallDeadline},
+		{"breaker.cooldown", c.Breaker.Cooldown},
+	} {
+		if d.v < 0 {
+			p.add(path+"."+d.name, "must be positive")
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"max_attempts", c.MaxAttempts},
+		{"getlogs_concurrency", c.GetLogsConcurrency},
+		{"broadcast_fanout", c.BroadcastFanout},
+		{"breaker.failures", c.Breaker.Failures},
+	} {
+		if n.v < 0 {
+			p.add(path+"."+n.name, "must be positive")
+		}
+	}
+
+	if len(c.Remotes) == 0 {
+		p.add(path+".remotes", "at least one remote is required")
+	}
+	seen := make(map[string]int, len(c.Remotes))
+	for j := range c.Remotes {
+		r := &c.Remotes[j]
+		rpath := fmt.Sprintf("%s.remotes[%d]", path, j)
+		if first, dup := seen[r.Name]; dup && r.Name != "" {
+			p.add(rpath+".name", "%q is already used by remotes[%d]", r.Name, first)
+		} else {
+			seen[r.Name] = j
+		}
+		r.validate(p, rpath)
+	}
+}
+
+func (r *RemoteConfig) validate(p *problems, path string) {
+	if !remoteNameRE.MatchString(r.Name) {
+		p.add(path+".name", "must match [A-Za-z0-9_.-]+, not %q", r.Name)
+	}
+	switch {
+	case r.URL == "":
+		p.add(path+".url", "required")
+	default:
+		if ok, msg := checkURL(r.URL, "http", "https", "ws", "wss"); !ok {
+			p.add(path+".url", "must be http(s):// or ws(s)://%s", msg)
+		}
+	}
+	if r.WSURL != "" {
+		if ok, msg := checkURL(r.WSURL, "ws", "wss"); !ok {
+			p.add(path+".ws_url", "must be ws(s)://%s", msg)
+		}
+	}
+	if _, err := remotes.ParseTier(r.Tier); err != nil {
+		p.add(path+".tier", "%v", err)
+	}
+	if r.Timeout < 0 {
+		p.add(path+".timeout", "must be positive")
+	}
+	if r.MaxInFlight < 0 {
+		p.add(path+".max_in_flight", "must be positive")
+	}
+	if r.RateLimit.RPS < 0 || math.IsNaN(r.RateLimit.RPS) || math.IsInf(r.RateLimit.RPS, 0) {
+		p.add(path+".rate_limit.rps", "must be a finite number >= 0")
+	}
+	if r.RateLimit.Burst < 0 {
+		p.add(path+".rate_limit.burst", "must be >= 0")
+	}
+	for _, l := range []struct {
+		name    string
+		methods []string
+	}{{"allow", r.Methods.Allow}, {"deny", r.Methods.Deny}} {
+		for k, m := range l.methods {
+			if strings.TrimSpace(m) == "" || strings.ContainsAny(m, " \t\r\n") {
+				p.add(fmt.Sprintf("%s.methods.%s[%d]", path, l.name, k), "must be a method name or prefix, not %q", m)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
+		value := r.Headers[name]
+		if !headerNameRE.MatchString(name) {
+			p.add(path+".headers", "%q is not a valid header name", name)
+		}
+		if strings.ContainsAny(value, "\r\n\x00") {
+			// The value itself is likely a secret: name the header only.
+			p.add(path+".headers."+name, "value must not contain CR, LF or NUL")
+		}
+	}
+}
+
+// checkURL reports whether raw parses as an absolute URL with a host and one
+// of schemes, with a short reason when not. It never quotes raw, url.Parse's
+// error or even the scheme: all may hold a key when the URL is mistyped.
+func checkURL(raw string, schemes ...string) (ok bool, reason string) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return false, " (it does not parse)"
+	case !slices.Contains(schemes, strings.ToLower(u.Scheme)):
+		return false, ""
+	case u.Host == "":
+		return false, " (no host)"
+	}
+	return true, ""
+}
+
+// MetricsAddr is the address of the metrics server, "" when disabled.
+func (c *Config) MetricsAddr() string {
+	if c.MetricsListen == nil {
+		return ""
+	}
+	return *c.MetricsListen
+}
+
+// RemoteCount is the number of remotes across all chains.
+func (c *Config) RemoteCount() int {
+	n := 0
+	for _, ch := range c.Chains {
+		n += len(ch.Remotes)
+	}
+	return n
+}
+
+// JRPCLimits is the limits section, for jrpc.NewServer.
+func (c Config) JRPCLimits() jrpc.Limits { return c.Limits }
+
+// PoolConfig converts a chain for remotes.NewPool.
+func (c ChainConfig) PoolConfig() remotes.PoolConfig {
+	return remotes.PoolConfig{
+		Chain:              c.Name,
+		ChainID:            c.ChainID,
+		BlockTime:          c.BlockTime,
+		MaxLag:             c.MaxLag,
+		CallDeadline:       c.CallDeadline,
+		MaxAttempts:        c.MaxAttempts,
+		GetLogsConcurrency: c.GetLogsConcurrency,
+		BroadcastFanout:    c.BroadcastFanout,
+		BreakerFailures:    c.Breaker.Failures,
+		BreakerCooldown:    c.Breaker.Cooldown,
+	}
+}
+
+// RemoteConfig converts a remote for remotes.NewPool.
+func (r RemoteConfig) RemoteConfig() (remotes.Config, error) {
+	tier, err := remotes.ParseTier(r.Tier)
+	if err != nil {
+		return remotes.Config{}, fmt.Errorf("remote %s: %w", r.Name, err)
+	}
+	return remotes.Config{
+		Name:         r.Name,
+		URL:          r.URL,
+		WSURL:        r.WSURL,
+		Tier:         tier,
+		Timeout:      r.Timeout,
+		MaxInFlight:  r.MaxInFlight,
+		RateLimit:    r.RateLimit.RPS,
+		RateBurst:    r.RateLimit.Burst,
+		Allow:        r.Methods.Allow,
+		Deny:         r.Methods.Deny,
+		Headers:      r.Headers,
+		MaxLogsRange: r.MaxLogsRange,
+	}, nil
+}

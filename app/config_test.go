@@ -1,0 +1,507 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes"
+)
+
+// minimal is the smallest useful file: one chain, one remote.
+const minimal = `
+chains:
+  - name: ethereum
+    chain_id: 1
+    remotes:
+      - name: a
+        url: http://127.0.0.1:18545
+`
+
+func mustParse(t *testing.T, src string) *Config {
+	t.Helper()
+	c, err := Parse([]byte(src))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return c
+}
+
+func TestParseAppliesDefaults(t *testing.T) {
+	c := mustParse(t, minimal)
+
+	if c.Listen != DefaultListen || c.MetricsAddr() != DefaultMetricsListen {
+		t.Errorf("listen = %q, metrics = %q", c.Listen, c.MetricsAddr())
+	}
+	if c.Log != (LogConfig{Level: "info", Format: "text"}) {
+		t.Errorf("log = %+v", c.Log)
+	}
+	if c.ShutdownTimeout != DefaultShutdownTimeout {
+		t.Errorf("shutdown_timeout = %v", c.ShutdownTimeout)
+	}
+	if got, want := c.JRPCLimits(), jrpc.DefaultLimits(); got != want {
+		t.Errorf("limits = %+v, want %+v", got, want)
+	}
+	wantPool := remotes.PoolConfig{
+		Chain:              "ethereum",
+		ChainID:            1,
+		BlockTime:          remotes.DefaultBlockTime,
+		MaxLag:             remotes.DefaultMaxLag,
+		CallDeadline:       remotes.DefaultCallDeadline,
+		MaxAttempts:        remotes.DefaultMaxAttempts,
+		GetLogsConcurrency: remotes.DefaultGetLogsConcurrency,
+		BroadcastFanout:    remotes.DefaultBroadcastFanout,
+		BreakerFailures:    remotes.DefaultBreakerFailures,
+		BreakerCooldown:    remotes.DefaultBreakerCooldown,
+	}
+	if got := c.Chains[0].PoolConfig(); got != wantPool {
+		t.Errorf("pool = %+v\nwant %+v", got, wantPool)
+	}
+	rc, err := c.Chains[0].Remotes[0].RemoteConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRemote := remotes.Config{
+		Name:        "a",
+		URL:         "http://127.0.0.1:18545",
+		Tier:        remotes.TierPrimary,
+		Timeout:     remotes.DefaultRemoteTimeout,
+		MaxInFlight: remotes.DefaultMaxInFlight,
+	}
+	if !reflect.DeepEqual(rc, wantRemote) {
+		t.Errorf("remote = %+v\nwant %+v", rc, wantRemote)
+	}
+}
+
+func TestParseFullFile(t *testing.T) {
+	c := mustParse(t, `
+listen: 0.0.0.0:8545
+metrics_listen: ""
+log: {level: debug, format: json}
+limits:
+  max_body_bytes: 1024
+  max_batch_items: 10
+  batch_concurrency: 2
+  max_ws_message_bytes: 2048
+  max_connections: 5
+  ws_in_flight: 3
+  ws_ping_interval: 5s
+  ws_write_timeout: 2s
+shutdown_timeout: 1m
+chains:
+  - name: base_sepolia-2
+    chain_id: 84532
+    block_time: 2s
+    max_lag: 10
+    call_deadline: 5s
+    max_attempts: 2
+    getlogs_concurrency: 8
+    broadcast_fanout: 1
+    breaker: {failures: 3, cooldown: 1s}
+    remotes:
+      - name: Provider.A_1
+        url: wss://example.com/v1
+        ws_url: wss://example.com/ws
+        tier: secondary
+        timeout: 3s
+        max_in_flight: 7
+        rate_limit: {rps: 2.5}
+        methods: {allow: [eth_, net_version], deny: ["debug_*"]}
+        headers: {Authorization: "Bearer x"}
+        max_logs_range: 2000
+`)
+	if c.MetricsAddr() != "" {
+		t.Errorf(`metrics_listen: "" must disable, got %q`, c.MetricsAddr())
+	}
+	wantLimits := jrpc.Limits{
+		MaxBodyBytes: 1024, MaxBatchItems: 10, BatchConcurrency: 2, MaxWSMessageBytes: 2048,
+		MaxConnections: 5, WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
+	}
+	if got := c.JRPCLimits(); got != wantLimits {
+		t.Errorf("limits = %+v", got)
+	}
+	if c.ShutdownTimeout != time.Minute || c.Log.Format != "json" {
+		t.Errorf("shutdown_timeout = %v, log = %+v", c.ShutdownTimeout, c.Log)
+	}
+	wantPool := remotes.PoolConfig{
+		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, MaxLag: 10,
+		CallDeadline: 5 * time.Second, MaxAttempts: 2, GetLogsConcurrency: 8, BroadcastFanout: 1,
+		BreakerFailures: 3, BreakerCooldown: time.Second,
+	}
+	if got := c.Chains[0].PoolConfig(); got != wantPool {
+		t.Errorf("pool = %+v", got)
+	}
+	rc, err := c.Chains[0].Remotes[0].RemoteConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRemote := remotes.Config{
+		Name: "Provider.A_1", URL: "wss://example.com/v1", WSURL: "wss://example.com/ws",
+		Tier: remotes.TierSecondary, Timeout: 3 * time.Second, MaxInFlight: 7,
+		RateLimit: 2.5, RateBurst: 3, // ceil(rps)
+		Allow: []string{"eth_", "net_version"}, Deny: []string{"debug_*"},
+		Headers:      map[string]string{"Authorization": "Bearer x"},
+		MaxLogsRange: 2000,
+	}
+	if !reflect.DeepEqual(rc, wantRemote) {
+		t.Errorf("remote = %+v\nwant %+v", rc, wantRemote)
+	}
+}
+
+func TestRateLimitBurstDefault(t *testing.T) {
+	tests := []struct {
+		give string
+		want int
+	}{
+		{give: "{rps: 0}", want: 0},
+		{give: "{rps: 0.2}", want: 1},
+		{give: "{rps: 10}", want: 10},
+		{give: "{rps: 10.1}", want: 11},
+		{give: "{rps: 10, burst: 4}", want: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			c := mustParse(t, minimal+"        rate_limit: "+tt.give+"\n")
+			if got := c.Chains[0].Remotes[0].RateLimit.Burst; got != tt.want {
+				t.Errorf("burst = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestValidateNamesField checks that every problem names its field path and
+// that all problems are reported at once.
+func TestValidateNamesField(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want []string
+	}{
+		{
+			name: "no chains",
+			give: `listen: 127.0.0.1:1`,
+			want: []string{"chains: at least one chain is required"},
+		},
+		{
+			name: "top level",
+			give: `
+listen: nonsense
+metrics_listen: "also-nonsense"
+log: {level: loud, format: xml}
+shutdown_timeout: -1s
+limits: {max_body_bytes: -1, ws_ping_interval: -1s}
+` + minimal[1:],
+			want: []string{
+				`listen: must be host:port`,
+				`metrics_listen: must be host:port`,
+				`log.level: must be debug, info, warn or error`,
+				`log.format: must be text or json`,
+				`shutdown_timeout: must be positive`,
+				`limits.max_body_bytes: must be positive`,
+				`limits.ws_ping_interval: must be positive`,
+			},
+		},
+		{
+			name: "metrics on the rpc address",
+			give: "listen: 127.0.0.1:1\nmetrics_listen: 127.0.0.1:1\n" + minimal[1:],
+			want: []string{"metrics_listen: must differ from listen"},
+		},
+		{
+			name: "chain fields",
+			give: `
+chains:
+  - name: Ethereum
+    max_attempts: -1
+    getlogs_concurrency: -2
+    broadcast_fanout: -3
+    block_time: -1s
+    call_deadline: -1s
+    breaker: {failures: -1, cooldown: -1s}
+  - name: b
+    chain_id: 2
+  - name: b
+    chain_id: 3
+    remotes: [{name: x, url: "http://127.0.0.1:1"}]
+`,
+			want: []string{
+				`chains[0].name: must match [a-z0-9_-]+`,
+				`chains[0].chain_id: required`,
+				`chains[0].max_attempts: must be positive`,
+				`chains[0].getlogs_concurrency: must be positive`,
+				`chains[0].broadcast_fanout: must be positive`,
+				`chains[0].block_time: must be positive`,
+				`chains[0].call_deadline: must be positive`,
+				`chains[0].breaker.failures: must be positive`,
+				`chains[0].breaker.cooldown: must be positive`,
+				`chains[0].remotes: at least one remote is required`,
+				`chains[1].remotes: at least one remote is required`,
+				`chains[2].name: "b" is already used by chains[1]`,
+			},
+		},
+		{
+			name: "remote fields",
+			give: `
+chains:
+  - name: eth
+    chain_id: 1
+    remotes:
+      - name: "bad name"
+        url: ftp://127.0.0.1/
+        ws_url: http://127.0.0.1/
+        tier: gold
+        timeout: -1s
+        max_in_flight: -1
+        rate_limit: {rps: -1, burst: -1}
+        methods: {allow: [""], deny: ["eth call"]}
+        headers: {"Bad Header": "x", "X-Key": "a\nb"}
+      - name: ok
+      - name: ok
+        url: http://
+`,
+			want: []string{
+				`chains[0].remotes[0].name: must match [A-Za-z0-9_.-]+`,
+				`chains[0].remotes[0].url: must be http(s):// or ws(s)://`,
+				`chains[0].remotes[0].ws_url: must be ws(s)://`,
+				`chains[0].remotes[0].tier: unknown tier "gold"`,
+				`chains[0].remotes[0].timeout: must be positive`,
+				`chains[0].remotes[0].max_in_flight: must be positive`,
+				`chains[0].remotes[0].rate_limit.rps: must be a finite number >= 0`,
+				`chains[0].remotes[0].rate_limit.burst: must be >= 0`,
+				`chains[0].remotes[0].methods.allow[0]: must be a method name or prefix`,
+				`chains[0].remotes[0].methods.deny[0]: must be a method name or prefix`,
+				`chains[0].remotes[0].headers: "Bad Header" is not a valid header name`,
+				`chains[0].remotes[0].headers.X-Key: value must not contain CR, LF or NUL`,
+				`chains[0].remotes[1].url: required`,
+				`chains[0].remotes[2].name: "ok" is already used by remotes[1]`,
+				`chains[0].remotes[2].url: must be http(s):// or ws(s):// (no host)`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give))
+			if err == nil {
+				t.Fatal("Parse succeeded, want errors")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("missing %q", w)
+				}
+			}
+			if len(lines) != len(tt.want) {
+				t.Errorf("got %d problems, want %d:\n%v", len(lines), len(tt.want), err)
+			}
+		})
+	}
+}
+
+func TestUnknownFieldRejected(t *testing.T) {
+	tests := []struct {
+		give string
+		want string
+	}{
+		{give: "listen_addr: x\n" + minimal, want: "field listen_addr not found in the top level"},
+		{give: minimal + "        urll: http://x\n", want: "field urll not found in a remote"},
+		{give: minimal + "    maxlag: 1\n", want: "field maxlag not found in a chain"},
+		{give: "limits: {max_body: 1}\n" + minimal, want: "field max_body not found in limits"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	t.Setenv("VENN_TEST_KEY", "s3cret")
+	t.Setenv("VENN_TEST_EMPTY", "")
+	tests := []struct {
+		name string
+		give string
+		want string // the remote's url after expansion
+	}{
+		{name: "set", give: "http://h/${VENN_TEST_KEY}", want: "http://h/s3cret"},
+		{name: "default unused", give: "http://h/${VENN_TEST_KEY:-d}", want: "http://h/s3cret"},
+		{name: "default when unset", give: "http://h/${VENN_TEST_UNSET:-d}", want: "http://h/d"},
+		{name: "default when empty", give: "http://h/${VENN_TEST_EMPTY:-d}", want: "http://h/d"},
+		{name: "empty default", give: "http://h/${VENN_TEST_UNSET:-}x", want: "http://h/x"},
+		{name: "set but empty", give: "http://h/${VENN_TEST_EMPTY}x", want: "http://h/x"},
+		{name: "bare dollar kept", give: "http://h/$VENN_TEST_KEY$", want: "http://h/$VENN_TEST_KEY$"},
+		{name: "escaped", give: "http://h/$${VENN_TEST_KEY}", want: "http://h/${VENN_TEST_KEY}"},
+		{name: "two", give: "http://${VENN_TEST_KEY}/${VENN_TEST_KEY}", want: "http://s3cret/s3cret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "# a comment naming ${VENN_TEST_UNSET} is left alone\n" +
+				strings.Replace(minimal, "http://127.0.0.1:18545", `"`+tt.give+`"`, 1)
+			c := mustParse(t, src)
+			if got := c.Chains[0].Remotes[0].URL; got != tt.want {
+				t.Errorf("url = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvExpansionSkipsComments(t *testing.T) {
+	lookup := func(name string) (string, bool) {
+		if name == "SET" {
+			return "v", true
+		}
+		return "", false
+	}
+	tests := []struct {
+		give string
+		want string
+	}{
+		{give: "# ${UNSET}", want: "# ${UNSET}"},
+		{give: "   # ${UNSET}", want: "   # ${UNSET}"},
+		{give: "a: ${SET} # ${UNSET}", want: "a: v # ${UNSET}"},
+		{give: "a: {}\t# ${UNSET}", want: "a: {}\t# ${UNSET}"},
+		{give: "a: x#${SET}", want: "a: x#v"},
+		{give: `a: "x #${SET}" # ${UNSET}`, want: `a: "x #v" # ${UNSET}`},
+		{give: `a: 'x #${SET}' # ${UNSET}`, want: `a: 'x #v' # ${UNSET}`},
+		{give: `a: "q\" #${SET}"`, want: `a: "q\" #v"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			got, err := expandEnv([]byte(tt.give), lookup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvExpansionErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want []string
+	}{
+		{
+			name: "unset",
+			give: "listen: ${VENN_TEST_UNSET_A}\nmetrics_listen: ${VENN_TEST_UNSET_B}\n",
+			want: []string{
+				"line 1: environment variable VENN_TEST_UNSET_A is not set",
+				"line 2: environment variable VENN_TEST_UNSET_B is not set",
+			},
+		},
+		{name: "unclosed", give: "listen: ${VENN_TEST", want: []string{"line 1: unclosed ${"}},
+		{name: "bad name", give: "listen: ${1X}", want: []string{`line 1: bad variable name "1X"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give))
+			if err == nil {
+				t.Fatal("Parse succeeded")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestErrorsNeverShowURL feeds URLs carrying a key through every path that
+// can fail and checks the key never reaches a message.
+func TestErrorsNeverShowURL(t *testing.T) {
+	const key = "KEY0123456789abcdef"
+	t.Setenv("VENN_TEST_SECRET", key)
+	tests := []struct {
+		name string
+		give string
+	}{
+		{name: "bad scheme", give: `url: "ftp://` + key + `@h/` + key + `"`},
+		{name: "scheme-looking key", give: `url: "` + key + `:1/x"`},
+		{name: "no scheme", give: `url: "h.example/` + key + `"`},
+		{name: "unparseable", give: `url: "http://h/%zz` + key + `"`},
+		{name: "bad host", give: `url: "http://[` + key + `/"`},
+		{name: "ws_url http", give: "url: http://h\n        ws_url: http://h/${VENN_TEST_SECRET}"},
+		{name: "url in a number field", give: "url: http://h\n        max_in_flight: http://h/${VENN_TEST_SECRET}"},
+		{name: "url in a duration field", give: "url: http://h\n        timeout: https://" + key},
+		{name: "bad header value", give: "url: http://h\n        headers: {Authorization: \"Bearer ${VENN_TEST_SECRET}\\r\\n\"}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "chains:\n  - name: eth\n    chain_id: 1\n    remotes:\n      - name: provider-a\n        " + tt.give + "\n"
+			_, err := Parse([]byte(src))
+			if err == nil {
+				t.Fatal("Parse succeeded")
+			}
+			for _, part := range []string{key, key[:7], key[len(key)-7:]} {
+				if strings.Contains(err.Error(), part) {
+					t.Errorf("error shows the key: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	t.Run("embedded default", func(t *testing.T) {
+		c, err := Load("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Chains) != 1 || c.Chains[0].Name != "ethereum" || c.Chains[0].ChainID != 1 {
+			t.Fatalf("chains = %+v", c.Chains)
+		}
+		if c.Listen != "127.0.0.1:8545" || c.MetricsAddr() != "127.0.0.1:9545" {
+			t.Errorf("listen = %q, metrics = %q", c.Listen, c.MetricsAddr())
+		}
+		tiers := map[string]int{}
+		for _, r := range c.Chains[0].Remotes {
+			tiers[r.Tier]++
+		}
+		if tiers["fallback"] == 0 || tiers["primary"] == 0 {
+			t.Errorf("tiers = %v, want primaries and a fallback", tiers)
+		}
+	})
+	t.Run("file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "venn.yaml")
+		if err := os.WriteFile(path, []byte(minimal), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.RemoteCount() != 1 {
+			t.Errorf("remotes = %d", c.RemoteCount())
+		}
+	})
+	t.Run("example file", func(t *testing.T) {
+		c, err := Load("../config.example.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Chains) != 1 || c.RemoteCount() != 3 {
+			t.Errorf("chains = %d, remotes = %d", len(c.Chains), c.RemoteCount())
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+		if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+			t.Errorf("err = %v, want it to name the file", err)
+		}
+	})
+	t.Run("empty file", func(t *testing.T) {
+		_, err := Parse(nil)
+		if err == nil || !strings.Contains(err.Error(), "chains: at least one chain is required") {
+			t.Errorf("err = %v", err)
+		}
+	})
+}

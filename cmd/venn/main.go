@@ -1,0 +1,147 @@
+// Command venn is the gateway binary. main only calls run and exits: every
+// subcommand returns its exit code, so tests drive run directly.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"github.com/venn-gateway/venn/app"
+)
+
+// version is set at build time: -ldflags "-X main.version=v1.2.3". Without
+// it the module version or VCS revision from the build info is printed.
+var version = ""
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+const usage = `venn — clustered EVM JSON-RPC gateway
+
+Usage:
+  venn serve [--config FILE]   run the gateway until SIGINT or SIGTERM
+                               (no --config: built-in Ethereum mainnet default)
+  venn check-config FILE       validate FILE and print every problem
+  venn version                 print the version
+  venn help                    print this help
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one subcommand and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return serve(rest, stderr)
+	case "check-config":
+		return checkConfig(rest, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "venn", versionString())
+		return exitOK
+	case "help", "--help", "-help", "-h":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "venn: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (default: built-in Ethereum mainnet)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "venn serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	cfg, err := app.Load(*configPath)
+	if err != nil {
+		printErrors(stderr, err)
+		return exitError
+	}
+
+	// The fx app stops on SIGINT/SIGTERM itself (Wait); this context only
+	// lets a second signal abort a slow start.
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	fxApp := app.New(cfg, app.LogOutput(stderr))
+	startCtx, cancelStart := context.WithTimeout(sigCtx, fxApp.StartTimeout())
+	defer cancelStart()
+	if err := fxApp.Start(startCtx); err != nil {
+		fmt.Fprintf(stderr, "venn: start: %v\n", err)
+		return exitError
+	}
+	sig := <-fxApp.Wait()
+
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancelStop()
+	if err := fxApp.Stop(stopCtx); err != nil {
+		fmt.Fprintf(stderr, "venn: stop: %v\n", err)
+		return exitError
+	}
+	return sig.ExitCode
+}
+
+func checkConfig(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintf(stderr, "usage: venn check-config FILE\n")
+		return exitUsage
+	}
+	cfg, err := app.Load(args[0])
+	if err != nil {
+		printErrors(stderr, err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "ok: %d chains, %d remotes\n", len(cfg.Chains), cfg.RemoteCount())
+	return exitOK
+}
+
+// printErrors writes each joined error on its own line.
+func printErrors(w io.Writer, err error) {
+	for line := range strings.SplitSeq(err.Error(), "\n") {
+		fmt.Fprintln(w, line)
+	}
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v + " " + bi.GoVersion
+}

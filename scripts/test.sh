@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The one command that runs every venn test on a fresh machine:
+#   scripts/test.sh
+# It checks the toolchain, makes sure Redis (127.0.0.1:6379) and Postgres
+# (127.0.0.1:5432) answer, builds geth v1.17.10 for the end-to-end tests
+# (exported as VENN_GETH), runs go vet and the race-enabled test suite, and,
+# when ../shared/conformance exists, replays the execution-apis conformance
+# suite through a freshly built venn in front of geth.
+# Non-interactive; exits non-zero on the first failure.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+GETH_VERSION=v1.17.10
+CACHE=${CACHE:-$HOME/.cache/venn-conformance}
+SHARED=$ROOT/../shared
+CONFORMANCE=$SHARED/conformance/run.sh
+
+step() { printf '\n==> %s\n' "$*"; }
+die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
+
+# answers HOST PORT: true when something accepts TCP connections there.
+answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+# wait_for HOST PORT NAME: poll for up to 30 s.
+wait_for() {
+  for _ in $(seq 1 300); do
+    answers "$1" "$2" && return 0
+    sleep 0.1
+  done
+  die "$3 did not start answering on $1:$2"
+}
+
+step "toolchain"
+command -v go >/dev/null 2>&1 || die "go is not installed: get Go 1.26 from https://go.dev/dl/ (e.g. tar -C /usr/local -xzf go1.26.*.linux-amd64.tar.gz; export PATH=\$PATH:/usr/local/go/bin)"
+go version
+
+step "redis on 127.0.0.1:6379"
+if ! answers 127.0.0.1 6379; then
+  command -v redis-server >/dev/null 2>&1 || die "redis-server is missing: apt-get install -y redis-server postgresql"
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no >/dev/null
+  wait_for 127.0.0.1 6379 redis
+fi
+echo "redis answers"
+
+step "postgres on 127.0.0.1:5432"
+if ! answers 127.0.0.1 5432; then
+  command -v pg_ctlcluster >/dev/null 2>&1 || die "postgres is missing: apt-get install -y redis-server postgresql"
+  pgver=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
+  [ -n "$pgver" ] || die "no cluster under /etc/postgresql: apt-get install -y redis-server postgresql"
+  pg_ctlcluster --skip-systemctl-redirect "$pgver" main start
+  wait_for 127.0.0.1 5432 postgres
+fi
+echo "postgres answers"
+
+step "geth $GETH_VERSION"
+GETH=$CACHE/bin/geth
+if [ ! -x "$GETH" ]; then
+  if [ -x "$CONFORMANCE" ]; then
+    CACHE=$CACHE bash "$CONFORMANCE" build
+  else
+    mkdir -p "$CACHE/bin"
+    echo "building geth $GETH_VERSION (about 3 minutes on 2 cores)..."
+    GOBIN=$CACHE/bin CGO_ENABLED=0 go install "github.com/ethereum/go-ethereum/cmd/geth@$GETH_VERSION"
+  fi
+fi
+[ -x "$GETH" ] || die "geth was not built at $GETH"
+export VENN_GETH=$GETH
+echo "VENN_GETH=$VENN_GETH"
+
+step "go vet"
+go vet ./...
+
+step "go test -race"
+go test -race -count=1 -timeout 25m ./...
+
+conformance="skipped (no ../shared/conformance/run.sh)"
+if [ -x "$CONFORMANCE" ] || [ -f "$CONFORMANCE" ]; then
+  step "conformance through venn"
+  go build -o /tmp/venn-ci ./cmd/venn
+  cfg=$(mktemp /tmp/venn-conformance.XXXXXX.yaml)
+  trap 'rm -f "$cfg"' EXIT
+  cat > "$cfg" <<'YAML'
+listen: 127.0.0.1:28645
+metrics_listen: ""
+chains:
+  - name: conformance
+    chain_id: 3503995874084926
+    remotes:
+      - name: geth
+        url: http://127.0.0.1:28545
+YAML
+  CACHE=$CACHE GETH=$GETH bash "$CONFORMANCE" all http://127.0.0.1:28645/conformance -- /tmp/venn-ci serve --config "$cfg"
+  conformance="same result as geth directly"
+fi
+
+printf '\nall tests passed: vet ok, go test -race ok, conformance %s\n' "$conformance"
