@@ -4,6 +4,19 @@
 // Params and results stay json.RawMessage end to end so that upstream answers
 // are forwarded byte for byte. jrpc knows nothing of chains, remotes or EVM
 // semantics: it decodes, calls a Handler, and encodes.
+//
+// Server serves one Handler per chain at /{chain}: POST for HTTP, GET with
+// Upgrade: websocket for WebSocket. Each body or message is checked with
+// json.Valid once and then scanned, not parsed into a tree; a Request's ID
+// and Params are sub-slices of a buffer that is never reused, so handlers
+// may keep them. Answers are appended as bytes, the id echoed as sent.
+// Batches run concurrently (bounded) and answer in request order.
+//
+// ToWire (errors.go) is the one place an internal error becomes a wire
+// error. Limits (limits.go) bound bodies, batches, messages, connections and
+// calls in flight; a broken limit is answered with CodeLimitExceeded rather
+// than a dropped connection wherever an answer is possible. A WebSocket call
+// finds the connection's Notifier in its context, for subscriptions.
 package jrpc
 
 import (

@@ -1,0 +1,222 @@
+package jrpc
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Serving one decoded message, for either transport: batches fan out to at
+// most BatchConcurrency workers, answers go back in request order, handler
+// panics become -32603, and every call is counted and (at debug) logged.
+
+// maxLoggedMethod bounds how much of a client's method name reaches a log.
+const maxLoggedMethod = 64
+
+// serveMessage decodes msg, serves its calls under ctx and appends the answer
+// to buf. buf comes back unchanged when nothing is to be answered (only
+// notifications). Calls of a message that beginCalls did not admit are
+// answered CodeShuttingDown; the transport holds the admission until the
+// answer is written, so that Shutdown waits for answers, not just results.
+func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, msg, buf []byte, admitted bool) []byte {
+	items, batch, werr := decode(msg, s.limits.MaxBatchItems)
+	if werr != nil {
+		if werr.Code == CodeLimitExceeded {
+			ch.metrics.rejected(limitBatch)
+		} else {
+			ch.metrics.count(otherMethod, outcomeInvalid)
+		}
+		s.logCall(ctx, ch, "", werr, 0)
+		return appendError(buf, nil, werr)
+	}
+
+	if admitted {
+		s.serveItems(ctx, ch, items)
+	} else {
+		for i := range items {
+			it := &items[i]
+			if it.err == nil {
+				it.err = errShuttingDown()
+			}
+			s.record(ctx, ch, it, time.Time{})
+		}
+	}
+
+	if !batch {
+		if !items[0].answered() {
+			return buf
+		}
+		return appendAnswer(buf, &items[0])
+	}
+	n := 0
+	for i := range items {
+		if !items[i].answered() {
+			continue
+		}
+		if n == 0 {
+			buf = append(buf, '[')
+		} else {
+			buf = append(buf, ',')
+		}
+		n++
+		buf = appendAnswer(buf, &items[i])
+	}
+	if n > 0 {
+		buf = append(buf, ']')
+	}
+	return buf
+}
+
+// serveItems serves every item, at most BatchConcurrency at once. The calling
+// goroutine is one of the workers, so a single call starts no goroutine.
+func (s *Server) serveItems(ctx context.Context, ch *chainEntry, items []item) {
+	if len(items) == 1 {
+		s.serveItem(ctx, ch, &items[0]) // the common case, without a closure
+		return
+	}
+	workers := min(s.limits.BatchConcurrency, len(items))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(items) {
+				return
+			}
+			s.serveItem(ctx, ch, &items[i])
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+}
+
+// serveItem calls the handler for a valid item and records the answer.
+// Notifications are served too; only their answer is dropped.
+func (s *Server) serveItem(ctx context.Context, ch *chainEntry, it *item) {
+	var start time.Time
+	if it.err == nil {
+		if ch.metrics != nil || s.log.Enabled(ctx, slog.LevelDebug) {
+			start = time.Now()
+		}
+		res, err := s.call(ctx, ch, &it.req)
+		if err != nil {
+			it.err = s.wireError(ctx, ch, &it.req, err)
+		} else {
+			it.result = res
+		}
+	}
+	s.record(ctx, ch, it, start)
+}
+
+// call runs the handler, turning a panic into -32603 so that one bad call
+// neither kills the process nor goes unanswered.
+func (s *Server) call(ctx context.Context, ch *chainEntry, req *Request) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "rpc handler panic",
+				slog.String("chain", ch.name),
+				slog.String("method", clip(req.Method, maxLoggedMethod)),
+				slog.Any("panic", p),
+				slog.String("stack", string(debug.Stack())))
+			res, err = nil, errPanic()
+		}
+	}()
+	return ch.h.ServeRPC(ctx, req)
+}
+
+// wireError maps a handler's error and logs the detail ToWire hides.
+func (s *Server) wireError(ctx context.Context, ch *chainEntry, req *Request, err error) *Error {
+	e, unknown := toWire(err)
+	if unknown {
+		level := slog.LevelError
+		if ctx.Err() != nil {
+			level = slog.LevelDebug // the client left; its call failing is expected
+		}
+		s.log.LogAttrs(ctx, level, "rpc call failed",
+			slog.String("chain", ch.name),
+			slog.String("method", clip(req.Method, maxLoggedMethod)),
+			slog.Any("err", err))
+	}
+	return e
+}
+
+// record counts and logs one answered (or notification) item. start is zero
+// for items that never reached the handler.
+func (s *Server) record(ctx context.Context, ch *chainEntry, it *item, start time.Time) {
+	var d time.Duration
+	if !start.IsZero() {
+		d = time.Since(start)
+	}
+	if ch.metrics != nil {
+		o := outcomeOf(it.err)
+		if start.IsZero() {
+			ch.metrics.count(otherMethod, o)
+		} else {
+			ch.metrics.observe(s.label(it.req.Method), o, d)
+		}
+	}
+	s.logCall(ctx, ch, it.req.Method, it.err, d)
+}
+
+func (s *Server) logCall(ctx context.Context, ch *chainEntry, method string, e *Error, d time.Duration) {
+	if !s.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	code := 0
+	if e != nil {
+		code = e.Code
+	}
+	s.log.LogAttrs(ctx, slog.LevelDebug, "rpc call",
+		slog.String("chain", ch.name),
+		slog.String("method", clip(method, maxLoggedMethod)),
+		slog.Duration("duration", d),
+		slog.Int("code", code))
+}
+
+// label bounds a method name for metrics.
+func (s *Server) label(method string) string {
+	if s.methodLabel == nil {
+		return otherMethod
+	}
+	if l := s.methodLabel(method); l != "" {
+		return l
+	}
+	return otherMethod
+}
+
+// beginCalls admits a message's calls unless the server is shutting down;
+// each true is paired with one endCalls once the answer is written. The read
+// lock orders it against Shutdown: once Shutdown holds the lock, no call
+// starts that it would not wait for.
+func (s *Server) beginCalls() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}
+
+func (s *Server) endCalls() {
+	if s.inflight.Add(-1) == 0 && s.closing.Load() {
+		select {
+		case s.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,105 @@
+package jrpc
+
+import (
+	"context"
+	"errors"
+	"strconv"
+)
+
+// Bounds of the JSON-RPC server error range, which venn uses for its own
+// conditions (codes.go). A coder error outside it is not trusted to mean
+// what the client would read into a standard code.
+const (
+	minServerCode = -32099
+	maxServerCode = -32000
+)
+
+// ToWire is the one place an internal error becomes a wire error:
+//
+//   - a *Error anywhere in the chain (an upstream's answer) is returned as is;
+//   - an error with ErrorCode() in -32099..-32000 (venn's own) keeps its code
+//     and its message;
+//   - context.DeadlineExceeded becomes CodeTimeout;
+//   - anything else becomes CodeInternal with a fixed message, so no detail
+//     (a remote's name, an address) leaks to clients. The Server logs the
+//     detail; ToWire does not.
+func ToWire(err error) *Error {
+	e, _ := toWire(err)
+	return e
+}
+
+// toWire is ToWire that also reports whether the error was unknown, which the
+// Server logs.
+func toWire(err error) (e *Error, unknown bool) {
+	if err == nil {
+		return nil, false
+	}
+	if errors.As(err, &e) {
+		return e, false
+	}
+	var c coder
+	if errors.As(err, &c) {
+		if code := c.ErrorCode(); code >= minServerCode && code <= maxServerCode {
+			return &Error{Code: code, Message: err.Error()}, false
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: CodeTimeout, Message: "request timed out"}, false
+	}
+	return &Error{Code: CodeInternal, Message: "internal error"}, true
+}
+
+// Wire errors of the transport itself.
+
+func errParse() *Error { return &Error{Code: CodeParseError, Message: "parse error"} }
+
+func errInvalid(why string) *Error {
+	return &Error{Code: CodeInvalidRequest, Message: "invalid request: " + why}
+}
+
+func errEmptyBatch() *Error { return &Error{Code: CodeInvalidRequest, Message: "empty batch"} }
+
+func errBatchTooLarge(n, limit int) *Error {
+	return &Error{Code: CodeLimitExceeded, Message: "batch of " + strconv.Itoa(n) +
+		" items exceeds max_batch_items (" + strconv.Itoa(limit) + ")"}
+}
+
+func errBodyTooLarge(limit int64) *Error {
+	return &Error{Code: CodeLimitExceeded, Message: "request body exceeds max_body_bytes (" +
+		strconv.FormatInt(limit, 10) + " bytes)"}
+}
+
+func errMessageTooLarge(limit int64) *Error {
+	return &Error{Code: CodeLimitExceeded, Message: "message exceeds max_ws_message_bytes (" +
+		strconv.FormatInt(limit, 10) + " bytes)"}
+}
+
+func errTooManyConnections(limit int) *Error {
+	return &Error{Code: CodeLimitExceeded, Message: "too many WebSocket connections: max_connections (" +
+		strconv.Itoa(limit) + ") reached"}
+}
+
+func errShuttingDown() *Error {
+	return &Error{Code: CodeShuttingDown, Message: "server is shutting down"}
+}
+
+func errPanic() *Error { return &Error{Code: CodeInternal, Message: "internal error"} }
+
+// maxEchoedPath bounds how much of a client's URL path an error repeats.
+const maxEchoedPath = 128
+
+func errUnknownChain(path string) *Error {
+	if len(path) > maxEchoedPath {
+		path = path[:maxEchoedPath] + "..."
+	}
+	return &Error{Code: CodeUnknownChain, Message: "no chain is served at " + strconv.Quote(path)}
+}
+
+func errMethodNotAllowed(method string) *Error {
+	return &Error{Code: CodeInvalidRequest, Message: "HTTP method " + method +
+		" not allowed: use POST, or GET with a WebSocket upgrade"}
+}
+
+func errContentType() *Error {
+	return &Error{Code: CodeInvalidRequest, Message: "Content-Type must be application/json"}
+}

@@ -1,0 +1,46 @@
+package jrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+func TestToWire(t *testing.T) {
+	upstream := &Error{Code: 3, Message: "execution reverted", Data: json.RawMessage(`"0x"`)}
+	tests := []struct {
+		name string
+		give error
+		want *Error
+	}{
+		{name: "nil", give: nil, want: nil},
+		{name: "upstream error as is", give: upstream, want: upstream},
+		{name: "wrapped upstream error as is", give: fmt.Errorf("remote a: %w", upstream), want: upstream},
+		{name: "standard code forwarded", give: &Error{Code: CodeInvalidParams, Message: "bad"},
+			want: &Error{Code: CodeInvalidParams, Message: "bad"}},
+		{name: "venn code", give: vennError{CodeNoRemote, "no remote"},
+			want: &Error{Code: CodeNoRemote, Message: "no remote"}},
+		{name: "wrapped venn code keeps the whole message", give: fmt.Errorf("route: %w", vennError{CodeRateLimited, "slow down"}),
+			want: &Error{Code: CodeRateLimited, Message: "route: slow down"}},
+		{name: "range low end", give: vennError{-32099, "x"}, want: &Error{Code: -32099, Message: "x"}},
+		{name: "range high end", give: vennError{-32000, "x"}, want: &Error{Code: -32000, Message: "x"}},
+		{name: "code below range", give: vennError{-32100, "x"}, want: &Error{Code: CodeInternal, Message: "internal error"}},
+		{name: "code above range", give: vennError{-31999, "x"}, want: &Error{Code: CodeInternal, Message: "internal error"}},
+		{name: "deadline", give: fmt.Errorf("call: %w", context.DeadlineExceeded),
+			want: &Error{Code: CodeTimeout, Message: "request timed out"}},
+		{name: "unknown error hides detail", give: errors.New("dial https://key@host: refused"),
+			want: &Error{Code: CodeInternal, Message: "internal error"}},
+		{name: "canceled is internal", give: context.Canceled, want: &Error{Code: CodeInternal, Message: "internal error"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ToWire(tt.give)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ToWire(%v) = %+v, want %+v", tt.give, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,192 @@
+package jrpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// testChain is the chain every test server serves.
+const testChain = "test"
+
+// vennError is a venn-range error as other packages build them.
+type vennError struct {
+	code int
+	msg  string
+}
+
+func (e vennError) Error() string  { return e.msg }
+func (e vennError) ErrorCode() int { return e.code }
+
+// echoHandler answers the methods of the JSON-RPC 2.0 spec examples plus a
+// few that exercise error mapping.
+func echoHandler() Handler {
+	return HandlerFunc(func(ctx context.Context, req *Request) (json.RawMessage, error) {
+		switch req.Method {
+		case "test_echo":
+			return req.Params, nil
+		case "subtract":
+			var pos []int
+			if json.Unmarshal(req.Params, &pos) == nil && len(pos) == 2 {
+				return json.Marshal(pos[0] - pos[1])
+			}
+			var named struct{ Minuend, Subtrahend int }
+			if err := json.Unmarshal(req.Params, &named); err != nil {
+				return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params"}
+			}
+			return json.Marshal(named.Minuend - named.Subtrahend)
+		case "sum", "notify_sum":
+			var xs []int
+			if err := json.Unmarshal(req.Params, &xs); err != nil {
+				return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params"}
+			}
+			total := 0
+			for _, x := range xs {
+				total += x
+			}
+			return json.Marshal(total)
+		case "update", "notify_hello":
+			return nil, nil
+		case "get_data":
+			return json.RawMessage(`["hello", 5]`), nil
+		case "test_panic":
+			panic("boom")
+		case "test_fail":
+			return nil, errors.New("dial tcp 10.1.2.3:8545: connection refused")
+		case "test_timeout":
+			return nil, fmt.Errorf("call remote: %w", context.DeadlineExceeded)
+		case "test_noremote":
+			return nil, fmt.Errorf("route: %w", vennError{CodeNoRemote, "no remote can serve eth_call"})
+		case "test_badcode":
+			return nil, vennError{-1, "not a venn code"}
+		case "test_upstream":
+			return nil, fmt.Errorf("remote alpha: %w", &Error{Code: 3, Message: "execution reverted",
+				Data: json.RawMessage(`"0x08c379a0"`)})
+		case "test_peer":
+			p, ok := PeerFromContext(ctx)
+			if !ok {
+				return nil, errors.New("no peer")
+			}
+			return json.Marshal(p.Transport + " " + p.Header.Get("X-Test"))
+		default:
+			return nil, &Error{Code: CodeMethodNotFound, Message: "Method not found"}
+		}
+	})
+}
+
+// testServer is a Server behind an httptest.Server, both stopped at cleanup.
+type testServer struct {
+	*Server
+	ts *httptest.Server
+}
+
+func newTestServer(t *testing.T, opts Options, h Handler) *testServer {
+	t.Helper()
+	s := NewServer(opts)
+	s.Handle(testChain, h)
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		ts.Close()
+	})
+	return &testServer{Server: s, ts: ts}
+}
+
+func (s *testServer) url() string { return s.ts.URL + "/" + testChain }
+
+func (s *testServer) wsURL() string { return "ws" + strings.TrimPrefix(s.url(), "http") }
+
+// post sends body as a JSON-RPC request and returns status and body.
+func (s *testServer) post(t *testing.T, body string) (int, string) {
+	t.Helper()
+	status, got, err := s.tryPost(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, got
+}
+
+// tryPost is post for goroutines other than the test's, which must not
+// call t.Fatal.
+func (s *testServer) tryPost(body string) (int, string, error) {
+	resp, err := s.ts.Client().Post(s.url(), "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, "", fmt.Errorf("post: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, "", fmt.Errorf("read response: %w", err)
+	}
+	return resp.StatusCode, string(b), nil
+}
+
+// dial opens a WebSocket to the test chain, closed at cleanup.
+func (s *testServer) dial(t *testing.T) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, s.wsURL(), nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	c.SetReadLimit(-1)
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return c
+}
+
+func wsWrite(t *testing.T, c *websocket.Conn, msg string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		t.Fatalf("ws write: %v", err)
+	}
+}
+
+func wsRead(t *testing.T, c *websocket.Conn) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("ws read: %v", err)
+	}
+	return string(b)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// compactJSON normalizes whitespace for comparisons of documents written by
+// hand.
+func compactJSON(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		t.Fatalf("compact %q: %v", s, err)
+	}
+	return b.String()
+}

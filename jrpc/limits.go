@@ -1,0 +1,119 @@
+package jrpc
+
+import (
+	"errors"
+	"time"
+)
+
+// Defaults for Limits. Each bounds what one client can make venn hold in
+// memory or in flight; config overrides them.
+const (
+	// DefaultMaxBodyBytes bounds an HTTP request body. eth_sendRawTransaction
+	// with a blob sidecar is the largest honest call, well under this.
+	DefaultMaxBodyBytes int64 = 5 << 20
+	// DefaultMaxBatchItems bounds the calls in one batch.
+	DefaultMaxBatchItems = 1000
+	// DefaultBatchConcurrency bounds how many items of one batch run at once,
+	// so one batch cannot take every upstream connection.
+	DefaultBatchConcurrency = 16
+	// DefaultMaxWSMessageBytes bounds one WebSocket message.
+	DefaultMaxWSMessageBytes int64 = 15 << 20
+	// DefaultMaxConnections bounds concurrent WebSocket connections.
+	DefaultMaxConnections = 10000
+	// DefaultWSInFlight bounds concurrent calls on one WebSocket connection;
+	// past it venn stops reading, which pushes back on the client over TCP.
+	DefaultWSInFlight = 64
+	// DefaultWSPingInterval is how often an idle peer is pinged; a peer that
+	// does not answer within the interval is closed.
+	DefaultWSPingInterval = 30 * time.Second
+	// DefaultWSWriteTimeout bounds one write to a WebSocket peer; a peer that
+	// does not read is closed rather than left to pile up answers.
+	DefaultWSWriteTimeout = 10 * time.Second
+)
+
+// wsDiscardFactor caps how much of an oversize WebSocket message is read and
+// thrown away (as a multiple of MaxWSMessageBytes) before the connection is
+// closed instead: answering with an error needs the rest of the message off
+// the wire, but a peer must not make venn read without end.
+const wsDiscardFactor = 4
+
+// Limits bounds what clients can make venn hold. Zero fields passed to
+// NewServer take their defaults; Validate rejects them in config.
+type Limits struct {
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
+	MaxBatchItems     int           `yaml:"max_batch_items"`
+	BatchConcurrency  int           `yaml:"batch_concurrency"`
+	MaxWSMessageBytes int64         `yaml:"max_ws_message_bytes"`
+	MaxConnections    int           `yaml:"max_connections"`
+	WSInFlight        int           `yaml:"ws_in_flight"`
+	WSPingInterval    time.Duration `yaml:"ws_ping_interval"`
+	WSWriteTimeout    time.Duration `yaml:"ws_write_timeout"`
+}
+
+// DefaultLimits returns every limit at its default.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBodyBytes:      DefaultMaxBodyBytes,
+		MaxBatchItems:     DefaultMaxBatchItems,
+		BatchConcurrency:  DefaultBatchConcurrency,
+		MaxWSMessageBytes: DefaultMaxWSMessageBytes,
+		MaxConnections:    DefaultMaxConnections,
+		WSInFlight:        DefaultWSInFlight,
+		WSPingInterval:    DefaultWSPingInterval,
+		WSWriteTimeout:    DefaultWSWriteTimeout,
+	}
+}
+
+// Validate reports the first limit that is not usable, by its config name.
+func (l Limits) Validate() error {
+	switch {
+	case l.MaxBodyBytes <= 0:
+		return errors.New("max_body_bytes must be > 0")
+	case l.MaxBatchItems <= 0:
+		return errors.New("max_batch_items must be > 0")
+	case l.BatchConcurrency <= 0:
+		return errors.New("batch_concurrency must be > 0")
+	case l.MaxWSMessageBytes <= 0:
+		return errors.New("max_ws_message_bytes must be > 0")
+	case l.MaxConnections <= 0:
+		return errors.New("max_connections must be > 0")
+	case l.WSInFlight <= 0:
+		return errors.New("ws_in_flight must be > 0")
+	case l.WSPingInterval <= 0:
+		return errors.New("ws_ping_interval must be > 0")
+	case l.WSWriteTimeout <= 0:
+		return errors.New("ws_write_timeout must be > 0")
+	}
+	return nil
+}
+
+// withDefaults fills zero (or negative) fields with their defaults, so a
+// partly filled Limits, or none at all, still bounds everything.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if l.MaxBatchItems <= 0 {
+		l.MaxBatchItems = d.MaxBatchItems
+	}
+	if l.BatchConcurrency <= 0 {
+		l.BatchConcurrency = d.BatchConcurrency
+	}
+	if l.MaxWSMessageBytes <= 0 {
+		l.MaxWSMessageBytes = d.MaxWSMessageBytes
+	}
+	if l.MaxConnections <= 0 {
+		l.MaxConnections = d.MaxConnections
+	}
+	if l.WSInFlight <= 0 {
+		l.WSInFlight = d.WSInFlight
+	}
+	if l.WSPingInterval <= 0 {
+		l.WSPingInterval = d.WSPingInterval
+	}
+	if l.WSWriteTimeout <= 0 {
+		l.WSWriteTimeout = d.WSWriteTimeout
+	}
+	return l
+}

@@ -1,0 +1,363 @@
+package jrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// minReadBuf is the first buffer for a body or message of unknown size.
+const minReadBuf = 512
+
+// Options configure a Server.
+type Options struct {
+	// Limits bound what clients can make venn hold; zero fields take their
+	// defaults.
+	Limits Limits
+	// Logger gets request logs (debug), handler panics and unknown errors;
+	// nil discards them.
+	Logger *slog.Logger
+	// Registerer gets venn_requests_total, venn_request_duration_seconds,
+	// venn_ws_connections and venn_limit_rejections_total; nil records none.
+	Registerer prometheus.Registerer
+	// MethodLabel maps a client's method to a metric label from a bounded
+	// set ("" for none of them); nil labels every method "other".
+	MethodLabel func(method string) string
+}
+
+// Peer describes the client of a call. Handlers find it in their context.
+type Peer struct {
+	Transport  string // "http" or "ws"
+	RemoteAddr string
+	Header     http.Header // of the HTTP request or the WebSocket upgrade; read only
+}
+
+type peerKey struct{}
+
+// PeerFromContext returns the client of the call ctx belongs to.
+func PeerFromContext(ctx context.Context) (Peer, bool) {
+	p, ok := ctx.Value(peerKey{}).(*Peer)
+	if !ok {
+		return Peer{}, false
+	}
+	return *p, true
+}
+
+// Server serves JSON-RPC 2.0 over HTTP and WebSocket, one Handler per chain,
+// at /{chain}.
+type Server struct {
+	limits      Limits
+	log         *slog.Logger
+	metrics     *metrics
+	methodLabel func(string) string
+	router      http.Handler
+
+	handleMu sync.Mutex // serializes Handle; readers load chains lock-free
+	chains   atomic.Pointer[map[string]*chainEntry]
+
+	bufs sync.Pool // *[]byte answer buffers
+
+	// mu orders admissions (calls, connections) against Shutdown.
+	mu       sync.RWMutex
+	closing  atomic.Bool
+	inflight atomic.Int64  // messages being served
+	idle     chan struct{} // signalled when inflight drops to zero while closing
+	conns    map[*wsConn]struct{}
+	nconns   int
+	connWG   sync.WaitGroup // one per admitted WebSocket connection
+}
+
+// chainEntry is one served chain.
+type chainEntry struct {
+	name    string
+	h       Handler
+	metrics *chainMetrics // nil when metrics are off
+}
+
+// NewServer returns a Server with no chains; add them with Handle.
+func NewServer(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		limits:      opts.Limits.withDefaults(),
+		log:         log,
+		metrics:     newMetrics(opts.Registerer),
+		methodLabel: opts.MethodLabel,
+		idle:        make(chan struct{}, 1),
+		conns:       make(map[*wsConn]struct{}),
+	}
+	s.bufs.New = func() any {
+		b := make([]byte, 0, minReadBuf)
+		return &b
+	}
+	empty := make(map[string]*chainEntry)
+	s.chains.Store(&empty)
+
+	r := chi.NewRouter()
+	r.HandleFunc("/{chain}", s.serveHTTP)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+	s.router = r
+	return s
+}
+
+// Handle serves chain at /{chain} with h. Call it while wiring, before
+// serving; it is safe (but unusual) later. It panics on an empty name, a nil
+// handler or a chain already handled, as http.ServeMux does: all are wiring
+// bugs.
+func (s *Server) Handle(chain string, h Handler) {
+	if chain == "" || strings.Contains(chain, "/") {
+		panic(fmt.Sprintf("jrpc: invalid chain name %q", chain))
+	}
+	if h == nil {
+		panic("jrpc: nil handler for chain " + chain)
+	}
+	s.handleMu.Lock()
+	defer s.handleMu.Unlock()
+	old := *s.chains.Load()
+	if _, dup := old[chain]; dup {
+		panic("jrpc: chain " + chain + " handled twice")
+	}
+	next := make(map[string]*chainEntry, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[chain] = &chainEntry{name: chain, h: h, metrics: s.metrics.forChain(chain)}
+	s.chains.Store(&next)
+}
+
+// Handler returns the HTTP handler: POST /{chain} for JSON-RPC over HTTP,
+// GET /{chain} with Upgrade: websocket for JSON-RPC over WebSocket.
+func (s *Server) Handler() http.Handler { return s.router }
+
+func (s *Server) chain(name string) *chainEntry { return (*s.chains.Load())[name] }
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	ch := s.chain(chi.URLParam(r, "chain"))
+	if ch == nil {
+		s.notFound(w, r)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodGet:
+		if hasToken(r.Header.Get("Upgrade"), "websocket") {
+			s.serveWS(w, r, ch)
+			return
+		}
+		s.methodNotAllowed(w, r)
+		return
+	default:
+		s.methodNotAllowed(w, r)
+		return
+	}
+
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
+		ch.metrics.count(otherMethod, outcomeInvalid)
+		writeHTTPError(w, http.StatusUnsupportedMediaType, errContentType())
+		return
+	}
+	limit := s.limits.MaxBodyBytes
+	if r.ContentLength > limit {
+		ch.metrics.rejected(limitBody)
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
+		return
+	}
+	body, err := readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.Is(err, errTooLarge) || errors.As(err, &mbe) {
+			ch.metrics.rejected(limitBody)
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
+			return
+		}
+		// The client went away mid-body; there is no one to answer.
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "read request body",
+			slog.String("chain", ch.name), slog.Any("err", err))
+		return
+	}
+
+	ctx := context.WithValue(r.Context(), peerKey{}, &Peer{
+		Transport:  "http",
+		RemoteAddr: r.RemoteAddr,
+		Header:     r.Header,
+	})
+	admitted := s.beginCalls()
+	if admitted {
+		defer s.endCalls()
+	}
+	s.answerHTTP(ctx, w, ch, body, admitted)
+}
+
+// answerHTTP serves body and writes the answer.
+func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, body []byte, admitted bool) {
+	bp := s.getBuf()
+	out := s.serveMessage(ctx, ch, body, *bp, admitted)
+	if len(out) == 0 {
+		w.WriteHeader(http.StatusOK) // only notifications: nothing to say
+	} else {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(out)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(out) // a failed write means the client left
+	}
+	*bp = out
+	s.putBuf(bp)
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeHTTPError(w, http.StatusNotFound, errUnknownChain(r.URL.Path))
+}
+
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	writeHTTPError(w, http.StatusMethodNotAllowed, errMethodNotAllowed(r.Method))
+}
+
+// writeHTTPError answers a whole HTTP request with one error object.
+func writeHTTPError(w http.ResponseWriter, status int, e *Error) {
+	body := appendError(make([]byte, 0, 128), nil, e)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// isJSONContentType accepts application/json with any parameters, or no
+// Content-Type at all (curl -d sends form encoding, but many scripts send
+// nothing).
+func isJSONContentType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
+}
+
+// hasToken reports whether the comma-separated header value v holds token,
+// case-insensitively.
+func hasToken(v, token string) bool {
+	for v != "" {
+		var t string
+		t, v, _ = strings.Cut(v, ",")
+		if strings.EqualFold(strings.TrimSpace(t), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// errTooLarge is readLimited's answer to input over its limit.
+var errTooLarge = errors.New("over the size limit")
+
+// readLimited reads r to the end into a new buffer (handlers may keep slices
+// of it, so it is never pooled). It never allocates more than limit+1 bytes:
+// sizeHint (a Content-Length, or <= 0) sizes the first buffer, which then
+// doubles up to the limit.
+func readLimited(r io.Reader, sizeHint, limit int64) ([]byte, error) {
+	size := int64(minReadBuf)
+	if sizeHint > 0 {
+		size = sizeHint + 1 // room to see EOF without growing
+	}
+	buf := make([]byte, 0, min(size, limit+1))
+	for {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, errTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (s *Server) getBuf() *[]byte {
+	bp := s.bufs.Get().(*[]byte)
+	*bp = (*bp)[:0]
+	return bp
+}
+
+func (s *Server) putBuf(bp *[]byte) {
+	if cap(*bp) > maxPooledBuf {
+		return
+	}
+	s.bufs.Put(bp)
+}
+
+// shutdownReason is the close reason WebSocket clients read on shutdown.
+const shutdownReason = "server shutting down"
+
+// Shutdown drains the server: new calls are answered CodeShuttingDown and new
+// connections refused; calls in flight finish (until ctx ends); then every
+// WebSocket connection is closed with StatusGoingAway. It returns ctx's error
+// if ctx ended first. The HTTP listener is the caller's to shut down.
+//
+// A WebSocket close handshake is bounded by the websocket library (a few
+// seconds); if ctx ends first, Shutdown returns and the closes finish on
+// their own.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing.Store(true)
+	conns := make([]*wsConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	var err error
+	if s.inflight.Load() > 0 {
+		select {
+		case <-s.idle:
+		case <-ctx.Done():
+			err = fmt.Errorf("wait for calls in flight: %w", ctx.Err())
+		}
+	}
+
+	// Close every connection concurrently, then wait for their handlers: the
+	// waiter exits when the last one has, even if ctx ends first.
+	for _, c := range conns {
+		s.connWG.Add(1) // before the Wait below
+		go func() {
+			defer s.connWG.Done()
+			c.goAway()
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.connWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if err == nil {
+			err = fmt.Errorf("close WebSocket connections: %w", ctx.Err())
+		}
+	}
+	return err
+}

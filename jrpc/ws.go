@@ -1,0 +1,367 @@
+package jrpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// ErrConnClosed is returned by Notify once the connection has ended.
+var ErrConnClosed = errors.New("jrpc: connection closed")
+
+// Notifier sends server-initiated notifications to one WebSocket client; it
+// is how subscriptions reach their subscriber. Notify writes
+// {"jsonrpc":"2.0","method":...,"params":...} through the connection's one
+// writer, waiting at most until ctx ends for its turn; a peer that does not
+// read within WSWriteTimeout is disconnected. Closed is closed when the
+// connection ends, after which Notify returns ErrConnClosed.
+type Notifier interface {
+	Notify(ctx context.Context, method string, params json.RawMessage) error
+	Closed() <-chan struct{}
+}
+
+var _ Notifier = (*wsConn)(nil)
+
+type notifierKey struct{}
+
+// NotifierFromContext returns the connection of a WebSocket call; false over
+// HTTP, where the server cannot speak first.
+func NotifierFromContext(ctx context.Context) (Notifier, bool) {
+	n, ok := ctx.Value(notifierKey{}).(*wsConn)
+	return n, ok
+}
+
+type replyKey struct{}
+
+// reply collects the functions to run once a WebSocket message's answer has
+// been written.
+type reply struct {
+	mu    sync.Mutex
+	hooks []func()
+}
+
+// AfterReply runs f once the answer carrying the current WebSocket call has
+// been written (or failed to be). A subscribe handler uses it to hold its
+// first notification until the client has the subscription id. It returns
+// false, and never runs f, when ctx is not a WebSocket call's: over HTTP
+// nothing is pending.
+func AfterReply(ctx context.Context, f func()) bool {
+	r, ok := ctx.Value(replyKey{}).(*reply)
+	if !ok {
+		return false
+	}
+	r.mu.Lock()
+	r.hooks = append(r.hooks, f)
+	r.mu.Unlock()
+	return true
+}
+
+func (r *reply) run() {
+	r.mu.Lock()
+	hooks := r.hooks
+	r.hooks = nil
+	r.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// wsConn is one WebSocket client. Its read loop runs in the HTTP handler's
+// goroutine; each message is served in its own goroutine, at most WSInFlight
+// at once; writes go one at a time.
+type wsConn struct {
+	s    *Server
+	ch   *chainEntry
+	conn *websocket.Conn
+
+	// ctx is the root of every call on the connection; cancel ends them all
+	// when the connection ends.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	slots   chan struct{}  // one per message in flight
+	writeMu chan struct{}  // the writer's turn; a channel so waiters can give up
+	wg      sync.WaitGroup // message goroutines and the pinger
+
+	// The pinger must not mistake a paused reader (which reads no pongs) for a
+	// dead peer.
+	paused atomic.Bool
+	pauses atomic.Uint64
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
+	if e := s.admitConn(); e != nil {
+		if e.Code == CodeLimitExceeded {
+			ch.metrics.rejected(limitConnections)
+		}
+		writeHTTPError(w, http.StatusServiceUnavailable, e)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		InsecureSkipVerify: true, // an API for any origin; auth is not by cookie
+		CompressionMode:    websocket.CompressionDisabled,
+	})
+	if err != nil {
+		s.leaveConn(nil) // Accept has answered the client
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "websocket upgrade",
+			slog.String("chain", ch.name), slog.Any("err", err))
+		return
+	}
+	// The library would close an oversize message's connection; venn answers
+	// it with an error instead, so it reads the limit itself.
+	conn.SetReadLimit(-1)
+
+	c := &wsConn{
+		s:       s,
+		ch:      ch,
+		conn:    conn,
+		slots:   make(chan struct{}, s.limits.WSInFlight),
+		writeMu: make(chan struct{}, 1),
+	}
+	// The request context ends with this handler, which is the connection's
+	// life; values (tracing, auth) carry over.
+	ctx := context.WithValue(r.Context(), peerKey{}, &Peer{
+		Transport:  "ws",
+		RemoteAddr: r.RemoteAddr,
+		Header:     r.Header,
+	})
+	ctx = context.WithValue(ctx, notifierKey{}, c)
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	defer c.cancel()
+
+	if !s.trackConn(c) {
+		c.goAway()
+		s.leaveConn(c)
+		return
+	}
+	s.metrics.wsConnOpened()
+	defer s.metrics.wsConnClosed()
+	defer s.leaveConn(c)
+	c.serve()
+}
+
+// admitConn takes a connection slot, or says why there is none.
+func (s *Server) admitConn() *Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing.Load():
+		return errShuttingDown()
+	case s.nconns >= s.limits.MaxConnections:
+		return errTooManyConnections(s.limits.MaxConnections)
+	}
+	s.nconns++
+	s.connWG.Add(1)
+	return nil
+}
+
+// trackConn makes c one of the connections Shutdown closes; false if
+// Shutdown has already taken its list.
+func (s *Server) trackConn(c *wsConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+// leaveConn gives back the slot admitConn took.
+func (s *Server) leaveConn(c *wsConn) {
+	s.mu.Lock()
+	s.nconns--
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.connWG.Done()
+}
+
+// serve runs the connection until it ends, then stops and waits for
+// everything it started.
+func (c *wsConn) serve() {
+	c.wg.Add(1)
+	go c.pingLoop()
+	err := c.readLoop()
+	c.cancel() // calls of a closed connection have no one to answer
+	c.wg.Wait()
+	_ = c.conn.CloseNow()
+	if c.s.log.Enabled(c.ctx, slog.LevelDebug) {
+		c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket closed",
+			slog.String("chain", c.ch.name), slog.Any("err", err))
+	}
+}
+
+func (c *wsConn) readLoop() error {
+	limit := c.s.limits.MaxWSMessageBytes
+	for {
+		if err := c.acquire(); err != nil {
+			return err
+		}
+		// Text and binary alike: both carry JSON from some client or other.
+		_, r, err := c.conn.Reader(c.ctx)
+		if err != nil {
+			c.release()
+			return err
+		}
+		msg, err := readLimited(r, 0, limit)
+		if errors.Is(err, errTooLarge) {
+			c.release()
+			c.ch.metrics.rejected(limitWSMessage)
+			if !discard(r, wsDiscardFactor*limit) {
+				_ = c.conn.Close(websocket.StatusMessageTooBig, "message too big")
+				return fmt.Errorf("discard oversize message: %w", err)
+			}
+			// Answered inline: the error is tiny and keeps order simple.
+			if err := c.write(c.ctx, appendError(nil, nil, errMessageTooLarge(limit))); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			c.release()
+			return err
+		}
+		c.wg.Add(1)
+		go c.serveMessage(msg)
+	}
+}
+
+// discard reads the rest of a message, at most n bytes; false if there was
+// more (or the read failed).
+func discard(r io.Reader, n int64) bool {
+	_, err := io.CopyN(io.Discard, r, n)
+	return err == io.EOF
+}
+
+// acquire takes a slot for the next message. With every slot taken the read
+// loop waits here and reads nothing, which pushes back on the client.
+func (c *wsConn) acquire() error {
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	c.pauses.Add(1)
+	c.paused.Store(true)
+	defer c.paused.Store(false)
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	case <-c.ctx.Done():
+		return c.ctx.Err()
+	}
+}
+
+func (c *wsConn) release() { <-c.slots }
+
+func (c *wsConn) serveMessage(msg []byte) {
+	defer c.wg.Done()
+	defer c.release()
+	admitted := c.s.beginCalls()
+	if admitted {
+		defer c.s.endCalls() // after the write: Shutdown waits for the answer
+	}
+	r := &reply{}
+	ctx := context.WithValue(c.ctx, replyKey{}, r)
+	bp := c.s.getBuf()
+	out := c.s.serveMessage(ctx, c.ch, msg, *bp, admitted)
+	if len(out) > 0 {
+		if err := c.write(c.ctx, out); err != nil {
+			c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket write",
+				slog.String("chain", c.ch.name), slog.Any("err", err))
+		}
+	}
+	*bp = out
+	c.s.putBuf(bp)
+	r.run()
+}
+
+// write sends one message once it is the writer's turn (waiting until ctx
+// ends). The write itself is bounded by WSWriteTimeout, and the library
+// closes the connection when that passes mid-write: a half-written frame
+// cannot be taken back.
+func (c *wsConn) write(ctx context.Context, msg []byte) error {
+	select {
+	case c.writeMu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrConnClosed
+	}
+	defer func() { <-c.writeMu }()
+	wctx, cancel := context.WithTimeout(c.ctx, c.s.limits.WSWriteTimeout)
+	defer cancel()
+	return c.conn.Write(wctx, websocket.MessageText, msg)
+}
+
+// Notify implements Notifier.
+func (c *wsConn) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	if c.ctx.Err() != nil {
+		return ErrConnClosed
+	}
+	bp := c.s.getBuf()
+	defer c.s.putBuf(bp)
+	*bp = appendNotification(*bp, method, params)
+	if err := c.write(ctx, *bp); err != nil {
+		if c.ctx.Err() != nil {
+			return ErrConnClosed
+		}
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// Closed implements Notifier.
+func (c *wsConn) Closed() <-chan struct{} { return c.ctx.Done() }
+
+// pingLoop pings the peer every WSPingInterval and closes the connection when
+// no pong comes back within the next one.
+func (c *wsConn) pingLoop() {
+	defer c.wg.Done()
+	interval := c.s.limits.WSPingInterval
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.paused.Load() {
+			continue // the peer is busy sending us calls: alive
+		}
+		pauses := c.pauses.Load()
+		ctx, cancel := context.WithTimeout(c.ctx, interval)
+		err := c.conn.Ping(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			continue
+		case c.ctx.Err() != nil:
+			return
+		case c.paused.Load() || c.pauses.Load() != pauses:
+			continue // the reader stopped, so the pong could not be read
+		}
+		c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket peer missed a ping",
+			slog.String("chain", c.ch.name), slog.Any("err", err))
+		_ = c.conn.CloseNow()
+		c.cancel()
+		return
+	}
+}
+
+// goAway closes the connection for shutdown: StatusGoingAway and a reason,
+// then ends whatever still runs on it.
+func (c *wsConn) goAway() {
+	_ = c.conn.Close(websocket.StatusGoingAway, shutdownReason)
+	c.cancel()
+}
