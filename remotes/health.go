@@ -18,9 +18,9 @@ const wrongChainRecheck = 5 * time.Minute
 // track follows one remote until ctx ends: it verifies the chain id, then
 // keeps the remote's head fresh. With a ws url the head arrives over
 // newHeads and polling only fills in while that stream is down, so paid
-// providers are not billed for idle polling. onHead is called with every
-// new head.
-func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration, onHead func()) {
+// providers are not billed for idle polling. onChange is called after every
+// check, so head and health gauges stay current.
+func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration, onChange func()) {
 	// Spread the first polls of many remotes over a fraction of a block.
 	jitter := time.Duration(rand.Int64N(int64(every)/4 + 1))
 	timer := time.NewTimer(0)
@@ -37,7 +37,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 		case chainUnknown:
 			if r.verifyChain(ctx, chainID) {
 				lastCheck = r.now()
-				r.poll(ctx, onHead)
+				r.poll(ctx, onChange)
 			} else {
 				next = min(every, 2*time.Second) // until first contact, retry briskly
 			}
@@ -45,16 +45,17 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 			if r.now().Sub(lastCheck) >= wrongChainRecheck {
 				lastCheck = r.now()
 				if r.verifyChain(ctx, chainID) {
-					r.poll(ctx, onHead)
+					r.poll(ctx, onChange)
 				}
 			}
 		default:
 			// A head seen over newHeads within two block times makes the poll
 			// redundant.
 			if r.now().UnixNano()-r.wsHeadAt.Load() > int64(2*every) {
-				r.poll(ctx, onHead)
+				r.poll(ctx, onChange)
 			}
 		}
+		onChange() // health can change without a new head: keep the gauges true
 		timer.Reset(next + jitter)
 		jitter = 0
 	}

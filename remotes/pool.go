@@ -290,11 +290,11 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) 
 
 // route says how one call may be routed.
 type route struct {
-	need          uint64            // the remote's head must reach this block (0: any)
+	need          uint64             // the remote's head must reach this block (0: any)
 	accept        func(*Remote) bool // extra filter (eth_getLogs span caps)
-	once          bool              // writes: no failover once a remote may have acted
-	nullIsMissing bool              // a null result means "try another remote"
-	only          *Remote           // stateful calls: this remote and no other
+	once          bool               // writes: no failover once a remote may have acted
+	nullIsMissing bool               // a null result means "try another remote"
+	only          *Remote            // stateful calls: this remote and no other
 }
 
 // do sends one call with failover: the caller's own errors return at once,
@@ -350,6 +350,20 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 	}
 	if null != nil {
 		return null, nil
+	}
+	if n == 0 {
+		// Every remote said it lacks the method: that answer, not "no remote".
+		configured := false
+		for _, r := range p.remotes {
+			if err := r.lacks(method); err != nil {
+				return nil, err
+			}
+			configured = configured || r.configuredFor(method)
+		}
+		if !configured {
+			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound,
+				Message: fmt.Sprintf("the method %s does not exist/is not available", method)}
+		}
 	}
 	return nil, p.exhausted(ctx, method, n, lastErr)
 }

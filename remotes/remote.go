@@ -54,14 +54,14 @@ type Remote struct {
 	learnedSpan  atomic.Uint64 // eth_getLogs span this remote said it accepts
 
 	mu          sync.Mutex
-	unsupported map[string]struct{} // methods the remote said it lacks
+	unsupported map[string]unsupportedEntry // methods the remote said it lacks
 }
 
 func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remoteMetrics, brk *breaker) *Remote {
 	r := &Remote{
 		cfg: cfg, chain: chain, t: t, m: m, brk: brk, now: time.Now,
 		log:         log.With("remote", cfg.Name),
-		unsupported: make(map[string]struct{}),
+		unsupported: make(map[string]unsupportedEntry),
 	}
 	if cfg.RateLimit > 0 {
 		burst := cfg.RateBurst
@@ -89,23 +89,50 @@ func (r *Remote) chainVerified() bool { return r.chainState.Load() == chainOK }
 // supports reports whether method may be sent to this remote: config allow
 // and deny lists, then what the remote itself said it lacks.
 func (r *Remote) supports(method string) bool {
+	return r.configuredFor(method) && r.lacks(method) == nil
+}
+
+// configuredFor applies the config's allow and deny lists.
+func (r *Remote) configuredFor(method string) bool {
 	if len(r.allow) > 0 && !matchMethod(r.allow, method) {
 		return false
 	}
-	if matchMethod(r.deny, method) {
-		return false
-	}
-	r.mu.Lock()
-	_, missing := r.unsupported[method]
-	r.mu.Unlock()
-	return !missing
+	return !matchMethod(r.deny, method)
 }
 
-func (r *Remote) markUnsupported(method string) {
+// unsupportedTTL: a remote that said it lacks a method is asked again after
+// this long (providers enable methods, load balancers route differently).
+const (
+	unsupportedTTL      = 10 * time.Minute
+	maxUnsupportedKnown = 1024 // bounded: method names come from clients
+)
+
+type unsupportedEntry struct {
+	err   error // the remote's own answer, replayed while no remote has the method
+	until time.Time
+}
+
+// lacks returns the remote's "method not found" answer while it is
+// remembered, else nil.
+func (r *Remote) lacks(method string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.unsupported) < 1024 { // bounded: method names come from clients
-		r.unsupported[method] = struct{}{}
+	e, ok := r.unsupported[method]
+	if !ok {
+		return nil
+	}
+	if r.now().After(e.until) {
+		delete(r.unsupported, method)
+		return nil
+	}
+	return e.err
+}
+
+func (r *Remote) markUnsupported(method string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.unsupported) < maxUnsupportedKnown {
+		r.unsupported[method] = unsupportedEntry{err: clientError(err), until: r.now().Add(unsupportedTTL)}
 	}
 }
 
@@ -209,7 +236,7 @@ func (r *Remote) observe(method string, took time.Duration, err error) {
 	case v.Class == ClassThrottled:
 		r.backoff()
 	case v.Reason == ReasonMethodUnsupported:
-		r.markUnsupported(method)
+		r.markUnsupported(method, err)
 	}
 	if !v.Fault {
 		// Caller errors and missing data still prove the remote is alive.

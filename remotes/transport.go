@@ -1,0 +1,518 @@
+package remotes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// Limits of the upstream transports. transportOptions overrides the first two.
+const (
+	// DefaultMaxIdleConns is the keep-alive pool per HTTP remote. It is large
+	// because a busy gateway keeps hundreds of calls in flight per remote.
+	DefaultMaxIdleConns = 256
+	// DefaultMaxResponseBytes caps one reply body or WebSocket message. Big
+	// enough for a large block with receipts or a trace, small enough that a
+	// broken remote cannot exhaust memory.
+	DefaultMaxResponseBytes = 256 << 20
+
+	// maxPooledBuf keeps request buffers that once held a huge params
+	// (a blob transaction, say) from staying in the pool forever.
+	maxPooledBuf = 64 << 10
+	// maxJSONDepth bounds nesting in replies, as encoding/json does.
+	maxJSONDepth = 10000
+	// statusBodyMax is how much of a non-JSON-RPC error body HTTPStatusError keeps.
+	statusBodyMax = 256
+)
+
+// transport calls one remote. Implementations are safe for concurrent use.
+type transport interface {
+	// call sends one JSON-RPC call and returns the raw result bytes, owned by
+	// the caller and never re-encoded.
+	//
+	// Errors: *UpstreamError when the remote sent an error object (HTTPStatus
+	// set over HTTP, 0 over WebSocket); *HTTPStatusError for a non-2xx reply
+	// whose body is not a JSON-RPC error; ErrBadReply (wrapped) for an empty,
+	// non-JSON, oversize or wrong-shape reply; ErrTransport (wrapped) when the
+	// remote could not be reached or its reply not read; ctx.Err() (wrapped)
+	// when ctx ends first. No error ever contains the remote's URL.
+	call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// close releases connections. Calls in flight fail or finish; later
+	// calls fail with ErrTransport.
+	close()
+}
+
+// transportOptions configures one remote's transport.
+type transportOptions struct {
+	// Name labels the remote in errors and logs. The URL never does: it
+	// carries API keys.
+	Name string
+	// URL is http(s):// or ws(s)://.
+	URL string
+	// Headers go on every HTTP request and on the WebSocket handshake.
+	Headers http.Header
+	// MaxIdleConns is the HTTP keep-alive pool size (default 256).
+	MaxIdleConns int
+	// MaxResponseBytes caps a reply body or WebSocket message (default 256 MiB).
+	MaxResponseBytes int64
+	Logger           *slog.Logger
+}
+
+// newTransport returns the HTTP or WebSocket transport for opts.URL. It does
+// no I/O: a WebSocket transport dials on its first call.
+func newTransport(opts transportOptions) (transport, error) {
+	u, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	switch u.Scheme {
+	case "http", "https":
+		return newHTTPTransport(opts, u), nil
+	default:
+		return newWSTransport(opts, u), nil
+	}
+}
+
+// normalize fills defaults and parses the URL. Its errors name the remote and
+// the fault, never the URL text.
+func (o *transportOptions) normalize() (*url.URL, error) {
+	if o.Name == "" {
+		return nil, errors.New("remote: missing name")
+	}
+	if o.MaxIdleConns <= 0 {
+		o.MaxIdleConns = DefaultMaxIdleConns
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	// url.Parse's error quotes the URL, so only its verdict is kept.
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("remote %s: url: cannot parse", o.Name)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	switch u.Scheme {
+	case "http", "https", "ws", "wss":
+	case "":
+		return nil, fmt.Errorf("remote %s: url: missing scheme", o.Name)
+	default:
+		return nil, fmt.Errorf("remote %s: url: unsupported scheme %q", o.Name, u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("remote %s: url: missing host", o.Name)
+	}
+	return u, nil
+}
+
+// redactor removes a URL's secret-bearing parts from error text. The
+// standard library quotes URLs in its errors (url.Error, the WebSocket
+// handshake); unwrapping is the first defence, this is the second.
+type redactor []string
+
+func newRedactor(raw string, u *url.URL) redactor {
+	r := redactor{raw}
+	add := func(s string) {
+		if len(s) > 1 {
+			r = append(r, s)
+		}
+	}
+	add(u.RawQuery)
+	add(u.EscapedPath())
+	add(u.Path)
+	if u.User != nil {
+		add(u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+	}
+	return r
+}
+
+func (r redactor) redact(s string) string {
+	for _, secret := range r {
+		if strings.Contains(s, secret) {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
+}
+
+// failure turns a network-level error into the transport's error: ctx's own
+// error when ctx has ended (the caller gave up, the remote did not fail),
+// else ErrTransport with the cause stripped of any URL.
+func failure(ctx context.Context, name string, red redactor, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("remote %s: %s: %w", name, op, ctxErr)
+	}
+	return transportFailure(name, red, op, err)
+}
+
+func transportFailure(name string, red redactor, op string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if clean := red.redact(msg); clean != msg {
+		return fmt.Errorf("remote %s: %s: %w: %s", name, op, ErrTransport, clean)
+	}
+	return fmt.Errorf("remote %s: %s: %w: %w", name, op, ErrTransport, err)
+}
+
+func badReply(name, detail string) error {
+	return fmt.Errorf("remote %s: %s: %w", name, detail, ErrBadReply)
+}
+
+func tooLarge(name string, limit int64) error {
+	return fmt.Errorf("remote %s: reply over %d bytes: %w", name, limit, ErrBadReply)
+}
+
+// bufPool recycles request encoding buffers.
+type bufPool struct{ p sync.Pool }
+
+func (p *bufPool) get() *[]byte {
+	if b, ok := p.p.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 512)
+	return &b
+}
+
+func (p *bufPool) put(b *[]byte) {
+	if cap(*b) > maxPooledBuf {
+		return
+	}
+	*b = (*b)[:0]
+	p.p.Put(b)
+}
+
+// appendRequest encodes one call by appending, the cheapest way there is:
+// params are raw bytes already and the method is almost always plain ASCII.
+func appendRequest(b []byte, id uint64, method string, params json.RawMessage) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendUint(b, id, 10)
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, method)
+	b = append(b, `,"params":`...)
+	if len(bytes.TrimSpace(params)) == 0 {
+		b = append(b, "[]"...)
+	} else {
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// envelope is a decoded JSON-RPC message: spans of the raw bytes, nothing
+// copied, the result never re-encoded.
+type envelope struct {
+	id, result, errObj, method, params []byte
+	hasResult                          bool
+}
+
+// parseEnvelope decodes the top level of one JSON-RPC message and checks
+// that every member is well-formed JSON. "error": null counts as absent.
+func parseEnvelope(b []byte) (envelope, error) {
+	var e envelope
+	i := skipSpace(b, 0)
+	if i == len(b) {
+		return e, errors.New("empty reply")
+	}
+	if b[i] != '{' {
+		return e, errors.New("reply is not a JSON object")
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return e, errors.New("invalid JSON")
+			}
+			keyEnd, err := scanString(b, i)
+			if err != nil {
+				return e, err
+			}
+			key := b[i+1 : keyEnd-1]
+			if bytes.IndexByte(key, '\\') >= 0 {
+				var k string
+				if err := json.Unmarshal(b[i:keyEnd], &k); err != nil {
+					return e, errors.New("invalid JSON")
+				}
+				key = []byte(k)
+			}
+			i = skipSpace(b, keyEnd)
+			if i >= len(b) || b[i] != ':' {
+				return e, errors.New("invalid JSON")
+			}
+			i = skipSpace(b, i+1)
+			start := i
+			if i, err = skipValue(b, i, 1); err != nil {
+				return e, err
+			}
+			val := b[start:i]
+			switch string(key) {
+			case "id":
+				e.id = val
+			case "result":
+				e.result, e.hasResult = val, true
+			case "error":
+				if string(val) == "null" {
+					e.errObj = nil
+				} else {
+					e.errObj = val
+				}
+			case "method":
+				e.method = val
+			case "params":
+				e.params = val
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) {
+				return e, errors.New("invalid JSON")
+			}
+			if b[i] == '}' {
+				i++
+				break
+			}
+			if b[i] != ',' {
+				return e, errors.New("invalid JSON")
+			}
+			i = skipSpace(b, i+1)
+		}
+	}
+	if skipSpace(b, i) != len(b) {
+		return e, errors.New("invalid JSON after reply")
+	}
+	return e, nil
+}
+
+// idIs reports whether a reply's raw id is the call's id. A string holding
+// the digits is accepted too: some providers echo ids as strings.
+func (e *envelope) idIs(id uint64) bool {
+	var buf [22]byte
+	want := strconv.AppendUint(buf[:0], id, 10)
+	got := e.id
+	if len(got) >= 2 && got[0] == '"' && got[len(got)-1] == '"' {
+		got = got[1 : len(got)-1]
+	}
+	return bytes.Equal(got, want)
+}
+
+// idIsNull reports an absent or null id: a remote answers so when it could
+// not read the call at all, and such an error still belongs to the call.
+func (e *envelope) idIsNull() bool { return e.id == nil || string(e.id) == "null" }
+
+// outcome turns a reply for this call into call's return values. status is
+// the HTTP status (0 over WebSocket).
+func (e *envelope) outcome(name string, status int) (json.RawMessage, error) {
+	switch {
+	case e.errObj != nil && e.hasResult:
+		return nil, badReply(name, "reply has both result and error")
+	case e.errObj != nil:
+		if e.errObj[0] != '{' {
+			return nil, badReply(name, "reply error is not an object")
+		}
+		var je jrpc.Error
+		if err := json.Unmarshal(e.errObj, &je); err != nil {
+			return nil, badReply(name, "reply error is malformed")
+		}
+		return nil, &UpstreamError{Remote: name, HTTPStatus: status, Err: &je}
+	case e.hasResult:
+		return json.RawMessage(e.result), nil
+	default:
+		return nil, badReply(name, "reply has neither result nor error")
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+var errInvalidJSON = errors.New("invalid JSON")
+
+// skipValue returns the index just past the JSON value starting at b[i],
+// checking its syntax on the way: one pass, no allocation.
+func skipValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, errInvalidJSON
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return scanString(b, i)
+	case c == '{' || c == '[':
+		if depth > maxJSONDepth {
+			return i, errors.New("JSON nested too deep")
+		}
+		return skipContainer(b, i, depth)
+	case c == 't':
+		return skipLiteral(b, i, "true")
+	case c == 'f':
+		return skipLiteral(b, i, "false")
+	case c == 'n':
+		return skipLiteral(b, i, "null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return skipNumber(b, i)
+	default:
+		return i, errInvalidJSON
+	}
+}
+
+func skipContainer(b []byte, i, depth int) (int, error) {
+	isObject := b[i] == '{'
+	closer := byte(']')
+	if isObject {
+		closer = '}'
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == closer {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if isObject {
+			if i >= len(b) || b[i] != '"' {
+				return i, errInvalidJSON
+			}
+			if i, err = scanString(b, i); err != nil {
+				return i, err
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) || b[i] != ':' {
+				return i, errInvalidJSON
+			}
+			i = skipSpace(b, i+1)
+		}
+		if i, err = skipValue(b, i, depth+1); err != nil {
+			return i, err
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return i, errInvalidJSON
+		}
+		switch b[i] {
+		case closer:
+			return i + 1, nil
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return i, errInvalidJSON
+		}
+	}
+}
+
+// scanString returns the index just past the string starting at b[i] == '"'.
+// It finds quotes and backslashes with bytes.IndexByte, which is vectorised:
+// results are mostly long hex strings.
+func scanString(b []byte, i int) (int, error) {
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b), errors.New("unterminated JSON string")
+		}
+		k := bytes.IndexByte(b[i:i+j], '\\')
+		if k < 0 {
+			return i + j + 1, nil
+		}
+		p := i + k + 1 // the escaped byte
+		if p >= len(b) {
+			return len(b), errInvalidJSON
+		}
+		switch b[p] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i = p + 1
+		case 'u':
+			if p+5 > len(b) {
+				return len(b), errInvalidJSON
+			}
+			for _, h := range b[p+1 : p+5] {
+				if !isHex(h) {
+					return p, errInvalidJSON
+				}
+			}
+			i = p + 5
+		default:
+			return p, errInvalidJSON
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func skipLiteral(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return i, errInvalidJSON
+	}
+	return i + len(lit), nil
+}
+
+func skipNumber(b []byte, i int) (int, error) {
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return i, errInvalidJSON
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return i, errInvalidJSON
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return i, errInvalidJSON
+		}
+	}
+	return i, nil
+}

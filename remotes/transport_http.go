@@ -1,0 +1,306 @@
+package remotes
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HTTP transport limits.
+const (
+	httpDialTimeout         = 5 * time.Second
+	httpKeepAlive           = 30 * time.Second
+	httpIdleConnTimeout     = 90 * time.Second
+	httpTLSHandshakeTimeout = 10 * time.Second
+	// httpDrainMax is how much of an unread reply tail is read so that the
+	// connection goes back to the pool; beyond it, closing is cheaper.
+	httpDrainMax = 64 << 10
+	// httpPreallocMax bounds the buffer allocated up front from a
+	// Content-Length: a larger reply grows its buffer as bytes arrive, so a
+	// lying header cannot make venn allocate before data is there.
+	httpPreallocMax = 4 << 20
+	// maxPooledReadBuf keeps buffers of unusually large chunked replies out
+	// of the pool.
+	maxPooledReadBuf = 4 << 20
+)
+
+// httpTransport calls one remote over HTTP(S) with a tuned keep-alive pool.
+// It calls http.Transport.RoundTrip directly: no redirects, no cookies, no
+// client timeout (ctx carries the deadline) and no url.Error, whose text
+// holds the URL and its API key.
+type httpTransport struct {
+	name     string
+	red      redactor
+	maxBytes int64
+	rt       *http.Transport
+	// tmpl is shared read-only by every request: URL, Header and Host are
+	// never written after construction, and RoundTrip only reads them.
+	tmpl   *http.Request
+	ids    atomic.Uint64
+	bodies sync.Pool // *httpBody
+	reads  sync.Pool // *bytes.Buffer, for replies of unknown length
+}
+
+var _ transport = (*httpTransport)(nil)
+
+func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
+	dialer := &net.Dialer{Timeout: httpDialTimeout, KeepAlive: httpKeepAlive}
+	rt := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          opts.MaxIdleConns,
+		MaxIdleConnsPerHost:   opts.MaxIdleConns,
+		IdleConnTimeout:       httpIdleConnTimeout,
+		TLSHandshakeTimeout:   httpTLSHandshakeTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+
+	h := make(http.Header, len(opts.Headers)+2)
+	for k, v := range opts.Headers {
+		h[http.CanonicalHeaderKey(k)] = slices.Clone(v)
+	}
+	h.Set("Content-Type", "application/json")
+	if h.Get("User-Agent") == "" {
+		// Some providers sit behind filters that refuse Go's default agent.
+		h.Set("User-Agent", "venn")
+	}
+	// http.Client turns URL user info into basic auth; RoundTrip does not.
+	if u.User != nil && h.Get("Authorization") == "" {
+		pass, _ := u.User.Password()
+		cred := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pass))
+		h.Set("Authorization", "Basic "+cred)
+	}
+	host := u.Host
+	if v := h.Get("Host"); v != "" {
+		host = v // a Host header is only honoured through Request.Host
+		h.Del("Host")
+	}
+	target := *u
+	target.User = nil
+
+	return &httpTransport{
+		name:     opts.Name,
+		red:      newRedactor(opts.URL, u),
+		maxBytes: opts.MaxResponseBytes,
+		rt:       rt,
+		tmpl: &http.Request{
+			Method:     http.MethodPost,
+			URL:        &target,
+			Proto:      "HTTP/1.1",
+			ProtoMajor: 1,
+			ProtoMinor: 1,
+			Header:     h,
+			Host:       host,
+		},
+	}
+}
+
+func (t *httpTransport) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	id := t.ids.Add(1)
+	body := t.getBody()
+	body.b = appendRequest(body.b, id, method, params)
+
+	req := t.tmpl.WithContext(ctx)
+	req.ContentLength = int64(len(body.b))
+	req.Body = body.open()
+	req.GetBody = body.getBody // lets RoundTrip retry on a stale keep-alive connection
+	resp, err := t.rt.RoundTrip(req)
+	body.release()
+	if err != nil {
+		return nil, failure(ctx, t.name, t.red, "send", err)
+	}
+
+	data, pooled, err := t.readBody(ctx, resp)
+	if err != nil {
+		return nil, err
+	}
+	if pooled != nil {
+		defer t.putReadBuf(pooled)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, t.statusError(id, resp.StatusCode, data)
+	}
+
+	env, err := parseEnvelope(data)
+	if err != nil {
+		return nil, badReply(t.name, err.Error())
+	}
+	if !env.idIs(id) && (env.errObj == nil || !env.idIsNull()) {
+		return nil, badReply(t.name, "reply id does not match the call")
+	}
+	result, err := env.outcome(t.name, resp.StatusCode)
+	if err == nil && pooled != nil {
+		result = bytes.Clone(result)
+	}
+	return result, err
+}
+
+// statusError is the error for a non-2xx reply: the remote's own JSON-RPC
+// error when the body is one (providers send 429, 400 and 413 that way),
+// else an HTTPStatusError holding the start of the body.
+func (t *httpTransport) statusError(id uint64, status int, body []byte) error {
+	if env, err := parseEnvelope(body); err == nil && !env.hasResult && (env.idIs(id) || env.idIsNull()) {
+		var ue *UpstreamError
+		if _, err := env.outcome(t.name, status); errors.As(err, &ue) {
+			return ue
+		}
+	}
+	n := min(len(body), statusBodyMax)
+	return &HTTPStatusError{Remote: t.name, Status: status, Body: strings.ToValidUTF8(string(body[:n]), "")}
+}
+
+// readBody reads the whole reply, at most maxBytes, and closes the body so
+// that the connection can be reused. A non-nil pooled buffer backs data and
+// must go back with putReadBuf once data is no longer referenced.
+func (t *httpTransport) readBody(ctx context.Context, resp *http.Response) (data []byte, pooled *bytes.Buffer, err error) {
+	body := resp.Body
+	cl := resp.ContentLength
+	if cl > t.maxBytes {
+		body.Close()
+		return nil, nil, tooLarge(t.name, t.maxBytes)
+	}
+	if cl >= 0 && cl <= httpPreallocMax {
+		data = make([]byte, cl)
+		if _, err := io.ReadFull(body, data); err != nil {
+			body.Close()
+			return nil, nil, failure(ctx, t.name, t.red, "read reply", err)
+		}
+		drainAndClose(body)
+		return data, nil, nil
+	}
+
+	var buf *bytes.Buffer
+	if cl > 0 {
+		// Owned, not pooled: the result aliases it, saving a copy of a big reply.
+		buf = bytes.NewBuffer(make([]byte, 0, httpPreallocMax))
+	} else {
+		buf = t.getReadBuf()
+		pooled = buf
+	}
+	_, err = buf.ReadFrom(&io.LimitedReader{R: body, N: t.maxBytes + 1})
+	if err == nil && int64(buf.Len()) > t.maxBytes {
+		err = tooLarge(t.name, t.maxBytes)
+	} else if err != nil {
+		err = failure(ctx, t.name, t.red, "read reply", err)
+	}
+	if err != nil {
+		body.Close()
+		if pooled != nil {
+			t.putReadBuf(pooled)
+		}
+		return nil, nil, err
+	}
+	drainAndClose(body)
+	return buf.Bytes(), pooled, nil
+}
+
+// drainAndClose reads what is left of a body, if little, so that the
+// connection returns to the keep-alive pool.
+func drainAndClose(body io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, body, httpDrainMax)
+	body.Close()
+}
+
+func (t *httpTransport) getReadBuf() *bytes.Buffer {
+	if b, ok := t.reads.Get().(*bytes.Buffer); ok {
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func (t *httpTransport) putReadBuf(b *bytes.Buffer) {
+	if b.Cap() > maxPooledReadBuf {
+		return
+	}
+	b.Reset()
+	t.reads.Put(b)
+}
+
+func (t *httpTransport) getBody() *httpBody {
+	if b, ok := t.bodies.Get().(*httpBody); ok {
+		b.refs.Store(1)
+		return b
+	}
+	b := &httpBody{pool: &t.bodies, b: make([]byte, 0, 512)}
+	b.getBody = b.reopen
+	b.refs.Store(1)
+	return b
+}
+
+func (t *httpTransport) close() { t.rt.CloseIdleConnections() }
+
+// httpBody is a pooled request body. http.Transport may read and close it
+// after RoundTrip returns, and may reopen it through GetBody to retry, so
+// the buffer goes back to the pool only when the call and every reader
+// opened on it are done with it.
+type httpBody struct {
+	pool    *sync.Pool
+	b       []byte
+	refs    atomic.Int32
+	getBody func() (io.ReadCloser, error) // b.reopen, bound once
+}
+
+func (b *httpBody) open() io.ReadCloser {
+	b.refs.Add(1)
+	return &bodyReader{body: b}
+}
+
+func (b *httpBody) reopen() (io.ReadCloser, error) { return b.open(), nil }
+
+func (b *httpBody) release() {
+	if b.refs.Add(-1) != 0 {
+		return
+	}
+	if cap(b.b) > maxPooledBuf {
+		return
+	}
+	b.b = b.b[:0]
+	b.pool.Put(b)
+}
+
+// bodyReader reads an httpBody. Its lock makes Close wait for a Read in
+// progress, so the buffer is never recycled under a reader.
+type bodyReader struct {
+	mu     sync.Mutex
+	body   *httpBody
+	off    int
+	closed bool
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return 0, errors.New("read of closed request body")
+	}
+	if r.off >= len(r.body.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.body.b[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *bodyReader) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.body.release()
+	return nil
+}

@@ -1,0 +1,455 @@
+package remotes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// WebSocket transport limits.
+const (
+	wsDialTimeout  = 10 * time.Second
+	wsWriteTimeout = 10 * time.Second
+	// wsPingInterval and wsPingTimeout find a connection that died without a
+	// FIN (a NAT or load balancer forgot it); without them every call on it
+	// would wait for its own deadline, forever.
+	wsPingInterval = 30 * time.Second
+	wsPingTimeout  = 15 * time.Second
+	// wsOutQueue is how many encoded calls may wait for the writer.
+	wsOutQueue = 64
+)
+
+// errTransportClosed is the cause for calls on a closed transport.
+var errTransportClosed = errors.New("transport closed")
+
+// wsTransport multiplexes calls over one WebSocket connection to a remote,
+// matched to replies by id. The connection is dialled on the first call and
+// again on the first call after it is lost; one dial runs at a time and every
+// caller waiting for it shares its outcome.
+type wsTransport struct {
+	name     string
+	url      string // never in an error or log
+	red      redactor
+	maxBytes int64
+	dialOpts *websocket.DialOptions
+	log      *slog.Logger
+	ids      atomic.Uint64
+	bufs     bufPool
+
+	// ctx ends at close, cancelling a dial in progress.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg counts the dialler and every connection's goroutines.
+	wg sync.WaitGroup
+
+	mu      sync.Mutex
+	conn    *wsConn // the live connection, or nil
+	dialing *wsDial // the dial in progress, or nil
+	closed  bool
+}
+
+var _ transport = (*wsTransport)(nil)
+
+type wsDial struct {
+	done chan struct{} // closed when conn or err is set
+	conn *wsConn
+	err  error
+}
+
+func newWSTransport(opts transportOptions, u *url.URL) *wsTransport {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &wsTransport{
+		name:     opts.Name,
+		url:      opts.URL,
+		red:      newRedactor(opts.URL, u),
+		maxBytes: opts.MaxResponseBytes,
+		dialOpts: wsDialOptions(opts),
+		log:      opts.Logger,
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+}
+
+// wsDialOptions is the handshake setup shared by calls and heads. The HTTP
+// client is HTTP/1.1 only (the upgrade needs it) and has no timeout: the
+// dial's ctx bounds it.
+func wsDialOptions(opts transportOptions) *websocket.DialOptions {
+	dialer := &net.Dialer{Timeout: httpDialTimeout, KeepAlive: httpKeepAlive}
+	return &websocket.DialOptions{
+		HTTPClient: &http.Client{Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         dialer.DialContext,
+			TLSHandshakeTimeout: httpTLSHandshakeTimeout,
+		}},
+		HTTPHeader:      opts.Headers.Clone(),
+		CompressionMode: websocket.CompressionDisabled,
+	}
+}
+
+func (t *wsTransport) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	c, err := t.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := t.ids.Add(1)
+	reply := make(chan wsReply, 1)
+	if err := c.register(id, reply); err != nil {
+		return nil, err
+	}
+	buf := t.bufs.get()
+	*buf = appendRequest(*buf, id, method, params)
+	select {
+	case c.out <- buf:
+	case r := <-reply: // the connection died first
+		return r.result, r.err
+	case <-ctx.Done():
+		c.unregister(id)
+		t.bufs.put(buf)
+		return nil, fmt.Errorf("remote %s: %w", t.name, ctx.Err())
+	}
+	select {
+	case r := <-reply:
+		return r.result, r.err
+	case <-ctx.Done():
+		c.unregister(id)
+		return nil, fmt.Errorf("remote %s: %w", t.name, ctx.Err())
+	}
+}
+
+// connect returns the live connection, dialling one if there is none.
+func (t *wsTransport) connect(ctx context.Context) (*wsConn, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("remote %s: %w: %w", t.name, ErrTransport, errTransportClosed)
+	}
+	if c := t.conn; c != nil && c.alive() {
+		t.mu.Unlock()
+		return c, nil
+	}
+	d := t.dialing
+	if d == nil {
+		// The dial runs on its own goroutine so that the caller who started
+		// it can give up without failing the others waiting on it.
+		d = &wsDial{done: make(chan struct{})}
+		t.dialing = d
+		t.wg.Add(1)
+		go t.dial(d)
+	}
+	t.mu.Unlock()
+
+	select {
+	case <-d.done:
+		return d.conn, d.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("remote %s: dial: %w", t.name, ctx.Err())
+	}
+}
+
+func (t *wsTransport) dial(d *wsDial) {
+	defer t.wg.Done()
+	ctx, cancel := context.WithTimeout(t.ctx, wsDialTimeout)
+	ws, _, err := websocket.Dial(ctx, t.url, t.dialOpts)
+	cancel()
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dialing = nil
+	switch {
+	case t.closed:
+		if ws != nil {
+			ws.CloseNow()
+		}
+		d.err = fmt.Errorf("remote %s: %w: %w", t.name, ErrTransport, errTransportClosed)
+	case err != nil:
+		d.err = transportFailure(t.name, t.red, "dial", err)
+		t.log.Debug("remote websocket dial failed", "remote", t.name, "err", d.err)
+	default:
+		d.conn = t.startConn(ws)
+		t.conn = d.conn
+	}
+	close(d.done)
+}
+
+func (t *wsTransport) close() {
+	t.mu.Lock()
+	t.closed = true
+	c := t.conn
+	t.conn = nil
+	t.mu.Unlock()
+
+	t.cancel()
+	if c != nil {
+		c.fail(fmt.Errorf("remote %s: %w: %w", t.name, ErrTransport, errTransportClosed))
+	}
+	t.wg.Wait()
+}
+
+// wsReply is what a caller waiting on an id receives.
+type wsReply struct {
+	result json.RawMessage
+	err    error
+}
+
+// wsConn is one WebSocket connection with its reader, writer and pinger.
+// When any of them fails, the connection is dead: every pending call gets
+// ErrTransport and the next call dials a new one.
+type wsConn struct {
+	t      *wsTransport
+	ws     *websocket.Conn
+	ctx    context.Context // ends when the connection dies
+	cancel context.CancelFunc
+	out    chan *[]byte // encoded calls, for the writer
+
+	mu      sync.Mutex
+	pending map[uint64]chan<- wsReply
+	err     error // why the connection died; nil while alive
+}
+
+// startConn starts the connection's goroutines. Called with t.mu held and
+// t not closed, so that t.wg.Add cannot race close's Wait.
+func (t *wsTransport) startConn(ws *websocket.Conn) *wsConn {
+	// Replies are bounded by readMessage, which can skip an oversize message
+	// and keep the connection; the library's own limit would close it.
+	ws.SetReadLimit(-1)
+	ctx, cancel := context.WithCancel(t.ctx)
+	c := &wsConn{
+		t:       t,
+		ws:      ws,
+		ctx:     ctx,
+		cancel:  cancel,
+		out:     make(chan *[]byte, wsOutQueue),
+		pending: make(map[uint64]chan<- wsReply),
+	}
+	t.wg.Add(3)
+	go c.readLoop()
+	go c.writeLoop()
+	go c.pingLoop()
+	return c
+}
+
+func (c *wsConn) alive() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err == nil
+}
+
+func (c *wsConn) register(id uint64, ch chan<- wsReply) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	c.pending[id] = ch
+	return nil
+}
+
+func (c *wsConn) unregister(id uint64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// deliver hands a reply to the call waiting for id, if it still waits.
+func (c *wsConn) deliver(id uint64, r wsReply) {
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ok {
+		ch <- r // buffered, and each id is delivered once
+	}
+}
+
+// fail kills the connection once: pending calls get err, goroutines stop.
+func (c *wsConn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+
+	for _, ch := range pending {
+		ch <- wsReply{err: err}
+	}
+	c.cancel()
+	c.ws.CloseNow()
+}
+
+func (c *wsConn) readLoop() {
+	defer c.t.wg.Done()
+	for {
+		data, err := c.readMessage()
+		if errors.Is(err, errMessageTooLarge) {
+			c.rejectTooLarge(data)
+			continue
+		}
+		if err != nil {
+			err = transportFailure(c.t.name, c.t.red, "read", err)
+			if c.alive() {
+				c.t.log.Debug("remote websocket connection lost", "remote", c.t.name, "err", err)
+			}
+			c.fail(err)
+			return
+		}
+		c.route(data)
+	}
+}
+
+var errMessageTooLarge = errors.New("message too large")
+
+// readMessage reads one message of at most maxBytes. A larger one is read
+// to its end and discarded, so that the connection stays usable; its first
+// maxBytes+1 bytes are returned with errMessageTooLarge for the id.
+func (c *wsConn) readMessage() ([]byte, error) {
+	_, r, err := c.ws.Reader(c.ctx)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(&io.LimitedReader{R: r, N: c.t.maxBytes + 1}); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > c.t.maxBytes {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), errMessageTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+// route hands a reply to its caller. Notifications (no id) and replies to
+// calls that gave up are dropped.
+func (c *wsConn) route(data []byte) {
+	env, err := parseEnvelope(data)
+	if err != nil {
+		c.t.log.Debug("remote websocket sent a malformed message", "remote", c.t.name, "err", err)
+		return
+	}
+	id, ok := parseID(env.id)
+	if !ok {
+		return
+	}
+	result, err := env.outcome(c.t.name, 0)
+	c.deliver(id, wsReply{result: result, err: err})
+}
+
+// rejectTooLarge fails the call an oversize reply belongs to. Its id is
+// looked for in the retained prefix; when it comes after the result, the
+// call cannot be named and the connection is dropped instead, failing all
+// calls rather than leaving one to hang until its deadline.
+func (c *wsConn) rejectTooLarge(prefix []byte) {
+	err := tooLarge(c.t.name, c.t.maxBytes)
+	if id, ok := parseID(scanID(prefix)); ok {
+		c.deliver(id, wsReply{err: err})
+		return
+	}
+	c.fail(fmt.Errorf("%w (%w)", err, ErrTransport))
+}
+
+func (c *wsConn) writeLoop() {
+	defer c.t.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case buf := <-c.out:
+			// The write has its own timeout, not the caller's ctx: the
+			// library closes the connection when a write's ctx ends, and
+			// one impatient caller must not kill it for all.
+			ctx, cancel := context.WithTimeout(c.ctx, wsWriteTimeout)
+			err := c.ws.Write(ctx, websocket.MessageText, *buf)
+			cancel()
+			c.t.bufs.put(buf)
+			if err != nil {
+				c.fail(transportFailure(c.t.name, c.t.red, "write", err))
+				return
+			}
+		}
+	}
+}
+
+func (c *wsConn) pingLoop() {
+	defer c.t.wg.Done()
+	tick := time.NewTicker(wsPingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(c.ctx, wsPingTimeout)
+			err := c.ws.Ping(ctx)
+			cancel()
+			if err != nil && c.ctx.Err() == nil {
+				c.fail(transportFailure(c.t.name, c.t.red, "ping", err))
+				return
+			}
+		}
+	}
+}
+
+// parseID reads a numeric id as sent by this transport.
+func parseID(raw []byte) (uint64, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		raw = raw[1 : len(raw)-1]
+	}
+	if len(raw) == 0 || len(raw) > 20 {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(string(raw), 10, 64)
+	return id, err == nil
+}
+
+// scanID finds the top-level id in a possibly truncated message, stopping at
+// the first member it cannot skip.
+func scanID(b []byte) []byte {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil
+	}
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		keyEnd, err := scanString(b, i)
+		if err != nil {
+			return nil
+		}
+		key := string(b[i+1 : keyEnd-1])
+		i = skipSpace(b, keyEnd)
+		if i >= len(b) || b[i] != ':' {
+			return nil
+		}
+		i = skipSpace(b, i+1)
+		start := i
+		if i, err = skipValue(b, i, 1); err != nil {
+			return nil
+		}
+		if key == "id" {
+			return b[start:i]
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != ',' {
+			return nil
+		}
+		i = skipSpace(b, i+1)
+	}
+	return nil
+}
