@@ -1,0 +1,187 @@
+package fakenode
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// Hook sees every call before the node does. handled true answers the call
+// with result (nil means JSON null) or, when rpcErr is set, with rpcErr.
+type Hook func(method string, params json.RawMessage) (result json.RawMessage, rpcErr *jrpc.Error, handled bool)
+
+// faults is one immutable fault setting. Setters publish a modified copy,
+// so a request reads all of them with one atomic load.
+type faults struct {
+	latency    time.Duration
+	slowEvery  uint64 // every slowEvery-th request waits slowExtra more; 0 off
+	slowExtra  time.Duration
+	failStatus int
+	failBody   string
+	rpcErr     *jrpc.Error
+	chainID    uint64 // reported chain id; 0 means the real one
+	maxLogs    uint64 // eth_getLogs range cap in blocks; 0 off
+	drop       bool
+	garbage    bool
+}
+
+func (n *Node) setFault(fn func(*faults)) {
+	n.faultMu.Lock()
+	defer n.faultMu.Unlock()
+	f := *n.faults.Load()
+	fn(&f)
+	n.faults.Store(&f)
+}
+
+// SetLatency delays every answer by d.
+func (n *Node) SetLatency(d time.Duration) { n.setFault(func(f *faults) { f.latency = d }) }
+
+// SetSlowTail delays every round(1/fraction)-th request by d more. A
+// fraction of 0 or less turns it off; 1 or more delays every request.
+func (n *Node) SetSlowTail(fraction float64, d time.Duration) {
+	every := uint64(0)
+	switch {
+	case fraction >= 1:
+		every = 1
+	case fraction > 0:
+		every = uint64(math.Round(1 / fraction))
+	}
+	n.setFault(func(f *faults) { f.slowEvery, f.slowExtra = every, d })
+}
+
+// SetFailStatus answers every HTTP request with status and a short plain
+// text body; 0 turns it off.
+func (n *Node) SetFailStatus(status int) { n.SetFailBody(status, "") }
+
+// SetFailBody is SetFailStatus with the body to send; a body starting with
+// '{' or '[' goes out as application/json (a provider's JSON-RPC error on a
+// 429, say).
+func (n *Node) SetFailBody(status int, body string) {
+	n.setFault(func(f *faults) { f.failStatus, f.failBody = status, body })
+}
+
+// SetRPCError answers every call with this JSON-RPC error; code 0 turns it
+// off.
+func (n *Node) SetRPCError(code int, msg string) {
+	n.SetRPCErrorData(code, msg, nil)
+}
+
+// SetRPCErrorData is SetRPCError with error data (raw JSON, nil for none).
+func (n *Node) SetRPCErrorData(code int, msg string, data json.RawMessage) {
+	var e *jrpc.Error
+	if code != 0 {
+		e = &jrpc.Error{Code: code, Message: msg, Data: data}
+	}
+	n.setFault(func(f *faults) { f.rpcErr = e })
+}
+
+// SetChainID makes eth_chainId and net_version report id; 0 reports the
+// real one again.
+func (n *Node) SetChainID(id uint64) { n.setFault(func(f *faults) { f.chainID = id }) }
+
+// SetMaxLogsRange fails eth_getLogs over more than k blocks; 0 turns it off.
+func (n *Node) SetMaxLogsRange(k uint64) { n.setFault(func(f *faults) { f.maxLogs = k }) }
+
+// SetDrop closes every connection that sends a request, without answering.
+func (n *Node) SetDrop(on bool) { n.setFault(func(f *faults) { f.drop = on }) }
+
+// SetGarbage answers every request with 200 OK and a body that is not JSON.
+func (n *Node) SetGarbage(on bool) { n.setFault(func(f *faults) { f.garbage = on }) }
+
+// SetHook installs fn to see every call first; nil removes it.
+func (n *Node) SetHook(fn Hook) {
+	if fn == nil {
+		n.hook.Store(nil)
+		return
+	}
+	n.hook.Store(&fn)
+}
+
+// Reset turns every fault off and removes the hook. It leaves the chain
+// and the call counts alone.
+func (n *Node) Reset() {
+	n.setFault(func(f *faults) { *f = faults{} })
+	n.hook.Store(nil)
+	n.SetLag(0)
+}
+
+// delay waits for the configured latency and slow tail. It returns false
+// when the wait was cut short by ctx or by Close: then nothing is answered.
+func (n *Node) delay(ctx context.Context, f *faults) bool {
+	d := f.latency
+	if f.slowEvery > 0 && n.slowSeq.Add(1)%f.slowEvery == 0 {
+		d += f.slowExtra
+	}
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-n.done:
+		return false
+	}
+}
+
+// count records one call of method ("" for a malformed message).
+func (n *Node) count(method string) {
+	n.callsMu.RLock()
+	c := n.calls[method]
+	n.callsMu.RUnlock()
+	if c == nil {
+		n.callsMu.Lock()
+		if c = n.calls[method]; c == nil {
+			c = new(atomic.Int64)
+			n.calls[method] = c
+		}
+		n.callsMu.Unlock()
+	}
+	c.Add(1)
+	n.total.Add(1)
+}
+
+// Calls is the number of calls of method that reached the node since the
+// last ResetCalls, whatever they were answered.
+func (n *Node) Calls(method string) int64 {
+	n.callsMu.RLock()
+	defer n.callsMu.RUnlock()
+	if c := n.calls[method]; c != nil {
+		return c.Load()
+	}
+	return 0
+}
+
+// TotalCalls is the number of calls of any method since the last
+// ResetCalls.
+func (n *Node) TotalCalls() int64 { return n.total.Load() }
+
+// CallCounts returns the non-zero call counts by method.
+func (n *Node) CallCounts() map[string]int64 {
+	n.callsMu.RLock()
+	defer n.callsMu.RUnlock()
+	out := make(map[string]int64, len(n.calls))
+	for k, c := range n.calls {
+		if v := c.Load(); v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ResetCalls sets every call count to zero.
+func (n *Node) ResetCalls() {
+	n.callsMu.Lock()
+	defer n.callsMu.Unlock()
+	for _, c := range n.calls {
+		c.Store(0)
+	}
+	n.total.Store(0)
+}

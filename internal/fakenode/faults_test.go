@@ -1,0 +1,335 @@
+package fakenode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+const chainIDCall = `{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}`
+
+// TestFaults sets one fault, sends one request, and checks what a client
+// sees.
+func TestFaults(t *testing.T) {
+	n := Start(t, Options{})
+	head := `"0x64"`
+	tests := []struct {
+		name       string
+		set        func(*Node)
+		give       string
+		wantStatus int
+		wantBody   string // exact, unless wantErr
+		wantErr    bool   // the transport fails (no HTTP answer)
+	}{
+		{
+			name:       "fail status",
+			set:        func(n *Node) { n.SetFailStatus(http.StatusServiceUnavailable) },
+			give:       chainIDCall,
+			wantStatus: http.StatusServiceUnavailable,
+			wantBody:   "503 Service Unavailable\n",
+		},
+		{
+			name: "fail body",
+			set: func(n *Node) {
+				n.SetFailBody(http.StatusTooManyRequests, `{"code":-32007,"message":"100/second request limit reached"}`)
+			},
+			give:       chainIDCall,
+			wantStatus: http.StatusTooManyRequests,
+			wantBody:   `{"code":-32007,"message":"100/second request limit reached"}`,
+		},
+		{
+			name:       "rpc error on every batch item",
+			set:        func(n *Node) { n.SetRPCError(-32005, "limit exceeded") },
+			give:       `[` + chainIDCall + `,{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber"}]`,
+			wantStatus: http.StatusOK,
+			wantBody:   `[{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"limit exceeded"}},{"jsonrpc":"2.0","id":2,"error":{"code":-32005,"message":"limit exceeded"}}]`,
+		},
+		{
+			name:       "garbage",
+			set:        func(n *Node) { n.SetGarbage(true) },
+			give:       chainIDCall,
+			wantStatus: http.StatusOK,
+			wantBody:   garbageBody,
+		},
+		{
+			name:    "drop",
+			set:     func(n *Node) { n.SetDrop(true) },
+			give:    chainIDCall,
+			wantErr: true,
+		},
+		{
+			name:       "chain id lie",
+			set:        func(n *Node) { n.SetChainID(5) },
+			give:       `[` + chainIDCall + `,{"jsonrpc":"2.0","id":2,"method":"net_version"}]`,
+			wantStatus: http.StatusOK,
+			wantBody:   `[{"jsonrpc":"2.0","id":1,"result":"0x5"},{"jsonrpc":"2.0","id":2,"result":"5"}]`,
+		},
+		{
+			name:       "lag: head",
+			set:        func(n *Node) { n.SetLag(10) },
+			give:       `{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"}`,
+			wantStatus: http.StatusOK,
+			wantBody:   `{"jsonrpc":"2.0","id":1,"result":"0x5a"}`,
+		},
+		{
+			name:       "lag: block above",
+			set:        func(n *Node) { n.SetLag(10) },
+			give:       `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x5b",false]}`,
+			wantStatus: http.StatusOK,
+			wantBody:   `{"jsonrpc":"2.0","id":1,"result":null}`,
+		},
+		{
+			name:       "lag: logs beyond",
+			set:        func(n *Node) { n.SetLag(10) },
+			give:       `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x50","toBlock":"0x64"}]}`,
+			wantStatus: http.StatusOK,
+			wantBody:   `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"block range extends beyond current head block"}}`,
+		},
+		{
+			name:       "lag: state above",
+			set:        func(n *Node) { n.SetLag(10) },
+			give:       `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x7435ed30a8b4aeb0877cef0c6e8cffe834eb865f","0x64"]}`,
+			wantStatus: http.StatusOK,
+			wantBody:   `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"header not found"}}`,
+		},
+		{
+			name:       "max logs range: over",
+			set:        func(n *Node) { n.SetMaxLogsRange(5) },
+			give:       `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"fromBlock":"0x1","toBlock":"0x6"}]}`,
+			wantStatus: http.StatusOK,
+			wantBody:   `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"requested range exceeds maximum RPC range limit"}}`,
+		},
+		{
+			name: "hook",
+			set: func(n *Node) {
+				n.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+					if method == "eth_blockNumber" {
+						return nil, &jrpc.Error{Code: -32000, Message: "hooked"}, true
+					}
+					return nil, nil, false
+				})
+			},
+			give:       `[{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber"},{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber","params":[]},` + chainIDCall + `]`,
+			wantStatus: http.StatusOK,
+			wantBody:   `[{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"hooked"}},{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"hooked"}},{"jsonrpc":"2.0","id":1,"result":"0x539"}]`,
+		},
+		{
+			name:    "drop beats fail status",
+			set:     func(n *Node) { n.SetDrop(true); n.SetFailStatus(http.StatusBadGateway) },
+			give:    chainIDCall,
+			wantErr: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Cleanup(n.Reset)
+			n.ResetCalls()
+			tt.set(n)
+			hc := httpClient(t)
+			resp, err := hc.Post(n.URL(), "application/json", strings.NewReader(tt.give))
+			if tt.wantErr {
+				if err == nil {
+					resp.Body.Close()
+					t.Fatalf("got status %d, want a transport error", resp.StatusCode)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode != tt.wantStatus || string(body) != tt.wantBody {
+					t.Errorf("got %d %s\nwant %d %s", resp.StatusCode, body, tt.wantStatus, tt.wantBody)
+				}
+			}
+			// Every call that reached the node counts, failed or not.
+			if got := n.TotalCalls(); got != int64(strings.Count(tt.give, `"method"`)) {
+				t.Errorf("TotalCalls = %d", got)
+			}
+		})
+	}
+	// After Reset the node answers plainly again.
+	hc := httpClient(t)
+	if got := mustRPC(t, hc, n.URL(), "eth_blockNumber"); string(got) != head {
+		t.Errorf("after reset: head %s", got)
+	}
+}
+
+func TestLatency(t *testing.T) {
+	n := Start(t, Options{})
+	hc := httpClient(t)
+	const d = 80 * time.Millisecond
+	n.SetLatency(d)
+	start := time.Now()
+	mustRPC(t, hc, n.URL(), "eth_chainId")
+	if took := time.Since(start); took < d {
+		t.Errorf("answer took %v, want at least %v", took, d)
+	}
+}
+
+func TestLatencyEndsOnClose(t *testing.T) {
+	n := New(Options{})
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.SetLatency(time.Hour)
+	hc := httpClient(t)
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := hc.Post(n.URL(), "application/json", strings.NewReader(chainIDCall))
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	// Close must not wait for the hour; wait for the request to arrive first.
+	waitFor(t, func() bool { return n.TotalCalls() == 1 })
+	n.Close()
+	if err := <-errc; err == nil {
+		t.Errorf("request answered after Close, want a transport error")
+	}
+}
+
+func TestSlowTail(t *testing.T) {
+	n := Start(t, Options{})
+	hc := httpClient(t)
+	const (
+		calls = 8
+		extra = 300 * time.Millisecond
+	)
+	n.SetSlowTail(0.25, extra)
+	slow := 0
+	for i := 0; i < calls; i++ {
+		start := time.Now()
+		mustRPC(t, hc, n.URL(), "eth_chainId")
+		if time.Since(start) >= extra {
+			slow++
+		}
+	}
+	if slow != calls/4 {
+		t.Errorf("%d of %d calls slow, want %d", slow, calls, calls/4)
+	}
+}
+
+func TestDown(t *testing.T) {
+	n := Start(t, Options{})
+	hc := httpClient(t)
+	ws := dialWS(t, n.WSURL())
+	url := n.URL()
+
+	n.SetDown(true)
+	_, err := hc.Post(url, "application/json", strings.NewReader(chainIDCall))
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("while down: %v, want connection refused", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, _, err := ws.c.Read(ctx); err == nil {
+		t.Errorf("websocket survived SetDown")
+	}
+
+	n.SetDown(false)
+	if n.URL() != url {
+		t.Fatalf("URL changed to %s", n.URL())
+	}
+	if got := mustRPC(t, hc, url, "eth_chainId"); string(got) != `"0x539"` {
+		t.Errorf("after up: %s", got)
+	}
+}
+
+func TestDropClosesWebSocket(t *testing.T) {
+	n := Start(t, Options{})
+	ws := dialWS(t, n.WSURL())
+	n.SetDrop(true)
+	ws.send(chainIDCall)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, msg, err := ws.c.Read(ctx); err == nil {
+		t.Errorf("got %s, want the connection closed", msg)
+	}
+}
+
+func TestFailStatusRefusesWebSocket(t *testing.T) {
+	n := Start(t, Options{})
+	n.SetFailStatus(http.StatusServiceUnavailable)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	hc := httpClient(t)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("handshake status %d, want 503", resp.StatusCode)
+	}
+}
+
+// TestFaultsUnderLoad flips every fault while clients call, for the race
+// detector; every answer must be one of the configured behaviours.
+func TestFaultsUnderLoad(t *testing.T) {
+	n := Start(t, Options{})
+	hc := httpClient(t)
+	const (
+		workers = 4
+		calls   = 50
+	)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				resp, err := hc.Post(n.URL(), "application/json", strings.NewReader(chainIDCall))
+				if err != nil {
+					continue // drop
+				}
+				resp.Body.Close()
+			}
+		}()
+	}
+	for i := 0; i < calls; i++ {
+		n.SetDrop(i%5 == 1)
+		n.SetGarbage(i%5 == 2)
+		n.SetRPCError(-32000*(i%2), "x")
+		n.SetLag(uint64(i % 3))
+		n.Mine(1)
+		n.SetChainID(uint64(i))
+	}
+	wg.Wait()
+	if n.TotalCalls() != workers*calls {
+		t.Errorf("TotalCalls = %d, want %d", n.TotalCalls(), workers*calls)
+	}
+}
+
+// waitFor polls cond until it holds or the test times out.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met before the deadline")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
