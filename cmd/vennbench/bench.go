@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The targets, in the order every round measures them.
+const (
+	targetDirect = "direct" // the upstream itself
+	targetProxy  = "proxy"  // plain httputil.ReverseProxy in front of it
+	targetVenn   = "venn"   // venn in front of it
+)
+
+const (
+	// vennReadyTimeout covers venn's start: config load, the remote's
+	// chain-id check and the first head.
+	vennReadyTimeout = 30 * time.Second
+	// childReadyTimeout is for the upstream and the proxy, which answer at
+	// once.
+	childReadyTimeout = 10 * time.Second
+	// vennStartAttempts retries venn's start when the port picked for it was
+	// taken in between.
+	vennStartAttempts = 3
+	vennPackage       = "github.com/venn-gateway/venn/cmd/venn"
+)
+
+// vennConfig is the bench chain: one remote, the upstream child, with room
+// for every in-flight call; no metrics listener, warnings only.
+const vennConfig = `listen: 127.0.0.1:%d
+metrics_listen: ""
+log: {level: warn}
+chains:
+  - name: bench
+    chain_id: %d
+    block_time: 1s
+    remotes:
+      - name: up
+        url: %s
+        max_in_flight: %d
+`
+
+// target is one thing the load is pointed at.
+type target struct {
+	name string
+	url  string
+	proc *child // nil for direct: the client talks to the upstream itself
+}
+
+// bench runs the whole benchmark and prints the report on stdout; progress
+// and child failures go to stderr.
+func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("own executable: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "vennbench-")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+
+	wantVenn := slices.Contains(cfg.Targets, targetVenn)
+	vennBin := cfg.Venn
+	if wantVenn && vennBin == "" {
+		vennBin = filepath.Join(tmp, "venn")
+		fmt.Fprintf(stderr, "building %s ...\n", vennPackage)
+		if err := buildVenn(ctx, vennBin); err != nil {
+			return err
+		}
+	}
+
+	l, err := newLoader()
+	if err != nil {
+		return err
+	}
+	defer l.close()
+
+	up, upURL, err := startChild(ctx, "upstream", true, exe, "upstream", "-listen", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer up.stop()
+	if err := l.waitReady(ctx, upURL, up, childReadyTimeout); err != nil {
+		return err
+	}
+
+	var targets []target
+	for _, name := range cfg.Targets {
+		switch name {
+		case targetDirect:
+			targets = append(targets, target{name: name, url: upURL})
+		case targetProxy:
+			p, pURL, err := startChild(ctx, "proxy", true, exe, "proxy", "-listen", "127.0.0.1:0", "-to", upURL)
+			if err != nil {
+				return err
+			}
+			defer p.stop()
+			if err := l.waitReady(ctx, pURL, p, childReadyTimeout); err != nil {
+				return err
+			}
+			targets = append(targets, target{name: name, url: pURL, proc: p})
+		case targetVenn:
+			v, vURL, err := startVenn(ctx, l, vennBin, upURL, tmp)
+			if err != nil {
+				return err
+			}
+			defer v.stop()
+			targets = append(targets, target{name: name, url: vURL, proc: v})
+		}
+	}
+
+	env := machineInfo()
+	loadBefore := loadAvg()
+	fmt.Fprintf(stderr, "%s; %d rounds × %v (+%v warm-up) × conc %v × %v\n",
+		env, cfg.Rounds, cfg.Duration, cfg.Warmup, cfg.Conc, cfg.Targets)
+
+	var samples []sample
+	for round := 1; round <= cfg.Rounds; round++ {
+		for _, conc := range cfg.Conc {
+			for _, t := range targets {
+				s, err := measure(ctx, l, t, up, conc, cfg)
+				if err != nil {
+					return err
+				}
+				s.Round = round
+				samples = append(samples, s)
+				fmt.Fprintf(stderr, "round %d/%d %s\n", round, cfg.Rounds, s)
+			}
+		}
+	}
+
+	rep := newReport(samples, cfg)
+	rep.write(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()))
+	if n := rep.errors(); n > 0 {
+		return fmt.Errorf("%d calls failed; the numbers above are not trustworthy", n)
+	}
+	return nil
+}
+
+// measure warms t up at conc, then measures one window: the load's view
+// plus the CPU the target and the upstream processes used during it.
+func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg benchConfig) (sample, error) {
+	l.closeIdle()
+	if cfg.Warmup > 0 {
+		l.run(ctx, t.url, conc, cfg.Warmup)
+	}
+	if err := ctx.Err(); err != nil {
+		return sample{}, err
+	}
+
+	var tCPU0, tCPU1 time.Duration
+	var err error
+	if t.proc != nil {
+		if tCPU0, err = cpuTime(t.proc.pid()); err != nil {
+			return sample{}, err
+		}
+	}
+	upCPU0, err := cpuTime(up.pid())
+	if err != nil {
+		return sample{}, err
+	}
+	upStats0, err := l.upstreamStats(ctx, up.url)
+	if err != nil {
+		return sample{}, err
+	}
+	res := l.run(ctx, t.url, conc, cfg.Duration)
+	if t.proc != nil {
+		if tCPU1, err = cpuTime(t.proc.pid()); err != nil {
+			return sample{}, err
+		}
+	}
+	upCPU1, err := cpuTime(up.pid())
+	if err != nil {
+		return sample{}, err
+	}
+	upStats1, err := l.upstreamStats(ctx, up.url)
+	if err != nil {
+		return sample{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return sample{}, err
+	}
+	for _, c := range []*child{up, t.proc} {
+		if c == nil {
+			continue
+		}
+		if done, werr := c.exited(); done {
+			return sample{}, fmt.Errorf("%s exited during the run: %v%s", c.name, werr, c.stderrNote())
+		}
+	}
+
+	s := sample{
+		Target:   t.name,
+		Conc:     conc,
+		OK:       res.OK,
+		Errors:   res.Errors,
+		ErrText:  res.ErrSample,
+		RPS:      float64(res.OK) / res.Elapsed.Seconds(),
+		P50:      percentile(res.Latencies, 50),
+		P99:      percentile(res.Latencies, 99),
+		CPUPer:   -1,
+		UpCPUPer: -1,
+		UpConns:  upStats1.Conns - upStats0.Conns,
+	}
+	if calls := res.OK + res.Errors; calls > 0 {
+		s.UpReqPer = float64(upStats1.Requests-upStats0.Requests) / float64(calls)
+		if t.proc != nil {
+			s.CPUPer = (tCPU1 - tCPU0) / time.Duration(calls)
+		}
+		s.UpCPUPer = (upCPU1 - upCPU0) / time.Duration(calls)
+	}
+	return s, nil
+}
+
+// buildVenn builds cmd/venn once, so its build is not measured and the run
+// uses the tree as it is now.
+func buildVenn(ctx context.Context, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, vennPackage)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", vennPackage, err, b)
+	}
+	return nil
+}
+
+// startVenn writes the bench config and starts venn on a free port, then
+// waits until it answers a balance call through the upstream.
+func startVenn(ctx context.Context, l *loader, bin, upURL, dir string) (*child, string, error) {
+	var lastErr error
+	for range vennStartAttempts {
+		port, err := freePort()
+		if err != nil {
+			return nil, "", err
+		}
+		path := filepath.Join(dir, "venn.yaml")
+		conf := fmt.Sprintf(vennConfig, port, benchChainID, upURL, proxyIdlePerHost)
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			return nil, "", fmt.Errorf("write venn config: %w", err)
+		}
+		v, _, err := startChild(ctx, "venn", false, bin, "serve", "--config", path)
+		if err != nil {
+			return nil, "", err
+		}
+		url := "http://127.0.0.1:" + strconv.Itoa(port) + "/bench"
+		lastErr = l.waitReady(ctx, url, v, vennReadyTimeout)
+		if lastErr == nil {
+			return v, url, nil
+		}
+		v.stop()
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+		// Only a process that died (a lost port race) is worth a retry;
+		// one that runs but never answers will not do better next time.
+		if done, _ := v.exited(); !done || !strings.Contains(v.stderr.String(), "address already in use") {
+			break
+		}
+	}
+	return nil, "", fmt.Errorf("start venn: %w", lastErr)
+}
+
+// freePort asks the kernel for a free loopback port. venn takes its listen
+// address from the config file and does not report the port it bound, so
+// the port is chosen here; startVenn retries if it is taken in between.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// loadAvg is the 1-minute load average: on a shared machine it says how
+// much else was running while the numbers were taken.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// machineInfo is the one line that says where the numbers come from.
+func machineInfo() string {
+	host := "linux"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				host = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s %s/%s", host, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Load generator limits.
+const (
+	// requestTimeout bounds one call, so a hung target cannot hold a
+	// worker past its window by more than this.
+	requestTimeout = 10 * time.Second
+	// maxReplyBytes bounds how much of a reply is read; a balance reply is
+	// under 100 bytes.
+	maxReplyBytes = 64 << 10
+	// maxErrorSamples is how many distinct error texts a window keeps.
+	maxErrorSamples = 3
+	// samplesPrealloc is each worker's initial latency slice; it grows if
+	// needed, but rarely during a window.
+	samplesPrealloc = 1 << 14
+)
+
+// loader sends eth_getBalance calls with a fresh address per call. One
+// loader serves every target, so they share its keep-alive Transport.
+type loader struct {
+	client *http.Client
+	// statsClient reads the upstream's counters on a connection of its own,
+	// so reading them does not disturb the counted connections.
+	statsClient *http.Client
+	// prefix is the random first 12 bytes (hex) of every address in this
+	// run; the last 8 are the call's sequence number, so no address repeats
+	// within a run and none is likely to repeat across runs.
+	prefix string
+	seq    atomic.Uint64
+}
+
+func newLoader() (*loader, error) {
+	var p [12]byte
+	if _, err := rand.Read(p[:]); err != nil {
+		return nil, fmt.Errorf("address prefix: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 0 // no total limit; per host is what matters
+	tr.MaxIdleConnsPerHost = maxConcurrency
+	// A gateway may compress for a client that asks; every target gets the
+	// same plain request so the hop cost is compared, not gzip.
+	tr.DisableCompression = true
+	return &loader{
+		client:      &http.Client{Transport: tr, Timeout: requestTimeout},
+		statsClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: requestTimeout},
+		prefix:      hex.EncodeToString(p[:]),
+	}, nil
+}
+
+// closeIdle drops kept-alive connections, so each window starts with the
+// target's connections opened by its own warm-up.
+func (l *loader) closeIdle() { l.client.CloseIdleConnections() }
+
+// close drops every idle connection of the loader.
+func (l *loader) close() {
+	l.client.CloseIdleConnections()
+	l.statsClient.CloseIdleConnections()
+}
+
+// upstreamStats reads the upstream child's request and connection counts.
+func (l *loader) upstreamStats(ctx context.Context, upURL string) (stats, error) {
+	var st stats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(upURL, "/")+statsPath, nil)
+	if err != nil {
+		return st, fmt.Errorf("upstream stats: %w", err)
+	}
+	resp, err := l.statsClient.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("upstream stats: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("upstream stats: HTTP %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxReplyBytes)).Decode(&st); err != nil {
+		return st, fmt.Errorf("upstream stats: %w", err)
+	}
+	return st, nil
+}
+
+// loadResult is what one window of load saw.
+type loadResult struct {
+	OK        int             // calls answered with a result
+	Errors    int             // calls that failed in any way
+	ErrSample []string        // first distinct error texts
+	Elapsed   time.Duration   // from start until the last worker stopped
+	Latencies []time.Duration // of the OK calls, sorted ascending
+}
+
+// run keeps conc calls in flight against url for d and returns what it saw.
+// Workers start no call after d; the window ends when the last in-flight
+// call returns.
+func (l *loader) run(ctx context.Context, url string, conc int, d time.Duration) loadResult {
+	type workerResult struct {
+		ok, errs int
+		errText  []string
+		lat      []time.Duration
+	}
+	results := make([]workerResult, conc)
+	var wg sync.WaitGroup
+	start := time.Now()
+	end := start.Add(d)
+	for i := range conc {
+		wg.Go(func() {
+			r := &results[i]
+			r.lat = make([]time.Duration, 0, samplesPrealloc)
+			var body []byte
+			var reply bytes.Buffer
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				if !t0.Before(end) {
+					return
+				}
+				n := l.seq.Add(1)
+				body = l.appendRequest(body[:0], n)
+				err := l.call(ctx, url, body, &reply, n)
+				dt := time.Since(t0)
+				if err != nil {
+					if ctx.Err() != nil {
+						return // interrupted, not the target's fault
+					}
+					r.errs++
+					if len(r.errText) < maxErrorSamples {
+						r.errText = append(r.errText, err.Error())
+					}
+					continue
+				}
+				r.ok++
+				r.lat = append(r.lat, dt)
+			}
+		})
+	}
+	wg.Wait()
+
+	res := loadResult{Elapsed: time.Since(start)}
+	total := 0
+	for _, r := range results {
+		total += len(r.lat)
+	}
+	res.Latencies = make([]time.Duration, 0, total)
+	for _, r := range results {
+		res.OK += r.ok
+		res.Errors += r.errs
+		res.Latencies = append(res.Latencies, r.lat...)
+		for _, e := range r.errText {
+			if len(res.ErrSample) < maxErrorSamples && !slices.Contains(res.ErrSample, e) {
+				res.ErrSample = append(res.ErrSample, e)
+			}
+		}
+	}
+	slices.Sort(res.Latencies)
+	return res
+}
+
+// appendRequest appends call n: eth_getBalance of a fresh address at latest.
+func (l *loader) appendRequest(b []byte, n uint64) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendUint(b, n, 10)
+	b = append(b, `,"method":"eth_getBalance","params":["0x`...)
+	b = append(b, l.prefix...)
+	var seq [8]byte
+	for i := range seq {
+		seq[i] = byte(n >> (56 - 8*i))
+	}
+	b = hex.AppendEncode(b, seq[:])
+	return append(b, `","latest"]}`...)
+}
+
+// call posts body and checks the reply is a result for id n.
+func (l *loader) call(ctx context.Context, url string, body []byte, reply *bytes.Buffer, n uint64) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("new request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return err
+	}
+	reply.Reset()
+	_, err = reply.ReadFrom(io.LimitReader(resp.Body, maxReplyBytes))
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read reply: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, reply.Bytes())
+	}
+	return checkReply(reply.Bytes(), n)
+}
+
+// checkReply accepts only a JSON-RPC result that is a hex quantity for id n.
+func checkReply(b []byte, n uint64) error {
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("reply is not JSON-RPC: %.200s", b)
+	}
+	if len(r.Error) > 0 && string(r.Error) != "null" {
+		return fmt.Errorf("error reply: %.200s", r.Error)
+	}
+	if string(r.ID) != strconv.FormatUint(n, 10) {
+		return fmt.Errorf("reply id %.40s, want %d", r.ID, n)
+	}
+	var q string
+	if err := json.Unmarshal(r.Result, &q); err != nil || len(q) < 3 || q[:2] != "0x" {
+		return fmt.Errorf("result is not a quantity: %.200s", r.Result)
+	}
+	return nil
+}
+
+// waitReady polls url with single calls until one succeeds, c exits, or the
+// deadline passes.
+func (l *loader) waitReady(ctx context.Context, url string, c *child, timeout time.Duration) error {
+	const pollEvery = 100 * time.Millisecond
+	deadline := time.Now().Add(timeout)
+	var body []byte
+	var reply bytes.Buffer
+	var lastErr error
+	for {
+		n := l.seq.Add(1)
+		body = l.appendRequest(body[:0], n)
+		callCtx, cancel := context.WithTimeout(ctx, time.Second)
+		lastErr = l.call(callCtx, url, body, &reply, n)
+		cancel()
+		if lastErr == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if c != nil {
+			if done, err := c.exited(); done {
+				return fmt.Errorf("%s exited while starting: %v%s", c.name, err, c.stderrNote())
+			}
+		}
+		if time.Now().After(deadline) {
+			return errors.Join(fmt.Errorf("%s not answering after %v", url, timeout), lastErr)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
+}

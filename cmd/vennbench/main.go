@@ -1,0 +1,190 @@
+// Command vennbench measures the cost of venn's gateway hop against the
+// floor cost of one Go HTTP hop on the same machine.
+//
+// It starts three child processes — a fake EVM node (the upstream), a plain
+// httputil.ReverseProxy in front of it, and venn in front of it — and drives
+// eth_getBalance calls with a fresh address per call (so no cache helps)
+// through each target at several concurrencies, interleaving the targets
+// within every round so a noisy machine hurts all of them alike. It reports
+// throughput, p50 and p99 latency and CPU time per request of each child
+// (from /proc/PID/stat), then venn's ratios against the plain proxy.
+//
+// The same binary is the children: `vennbench upstream` and
+// `vennbench proxy` are re-executed from os.Args[0]. Only 127.0.0.1 is used.
+//
+//	go run ./cmd/vennbench [-duration 10s] [-rounds 3] [-conc 1,32,128] [-venn PATH]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// Defaults of the bench flags.
+const (
+	defaultDuration = 10 * time.Second
+	defaultWarmup   = 1500 * time.Millisecond
+	defaultRounds   = 3
+	defaultConc     = "1,32,128"
+	defaultTargets  = "direct,proxy,venn"
+
+	// maxConcurrency bounds -conc: every worker is a goroutine with its own
+	// connection, and the children's pools are sized for 1024.
+	maxConcurrency = 1024
+	// maxRounds and maxDuration keep a mistyped flag from running for hours.
+	maxRounds   = 50
+	maxDuration = 5 * time.Minute
+)
+
+const usage = `vennbench — venn gateway overhead benchmark
+
+Usage:
+  vennbench [flags]                       run the benchmark (flags below)
+  vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
+  vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL
+
+Flags:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the benchmark or one child role and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if len(args) > 0 {
+		switch args[0] {
+		case "upstream":
+			return serveUpstream(ctx, args[1:], stdout, stderr)
+		case "proxy":
+			return serveProxy(ctx, args[1:], stdout, stderr)
+		}
+	}
+	cfg, code := parseBenchFlags(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	err := bench(ctx, cfg, stdout, stderr)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "vennbench: interrupted")
+		return exitError
+	default:
+		fmt.Fprintf(stderr, "vennbench: %v\n", err)
+		return exitError
+	}
+}
+
+// benchConfig is the parsed command line of a benchmark run.
+type benchConfig struct {
+	Duration time.Duration // measured window per target and concurrency
+	Warmup   time.Duration // unmeasured load just before each window
+	Rounds   int
+	Conc     []int
+	Targets  []string // subset of direct, proxy, venn, in this order
+	Venn     string   // venn binary; "" builds ./cmd/venn
+}
+
+// parseBenchFlags returns the config and -1, or an exit code when the run
+// must stop here (help or a usage error).
+func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, int) {
+	fs := flag.NewFlagSet("vennbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	var cfg benchConfig
+	fs.DurationVar(&cfg.Duration, "duration", defaultDuration, "measured window per target and concurrency")
+	fs.DurationVar(&cfg.Warmup, "warmup", defaultWarmup, "unmeasured load before each window")
+	fs.IntVar(&cfg.Rounds, "rounds", defaultRounds, "rounds; each measures every target at every concurrency")
+	conc := fs.String("conc", defaultConc, "comma-separated concurrencies")
+	targets := fs.String("targets", defaultTargets, "comma-separated targets to measure (direct, proxy, venn)")
+	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: go build ./cmd/venn into a temp dir)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, exitOK
+		}
+		return cfg, exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vennbench: unexpected argument %q\n", fs.Arg(0))
+		return cfg, exitUsage
+	}
+	var err error
+	if cfg.Conc, err = parseConc(*conc); err != nil {
+		fmt.Fprintf(stderr, "vennbench: -conc: %v\n", err)
+		return cfg, exitUsage
+	}
+	if cfg.Targets, err = parseTargets(*targets); err != nil {
+		fmt.Fprintf(stderr, "vennbench: -targets: %v\n", err)
+		return cfg, exitUsage
+	}
+	switch {
+	case cfg.Duration <= 0 || cfg.Duration > maxDuration:
+		fmt.Fprintf(stderr, "vennbench: -duration must be in (0, %v]\n", maxDuration)
+		return cfg, exitUsage
+	case cfg.Warmup < 0 || cfg.Warmup > maxDuration:
+		fmt.Fprintf(stderr, "vennbench: -warmup must be in [0, %v]\n", maxDuration)
+		return cfg, exitUsage
+	case cfg.Rounds < 1 || cfg.Rounds > maxRounds:
+		fmt.Fprintf(stderr, "vennbench: -rounds must be in [1, %d]\n", maxRounds)
+		return cfg, exitUsage
+	}
+	return cfg, -1
+}
+
+func parseConc(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > maxConcurrency {
+			return nil, fmt.Errorf("%q is not a concurrency in [1, %d]", f, maxConcurrency)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseTargets keeps the canonical order direct, proxy, venn whatever the
+// order given, so every round interleaves them the same way.
+func parseTargets(s string) ([]string, error) {
+	want := map[string]bool{}
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		switch f {
+		case targetDirect, targetProxy, targetVenn:
+			want[f] = true
+		default:
+			return nil, fmt.Errorf("unknown target %q", f)
+		}
+	}
+	var out []string
+	for _, t := range []string{targetDirect, targetProxy, targetVenn} {
+		if want[t] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/venn-gateway/venn/internal/fakenode"
+)
+
+// Settings of the child servers.
+const (
+	benchChainID = 1337
+
+	// proxyIdlePerHost matches venn's max_in_flight in the bench config, so
+	// neither hop is starved of upstream connections at the top concurrency.
+	proxyIdlePerHost = 1024
+
+	readHeaderTimeout = 10 * time.Second
+	shutdownTimeout   = 5 * time.Second
+)
+
+// serveUpstream is the `vennbench upstream` child: the fake EVM node on its
+// own listener, so its CPU is accounted apart from every hop in front of it.
+func serveUpstream(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "listen address")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	node := fakenode.New(fakenode.Options{ChainID: benchChainID})
+	defer node.Close()
+	st := &upstreamStats{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+statsPath, st.serve)
+	mux.Handle("/", st.count(node.Handler()))
+	return serveHTTP(ctx, *listen, mux, st, stdout, stderr)
+}
+
+// statsPath is where the upstream child reports what reached it, so the
+// bench can tell a hop that adds upstream calls or opens a connection per
+// call from one that is merely slow.
+const statsPath = "/vennbench/stats"
+
+// upstreamStats counts HTTP requests and accepted connections.
+type upstreamStats struct {
+	requests atomic.Uint64
+	conns    atomic.Uint64
+}
+
+// stats is the JSON body of statsPath.
+type stats struct {
+	Requests uint64 `json:"requests"`
+	Conns    uint64 `json:"conns"`
+}
+
+func (s *upstreamStats) count(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *upstreamStats) serve(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(stats{Requests: s.requests.Load(), Conns: s.conns.Load()})
+}
+
+// countingListener counts accepted connections into conns.
+type countingListener struct {
+	net.Listener
+	conns *atomic.Uint64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.conns.Add(1)
+	}
+	return c, err
+}
+
+// serveProxy is the `vennbench proxy` child: the floor cost of one Go HTTP
+// hop — a stock ReverseProxy with a keep-alive pool and nothing else.
+func serveProxy(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "listen address")
+	to := fs.String("to", "", "upstream URL")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	target, err := url.Parse(*to)
+	if err != nil || target.Scheme != "http" || target.Host == "" {
+		fmt.Fprintf(stderr, "vennbench proxy: -to must be an http URL, got %q\n", *to)
+		return exitUsage
+	}
+	return serveHTTP(ctx, *listen, newPlainProxy(target), nil, stdout, stderr)
+}
+
+// newPlainProxy is the reference hop the issue names: httputil.ReverseProxy
+// with a Transport whose idle pool holds a connection per in-flight request.
+func newPlainProxy(target *url.URL) *httputil.ReverseProxy {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = proxyIdlePerHost
+	tr.MaxIdleConnsPerHost = proxyIdlePerHost
+	return &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: tr,
+	}
+}
+
+// serveHTTP serves h on addr, prints the base URL as the first line
+// of stdout (the parent waits for it) and shuts down when ctx ends. With st
+// set, accepted connections are counted into it.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, st *upstreamStats, stdout, stderr io.Writer) int {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "vennbench: listen: %v\n", err)
+		return exitError
+	}
+	if st != nil {
+		ln = countingListener{Listener: ln, conns: &st.conns}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "http://%s/\n", ln.Addr())
+
+	select {
+	case err := <-errc:
+		fmt.Fprintf(stderr, "vennbench: serve: %v\n", err)
+		return exitError
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "vennbench: serve: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
