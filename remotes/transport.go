@@ -129,6 +129,10 @@ func newRedactor(raw string, u *url.URL) redactor {
 			r = append(r, s)
 		}
 	}
+	// Hosts go too: some providers put the key in a subdomain, and DNS
+	// errors quote the host ("lookup KEY.provider.example: no such host").
+	add(u.Host)
+	add(u.Hostname())
 	add(u.RawQuery)
 	add(u.EscapedPath())
 	add(u.Path)

@@ -886,3 +886,23 @@ func BenchmarkParseEnvelope(b *testing.B) {
 		}
 	}
 }
+
+// A provider key in a subdomain must not survive into errors: DNS failures
+// quote the host verbatim.
+func TestRedactorHidesHostKey(t *testing.T) {
+	raw := "https://SUBDOMAINKEY789.provider.example/v3/SECRETPATHKEY123"
+	opts := transportOptions{Name: "alpha", URL: raw}
+	u, err := opts.normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New("dial tcp: lookup SUBDOMAINKEY789.provider.example: no such host")
+	failed := transportFailure("alpha", newRedactor(raw, u), "post", cause)
+	got := failed.Error()
+	if strings.Contains(got, "SUBDOMAINKEY789") {
+		t.Fatalf("host key leaked: %q", got)
+	}
+	if !strings.Contains(got, "remote alpha") || !errors.Is(failed, ErrTransport) {
+		t.Fatalf("error lost its remote name or class: %q", got)
+	}
+}
