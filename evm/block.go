@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // RefKind is what a block parameter names.
@@ -101,13 +103,20 @@ func Quantity(n uint64) string {
 // Param returns the i-th element of a positional params array, or nil when
 // params is not an array or is too short.
 func Param(params json.RawMessage, i int) json.RawMessage {
-	params = bytes.TrimSpace(params)
-	if len(params) == 0 || params[0] != '[' {
+	// params came through a decoder that checked its syntax; the scanner
+	// stays in bounds on anything else, and callers parse what it returns.
+	j := jsonscan.SkipSpace(params, 0)
+	if j >= len(params) || params[j] != '[' {
 		return nil
 	}
-	var arr []json.RawMessage
-	if err := json.Unmarshal(params, &arr); err != nil || i >= len(arr) {
-		return nil
+	elems := jsonscan.Array{Data: params, I: j + 1}
+	for n := 0; ; n++ {
+		v, ok := elems.Next()
+		if !ok {
+			return nil
+		}
+		if n == i {
+			return json.RawMessage(v)
+		}
 	}
-	return arr[i]
 }

@@ -3,6 +3,8 @@ package jrpc
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // Decoding is the hot path of every call, so it does not build a tree:
@@ -32,7 +34,7 @@ func decode(data []byte, maxItems int) (items []item, batch bool, werr *Error) {
 	if !json.Valid(data) {
 		return nil, false, errParse()
 	}
-	i := skipSpace(data, 0)
+	i := jsonscan.SkipSpace(data, 0)
 	switch data[i] {
 	case '{':
 		items = make([]item, 1)
@@ -44,9 +46,9 @@ func decode(data []byte, maxItems int) (items []item, batch bool, werr *Error) {
 	}
 
 	n := 0
-	elems := arrayIter{data: data, i: i + 1}
+	elems := jsonscan.Array{Data: data, I: i + 1}
 	for {
-		v, ok := elems.next()
+		v, ok := elems.Next()
 		if !ok {
 			break
 		}
@@ -87,9 +89,9 @@ func parseItem(raw []byte, req *Request) *Error {
 		return errInvalid("not an object")
 	}
 	var version, id, method, params []byte
-	members := objectIter{data: raw, i: 1}
+	members := jsonscan.Object{Data: raw, I: 1}
 	for {
-		key, val, ok := members.next()
+		key, val, ok := members.Next()
 		if !ok {
 			break
 		}
@@ -185,130 +187,4 @@ func unescapeKey(key []byte) []byte {
 		return nil
 	}
 	return []byte(s)
-}
-
-// The scanners below find the bounds of values in input json.Valid accepted;
-// on anything else they return garbage (but stay in bounds).
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// skipSpace returns the offset of the first non-space byte at or after i.
-func skipSpace(data []byte, i int) int {
-	for i < len(data) && isSpace(data[i]) {
-		i++
-	}
-	return i
-}
-
-// scanString returns the offset just past the string whose quote is data[i].
-func scanString(data []byte, i int) int {
-	i++
-	for i < len(data) {
-		j := bytes.IndexByte(data[i:], '"')
-		if j < 0 {
-			return len(data)
-		}
-		// Escaped only if an odd run of backslashes leads up to it.
-		k, n := i+j-1, 0
-		for k >= i && data[k] == '\\' {
-			n++
-			k--
-		}
-		i += j + 1
-		if n%2 == 0 {
-			return i
-		}
-	}
-	return len(data)
-}
-
-// scanValue returns the offset just past the value starting at data[i].
-func scanValue(data []byte, i int) int {
-	if i >= len(data) {
-		return len(data)
-	}
-	switch data[i] {
-	case '"':
-		return scanString(data, i)
-	case '{', '[':
-		depth := 0
-		for i < len(data) {
-			switch data[i] {
-			case '"':
-				i = scanString(data, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return len(data)
-	default:
-		// A number, true, false or null: up to the next delimiter.
-		for ; i < len(data); i++ {
-			switch c := data[i]; {
-			case c == ',' || c == '}' || c == ']' || isSpace(c):
-				return i
-			}
-		}
-		return len(data)
-	}
-}
-
-// arrayIter walks the elements of an array; i starts just past the '['.
-type arrayIter struct {
-	data []byte
-	i    int
-}
-
-func (it *arrayIter) next() ([]byte, bool) {
-	i := skipSpace(it.data, it.i)
-	if i < len(it.data) && it.data[i] == ',' {
-		i = skipSpace(it.data, i+1)
-	}
-	if i >= len(it.data) || it.data[i] == ']' {
-		it.i = len(it.data)
-		return nil, false
-	}
-	end := scanValue(it.data, i)
-	it.i = end
-	return it.data[i:end], true
-}
-
-// objectIter walks the members of an object; i starts just past the '{'.
-type objectIter struct {
-	data []byte
-	i    int
-}
-
-// next returns a member's name (without quotes, still escaped) and value.
-func (it *objectIter) next() (key, val []byte, ok bool) {
-	d := it.data
-	i := skipSpace(d, it.i)
-	if i < len(d) && d[i] == ',' {
-		i = skipSpace(d, i+1)
-	}
-	if i >= len(d) || d[i] != '"' {
-		it.i = len(d)
-		return nil, nil, false
-	}
-	keyEnd := scanString(d, i)
-	key = d[i+1 : max(i+1, keyEnd-1)]
-	i = skipSpace(d, keyEnd)
-	if i >= len(d) || d[i] != ':' {
-		it.i = len(d)
-		return nil, nil, false
-	}
-	i = skipSpace(d, i+1)
-	end := scanValue(d, i)
-	it.i = end
-	if i >= end {
-		return nil, nil, false
-	}
-	return key, d[i:end], true
 }

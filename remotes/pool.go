@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
@@ -31,7 +30,7 @@ type Pool struct {
 	log     *slog.Logger
 	remotes []*Remote // by tier, then config order
 	now     func() time.Time
-	sf      singleflight.Group
+	flights flights
 	filters *filterTable
 	best    atomic.Uint64
 
@@ -250,23 +249,15 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 	// runs on a context detached from any one caller, so one caller leaving
 	// does not fail the others; the deadline still bounds it.
 	key := method + "\x00" + string(params)
-	ch := p.sf.DoChan(key, func() (any, error) {
+	res, shared, err := p.flights.do(ctx, key, func() (json.RawMessage, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallDeadline)
 		defer cancel()
 		return p.read(ctx, method, params)
 	})
-	select {
-	case res := <-ch:
-		if res.Shared {
-			p.shared.Inc()
-		}
-		if res.Err != nil {
-			return nil, res.Err
-		}
-		return res.Val.(json.RawMessage), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if shared {
+		p.shared.Inc()
 	}
+	return res, err
 }
 
 func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
