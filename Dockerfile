@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # venn: a static binary on distroless, running as an unprivileged user.
-FROM golang:1.26 AS build
+FROM golang:1.26.8 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

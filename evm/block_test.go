@@ -78,3 +78,17 @@ func TestMethodLabel(t *testing.T) {
 		t.Fatal("unknown methods must be labelled other")
 	}
 }
+
+func TestIsWrite(t *testing.T) {
+	for method, want := range map[string]bool{
+		"eth_sendRawTransaction": true, "eth_sendRawTransactionSync": true, "eth_sendUserOperation": true,
+		"eth_submitWork": true, "personal_unlockAccount": true, "admin_addPeer": true, "engine_newPayloadV4": true,
+		"eth_signTypedData_v4": true, "debug_setHead": true, "eth_cancelBundle": true,
+		"eth_call": false, "eth_getBalance": false, "eth_getLogs": false, "debug_traceTransaction": false,
+		"alchemy_getAssetTransfers": false, "eth_estimateGas": false, "nonamespace": false,
+	} {
+		if got := IsWrite(method); got != want {
+			t.Errorf("IsWrite(%q) = %v, want %v", method, got, want)
+		}
+	}
+}

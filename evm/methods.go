@@ -1,5 +1,7 @@
 package evm
 
+import "strings"
+
 // known is the method set that may appear as a metric label. Anything else a
 // client sends is labelled "other", so a hostile client cannot grow the
 // label space.
@@ -78,13 +80,31 @@ func BlockParamIndex(method string) (int, bool) {
 }
 
 // IsWrite reports methods that change state somewhere: they are never
-// retried blindly, hedged or deduplicated.
+// retried blindly, hedged or deduplicated. Beyond the known ones, a method
+// in a namespace that administers a node, or whose name says it sends,
+// signs, submits or sets something (eth_sendRawTransactionSync,
+// eth_sendUserOperation, eth_submitWork), is taken for a write: retrying a
+// read once too few costs a call, retrying a write once too many can cost
+// the client money.
 func IsWrite(method string) bool {
 	switch method {
 	case "eth_sendRawTransaction", "eth_sendTransaction", "eth_sendBundle",
 		"eth_sendPrivateTransaction", "eth_sendRawTransactionConditional", "eth_sign",
 		"eth_signTransaction", "testing_buildBlockV1":
 		return true
+	}
+	ns, name, ok := strings.Cut(method, "_")
+	if !ok {
+		return false
+	}
+	switch ns {
+	case "admin", "personal", "miner", "engine", "clique":
+		return true
+	}
+	for _, verb := range []string{"send", "sign", "submit", "set", "cancel", "import", "unlock"} {
+		if strings.HasPrefix(name, verb) {
+			return true
+		}
 	}
 	return false
 }

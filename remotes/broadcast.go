@@ -7,7 +7,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/core/types"
 )
 
 type sendResult struct {
@@ -101,7 +101,10 @@ func (p *Pool) known(ctx context.Context, r *Remote, params json.RawMessage) boo
 	return err == nil && !isNull(res)
 }
 
-// txHash is the quoted hash of the raw transaction in params, or nil.
+// txHash is the quoted hash of the raw transaction in params, or nil. The
+// hash is not always keccak(raw): a blob transaction is sent in its network
+// form (with blobs, commitments and proofs), whose hash covers only the
+// transaction, so the bytes are decoded first.
 func txHash(params json.RawMessage) json.RawMessage {
 	var args []string
 	if err := json.Unmarshal(params, &args); err != nil || len(args) == 0 {
@@ -111,5 +114,9 @@ func txHash(params json.RawMessage) json.RawMessage {
 	if err != nil || len(raw) == 0 {
 		return nil
 	}
-	return json.RawMessage(`"0x` + hex.EncodeToString(crypto.Keccak256(raw)) + `"`)
+	var tx types.Transaction
+	if err := tx.UnmarshalBinary(raw); err != nil {
+		return nil
+	}
+	return json.RawMessage(`"` + tx.Hash().Hex() + `"`)
 }

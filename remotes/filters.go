@@ -23,8 +23,9 @@ type filterEntry struct {
 }
 
 type filterTable struct {
-	mu sync.Mutex
-	m  map[string]filterEntry
+	mu        sync.Mutex
+	m         map[string]filterEntry
+	lastSweep time.Time
 }
 
 func newFilterTable() *filterTable { return &filterTable{m: make(map[string]filterEntry)} }
@@ -33,6 +34,12 @@ func (t *filterTable) put(id string, r *Remote, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.m) >= maxFiltersPooled {
+		// A full table of live filters is swept at most once a second:
+		// each sweep walks every entry under the lock.
+		if now.Sub(t.lastSweep) < time.Second {
+			return
+		}
+		t.lastSweep = now
 		for k, e := range t.m {
 			if now.After(e.expires) {
 				delete(t.m, k)
@@ -43,6 +50,12 @@ func (t *filterTable) put(id string, r *Remote, now time.Time) {
 		}
 	}
 	t.m[id] = filterEntry{r: r, expires: now.Add(filterTTL)}
+}
+
+func (t *filterTable) remove(id string) {
+	t.mu.Lock()
+	delete(t.m, id)
+	t.mu.Unlock()
 }
 
 func (t *filterTable) get(id string, now time.Time) *Remote {
@@ -78,7 +91,11 @@ func (p *Pool) stateful(ctx context.Context, method string, params json.RawMessa
 		var id string
 		if err := json.Unmarshal(evm.Param(params, 0), &id); err == nil {
 			if r := p.filters.get(id, p.now()); r != nil {
-				return p.do(ctx, method, params, route{once: true, only: r})
+				res, err := p.do(ctx, method, params, route{once: true, only: r})
+				if err == nil && method == "eth_uninstallFilter" {
+					p.filters.remove(id)
+				}
+				return res, err
 			}
 		}
 	}

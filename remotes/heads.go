@@ -172,7 +172,7 @@ func (w *headWatcher) session(ctx context.Context, outage *bool) (subscribed tim
 		}
 		switch {
 		case env.idIs(headsSubscribeID):
-			if _, err := env.outcome(w.name, 0); err != nil {
+			if _, err := env.outcome(w.name, w.red, 0); err != nil {
 				return subscribed, fmt.Errorf("heads subscribe: %w", err)
 			}
 			subscribed = time.Now()

@@ -96,21 +96,33 @@ func (rm *remoteMetrics) failed(v Verdict, code, status int) {
 	rm.m.errors.WithLabelValues(rm.chain, rm.remote, codeLabel(code), statusLabel(status)).Inc()
 }
 
-// codeLabel bounds an upstream's JSON-RPC code: a hostile remote must not
-// grow the label space.
+// codeLabel bounds an upstream's JSON-RPC code: a hostile or buggy remote
+// must not grow the label space. The standard codes, the server range
+// -32099..-32000 where providers put their own, and the few codes nodes send
+// outside it (3 execution reverted, 429 and 4444 from gateways) keep their
+// value; anything else is "other".
 func codeLabel(code int) string {
 	switch {
 	case code == 0:
 		return "0"
-	case code >= -32768 && code <= -32000, code >= 1 && code <= 999, code == 4444:
+	case code >= -32099 && code <= -32000, code >= -32603 && code <= -32600,
+		code == -32700, code == 3, code == 429, code == 4444:
 		return strconv.Itoa(code)
 	}
 	return "other"
 }
 
+// statusLabel keeps the HTTP statuses that change what venn does and folds
+// the rest into their class.
 func statusLabel(status int) string {
-	if status >= 100 && status <= 599 {
+	switch status {
+	case 0:
+		return "0"
+	case 400, 401, 403, 404, 405, 408, 413, 429, 500, 502, 503, 504:
 		return strconv.Itoa(status)
 	}
-	return "0"
+	if status >= 100 && status <= 599 {
+		return strconv.Itoa(status/100) + "xx"
+	}
+	return "other"
 }

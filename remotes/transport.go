@@ -332,8 +332,9 @@ func (e *envelope) idIs(id uint64) bool {
 func (e *envelope) idIsNull() bool { return e.id == nil || string(e.id) == "null" }
 
 // outcome turns a reply for this call into call's return values. status is
-// the HTTP status (0 over WebSocket).
-func (e *envelope) outcome(name string, status int) (json.RawMessage, error) {
+// the HTTP status (0 over WebSocket). An error's text goes to clients, so
+// whatever of the remote's URL it echoes is redacted.
+func (e *envelope) outcome(name string, red redactor, status int) (json.RawMessage, error) {
 	switch {
 	case e.errObj != nil && e.hasResult:
 		return nil, badReply(name, "reply has both result and error")
@@ -344,6 +345,14 @@ func (e *envelope) outcome(name string, status int) (json.RawMessage, error) {
 		var je jrpc.Error
 		if err := json.Unmarshal(e.errObj, &je); err != nil {
 			return nil, badReply(name, "reply error is malformed")
+		}
+		je.Message = red.redact(je.Message)
+		if len(je.Data) > 0 {
+			if clean := red.redact(string(je.Data)); clean != string(je.Data) && json.Valid([]byte(clean)) {
+				je.Data = json.RawMessage(clean)
+			} else if clean != string(je.Data) {
+				je.Data = nil
+			}
 		}
 		return nil, &UpstreamError{Remote: name, HTTPStatus: status, Err: &je}
 	case e.hasResult:

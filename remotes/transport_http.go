@@ -140,7 +140,7 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 	if !env.idIs(id) && (env.errObj == nil || !env.idIsNull()) {
 		return nil, badReply(t.name, "reply id does not match the call")
 	}
-	result, err := env.outcome(t.name, resp.StatusCode)
+	result, err := env.outcome(t.name, t.red, resp.StatusCode)
 	if err == nil && pooled != nil {
 		result = bytes.Clone(result)
 	}
@@ -153,7 +153,7 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 func (t *httpTransport) statusError(id uint64, status int, body []byte) error {
 	if env, err := parseEnvelope(body); err == nil && !env.hasResult && (env.idIs(id) || env.idIsNull()) {
 		var ue *UpstreamError
-		if _, err := env.outcome(t.name, status); errors.As(err, &ue) {
+		if _, err := env.outcome(t.name, t.red, status); errors.As(err, &ue) {
 			return ue
 		}
 	}

@@ -906,3 +906,26 @@ func TestRedactorHidesHostKey(t *testing.T) {
 		t.Fatalf("error lost its remote name or class: %q", got)
 	}
 }
+
+// A remote that echoes its own URL in an error must not hand the key to
+// clients: the error's message and data are redacted.
+func TestUpstreamErrorTextRedacted(t *testing.T) {
+	tr, _ := tpNewHTTP(t, transportOptions{}, func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		echo := r.URL.Path + "?" + r.URL.RawQuery
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"bad key %s","data":{"url":%q}}}`, req.ID, echo, echo)
+	})
+	_, err := tr.call(context.Background(), "eth_blockNumber", nil)
+	var ue *UpstreamError
+	if !errors.As(err, &ue) {
+		t.Fatalf("err = %v, want an UpstreamError", err)
+	}
+	tpAssertNoSecret(t, ue.Err.Message)
+	tpAssertNoSecret(t, string(ue.Err.Data))
+	if !strings.HasPrefix(ue.Err.Message, "bad key ") || ue.Err.Code != -32000 {
+		t.Fatalf("error lost its meaning: %+v", ue.Err)
+	}
+}

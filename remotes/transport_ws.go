@@ -348,7 +348,7 @@ func (c *wsConn) route(data []byte) {
 	if !ok {
 		return
 	}
-	result, err := env.outcome(c.t.name, 0)
+	result, err := env.outcome(c.t.name, c.t.red, 0)
 	c.deliver(id, wsReply{result: result, err: err})
 }
 

@@ -48,7 +48,10 @@ if ! answers 127.0.0.1 5432; then
   command -v pg_ctlcluster >/dev/null 2>&1 || die "postgres is missing: apt-get install -y redis-server postgresql"
   pgver=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
   [ -n "$pgver" ] || die "no cluster under /etc/postgresql: apt-get install -y redis-server postgresql"
-  pg_ctlcluster --skip-systemctl-redirect "$pgver" main start
+  if [ "$(id -u)" != 0 ] && [ "$(id -un)" != postgres ]; then
+    die "postgres is installed but not running, and starting it needs root: sudo pg_ctlcluster $pgver main start"
+  fi
+  pg_ctlcluster --skip-systemctl-redirect "$pgver" main start || die "could not start postgres: sudo pg_ctlcluster $pgver main start"
   wait_for 127.0.0.1 5432 postgres
 fi
 echo "postgres answers"
@@ -77,9 +80,10 @@ go test -race -count=1 -timeout 25m ./...
 conformance="skipped (no ../shared/conformance/run.sh)"
 if [ -x "$CONFORMANCE" ] || [ -f "$CONFORMANCE" ]; then
   step "conformance through venn"
-  go build -o /tmp/venn-ci ./cmd/venn
+  bin=$(mktemp -d /tmp/venn-ci.XXXXXX)/venn
+  go build -o "$bin" ./cmd/venn
   cfg=$(mktemp /tmp/venn-conformance.XXXXXX.yaml)
-  trap 'rm -f "$cfg"' EXIT
+  trap 'rm -rf "$cfg" "$(dirname "$bin")"' EXIT
   cat > "$cfg" <<'YAML'
 listen: 127.0.0.1:28645
 metrics_listen: ""
@@ -90,7 +94,7 @@ chains:
       - name: geth
         url: http://127.0.0.1:28545
 YAML
-  CACHE=$CACHE GETH=$GETH bash "$CONFORMANCE" all http://127.0.0.1:28645/conformance -- /tmp/venn-ci serve --config "$cfg"
+  CACHE=$CACHE GETH=$GETH bash "$CONFORMANCE" all http://127.0.0.1:28645/conformance -- "$bin" serve --config "$cfg"
   conformance="same result as geth directly"
 fi
 
