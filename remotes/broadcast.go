@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
 )
 
 type sendResult struct {
@@ -116,7 +117,9 @@ func txHash(params json.RawMessage) json.RawMessage {
 	}
 	var tx types.Transaction
 	if err := tx.UnmarshalBinary(raw); err != nil {
-		return nil
+		// The node took it, so it is some form venn does not decode: for
+		// everything but the blob network form the hash is keccak(raw).
+		return json.RawMessage(`"` + crypto.Keccak256Hash(raw).Hex() + `"`)
 	}
 	return json.RawMessage(`"` + tx.Hash().Hex() + `"`)
 }
