@@ -32,12 +32,17 @@ import (
 	"github.com/venn-gateway/venn/router"
 )
 
-// HTTP server timeouts. Only headers are bounded on the JSON-RPC server:
-// WebSocket connections and long eth_getLogs calls outlive any read or
-// write timeout, and jrpc bounds bodies and calls itself.
+// HTTP server timeouts. Only headers and idle keep-alives are bounded by
+// http.Server on the JSON-RPC server: WebSocket connections and long
+// eth_getLogs calls outlive any whole-request read or write timeout, so jrpc
+// bounds bodies (limits.http_read_timeout, max_body_bytes), requests in
+// flight (limits.max_http_in_flight) and calls itself.
 const (
 	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 120 * time.Second
+	// idleTimeout outlasts the usual load balancer idle timeout (60 s), so
+	// the balancer, not venn, closes idle keep-alives and never sends a
+	// request on a connection venn is closing.
+	idleTimeout = 120 * time.Second
 	// metricsTimeout bounds a whole scrape or probe.
 	metricsTimeout = 30 * time.Second
 )
@@ -208,6 +213,11 @@ type serversParams struct {
 // newServers registers the listeners' hooks. The metrics server is
 // appended first so that it stops last: /readyz keeps answering 503 while
 // the JSON-RPC server drains.
+//
+// Stopping goes: /readyz turns 503; for shutdown_delay calls are still
+// served, so that load balancers see the 503 and move traffic away first;
+// then jrpc drains (new calls get HTTP 503 and -32054, calls in flight
+// finish, WebSockets get a close frame) and the listener shuts down.
 func newServers(p serversParams) *servers {
 	// A listener that dies after start takes the whole process down rather
 	// than leaving it half alive.
@@ -237,6 +247,10 @@ func newServers(p serversParams) *servers {
 		OnStart: func(ctx context.Context) error { return s.rpc.start(ctx, fail) },
 		OnStop: func(ctx context.Context) error {
 			draining.Store(true)
+			if d := p.Config.ShutdownDelay; d > 0 {
+				p.Log.Info("not ready, still serving", "server", "rpc", "shutdown_delay", d)
+				wait(ctx, d)
+			}
 			p.Log.Info("draining", "server", "rpc")
 			// jrpc first: it refuses new calls, lets in-flight ones finish
 			// and closes WebSockets with a close frame, none of which
@@ -246,6 +260,16 @@ func newServers(p serversParams) *servers {
 		},
 	})
 	return s
+}
+
+// wait returns after d, or sooner when ctx ends.
+func wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // httpService is one http.Server on a listener bound at start.

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx/fxtest"
 	"go.uber.org/goleak"
 
+	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -136,6 +137,96 @@ func TestAppServesWithoutRemotes(t *testing.T) {
 	defer logs.mu.Unlock()
 	if strings.Contains(logBuf.String(), "SECRETKEY") {
 		t.Errorf("logs show the remote's URL")
+	}
+}
+
+// TestShutdownDelay: on stop, /readyz turns 503 at once while calls are
+// still answered for shutdown_delay, so a load balancer can move traffic
+// away before venn refuses anything.
+func TestShutdownDelay(t *testing.T) {
+	const delay = 3 * time.Second
+	node := fakenode.Start(t, fakenode.Options{})
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+shutdown_delay: `+delay.String()+`
+chains:
+  - name: test
+    chain_id: 1337
+    remotes:
+      - name: node
+        url: `+node.URL()+`
+`)
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&s))
+	app.RequireStart()
+	metrics := "http://" + s.metrics.bound.String()
+	rpc := "http://" + s.rpc.bound.String()
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+
+	readyz := func() (int, readiness) {
+		code, body := get(t, client, metrics+"/readyz")
+		var r readiness
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("readyz body %q: %v", body, err)
+		}
+		return code, r
+	}
+	waitUntil(t, "readyz 200 with a live node", func() bool {
+		code, _ := readyz()
+		return code == http.StatusOK
+	})
+
+	stopping := time.Now()
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		stopped <- app.Stop(ctx)
+	}()
+	waitUntil(t, "readyz 503 once stopping", func() bool {
+		code, r := readyz()
+		return code == http.StatusServiceUnavailable && r.Draining && !r.Ready
+	})
+
+	resp, err := client.Post(rpc+"/test", "application/json",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}`))
+	if err != nil {
+		t.Fatalf("call during shutdown_delay: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":1,"result":"0x64"}`; resp.StatusCode != http.StatusOK || string(body) != want {
+		t.Errorf("call during shutdown_delay = %d %s, want 200 %s", resp.StatusCode, body, want)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("stopped (%v) while the call was served, before shutdown_delay", err)
+	default:
+	}
+
+	if err := <-stopped; err != nil {
+		t.Errorf("stop: %v", err)
+	}
+	if took := time.Since(stopping); took < delay {
+		t.Errorf("stop took %v, want at least shutdown_delay (%v)", took, delay)
+	}
+}
+
+// waitUntil polls cond until it holds or a deadline passes.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

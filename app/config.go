@@ -48,6 +48,7 @@ type Config struct {
 	Log             LogConfig     `yaml:"log"`
 	Limits          jrpc.Limits   `yaml:"limits"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	ShutdownDelay   time.Duration `yaml:"shutdown_delay"` // /readyz 503, calls served, then drain
 	Chains          []ChainConfig `yaml:"chains"`
 }
 
@@ -120,23 +121,133 @@ func Load(path string) (*Config, error) {
 
 // Parse expands ${ENV} references in data, decodes it strictly (an unknown
 // field is an error), applies defaults and validates. Every problem found
-// is returned, joined, one per line.
+// is returned, joined, one per line, each naming its field.
+//
+// ${ENV} is expanded in scalar values after the YAML is parsed, never in
+// the text: a secret holding a newline, a quote, a # or a leading * stays
+// one value and cannot change the document's shape; comments are not
+// expanded at all.
 func Parse(data []byte) (*Config, error) {
-	expanded, err := expandEnv(data, os.LookupEnv)
-	if err != nil {
-		return nil, err
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
 	}
+	origLine := map[string]int{}
+	var errs []error
+	walkYAML(&root, "", func(path string, key, val *yaml.Node) {
+		origLine[path] = key.Line
+		if val.Kind != yaml.ScalarNode {
+			return
+		}
+		v, verrs := expandEnv(val.Value, os.LookupEnv)
+		for _, e := range verrs {
+			errs = append(errs, fmt.Errorf("%s (line %d): %w", path, val.Line, e))
+		}
+		if v != val.Value {
+			val.Value = v
+			if val.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+				val.Tag = "" // a plain value's type follows what it expanded to
+			}
+		}
+	})
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(expanded))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlError(err)
+	if root.Kind != 0 {
+		expanded, err := yaml.Marshal(&root)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		// Decoding the re-encoded document keeps the decoder's strict mode;
+		// its line numbers are mapped back to field paths.
+		var again yaml.Node
+		if err := yaml.Unmarshal(expanded, &again); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		pathAt := map[int]string{}
+		walkYAML(&again, "", func(path string, key, _ *yaml.Node) { pathAt[key.Line] = path })
+		dec := yaml.NewDecoder(bytes.NewReader(expanded))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			var te *yaml.TypeError
+			if !errors.As(err, &te) {
+				return nil, fmt.Errorf("config: %w", err)
+			}
+			// Report the type errors, then what validation finds in the
+			// rest: every problem at once.
+			bad := map[string]bool{}
+			for _, msg := range te.Errors {
+				path, rest := typeErrorPath(msg, pathAt)
+				bad[path] = true
+				if path != "" {
+					errs = append(errs, fmt.Errorf("%s (line %d): %s", path, origLine[path], yamlTypeNames.Replace(rest)))
+				} else {
+					errs = append(errs, errors.New("config: "+yamlTypeNames.Replace(msg)))
+				}
+			}
+			c.applyDefaults()
+			for _, e := range unwrapJoined(c.Validate()) {
+				path, _, _ := strings.Cut(e.Error(), ": ")
+				if !bad[path] {
+					errs = append(errs, e)
+				}
+			}
+			return nil, errors.Join(errs...)
+		}
 	}
 	c.applyDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// walkYAML calls fn for every mapping entry under n with its field path
+// (chains[0].remotes[1].url).
+func walkYAML(n *yaml.Node, path string, fn func(path string, key, val *yaml.Node)) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			walkYAML(c, path, fn)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			p := key.Value
+			if path != "" {
+				p = path + "." + key.Value
+			}
+			fn(p, key, val)
+			walkYAML(val, p, fn)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			walkYAML(c, fmt.Sprintf("%s[%d]", path, i), fn)
+		}
+	}
+}
+
+// typeErrorPath finds the field a decoder message ("line 7: cannot
+// unmarshal ...") is about, and the message without its line.
+func typeErrorPath(msg string, pathAt map[int]string) (string, string) {
+	var line int
+	if _, err := fmt.Sscanf(msg, "line %d:", &line); err != nil {
+		return "", msg
+	}
+	_, rest, _ := strings.Cut(msg, ": ")
+	return pathAt[line], rest
+}
+
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 // yamlTypeNames turns the Go types in decoder messages into the file's words.
@@ -162,101 +273,55 @@ var yamlTypeNames = strings.NewReplacer(
 	"app.MethodsConfig", "methods",
 )
 
-// yamlError splits a decoder error into one error per problem. The decoder
-// quotes at most 10 characters of a bad value (7 of a longer one), never a
-// whole URL.
-func yamlError(err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return fmt.Errorf("config: %w", err)
-	}
-	errs := make([]error, len(te.Errors))
-	for i, msg := range te.Errors {
-		errs[i] = errors.New("config: " + yamlTypeNames.Replace(msg))
-	}
-	return errors.Join(errs...)
-}
-
 // envName is what ${...} may name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// expandEnv replaces ${NAME} and ${NAME:-default} in data. Unlike os.Expand
-// it leaves a bare $ alone (secrets and regexps contain them) and skips
-// comments, so a commented-out example needs no variable; "$${" writes a
-// literal "${". A default applies when NAME is unset or empty, as in the
-// shell. Every unset name without a default is reported.
-func expandEnv(data []byte, lookup func(string) (string, bool)) ([]byte, error) {
+// expandEnv replaces ${NAME} and ${NAME:-default} in one config value.
+// Unlike os.Expand it leaves a bare $ alone (secrets and regexps contain
+// them); "$${" writes a literal "${". A default applies when NAME is unset
+// or empty, as in the shell. Every unset name without a default is
+// reported.
+func expandEnv(s string, lookup func(string) (string, bool)) (string, []error) {
 	var (
-		out  bytes.Buffer
+		out  strings.Builder
 		errs []error
 	)
-	for n, line := range bytes.SplitAfter(data, []byte("\n")) {
-		c := commentStart(line)
-		comment := line[c:]
-		line = line[:c]
-		for {
-			i := bytes.Index(line, []byte("${"))
-			if i < 0 {
-				out.Write(line)
-				break
-			}
-			if i > 0 && line[i-1] == '$' {
-				out.Write(line[:i-1])
-				out.WriteString("${")
-				line = line[i+2:]
-				continue
-			}
-			out.Write(line[:i])
-			end := bytes.IndexByte(line[i:], '}')
-			if end < 0 {
-				errs = append(errs, fmt.Errorf("config: line %d: unclosed ${", n+1))
-				out.Write(line[i:])
-				break
-			}
-			ref := string(line[i+2 : i+end])
-			line = line[i+end+1:]
-			name, def, hasDef := strings.Cut(ref, ":-")
-			if !envName.MatchString(name) {
-				errs = append(errs, fmt.Errorf("config: line %d: bad variable name %q", n+1, name))
-				continue
-			}
-			v, ok := lookup(name)
-			switch {
-			case hasDef && v == "":
-				v = def
-			case !ok:
-				errs = append(errs, fmt.Errorf("config: line %d: environment variable %s is not set", n+1, name))
-			}
-			out.WriteString(v)
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			out.WriteString(s)
+			break
 		}
-		out.Write(comment)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out.Bytes(), nil
-}
-
-// commentStart is the index where line's YAML comment begins (len(line)
-// when it has none): a # at the start or after a blank, outside quotes.
-func commentStart(line []byte) int {
-	var quote byte
-	for i := 0; i < len(line); i++ {
-		ch := line[i]
+		if i > 0 && s[i-1] == '$' {
+			out.WriteString(s[:i-1])
+			out.WriteString("${")
+			s = s[i+2:]
+			continue
+		}
+		out.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			errs = append(errs, errors.New("unclosed ${"))
+			out.WriteString(s[i:])
+			break
+		}
+		ref := s[i+2 : i+end]
+		s = s[i+end+1:]
+		name, def, hasDef := strings.Cut(ref, ":-")
+		if !envName.MatchString(name) {
+			errs = append(errs, fmt.Errorf("bad variable name %q", name))
+			continue
+		}
+		v, ok := lookup(name)
 		switch {
-		case quote == '"' && ch == '\\':
-			i++ // skip the escaped character
-		case quote != 0:
-			if ch == quote {
-				quote = 0
-			}
-		case ch == '"' || ch == '\'':
-			quote = ch
-		case ch == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
-			return i
+		case hasDef && v == "":
+			v = def
+		case !ok:
+			errs = append(errs, fmt.Errorf("environment variable %s is not set", name))
 		}
+		out.WriteString(v)
 	}
-	return len(line)
+	return out.String(), errs
 }
 
 // applyDefaults fills every zero field with its documented default. It is
@@ -286,6 +351,8 @@ func (c *Config) applyDefaults() {
 	setDefault(&l.BatchConcurrency, d.BatchConcurrency)
 	setDefault(&l.MaxWSMessageBytes, d.MaxWSMessageBytes)
 	setDefault(&l.MaxConnections, d.MaxConnections)
+	setDefault(&l.MaxHTTPInFlight, d.MaxHTTPInFlight)
+	setDefault(&l.HTTPReadTimeout, d.HTTPReadTimeout)
 	setDefault(&l.WSInFlight, d.WSInFlight)
 	setDefault(&l.WSPingInterval, d.WSPingInterval)
 	setDefault(&l.WSWriteTimeout, d.WSWriteTimeout)
@@ -357,6 +424,9 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout < 0 {
 		p.add("shutdown_timeout", "must be positive")
 	}
+	if c.ShutdownDelay < 0 {
+		p.add("shutdown_delay", "must not be negative")
+	}
 	validateLimits(&p, c.Limits)
 
 	if len(c.Chains) == 0 {
@@ -398,6 +468,8 @@ func validateLimits(p *problems, l jrpc.Limits) {
 		{"batch_concurrency", l.BatchConcurrency < 0},
 		{"max_ws_message_bytes", l.MaxWSMessageBytes < 0},
 		{"max_connections", l.MaxConnections < 0},
+		{"max_http_in_flight", l.MaxHTTPInFlight < 0},
+		{"http_read_timeout", l.HTTPReadTimeout < 0},
 		{"ws_in_flight", l.WSInFlight < 0},
 		{"ws_ping_interval", l.WSPingInterval < 0},
 		{"ws_write_timeout", l.WSWriteTimeout < 0},

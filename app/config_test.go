@@ -91,7 +91,10 @@ limits:
   ws_in_flight: 3
   ws_ping_interval: 5s
   ws_write_timeout: 2s
+  max_http_in_flight: 9
+  http_read_timeout: 4s
 shutdown_timeout: 1m
+shutdown_delay: 5s
 chains:
   - name: base_sepolia-2
     chain_id: 84532
@@ -120,12 +123,13 @@ chains:
 	wantLimits := jrpc.Limits{
 		MaxBodyBytes: 1024, MaxBatchItems: 10, BatchConcurrency: 2, MaxWSMessageBytes: 2048,
 		MaxConnections: 5, WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
+		MaxHTTPInFlight: 9, HTTPReadTimeout: 4 * time.Second,
 	}
 	if got := c.JRPCLimits(); got != wantLimits {
 		t.Errorf("limits = %+v", got)
 	}
-	if c.ShutdownTimeout != time.Minute || c.Log.Format != "json" {
-		t.Errorf("shutdown_timeout = %v, log = %+v", c.ShutdownTimeout, c.Log)
+	if c.ShutdownTimeout != time.Minute || c.ShutdownDelay != 5*time.Second || c.Log.Format != "json" {
+		t.Errorf("shutdown_timeout = %v, shutdown_delay = %v, log = %+v", c.ShutdownTimeout, c.ShutdownDelay, c.Log)
 	}
 	wantPool := remotes.PoolConfig{
 		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, MaxLag: 10,
@@ -350,36 +354,55 @@ func TestEnvExpansion(t *testing.T) {
 	}
 }
 
-func TestEnvExpansionSkipsComments(t *testing.T) {
-	lookup := func(name string) (string, bool) {
-		if name == "SET" {
-			return "v", true
+// A variable's value stays one value whatever it holds, and a plain value
+// takes the type of what it expanded to.
+func TestEnvValuesStayValues(t *testing.T) {
+	t.Setenv("VENN_TEST_ODD", "*k #ey: \"x' [y")
+	t.Setenv("VENN_TEST_ID", "137")
+	src := `
+# a comment naming ${VENN_TEST_UNSET} is left alone
+chains:
+  - name: polygon
+    chain_id: ${VENN_TEST_ID}
+    remotes:
+      - name: a
+        url: http://127.0.0.1:18545
+        headers:
+          X-Key: ${VENN_TEST_ODD}
+`
+	c := mustParse(t, src)
+	if c.Chains[0].ChainID != 137 {
+		t.Errorf("chain_id = %d, want 137", c.Chains[0].ChainID)
+	}
+	if got := c.Chains[0].Remotes[0].Headers["X-Key"]; got != os.Getenv("VENN_TEST_ODD") {
+		t.Errorf("header = %q, want the variable verbatim", got)
+	}
+}
+
+// A value of the wrong type names its field, and validation still reports
+// the other problems.
+func TestTypeErrorsNameField(t *testing.T) {
+	src := `
+listen: nonsense
+chains:
+  - name: ethereum
+    chain_id: one
+    remotes:
+      - name: a
+        url: http://127.0.0.1:18545
+        timeout: soon
+`
+	_, err := Parse([]byte(src))
+	if err == nil {
+		t.Fatal("Parse succeeded")
+	}
+	for _, want := range []string{"chains[0].chain_id (line 5)", "chains[0].remotes[0].timeout (line 9)", "listen: must be host:port"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to contain %q", err, want)
 		}
-		return "", false
 	}
-	tests := []struct {
-		give string
-		want string
-	}{
-		{give: "# ${UNSET}", want: "# ${UNSET}"},
-		{give: "   # ${UNSET}", want: "   # ${UNSET}"},
-		{give: "a: ${SET} # ${UNSET}", want: "a: v # ${UNSET}"},
-		{give: "a: {}\t# ${UNSET}", want: "a: {}\t# ${UNSET}"},
-		{give: "a: x#${SET}", want: "a: x#v"},
-		{give: `a: "x #${SET}" # ${UNSET}`, want: `a: "x #v" # ${UNSET}`},
-		{give: `a: 'x #${SET}' # ${UNSET}`, want: `a: 'x #v' # ${UNSET}`},
-		{give: `a: "q\" #${SET}"`, want: `a: "q\" #v"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.give, func(t *testing.T) {
-			got, err := expandEnv([]byte(tt.give), lookup)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
+	if strings.Contains(err.Error(), "chain_id: required") {
+		t.Errorf("a field with a type error is also reported missing: %v", err)
 	}
 }
 
@@ -393,12 +416,12 @@ func TestEnvExpansionErrors(t *testing.T) {
 			name: "unset",
 			give: "listen: ${VENN_TEST_UNSET_A}\nmetrics_listen: ${VENN_TEST_UNSET_B}\n",
 			want: []string{
-				"line 1: environment variable VENN_TEST_UNSET_A is not set",
-				"line 2: environment variable VENN_TEST_UNSET_B is not set",
+				"listen (line 1): environment variable VENN_TEST_UNSET_A is not set",
+				"metrics_listen (line 2): environment variable VENN_TEST_UNSET_B is not set",
 			},
 		},
-		{name: "unclosed", give: "listen: ${VENN_TEST", want: []string{"line 1: unclosed ${"}},
-		{name: "bad name", give: "listen: ${1X}", want: []string{`line 1: bad variable name "1X"`}},
+		{name: "unclosed", give: "listen: ${VENN_TEST", want: []string{"listen (line 1): unclosed ${"}},
+		{name: "bad name", give: "listen: ${1X}", want: []string{`listen (line 1): bad variable name "1X"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

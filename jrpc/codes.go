@@ -1,6 +1,8 @@
 package jrpc
 
-// Standard JSON-RPC 2.0 codes.
+// Standard JSON-RPC 2.0 codes. venn itself sends -32700, -32600, -32601 and
+// -32603; CodeInvalidParams reaches clients only as forwarded from a node,
+// since venn passes params it does not need to read through unchecked.
 const (
 	CodeParseError     = -32700
 	CodeInvalidRequest = -32600
@@ -17,13 +19,15 @@ const (
 	// CodeTimeout: the call's total deadline passed before any remote answered.
 	CodeTimeout = -32051
 	// CodeLimitExceeded: the request broke one of venn's limits (body size,
-	// batch length, connections, ...).
+	// body read time, batch length, message size, connections, HTTP
+	// requests in flight).
 	CodeLimitExceeded = -32052
 	// CodeUnknownChain: the URL path names no configured chain.
 	CodeUnknownChain = -32053
 	// CodeShuttingDown: venn is draining and takes no new calls.
 	CodeShuttingDown = -32054
-	// CodeRateLimited: the client is over its rate limit.
+	// CodeRateLimited is reserved for per-client rate limiting, which venn
+	// does not do yet: nothing sends it.
 	CodeRateLimited = -32055
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 )
 
 // Bounds of the JSON-RPC server error range, which venn uses for its own
@@ -77,6 +78,16 @@ func errMessageTooLarge(limit int64) *Error {
 func errTooManyConnections(limit int) *Error {
 	return &Error{Code: CodeLimitExceeded, Message: "too many WebSocket connections: max_connections (" +
 		strconv.Itoa(limit) + ") reached"}
+}
+
+func errTooManyHTTPRequests(limit int) *Error {
+	return &Error{Code: CodeLimitExceeded, Message: "too many HTTP requests in flight: max_http_in_flight (" +
+		strconv.Itoa(limit) + ") reached; retry shortly"}
+}
+
+func errBodyTimeout(d time.Duration) *Error {
+	return &Error{Code: CodeLimitExceeded, Message: "request body not received within http_read_timeout (" +
+		d.String() + ")"}
 }
 
 func errShuttingDown() *Error {

@@ -20,6 +20,13 @@ const (
 	DefaultMaxWSMessageBytes int64 = 15 << 20
 	// DefaultMaxConnections bounds concurrent WebSocket connections.
 	DefaultMaxConnections = 10000
+	// DefaultMaxHTTPInFlight bounds HTTP requests being read or served at
+	// once, across chains; with MaxBodyBytes it bounds the memory bodies
+	// can pin.
+	DefaultMaxHTTPInFlight = 4096
+	// DefaultHTTPReadTimeout bounds reading one HTTP request body, so a
+	// client cannot hold a slot by trickling it.
+	DefaultHTTPReadTimeout = 30 * time.Second
 	// DefaultWSInFlight bounds concurrent calls on one WebSocket connection;
 	// past it venn stops reading, which pushes back on the client over TCP.
 	DefaultWSInFlight = 64
@@ -45,6 +52,8 @@ type Limits struct {
 	BatchConcurrency  int           `yaml:"batch_concurrency"`
 	MaxWSMessageBytes int64         `yaml:"max_ws_message_bytes"`
 	MaxConnections    int           `yaml:"max_connections"`
+	MaxHTTPInFlight   int           `yaml:"max_http_in_flight"`
+	HTTPReadTimeout   time.Duration `yaml:"http_read_timeout"`
 	WSInFlight        int           `yaml:"ws_in_flight"`
 	WSPingInterval    time.Duration `yaml:"ws_ping_interval"`
 	WSWriteTimeout    time.Duration `yaml:"ws_write_timeout"`
@@ -58,6 +67,8 @@ func DefaultLimits() Limits {
 		BatchConcurrency:  DefaultBatchConcurrency,
 		MaxWSMessageBytes: DefaultMaxWSMessageBytes,
 		MaxConnections:    DefaultMaxConnections,
+		MaxHTTPInFlight:   DefaultMaxHTTPInFlight,
+		HTTPReadTimeout:   DefaultHTTPReadTimeout,
 		WSInFlight:        DefaultWSInFlight,
 		WSPingInterval:    DefaultWSPingInterval,
 		WSWriteTimeout:    DefaultWSWriteTimeout,
@@ -77,6 +88,10 @@ func (l Limits) Validate() error {
 		return errors.New("max_ws_message_bytes must be > 0")
 	case l.MaxConnections <= 0:
 		return errors.New("max_connections must be > 0")
+	case l.MaxHTTPInFlight <= 0:
+		return errors.New("max_http_in_flight must be > 0")
+	case l.HTTPReadTimeout <= 0:
+		return errors.New("http_read_timeout must be > 0")
 	case l.WSInFlight <= 0:
 		return errors.New("ws_in_flight must be > 0")
 	case l.WSPingInterval <= 0:
@@ -105,6 +120,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxConnections <= 0 {
 		l.MaxConnections = d.MaxConnections
+	}
+	if l.MaxHTTPInFlight <= 0 {
+		l.MaxHTTPInFlight = d.MaxHTTPInFlight
+	}
+	if l.HTTPReadTimeout <= 0 {
+		l.HTTPReadTimeout = d.HTTPReadTimeout
 	}
 	if l.WSInFlight <= 0 {
 		l.WSInFlight = d.WSInFlight

@@ -17,6 +17,8 @@ func TestLimitsValidate(t *testing.T) {
 		{name: "batch concurrency", give: func(l *Limits) { l.BatchConcurrency = 0 }, want: "batch_concurrency must be > 0"},
 		{name: "ws message", give: func(l *Limits) { l.MaxWSMessageBytes = 0 }, want: "max_ws_message_bytes must be > 0"},
 		{name: "connections", give: func(l *Limits) { l.MaxConnections = 0 }, want: "max_connections must be > 0"},
+		{name: "http in flight", give: func(l *Limits) { l.MaxHTTPInFlight = 0 }, want: "max_http_in_flight must be > 0"},
+		{name: "http read timeout", give: func(l *Limits) { l.HTTPReadTimeout = -time.Second }, want: "http_read_timeout must be > 0"},
 		{name: "in flight", give: func(l *Limits) { l.WSInFlight = 0 }, want: "ws_in_flight must be > 0"},
 		{name: "ping", give: func(l *Limits) { l.WSPingInterval = 0 }, want: "ws_ping_interval must be > 0"},
 		{name: "write timeout", give: func(l *Limits) { l.WSWriteTimeout = -time.Second }, want: "ws_write_timeout must be > 0"},

@@ -76,6 +76,8 @@ const (
 	limitBatch
 	limitWSMessage
 	limitConnections
+	limitHTTPInFlight
+	limitHTTPReadTimeout
 	numLimits
 )
 
@@ -87,6 +89,10 @@ func (l limit) String() string {
 		return "max_batch_items"
 	case limitWSMessage:
 		return "max_ws_message_bytes"
+	case limitHTTPInFlight:
+		return "max_http_in_flight"
+	case limitHTTPReadTimeout:
+		return "http_read_timeout"
 	default:
 		return "max_connections"
 	}

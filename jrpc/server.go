@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +20,11 @@ import (
 
 // minReadBuf is the first buffer for a body or message of unknown size.
 const minReadBuf = 512
+
+// maxFirstReadBuf caps the first buffer for a body of declared size: a client
+// can declare max_body_bytes and send nothing, so memory must follow the
+// bytes that arrive (at most twice them), not the declaration.
+const maxFirstReadBuf = 64 << 10
 
 // Options configure a Server.
 type Options struct {
@@ -70,11 +77,14 @@ type Server struct {
 	// mu orders admissions (calls, connections) against Shutdown.
 	mu       sync.RWMutex
 	closing  atomic.Bool
-	inflight atomic.Int64  // messages being served
-	idle     chan struct{} // signalled when inflight drops to zero while closing
-	conns    map[*wsConn]struct{}
-	nconns   int
-	connWG   sync.WaitGroup // one per admitted WebSocket connection
+	inflight atomic.Int64 // messages being served
+	// httpInFlight counts POSTs from before their body is read until their
+	// answer is written; at most MaxHTTPInFlight are let in.
+	httpInFlight atomic.Int64
+	idle         chan struct{} // signalled when inflight drops to zero while closing
+	conns        map[*wsConn]struct{}
+	nconns       int
+	connWG       sync.WaitGroup // one per admitted WebSocket connection
 }
 
 // chainEntry is one served chain.
@@ -152,40 +162,37 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
+		s.servePost(w, r, ch)
 	case http.MethodGet:
 		if hasToken(r.Header.Get("Upgrade"), "websocket") {
 			s.serveWS(w, r, ch)
 			return
 		}
 		s.methodNotAllowed(w, r)
-		return
 	default:
 		s.methodNotAllowed(w, r)
+	}
+}
+
+// servePost serves one JSON-RPC POST. It holds one of MaxHTTPInFlight slots
+// from before the body is read until the answer is written, so bodies and
+// calls in flight are bounded together.
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
+	if n := s.httpInFlight.Add(1); n > int64(s.limits.MaxHTTPInFlight) {
+		s.httpInFlight.Add(-1)
+		ch.metrics.rejected(limitHTTPInFlight)
+		writeHTTPError(w, http.StatusServiceUnavailable, errTooManyHTTPRequests(s.limits.MaxHTTPInFlight))
 		return
 	}
+	defer s.httpInFlight.Add(-1)
 
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		ch.metrics.count(otherMethod, outcomeInvalid)
 		writeHTTPError(w, http.StatusUnsupportedMediaType, errContentType())
 		return
 	}
-	limit := s.limits.MaxBodyBytes
-	if r.ContentLength > limit {
-		ch.metrics.rejected(limitBody)
-		writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
-		return
-	}
-	body, err := readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.Is(err, errTooLarge) || errors.As(err, &mbe) {
-			ch.metrics.rejected(limitBody)
-			writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
-			return
-		}
-		// The client went away mid-body; there is no one to answer.
-		s.log.LogAttrs(r.Context(), slog.LevelDebug, "read request body",
-			slog.String("chain", ch.name), slog.Any("err", err))
+	body, ok := s.readBody(w, r, ch)
+	if !ok {
 		return
 	}
 
@@ -201,17 +208,65 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.answerHTTP(ctx, w, ch, body, admitted)
 }
 
-// answerHTTP serves body and writes the answer.
+// readBody reads a POST body within MaxBodyBytes and HTTPReadTimeout, or
+// answers the client itself and returns false.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry) ([]byte, bool) {
+	limit := s.limits.MaxBodyBytes
+	if r.ContentLength > limit {
+		ch.metrics.rejected(limitBody)
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
+		return nil, false
+	}
+	// The deadline covers the body only, never the call: a long eth_getLogs
+	// is honest. net/http/1.1 lifts it itself at the body's EOF; lifting it
+	// here too does not depend on that. A writer without deadlines (a
+	// wrapping middleware) just goes without.
+	rc := http.NewResponseController(w)
+	timed := rc.SetReadDeadline(time.Now().Add(s.limits.HTTPReadTimeout)) == nil
+	body, err := readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	if timed {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if err == nil {
+		return body, true
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, errTooLarge) || errors.As(err, &mbe):
+		ch.metrics.rejected(limitBody)
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The connection's read side is spent: answer and close it.
+		ch.metrics.rejected(limitHTTPReadTimeout)
+		w.Header().Set("Connection", "close")
+		writeHTTPError(w, http.StatusRequestTimeout, errBodyTimeout(s.limits.HTTPReadTimeout))
+	default:
+		// The client went away mid-body; there is no one to answer.
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "read request body",
+			slog.String("chain", ch.name), slog.Any("err", err))
+	}
+	return nil, false
+}
+
+// answerHTTP serves body and writes the answer. Calls refused because the
+// server is shutting down are answered with HTTP 503 (and the connection
+// closed), which load balancers and clients retry elsewhere; a 200 they
+// would take as final.
 func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, body []byte, admitted bool) {
+	status := http.StatusOK
+	if !admitted {
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Connection", "close")
+	}
 	bp := s.getBuf()
 	out := s.serveMessage(ctx, ch, body, *bp, admitted)
 	if len(out) == 0 {
-		w.WriteHeader(http.StatusOK) // only notifications: nothing to say
+		w.WriteHeader(status) // only notifications: nothing to say
 	} else {
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(out)))
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(status)
 		_, _ = w.Write(out) // a failed write means the client left
 	}
 	*bp = out
@@ -268,12 +323,12 @@ var errTooLarge = errors.New("over the size limit")
 
 // readLimited reads r to the end into a new buffer (handlers may keep slices
 // of it, so it is never pooled). It never allocates more than limit+1 bytes:
-// sizeHint (a Content-Length, or <= 0) sizes the first buffer, which then
-// doubles up to the limit.
+// sizeHint (a Content-Length, or <= 0) sizes the first buffer up to
+// maxFirstReadBuf, which then doubles as bytes arrive, up to the limit.
 func readLimited(r io.Reader, sizeHint, limit int64) ([]byte, error) {
 	size := int64(minReadBuf)
 	if sizeHint > 0 {
-		size = sizeHint + 1 // room to see EOF without growing
+		size = min(sizeHint+1, maxFirstReadBuf) // +1: room to see EOF without growing
 	}
 	buf := make([]byte, 0, min(size, limit+1))
 	for {
@@ -312,8 +367,8 @@ func (s *Server) putBuf(bp *[]byte) {
 // shutdownReason is the close reason WebSocket clients read on shutdown.
 const shutdownReason = "server shutting down"
 
-// Shutdown drains the server: new calls are answered CodeShuttingDown and new
-// connections refused; calls in flight finish (until ctx ends); then every
+// Shutdown drains the server: new calls are answered CodeShuttingDown (with
+// HTTP 503 over HTTP) and new connections refused; calls in flight finish (until ctx ends); then every
 // WebSocket connection is closed with StatusGoingAway. It returns ctx's error
 // if ctx ended first. The HTTP listener is the caller's to shut down.
 //

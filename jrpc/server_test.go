@@ -331,10 +331,11 @@ func TestShutdownDrainsHTTPCalls(t *testing.T) {
 	go func() { shut <- s.Shutdown(context.Background()) }()
 	waitFor(t, "shutdown to begin", s.closing.Load)
 
-	// New calls are refused, with their ids.
-	_, body := s.post(t, `[{"jsonrpc":"2.0","id":2,"method":"fast"},{"jsonrpc":"2.0","method":"fast"}]`)
-	if want := `[{"jsonrpc":"2.0","id":2,"error":{"code":-32054,"message":"server is shutting down"}}]`; body != want {
-		t.Errorf("call during shutdown: got %s, want %s", body, want)
+	// New calls are refused, with their ids, and HTTP 503 so that load
+	// balancers and clients try elsewhere.
+	status, body := s.post(t, `[{"jsonrpc":"2.0","id":2,"method":"fast"},{"jsonrpc":"2.0","method":"fast"}]`)
+	if want := `[{"jsonrpc":"2.0","id":2,"error":{"code":-32054,"message":"server is shutting down"}}]`; status != http.StatusServiceUnavailable || body != want {
+		t.Errorf("call during shutdown: got %d %s, want 503 %s", status, body, want)
 	}
 	select {
 	case err := <-shut:

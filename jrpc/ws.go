@@ -216,12 +216,16 @@ func (c *wsConn) readLoop() error {
 		if errors.Is(err, errTooLarge) {
 			c.release()
 			c.ch.metrics.rejected(limitWSMessage)
+			answer := appendError(nil, nil, errMessageTooLarge(limit))
 			if !discard(r, wsDiscardFactor*limit) {
+				// Too much to read past: the client still gets the error,
+				// then the close, so it learns why it was dropped.
+				_ = c.write(c.ctx, answer)
 				_ = c.conn.Close(websocket.StatusMessageTooBig, "message too big")
 				return fmt.Errorf("discard oversize message: %w", err)
 			}
 			// Answered inline: the error is tiny and keeps order simple.
-			if err := c.write(c.ctx, appendError(nil, nil, errMessageTooLarge(limit))); err != nil {
+			if err := c.write(c.ctx, answer); err != nil {
 				return err
 			}
 			continue

@@ -101,18 +101,22 @@ func TestWSMessageLimit(t *testing.T) {
 	tests := []struct {
 		name      string
 		give      string
-		want      string // the answer; "" for a closed connection
-		wantClose websocket.StatusCode
+		want      string               // the answer
+		wantClose websocket.StatusCode // then the connection closes; 0: it stays open
 	}{
 		{name: "at limit", give: echoOf(limit), want: `{"jsonrpc":"2.0","id":1,"result":["` + strings.Repeat("x", limit-len(head)-len(tail)) + `"]}`},
 		{name: "over limit", give: echoOf(limit + 1), want: tooBig},
 		{name: "at discard cap", give: echoOf(limit + wsDiscardFactor*limit), want: tooBig},
-		{name: "past discard cap", give: echoOf(limit + wsDiscardFactor*limit + 2), wantClose: websocket.StatusMessageTooBig},
+		// Too much to read past: still the error, then the close.
+		{name: "past discard cap", give: echoOf(limit + wsDiscardFactor*limit + 2), want: tooBig, wantClose: websocket.StatusMessageTooBig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := s.dial(t)
 			wsWrite(t, c, tt.give)
+			if got := wsRead(t, c); got != tt.want {
+				t.Fatalf("got %.200s\nwant %.200s", got, tt.want)
+			}
 			if tt.wantClose != 0 {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -121,9 +125,6 @@ func TestWSMessageLimit(t *testing.T) {
 					t.Fatalf("read error = %v, want close status %d", err, tt.wantClose)
 				}
 				return
-			}
-			if got := wsRead(t, c); got != tt.want {
-				t.Fatalf("got %.200s\nwant %.200s", got, tt.want)
 			}
 			// The connection is still good.
 			wsWrite(t, c, `{"jsonrpc":"2.0","id":2,"method":"test_echo","params":[2]}`)

@@ -99,7 +99,20 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	sig := <-fxApp.Wait()
 
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	// A second signal during the drain means "now": exit without waiting.
+	force := make(chan os.Signal, 1)
+	signal.Notify(force, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(force)
+	go func() {
+		if _, ok := <-force; ok {
+			fmt.Fprintln(stderr, "venn: second signal, exiting without draining")
+			os.Exit(exitError)
+		}
+	}()
+
+	// shutdown_delay comes first (still serving), then the drain gets all of
+	// shutdown_timeout.
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), cfg.ShutdownDelay+cfg.ShutdownTimeout)
 	defer cancelStop()
 	if err := fxApp.Stop(stopCtx); err != nil {
 		fmt.Fprintf(stderr, "venn: stop: %v\n", err)
