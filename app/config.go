@@ -67,6 +67,7 @@ type ChainConfig struct {
 	CallDeadline       time.Duration  `yaml:"call_deadline"`
 	MaxAttempts        int            `yaml:"max_attempts"`
 	GetLogsConcurrency int            `yaml:"getlogs_concurrency"`
+	GetLogsMaxParts    int            `yaml:"getlogs_max_parts"`
 	BroadcastFanout    int            `yaml:"broadcast_fanout"`
 	Breaker            BreakerConfig  `yaml:"breaker"`
 	Remotes            []RemoteConfig `yaml:"remotes"`
@@ -364,6 +365,7 @@ func (c *Config) applyDefaults() {
 		setDefault(&ch.CallDeadline, remotes.DefaultCallDeadline)
 		setDefault(&ch.MaxAttempts, remotes.DefaultMaxAttempts)
 		setDefault(&ch.GetLogsConcurrency, remotes.DefaultGetLogsConcurrency)
+		setDefault(&ch.GetLogsMaxParts, remotes.DefaultGetLogsMaxParts)
 		setDefault(&ch.BroadcastFanout, remotes.DefaultBroadcastFanout)
 		setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
 		setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
@@ -515,6 +517,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	}{
 		{"max_attempts", c.MaxAttempts},
 		{"getlogs_concurrency", c.GetLogsConcurrency},
+		{"getlogs_max_parts", c.GetLogsMaxParts},
 		{"broadcast_fanout", c.BroadcastFanout},
 		{"breaker.failures", c.Breaker.Failures},
 	} {
@@ -639,6 +642,7 @@ func (c ChainConfig) PoolConfig() remotes.PoolConfig {
 		CallDeadline:       c.CallDeadline,
 		MaxAttempts:        c.MaxAttempts,
 		GetLogsConcurrency: c.GetLogsConcurrency,
+		GetLogsMaxParts:    c.GetLogsMaxParts,
 		BroadcastFanout:    c.BroadcastFanout,
 		BreakerFailures:    c.Breaker.Failures,
 		BreakerCooldown:    c.Breaker.Cooldown,

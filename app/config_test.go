@@ -54,6 +54,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		CallDeadline:       remotes.DefaultCallDeadline,
 		MaxAttempts:        remotes.DefaultMaxAttempts,
 		GetLogsConcurrency: remotes.DefaultGetLogsConcurrency,
+		GetLogsMaxParts:    remotes.DefaultGetLogsMaxParts,
 		BroadcastFanout:    remotes.DefaultBroadcastFanout,
 		BreakerFailures:    remotes.DefaultBreakerFailures,
 		BreakerCooldown:    remotes.DefaultBreakerCooldown,
@@ -103,6 +104,7 @@ chains:
     call_deadline: 5s
     max_attempts: 2
     getlogs_concurrency: 8
+    getlogs_max_parts: 50
     broadcast_fanout: 1
     breaker: {failures: 3, cooldown: 1s}
     remotes:
@@ -133,7 +135,7 @@ chains:
 	}
 	wantPool := remotes.PoolConfig{
 		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, MaxLag: 10,
-		CallDeadline: 5 * time.Second, MaxAttempts: 2, GetLogsConcurrency: 8, BroadcastFanout: 1,
+		CallDeadline: 5 * time.Second, MaxAttempts: 2, GetLogsConcurrency: 8, GetLogsMaxParts: 50, BroadcastFanout: 1,
 		BreakerFailures: 3, BreakerCooldown: time.Second,
 	}
 	if got := c.Chains[0].PoolConfig(); got != wantPool {

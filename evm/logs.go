@@ -52,6 +52,9 @@ func WithRange(params json.RawMessage, from, to uint64) (json.RawMessage, error)
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil, err
 	}
+	if f == nil {
+		return nil, errors.New("filter is not an object")
+	}
 	f["fromBlock"] = json.RawMessage(`"` + Quantity(from) + `"`)
 	f["toBlock"] = json.RawMessage(`"` + Quantity(to) + `"`)
 	b, err := json.Marshal(f)

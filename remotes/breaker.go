@@ -48,18 +48,20 @@ func (b *breaker) ready(now time.Time) bool {
 }
 
 // allow claims the right to send a call. When the cooldown has passed it
-// moves open to half-open and the caller carries the probe.
-func (b *breaker) allow(now time.Time) bool {
+// moves open to half-open and the caller carries the probe (probe is true);
+// only that caller may release it.
+func (b *breaker) allow(now time.Time) (ok, probe bool) {
 	switch b.state.Load() {
 	case breakerClosed:
-		return true
+		return true, false
 	case breakerOpen:
 		if now.UnixNano()-b.openedAt.Load() < int64(b.cooldown) {
-			return false
+			return false, false
 		}
-		return b.state.CompareAndSwap(breakerOpen, breakerHalfOpen)
+		ok = b.state.CompareAndSwap(breakerOpen, breakerHalfOpen)
+		return ok, ok
 	}
-	return false
+	return false, false
 }
 
 // success records a good call; it reports whether the breaker just closed.
@@ -86,8 +88,9 @@ func (b *breaker) fault(now time.Time) bool {
 	return b.state.CompareAndSwap(breakerClosed, breakerOpen)
 }
 
-// release gives back an unfinished probe (the caller went away): the next
-// call may probe at once.
+// release gives back an unfinished probe (the caller went away, or a local
+// limit stopped it): the next call may probe at once. Only the caller that
+// allow made the probe may call it.
 func (b *breaker) release() {
 	b.state.CompareAndSwap(breakerHalfOpen, breakerOpen)
 }

@@ -79,6 +79,7 @@ const (
 	DefaultCallDeadline       = 30 * time.Second
 	DefaultMaxAttempts        = 4
 	DefaultGetLogsConcurrency = 4
+	DefaultGetLogsMaxParts    = 1000
 	DefaultBroadcastFanout    = 3
 )
 
@@ -97,6 +98,10 @@ type PoolConfig struct {
 	MaxAttempts int
 	// GetLogsConcurrency bounds the parts of a split eth_getLogs in flight.
 	GetLogsConcurrency int
+	// GetLogsMaxParts bounds the upstream calls one split eth_getLogs may
+	// make (nested splits included); a range that needs more is refused
+	// with -32052 before any call is sent.
+	GetLogsMaxParts int
 	// BroadcastFanout: eth_sendRawTransaction goes to this many remotes at once.
 	BroadcastFanout int
 	// BreakerFailures consecutive faults open a remote's breaker for

@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
 )
 
-// maxSplitDepth bounds how often one eth_getLogs part is halved after
-// "too large" answers.
+// maxSplitDepth bounds how often one eth_getLogs part is split again after
+// "too large" answers; past it the remote's own error is the answer.
 const maxSplitDepth = 16
 
 // tooLargeError: a remote refused an eth_getLogs span as too large (or with
@@ -26,77 +29,236 @@ type tooLargeError struct {
 func (e *tooLargeError) Error() string { return e.err.Error() }
 func (e *tooLargeError) Unwrap() error { return e.err }
 
-// getLogs serves eth_getLogs. A range wider than every remote accepts is
-// split into parts that run with bounded concurrency and merge in order; a
-// part a remote calls too large is halved (or cut to the span it
-// suggested). A range that fits goes out unchanged, byte for byte.
-func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	lr, err := evm.ParseLogRange(params)
-	if err != nil || lr.ByHash {
-		return p.do(ctx, "eth_getLogs", params, route{})
+// resultCheck vets a remote's successful result before the pool takes it.
+// An error (wrapping ErrBadReply) makes the result a bad reply from that
+// remote: the pool fails over.
+type resultCheck func(json.RawMessage) error
+
+// splitHelps reports whether a smaller block range can cure a too-large
+// answer to eth_getLogs. Too many addresses or topics, or a request or
+// batch over the remote's size cap, stay as large however the range is cut.
+func splitHelps(r Reason) bool {
+	switch r {
+	case ReasonRangeTooLarge, ReasonTooManyResults, ReasonResponseTooLarge:
+		return true
 	}
-	best := p.Head()
-	from, okFrom := resolve(lr.From, best)
-	to, okTo := resolve(lr.To, best)
-	if !okFrom || !okTo || from > to {
-		// Tags we cannot pin, or a reversed range: the node answers.
-		return p.do(ctx, "eth_getLogs", params, route{})
-	}
-	span := to - from + 1
-	if cap := p.widestSpan(); cap == 0 || span <= cap {
-		res, err := p.do(ctx, "eth_getLogs", params, route{need: to, accept: fits(span)})
-		var tl *tooLargeError
-		if !errors.As(err, &tl) || span == 1 {
-			return res, unwrapTooLarge(err)
-		}
-		return p.split(ctx, params, from, to, nextSpan(span, tl.span), 0)
-	} else {
-		return p.split(ctx, params, from, to, cap, 0)
-	}
+	return false
 }
 
-// split runs [from, to] as parts of at most chunk blocks and merges them.
-func (p *Pool) split(ctx context.Context, params json.RawMessage, from, to, chunk uint64, depth int) (json.RawMessage, error) {
-	if depth >= maxSplitDepth {
-		return nil, fmt.Errorf("eth_getLogs: split %d times and still too large", depth)
+// getLogs serves eth_getLogs. A range that fits goes out unchanged, byte
+// for byte. A wider one is split into parts that run with bounded
+// concurrency and merge in order; a part a remote calls too large is split
+// again (to the span it suggested, else in half). Every split is bounded:
+// the range ends at the best head, the parts of one call (nested splits
+// included) are at most GetLogsMaxParts, and the merged result is at most
+// the largest reply a remote may send.
+func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	lr, err := evm.ParseLogRange(params)
+	if err != nil || lr.ByHash || !isObject(evm.Param(params, 0)) {
+		return p.forwardLogs(ctx, params, route{})
 	}
-	p.splits.Inc()
-	var parts [][2]uint64
-	for a := from; a <= to; a += chunk {
-		b := min(a+chunk-1, to)
-		parts = append(parts, [2]uint64{a, b})
-		if b == to {
-			break
+	head := p.Head()
+	from, okFrom := resolve(lr.From, head)
+	to, okTo := resolve(lr.To, head)
+	if head == 0 || !okFrom || !okTo || from > to || from > head {
+		// Tags we cannot pin, no head yet, a reversed range, or one that
+		// starts above every head: nothing to split, the node answers.
+		return p.forwardLogs(ctx, params, route{need: from})
+	}
+	// Blocks far above the best head do not exist yet and have no logs: the
+	// range ends at the head. A few blocks above it may exist on a remote
+	// venn has not heard from since; those stay, so that the node answers
+	// for them rather than venn dropping their logs.
+	end, clamped := to, false
+	if to > head && to-head > p.cfg.MaxLag {
+		end, clamped = head, true
+	}
+	span := spanOf(from, end)
+
+	var chunk uint64
+	if widest := p.widestSpan(); widest == 0 || span <= widest {
+		sub := params
+		if clamped {
+			if sub, err = evm.WithRange(params, from, end); err != nil {
+				return p.forwardLogs(ctx, params, route{need: from})
+			}
+		}
+		rt := route{need: end, accept: fits(span)}
+		if lr.To.Kind != evm.RefNumber {
+			// toBlock latest or absent: every remote in rotation answers up
+			// to its own head, which max_lag keeps close to the best. Asking
+			// for the best head would wait on the one remote at the very tip.
+			rt.need = 0
+			if lr.From.Kind == evm.RefNumber {
+				rt.need = from // a remote below fromBlock calls the range invalid
+			}
+		}
+		res, err := p.do(ctx, "eth_getLogs", sub, rt)
+		var tl *tooLargeError
+		if !errors.As(err, &tl) {
+			return res, err
+		}
+		if span == 1 {
+			return nil, clientError(tl.err)
+		}
+		chunk = nextSpan(span, tl.span)
+	} else {
+		chunk = widest
+	}
+	if lr.To.Kind != evm.RefNumber {
+		// The last part must find a remote: end at the best head among the
+		// remotes that can take a call now, not at a busy remote's.
+		if h := p.availableHead(); h >= from && h < end {
+			end = h
 		}
 	}
-	out := make([]json.RawMessage, len(parts))
+	return p.splitLogs(ctx, params, from, end, chunk)
+}
+
+// forwardLogs sends an eth_getLogs venn does not split. A too-large answer
+// is the remote's own error.
+func (p *Pool) forwardLogs(ctx context.Context, params json.RawMessage, rt route) (json.RawMessage, error) {
+	res, err := p.do(ctx, "eth_getLogs", params, rt)
+	return res, unwrapTooLarge(err)
+}
+
+// logsSplit is one client call's split eth_getLogs. Its budgets are shared
+// by every nesting level: the semaphore holds the parts in flight (held only
+// while a part waits on a remote, never while it waits on its own
+// sub-parts, so nesting cannot deadlock), parts counts the upstream calls
+// planned, bytes the results kept.
+type logsSplit struct {
+	p        *Pool
+	params   json.RawMessage
+	span     uint64 // of the whole range, for messages
+	sem      chan struct{}
+	parts    atomic.Uint64
+	bytes    atomic.Int64
+	maxParts uint64
+	maxBytes int64
+}
+
+func (p *Pool) splitLogs(ctx context.Context, params json.RawMessage, from, to, chunk uint64) (json.RawMessage, error) {
+	s := &logsSplit{
+		p: p, params: params, span: spanOf(from, to),
+		sem:      make(chan struct{}, p.cfg.GetLogsConcurrency),
+		maxParts: uint64(p.cfg.GetLogsMaxParts),
+		maxBytes: p.maxLogsBytes(),
+	}
+	return s.run(ctx, from, to, chunk, 0)
+}
+
+// run answers [from, to] in parts of at most chunk blocks, merged in order.
+// Parts are made as the semaphore lets them start, so a range never sits
+// in memory as a list of parts.
+func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) (json.RawMessage, error) {
+	q := (to - from) / chunk // parts - 1: +1 cannot wrap once q < maxParts
+	if q >= s.maxParts || s.parts.Add(q+1) > s.maxParts {
+		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+			"eth_getLogs range of %d blocks needs more than %d parts (getlogs_max_parts); narrow the range",
+			s.span, s.maxParts)}
+	}
+	n := q + 1
+	s.p.splits.Inc()
+	out := make([]json.RawMessage, n)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(p.cfg.GetLogsConcurrency)
-	for i, pr := range parts {
+	next := from
+	stopped := false
+	for i := range n {
+		a, b := next, to
+		if to-a >= chunk {
+			b = a + chunk - 1
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-gctx.Done():
+			stopped = true
+		}
+		if stopped {
+			break
+		}
 		g.Go(func() error {
-			res, err := p.logsPart(gctx, params, pr[0], pr[1], depth)
+			res, err := s.part(gctx, a, b, depth)
 			out[i] = res
 			return err
 		})
+		next = b + 1 // wraps only after the last part
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	if stopped {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, &jrpc.Error{Code: jrpc.CodeTimeout,
+				Message: "eth_getLogs timed out while split into parts; narrow the range"}
+		}
+		return nil, ctx.Err()
+	}
 	return mergeArrays(out), nil
 }
 
-func (p *Pool) logsPart(ctx context.Context, params json.RawMessage, a, b uint64, depth int) (json.RawMessage, error) {
-	sub, err := evm.WithRange(params, a, b)
+// part answers [a, b]. It holds a semaphore slot on entry and gives it back
+// once the remote has answered.
+func (s *logsSplit) part(ctx context.Context, a, b uint64, depth int) (json.RawMessage, error) {
+	span := spanOf(a, b)
+	sub, err := evm.WithRange(s.params, a, b)
+	if err != nil {
+		<-s.sem
+		return nil, fmt.Errorf("eth_getLogs part %d-%d: %w", a, b, err)
+	}
+	res, err := s.p.do(ctx, "eth_getLogs", sub, route{need: b, accept: fits(span), check: logsArray})
+	<-s.sem
+	var tl *tooLargeError
+	if errors.As(err, &tl) {
+		if span == 1 || depth+1 >= maxSplitDepth {
+			return nil, clientError(tl.err) // the remote says best what is wrong
+		}
+		return s.run(ctx, a, b, nextSpan(span, tl.span), depth+1)
+	}
 	if err != nil {
 		return nil, err
 	}
-	span := b - a + 1
-	res, err := p.do(ctx, "eth_getLogs", sub, route{need: b, accept: fits(span)})
-	var tl *tooLargeError
-	if errors.As(err, &tl) && span > 1 {
-		return p.split(ctx, params, a, b, nextSpan(span, tl.span), depth+1)
+	if s.bytes.Add(int64(len(res))) > s.maxBytes {
+		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+			"eth_getLogs result over %d bytes; narrow the range or filter by address or topics", s.maxBytes)}
 	}
-	return res, unwrapTooLarge(err)
+	return res, nil
+}
+
+// logsArray is the resultCheck of a split part: its logs must be a JSON
+// array, or they could not be merged and would be lost.
+func logsArray(res json.RawMessage) error {
+	b := bytes.TrimSpace(res)
+	if len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']' {
+		return nil
+	}
+	return fmt.Errorf("%w: eth_getLogs result is not an array", ErrBadReply)
+}
+
+// maxLogsBytes caps a split's merged result: no more than the largest reply
+// one remote may send, so a split never builds what one call could not.
+func (p *Pool) maxLogsBytes() int64 {
+	var n int64
+	for _, r := range p.remotes {
+		n = max(n, r.cfg.MaxResponseBytes)
+	}
+	if n <= 0 {
+		n = DefaultMaxResponseBytes
+	}
+	return n
+}
+
+// availableHead is the best head among remotes that can take an eth_getLogs
+// call now (0 if none).
+func (p *Pool) availableHead() uint64 {
+	now := p.now()
+	var h uint64
+	for _, r := range p.remotes {
+		if r.available(now) && r.supports("eth_getLogs") {
+			h = max(h, r.Head())
+		}
+	}
+	return h
 }
 
 // widestSpan is the largest eth_getLogs span some remote takes in one call
@@ -118,6 +280,15 @@ func fits(span uint64) func(*Remote) bool {
 		s := r.maxLogsSpan()
 		return s == 0 || span <= s
 	}
+}
+
+// spanOf is the number of blocks in [from, to] (from ≤ to), saturated at
+// MaxUint64 rather than wrapping to 0 for the whole uint64 range.
+func spanOf(from, to uint64) uint64 {
+	if d := to - from; d < math.MaxUint64 {
+		return d + 1
+	}
+	return math.MaxUint64
 }
 
 // nextSpan is the part size after a "too large" answer: what the remote
@@ -151,7 +322,13 @@ func resolve(ref evm.BlockRef, best uint64) (uint64, bool) {
 	return 0, false
 }
 
+func isObject(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) > 0 && b[0] == '{'
+}
+
 // mergeArrays joins JSON arrays in order without decoding their elements.
+// Every part passed logsArray, so none is skipped but empty ones.
 func mergeArrays(parts []json.RawMessage) json.RawMessage {
 	n := 2
 	for _, p := range parts {
@@ -163,7 +340,7 @@ func mergeArrays(parts []json.RawMessage) json.RawMessage {
 	for _, p := range parts {
 		p = bytes.TrimSpace(p)
 		if len(p) < 2 || p[0] != '[' {
-			continue // null or empty
+			continue
 		}
 		inner := bytes.TrimSpace(p[1 : len(p)-1])
 		if len(inner) == 0 {

@@ -35,8 +35,9 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 		next := every
 		switch r.chainState.Load() {
 		case chainUnknown:
-			if r.verifyChain(ctx, chainID) {
-				lastCheck = r.now()
+			ok := r.verifyChain(ctx, chainID)
+			lastCheck = r.now() // a wrong chain is asked again only after wrongChainRecheck
+			if ok {
 				r.poll(ctx, onChange)
 			} else {
 				next = min(every, 2*time.Second) // until first contact, retry briskly

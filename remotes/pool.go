@@ -103,6 +103,9 @@ func (c *PoolConfig) applyDefaults() {
 	if c.GetLogsConcurrency <= 0 {
 		c.GetLogsConcurrency = DefaultGetLogsConcurrency
 	}
+	if c.GetLogsMaxParts <= 0 {
+		c.GetLogsMaxParts = DefaultGetLogsMaxParts
+	}
 	if c.BroadcastFanout <= 0 {
 		c.BroadcastFanout = DefaultBroadcastFanout
 	}
@@ -159,12 +162,15 @@ func (p *Pool) Stop(ctx context.Context) error {
 	return err
 }
 
-// Ready reports whether some remote can serve calls now.
+// Ready reports whether some remote is in rotation: on the right chain,
+// breaker not open, not lagging. A remote that is only backed off after a
+// 429 or full counts: readiness must not flap with load, or every replica
+// would leave the load balancer at the same moment.
 func (p *Pool) Ready() bool {
 	now := p.now()
 	best := p.healthyBest(now)
 	for _, r := range p.remotes {
-		if r.available(now) && !p.lagging(r, best) {
+		if r.healthy(now) && !p.lagging(r, best) {
 			return true
 		}
 	}
@@ -269,8 +275,10 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) 
 		if ref, err := evm.ParseBlockRef(evm.Param(params, i)); err == nil && ref.Kind == evm.RefNumber {
 			rt.need = ref.Number
 			// A null block from a remote that claims to have it is a
-			// lagging or inconsistent remote, not an answer.
-			rt.nullIsMissing = method == "eth_getBlockByNumber"
+			// lagging or inconsistent remote, not an answer. Above the
+			// best head null is the answer: indexers poll head+1 until it
+			// exists, and must not make every remote pay for each poll.
+			rt.nullIsMissing = method == "eth_getBlockByNumber" && ref.Number <= p.best.Load()
 		}
 	}
 	if method == "eth_getBlockByHash" {
@@ -286,6 +294,7 @@ type route struct {
 	once          bool               // writes: no failover once a remote may have acted
 	nullIsMissing bool               // a null result means "try another remote"
 	only          *Remote            // stateful calls: this remote and no other
+	check         resultCheck        // a result it rejects is a bad reply: fail over
 }
 
 // do sends one call with failover: the caller's own errors return at once,
@@ -307,6 +316,11 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 		tried |= 1 << idx
 		n++
 		res, err := r.call(ctx, method, params)
+		if err == nil && rt.check != nil {
+			if cerr := rt.check(res); cerr != nil {
+				err = fmt.Errorf("remote %s: %w", r.Name(), cerr)
+			}
+		}
 		if err == nil {
 			if rt.nullIsMissing && isNull(res) {
 				null = res
@@ -327,10 +341,13 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 		case ClassCaller:
 			return nil, clientError(err)
 		case ClassTooLarge:
-			if v.MaxSpan > 0 && method == "eth_getLogs" {
-				r.learnSpan(v.MaxSpan)
-			}
-			if method == "eth_getLogs" {
+			// Only these can be cured by a smaller block range; other caps
+			// (addresses, request or batch size) fail over, and the last
+			// remote's own error is the answer.
+			if method == "eth_getLogs" && splitHelps(v.Reason) {
+				if v.Reason == ReasonRangeTooLarge && v.MaxSpan > 0 {
+					r.learnSpan(v.MaxSpan) // a cap; a result-count hint is not
+				}
 				return nil, &tooLargeError{span: v.MaxSpan, err: err}
 			}
 		}

@@ -51,10 +51,13 @@ type Remote struct {
 	throttles    atomic.Int32  // consecutive throttles, for the backoff
 	latencyEWMA  atomic.Uint64 // float64 bits, seconds
 	errorEWMA    atomic.Uint64 // float64 bits, 0..1
-	learnedSpan  atomic.Uint64 // eth_getLogs span this remote said it accepts
 
-	mu          sync.Mutex
-	unsupported map[string]unsupportedEntry // methods the remote said it lacks
+	// learnedSpan: the eth_getLogs span cap the remote named in a range error.
+	learnedSpan atomic.Pointer[learnedSpan]
+
+	mu           sync.Mutex
+	unsupported  map[string]unsupportedEntry // methods the remote said it lacks
+	nUnsupported atomic.Int32                // len(unsupported), read without mu
 }
 
 func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remoteMetrics, brk *breaker) *Remote {
@@ -115,6 +118,9 @@ type unsupportedEntry struct {
 // lacks returns the remote's "method not found" answer while it is
 // remembered, else nil.
 func (r *Remote) lacks(method string) error {
+	if r.nUnsupported.Load() == 0 {
+		return nil // the common case, without the lock
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.unsupported[method]
@@ -123,17 +129,34 @@ func (r *Remote) lacks(method string) error {
 	}
 	if r.now().After(e.until) {
 		delete(r.unsupported, method)
+		r.nUnsupported.Store(int32(len(r.unsupported)))
 		return nil
 	}
 	return e.err
 }
 
+// markUnsupported remembers that the remote lacks method. The table is
+// bounded (method names come from clients): when it is full, expired
+// entries go, then the one closest to expiry.
 func (r *Remote) markUnsupported(method string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.unsupported) < maxUnsupportedKnown {
-		r.unsupported[method] = unsupportedEntry{err: clientError(err), until: r.now().Add(unsupportedTTL)}
+	now := r.now()
+	if _, ok := r.unsupported[method]; !ok && len(r.unsupported) >= maxUnsupportedKnown {
+		var oldest string
+		for m, e := range r.unsupported {
+			if now.After(e.until) {
+				delete(r.unsupported, m)
+			} else if oldest == "" || e.until.Before(r.unsupported[oldest].until) {
+				oldest = m
+			}
+		}
+		if len(r.unsupported) >= maxUnsupportedKnown {
+			delete(r.unsupported, oldest)
+		}
 	}
+	r.unsupported[method] = unsupportedEntry{err: clientError(err), until: now.Add(unsupportedTTL)}
+	r.nUnsupported.Store(int32(len(r.unsupported)))
 }
 
 func matchMethod(list []string, method string) bool {
@@ -187,17 +210,27 @@ func ewma(a *atomic.Uint64, x, alpha float64) {
 // timeout, and records the outcome in its health state.
 func (r *Remote) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	now := r.now()
-	if !r.brk.allow(now) {
+	ok, probe := r.brk.allow(now)
+	if !ok {
 		return nil, fmt.Errorf("remote %s: breaker open: %w", r.cfg.Name, errLocalLimit)
+	}
+	if probe {
+		r.m.breaker.Set(float64(breakerHalfOpen))
+	}
+	release := func() {
+		if probe {
+			r.brk.release()
+			r.m.breaker.Set(float64(breakerOpen))
+		}
 	}
 	if r.lim != nil && !r.lim.AllowN(now, 1) {
 		r.m.throttled.Inc()
-		r.brk.release()
+		release()
 		return nil, fmt.Errorf("remote %s: rate limit: %w", r.cfg.Name, errLocalLimit)
 	}
 	if n := r.inFlight.Add(1); r.cfg.MaxInFlight > 0 && n > int64(r.cfg.MaxInFlight) {
 		r.inFlight.Add(-1)
-		r.brk.release()
+		release()
 		return nil, fmt.Errorf("remote %s: max in-flight: %w", r.cfg.Name, errLocalLimit)
 	}
 	r.m.inFlight.Inc()
@@ -210,16 +243,16 @@ func (r *Remote) call(ctx context.Context, method string, params json.RawMessage
 	took := r.now().Sub(now)
 	r.inFlight.Add(-1)
 	r.m.inFlight.Dec()
-	r.observe(method, took, err)
+	r.observe(method, took, err, release)
 	return res, err
 }
 
 // observe feeds one outcome into latency, error rate, breaker, throttle
 // backoff and metrics.
-func (r *Remote) observe(method string, took time.Duration, err error) {
+func (r *Remote) observe(method string, took time.Duration, err error, release func()) {
+	r.m.latency.Observe(took.Seconds()) // every outcome: timeouts belong in the tail
 	if err == nil {
 		r.m.ok.Inc()
-		r.m.latency.Observe(took.Seconds())
 		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
 		ewma(&r.errorEWMA, 0, 0.05)
 		r.throttles.Store(0)
@@ -240,9 +273,8 @@ func (r *Remote) observe(method string, took time.Duration, err error) {
 	}
 	if !v.Fault {
 		// Caller errors and missing data still prove the remote is alive.
-		r.m.latency.Observe(took.Seconds())
 		if v.Reason == ReasonCanceled {
-			r.brk.release()
+			release()
 		} else if r.brk.success() {
 			r.m.breaker.Set(float64(breakerClosed))
 		}
@@ -298,10 +330,13 @@ func (r *Remote) setHead(n uint64) bool {
 }
 
 // maxLogsSpan is the largest eth_getLogs block span to send here: the
-// configured cap, or what the remote told us it accepts, whichever is lower.
-// 0 means no known cap.
+// configured cap, or the cap the remote named in a range error while that is
+// fresh, whichever is lower. 0 means no known cap.
 func (r *Remote) maxLogsSpan() uint64 {
-	c, l := r.cfg.MaxLogsRange, r.learnedSpan.Load()
+	c, l := r.cfg.MaxLogsRange, uint64(0)
+	if ls := r.learnedSpan.Load(); ls != nil && r.now().Before(ls.until) {
+		l = ls.span
+	}
 	switch {
 	case c == 0:
 		return l
@@ -311,14 +346,40 @@ func (r *Remote) maxLogsSpan() uint64 {
 	return min(c, l)
 }
 
+// learnedSpan is an eth_getLogs span cap a remote named in a range error.
+type learnedSpan struct {
+	span  uint64
+	until time.Time
+}
+
+// A learned span cap expires, because providers change plans and limits and
+// one misread message must not shrink a remote's parts for good; and it has
+// a floor, because parts of a few blocks would multiply upstream calls. A
+// remote whose real cap is below the floor still gets correct answers: its
+// range errors split the part further.
+const (
+	learnedSpanTTL = time.Hour
+	minLearnedSpan = 10
+)
+
+// learnSpan records the span cap a remote named in a range error
+// (ReasonRangeTooLarge only: a "too many results" hint depends on how dense
+// the logs of one query are, not on a cap). A tighter cap replaces a wider
+// one; the same cap again renews it.
 func (r *Remote) learnSpan(span uint64) {
+	span = max(span, minLearnedSpan)
+	now := r.now()
+	next := &learnedSpan{span: span, until: now.Add(learnedSpanTTL)}
 	for {
 		old := r.learnedSpan.Load()
-		if old != 0 && old <= span {
+		live := old != nil && now.Before(old.until)
+		if live && old.span < span {
 			return
 		}
-		if r.learnedSpan.CompareAndSwap(old, span) {
-			r.log.Info("remote caps eth_getLogs span", "blocks", span)
+		if r.learnedSpan.CompareAndSwap(old, next) {
+			if !live || old.span != span {
+				r.log.Info("remote caps eth_getLogs span", "blocks", span, "for", learnedSpanTTL)
+			}
 			return
 		}
 	}
