@@ -287,6 +287,10 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) 
 	return p.do(ctx, method, params, rt)
 }
 
+// maxRateLimitWait bounds how long a call waits for venn's own rate limit
+// of a remote when no other remote can serve it.
+const maxRateLimitWait = time.Second
+
 // route says how one call may be routed.
 type route struct {
 	need          uint64             // the remote's head must reach this block (0: any)
@@ -306,16 +310,32 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 		n       int
 		lastErr error
 		null    json.RawMessage
+		limited = -1 // a remote skipped for venn's own rate limit
+		waited  bool
 	)
 	defer func() { p.attempts.Observe(float64(n)) }()
 	for n < p.cfg.MaxAttempts {
 		r, idx := p.pick(method, rt, tried)
 		if r == nil {
-			break
+			// Nothing else can serve: a burst over the configured rate
+			// waits briefly for a token rather than failing at once.
+			if limited < 0 || waited || !p.remotes[limited].waitForToken(ctx, maxRateLimitWait) {
+				break
+			}
+			waited = true
+			r, idx = p.remotes[limited], limited
 		}
 		tried |= 1 << idx
 		n++
-		res, err := r.call(ctx, method, params)
+		var (
+			res json.RawMessage
+			err error
+		)
+		if waited && idx == limited {
+			res, err = r.callWithToken(ctx, method, params)
+		} else {
+			res, err = r.call(ctx, method, params)
+		}
 		if err == nil && rt.check != nil {
 			if cerr := rt.check(res); cerr != nil {
 				err = fmt.Errorf("remote %s: %w", r.Name(), cerr)
@@ -327,6 +347,9 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 				continue
 			}
 			return res, nil
+		}
+		if errors.Is(err, errOwnRateLimit) {
+			limited = idx
 		}
 		if errors.Is(err, errLocalLimit) {
 			n-- // nothing was sent

@@ -27,6 +27,10 @@ const (
 // max in-flight) keep a call from being sent; the pool tries another remote.
 var errLocalLimit = errors.New("remote at its configured limit")
 
+// errOwnRateLimit is the local limit worth waiting for: a token comes back
+// within 1/rps, while a full or broken remote may stay so.
+var errOwnRateLimit = fmt.Errorf("rate limit: %w", errLocalLimit)
+
 // Remote is one upstream endpoint: fixed settings plus atomic runtime state
 // (head, health, breaker, latency and error averages). It is safe for
 // concurrent use.
@@ -209,6 +213,16 @@ func ewma(a *atomic.Uint64, x, alpha float64) {
 // call sends one call to this remote within its own limits and per-attempt
 // timeout, and records the outcome in its health state.
 func (r *Remote) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return r.send(ctx, method, params, false)
+}
+
+// callWithToken is call for a caller that already took a rate-limit token
+// (waitForToken).
+func (r *Remote) callWithToken(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return r.send(ctx, method, params, true)
+}
+
+func (r *Remote) send(ctx context.Context, method string, params json.RawMessage, haveToken bool) (json.RawMessage, error) {
 	now := r.now()
 	ok, probe := r.brk.allow(now)
 	if !ok {
@@ -223,10 +237,10 @@ func (r *Remote) call(ctx context.Context, method string, params json.RawMessage
 			r.m.breaker.Set(float64(breakerOpen))
 		}
 	}
-	if r.lim != nil && !r.lim.AllowN(now, 1) {
+	if r.lim != nil && !haveToken && !r.lim.AllowN(now, 1) {
 		r.m.throttled.Inc()
 		release()
-		return nil, fmt.Errorf("remote %s: rate limit: %w", r.cfg.Name, errLocalLimit)
+		return nil, fmt.Errorf("remote %s: %w", r.cfg.Name, errOwnRateLimit)
 	}
 	if n := r.inFlight.Add(1); r.cfg.MaxInFlight > 0 && n > int64(r.cfg.MaxInFlight) {
 		r.inFlight.Add(-1)
@@ -245,6 +259,34 @@ func (r *Remote) call(ctx context.Context, method string, params json.RawMessage
 	r.m.inFlight.Dec()
 	r.observe(method, took, err, release)
 	return res, err
+}
+
+// waitForToken takes a token of the remote's own rate limit, waiting for
+// it at most max and never past ctx's deadline. It reports whether it got
+// one; the caller then sends with callWithToken.
+func (r *Remote) waitForToken(ctx context.Context, max time.Duration) bool {
+	if r.lim == nil {
+		return false
+	}
+	now := r.now()
+	res := r.lim.ReserveN(now, 1)
+	if !res.OK() {
+		return false
+	}
+	d := res.DelayFrom(now)
+	if dl, ok := ctx.Deadline(); d > max || ok && now.Add(d).After(dl) {
+		res.CancelAt(now)
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		res.Cancel()
+		return false
+	}
 }
 
 // observe feeds one outcome into latency, error rate, breaker, throttle

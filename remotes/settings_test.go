@@ -91,6 +91,51 @@ func TestRateLimitSendsExcessElsewhere(t *testing.T) {
 	}
 }
 
+// With no other remote, a burst over the configured rate is smoothed: calls
+// wait briefly for a token instead of failing; a wait past the limit fails.
+func TestRateLimitWaitsWhenAlone(t *testing.T) {
+	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	rs := testConfigs([]string{n0.URL()}, func(_ int, c *Config) { c.RateLimit, c.RateBurst = 10, 1 })
+	p := startPool(t, PoolConfig{BlockTime: time.Hour}, rs, nil)
+	time.Sleep(150 * time.Millisecond) // the start-up poll's token comes back
+
+	const calls = 4 // one from the bucket, then one per 100 ms
+	errs := make(chan error, calls)
+	start := time.Now()
+	for i := range calls {
+		go func() {
+			_, err := call(t, p, "eth_getBalance", balanceOf(i))
+			errs <- err
+		}()
+	}
+	for range calls {
+		if err := <-errs; err != nil {
+			t.Fatalf("a call over the rate failed instead of waiting: %v", err)
+		}
+	}
+	if took := time.Since(start); took < 250*time.Millisecond {
+		t.Errorf("%d calls at 10/s took %v: the rate limit was not applied", calls, took)
+	}
+
+	// 30 calls at once need up to 3 s of tokens: those past the 1 s wait fail.
+	fail := make(chan error, 30)
+	for i := range 30 {
+		go func() {
+			_, err := call(t, p, "eth_getBalance", balanceOf(100+i))
+			fail <- err
+		}()
+	}
+	failed := 0
+	for range 30 {
+		if err := <-fail; err != nil {
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Error("no call failed although the wait is bounded at 1 s")
+	}
+}
+
 func TestMaxInFlightSendsExcessElsewhere(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
