@@ -102,11 +102,17 @@ func serve(args []string, stderr io.Writer) int {
 	// A second signal during the drain means "now": exit without waiting.
 	force := make(chan os.Signal, 1)
 	signal.Notify(force, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(force)
+	stopped := make(chan struct{})
+	defer func() {
+		signal.Stop(force)
+		close(stopped)
+	}()
 	go func() {
-		if _, ok := <-force; ok {
+		select {
+		case <-force:
 			fmt.Fprintln(stderr, "venn: second signal, exiting without draining")
 			os.Exit(exitError)
+		case <-stopped:
 		}
 	}()
 
