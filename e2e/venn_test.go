@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -84,7 +83,7 @@ func startVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) *venn {
 }
 
 func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn, error) {
-	ports, err := freePorts(2)
+	ports, err := gethtest.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -322,20 +321,6 @@ func pollUntil(timeout time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(pollInterval) // poll interval, not a wait for state
 	}
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("pick free port: %w", err)
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // syncBuffer collects venn's logs, shown when a test fails.

@@ -106,35 +106,21 @@ func (l Limits) Validate() error {
 // partly filled Limits, or none at all, still bounds everything.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.MaxBodyBytes <= 0 {
-		l.MaxBodyBytes = d.MaxBodyBytes
-	}
-	if l.MaxBatchItems <= 0 {
-		l.MaxBatchItems = d.MaxBatchItems
-	}
-	if l.BatchConcurrency <= 0 {
-		l.BatchConcurrency = d.BatchConcurrency
-	}
-	if l.MaxWSMessageBytes <= 0 {
-		l.MaxWSMessageBytes = d.MaxWSMessageBytes
-	}
-	if l.MaxConnections <= 0 {
-		l.MaxConnections = d.MaxConnections
-	}
-	if l.MaxHTTPInFlight <= 0 {
-		l.MaxHTTPInFlight = d.MaxHTTPInFlight
-	}
-	if l.HTTPReadTimeout <= 0 {
-		l.HTTPReadTimeout = d.HTTPReadTimeout
-	}
-	if l.WSInFlight <= 0 {
-		l.WSInFlight = d.WSInFlight
-	}
-	if l.WSPingInterval <= 0 {
-		l.WSPingInterval = d.WSPingInterval
-	}
-	if l.WSWriteTimeout <= 0 {
-		l.WSWriteTimeout = d.WSWriteTimeout
-	}
+	positiveOr(&l.MaxBodyBytes, d.MaxBodyBytes)
+	positiveOr(&l.MaxBatchItems, d.MaxBatchItems)
+	positiveOr(&l.BatchConcurrency, d.BatchConcurrency)
+	positiveOr(&l.MaxWSMessageBytes, d.MaxWSMessageBytes)
+	positiveOr(&l.MaxConnections, d.MaxConnections)
+	positiveOr(&l.MaxHTTPInFlight, d.MaxHTTPInFlight)
+	positiveOr(&l.HTTPReadTimeout, d.HTTPReadTimeout)
+	positiveOr(&l.WSInFlight, d.WSInFlight)
+	positiveOr(&l.WSPingInterval, d.WSPingInterval)
+	positiveOr(&l.WSWriteTimeout, d.WSWriteTimeout)
 	return l
+}
+
+func positiveOr[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -242,14 +243,14 @@ type envelope struct {
 // that every member is well-formed JSON. "error": null counts as absent.
 func parseEnvelope(b []byte) (envelope, error) {
 	var e envelope
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i == len(b) {
 		return e, errors.New("empty reply")
 	}
 	if b[i] != '{' {
 		return e, errors.New("reply is not a JSON object")
 	}
-	i = skipSpace(b, i+1)
+	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		i++
 	} else {
@@ -269,11 +270,11 @@ func parseEnvelope(b []byte) (envelope, error) {
 				}
 				key = []byte(k)
 			}
-			i = skipSpace(b, keyEnd)
+			i = jsonscan.SkipSpace(b, keyEnd)
 			if i >= len(b) || b[i] != ':' {
 				return e, errors.New("invalid JSON")
 			}
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 			start := i
 			if i, err = skipValue(b, i, 1); err != nil {
 				return e, err
@@ -295,7 +296,7 @@ func parseEnvelope(b []byte) (envelope, error) {
 			case "params":
 				e.params = val
 			}
-			i = skipSpace(b, i)
+			i = jsonscan.SkipSpace(b, i)
 			if i >= len(b) {
 				return e, errors.New("invalid JSON")
 			}
@@ -306,10 +307,10 @@ func parseEnvelope(b []byte) (envelope, error) {
 			if b[i] != ',' {
 				return e, errors.New("invalid JSON")
 			}
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		}
 	}
-	if skipSpace(b, i) != len(b) {
+	if jsonscan.SkipSpace(b, i) != len(b) {
 		return e, errors.New("invalid JSON after reply")
 	}
 	return e, nil
@@ -362,18 +363,6 @@ func (e *envelope) outcome(name string, red redactor, status int) (json.RawMessa
 	}
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
 var errInvalidJSON = errors.New("invalid JSON")
 
 // skipValue returns the index just past the JSON value starting at b[i],
@@ -409,7 +398,7 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 	if isObject {
 		closer = '}'
 	}
-	i = skipSpace(b, i+1)
+	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == closer {
 		return i + 1, nil
 	}
@@ -422,16 +411,16 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 			if i, err = scanString(b, i); err != nil {
 				return i, err
 			}
-			i = skipSpace(b, i)
+			i = jsonscan.SkipSpace(b, i)
 			if i >= len(b) || b[i] != ':' {
 				return i, errInvalidJSON
 			}
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		}
 		if i, err = skipValue(b, i, depth+1); err != nil {
 			return i, err
 		}
-		i = skipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i >= len(b) {
 			return i, errInvalidJSON
 		}
@@ -439,7 +428,7 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 		case closer:
 			return i + 1, nil
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		default:
 			return i, errInvalidJSON
 		}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // WebSocket transport limits.
@@ -422,22 +424,22 @@ func parseID(raw []byte) (uint64, bool) {
 // scanID finds the top-level id in a possibly truncated message, stopping at
 // the first member it cannot skip.
 func scanID(b []byte) []byte {
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil
 	}
-	i = skipSpace(b, i+1)
+	i = jsonscan.SkipSpace(b, i+1)
 	for i < len(b) && b[i] == '"' {
 		keyEnd, err := scanString(b, i)
 		if err != nil {
 			return nil
 		}
 		key := string(b[i+1 : keyEnd-1])
-		i = skipSpace(b, keyEnd)
+		i = jsonscan.SkipSpace(b, keyEnd)
 		if i >= len(b) || b[i] != ':' {
 			return nil
 		}
-		i = skipSpace(b, i+1)
+		i = jsonscan.SkipSpace(b, i+1)
 		start := i
 		if i, err = skipValue(b, i, 1); err != nil {
 			return nil
@@ -445,11 +447,11 @@ func scanID(b []byte) []byte {
 		if key == "id" {
 			return b[start:i]
 		}
-		i = skipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i >= len(b) || b[i] != ',' {
 			return nil
 		}
-		i = skipSpace(b, i+1)
+		i = jsonscan.SkipSpace(b, i+1)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -93,7 +94,7 @@ func subscriptionName(params []byte) (string, *jrpc.Error) {
 		return "", invalidParams("non-array args")
 	}
 	var name string
-	i := skipSpace(p, 1)
+	i := jsonscan.SkipSpace(p, 1)
 	if i >= len(p) || p[i] == ']' || json.Unmarshal(p[i:valueEnd(p, i)], &name) != nil {
 		return "", invalidParams("expected subscription name as first argument")
 	}

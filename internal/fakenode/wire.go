@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -49,7 +50,7 @@ func parseBody(body []byte, dst []message) (msgs []message, batch, ok bool) {
 	if !json.Valid(body) {
 		return nil, false, false
 	}
-	i := skipSpace(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if body[i] != '[' {
 		var m message
 		fillMessage(body[i:], &m)
@@ -111,18 +112,6 @@ func unquote(v []byte) string {
 
 func isNull(v []byte) bool { return string(bytes.TrimSpace(v)) == "null" }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
 // valueEnd returns the index just past the JSON value that starts at b[i].
 // b must be valid JSON: it was checked when the message was read.
 func valueEnd(b []byte, i int) int {
@@ -170,13 +159,13 @@ func stringEnd(b []byte, i int) int {
 
 // forEachElement calls fn with each element of a valid JSON array.
 func forEachElement(arr []byte, fn func(elem []byte)) {
-	i := skipSpace(arr, 1) // past '['
+	i := jsonscan.SkipSpace(arr, 1) // past '['
 	for i < len(arr) && arr[i] != ']' {
 		end := valueEnd(arr, i)
 		fn(arr[i:end])
-		i = skipSpace(arr, end)
+		i = jsonscan.SkipSpace(arr, end)
 		if i < len(arr) && arr[i] == ',' {
-			i = skipSpace(arr, i+1)
+			i = jsonscan.SkipSpace(arr, i+1)
 		}
 	}
 }
@@ -184,17 +173,17 @@ func forEachElement(arr []byte, fn func(elem []byte)) {
 // forEachField calls fn with the raw key (without quotes) and value of each
 // member of a valid JSON object.
 func forEachField(obj []byte, fn func(key, value []byte)) {
-	i := skipSpace(obj, 1) // past '{'
+	i := jsonscan.SkipSpace(obj, 1) // past '{'
 	for i < len(obj) && obj[i] == '"' {
 		kend := stringEnd(obj, i)
 		key := obj[i+1 : kend-1]
-		i = skipSpace(obj, kend)
-		i = skipSpace(obj, i+1) // past ':'
+		i = jsonscan.SkipSpace(obj, kend)
+		i = jsonscan.SkipSpace(obj, i+1) // past ':'
 		vend := valueEnd(obj, i)
 		fn(key, obj[i:vend])
-		i = skipSpace(obj, vend)
+		i = jsonscan.SkipSpace(obj, vend)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = jsonscan.SkipSpace(obj, i+1)
 		}
 	}
 }
@@ -209,15 +198,15 @@ func splitArgs(params []byte, dst [][]byte, max, required int) ([][]byte, *jrpc.
 	switch {
 	case len(p) == 0 || string(p) == "null":
 	case p[0] == '[':
-		for i := skipSpace(p, 1); i < len(p) && p[i] != ']'; {
+		for i := jsonscan.SkipSpace(p, 1); i < len(p) && p[i] != ']'; {
 			end := valueEnd(p, i)
 			if len(args) >= max {
 				return nil, invalidParams("too many arguments, want at most " + strconv.Itoa(max))
 			}
 			args = append(args, p[i:end])
-			i = skipSpace(p, end)
+			i = jsonscan.SkipSpace(p, end)
 			if i < len(p) && p[i] == ',' {
-				i = skipSpace(p, i+1)
+				i = jsonscan.SkipSpace(p, i+1)
 			}
 		}
 	default:

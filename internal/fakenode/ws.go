@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // WebSocket limits.
@@ -119,7 +121,7 @@ func (wc *wsConn) handle(data []byte) {
 		batch  bool
 		parsed bool
 	)
-	empty := len(data) == skipSpace(data, 0)
+	empty := len(data) == jsonscan.SkipSpace(data, 0)
 	if !empty {
 		msgs, batch, parsed = parseBody(data, store[:0])
 		n.countMessages(msgs, parsed)

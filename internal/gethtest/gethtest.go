@@ -111,7 +111,7 @@ func Start(t testing.TB, opts Options) *Geth {
 }
 
 func start(t testing.TB, bin string, opts Options) (*Geth, error) {
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -310,10 +310,10 @@ func (g *Geth) logTail() string {
 	return strings.TrimSpace(string(b))
 }
 
-// freePorts returns n distinct ports that were free a moment ago. All are
-// held open together so they differ; someone may still take one before geth
-// binds it, which Start's retry covers.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct loopback ports that were free a moment ago.
+// All are held open together so they differ; someone may still take one
+// before it is bound, so callers retry.
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
