@@ -445,6 +445,11 @@ func scanString(b []byte, i int) (int, error) {
 		if j < 0 {
 			return len(b), errors.New("unterminated JSON string")
 		}
+		for k, c := range b[i : i+j] {
+			if c < 0x20 { // raw control characters are not JSON: never forward them
+				return i + k, errInvalidJSON
+			}
+		}
 		k := bytes.IndexByte(b[i:i+j], '\\')
 		if k < 0 {
 			return i + j + 1, nil

@@ -1,0 +1,29 @@
+package evm
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzParams feeds client params to everything venn reads of them: no input
+// may panic, and a rewritten filter is valid JSON.
+func FuzzParams(f *testing.F) {
+	for _, s := range []string{
+		`[{"fromBlock":"0x1","toBlock":"latest","address":["0x01"]}]`,
+		`[{"blockHash":"0xab"}]`, `[null]`, `[]`, `["0x10",false]`, `[{"fromBlock":"0xffffffffffffffffff"}]`,
+		`{"a":1}`, `["pending"]`, `[{"fromBlock":-1}]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		_, _ = ParseBlockRef(Param(params, 0))
+		_, _ = ParseBlockRef(Param(params, 1))
+		if _, err := ParseLogRange(params); err != nil || !json.Valid(params) {
+			return
+		}
+		out, err := WithRange(params, 1, 2)
+		if err == nil && !json.Valid(out) {
+			t.Fatalf("WithRange(%q) = %q: not JSON", params, out)
+		}
+	})
+}
