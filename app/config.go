@@ -93,6 +93,8 @@ type RemoteConfig struct {
 	Methods      MethodsConfig     `yaml:"methods"`
 	Headers      map[string]string `yaml:"headers"`
 	MaxLogsRange uint64            `yaml:"max_logs_range"`
+	// MaxResponseBytes caps one reply from the remote (0: 256 MiB).
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 }
 
 // RateLimitConfig: RPS 0 is unlimited.
@@ -568,6 +570,9 @@ func (r *RemoteConfig) validate(p *problems, path string) {
 	if r.MaxInFlight < 0 {
 		p.add(path+".max_in_flight", "must be positive")
 	}
+	if r.MaxResponseBytes < 0 {
+		p.add(path+".max_response_bytes", "must be positive")
+	}
 	if r.RateLimit.RPS < 0 || math.IsNaN(r.RateLimit.RPS) || math.IsInf(r.RateLimit.RPS, 0) {
 		p.add(path+".rate_limit.rps", "must be a finite number >= 0")
 	}
@@ -656,17 +661,18 @@ func (r RemoteConfig) RemoteConfig() (remotes.Config, error) {
 		return remotes.Config{}, fmt.Errorf("remote %s: %w", r.Name, err)
 	}
 	return remotes.Config{
-		Name:         r.Name,
-		URL:          r.URL,
-		WSURL:        r.WSURL,
-		Tier:         tier,
-		Timeout:      r.Timeout,
-		MaxInFlight:  r.MaxInFlight,
-		RateLimit:    r.RateLimit.RPS,
-		RateBurst:    r.RateLimit.Burst,
-		Allow:        r.Methods.Allow,
-		Deny:         r.Methods.Deny,
-		Headers:      r.Headers,
-		MaxLogsRange: r.MaxLogsRange,
+		Name:             r.Name,
+		URL:              r.URL,
+		WSURL:            r.WSURL,
+		Tier:             tier,
+		Timeout:          r.Timeout,
+		MaxInFlight:      r.MaxInFlight,
+		RateLimit:        r.RateLimit.RPS,
+		RateBurst:        r.RateLimit.Burst,
+		Allow:            r.Methods.Allow,
+		Deny:             r.Methods.Deny,
+		Headers:          r.Headers,
+		MaxLogsRange:     r.MaxLogsRange,
+		MaxResponseBytes: r.MaxResponseBytes,
 	}, nil
 }

@@ -118,6 +118,7 @@ chains:
         methods: {allow: [eth_, net_version], deny: ["debug_*"]}
         headers: {Authorization: "Bearer x"}
         max_logs_range: 2000
+        max_response_bytes: 1048576
 `)
 	if c.MetricsAddr() != "" {
 		t.Errorf(`metrics_listen: "" must disable, got %q`, c.MetricsAddr())
@@ -151,7 +152,7 @@ chains:
 		RateLimit: 2.5, RateBurst: 3, // ceil(rps)
 		Allow: []string{"eth_", "net_version"}, Deny: []string{"debug_*"},
 		Headers:      map[string]string{"Authorization": "Bearer x"},
-		MaxLogsRange: 2000,
+		MaxLogsRange: 2000, MaxResponseBytes: 1 << 20,
 	}
 	if !reflect.DeepEqual(rc, wantRemote) {
 		t.Errorf("remote = %+v\nwant %+v", rc, wantRemote)
