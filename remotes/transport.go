@@ -435,26 +435,33 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 	}
 }
 
+// stringStop marks the bytes a string scan must look at: the closing quote,
+// an escape, and raw control characters (not JSON, never forwarded).
+var stringStop = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
 // scanString returns the index just past the string starting at b[i] == '"'.
-// It finds quotes and backslashes with bytes.IndexByte, which is vectorised:
-// results are mostly long hex strings.
+// One forward pass, so hostile escapes cost linear time.
 func scanString(b []byte, i int) (int, error) {
 	i++
-	for {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return len(b), errors.New("unterminated JSON string")
+	for i < len(b) {
+		if !stringStop[b[i]] {
+			i++
+			continue
 		}
-		for k, c := range b[i : i+j] {
-			if c < 0x20 { // raw control characters are not JSON: never forward them
-				return i + k, errInvalidJSON
-			}
+		switch b[i] {
+		case '"':
+			return i + 1, nil
+		case '\\':
+		default:
+			return i, errInvalidJSON
 		}
-		k := bytes.IndexByte(b[i:i+j], '\\')
-		if k < 0 {
-			return i + j + 1, nil
-		}
-		p := i + k + 1 // the escaped byte
+		p := i + 1 // the escaped byte
 		if p >= len(b) {
 			return len(b), errInvalidJSON
 		}
@@ -475,6 +482,7 @@ func scanString(b []byte, i int) (int, error) {
 			return p, errInvalidJSON
 		}
 	}
+	return len(b), errors.New("unterminated JSON string")
 }
 
 func isHex(c byte) bool {
