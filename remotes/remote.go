@@ -248,6 +248,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		return nil, fmt.Errorf("remote %s: max in-flight: %w", r.cfg.Name, errLocalLimit)
 	}
 	r.m.inFlight.Inc()
+	caller := ctx
 	if r.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.Timeout)
@@ -257,6 +258,18 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 	took := r.now().Sub(now)
 	r.inFlight.Add(-1)
 	r.m.inFlight.Dec()
+	if err != nil && caller.Err() != nil {
+		// The caller's own deadline or departure cut the attempt, not the
+		// remote: a split eth_getLogs running out of call_deadline, or a
+		// client hanging up, must not open breakers of healthy remotes. The
+		// slowness still counts in the score; the remote's own timeout
+		// (shorter than call_deadline by default) catches a hung remote.
+		r.m.failed(Verdict{Class: ClassCaller, Reason: ReasonCanceled}, 0, 0)
+		r.m.latency.Observe(took.Seconds())
+		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
+		release()
+		return nil, err
+	}
 	r.observe(method, took, err, release)
 	return res, err
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -45,5 +46,25 @@ func TestFilterTable(t *testing.T) {
 	ft.put("0x2", a, now)
 	if ft.get("0x2", now.Add(filterTTL+time.Second)) != nil {
 		t.Fatal("an idle filter outlived its TTL")
+	}
+}
+
+// Attempts cut by the chain's call deadline, not by the remote's own
+// timeout, must not open the breaker of a healthy but slow-for-this-call
+// remote: a client's too-short deadline cannot take a chain down.
+func TestCallDeadlineIsNotARemoteFault(t *testing.T) {
+	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	p := testPool(t, PoolConfig{CallDeadline: 40 * time.Millisecond, BreakerFailures: 2}, []*fakenode.Node{n0}, nil)
+	n0.SetLatency(150 * time.Millisecond) // under the remote's 2 s timeout
+	for i := range 6 {
+		if _, err := call(t, p, "eth_getBalance", fmt.Sprintf(`["0x%040x","latest"]`, i+1)); wireCode(err) != jrpc.CodeTimeout {
+			t.Fatalf("call %d: err = %v, want -32051", i, err)
+		}
+	}
+	if st := p.remotes[0].brk.state.Load(); st != breakerClosed {
+		t.Fatalf("breaker state %d after deadline cuts, want closed", st)
+	}
+	if !p.Ready() {
+		t.Fatal("pool not ready after calls cut by the caller's deadline")
 	}
 }
