@@ -65,24 +65,21 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 		// starts above every head: nothing to split, the node answers.
 		return p.forwardLogs(ctx, params, route{need: from})
 	}
-	// Blocks far above the best head do not exist yet and have no logs: the
-	// range ends at the head. A few blocks above it may exist on a remote
-	// venn has not heard from since; those stay, so that the node answers
-	// for them rather than venn dropping their logs.
-	end, clamped := to, false
+	// A range ending far above the best head is the node's to refuse (geth:
+	// "block range extends beyond current head block"): venn must not
+	// answer it with the logs up to the head, or an indexer would move its
+	// cursor past blocks it never saw. One call, never split. A few blocks
+	// above the head may exist on a remote venn has not heard from since;
+	// those are split normally.
 	if to > head && to-head > p.cfg.MaxLag {
-		end, clamped = head, true
+		return p.forwardLogs(ctx, params, route{need: from})
 	}
+	end := to
 	span := spanOf(from, end)
 
 	var chunk uint64
 	if widest := p.widestSpan(); widest == 0 || span <= widest {
 		sub := params
-		if clamped {
-			if sub, err = evm.WithRange(params, from, end); err != nil {
-				return p.forwardLogs(ctx, params, route{need: from})
-			}
-		}
 		rt := route{need: end, accept: fits(span)}
 		if lr.To.Kind != evm.RefNumber {
 			// toBlock latest or absent: every remote in rotation answers up
@@ -263,16 +260,36 @@ func (p *Pool) availableHead() uint64 {
 
 // widestSpan is the largest eth_getLogs span some remote takes in one call
 // (0: some remote has no cap).
+// Only remotes that could take the call count: an uncapped remote that is
+// down, lagging or denied eth_getLogs must not stop the split the capped
+// ones need. With none in rotation, every remote counts.
 func (p *Pool) widestSpan() uint64 {
-	var widest uint64
-	for _, r := range p.remotes {
+	now := p.now()
+	best := p.healthyBest(now)
+	if w, ok := widestOf(p.remotes, func(r *Remote) bool {
+		return r.healthy(now) && !p.lagging(r, best) && r.supports("eth_getLogs")
+	}); ok {
+		return w
+	}
+	w, _ := widestOf(p.remotes, func(*Remote) bool { return true })
+	return w
+}
+
+// widestOf is the widest span among the remotes keep accepts (0: one of
+// them is uncapped); ok is false when it accepts none.
+func widestOf(rs []*Remote, keep func(*Remote) bool) (widest uint64, ok bool) {
+	for _, r := range rs {
+		if !keep(r) {
+			continue
+		}
+		ok = true
 		s := r.maxLogsSpan()
 		if s == 0 {
-			return 0
+			return 0, true
 		}
 		widest = max(widest, s)
 	}
-	return widest
+	return widest, ok
 }
 
 func fits(span uint64) func(*Remote) bool {

@@ -46,8 +46,8 @@ func refLogs(t *testing.T, head uint64, filter string) json.RawMessage {
 	return res
 }
 
-// A split eth_getLogs is bounded whatever range the client asks for: the
-// range ends at the head, the parts are capped (and refused before any
+// A split eth_getLogs is bounded whatever range the client asks for: a
+// range past the head is the node's to answer, the parts are capped (and refused before any
 // upstream call when over the cap), and so is the merged size.
 func TestGetLogsBounded(t *testing.T) {
 	const head = 500
@@ -64,18 +64,18 @@ func TestGetLogsBounded(t *testing.T) {
 		{name: "over the parts cap: refused, nothing sent",
 			give: `[{"fromBlock":"0x0","toBlock":"0x1f4"}]`, maxRange: 1, maxParts: 50,
 			wantCode: jrpc.CodeLimitExceeded, wantCalls: 0},
-		{name: "toBlock max uint64 over the parts cap: refused, nothing sent",
+		// A range ending far above the head is the node's to refuse (geth:
+		// "block range extends beyond current head block"); venn sends it
+		// once, unsplit, and never answers with the logs up to the head.
+		{name: "toBlock max uint64 with a cap: one unsplit call, the node's answer",
 			give: `[{"fromBlock":"0x0","toBlock":"0xffffffffffffffff"}]`, maxRange: 1, maxParts: 50,
-			wantCode: jrpc.CodeLimitExceeded, wantCalls: 0},
-		{name: "toBlock max uint64 ends at the head",
-			give: `[{"fromBlock":"0x1","toBlock":"0xffffffffffffffff"}]`, maxRange: 50,
-			wantRange: `[{"fromBlock":"0x1","toBlock":"0x1f4"}]`, wantCalls: 10},
-		{name: "toBlock max uint64 - 1 ends at the head",
-			give: `[{"fromBlock":"0x0","toBlock":"0xfffffffffffffffe"}]`, maxRange: 50,
-			wantRange: `[{"fromBlock":"0x0","toBlock":"0x1f4"}]`, wantCalls: 11},
-		{name: "toBlock max uint64 with no cap: one call, to the head",
-			give:      `[{"fromBlock":"0x1","toBlock":"0xffffffffffffffff"}]`,
-			wantRange: `[{"fromBlock":"0x1","toBlock":"0x1f4"}]`, wantCalls: 1},
+			wantCode: jrpc.CodeInvalidParams, wantCalls: 1},
+		{name: "toBlock max uint64 - 1: one unsplit call, the node's answer",
+			give: `[{"fromBlock":"0x1","toBlock":"0xfffffffffffffffe"}]`, maxRange: 50,
+			wantCode: jrpc.CodeInvalidParams, wantCalls: 1},
+		{name: "toBlock max uint64 with no cap: one call, the node's answer",
+			give:     `[{"fromBlock":"0x1","toBlock":"0xffffffffffffffff"}]`,
+			wantCode: jrpc.CodeInvalidParams, wantCalls: 1},
 		{name: "merged result over the size cap",
 			give: `[{"fromBlock":"0x1","toBlock":"0x1f4"}]`, maxRange: 50, maxBytes: 100_000,
 			wantCode: jrpc.CodeLimitExceeded, wantCalls: -1},
@@ -429,5 +429,36 @@ func TestGetLogsTooLargeAnswers(t *testing.T) {
 				t.Errorf("n1 got %d calls, want %d", got, tt.wantN1)
 			}
 		})
+	}
+}
+
+// Only remotes that could take the call decide whether to split: an
+// uncapped remote that is denied eth_getLogs (or down) must not stop the
+// split that the capped one needs.
+func TestGetLogsSplitIgnoresRemotesOutOfPlay(t *testing.T) {
+	const head = 500
+	filter := `[{"fromBlock":"0x1","toBlock":"0xc8"}]`
+	want := refLogs(t, head, filter)
+	uncapped := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: head})
+	capped := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: head})
+	p := testPool(t, PoolConfig{}, []*fakenode.Node{uncapped, capped}, func(i int, c *Config) {
+		if i == 0 {
+			c.Deny = []string{"eth_getLogs"}
+		} else {
+			c.MaxLogsRange = 50
+		}
+	})
+	got, err := call(t, p, "eth_getLogs", filter)
+	if err != nil {
+		t.Fatalf("eth_getLogs: %v", err)
+	}
+	if !jsonEqual(t, got, want) {
+		t.Errorf("split answer differs from one node's")
+	}
+	if c := capped.Calls("eth_getLogs"); c != 4 {
+		t.Errorf("capped remote got %d calls, want 4 parts of 50", c)
+	}
+	if c := uncapped.Calls("eth_getLogs"); c != 0 {
+		t.Errorf("denied remote got %d eth_getLogs calls", c)
 	}
 }
