@@ -15,7 +15,7 @@ func TestFlightsFollowerLeaves(t *testing.T) {
 	release := make(chan struct{})
 	leader := make(chan json.RawMessage)
 	go func() {
-		v, _, _ := g.do(context.Background(), "k", func() (json.RawMessage, error) {
+		v, _, _ := g.do(context.Background(), "k", func(context.Context) (json.RawMessage, error) {
 			<-release
 			return json.RawMessage(`"0x1"`), nil
 		})
@@ -40,8 +40,40 @@ func TestFlightsFollowerLeaves(t *testing.T) {
 	if v := <-leader; string(v) != `"0x1"` {
 		t.Fatalf("leader got %s", v)
 	}
-	v, shared, err := g.do(context.Background(), "k", func() (json.RawMessage, error) { return json.RawMessage(`"0x2"`), nil })
+	v, shared, err := g.do(context.Background(), "k", func(context.Context) (json.RawMessage, error) { return json.RawMessage(`"0x2"`), nil })
 	if err != nil || shared || string(v) != `"0x2"` {
 		t.Fatalf("after the flight: %s shared=%v err=%v, want a fresh call", v, shared, err)
+	}
+}
+
+// When every caller has left, the shared call is cancelled: a client that
+// hangs up stops costing upstream calls.
+func TestFlightsCancelledWhenAllLeave(t *testing.T) {
+	var g flights
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	var fnErr error
+	go func() {
+		<-started
+		cancel() // the only caller hangs up mid-call
+	}()
+	_, _, err := g.do(ctx, "k", func(fctx context.Context) (json.RawMessage, error) {
+		close(started)
+		select {
+		case <-fctx.Done():
+			fnErr = fctx.Err()
+			return nil, fctx.Err()
+		case <-time.After(5 * time.Second):
+			return json.RawMessage(`"0x1"`), nil
+		}
+	})
+	if !errors.Is(err, context.Canceled) || !errors.Is(fnErr, context.Canceled) {
+		t.Fatalf("caller err %v, shared call err %v: want both cancelled", err, fnErr)
+	}
+	g.mu.Lock()
+	n := len(g.m)
+	g.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d flights still listed after the last caller left", n)
 	}
 }

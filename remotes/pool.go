@@ -251,12 +251,10 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 		defer cancel()
 		return p.do(ctx, method, params, route{once: true})
 	}
-	// Identical concurrent reads share one upstream call. The shared call
-	// runs on a context detached from any one caller, so one caller leaving
-	// does not fail the others; the deadline still bounds it.
+	// Identical concurrent reads share one upstream call (see flights).
 	key := method + "\x00" + string(params)
-	res, shared, err := p.flights.do(ctx, key, func() (json.RawMessage, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallDeadline)
+	res, shared, err := p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
+		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
 		return p.read(ctx, method, params)
 	})
