@@ -317,7 +317,7 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 		if r == nil {
 			// Nothing else can serve: a burst over the configured rate
 			// waits briefly for a token rather than failing at once.
-			if limited < 0 || waited || !p.remotes[limited].waitForToken(ctx, maxRateLimitWait) {
+			if limited < 0 || waited || !p.remotes[limited].available(p.now()) || !p.remotes[limited].waitForToken(ctx, maxRateLimitWait) {
 				break
 			}
 			waited = true

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -132,8 +133,12 @@ func newRedactor(raw string, u *url.URL) redactor {
 	}
 	// Hosts go too: some providers put the key in a subdomain, and DNS
 	// errors quote the host ("lookup KEY.provider.example: no such host").
-	add(u.Host)
-	add(u.Hostname())
+	// A bare name or an IP (http://node:8545) carries no key, and redacting
+	// it would mangle ordinary words in node errors ("missing trie node").
+	if h := u.Hostname(); strings.Contains(h, ".") && net.ParseIP(h) == nil {
+		add(u.Host)
+		add(h)
+	}
 	add(u.RawQuery)
 	add(u.EscapedPath())
 	add(u.Path)

@@ -929,3 +929,18 @@ func TestUpstreamErrorTextRedacted(t *testing.T) {
 		t.Fatalf("error lost its meaning: %+v", ue.Err)
 	}
 }
+
+// A bare host name carries no key: redacting it would mangle node errors.
+func TestRedactorKeepsBareHosts(t *testing.T) {
+	for _, raw := range []string{"http://node:8545", "http://127.0.0.1:8545", "http://[::1]:8545"} {
+		opts := transportOptions{Name: "alpha", URL: raw}
+		u, err := opts.normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		const msg = "missing trie node 0xab (path ) state 127 is not available"
+		if got := newRedactor(raw, u).redact(msg); got != msg {
+			t.Errorf("%s: %q became %q", raw, msg, got)
+		}
+	}
+}
