@@ -337,6 +337,7 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 		if err == nil && rt.check != nil {
 			if cerr := rt.check(res); cerr != nil {
 				err = fmt.Errorf("remote %s: %w", r.Name(), cerr)
+				r.rejected(method, err) // it answered, but nothing usable
 			}
 		}
 		if err == nil {

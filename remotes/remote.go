@@ -335,8 +335,21 @@ func (r *Remote) observe(method string, took time.Duration, err error, release f
 		}
 		return
 	}
-	ewma(&r.errorEWMA, 1, 0.05)
 	ewma(&r.latencyEWMA, took.Seconds(), 0.1)
+	r.fault(v)
+}
+
+// rejected records a result the pool could not use (an eth_getLogs part
+// that is not an array) as the remote's fault: the call it answered was
+// already counted a success.
+func (r *Remote) rejected(method string, err error) {
+	v := Classify(method, err)
+	r.m.failed(v, 0, 0)
+	r.fault(v)
+}
+
+func (r *Remote) fault(v Verdict) {
+	ewma(&r.errorEWMA, 1, 0.05)
 	if r.brk.fault(r.now()) {
 		r.log.Warn("remote out of rotation: breaker open",
 			"reason", string(v.Reason), "cooldown", r.brk.cooldown)

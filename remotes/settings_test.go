@@ -97,7 +97,7 @@ func TestRateLimitWaitsWhenAlone(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	rs := testConfigs([]string{n0.URL()}, func(_ int, c *Config) { c.RateLimit, c.RateBurst = 10, 1 })
 	p := startPool(t, PoolConfig{BlockTime: time.Hour}, rs, nil)
-	time.Sleep(150 * time.Millisecond) // the start-up poll's token comes back
+	waitFor(t, "the start-up poll's token back", func() bool { return p.remotes[0].lim.Tokens() >= 1 })
 
 	const calls = 4 // one from the bucket, then one per 100 ms
 	errs := make(chan error, calls)
