@@ -161,3 +161,26 @@ func TestWrongChainNeverUsed(t *testing.T) {
 		}
 	})
 }
+
+// One bogus head report must not hold the chain hostage: when the remote
+// reports its real head again, its head and the chain's follow, and the
+// other remotes are back in rotation.
+func TestBogusHeadRecovers(t *testing.T) {
+	const head = 100
+	good := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: head})
+	liar := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: head})
+	p := testPool(t, PoolConfig{MaxLag: 5}, []*fakenode.Node{good, liar}, nil)
+	liar.SetHead(1_000_000)
+	waitFor(t, "the bogus head seen", func() bool { return p.Head() == 1_000_000 })
+	if !p.lagging(p.remotes[0], p.healthyBest(p.now())) {
+		t.Fatal("with the bogus head the honest remote should look lagging")
+	}
+	liar.SetHead(head)
+	waitFor(t, "the chain head back", func() bool { return p.Head() < 1000 })
+	waitFor(t, "the honest remote back in rotation", func() bool {
+		return !p.lagging(p.remotes[0], p.healthyBest(p.now()))
+	})
+	if p.remotes[1].Head() > head+5 {
+		t.Fatalf("liar's head stuck at %d", p.remotes[1].Head())
+	}
+}

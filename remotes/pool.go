@@ -194,8 +194,11 @@ func (p *Pool) headChanged() {
 	now := p.now()
 	best := p.healthyBest(now)
 	for {
+		// The chain head only moves forward, except when the remotes agree
+		// on one far below it: the old best was a bogus report, or it came
+		// from a remote that has left rotation.
 		old := p.best.Load()
-		if best <= old || p.best.CompareAndSwap(old, best) {
+		if best == 0 || (best <= old && old-best <= maxHeadStepBack) || p.best.CompareAndSwap(old, best) {
 			break
 		}
 	}

@@ -382,10 +382,19 @@ func errorCodes(err error) (code, status int) {
 // setHead records a head the remote reported. Heads only move forward here:
 // a remote that goes backwards (reorg to a shorter chain, load-balancer skew)
 // catches up on its own; lag accounting uses the maximum.
+// maxHeadStepBack: a remote reporting a head this far below the one it
+// reported before was reset, or its earlier report was bogus. Its head
+// follows, so one bad report cannot hold the chain's best head (and every
+// other remote's lag) hostage until a restart.
+const maxHeadStepBack = 64
+
 func (r *Remote) setHead(n uint64) bool {
 	for {
 		old := r.head.Load()
-		if n <= old {
+		if n <= old && old-n <= maxHeadStepBack {
+			// The same head, or a small step back: a reorg, or a poll
+			// answered by a load-balanced provider's slower backend. The
+			// head stays, so routing does not jitter.
 			r.headAt.Store(r.now().UnixNano())
 			return false
 		}
