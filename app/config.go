@@ -133,12 +133,26 @@ func Load(path string) (*Config, error) {
 func Parse(data []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
+		if bytes.Contains(data, []byte("${")) {
+			// Inside { } or [ ] a plain ${X} is cut at its "}"; the
+			// parser's own line is often the one before.
+			where := ""
+			if n := flowEnvLine(data); n > 0 {
+				where = fmt.Sprintf("line %d: ", n)
+			}
+			return nil, fmt.Errorf("config: %w (%squote values that use ${...} inside { } or [ ], like {X-Key: \"${KEY}\"})", err, where)
+		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	origLine := map[string]int{}
-	var errs []error
+	var (
+		errs     []error
+		expanded []string // values taken from the environment, never to be quoted back
+	)
 	walkYAML(&root, "", func(path string, key, val *yaml.Node) {
-		origLine[path] = key.Line
+		if key != nil {
+			origLine[path] = key.Line
+		}
 		if val.Kind != yaml.ScalarNode {
 			return
 		}
@@ -148,6 +162,7 @@ func Parse(data []byte) (*Config, error) {
 		}
 		if v != val.Value {
 			val.Value = v
+			expanded = append(expanded, v)
 			if val.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 				val.Tag = "" // a plain value's type follows what it expanded to
 			}
@@ -159,19 +174,23 @@ func Parse(data []byte) (*Config, error) {
 
 	var c Config
 	if root.Kind != 0 {
-		expanded, err := yaml.Marshal(&root)
+		doc, err := yaml.Marshal(&root)
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		// Decoding the re-encoded document keeps the decoder's strict mode;
 		// its line numbers are mapped back to field paths.
 		var again yaml.Node
-		if err := yaml.Unmarshal(expanded, &again); err != nil {
+		if err := yaml.Unmarshal(doc, &again); err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		pathAt := map[int]string{}
-		walkYAML(&again, "", func(path string, key, _ *yaml.Node) { pathAt[key.Line] = path })
-		dec := yaml.NewDecoder(bytes.NewReader(expanded))
+		walkYAML(&again, "", func(path string, key, _ *yaml.Node) {
+			if key != nil {
+				pathAt[key.Line] = path
+			}
+		})
+		dec := yaml.NewDecoder(bytes.NewReader(doc))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 			var te *yaml.TypeError
@@ -182,6 +201,7 @@ func Parse(data []byte) (*Config, error) {
 			// rest: every problem at once.
 			bad := map[string]bool{}
 			for _, msg := range te.Errors {
+				msg = hideEnvValue(msg, expanded)
 				path, rest := typeErrorPath(msg, pathAt)
 				bad[path] = true
 				if path != "" {
@@ -207,8 +227,9 @@ func Parse(data []byte) (*Config, error) {
 	return &c, nil
 }
 
-// walkYAML calls fn for every mapping entry under n with its field path
-// (chains[0].remotes[1].url).
+// walkYAML calls fn for every mapping value and sequence item under n with
+// its field path (chains[0].remotes[1].url, methods.allow[0]); key is the
+// mapping key, nil for a sequence item.
 func walkYAML(n *yaml.Node, path string, fn func(path string, key, val *yaml.Node)) {
 	switch n.Kind {
 	case yaml.DocumentNode:
@@ -227,9 +248,69 @@ func walkYAML(n *yaml.Node, path string, fn func(path string, key, val *yaml.Nod
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			walkYAML(c, fmt.Sprintf("%s[%d]", path, i), fn)
+			p := fmt.Sprintf("%s[%d]", path, i)
+			fn(p, nil, c)
+			walkYAML(c, p, fn)
 		}
 	}
+}
+
+// flowEnvLine returns the first line (from 1) where an unquoted ${ sits
+// inside a flow collection, or 0. It only words a syntax error, so a rough
+// scan will do: a quote, { or [ counts only where a value starts.
+func flowEnvLine(data []byte) int {
+	depth := 0
+	for i, line := range strings.Split(string(data), "\n") {
+		var quote byte
+		valueStart := true // only blanks so far, or after ": ", "- ", ",", "{", "["
+		for j := 0; j < len(line); j++ {
+			c := line[j]
+			if quote != 0 {
+				if c == '\\' && quote == '"' {
+					j++
+				} else if c == quote {
+					quote = 0
+				}
+				continue
+			}
+			switch {
+			case c == ' ' || c == '\t':
+				continue // keeps valueStart
+			case c == '#' && (j == 0 || line[j-1] == ' ' || line[j-1] == '\t'):
+				j = len(line) // a comment
+				continue
+			case strings.HasPrefix(line[j:], "${"):
+				if depth > 0 {
+					return i + 1
+				}
+				if k := strings.IndexByte(line[j:], '}'); k > 0 {
+					j += k
+				}
+			case valueStart && (c == '"' || c == '\''):
+				quote = c
+			case valueStart && (c == '{' || c == '['):
+				depth++
+			case depth > 0 && (c == '}' || c == ']'):
+				depth--
+			}
+			valueStart = c == '{' || c == '[' || c == ',' ||
+				((c == ':' || c == '-') && (j+1 == len(line) || line[j+1] == ' '))
+		}
+	}
+	return 0
+}
+
+// hideEnvValue drops the value a decoder message quotes (all of it up to
+// 10 bytes, else the first 7 and "...") when it came from the environment:
+// it may be a secret, and the file already names the variable.
+func hideEnvValue(msg string, expanded []string) string {
+	for _, v := range expanded {
+		if len(v) > 10 {
+			v = v[:7] + "..."
+		}
+		msg = strings.ReplaceAll(msg, " `"+v+"`", " (a value from the environment)")
+	}
+	return msg
 }
 
 // typeErrorPath finds the field a decoder message ("line 7: cannot
@@ -356,6 +437,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&l.MaxConnections, d.MaxConnections)
 	setDefault(&l.MaxHTTPInFlight, d.MaxHTTPInFlight)
 	setDefault(&l.HTTPReadTimeout, d.HTTPReadTimeout)
+	setDefault(&l.HTTPWriteTimeout, d.HTTPWriteTimeout)
 	setDefault(&l.WSInFlight, d.WSInFlight)
 	setDefault(&l.WSPingInterval, d.WSPingInterval)
 	setDefault(&l.WSWriteTimeout, d.WSWriteTimeout)
@@ -389,6 +471,10 @@ func setDefault[T comparable](field *T, def T) {
 		*field = def
 	}
 }
+
+// maxGetLogsParts bounds getlogs_max_parts: one split call keeps a slot per
+// part, so the setting is also a memory bound.
+const maxGetLogsParts = 100_000
 
 var (
 	chainNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -474,6 +560,7 @@ func validateLimits(p *problems, l jrpc.Limits) {
 		{"max_connections", l.MaxConnections < 0},
 		{"max_http_in_flight", l.MaxHTTPInFlight < 0},
 		{"http_read_timeout", l.HTTPReadTimeout < 0},
+		{"http_write_timeout", l.HTTPWriteTimeout < 0},
 		{"ws_in_flight", l.WSInFlight < 0},
 		{"ws_ping_interval", l.WSPingInterval < 0},
 		{"ws_write_timeout", l.WSWriteTimeout < 0},
@@ -526,6 +613,9 @@ func (c *ChainConfig) validate(p *problems, path string) {
 		if n.v < 0 {
 			p.add(path+"."+n.name, "must be positive")
 		}
+	}
+	if c.GetLogsMaxParts > maxGetLogsParts {
+		p.add(path+".getlogs_max_parts", "must be at most %d", maxGetLogsParts)
 	}
 
 	if len(c.Remotes) == 0 {

@@ -94,6 +94,7 @@ limits:
   ws_write_timeout: 2s
   max_http_in_flight: 9
   http_read_timeout: 4s
+  http_write_timeout: 6s
 shutdown_timeout: 1m
 shutdown_delay: 5s
 chains:
@@ -126,7 +127,7 @@ chains:
 	wantLimits := jrpc.Limits{
 		MaxBodyBytes: 1024, MaxBatchItems: 10, BatchConcurrency: 2, MaxWSMessageBytes: 2048,
 		MaxConnections: 5, WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
-		MaxHTTPInFlight: 9, HTTPReadTimeout: 4 * time.Second,
+		MaxHTTPInFlight: 9, HTTPReadTimeout: 4 * time.Second, HTTPWriteTimeout: 6 * time.Second,
 	}
 	if got := c.JRPCLimits(); got != wantLimits {
 		t.Errorf("limits = %+v", got)
@@ -224,6 +225,7 @@ chains:
   - name: Ethereum
     max_attempts: -1
     getlogs_concurrency: -2
+    getlogs_max_parts: 1000000
     broadcast_fanout: -3
     block_time: -1s
     call_deadline: -1s
@@ -239,6 +241,7 @@ chains:
 				`chains[0].chain_id: required`,
 				`chains[0].max_attempts: must be positive`,
 				`chains[0].getlogs_concurrency: must be positive`,
+				`chains[0].getlogs_max_parts: must be at most 100000`,
 				`chains[0].broadcast_fanout: must be positive`,
 				`chains[0].block_time: must be positive`,
 				`chains[0].call_deadline: must be positive`,
@@ -357,6 +360,48 @@ func TestEnvExpansion(t *testing.T) {
 	}
 }
 
+// List items are values too: they are expanded like mapping values, in
+// block style and (quoted) in flow style.
+func TestEnvExpansionInLists(t *testing.T) {
+	t.Setenv("VENN_TEST_M", "eth_call")
+	t.Setenv("VENN_TEST_KEY", "s3cret")
+	tests := []struct {
+		name      string
+		give      string // the remote's methods and headers
+		wantAllow []string
+		wantDeny  []string
+	}{
+		{
+			name:      "block list",
+			give:      "methods:\n          allow:\n            - ${VENN_TEST_M}\n            - net_${VENN_TEST_UNSET:-version}",
+			wantAllow: []string{"eth_call", "net_version"},
+		},
+		{
+			name:      "flow list, quoted",
+			give:      `methods: {allow: ["${VENN_TEST_M}"], deny: ['debug_${VENN_TEST_UNSET:-*}']}`,
+			wantAllow: []string{"eth_call"},
+			wantDeny:  []string{"debug_*"},
+		},
+		{
+			name:      "flow map, quoted",
+			give:      `headers: {X-Key: "${VENN_TEST_KEY}"}`,
+			wantAllow: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, minimal+"        "+tt.give+"\n")
+			r := c.Chains[0].Remotes[0]
+			if !reflect.DeepEqual(r.Methods.Allow, tt.wantAllow) || !reflect.DeepEqual(r.Methods.Deny, tt.wantDeny) {
+				t.Errorf("methods = %+v, want allow %q deny %q", r.Methods, tt.wantAllow, tt.wantDeny)
+			}
+			if strings.HasPrefix(tt.give, "headers") && r.Headers["X-Key"] != "s3cret" {
+				t.Errorf("headers = %q, want X-Key expanded", r.Headers)
+			}
+		})
+	}
+}
+
 // A variable's value stays one value whatever it holds, and a plain value
 // takes the type of what it expanded to.
 func TestEnvValuesStayValues(t *testing.T) {
@@ -425,6 +470,27 @@ func TestEnvExpansionErrors(t *testing.T) {
 		},
 		{name: "unclosed", give: "listen: ${VENN_TEST", want: []string{"listen (line 1): unclosed ${"}},
 		{name: "bad name", give: "listen: ${1X}", want: []string{`listen (line 1): bad variable name "1X"`}},
+		{
+			name: "unset in a list",
+			give: minimal + "        methods:\n          allow:\n            - eth_call\n            - ${VENN_TEST_UNSET_C}\n",
+			want: []string{"chains[0].remotes[0].methods.allow[1] (line 11): environment variable VENN_TEST_UNSET_C is not set"},
+		},
+		{
+			name: "unset in a quoted flow list",
+			give: minimal + `        methods: {deny: ["${VENN_TEST_UNSET_D}"]}` + "\n",
+			want: []string{"chains[0].remotes[0].methods.deny[0] (line 8): environment variable VENN_TEST_UNSET_D is not set"},
+		},
+		{
+			// YAML ends a plain value at "}" inside { }: say what to do.
+			name: "unquoted in a flow map",
+			give: minimal + "        headers: {X-Key: ${VENN_TEST_KEY}}\n",
+			want: []string{"config: yaml: ", `(line 8: quote values that use ${...} inside { } or [ ]`},
+		},
+		{
+			name: "unquoted in a flow list",
+			give: minimal + "        methods: {allow: [${VENN_TEST_M}]}\n",
+			want: []string{"config: yaml: ", `(line 8: quote values that use ${...} inside { } or [ ]`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -436,6 +502,32 @@ func TestEnvExpansionErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("err = %v, want it to contain %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// The hint on a syntax error names the line with an unquoted ${ inside
+// { } or [ ], not one where it is quoted or outside flow style.
+func TestFlowEnvLine(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want int
+	}{
+		{name: "block value", give: "a: ${X}\nb: [1, 2]", want: 0},
+		{name: "flow map", give: "a: 1\nb: {c: ${X}}", want: 2},
+		{name: "flow list", give: "a: [x, ${X}]", want: 1},
+		{name: "quoted in flow", give: "a: {b: \"${X}\", c: '${Y}'}\nd: [${Z}]", want: 2},
+		{name: "escaped quote", give: `a: {b: "x\"${X}", c: ${Y}}`, want: 1},
+		{name: "across lines", give: "a: {\n  b: ${X}\n}", want: 2},
+		{name: "bracket inside a block value", give: "url: http://h/[x]/${X}", want: 0},
+		{name: "comment", give: "a: 1 # {b: ${X}}", want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := flowEnvLine([]byte(tt.give)); got != tt.want {
+				t.Errorf("flowEnvLine(%q) = %d, want %d", tt.give, got, tt.want)
 			}
 		})
 	}
@@ -458,6 +550,8 @@ func TestErrorsNeverShowURL(t *testing.T) {
 		{name: "ws_url http", give: "url: http://h\n        ws_url: http://h/${VENN_TEST_SECRET}"},
 		{name: "url in a number field", give: "url: http://h\n        max_in_flight: http://h/${VENN_TEST_SECRET}"},
 		{name: "url in a duration field", give: "url: http://h\n        timeout: https://" + key},
+		{name: "secret in a number field", give: "url: http://h\n        max_in_flight: ${VENN_TEST_SECRET}"},
+		{name: "secret as a whole map", give: "url: http://h\n        headers: ${VENN_TEST_SECRET}"},
 		{name: "bad header value", give: "url: http://h\n        headers: {Authorization: \"Bearer ${VENN_TEST_SECRET}\\r\\n\"}"},
 	}
 	for _, tt := range tests {

@@ -218,3 +218,52 @@ func TestReadLimitedFirstBuffer(t *testing.T) {
 		})
 	}
 }
+
+// A client that posts and never reads must not hold its max_http_in_flight
+// slot (and the answer's buffer) for ever: http_write_timeout cuts it off.
+func TestHTTPWriteTimeoutFreesSlowReader(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	// Far more than loopback socket buffers hold (a few MiB), so the write
+	// blocks on a client that does not read.
+	big := json.RawMessage(`"` + strings.Repeat("x", 16<<20) + `"`)
+	served := make(chan struct{}, 1)
+	h := HandlerFunc(func(ctx context.Context, req *Request) (json.RawMessage, error) {
+		if req.Method == "big" {
+			served <- struct{}{}
+			return big, nil
+		}
+		return req.Params, nil
+	})
+	s := newTestServer(t, Options{Limits: Limits{MaxHTTPInFlight: 1, HTTPWriteTimeout: timeout}}, h)
+
+	req := call(1, "big")
+	conn := rawPost(t, s, len(req))
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetReadBuffer(64 << 10)
+	}
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-served:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the large call never reached the handler")
+	}
+	start := time.Now()
+
+	// The client reads nothing; within the timeout its slot comes back.
+	waitFor(t, "the slow reader's slot to be released", func() bool { return s.httpInFlight.Load() == 0 })
+	if held := time.Since(start); held < timeout/2 {
+		t.Errorf("slot released after %v: the answer did not block, so the test proves nothing", held)
+	}
+	if status, body := s.post(t, call(2, "m")); status != http.StatusOK || body != `{"jsonrpc":"2.0","id":2,"result":[2]}` {
+		t.Errorf("next call with max_http_in_flight 1: %d %s, want 200", status, body)
+	}
+
+	// The slow reader's answer was cut off, not delivered late.
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, _ := io.Copy(io.Discard, conn)
+	if got >= int64(len(big)) {
+		t.Errorf("slow reader received %d bytes, want the answer (%d bytes) cut short", got, len(big))
+	}
+}

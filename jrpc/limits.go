@@ -27,6 +27,9 @@ const (
 	// DefaultHTTPReadTimeout bounds reading one HTTP request body, so a
 	// client cannot hold a slot by trickling it.
 	DefaultHTTPReadTimeout = 30 * time.Second
+	// DefaultHTTPWriteTimeout bounds writing one HTTP answer, so a client
+	// that does not read cannot hold a slot and the answer's buffer.
+	DefaultHTTPWriteTimeout = 30 * time.Second
 	// DefaultWSInFlight bounds concurrent calls on one WebSocket connection;
 	// past it venn stops reading, which pushes back on the client over TCP.
 	DefaultWSInFlight = 64
@@ -54,6 +57,7 @@ type Limits struct {
 	MaxConnections    int           `yaml:"max_connections"`
 	MaxHTTPInFlight   int           `yaml:"max_http_in_flight"`
 	HTTPReadTimeout   time.Duration `yaml:"http_read_timeout"`
+	HTTPWriteTimeout  time.Duration `yaml:"http_write_timeout"`
 	WSInFlight        int           `yaml:"ws_in_flight"`
 	WSPingInterval    time.Duration `yaml:"ws_ping_interval"`
 	WSWriteTimeout    time.Duration `yaml:"ws_write_timeout"`
@@ -69,6 +73,7 @@ func DefaultLimits() Limits {
 		MaxConnections:    DefaultMaxConnections,
 		MaxHTTPInFlight:   DefaultMaxHTTPInFlight,
 		HTTPReadTimeout:   DefaultHTTPReadTimeout,
+		HTTPWriteTimeout:  DefaultHTTPWriteTimeout,
 		WSInFlight:        DefaultWSInFlight,
 		WSPingInterval:    DefaultWSPingInterval,
 		WSWriteTimeout:    DefaultWSWriteTimeout,
@@ -92,6 +97,8 @@ func (l Limits) Validate() error {
 		return errors.New("max_http_in_flight must be > 0")
 	case l.HTTPReadTimeout <= 0:
 		return errors.New("http_read_timeout must be > 0")
+	case l.HTTPWriteTimeout <= 0:
+		return errors.New("http_write_timeout must be > 0")
 	case l.WSInFlight <= 0:
 		return errors.New("ws_in_flight must be > 0")
 	case l.WSPingInterval <= 0:
@@ -113,6 +120,7 @@ func (l Limits) withDefaults() Limits {
 	positiveOr(&l.MaxConnections, d.MaxConnections)
 	positiveOr(&l.MaxHTTPInFlight, d.MaxHTTPInFlight)
 	positiveOr(&l.HTTPReadTimeout, d.HTTPReadTimeout)
+	positiveOr(&l.HTTPWriteTimeout, d.HTTPWriteTimeout)
 	positiveOr(&l.WSInFlight, d.WSInFlight)
 	positiveOr(&l.WSPingInterval, d.WSPingInterval)
 	positiveOr(&l.WSWriteTimeout, d.WSWriteTimeout)

@@ -19,6 +19,7 @@ func TestLimitsValidate(t *testing.T) {
 		{name: "connections", give: func(l *Limits) { l.MaxConnections = 0 }, want: "max_connections must be > 0"},
 		{name: "http in flight", give: func(l *Limits) { l.MaxHTTPInFlight = 0 }, want: "max_http_in_flight must be > 0"},
 		{name: "http read timeout", give: func(l *Limits) { l.HTTPReadTimeout = -time.Second }, want: "http_read_timeout must be > 0"},
+		{name: "http write timeout", give: func(l *Limits) { l.HTTPWriteTimeout = 0 }, want: "http_write_timeout must be > 0"},
 		{name: "in flight", give: func(l *Limits) { l.WSInFlight = 0 }, want: "ws_in_flight must be > 0"},
 		{name: "ping", give: func(l *Limits) { l.WSPingInterval = 0 }, want: "ws_ping_interval must be > 0"},
 		{name: "write timeout", give: func(l *Limits) { l.WSWriteTimeout = -time.Second }, want: "ws_write_timeout must be > 0"},

@@ -260,6 +260,12 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	}
 	bp := s.getBuf()
 	out := s.serveMessage(ctx, ch, body, *bp, admitted)
+	// The deadline starts once the answer is built, so a long call is never
+	// cut by it; a client that does not read then loses its slot and the
+	// answer's buffer when it passes. net/http clears it after the final
+	// flush, before the connection's next request or a hijack. A writer
+	// without deadlines goes without, as in readBody.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.limits.HTTPWriteTimeout))
 	if len(out) == 0 {
 		w.WriteHeader(status) // only notifications: nothing to say
 	} else {
