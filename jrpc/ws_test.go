@@ -283,7 +283,7 @@ func TestWSCloseCancelsCalls(t *testing.T) {
 }
 
 func TestWSPing(t *testing.T) {
-	const interval = 20 * time.Millisecond
+	const interval = 100 * time.Millisecond // a pong must arrive within it: not so short that a loaded CI machine misses it
 	s := newTestServer(t, Options{Limits: Limits{WSPingInterval: interval}}, echoHandler())
 	open := func() int {
 		s.mu.RLock()
