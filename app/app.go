@@ -35,8 +35,9 @@ import (
 // HTTP server timeouts. Only headers and idle keep-alives are bounded by
 // http.Server on the JSON-RPC server: WebSocket connections and long
 // eth_getLogs calls outlive any whole-request read or write timeout, so jrpc
-// bounds bodies (limits.http_read_timeout, max_body_bytes), requests in
-// flight (limits.max_http_in_flight) and calls itself.
+// bounds bodies (limits.http_read_timeout, max_body_bytes), answers
+// (limits.http_write_timeout), requests in flight (limits.max_http_in_flight)
+// and calls itself.
 const (
 	readHeaderTimeout = 10 * time.Second
 	// idleTimeout outlasts the usual load balancer idle timeout (60 s), so
