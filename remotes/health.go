@@ -77,6 +77,22 @@ func (r *Remote) watch(ctx context.Context, onHead func()) {
 	})
 }
 
+// retryLogEvery spaces the warnings of a remote that stays unreachable at
+// start: it is retried every 2 s, and its log must not be a wall of them.
+const retryLogEvery = time.Minute
+
+// retryLog warns about a failed first contact at most once per
+// retryLogEvery, and logs the retries in between at debug.
+func (r *Remote) retryLog(msg string, err error) {
+	now := r.now().UnixNano()
+	if last := r.retryLogAt.Load(); last != 0 && now-last < int64(retryLogEvery) {
+		r.log.Debug(msg, "err", err)
+		return
+	}
+	r.retryLogAt.Store(now)
+	r.log.Warn(msg, "err", err, "next_warning_in", retryLogEvery)
+}
+
 // verifyChain asks the remote for its chain id. A remote on the wrong chain
 // is never used: that is logged loudly.
 func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
@@ -85,13 +101,13 @@ func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	res, err := r.t.call(ctx, "eth_chainId", nil)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log.Warn("remote chain id check failed; will retry", "err", err)
+			r.retryLog("remote chain id check failed; will retry", err)
 		}
 		return false
 	}
 	got, err := parseQuantityJSON(res)
 	if err != nil {
-		r.log.Warn("remote sent a bad chain id; will retry", "err", err)
+		r.retryLog("remote sent a bad chain id; will retry", err)
 		return false
 	}
 	if got != want {

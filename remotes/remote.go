@@ -52,6 +52,7 @@ type Remote struct {
 	wsHeadAt     atomic.Int64 // unix nanos of the last head seen over newHeads
 	inFlight     atomic.Int64
 	throttledTil atomic.Int64  // unix nanos: backed off after a 429 until then
+	retryLogAt   atomic.Int64  // unix nanos of the last first-contact warning
 	throttles    atomic.Int32  // consecutive throttles, for the backoff
 	latencyEWMA  atomic.Uint64 // float64 bits, seconds
 	errorEWMA    atomic.Uint64 // float64 bits, 0..1
