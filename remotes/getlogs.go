@@ -79,7 +79,6 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 
 	var chunk uint64
 	if widest := p.widestSpan(); widest == 0 || span <= widest {
-		sub := params
 		rt := route{need: end, accept: fits(span)}
 		if lr.To.Kind != evm.RefNumber {
 			// toBlock latest or absent: every remote in rotation answers up
@@ -90,7 +89,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 				rt.need = from // a remote below fromBlock calls the range invalid
 			}
 		}
-		res, err := p.do(ctx, "eth_getLogs", sub, rt)
+		res, err := p.do(ctx, "eth_getLogs", params, rt)
 		var tl *tooLargeError
 		if !errors.As(err, &tl) {
 			return res, err
