@@ -40,6 +40,9 @@ import (
 // and calls itself.
 const (
 	readHeaderTimeout = 10 * time.Second
+	// maxHeaderBytes bounds a JSON-RPC request's headers: clients send a
+	// handful; Go's default (1 MiB) lets each connection pin far more.
+	maxHeaderBytes = 64 << 10
 	// idleTimeout outlasts the usual load balancer idle timeout (60 s), so
 	// the balancer, not venn, closes idle keep-alives and never sends a
 	// request on a connection venn is closing.
@@ -243,6 +246,7 @@ func newServers(p serversParams) *servers {
 		Handler:           p.RPC.Handler(),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 	}}
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error { return s.rpc.start(ctx, fail) },

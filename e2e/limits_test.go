@@ -102,6 +102,23 @@ func TestLimitsAndBadInput(t *testing.T) {
 		})
 	}
 
+	t.Run("oversized headers are refused", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodPost, v.URL(chainName), bytes.NewReader(batchOf(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Padding", strings.Repeat("a", 128<<10))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("128 KiB of headers: HTTP %d, want 431", resp.StatusCode)
+		}
+	})
+
 	t.Run("batch at max_batch_items is served", func(t *testing.T) {
 		status, out, err := post(v.URL(chainName), batchOf(testMaxBatchItems))
 		if err != nil || status != http.StatusOK {

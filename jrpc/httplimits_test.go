@@ -54,9 +54,18 @@ func TestHTTPInFlightLimit(t *testing.T) {
 	if e.Code != CodeLimitExceeded || !strings.Contains(e.Message, "max_http_in_flight (2)") {
 		t.Errorf("error = %d %q, want %d naming max_http_in_flight (2)", e.Code, e.Message, CodeLimitExceeded)
 	}
+	// Load balancers and clients back off by Retry-After.
+	resp, err := http.Post(s.url(), "application/json", strings.NewReader(call(10, "m")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("refusal: status %d, Retry-After %q; want 503 with a Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
 	labels := map[string]string{"chain": testChain, "limit": "max_http_in_flight"}
-	if got := metricValue(t, reg, "venn_limit_rejections_total", labels); got != 1 {
-		t.Errorf("venn_limit_rejections_total%v = %v, want 1", labels, got)
+	if got := metricValue(t, reg, "venn_limit_rejections_total", labels); got != 2 {
+		t.Errorf("venn_limit_rejections_total%v = %v, want 2", labels, got)
 	}
 
 	// The calls in flight are answered, and their slots come back.

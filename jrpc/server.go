@@ -181,6 +181,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 	if n := s.httpInFlight.Add(1); n > int64(s.limits.MaxHTTPInFlight) {
 		s.httpInFlight.Add(-1)
 		ch.metrics.rejected(limitHTTPInFlight)
+		w.Header().Set("Retry-After", "1")
 		writeHTTPError(w, http.StatusServiceUnavailable, errTooManyHTTPRequests(s.limits.MaxHTTPInFlight))
 		return
 	}
@@ -257,6 +258,7 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	if !admitted {
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "1") // another replica, or this one restarted
 	}
 	bp := s.getBuf()
 	out := s.serveMessage(ctx, ch, body, *bp, admitted)

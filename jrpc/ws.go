@@ -103,6 +103,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 		if e.Code == CodeLimitExceeded {
 			ch.metrics.rejected(limitConnections)
 		}
+		w.Header().Set("Retry-After", "1")
 		writeHTTPError(w, http.StatusServiceUnavailable, e)
 		return
 	}
