@@ -180,14 +180,17 @@ func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) 
 		})
 		next = b + 1 // wraps only after the last part
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// Whichever part noticed first, the whole split ran out of time:
+		// say so, and what to do about it.
+		return nil, &jrpc.Error{Code: jrpc.CodeTimeout,
+			Message: "eth_getLogs timed out while split into parts; narrow the range"}
+	}
+	if err != nil {
 		return nil, err
 	}
 	if stopped {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, &jrpc.Error{Code: jrpc.CodeTimeout,
-				Message: "eth_getLogs timed out while split into parts; narrow the range"}
-		}
 		return nil, ctx.Err()
 	}
 	return mergeArrays(out), nil

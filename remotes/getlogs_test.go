@@ -2,6 +2,7 @@ package remotes
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -460,5 +461,19 @@ func TestGetLogsSplitIgnoresRemotesOutOfPlay(t *testing.T) {
 	}
 	if c := uncapped.Calls("eth_getLogs"); c != 0 {
 		t.Errorf("denied remote got %d eth_getLogs calls", c)
+	}
+}
+
+// A split that runs out of call_deadline says so, and how to fix it,
+// whichever part noticed first.
+func TestGetLogsSplitTimeout(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 500})
+	p := testPool(t, PoolConfig{CallDeadline: 150 * time.Millisecond, GetLogsConcurrency: 1}, []*fakenode.Node{n},
+		func(_ int, c *Config) { c.MaxLogsRange = 10 })
+	n.SetLatency(40 * time.Millisecond)
+	_, err := call(t, p, "eth_getLogs", `[{"fromBlock":"0x1","toBlock":"0x1f4"}]`)
+	var je *jrpc.Error
+	if !errors.As(err, &je) || je.Code != jrpc.CodeTimeout || !strings.Contains(je.Message, "narrow the range") {
+		t.Fatalf("err = %v, want -32051 saying to narrow the range", err)
 	}
 }
