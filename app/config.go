@@ -150,9 +150,7 @@ func Parse(data []byte) (*Config, error) {
 		expanded []string // values taken from the environment, never to be quoted back
 	)
 	walkYAML(&root, "", func(path string, key, val *yaml.Node) {
-		if key != nil {
-			origLine[path] = key.Line
-		}
+		origLine[path] = nodeLine(key, val)
 		if val.Kind != yaml.ScalarNode {
 			return
 		}
@@ -185,10 +183,10 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		pathAt := map[int]string{}
-		walkYAML(&again, "", func(path string, key, _ *yaml.Node) {
-			if key != nil {
-				pathAt[key.Line] = path
-			}
+		walkYAML(&again, "", func(path string, key, val *yaml.Node) {
+			// A list item is visited before the keys inside it, so on a
+			// shared line the innermost field wins.
+			pathAt[nodeLine(key, val)] = path
 		})
 		dec := yaml.NewDecoder(bytes.NewReader(doc))
 		dec.KnownFields(true)
@@ -213,7 +211,7 @@ func Parse(data []byte) (*Config, error) {
 			c.applyDefaults()
 			for _, e := range unwrapJoined(c.Validate()) {
 				path, _, _ := strings.Cut(e.Error(), ": ")
-				if !bad[path] {
+				if !coveredBy(path, bad) {
 					errs = append(errs, e)
 				}
 			}
@@ -225,6 +223,29 @@ func Parse(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// coveredBy reports whether a validation problem at path follows from a
+// type error already reported there or inside it (a list whose only item
+// did not decode is "empty").
+func coveredBy(path string, bad map[string]bool) bool {
+	if bad[path] {
+		return true
+	}
+	for b := range bad {
+		if strings.HasPrefix(b, path+"[") || strings.HasPrefix(b, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeLine is where a field starts: its key's line, or a list item's own.
+func nodeLine(key, val *yaml.Node) int {
+	if key != nil {
+		return key.Line
+	}
+	return val.Line
 }
 
 // walkYAML calls fn for every mapping value and sequence item under n with

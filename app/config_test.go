@@ -625,3 +625,15 @@ func TestLoad(t *testing.T) {
 		}
 	})
 }
+
+// A list item of the wrong type names its index, and is not reported a
+// second time as a missing list.
+func TestTypeErrorInListItem(t *testing.T) {
+	_, err := Parse([]byte("chains:\n  - name: ethereum\n    chain_id: 1\n    remotes:\n      - oops\n"))
+	if err == nil || !strings.Contains(err.Error(), "chains[0].remotes[0] (line 5)") {
+		t.Fatalf("err = %v, want it to name chains[0].remotes[0] (line 5)", err)
+	}
+	if strings.Contains(err.Error(), "at least one remote is required") {
+		t.Errorf("the bad item is reported twice: %v", err)
+	}
+}
