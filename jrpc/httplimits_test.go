@@ -243,7 +243,8 @@ func TestHTTPWriteTimeoutFreesSlowReader(t *testing.T) {
 		}
 		return req.Params, nil
 	})
-	s := newTestServer(t, Options{Limits: Limits{MaxHTTPInFlight: 1, HTTPWriteTimeout: timeout}}, h)
+	reg := prometheus.NewRegistry()
+	s := newTestServer(t, Options{Registerer: reg, Limits: Limits{MaxHTTPInFlight: 1, HTTPWriteTimeout: timeout}}, h)
 
 	req := call(1, "big")
 	conn := rawPost(t, s, len(req))
@@ -267,6 +268,10 @@ func TestHTTPWriteTimeoutFreesSlowReader(t *testing.T) {
 	}
 	if status, body := s.post(t, call(2, "m")); status != http.StatusOK || body != `{"jsonrpc":"2.0","id":2,"result":[2]}` {
 		t.Errorf("next call with max_http_in_flight 1: %d %s, want 200", status, body)
+	}
+	labels := map[string]string{"chain": testChain, "limit": "http_write_timeout"}
+	if got := metricValue(t, reg, "venn_limit_rejections_total", labels); got != 1 {
+		t.Errorf("venn_limit_rejections_total%v = %v, want 1", labels, got)
 	}
 
 	// The slow reader's answer was cut off, not delivered late.

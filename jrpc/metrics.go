@@ -78,6 +78,7 @@ const (
 	limitConnections
 	limitHTTPInFlight
 	limitHTTPReadTimeout
+	limitHTTPWriteTimeout
 	numLimits
 )
 
@@ -93,6 +94,8 @@ func (l limit) String() string {
 		return "max_http_in_flight"
 	case limitHTTPReadTimeout:
 		return "http_read_timeout"
+	case limitHTTPWriteTimeout:
+		return "http_write_timeout"
 	default:
 		return "max_connections"
 	}

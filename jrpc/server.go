@@ -275,7 +275,12 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(out)))
 		w.WriteHeader(status)
-		_, _ = w.Write(out) // a failed write means the client left
+		// A failed write means the client left, or did not read in time;
+		// the second is counted (answers that fit the server's buffer are
+		// flushed after this and cannot be).
+		if _, err := w.Write(out); errors.Is(err, os.ErrDeadlineExceeded) {
+			ch.metrics.rejected(limitHTTPWriteTimeout)
+		}
 	}
 	*bp = out
 	s.putBuf(bp)
