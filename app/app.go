@@ -56,16 +56,18 @@ const logOutputName = "app_log_output"
 
 // Module builds venn from a supplied *Config. New is the usual way in.
 var Module = fx.Module("app",
+	remotes.Module,
+	jrpc.Module,
 	fx.Provide(
 		newLogger,
 		newRegistry,
-		newRemoteMetrics,
 		newChains,
-		newRPCServer,
+		newRPCOptions,
 		newServers,
 	),
-	// Servers are wanted for their lifecycle hooks; nothing consumes them.
-	fx.Invoke(func(*servers) {}),
+	// Every chain's router is served by the JSON-RPC server; servers are
+	// wanted for their lifecycle hooks, nothing consumes them.
+	fx.Invoke(handleChains, func(*servers) {}),
 )
 
 // New builds the fx app for cfg, which must have come from Load or Parse.
@@ -124,10 +126,6 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-func newRemoteMetrics(reg *prometheus.Registry) *remotes.Metrics {
-	return remotes.NewMetrics(reg)
-}
-
 // chain is one configured chain's pool and router.
 type chain struct {
 	name   string
@@ -184,17 +182,20 @@ func (cs chains) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func newRPCServer(cfg *Config, log *slog.Logger, reg *prometheus.Registry, cs chains) *jrpc.Server {
-	srv := jrpc.NewServer(jrpc.Options{
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry) jrpc.Options {
+	return jrpc.Options{
 		Limits:      cfg.JRPCLimits(),
 		Logger:      log,
 		Registerer:  reg,
 		MethodLabel: evm.MethodLabel,
-	})
+	}
+}
+
+// handleChains serves each chain at /NAME.
+func handleChains(srv *jrpc.Server, cs chains) {
 	for _, c := range cs {
 		srv.Handle(c.name, c.router)
 	}
-	return srv
 }
 
 // servers are the process's HTTP listeners.
