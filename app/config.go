@@ -477,7 +477,14 @@ func (c *Config) applyDefaults() {
 		for j := range ch.Remotes {
 			r := &ch.Remotes[j]
 			setDefault(&r.Tier, remotes.TierPrimary.String())
-			setDefault(&r.Timeout, remotes.DefaultRemoteTimeout)
+			if r.Timeout == 0 {
+				// At most half the call deadline, so that a failover
+				// attempt still fits and the timeout can fire at all.
+				r.Timeout = remotes.DefaultRemoteTimeout
+				if ch.CallDeadline > 0 {
+					r.Timeout = min(r.Timeout, ch.CallDeadline/2)
+				}
+			}
 			setDefault(&r.MaxInFlight, remotes.DefaultMaxInFlight)
 			if r.RateLimit.RPS > 0 && r.RateLimit.Burst == 0 {
 				r.RateLimit.Burst = max(1, int(math.Ceil(r.RateLimit.RPS)))
@@ -652,6 +659,12 @@ func (c *ChainConfig) validate(p *problems, path string) {
 			seen[r.Name] = j
 		}
 		r.validate(p, rpath)
+		if r.Timeout > 0 && c.CallDeadline > 0 && r.Timeout >= c.CallDeadline {
+			// Only an attempt that hits its own timeout counts against the
+			// remote; one cut by call_deadline does not. A timeout that can
+			// never fire would let a hung remote stay in rotation.
+			p.add(rpath+".timeout", "must be shorter than the chain's call_deadline (%v)", c.CallDeadline)
+		}
 	}
 }
 

@@ -235,6 +235,15 @@ chains:
   - name: b
     chain_id: 3
     remotes: [{name: x, url: "http://127.0.0.1:1"}]
+  - name: short
+    chain_id: 5
+    call_deadline: 4s
+    remotes:
+      - name: slow
+        url: http://127.0.0.1:1
+        timeout: 4s
+      - name: defaulted
+        url: http://127.0.0.1:2
 `,
 			want: []string{
 				`chains[0].name: must match [a-z0-9_-]+`,
@@ -245,6 +254,7 @@ chains:
 				`chains[0].broadcast_fanout: must be positive`,
 				`chains[0].block_time: must be positive`,
 				`chains[0].call_deadline: must be positive`,
+				`chains[3].remotes[0].timeout: must be shorter than the chain's call_deadline (4s)`,
 				`chains[0].breaker.failures: must be positive`,
 				`chains[0].breaker.cooldown: must be positive`,
 				`chains[0].remotes: at least one remote is required`,
@@ -635,5 +645,14 @@ func TestTypeErrorInListItem(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "at least one remote is required") {
 		t.Errorf("the bad item is reported twice: %v", err)
+	}
+}
+
+// A remote's default timeout fits the chain's call deadline twice, so a
+// short deadline needs no timeout of its own.
+func TestRemoteTimeoutDefaultFitsDeadline(t *testing.T) {
+	c := mustParse(t, strings.Replace(minimal, "    chain_id: 1\n", "    chain_id: 1\n    call_deadline: 4s\n", 1))
+	if got := c.Chains[0].Remotes[0].Timeout; got != 2*time.Second {
+		t.Fatalf("timeout = %v, want 2s (half of call_deadline 4s)", got)
 	}
 }

@@ -181,7 +181,7 @@ func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) 
 		next = b + 1 // wraps only after the last part
 	}
 	err := g.Wait()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if (err != nil || stopped) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// Whichever part noticed first, the whole split ran out of time:
 		// say so, and what to do about it.
 		return nil, &jrpc.Error{Code: jrpc.CodeTimeout,

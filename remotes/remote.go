@@ -259,7 +259,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 	took := r.now().Sub(now)
 	r.inFlight.Add(-1)
 	r.m.inFlight.Dec()
-	if err != nil && caller.Err() != nil {
+	if err != nil && caller.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// The caller's own deadline or departure cut the attempt, not the
 		// remote: a split eth_getLogs running out of call_deadline, or a
 		// client hanging up, must not open breakers of healthy remotes. The
@@ -380,15 +380,15 @@ func errorCodes(err error) (code, status int) {
 	return 0, 0
 }
 
-// setHead records a head the remote reported. Heads only move forward here:
-// a remote that goes backwards (reorg to a shorter chain, load-balancer skew)
-// catches up on its own; lag accounting uses the maximum.
-// maxHeadStepBack: a remote reporting a head this far below the one it
-// reported before was reset, or its earlier report was bogus. Its head
+// maxHeadStepBack: a remote reporting a head more than this below the one
+// it reported before was reset, or its earlier report was bogus. Its head
 // follows, so one bad report cannot hold the chain's best head (and every
 // other remote's lag) hostage until a restart.
 const maxHeadStepBack = 64
 
+// setHead records a head the remote reported and reports whether it moved
+// forward. A small step back (a reorg to a shorter chain, load-balancer
+// skew) is ignored and caught up on its own; a large one is followed.
 func (r *Remote) setHead(n uint64) bool {
 	for {
 		old := r.head.Load()
