@@ -72,7 +72,13 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	// above the head may exist on a remote venn has not heard from since;
 	// those are split normally.
 	if to > head && to-head > p.cfg.MaxLag {
-		return p.forwardLogs(ctx, params, route{need: from})
+		rt := route{need: from}
+		if p.widestSpan() == 0 {
+			// An uncapped remote is in play: it gives the node's own
+			// answer, where a capped one would only say "range too large".
+			rt.accept = fits(spanOf(from, to))
+		}
+		return p.forwardLogs(ctx, params, rt)
 	}
 	end := to
 	span := spanOf(from, end)
