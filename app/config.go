@@ -449,19 +449,7 @@ func (c *Config) applyDefaults() {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 
-	d := jrpc.DefaultLimits()
-	l := &c.Limits
-	setDefault(&l.MaxBodyBytes, d.MaxBodyBytes)
-	setDefault(&l.MaxBatchItems, d.MaxBatchItems)
-	setDefault(&l.BatchConcurrency, d.BatchConcurrency)
-	setDefault(&l.MaxWSMessageBytes, d.MaxWSMessageBytes)
-	setDefault(&l.MaxConnections, d.MaxConnections)
-	setDefault(&l.MaxHTTPInFlight, d.MaxHTTPInFlight)
-	setDefault(&l.HTTPReadTimeout, d.HTTPReadTimeout)
-	setDefault(&l.HTTPWriteTimeout, d.HTTPWriteTimeout)
-	setDefault(&l.WSInFlight, d.WSInFlight)
-	setDefault(&l.WSPingInterval, d.WSPingInterval)
-	setDefault(&l.WSWriteTimeout, d.WSWriteTimeout)
+	c.Limits = c.Limits.WithZeroDefaults()
 
 	for i := range c.Chains {
 		ch := &c.Chains[i]
@@ -577,35 +565,8 @@ func checkAddr(p *problems, path, addr string, required bool) {
 }
 
 func validateLimits(p *problems, l jrpc.Limits) {
-	positive := []struct {
-		name string
-		bad  bool
-	}{
-		{"max_body_bytes", l.MaxBodyBytes < 0},
-		{"max_batch_items", l.MaxBatchItems < 0},
-		{"batch_concurrency", l.BatchConcurrency < 0},
-		{"max_ws_message_bytes", l.MaxWSMessageBytes < 0},
-		{"max_connections", l.MaxConnections < 0},
-		{"max_http_in_flight", l.MaxHTTPInFlight < 0},
-		{"http_read_timeout", l.HTTPReadTimeout < 0},
-		{"http_write_timeout", l.HTTPWriteTimeout < 0},
-		{"ws_in_flight", l.WSInFlight < 0},
-		{"ws_ping_interval", l.WSPingInterval < 0},
-		{"ws_write_timeout", l.WSWriteTimeout < 0},
-	}
-	found := false
-	for _, f := range positive {
-		if f.bad {
-			p.add("limits."+f.name, "must be positive")
-			found = true
-		}
-	}
-	if found {
-		return
-	}
-	// jrpc knows relations between its limits that this file does not.
-	if err := l.Validate(); err != nil {
-		p.add("limits", "%v", err)
+	for _, err := range unwrapJoined(l.Validate()) {
+		*p = append(*p, fmt.Errorf("limits.%w", err))
 	}
 }
 

@@ -80,55 +80,71 @@ func DefaultLimits() Limits {
 	}
 }
 
-// Validate reports the first limit that is not usable, by its config name.
-func (l Limits) Validate() error {
-	switch {
-	case l.MaxBodyBytes <= 0:
-		return errors.New("max_body_bytes must be > 0")
-	case l.MaxBatchItems <= 0:
-		return errors.New("max_batch_items must be > 0")
-	case l.BatchConcurrency <= 0:
-		return errors.New("batch_concurrency must be > 0")
-	case l.MaxWSMessageBytes <= 0:
-		return errors.New("max_ws_message_bytes must be > 0")
-	case l.MaxConnections <= 0:
-		return errors.New("max_connections must be > 0")
-	case l.MaxHTTPInFlight <= 0:
-		return errors.New("max_http_in_flight must be > 0")
-	case l.HTTPReadTimeout <= 0:
-		return errors.New("http_read_timeout must be > 0")
-	case l.HTTPWriteTimeout <= 0:
-		return errors.New("http_write_timeout must be > 0")
-	case l.WSInFlight <= 0:
-		return errors.New("ws_in_flight must be > 0")
-	case l.WSPingInterval <= 0:
-		return errors.New("ws_ping_interval must be > 0")
-	case l.WSWriteTimeout <= 0:
-		return errors.New("ws_write_timeout must be > 0")
+// limitField is one limit as the table below sees it, whatever its type.
+type limitField struct {
+	name        string // its config name
+	unset       func() bool
+	nonPositive func() bool
+	setDefault  func()
+}
+
+func field[T int | int64 | time.Duration](name string, v *T, def T) limitField {
+	return limitField{
+		name:        name,
+		unset:       func() bool { return *v == 0 },
+		nonPositive: func() bool { return *v <= 0 },
+		setDefault:  func() { *v = def },
 	}
-	return nil
+}
+
+// fields is the one list of limits: defaults and validation derive from it.
+func (l *Limits) fields() []limitField {
+	d := DefaultLimits()
+	return []limitField{
+		field("max_body_bytes", &l.MaxBodyBytes, d.MaxBodyBytes),
+		field("max_batch_items", &l.MaxBatchItems, d.MaxBatchItems),
+		field("batch_concurrency", &l.BatchConcurrency, d.BatchConcurrency),
+		field("max_ws_message_bytes", &l.MaxWSMessageBytes, d.MaxWSMessageBytes),
+		field("max_connections", &l.MaxConnections, d.MaxConnections),
+		field("max_http_in_flight", &l.MaxHTTPInFlight, d.MaxHTTPInFlight),
+		field("http_read_timeout", &l.HTTPReadTimeout, d.HTTPReadTimeout),
+		field("http_write_timeout", &l.HTTPWriteTimeout, d.HTTPWriteTimeout),
+		field("ws_in_flight", &l.WSInFlight, d.WSInFlight),
+		field("ws_ping_interval", &l.WSPingInterval, d.WSPingInterval),
+		field("ws_write_timeout", &l.WSWriteTimeout, d.WSWriteTimeout),
+	}
+}
+
+// Validate reports every limit that is not usable, each as
+// "NAME: must be positive" with NAME its config name.
+func (l Limits) Validate() error {
+	var errs []error
+	for _, f := range l.fields() {
+		if f.nonPositive() {
+			errs = append(errs, errors.New(f.name+": must be positive"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WithZeroDefaults fills the zero (unset) fields with their defaults and
+// leaves the rest, so that a negative one is still there to be reported.
+func (l Limits) WithZeroDefaults() Limits {
+	for _, f := range l.fields() {
+		if f.unset() {
+			f.setDefault()
+		}
+	}
+	return l
 }
 
 // withDefaults fills zero (or negative) fields with their defaults, so a
 // partly filled Limits, or none at all, still bounds everything.
 func (l Limits) withDefaults() Limits {
-	d := DefaultLimits()
-	positiveOr(&l.MaxBodyBytes, d.MaxBodyBytes)
-	positiveOr(&l.MaxBatchItems, d.MaxBatchItems)
-	positiveOr(&l.BatchConcurrency, d.BatchConcurrency)
-	positiveOr(&l.MaxWSMessageBytes, d.MaxWSMessageBytes)
-	positiveOr(&l.MaxConnections, d.MaxConnections)
-	positiveOr(&l.MaxHTTPInFlight, d.MaxHTTPInFlight)
-	positiveOr(&l.HTTPReadTimeout, d.HTTPReadTimeout)
-	positiveOr(&l.HTTPWriteTimeout, d.HTTPWriteTimeout)
-	positiveOr(&l.WSInFlight, d.WSInFlight)
-	positiveOr(&l.WSPingInterval, d.WSPingInterval)
-	positiveOr(&l.WSWriteTimeout, d.WSWriteTimeout)
-	return l
-}
-
-func positiveOr[T int | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
+	for _, f := range l.fields() {
+		if f.nonPositive() {
+			f.setDefault()
+		}
 	}
+	return l
 }

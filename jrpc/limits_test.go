@@ -12,17 +12,17 @@ func TestLimitsValidate(t *testing.T) {
 		want string
 	}{
 		{name: "defaults", give: func(*Limits) {}, want: ""},
-		{name: "body", give: func(l *Limits) { l.MaxBodyBytes = 0 }, want: "max_body_bytes must be > 0"},
-		{name: "batch", give: func(l *Limits) { l.MaxBatchItems = -1 }, want: "max_batch_items must be > 0"},
-		{name: "batch concurrency", give: func(l *Limits) { l.BatchConcurrency = 0 }, want: "batch_concurrency must be > 0"},
-		{name: "ws message", give: func(l *Limits) { l.MaxWSMessageBytes = 0 }, want: "max_ws_message_bytes must be > 0"},
-		{name: "connections", give: func(l *Limits) { l.MaxConnections = 0 }, want: "max_connections must be > 0"},
-		{name: "http in flight", give: func(l *Limits) { l.MaxHTTPInFlight = 0 }, want: "max_http_in_flight must be > 0"},
-		{name: "http read timeout", give: func(l *Limits) { l.HTTPReadTimeout = -time.Second }, want: "http_read_timeout must be > 0"},
-		{name: "http write timeout", give: func(l *Limits) { l.HTTPWriteTimeout = 0 }, want: "http_write_timeout must be > 0"},
-		{name: "in flight", give: func(l *Limits) { l.WSInFlight = 0 }, want: "ws_in_flight must be > 0"},
-		{name: "ping", give: func(l *Limits) { l.WSPingInterval = 0 }, want: "ws_ping_interval must be > 0"},
-		{name: "write timeout", give: func(l *Limits) { l.WSWriteTimeout = -time.Second }, want: "ws_write_timeout must be > 0"},
+		{name: "body", give: func(l *Limits) { l.MaxBodyBytes = 0 }, want: "max_body_bytes: must be positive"},
+		{name: "batch", give: func(l *Limits) { l.MaxBatchItems = -1 }, want: "max_batch_items: must be positive"},
+		{name: "batch concurrency", give: func(l *Limits) { l.BatchConcurrency = 0 }, want: "batch_concurrency: must be positive"},
+		{name: "ws message", give: func(l *Limits) { l.MaxWSMessageBytes = 0 }, want: "max_ws_message_bytes: must be positive"},
+		{name: "connections", give: func(l *Limits) { l.MaxConnections = 0 }, want: "max_connections: must be positive"},
+		{name: "http in flight", give: func(l *Limits) { l.MaxHTTPInFlight = 0 }, want: "max_http_in_flight: must be positive"},
+		{name: "http read timeout", give: func(l *Limits) { l.HTTPReadTimeout = -time.Second }, want: "http_read_timeout: must be positive"},
+		{name: "http write timeout", give: func(l *Limits) { l.HTTPWriteTimeout = 0 }, want: "http_write_timeout: must be positive"},
+		{name: "in flight", give: func(l *Limits) { l.WSInFlight = 0 }, want: "ws_in_flight: must be positive"},
+		{name: "ping", give: func(l *Limits) { l.WSPingInterval = 0 }, want: "ws_ping_interval: must be positive"},
+		{name: "write timeout", give: func(l *Limits) { l.WSWriteTimeout = -time.Second }, want: "ws_write_timeout: must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,5 +50,14 @@ func TestLimitsWithDefaults(t *testing.T) {
 	}
 	if err := got.Validate(); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
+	}
+	// Config fills only what is unset, so a negative value is still there
+	// to be reported, with every other bad one.
+	cfg := Limits{MaxConnections: -1, WSPingInterval: -time.Second}.WithZeroDefaults()
+	if cfg.MaxBodyBytes != DefaultMaxBodyBytes || cfg.MaxConnections != -1 {
+		t.Errorf("WithZeroDefaults = %+v: unset fields default, negative ones stay", cfg)
+	}
+	if err := cfg.Validate(); err == nil || err.Error() != "max_connections: must be positive\nws_ping_interval: must be positive" {
+		t.Errorf("Validate() = %v, want both bad limits", err)
 	}
 }
