@@ -194,21 +194,8 @@ func (w *headWatcher) session(ctx context.Context, outage *bool) (subscribed tim
 
 // ping detects a connection that died silently; closing it ends the read.
 func (w *headWatcher) ping(ctx context.Context, ws *websocket.Conn) {
-	tick := time.NewTicker(w.pingInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			pctx, cancel := context.WithTimeout(ctx, w.pingTimeout)
-			err := ws.Ping(pctx)
-			cancel()
-			if err != nil {
-				ws.CloseNow()
-				return
-			}
-		}
+	if pingUntil(ctx, ws, w.pingInterval, w.pingTimeout) != nil {
+		ws.CloseNow()
 	}
 }
 

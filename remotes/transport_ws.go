@@ -391,20 +391,28 @@ func (c *wsConn) writeLoop() {
 
 func (c *wsConn) pingLoop() {
 	defer c.t.wg.Done()
-	tick := time.NewTicker(wsPingInterval)
+	if err := pingUntil(c.ctx, c.ws, wsPingInterval, wsPingTimeout); err != nil && c.ctx.Err() == nil {
+		c.fail(transportFailure(c.t.name, c.t.red, "ping", err))
+	}
+}
+
+// pingUntil pings ws every interval until ctx ends (nil) or a pong does not
+// come back within timeout (the error): it finds a connection that died
+// without a FIN.
+func pingUntil(ctx context.Context, ws *websocket.Conn, interval, timeout time.Duration) error {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
-		case <-c.ctx.Done():
-			return
+		case <-ctx.Done():
+			return nil
 		case <-tick.C:
-			ctx, cancel := context.WithTimeout(c.ctx, wsPingTimeout)
-			err := c.ws.Ping(ctx)
-			cancel()
-			if err != nil && c.ctx.Err() == nil {
-				c.fail(transportFailure(c.t.name, c.t.red, "ping", err))
-				return
-			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err := ws.Ping(pctx)
+		cancel()
+		if err != nil {
+			return err
 		}
 	}
 }
