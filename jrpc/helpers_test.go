@@ -1,7 +1,6 @@
 package jrpc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -180,13 +179,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// compactJSON normalizes whitespace for comparisons of documents written by
-// hand.
-func compactJSON(t *testing.T, s string) string {
-	t.Helper()
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err != nil {
-		t.Fatalf("compact %q: %v", s, err)
-	}
-	return b.String()
-}

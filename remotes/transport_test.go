@@ -529,18 +529,6 @@ func tpNewWS(t *testing.T, url string, limit int64) *wsTransport {
 	return tr.(*wsTransport)
 }
 
-// waitFor polls cond until it holds or a deadline passes.
-func tpWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestWSTransportCall(t *testing.T) {
 	tpNoLeaks(t)
 	srv := tpNewWSServer(t, 2048)
