@@ -94,8 +94,8 @@ func subscriptionName(params []byte) (string, *jrpc.Error) {
 		return "", invalidParams("non-array args")
 	}
 	var name string
-	i := jsonscan.SkipSpace(p, 1)
-	if i >= len(p) || p[i] == ']' || json.Unmarshal(p[i:valueEnd(p, i)], &name) != nil {
+	first, ok := (&jsonscan.Array{Data: p, I: 1}).Next()
+	if !ok || json.Unmarshal(first, &name) != nil {
 		return "", invalidParams("expected subscription name as first argument")
 	}
 	return name, nil

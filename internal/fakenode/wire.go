@@ -112,79 +112,20 @@ func unquote(v []byte) string {
 
 func isNull(v []byte) bool { return string(bytes.TrimSpace(v)) == "null" }
 
-// valueEnd returns the index just past the JSON value that starts at b[i].
-// b must be valid JSON: it was checked when the message was read.
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	default:
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return i
-			}
-		}
-		return len(b)
-	}
-}
-
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
 // forEachElement calls fn with each element of a valid JSON array.
 func forEachElement(arr []byte, fn func(elem []byte)) {
-	i := jsonscan.SkipSpace(arr, 1) // past '['
-	for i < len(arr) && arr[i] != ']' {
-		end := valueEnd(arr, i)
-		fn(arr[i:end])
-		i = jsonscan.SkipSpace(arr, end)
-		if i < len(arr) && arr[i] == ',' {
-			i = jsonscan.SkipSpace(arr, i+1)
-		}
+	it := jsonscan.Array{Data: arr, I: 1} // past '['
+	for v, ok := it.Next(); ok; v, ok = it.Next() {
+		fn(v)
 	}
 }
 
 // forEachField calls fn with the raw key (without quotes) and value of each
 // member of a valid JSON object.
 func forEachField(obj []byte, fn func(key, value []byte)) {
-	i := jsonscan.SkipSpace(obj, 1) // past '{'
-	for i < len(obj) && obj[i] == '"' {
-		kend := stringEnd(obj, i)
-		key := obj[i+1 : kend-1]
-		i = jsonscan.SkipSpace(obj, kend)
-		i = jsonscan.SkipSpace(obj, i+1) // past ':'
-		vend := valueEnd(obj, i)
-		fn(key, obj[i:vend])
-		i = jsonscan.SkipSpace(obj, vend)
-		if i < len(obj) && obj[i] == ',' {
-			i = jsonscan.SkipSpace(obj, i+1)
-		}
+	it := jsonscan.Object{Data: obj, I: 1} // past '{'
+	for k, v, ok := it.Next(); ok; k, v, ok = it.Next() {
+		fn(k, v)
 	}
 }
 
@@ -198,16 +139,16 @@ func splitArgs(params []byte, dst [][]byte, max, required int) ([][]byte, *jrpc.
 	switch {
 	case len(p) == 0 || string(p) == "null":
 	case p[0] == '[':
-		for i := jsonscan.SkipSpace(p, 1); i < len(p) && p[i] != ']'; {
-			end := valueEnd(p, i)
+		var tooMany bool
+		forEachElement(p, func(elem []byte) {
 			if len(args) >= max {
-				return nil, invalidParams("too many arguments, want at most " + strconv.Itoa(max))
+				tooMany = true
+				return
 			}
-			args = append(args, p[i:end])
-			i = jsonscan.SkipSpace(p, end)
-			if i < len(p) && p[i] == ',' {
-				i = jsonscan.SkipSpace(p, i+1)
-			}
+			args = append(args, elem)
+		})
+		if tooMany {
+			return nil, invalidParams("too many arguments, want at most " + strconv.Itoa(max))
 		}
 	default:
 		return nil, invalidParams("non-array args")
