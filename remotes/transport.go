@@ -31,8 +31,6 @@ const (
 	// maxPooledBuf keeps request buffers that once held a huge params
 	// (a blob transaction, say) from staying in the pool forever.
 	maxPooledBuf = 64 << 10
-	// maxJSONDepth bounds nesting in replies, as encoding/json does.
-	maxJSONDepth = 10000
 	// statusBodyMax is how much of a non-JSON-RPC error body HTTPStatusError keeps.
 	statusBodyMax = 256
 )
@@ -263,7 +261,7 @@ func parseEnvelope(b []byte) (envelope, error) {
 			if i >= len(b) || b[i] != '"' {
 				return e, errors.New("invalid JSON")
 			}
-			keyEnd, err := scanString(b, i)
+			keyEnd, err := jsonscan.ValidString(b, i)
 			if err != nil {
 				return e, err
 			}
@@ -281,7 +279,7 @@ func parseEnvelope(b []byte) (envelope, error) {
 			}
 			i = jsonscan.SkipSpace(b, i+1)
 			start := i
-			if i, err = skipValue(b, i, 1); err != nil {
+			if i, err = jsonscan.ValidValue(b, i, 1); err != nil {
 				return e, err
 			}
 			val := b[start:i]
@@ -366,173 +364,4 @@ func (e *envelope) outcome(name string, red redactor, status int) (json.RawMessa
 	default:
 		return nil, badReply(name, "reply has neither result nor error")
 	}
-}
-
-var errInvalidJSON = errors.New("invalid JSON")
-
-// skipValue returns the index just past the JSON value starting at b[i],
-// checking its syntax on the way: one pass, no allocation.
-func skipValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
-		return i, errInvalidJSON
-	}
-	switch c := b[i]; {
-	case c == '"':
-		return scanString(b, i)
-	case c == '{' || c == '[':
-		if depth > maxJSONDepth {
-			return i, errors.New("JSON nested too deep")
-		}
-		return skipContainer(b, i, depth)
-	case c == 't':
-		return skipLiteral(b, i, "true")
-	case c == 'f':
-		return skipLiteral(b, i, "false")
-	case c == 'n':
-		return skipLiteral(b, i, "null")
-	case c == '-' || (c >= '0' && c <= '9'):
-		return skipNumber(b, i)
-	default:
-		return i, errInvalidJSON
-	}
-}
-
-func skipContainer(b []byte, i, depth int) (int, error) {
-	isObject := b[i] == '{'
-	closer := byte(']')
-	if isObject {
-		closer = '}'
-	}
-	i = jsonscan.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == closer {
-		return i + 1, nil
-	}
-	for {
-		var err error
-		if isObject {
-			if i >= len(b) || b[i] != '"' {
-				return i, errInvalidJSON
-			}
-			if i, err = scanString(b, i); err != nil {
-				return i, err
-			}
-			i = jsonscan.SkipSpace(b, i)
-			if i >= len(b) || b[i] != ':' {
-				return i, errInvalidJSON
-			}
-			i = jsonscan.SkipSpace(b, i+1)
-		}
-		if i, err = skipValue(b, i, depth+1); err != nil {
-			return i, err
-		}
-		i = jsonscan.SkipSpace(b, i)
-		if i >= len(b) {
-			return i, errInvalidJSON
-		}
-		switch b[i] {
-		case closer:
-			return i + 1, nil
-		case ',':
-			i = jsonscan.SkipSpace(b, i+1)
-		default:
-			return i, errInvalidJSON
-		}
-	}
-}
-
-// stringStop marks the bytes a string scan must look at: the closing quote,
-// an escape, and raw control characters (not JSON, never forwarded).
-var stringStop = func() (t [256]bool) {
-	for c := range 0x20 {
-		t[c] = true
-	}
-	t['"'], t['\\'] = true, true
-	return t
-}()
-
-// scanString returns the index just past the string starting at b[i] == '"'.
-// One forward pass, so hostile escapes cost linear time.
-func scanString(b []byte, i int) (int, error) {
-	i++
-	for i < len(b) {
-		if !stringStop[b[i]] {
-			i++
-			continue
-		}
-		switch b[i] {
-		case '"':
-			return i + 1, nil
-		case '\\':
-		default:
-			return i, errInvalidJSON
-		}
-		p := i + 1 // the escaped byte
-		if p >= len(b) {
-			return len(b), errInvalidJSON
-		}
-		switch b[p] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i = p + 1
-		case 'u':
-			if p+5 > len(b) {
-				return len(b), errInvalidJSON
-			}
-			for _, h := range b[p+1 : p+5] {
-				if !isHex(h) {
-					return p, errInvalidJSON
-				}
-			}
-			i = p + 5
-		default:
-			return p, errInvalidJSON
-		}
-	}
-	return len(b), errors.New("unterminated JSON string")
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-func skipLiteral(b []byte, i int, lit string) (int, error) {
-	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return i, errInvalidJSON
-	}
-	return i + len(lit), nil
-}
-
-func skipNumber(b []byte, i int) (int, error) {
-	if b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case digits() == 0:
-		return i, errInvalidJSON
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			return i, errInvalidJSON
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return i, errInvalidJSON
-		}
-	}
-	return i, nil
 }

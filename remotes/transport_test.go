@@ -21,6 +21,8 @@ import (
 
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
+
+	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // The secret parts of every test URL. No error or log may contain them.
@@ -412,7 +414,7 @@ func TestNewTransportURL(t *testing.T) {
 }
 
 func TestParseEnvelopeDepth(t *testing.T) {
-	deep := `{"id":1,"result":` + strings.Repeat("[", maxJSONDepth+2) + strings.Repeat("]", maxJSONDepth+2) + `}`
+	deep := `{"id":1,"result":` + strings.Repeat("[", jsonscan.MaxDepth+2) + strings.Repeat("]", jsonscan.MaxDepth+2) + `}`
 	if _, err := parseEnvelope([]byte(deep)); err == nil {
 		t.Error("no error for JSON nested past the limit")
 	}

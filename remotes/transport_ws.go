@@ -438,7 +438,7 @@ func scanID(b []byte) []byte {
 	}
 	i = jsonscan.SkipSpace(b, i+1)
 	for i < len(b) && b[i] == '"' {
-		keyEnd, err := scanString(b, i)
+		keyEnd, err := jsonscan.ValidString(b, i)
 		if err != nil {
 			return nil
 		}
@@ -449,7 +449,7 @@ func scanID(b []byte) []byte {
 		}
 		i = jsonscan.SkipSpace(b, i+1)
 		start := i
-		if i, err = skipValue(b, i, 1); err != nil {
+		if i, err = jsonscan.ValidValue(b, i, 1); err != nil {
 			return nil
 		}
 		if key == "id" {

@@ -1,7 +1,8 @@
-// Package jsonscan finds the bounds of JSON values in input that
-// json.Valid has already accepted, without building a tree or allocating.
-// On anything else it returns garbage but stays in bounds, so it is safe on
-// hostile input; callers that need validity check it first.
+// Package jsonscan finds the bounds of JSON values without building a tree
+// or allocating. The scanners in this file trust input that json.Valid has
+// already accepted (on anything else they return garbage but stay in
+// bounds, so they are safe on hostile input); those in valid.go check what
+// they scan, for input nothing has checked yet.
 package jsonscan
 
 import "bytes"

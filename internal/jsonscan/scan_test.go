@@ -99,3 +99,18 @@ func FuzzArray(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidValue holds the checking scanner to encoding/json's verdict.
+func FuzzValidValue(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5e3,true,null,"\u00e9\n"]}`, `[`, `"\x01"`, `01`, `{"a" 1}`, `-`, `1.`, `[1,]`, `"\uzzzz"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		i := SkipSpace(data, 0)
+		end, err := ValidValue(data, i, 0)
+		ok := err == nil && SkipSpace(data, end) == len(data)
+		if ok != json.Valid(data) {
+			t.Fatalf("%q: scanner says valid=%v, encoding/json %v (%v)", data, ok, json.Valid(data), err)
+		}
+	})
+}
