@@ -42,7 +42,7 @@ func appendError(buf, id []byte, e *Error) []byte {
 	buf = append(buf, `,"error":{"code":`...)
 	buf = strconv.AppendInt(buf, int64(e.Code), 10)
 	buf = append(buf, `,"message":`...)
-	buf = appendString(buf, e.Message)
+	buf = AppendString(buf, e.Message)
 	// Data is raw; a handler that built it badly must not break the whole
 	// answer, so invalid data is dropped. This runs only on errors.
 	if len(e.Data) > 0 && json.Valid(e.Data) {
@@ -56,7 +56,7 @@ func appendError(buf, id []byte, e *Error) []byte {
 // {"jsonrpc":"2.0","method":<method>,"params":<params>}.
 func appendNotification(buf []byte, method string, params []byte) []byte {
 	buf = append(buf, `{"jsonrpc":"2.0","method":`...)
-	buf = appendString(buf, method)
+	buf = AppendString(buf, method)
 	if len(params) > 0 {
 		buf = append(buf, `,"params":`...)
 		buf = append(buf, params...)
@@ -74,10 +74,10 @@ func appendHead(buf, id []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD and
+// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD and
 // U+2028/U+2029 are escaped, as encoding/json does, so the output is valid
 // JSON and safe in a script.
-func appendString(buf []byte, s string) []byte {
+func AppendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -21,9 +21,9 @@ func TestAppendString(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			got := appendString(nil, tt.give)
+			got := AppendString(nil, tt.give)
 			if string(got) != tt.want {
-				t.Errorf("appendString(%q) = %s, want %s", tt.give, got, tt.want)
+				t.Errorf("AppendString(%q) = %s, want %s", tt.give, got, tt.want)
 			}
 			var back string
 			if err := json.Unmarshal(got, &back); err != nil {
@@ -38,17 +38,17 @@ func FuzzAppendString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := appendString(nil, s)
+		got := AppendString(nil, s)
 		var back string
 		if err := json.Unmarshal(got, &back); err != nil {
-			t.Fatalf("appendString(%q) = %s: %v", s, got, err)
+			t.Fatalf("AppendString(%q) = %s: %v", s, got, err)
 		}
 		// Same value encoding/json gives (it also maps bad UTF-8 to U+FFFD).
 		want, _ := json.Marshal(s)
 		var wantBack string
 		_ = json.Unmarshal(want, &wantBack)
 		if back != wantBack {
-			t.Fatalf("appendString(%q) decodes to %q, encoding/json to %q", s, back, wantBack)
+			t.Fatalf("AppendString(%q) decodes to %q, encoding/json to %q", s, back, wantBack)
 		}
 	})
 }

@@ -213,7 +213,7 @@ func appendRequest(b []byte, id uint64, method string, params json.RawMessage) [
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendUint(b, id, 10)
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, method)
+	b = jrpc.AppendString(b, method)
 	b = append(b, `,"params":`...)
 	if len(bytes.TrimSpace(params)) == 0 {
 		b = append(b, "[]"...)
@@ -221,18 +221,6 @@ func appendRequest(b []byte, id uint64, method string, params json.RawMessage) [
 		b = append(b, params...)
 	}
 	return append(b, '}')
-}
-
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // envelope is a decoded JSON-RPC message: spans of the raw bytes, nothing
