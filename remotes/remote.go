@@ -232,20 +232,14 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 	if probe {
 		r.m.breaker.Set(float64(breakerHalfOpen))
 	}
-	release := func() {
-		if probe {
-			r.brk.release()
-			r.m.breaker.Set(float64(breakerOpen))
-		}
-	}
 	if r.lim != nil && !haveToken && !r.lim.AllowN(now, 1) {
 		r.m.throttled.Inc()
-		release()
+		r.releaseProbe(probe)
 		return nil, fmt.Errorf("remote %s: %w", r.cfg.Name, errOwnRateLimit)
 	}
 	if n := r.inFlight.Add(1); r.cfg.MaxInFlight > 0 && n > int64(r.cfg.MaxInFlight) {
 		r.inFlight.Add(-1)
-		release()
+		r.releaseProbe(probe)
 		return nil, fmt.Errorf("remote %s: max in-flight: %w", r.cfg.Name, errLocalLimit)
 	}
 	r.m.inFlight.Inc()
@@ -268,10 +262,10 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		r.m.failed(Verdict{Class: ClassCaller, Reason: ReasonCanceled}, 0, 0)
 		r.m.latency.Observe(took.Seconds())
 		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
-		release()
+		r.releaseProbe(probe)
 		return nil, err
 	}
-	r.observe(method, took, err, release)
+	r.observe(method, took, err, probe)
 	return res, err
 }
 
@@ -303,9 +297,18 @@ func (r *Remote) waitForToken(ctx context.Context, max time.Duration) bool {
 	}
 }
 
+// releaseProbe gives back the breaker's probe when this call carried it and
+// did not finish (a local limit stopped it, or its caller left).
+func (r *Remote) releaseProbe(probe bool) {
+	if probe {
+		r.brk.release()
+		r.m.breaker.Set(float64(breakerOpen))
+	}
+}
+
 // observe feeds one outcome into latency, error rate, breaker, throttle
 // backoff and metrics.
-func (r *Remote) observe(method string, took time.Duration, err error, release func()) {
+func (r *Remote) observe(method string, took time.Duration, err error, probe bool) {
 	r.m.latency.Observe(took.Seconds()) // every outcome: timeouts belong in the tail
 	if err == nil {
 		r.m.ok.Inc()
@@ -330,7 +333,7 @@ func (r *Remote) observe(method string, took time.Duration, err error, release f
 	if !v.Fault {
 		// Caller errors and missing data still prove the remote is alive.
 		if v.Reason == ReasonCanceled {
-			release()
+			r.releaseProbe(probe)
 		} else if r.brk.success() {
 			r.m.breaker.Set(float64(breakerClosed))
 		}
