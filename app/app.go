@@ -22,14 +22,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/router"
+	"github.com/venn-gateway/venn/stalker"
 )
 
 // HTTP server timeouts. Only headers and idle keep-alives are bounded by
@@ -126,18 +129,56 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// chain is one configured chain's pool and router.
+// chain is one configured chain's pool, head feed and router.
 type chain struct {
 	name   string
 	pool   *remotes.Pool
+	head   *headFeed
 	router *router.Router
 }
 
-// chains are in config order.
-type chains []chain
+// headFeed is a chain's head window on this replica: the follower that
+// keeps it, and the campaign whose leader runs the stalker.
+type headFeed struct {
+	window   *headstore.Window
+	follower *headstore.Follower
+	elector  stalker.Elector
+	stalker  *stalker.Stalker
+}
 
-func newChains(lc fx.Lifecycle, cfg *Config, log *slog.Logger, m *remotes.Metrics) (chains, error) {
-	out := make(chains, 0, len(cfg.Chains))
+// chains are in config order. Their background work (followers and
+// campaigns) runs under one context that stop cancels and waits for.
+type chains struct {
+	list   []chain
+	rdb    *redis.Client // nil without redis.url
+	log    *slog.Logger
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type chainsParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Config    *Config
+	Log       *slog.Logger
+	Registry  *prometheus.Registry
+	Remotes   *remotes.Metrics
+}
+
+func newChains(p chainsParams) (*chains, error) {
+	cfg, log := p.Config, p.Log
+	out := &chains{list: make([]chain, 0, len(cfg.Chains)), log: log}
+	if cfg.Redis.URL != "" {
+		opts, err := redis.ParseURL(cfg.Redis.URL)
+		if err != nil {
+			return nil, errors.New("redis.url: invalid")
+		}
+		out.rdb = redis.NewClient(opts)
+	}
+	hm := headstore.NewMetrics(p.Registry)
+	sm := stalker.NewMetrics(p.Registry)
+	em := stalker.NewElectionMetrics(p.Registry)
+	rm := router.NewMetrics(p.Registry)
 	for _, cc := range cfg.Chains {
 		rs := make([]remotes.Config, 0, len(cc.Remotes))
 		for _, r := range cc.Remotes {
@@ -147,38 +188,91 @@ func newChains(lc fx.Lifecycle, cfg *Config, log *slog.Logger, m *remotes.Metric
 			}
 			rs = append(rs, rc)
 		}
-		pool, err := remotes.NewPool(cc.PoolConfig(), rs, log, m)
+		pool, err := remotes.NewPool(cc.PoolConfig(), rs, log, p.Remotes)
 		if err != nil {
 			return nil, fmt.Errorf("chain %s: %w", cc.Name, err)
 		}
-		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID}, pool)
-		out = append(out, chain{name: cc.Name, pool: pool, router: rt})
+		h := out.newHeadFeed(cfg, cc, pool, hm, sm, em)
+		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID}, h.window, pool, rm)
+		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
 	}
-	lc.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
+	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
 	return out, nil
 }
 
+// newHeadFeed builds a chain's head feed: on the cluster's Redis when
+// there is one, in memory (this process leads) when not.
+func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, pool *remotes.Pool,
+	hm *headstore.Metrics, sm *stalker.Metrics, em *stalker.ElectionMetrics) *headFeed {
+	ec := stalker.ElectionConfig{Chain: cc.Name, ReplicaID: cfg.Redis.ReplicaID,
+		TTL: cfg.Redis.LeaseTTL, Logger: cs.log, Metrics: em}
+	var (
+		store   headstore.Store
+		elector stalker.Elector
+	)
+	if cs.rdb != nil {
+		store = headstore.NewRedis(cs.rdb, cc.Name, cc.Head.Window)
+		elector = stalker.NewRedisElector(cs.rdb, ec)
+	} else {
+		store = headstore.NewMemory(cc.Head.Window)
+		elector = stalker.NewMemoryElector(ec)
+	}
+	w := headstore.NewWindow(cc.Head.Window)
+	return &headFeed{
+		window:   w,
+		follower: headstore.NewFollower(cc.Name, store, w, cs.log, hm),
+		elector:  elector,
+		stalker: stalker.New(stalker.Config{Chain: cc.Name, BlockTime: cc.BlockTime,
+			Backfill: cc.Head.Backfill, FinalityInterval: cc.Head.FinalityInterval,
+			Window: cc.Head.Window}, pool, store, cs.log, sm),
+	}
+}
+
 // start starts every pool at once: each may wait a few seconds for a first
-// ready remote, and that must not add up across chains.
-func (cs chains) start(ctx context.Context) error {
+// ready remote, and that must not add up across chains. Then each chain's
+// follower and campaign start.
+func (cs *chains) start(ctx context.Context) error {
 	var g errgroup.Group
-	for _, c := range cs {
+	for _, c := range cs.list {
 		g.Go(func() error { return c.pool.Start(ctx) })
 	}
 	if err := g.Wait(); err != nil {
 		// fx stops only hooks that started: undo the pools that did.
 		return errors.Join(err, cs.stop(ctx))
 	}
+	bg, cancel := context.WithCancel(context.Background())
+	cs.cancel = cancel
+	for _, c := range cs.list {
+		cs.wg.Go(func() { c.head.follower.Run(bg) })
+		cs.wg.Go(func() { c.head.elector.Run(bg, c.head.stalker.Lead) })
+	}
 	return nil
 }
 
-func (cs chains) stop(ctx context.Context) error {
-	errs := make([]error, len(cs))
+// stop ends the campaigns (a leader releases its lease, so another replica
+// takes over at once) and the followers, then the pools they call.
+func (cs *chains) stop(ctx context.Context) error {
+	var errs []error
+	if cs.cancel != nil {
+		cs.cancel()
+		done := make(chan struct{})
+		go func() { cs.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("head feeds: stop: %w", ctx.Err()))
+		}
+	}
+	perPool := make([]error, len(cs.list))
 	var wg sync.WaitGroup
-	for i, c := range cs {
-		wg.Go(func() { errs[i] = c.pool.Stop(ctx) })
+	for i, c := range cs.list {
+		wg.Go(func() { perPool[i] = c.pool.Stop(ctx) })
 	}
 	wg.Wait()
+	errs = append(errs, perPool...)
+	if cs.rdb != nil {
+		errs = append(errs, cs.rdb.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -192,8 +286,8 @@ func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry) jrpc
 }
 
 // handleChains serves each chain at /NAME.
-func handleChains(srv *jrpc.Server, cs chains) {
-	for _, c := range cs {
+func handleChains(srv *jrpc.Server, cs *chains) {
+	for _, c := range cs.list {
 		srv.Handle(c.name, c.router)
 	}
 }
@@ -212,7 +306,7 @@ type serversParams struct {
 	Log        *slog.Logger
 	Registry   *prometheus.Registry
 	RPC        *jrpc.Server
-	Chains     chains
+	Chains     *chains
 }
 
 // newServers registers the listeners' hooks. The metrics server is
@@ -333,7 +427,7 @@ func metricsRouter(reg *prometheus.Registry, h *healthHandler) http.Handler {
 // healthHandler answers /readyz: ready when every chain has a remote in
 // rotation and the process is not draining.
 type healthHandler struct {
-	chains   chains
+	chains   *chains
 	draining *atomic.Bool
 }
 
@@ -354,7 +448,7 @@ type chainReadiness struct {
 
 func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
-	for _, c := range h.chains {
+	for _, c := range h.chains.list {
 		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), Remotes: c.pool.Remotes()}
 		body.Ready = body.Ready && cr.Ready
 		body.Chains = append(body.Chains, cr)

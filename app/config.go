@@ -16,10 +16,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/stalker"
 )
 
 // defaultYAML is the configuration used when no file is given: Ethereum
@@ -49,7 +52,34 @@ type Config struct {
 	Limits          jrpc.Limits   `yaml:"limits"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	ShutdownDelay   time.Duration `yaml:"shutdown_delay"` // /readyz 503, calls served, then drain
-	Chains          []ChainConfig `yaml:"chains"`
+	// Redis joins this process to a cluster: the replicas sharing one Redis
+	// elect a leader per chain and share its head feed. Without it, the
+	// process leads every chain and keeps the head window in memory.
+	Redis  RedisConfig   `yaml:"redis"`
+	Chains []ChainConfig `yaml:"chains"`
+}
+
+// RedisConfig is the cluster's shared Redis. URL may carry a password: no
+// message prints it.
+type RedisConfig struct {
+	URL string `yaml:"url"` // redis://host:6379/0; "" runs alone
+	// LeaseTTL is a chain leader's lease: a dead leader is replaced within
+	// about this long.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
+	// ReplicaID names this replica in leases and logs (default: host name
+	// and process id).
+	ReplicaID string `yaml:"replica_id"`
+}
+
+// HeadConfig is a chain's head feed.
+type HeadConfig struct {
+	// Window is how many blocks below and including the head every replica
+	// keeps and serves from memory.
+	Window int `yaml:"window"`
+	// Backfill bounds how many blocks a new leader fetches to fill a gap.
+	Backfill int `yaml:"backfill"`
+	// FinalityInterval is how often the leader reads safe and finalized.
+	FinalityInterval time.Duration `yaml:"finality_interval"`
 }
 
 // LogConfig selects the slog handler.
@@ -70,6 +100,7 @@ type ChainConfig struct {
 	GetLogsMaxParts    int            `yaml:"getlogs_max_parts"`
 	BroadcastFanout    int            `yaml:"broadcast_fanout"`
 	Breaker            BreakerConfig  `yaml:"breaker"`
+	Head               HeadConfig     `yaml:"head"`
 	Remotes            []RemoteConfig `yaml:"remotes"`
 }
 
@@ -450,6 +481,13 @@ func (c *Config) applyDefaults() {
 	}
 
 	c.Limits = c.Limits.WithZeroDefaults()
+	if c.Redis.URL != "" {
+		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
+		if c.Redis.ReplicaID == "" {
+			host, _ := os.Hostname()
+			c.Redis.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		}
+	}
 
 	for i := range c.Chains {
 		ch := &c.Chains[i]
@@ -462,6 +500,9 @@ func (c *Config) applyDefaults() {
 		setDefault(&ch.BroadcastFanout, remotes.DefaultBroadcastFanout)
 		setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
 		setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
+		setDefault(&ch.Head.Window, headstore.DefaultWindow)
+		setDefault(&ch.Head.Backfill, ch.Head.Window)
+		setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
 		for j := range ch.Remotes {
 			r := &ch.Remotes[j]
 			setDefault(&r.Tier, remotes.TierPrimary.String())
@@ -534,6 +575,15 @@ func (c *Config) Validate() error {
 		p.add("shutdown_delay", "must not be negative")
 	}
 	validateLimits(&p, c.Limits)
+	if c.Redis.URL != "" {
+		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
+			// go-redis's message can quote the URL, password included.
+			p.add("redis.url", "must be redis://[:password@]host:port[/db] or rediss://...")
+		}
+		if c.Redis.LeaseTTL < 300*time.Millisecond {
+			p.add("redis.lease_ttl", "must be at least 300ms")
+		}
+	}
 
 	if len(c.Chains) == 0 {
 		p.add("chains", "at least one chain is required")
@@ -584,6 +634,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 		{"block_time", c.BlockTime},
 		{"call_deadline", c.CallDeadline},
 		{"breaker.cooldown", c.Breaker.Cooldown},
+		{"head.finality_interval", c.Head.FinalityInterval},
 	} {
 		if d.v < 0 {
 			p.add(path+"."+d.name, "must be positive")
@@ -598,6 +649,8 @@ func (c *ChainConfig) validate(p *problems, path string) {
 		{"getlogs_max_parts", c.GetLogsMaxParts},
 		{"broadcast_fanout", c.BroadcastFanout},
 		{"breaker.failures", c.Breaker.Failures},
+		{"head.window", c.Head.Window},
+		{"head.backfill", c.Head.Backfill},
 	} {
 		if n.v < 0 {
 			p.add(path+"."+n.name, "must be positive")

@@ -53,7 +53,7 @@ func BenchmarkHop(b *testing.B) {
 	}
 	defer func() { _ = pool.Stop(context.Background()) }()
 	srv := jrpc.NewServer(jrpc.Options{Registerer: reg, MethodLabel: evm.MethodLabel})
-	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1}, pool))
+	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1}, nil, pool, nil))
 	venn := httptest.NewServer(srv.Handler())
 	defer venn.Close()
 

@@ -120,3 +120,28 @@ func Param(params json.RawMessage, i int) json.RawMessage {
 		}
 	}
 }
+
+// WithParam returns params with its i-th positional element replaced by
+// val, every other byte kept as sent; ok is false when params has no i-th
+// element.
+func WithParam(params json.RawMessage, i int, val string) (json.RawMessage, bool) {
+	j := jsonscan.SkipSpace(params, 0)
+	if j >= len(params) || params[j] != '[' {
+		return nil, false
+	}
+	elems := jsonscan.Array{Data: params, I: j + 1}
+	for n := 0; ; n++ {
+		v, ok := elems.Next()
+		if !ok {
+			return nil, false
+		}
+		if n == i {
+			end := elems.I
+			start := end - len(v)
+			out := make([]byte, 0, len(params)-len(v)+len(val))
+			out = append(out, params[:start]...)
+			out = append(out, val...)
+			return append(out, params[end:]...), true
+		}
+	}
+}

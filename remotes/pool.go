@@ -34,6 +34,9 @@ type Pool struct {
 	filters *filterTable
 	best    atomic.Uint64
 
+	headMu   sync.Mutex
+	headWake chan struct{} // closed and replaced when best moves
+
 	chainHead prometheus.Gauge
 	splits    prometheus.Counter
 	shared    prometheus.Counter
@@ -63,7 +66,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	}
 	log = log.With("chain", cfg.Chain)
 	p := &Pool{
-		cfg: cfg, log: log, now: time.Now, filters: newFilterTable(),
+		cfg: cfg, log: log, now: time.Now, filters: newFilterTable(), headWake: make(chan struct{}),
 		chainHead: m.chainHead.WithLabelValues(cfg.Chain),
 		splits:    m.splits.WithLabelValues(cfg.Chain),
 		shared:    m.shared.WithLabelValues(cfg.Chain),
@@ -180,6 +183,13 @@ func (p *Pool) Ready() bool {
 // Head is the best head across the chain's healthy remotes.
 func (p *Pool) Head() uint64 { return p.best.Load() }
 
+// HeadChanged returns a channel closed when Head next changes.
+func (p *Pool) HeadChanged() <-chan struct{} {
+	p.headMu.Lock()
+	defer p.headMu.Unlock()
+	return p.headWake
+}
+
 // Remotes lists the remote names in routing order, for status output.
 func (p *Pool) Remotes() []string {
 	out := make([]string, len(p.remotes))
@@ -198,7 +208,16 @@ func (p *Pool) headChanged() {
 		// on one far below it: the old best was a bogus report, or it came
 		// from a remote that has left rotation.
 		old := p.best.Load()
-		if best == 0 || (best <= old && old-best <= maxHeadStepBack) || p.best.CompareAndSwap(old, best) {
+		if best == 0 || (best <= old && old-best <= maxHeadStepBack) {
+			break
+		}
+		if p.best.CompareAndSwap(old, best) {
+			if old != best {
+				p.headMu.Lock()
+				close(p.headWake)
+				p.headWake = make(chan struct{})
+				p.headMu.Unlock()
+			}
 			break
 		}
 	}
@@ -279,10 +298,11 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) 
 			// lagging or inconsistent remote, not an answer. Above the
 			// best head null is the answer: indexers poll head+1 until it
 			// exists, and must not make every remote pay for each poll.
-			rt.nullIsMissing = method == "eth_getBlockByNumber" && ref.Number <= p.best.Load()
+			rt.nullIsMissing = (method == "eth_getBlockByNumber" || method == "eth_getBlockReceipts") &&
+				ref.Number <= p.best.Load()
 		}
 	}
-	if method == "eth_getBlockByHash" {
+	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && isHashParam(evm.Param(params, 0)) {
 		rt.nullIsMissing = true
 	}
 	return p.do(ctx, method, params, rt)
@@ -476,6 +496,12 @@ func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr 
 	return &jrpc.Error{Code: jrpc.CodeNoRemote,
 		Message: fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)",
 			tried, method, p.cfg.Chain, Classify(method, lastErr).Reason)}
+}
+
+// isHashParam reports a block parameter that names a block by hash.
+func isHashParam(raw json.RawMessage) bool {
+	ref, err := evm.ParseBlockRef(raw)
+	return err == nil && ref.Kind == evm.RefHash
 }
 
 func isNull(b json.RawMessage) bool {

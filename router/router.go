@@ -1,15 +1,20 @@
 // Package router is a chain's front door: it decides, per call, which part
-// of venn answers it. Today that is venn itself for what it knows from
-// config (eth_chainId), a clear error for subscriptions where the transport
-// cannot carry them, and the remotes pool for everything else. The head
-// window, the history store and subscriptions slot in here as they land.
+// of venn answers it. venn itself answers what it knows from config
+// (eth_chainId); subscriptions get a clear error where the transport cannot
+// carry them; the head window answers near-head blocks, receipts and logs;
+// everything else goes to the remotes pool, with latest, safe and finalized
+// pinned to the cluster's numbers. The history store slots in here as it
+// lands.
 package router
 
 import (
 	"context"
 	"encoding/json"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -19,21 +24,40 @@ type Config struct {
 	ChainID uint64
 }
 
+// Head is the chain's head window as the router uses it.
+type Head interface {
+	// Answer answers a call from the window; ok is false when it cannot.
+	Answer(method string, params json.RawMessage) (res json.RawMessage, ok bool)
+	// Tags are the cluster's latest, safe and finalized numbers; ok is
+	// false while the window is empty.
+	Tags() (headstore.Tags, bool)
+}
+
 // Router routes one chain's calls. It implements jrpc.Handler.
 type Router struct {
 	cfg     Config
 	chainID json.RawMessage
+	head    Head // nil: no head window
 	remotes jrpc.Handler
+
+	local, fromHead, forwarded prometheus.Counter
 }
 
 var _ jrpc.Handler = (*Router)(nil)
 
-// New builds a chain's router in front of its remotes.
-func New(cfg Config, remotes jrpc.Handler) *Router {
+// New builds a chain's router in front of its remotes; head may be nil.
+func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
+	if m == nil {
+		m = NewMetrics(nil)
+	}
 	return &Router{
-		cfg:     cfg,
-		chainID: json.RawMessage(`"` + evm.Quantity(cfg.ChainID) + `"`),
-		remotes: remotes,
+		cfg:       cfg,
+		chainID:   json.RawMessage(`"` + evm.Quantity(cfg.ChainID) + `"`),
+		head:      head,
+		remotes:   remotes,
+		local:     m.answers.WithLabelValues(cfg.Chain, "local"),
+		fromHead:  m.answers.WithLabelValues(cfg.Chain, "head"),
+		forwarded: m.answers.WithLabelValues(cfg.Chain, "remotes"),
 	}
 }
 
@@ -46,9 +70,76 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	switch req.Method {
 	case "eth_chainId":
 		// Every remote was verified to be on this chain: no upstream call.
+		rt.local.Inc()
 		return rt.chainID, nil
 	case "eth_subscribe", "eth_unsubscribe":
+		rt.local.Inc()
 		return nil, errNotifications
 	}
+	if rt.head != nil {
+		if res, ok := rt.head.Answer(req.Method, req.Params); ok {
+			rt.fromHead.Inc()
+			return res, nil
+		}
+		if params, ok := rt.pin(req.Method, req.Params); ok {
+			pinned := *req
+			pinned.Params = params
+			req = &pinned
+		}
+	}
+	rt.forwarded.Inc()
 	return rt.remotes.ServeRPC(ctx, req)
+}
+
+// pin rewrites a latest, safe or finalized block parameter to the
+// cluster's number for it, so that every replica and every remote answers
+// for the same block, whichever remote the call lands on.
+func (rt *Router) pin(method string, params json.RawMessage) (json.RawMessage, bool) {
+	i, ok := evm.BlockParamIndex(method)
+	if !ok {
+		return nil, false
+	}
+	raw := evm.Param(params, i)
+	if len(raw) == 0 || raw[0] != '"' {
+		// Absent (the node's own default) or an EIP-1898 object: as sent.
+		return nil, false
+	}
+	ref, err := evm.ParseBlockRef(raw)
+	if err != nil {
+		return nil, false
+	}
+	tags, ok := rt.head.Tags()
+	if !ok {
+		return nil, false
+	}
+	var n uint64
+	switch ref.Kind {
+	case evm.RefLatest:
+		n = tags.Latest
+	case evm.RefSafe:
+		n = tags.Safe
+	case evm.RefFinalized:
+		n = tags.Finalized
+	}
+	if n == 0 {
+		return nil, false
+	}
+	return evm.WithParam(params, i, `"`+evm.Quantity(n)+`"`)
+}
+
+// Metrics count where calls were answered.
+type Metrics struct {
+	answers *prometheus.CounterVec
+}
+
+// NewMetrics registers the router's metrics on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{answers: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "venn", Name: "answers_total",
+		Help: "Calls by where they were answered: local (venn itself), head (the head window) or remotes.",
+	}, []string{"chain", "source"})}
+	if reg != nil {
+		reg.MustRegister(m.answers)
+	}
+	return m
 }

@@ -6,16 +6,36 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
-func TestRouter(t *testing.T) {
-	var sent []string
-	remotes := jrpc.HandlerFunc(func(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
-		sent = append(sent, req.Method)
-		return json.RawMessage(`"0x10"`), nil
-	})
-	rt := New(Config{Chain: "polygon", ChainID: 137}, remotes)
+// recorder is the remotes: it records what reached it.
+type recorder struct{ sent []jrpc.Request }
+
+func (r *recorder) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	r.sent = append(r.sent, *req)
+	return json.RawMessage(`"0x10"`), nil
+}
+
+// fakeHead answers eth_blockNumber and knows the given tags.
+type fakeHead struct {
+	tags headstore.Tags
+	ok   bool
+}
+
+func (h fakeHead) Answer(method string, _ json.RawMessage) (json.RawMessage, bool) {
+	if method == "eth_blockNumber" && h.ok {
+		return json.RawMessage(`"0x64"`), true
+	}
+	return nil, false
+}
+
+func (h fakeHead) Tags() (headstore.Tags, bool) { return h.tags, h.ok }
+
+func TestRouterLocalAnswers(t *testing.T) {
+	rec := &recorder{}
+	rt := New(Config{Chain: "polygon", ChainID: 137}, nil, rec, nil)
 
 	res, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_chainId"})
 	if err != nil || string(res) != `"0x89"` {
@@ -29,9 +49,49 @@ func TestRouter(t *testing.T) {
 		}
 	}
 	if res, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_blockNumber"}); err != nil || string(res) != `"0x10"` {
-		t.Fatalf("eth_blockNumber = %s, %v; want the remotes' answer", res, err)
+		t.Fatalf("eth_blockNumber = %s, %v; want the remotes' answer without a head window", res, err)
 	}
-	if len(sent) != 1 || sent[0] != "eth_blockNumber" {
-		t.Fatalf("remotes saw %v, want only eth_blockNumber", sent)
+	if len(rec.sent) != 1 || rec.sent[0].Method != "eth_blockNumber" {
+		t.Fatalf("remotes saw %v, want only eth_blockNumber", rec.sent)
+	}
+}
+
+func TestRouterPinsTags(t *testing.T) {
+	head := fakeHead{tags: headstore.Tags{Latest: 100, Safe: 90}, ok: true}
+	tests := []struct {
+		name, method, give, want string
+		head                     fakeHead
+	}{
+		{"latest", "eth_getBalance", `["0xab","latest"]`, `["0xab","0x64"]`, head},
+		{"spacing kept", "eth_call", `[{"to":"0xab"}, "latest" ]`, `[{"to":"0xab"}, "0x64" ]`, head},
+		{"safe", "eth_getStorageAt", `["0xab","0x0","safe"]`, `["0xab","0x0","0x5a"]`, head},
+		{"finalized unknown", "eth_getCode", `["0xab","finalized"]`, `["0xab","finalized"]`, head},
+		{"pending kept", "eth_getTransactionCount", `["0xab","pending"]`, `["0xab","pending"]`, head},
+		{"number kept", "eth_getBalance", `["0xab","0x5"]`, `["0xab","0x5"]`, head},
+		{"absent kept", "eth_call", `[{"to":"0xab"}]`, `[{"to":"0xab"}]`, head},
+		{"eip-1898 kept", "eth_getBalance", `["0xab",{"blockNumber":"latest"}]`, `["0xab",{"blockNumber":"latest"}]`, head},
+		{"no block param", "eth_gasPrice", `[]`, `[]`, head},
+		{"empty window", "eth_getBalance", `["0xab","latest"]`, `["0xab","latest"]`, fakeHead{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			rt := New(Config{Chain: "c", ChainID: 1}, tt.head, rec, nil)
+			if _, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: tt.method, Params: json.RawMessage(tt.give)}); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.sent) != 1 || string(rec.sent[0].Params) != tt.want {
+				t.Fatalf("forwarded %v, want params %s", rec.sent, tt.want)
+			}
+		})
+	}
+}
+
+func TestRouterAnswersFromTheHead(t *testing.T) {
+	rec := &recorder{}
+	rt := New(Config{Chain: "c", ChainID: 1}, fakeHead{ok: true}, rec, nil)
+	res, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_blockNumber"})
+	if err != nil || string(res) != `"0x64"` || len(rec.sent) != 0 {
+		t.Fatalf("eth_blockNumber = %s, %v with %d upstream calls; want the window's answer and none", res, err, len(rec.sent))
 	}
 }

@@ -1,0 +1,238 @@
+package headstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/jsonscan"
+)
+
+// entry is a block indexed for serving: the block in both of geth's forms
+// and every transaction, receipt and log as a sub-slice of what the remote
+// sent, so answers are the node's own bytes.
+type entry struct {
+	*Block
+	time     uint64   // the block's timestamp
+	hashOnly []byte   // Raw with transactions as hashes
+	txs      [][]byte // transaction objects, by index
+	txHashes []string
+	receipts [][]byte // receipt objects, by index
+	logs     []logEntry
+}
+
+// logEntry is one log of the block, as eth_getLogs returns it.
+type logEntry struct {
+	raw     []byte
+	address string   // lowercase
+	topics  []string // lowercase
+}
+
+var errNotBlock = errors.New("not a block")
+
+// ParseBlock checks that raw is a block with full transaction objects and
+// that receipts belong to it (one per transaction, in order, naming the
+// block's hash), and returns the Block. A remote that answers with a
+// different block's receipts (it reorged or lags between the two calls)
+// fails here and the stalker asks again.
+func ParseBlock(raw, receipts []byte) (*Block, error) {
+	e, err := index(&Block{Raw: raw, Receipts: receipts})
+	if err != nil {
+		return nil, err
+	}
+	return e.Block, nil
+}
+
+// TxHashes reads a block's number, hash and parent and its transactions'
+// hashes, without receipts: what the stalker needs to fetch them.
+func TxHashes(raw []byte) (*Block, []string, error) {
+	e, err := indexBlock(&Block{Raw: raw})
+	if err != nil {
+		return nil, nil, err
+	}
+	return e.Block, e.txHashes, nil
+}
+
+// index parses b into an entry whose Block has Number, Hash and Parent.
+func index(b *Block) (*entry, error) {
+	e, err := indexBlock(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.indexReceipts(); err != nil {
+		return nil, fmt.Errorf("block %d %s: %w", b.Number, b.Hash, err)
+	}
+	return e, nil
+}
+
+// indexBlock parses the block itself, into a copy of b: a published
+// *Block may be shared by the store and every window of the process.
+func indexBlock(shared *Block) (*entry, error) {
+	b := &Block{Raw: shared.Raw, Receipts: shared.Receipts}
+	e := &entry{Block: b}
+	raw := b.Raw
+	i := jsonscan.SkipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, errNotBlock
+	}
+	var txStart, txEnd int
+	var haveNumber bool
+	obj := jsonscan.Object{Data: raw, I: i + 1}
+	for {
+		k, v, ok := obj.Next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "number":
+			n, err := quantity(v)
+			if err != nil {
+				return nil, fmt.Errorf("block number: %w", err)
+			}
+			b.Number, haveNumber = n, true
+		case "timestamp":
+			e.time, _ = quantity(v)
+		case "hash":
+			b.Hash = hash(v)
+		case "parentHash":
+			b.Parent = hash(v)
+		case "transactions":
+			txEnd = obj.I
+			txStart = txEnd - len(v)
+		}
+	}
+	if !haveNumber || len(b.Hash) != 66 || len(b.Parent) != 66 || txEnd == 0 {
+		return nil, fmt.Errorf("%w: number, hash, parentHash or transactions missing", errNotBlock)
+	}
+	txs := jsonscan.Array{Data: raw, I: txStart + 1}
+	if raw[txStart] != '[' {
+		return nil, fmt.Errorf("%w: transactions is not an array", errNotBlock)
+	}
+	hashOnly := make([]byte, 0, txStart+len(raw)-txEnd+2)
+	hashOnly = append(hashOnly, raw[:txStart]...)
+	hashOnly = append(hashOnly, '[')
+	for {
+		tx, ok := txs.Next()
+		if !ok {
+			break
+		}
+		h := field(tx, "hash")
+		if len(h) != 66 {
+			return nil, fmt.Errorf("block %d: transaction %d has no hash (fetch full transactions)", b.Number, len(e.txs))
+		}
+		if len(e.txs) > 0 {
+			hashOnly = append(hashOnly, ',')
+		}
+		hashOnly = append(hashOnly, '"')
+		hashOnly = append(hashOnly, h...)
+		hashOnly = append(hashOnly, '"')
+		e.txs = append(e.txs, tx)
+		e.txHashes = append(e.txHashes, h)
+	}
+	hashOnly = append(hashOnly, ']')
+	e.hashOnly = append(hashOnly, raw[txEnd:]...)
+	return e, nil
+}
+
+func (e *entry) indexReceipts() error {
+	r := e.Receipts
+	i := jsonscan.SkipSpace(r, 0)
+	if i >= len(r) || r[i] != '[' {
+		return errors.New("receipts are not an array")
+	}
+	rs := jsonscan.Array{Data: r, I: i + 1}
+	for {
+		rc, ok := rs.Next()
+		if !ok {
+			break
+		}
+		n := len(e.receipts)
+		if n >= len(e.txHashes) {
+			return errors.New("more receipts than transactions")
+		}
+		if got := field(rc, "transactionHash"); got != e.txHashes[n] {
+			return fmt.Errorf("receipt %d is for transaction %s, want %s", n, got, e.txHashes[n])
+		}
+		if got := field(rc, "blockHash"); got != e.Hash {
+			return fmt.Errorf("receipt %d is for block %s", n, got)
+		}
+		e.receipts = append(e.receipts, rc)
+		if err := e.indexLogs(rc); err != nil {
+			return fmt.Errorf("receipt %d: %w", n, err)
+		}
+	}
+	if len(e.receipts) != len(e.txHashes) {
+		return fmt.Errorf("%d receipts for %d transactions", len(e.receipts), len(e.txHashes))
+	}
+	return nil
+}
+
+func (e *entry) indexLogs(receipt []byte) error {
+	logs := member(receipt, "logs")
+	if len(logs) == 0 || logs[0] != '[' {
+		return errors.New("logs missing")
+	}
+	it := jsonscan.Array{Data: logs, I: 1}
+	for {
+		l, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		le := logEntry{raw: l, address: strings.ToLower(field(l, "address"))}
+		if ts := member(l, "topics"); len(ts) > 0 && ts[0] == '[' {
+			tit := jsonscan.Array{Data: ts, I: 1}
+			for {
+				t, ok := tit.Next()
+				if !ok {
+					break
+				}
+				le.topics = append(le.topics, hash(t))
+			}
+		}
+		e.logs = append(e.logs, le)
+	}
+}
+
+// member returns the raw value of key in the JSON object obj.
+func member(obj []byte, key string) []byte {
+	i := jsonscan.SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	it := jsonscan.Object{Data: obj, I: i + 1}
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if string(k) == key {
+			return v
+		}
+	}
+}
+
+// field returns a string member's value, lowercased, without quotes.
+func field(obj []byte, key string) string { return hash(member(obj, key)) }
+
+// hash unquotes a JSON string of hex and lowercases it.
+func hash(v []byte) string {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return ""
+	}
+	s := v[1 : len(v)-1]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		return ""
+	}
+	return strings.ToLower(string(s))
+}
+
+func quantity(v []byte) (uint64, error) {
+	s, err := strconv.Unquote(string(v))
+	if err != nil {
+		return 0, err
+	}
+	return evm.ParseQuantity(s)
+}

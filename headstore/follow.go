@@ -1,0 +1,163 @@
+package headstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Follower keeps one replica's Window in step with a chain's Store: it
+// loads a snapshot, then applies every event after it in order. Whenever
+// the stream breaks (a disconnect, a Redis restart, events trimmed before
+// this replica read them) it reloads the snapshot, so the window never has
+// a gap and never applies an event twice.
+type Follower struct {
+	chain string
+	store Store
+	w     *Window
+	log   *slog.Logger
+	m     *Metrics
+}
+
+// NewFollower returns a follower of store into w. It does no I/O.
+func NewFollower(chain string, store Store, w *Window, log *slog.Logger, m *Metrics) *Follower {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	f := &Follower{chain: chain, store: store, w: w, log: log.With("chain", chain), m: m}
+	m.watch(chain, w)
+	head := m.head.WithLabelValues(chain)
+	lag := m.lag.WithLabelValues(chain)
+	prop := m.propagation.WithLabelValues(chain)
+	w.onApply = func(ev *Event, _ int) {
+		if n, _, ok := w.Head(); ok {
+			head.Set(float64(n))
+		}
+		if ev.Time > 0 {
+			d := time.Since(time.Unix(0, ev.Time)).Seconds()
+			lag.Set(d)
+			prop.Observe(d)
+		}
+	}
+	return f
+}
+
+// Window is the window the follower keeps.
+func (f *Follower) Window() *Window { return f.w }
+
+// Run follows until ctx ends.
+func (f *Follower) Run(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	reload := true
+	for ctx.Err() == nil {
+		err := f.once(ctx, reload)
+		if ctx.Err() != nil {
+			return
+		}
+		reload = errors.Is(err, ErrGap) || errors.Is(err, errOutOfOrder)
+		switch {
+		case reload:
+			f.log.Info("head feed broke; reloading the window", "err", err)
+			backoff = 50 * time.Millisecond
+		default:
+			f.log.Warn("head feed unavailable", "err", err, "retry_in", backoff)
+		}
+		// Jittered, so replicas that lost Redis together don't all reload
+		// the snapshot at the same instant when it returns.
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// once loads the snapshot, unless the window is already in the store's
+// history and behind it (after a disconnect it resumes from its own
+// sequence number: no reload), and follows from there.
+func (f *Follower) once(ctx context.Context, reload bool) error {
+	snap, err := f.store.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	gen, seq := f.w.Seq()
+	if reload || gen != snap.Gen || seq > snap.Seq {
+		if err := f.w.Reset(snap); err != nil {
+			return err
+		}
+		f.m.resyncs.WithLabelValues(f.chain).Inc()
+		f.log.Debug("window loaded", "seq", snap.Seq, "blocks", len(snap.Blocks))
+	}
+	gen, seq = f.w.Seq()
+	return f.store.Follow(ctx, gen, seq, f.w.Apply)
+}
+
+// Metrics are the head feed's metrics on one replica.
+type Metrics struct {
+	head        *prometheus.GaugeVec
+	lag         *prometheus.GaugeVec
+	propagation *prometheus.HistogramVec
+	resyncs     *prometheus.CounterVec
+
+	mu      sync.Mutex
+	windows map[string]*Window
+	ageDesc *prometheus.Desc
+}
+
+// NewMetrics registers the head feed's metrics on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		head: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "head_number",
+			Help: "Head block number this replica serves, per chain."}, []string{"chain"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "head_follower_lag_seconds",
+			Help: "How long after the leader published it this replica applied the last head event."}, []string{"chain"}),
+		propagation: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "head_propagation_seconds",
+			Help:    "Time from the leader publishing a head event to this replica serving it.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}}, []string{"chain"}),
+		resyncs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "head_window_reloads_total",
+			Help: "Times this replica reloaded a chain's whole window (start, Redis restart, a break in the feed)."}, []string{"chain"}),
+		windows: map[string]*Window{},
+		ageDesc: prometheus.NewDesc("venn_head_age_seconds",
+			"Seconds since the timestamp of the head block this replica serves.", []string{"chain"}, nil),
+	}
+	if reg != nil {
+		reg.MustRegister(m.head, m.lag, m.propagation, m.resyncs, m)
+	}
+	return m
+}
+
+func (m *Metrics) watch(chain string, w *Window) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.windows[chain] = w
+}
+
+// Describe implements prometheus.Collector for venn_head_age_seconds.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.ageDesc }
+
+// Collect implements prometheus.Collector: a head's age is read at scrape
+// time, so it keeps growing while the head is stuck.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for chain, w := range m.windows {
+		t, ok := w.headTime()
+		if !ok {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue,
+			now.Sub(time.Unix(int64(t), 0)).Seconds(), chain)
+	}
+}

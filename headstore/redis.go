@@ -1,0 +1,535 @@
+package headstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// redisChunk bounds one MGET of block bodies: a mainnet block with
+	// receipts is ~1.5 MB, and one huge reply would stall Redis for every
+	// other client.
+	redisChunk = 32
+	// redisSnapshotTries bounds how often Snapshot starts over when a body
+	// vanished under it (a trim or reorg ran between the two reads).
+	redisSnapshotTries = 5
+	// redisFollowBlock is how long one XREAD waits; it also bounds how late
+	// Follow notices a lost history or a cancelled ctx.
+	redisFollowBlock = time.Second
+	redisFollowCount = 64
+)
+
+// Redis is a chain's head window in Redis, shared by every replica.
+//
+// Keys share the hash tag {CHAIN}, so they sit in one Redis Cluster slot
+// and one script may touch all of them:
+//
+//	venn:{CHAIN}:epoch     fencing epoch (INCR by leader election; read here)
+//	venn:{CHAIN}:state     HASH gen, seq, head, safe, finalized
+//	venn:{CHAIN}:canon     ZSET block hash scored by number: the window
+//	venn:{CHAIN}:blk:HASH  JSON of one Block
+//	venn:{CHAIN}:events    STREAM, entry ID SEQ-0, fields e (event with refs
+//	                       only) and g (the gen it belongs to)
+//
+// Bodies live only in blk keys so that the stream stays small.
+type Redis struct {
+	rdb    redis.UniversalClient
+	window int
+
+	epochKey  string
+	stateKey  string
+	canonKey  string
+	eventsKey string
+	blkPrefix string
+}
+
+var _ Store = (*Redis)(nil)
+
+// NewRedis returns the store of chain's window in rdb, holding window
+// blocks (DefaultWindow if window <= 0). It does no I/O.
+func NewRedis(rdb redis.UniversalClient, chain string, window int) *Redis {
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	p := "venn:{" + chain + "}:"
+	return &Redis{
+		rdb:       rdb,
+		window:    window,
+		epochKey:  p + "epoch",
+		stateKey:  p + "state",
+		canonKey:  p + "canon",
+		eventsKey: p + "events",
+		blkPrefix: p + "blk:",
+	}
+}
+
+// Epoch reads the chain's current fencing epoch; 0 if none was set.
+func (r *Redis) Epoch(ctx context.Context) (uint64, error) {
+	n, err := r.rdb.Get(ctx, r.epochKey).Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("epoch: %w", err)
+	}
+	return n, nil
+}
+
+// redisPublish applies one event. Redis does not roll a script back when
+// it fails half way, so every check that can fail runs before the first
+// write.
+//
+// KEYS: epoch, state, canon, events
+// ARGV: epoch, gen, window, maxlen, blk prefix, event JSON, safe, finalized,
+// ndropped, dropped hash..., nadded, (number, hash, parent, body)...
+var redisPublish = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur ~= ARGV[1] then
+  return redis.error_reply('FENCED epoch is ' .. (cur or 'unset') .. ', writer has ' .. ARGV[1])
+end
+local window = tonumber(ARGV[3])
+local prefix = ARGV[5]
+local function num(n) return string.format('%d', n) end
+
+-- A state without gen is a new history (fresh Redis, or one that lost its
+-- data); so is a stream already past the next seq, which XADD would refuse.
+local st = redis.call('HMGET', KEYS[2], 'gen', 'seq')
+local gen = st[1]
+local fresh = not gen
+if not fresh then
+  local top = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)[1]
+  if top and tonumber(string.match(top[1], '^%d+')) > (tonumber(st[2]) or 0) then
+    fresh = true
+  end
+end
+if fresh then
+  gen = ARGV[2]
+  redis.call('DEL', KEYS[4])
+  redis.call('HSET', KEYS[2], 'gen', gen, 'seq', '0')
+end
+
+local i = 9
+local ndropped = tonumber(ARGV[i]); i = i + 1
+for _ = 1, ndropped do
+  redis.call('ZREM', KEYS[3], ARGV[i])
+  redis.call('DEL', prefix .. ARGV[i])
+  i = i + 1
+end
+
+local nadded = tonumber(ARGV[i]); i = i + 1
+local head = 0
+if nadded > 0 then
+  local n0, parent = tonumber(ARGV[i]), ARGV[i + 2]
+  local readded = {}
+  for j = 0, nadded - 1 do readded[ARGV[i + 4 * j + 1]] = true end
+  local function cut(lo, hi)
+    for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], lo, hi)) do
+      if not readded[h] then redis.call('DEL', prefix .. h) end
+    end
+    redis.call('ZREMRANGEBYSCORE', KEYS[3], lo, hi)
+  end
+  -- The window stays contiguous and parent-linked: a gap below the new
+  -- blocks, or a parent that is not the block there, drops all below.
+  local linked = false
+  if n0 > 0 then
+    for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], num(n0 - 1), num(n0 - 1))) do
+      if h == parent then linked = true end
+    end
+  end
+  if not linked then cut('-inf', '(' .. num(n0)) end
+  cut(num(n0), '+inf')
+  for _ = 1, nadded do
+    redis.call('SET', prefix .. ARGV[i + 1], ARGV[i + 3])
+    redis.call('ZADD', KEYS[3], ARGV[i], ARGV[i + 1])
+    head = tonumber(ARGV[i])
+    i = i + 4
+  end
+else
+  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  if top[2] then head = tonumber(top[2]) end
+end
+
+if head >= window then
+  local lim = num(head - window)
+  for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', lim)) do
+    redis.call('DEL', prefix .. h)
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', lim)
+end
+
+local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
+redis.call('HSET', KEYS[2], 'head', num(head))
+if ARGV[7] ~= '0' then redis.call('HSET', KEYS[2], 'safe', ARGV[7]) end
+if ARGV[8] ~= '0' then redis.call('HSET', KEYS[2], 'finalized', ARGV[8]) end
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], num(seq) .. '-0', 'e', ARGV[6], 'g', gen)
+return seq
+`)
+
+// redisSnapshot reads the state and the canonical window at one instant.
+// KEYS: state, canon
+var redisSnapshot = redis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'gen', 'seq', 'safe', 'finalized')
+return {st[1], st[2], st[3], st[4], redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
+`)
+
+// redisEvent is an Event as the stream holds it: added blocks reduced to
+// refs, no seq (the entry ID carries it).
+type redisEvent struct {
+	Epoch     uint64 `json:"epoch"`
+	Time      int64  `json:"time"`
+	Dropped   []Ref  `json:"dropped,omitempty"`
+	Added     []Ref  `json:"added"`
+	Safe      uint64 `json:"safe,omitempty"`
+	Finalized uint64 `json:"finalized,omitempty"`
+}
+
+// Publish appends ev and updates the window in one script, only if epoch is
+// the chain's current epoch (ErrFenced otherwise, with nothing written).
+// On success it sets ev.Seq, and ev.Epoch to epoch: the stream records the
+// epoch that was checked, not what the caller put in the event. A zero
+// ev.Time becomes now.
+func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
+	if err := checkRedisEvent(ev); err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	var g [8]byte
+	if _, err := rand.Read(g[:]); err != nil {
+		return fmt.Errorf("publish: gen: %w", err)
+	}
+	if ev.Time == 0 {
+		ev.Time = time.Now().UnixNano()
+	}
+	wire := redisEvent{
+		Epoch:     epoch,
+		Time:      ev.Time,
+		Dropped:   ev.Dropped,
+		Added:     make([]Ref, len(ev.Added)),
+		Safe:      ev.Safe,
+		Finalized: ev.Finalized,
+	}
+	for i, b := range ev.Added {
+		wire.Added[i] = Ref{Number: b.Number, Hash: b.Hash}
+	}
+	e, err := json.Marshal(wire)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+
+	args := make([]any, 0, 10+len(ev.Dropped)+4*len(ev.Added))
+	args = append(args,
+		strconv.FormatUint(epoch, 10),
+		hex.EncodeToString(g[:]),
+		r.window,
+		4*r.window,
+		r.blkPrefix,
+		e,
+		strconv.FormatUint(ev.Safe, 10),
+		strconv.FormatUint(ev.Finalized, 10),
+		len(ev.Dropped),
+	)
+	for _, d := range ev.Dropped {
+		args = append(args, d.Hash)
+	}
+	args = append(args, len(ev.Added))
+	for _, b := range ev.Added {
+		body, err := encodeRedisBlock(b)
+		if err != nil {
+			return fmt.Errorf("publish: block %d: %w", b.Number, err)
+		}
+		args = append(args, strconv.FormatUint(b.Number, 10), b.Hash, b.Parent, body)
+	}
+
+	keys := []string{r.epochKey, r.stateKey, r.canonKey, r.eventsKey}
+	seq, err := redisPublish.Run(ctx, r.rdb, keys, args...).Int64()
+	if redis.HasErrorPrefix(err, "FENCED") {
+		return fmt.Errorf("publish: %w (%v)", ErrFenced, err)
+	}
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	ev.Seq = uint64(seq)
+	ev.Epoch = epoch
+	return nil
+}
+
+// checkRedisEvent rejects what would break the window's invariant (one
+// block per number, parent-linked) before anything reaches Redis.
+func checkRedisEvent(ev *Event) error {
+	if ev == nil {
+		return errors.New("nil event")
+	}
+	for i, b := range ev.Added {
+		if b == nil || b.Hash == "" {
+			return fmt.Errorf("added[%d]: no block or no hash", i)
+		}
+		if i == 0 {
+			continue
+		}
+		prev := ev.Added[i-1]
+		if b.Number != prev.Number+1 || b.Parent != prev.Hash {
+			return fmt.Errorf("added[%d]: block %d %s does not follow block %d %s",
+				i, b.Number, b.Hash, prev.Number, prev.Hash)
+		}
+	}
+	return nil
+}
+
+// encodeRedisBlock writes b as JSON by hand: encoding/json would compact
+// and HTML-escape Raw and Receipts, and they must reach clients byte for
+// byte as the remote sent them. Nil raw fields are left out, so they decode
+// as nil again.
+func encodeRedisBlock(b *Block) ([]byte, error) {
+	hash, err := json.Marshal(b.Hash)
+	if err != nil {
+		return nil, err
+	}
+	parent, err := json.Marshal(b.Parent)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, len(b.Raw)+len(b.Receipts)+len(hash)+len(parent)+64)
+	buf = append(buf, `{"number":`...)
+	buf = strconv.AppendUint(buf, b.Number, 10)
+	buf = append(buf, `,"hash":`...)
+	buf = append(buf, hash...)
+	buf = append(buf, `,"parent":`...)
+	buf = append(buf, parent...)
+	if len(b.Raw) > 0 {
+		buf = append(buf, `,"block":`...)
+		buf = append(buf, b.Raw...)
+	}
+	if len(b.Receipts) > 0 {
+		buf = append(buf, `,"receipts":`...)
+		buf = append(buf, b.Receipts...)
+	}
+	return append(buf, '}'), nil
+}
+
+// errRedisNoBody: a blk key named by canon or by an event is gone; a trim
+// or reorg removed it since.
+var errRedisNoBody = errors.New("block body gone")
+
+// blocks reads the bodies of hashes, redisChunk at a time.
+func (r *Redis) blocks(ctx context.Context, hashes []string) ([]*Block, error) {
+	out := make([]*Block, 0, len(hashes))
+	keys := make([]string, 0, min(len(hashes), redisChunk))
+	for start := 0; start < len(hashes); start += redisChunk {
+		chunk := hashes[start:min(start+redisChunk, len(hashes))]
+		keys = keys[:0]
+		for _, h := range chunk {
+			keys = append(keys, r.blkPrefix+h)
+		}
+		vals, err := r.rdb.MGet(ctx, keys...).Result()
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("%w: %s", errRedisNoBody, chunk[i])
+			}
+			b := new(Block)
+			if err := json.Unmarshal([]byte(s), b); err != nil {
+				return nil, fmt.Errorf("block %s: %w", chunk[i], err)
+			}
+			if b.Hash != chunk[i] {
+				return nil, fmt.Errorf("block %s: body holds %s", chunk[i], b.Hash)
+			}
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// Snapshot reads the window at one seq. Canon and state are read
+// atomically, the bodies after; since bodies are keyed by hash, a body
+// that is there is the right one, and one that is gone means the window
+// moved on: start over, a few times at most.
+func (r *Redis) Snapshot(ctx context.Context) (*Snapshot, error) {
+	var err error
+	for range redisSnapshotTries {
+		var s *Snapshot
+		s, err = r.snapshot(ctx)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, errRedisNoBody) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("snapshot: %w", err)
+}
+
+func (r *Redis) snapshot(ctx context.Context) (*Snapshot, error) {
+	res, err := redisSnapshot.Run(ctx, r.rdb, []string{r.stateKey, r.canonKey}).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != 5 {
+		return nil, fmt.Errorf("snapshot script: %d values", len(res))
+	}
+	gen, _ := res[0].(string)
+	if gen == "" {
+		return &Snapshot{}, nil
+	}
+	s := &Snapshot{Gen: gen}
+	for i, f := range []*uint64{&s.Seq, &s.Safe, &s.Finalized} {
+		v, _ := res[i+1].(string)
+		if v == "" {
+			continue
+		}
+		if *f, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return nil, fmt.Errorf("state: %w", err)
+		}
+	}
+	canon, _ := res[4].([]any)
+	hashes := make([]string, 0, len(canon)/2)
+	for i := 0; i+1 < len(canon); i += 2 {
+		h, _ := canon[i].(string)
+		hashes = append(hashes, h)
+	}
+	if len(hashes) == 0 {
+		return s, nil
+	}
+	if s.Blocks, err = r.blocks(ctx, hashes); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Follow calls fn for each event after seq of history gen, in order. A
+// caller whose snapshot was of an empty store (gen "", seq 0) takes
+// whatever history starts next, from seq 1.
+//
+// It returns ErrGap when the events it needs are gone: trimmed from the
+// stream, their bodies trimmed or reorged away (the follower fell too far
+// behind), or the history changed (Redis lost its data). Every entry
+// carries its gen, so a new history is caught even when it has already
+// outrun seq; an idle stream is caught by checking the state on each
+// XREAD timeout.
+func (r *Redis) Follow(ctx context.Context, gen string, seq uint64, fn func(*Event) error) error {
+	last := seq
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res, err := r.rdb.XRead(ctx, &redis.XReadArgs{
+			Streams: []string{r.eventsKey, strconv.FormatUint(last, 10) + "-0"},
+			Count:   redisFollowCount,
+			Block:   redisFollowBlock,
+		}).Result()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, redis.Nil) {
+			if err := r.checkState(ctx, gen, last); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("follow: %w", err)
+		}
+		for _, st := range res {
+			for _, m := range st.Messages {
+				n, err := parseRedisID(m.ID)
+				if err != nil {
+					return fmt.Errorf("follow: %w", err)
+				}
+				if n != last+1 {
+					return fmt.Errorf("follow: after seq %d came %d: %w", last, n, ErrGap)
+				}
+				g, _ := m.Values["g"].(string)
+				if gen == "" && last == 0 {
+					gen = g
+				}
+				if g != gen {
+					return fmt.Errorf("follow: seq %d is of history %q, not %q: %w", n, g, gen, ErrGap)
+				}
+				ev, err := r.event(ctx, m)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if errors.Is(err, errRedisNoBody) {
+					return fmt.Errorf("follow: seq %d: %w: %w", n, ErrGap, err)
+				}
+				if err != nil {
+					return fmt.Errorf("follow: seq %d: %w", n, err)
+				}
+				ev.Seq = n
+				if err := fn(ev); err != nil {
+					return err
+				}
+				last = n
+			}
+		}
+	}
+}
+
+// checkState catches a history that restarted behind an idle stream: the
+// stored gen is not ours, or its seq is below ours.
+func (r *Redis) checkState(ctx context.Context, gen string, last uint64) error {
+	vals, err := r.rdb.HMGet(ctx, r.stateKey, "gen", "seq").Result()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("follow: state: %w", err)
+	}
+	g, _ := vals[0].(string)
+	s, _ := vals[1].(string)
+	stored, _ := strconv.ParseUint(s, 10, 64)
+	switch {
+	case gen == "" && last == 0:
+		return nil // nothing seen yet: any history will do
+	case g != gen:
+		return fmt.Errorf("follow: history is %q, not %q: %w", g, gen, ErrGap)
+	case stored < last:
+		return fmt.Errorf("follow: stored seq %d is below %d: %w", stored, last, ErrGap)
+	}
+	return nil
+}
+
+// event decodes one stream entry and fetches the added blocks' bodies.
+func (r *Redis) event(ctx context.Context, m redis.XMessage) (*Event, error) {
+	e, _ := m.Values["e"].(string)
+	var w redisEvent
+	if err := json.Unmarshal([]byte(e), &w); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	ev := &Event{
+		Epoch:     w.Epoch,
+		Time:      w.Time,
+		Dropped:   w.Dropped,
+		Safe:      w.Safe,
+		Finalized: w.Finalized,
+	}
+	hashes := make([]string, len(w.Added))
+	for i, a := range w.Added {
+		hashes[i] = a.Hash
+	}
+	blocks, err := r.blocks(ctx, hashes)
+	if err != nil {
+		return nil, err
+	}
+	ev.Added = blocks
+	return ev, nil
+}
+
+func parseRedisID(id string) (uint64, error) {
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseUint(ms, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("stream id %q: %w", id, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,279 @@
+package headstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultWindow is how many blocks below and including the head a chain's
+// window keeps.
+const DefaultWindow = 128
+
+// errOutOfOrder: an event does not follow the window's sequence number.
+var errOutOfOrder = errors.New("headstore: event out of order")
+
+// Window is one replica's in-memory copy of a chain's head window, kept by
+// following a Store. Reads take a read lock and return sub-slices of what
+// the remotes sent; nothing is re-encoded. The canonical blocks are always
+// contiguous and each one's parent is the one below it, so a block that a
+// reorg orphaned is gone from every index the moment the reorg applies.
+type Window struct {
+	size int
+
+	mu        sync.RWMutex
+	gen       string
+	seq       uint64
+	canon     []*entry // ascending, contiguous, parent-linked
+	byHash    map[string]*entry
+	byTx      map[string]txLoc
+	safe      uint64
+	finalized uint64
+	changed   chan struct{} // closed and replaced on every change
+
+	// served is the highest head this replica has answered: eth_blockNumber
+	// never goes below it, even when a reorg shortens the chain.
+	served atomic.Uint64
+
+	onApply func(ev *Event, reorgDepth int) // metrics; nil in tests
+}
+
+type txLoc struct {
+	e *entry
+	i int
+}
+
+// NewWindow returns an empty window that keeps size blocks (0: DefaultWindow).
+func NewWindow(size int) *Window {
+	if size <= 0 {
+		size = DefaultWindow
+	}
+	return &Window{
+		size:    size,
+		byHash:  map[string]*entry{},
+		byTx:    map[string]txLoc{},
+		changed: make(chan struct{}),
+	}
+}
+
+// Size is how many blocks the window keeps.
+func (w *Window) Size() int { return w.size }
+
+// Changed returns a channel closed at the window's next change.
+func (w *Window) Changed() <-chan struct{} {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.changed
+}
+
+// Seq is the sequence number of the last event applied, and the history it
+// belongs to.
+func (w *Window) Seq() (gen string, seq uint64) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.gen, w.seq
+}
+
+// Reset replaces the whole window with a snapshot.
+func (w *Window) Reset(s *Snapshot) error {
+	es := make([]*entry, 0, len(s.Blocks))
+	for _, b := range s.Blocks {
+		e, err := index(b)
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		es = append(es, e)
+	}
+	es = nextCanon(nil, nil, es, w.size)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gen, w.seq, w.safe, w.finalized = s.Gen, s.Seq, s.Safe, s.Finalized
+	w.byHash = make(map[string]*entry, len(es))
+	w.byTx = map[string]txLoc{}
+	w.canon = es
+	for _, e := range es {
+		w.add(e)
+	}
+	w.notify()
+	return nil
+}
+
+// Apply applies the event that follows the window's sequence number.
+func (w *Window) Apply(ev *Event) error {
+	added := make([]*entry, 0, len(ev.Added))
+	for _, b := range ev.Added {
+		e, err := index(b)
+		if err != nil {
+			return fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		added = append(added, e)
+	}
+	w.mu.Lock()
+	if ev.Seq != w.seq+1 {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: %d after %d", errOutOfOrder, ev.Seq, w.seq)
+	}
+	before := w.canon
+	w.canon = nextCanon(w.canon, ev.Dropped, added, w.size)
+	kept := make(map[*entry]bool, len(w.canon))
+	for _, e := range w.canon {
+		kept[e] = true
+	}
+	depth := 0
+	for _, e := range before {
+		if !kept[e] {
+			w.remove(e)
+			if len(added) > 0 && e.Number >= added[0].Number {
+				depth++
+			}
+		}
+	}
+	for _, e := range added {
+		w.add(e)
+	}
+	w.seq = ev.Seq
+	if ev.Safe > 0 {
+		w.safe = ev.Safe
+	}
+	if ev.Finalized > 0 {
+		w.finalized = ev.Finalized
+	}
+	w.notify()
+	w.mu.Unlock()
+	if w.onApply != nil {
+		w.onApply(ev, depth)
+	}
+	return nil
+}
+
+func (w *Window) add(e *entry) {
+	w.byHash[e.Hash] = e
+	for i, h := range e.txHashes {
+		w.byTx[h] = txLoc{e, i}
+	}
+}
+
+func (w *Window) remove(e *entry) {
+	if w.byHash[e.Hash] == e {
+		delete(w.byHash, e.Hash)
+	}
+	for _, h := range e.txHashes {
+		if w.byTx[h].e == e {
+			delete(w.byTx, h)
+		}
+	}
+}
+
+func (w *Window) notify() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// nextCanon is the window after an event: dropped blocks leave; the added
+// branch replaces everything from its first number up, and when it does
+// not hang off the block below it (a gap, or a break the leader could not
+// walk back), everything below goes too; then the window keeps its newest
+// size blocks. Every store applies this same rule.
+func nextCanon[T canonical](cur []T, dropped []Ref, added []T, size int) []T {
+	out := make([]T, 0, len(cur)+len(added))
+	for _, e := range cur {
+		if !isDropped(dropped, e.blk().Hash) {
+			out = append(out, e)
+		}
+	}
+	if len(added) > 0 {
+		first := added[0].blk()
+		for len(out) > 0 && out[len(out)-1].blk().Number >= first.Number {
+			out = out[:len(out)-1]
+		}
+		if n := len(out); n > 0 && (out[n-1].blk().Number+1 != first.Number || out[n-1].blk().Hash != first.Parent) {
+			out = out[:0]
+		}
+		out = append(out, added...)
+	}
+	if len(out) > size {
+		out = out[len(out)-size:]
+	}
+	return out
+}
+
+// canonical is what nextCanon orders: a *Block, or an *entry built on one.
+type canonical interface{ blk() *Block }
+
+func (b *Block) blk() *Block { return b }
+
+func isDropped(dropped []Ref, hash string) bool {
+	for _, r := range dropped {
+		if r.Hash == hash {
+			return true
+		}
+	}
+	return false
+}
+
+// Head is the window's head number and hash; ok is false while it is empty.
+func (w *Window) Head() (n uint64, hash string, ok bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if len(w.canon) == 0 {
+		return 0, "", false
+	}
+	h := w.canon[len(w.canon)-1]
+	return h.Number, h.Hash, true
+}
+
+// Tags are the numbers latest, safe and finalized resolve to; a zero
+// Safe or Finalized is not known.
+type Tags struct {
+	Latest, Safe, Finalized uint64
+}
+
+// Tags returns the cluster's tags; ok is false while the window is empty.
+func (w *Window) Tags() (Tags, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if len(w.canon) == 0 {
+		return Tags{}, false
+	}
+	return Tags{Latest: w.canon[len(w.canon)-1].Number, Safe: w.safe, Finalized: w.finalized}, true
+}
+
+// Blocks returns the canonical blocks, ascending.
+func (w *Window) Blocks() []*Block {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	out := make([]*Block, len(w.canon))
+	for i, e := range w.canon {
+		out[i] = e.Block
+	}
+	return out
+}
+
+// byNumber returns the canonical entry at n; the caller holds mu.
+func (w *Window) byNumber(n uint64) *entry {
+	if len(w.canon) == 0 {
+		return nil
+	}
+	low := w.canon[0].Number
+	if n < low || n > w.canon[len(w.canon)-1].Number {
+		return nil
+	}
+	return w.canon[n-low]
+}
+
+// lookupHash returns the canonical entry with hash h; the caller holds mu.
+func (w *Window) lookupHash(h string) *entry {
+	return w.byHash[strings.ToLower(h)]
+}
+
+// headTime is the head block's timestamp.
+func (w *Window) headTime() (uint64, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if len(w.canon) == 0 {
+		return 0, false
+	}
+	return w.canon[len(w.canon)-1].time, true
+}

@@ -1,0 +1,514 @@
+package stalker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// Upstream is what the stalker follows the chain through: the chain's
+// remotes pool, whose head is the best among its healthy remotes.
+type Upstream interface {
+	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	Head() uint64
+	HeadChanged() <-chan struct{}
+}
+
+// Config is one chain's stalker settings.
+type Config struct {
+	Chain     string
+	BlockTime time.Duration
+	// Backfill bounds how many blocks below the head a new leader fetches
+	// to fill a gap (after a restart, a failover or lag); 0: the window.
+	Backfill int
+	// FinalityInterval is how often safe and finalized are read;
+	// 0: 8 block times, at least 10 s.
+	FinalityInterval time.Duration
+	// Window is the head window's size; 0: headstore.DefaultWindow.
+	Window int
+}
+
+// Fetch limits.
+const (
+	// fetchConcurrency bounds the blocks fetched at once while catching up.
+	fetchConcurrency = 4
+	// receiptConcurrency bounds per-transaction receipt calls for a block
+	// when no remote has eth_getBlockReceipts.
+	receiptConcurrency = 8
+	// fetchAttempts bounds the tries for one block whose receipts don't
+	// match it (the remote reorged between the two calls).
+	fetchAttempts = 3
+	// blockReceiptsRecheck is how long the stalker uses per-transaction
+	// receipts before trying eth_getBlockReceipts again.
+	blockReceiptsRecheck = 10 * time.Minute
+)
+
+// Stalker is the leader's loop for one chain: it follows the head through
+// the remotes, fetches each new block with its transactions and receipts,
+// checks that each block's parent is the block below it, walks back to the
+// common ancestor on a reorg, and publishes every change to the headstore
+// under its fencing epoch. It runs only while its replica leads the chain.
+type Stalker struct {
+	cfg   Config
+	up    Upstream
+	store headstore.Store
+	log   *slog.Logger
+	m     stalkerMetrics
+
+	// noBlockReceipts is when the stalker last found no remote with
+	// eth_getBlockReceipts (Unix nanoseconds; 0: it has not).
+	noBlockReceipts atomic.Int64
+}
+
+// New returns a chain's stalker. It does no I/O.
+func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Metrics) *Stalker {
+	if cfg.BlockTime <= 0 {
+		cfg.BlockTime = time.Second
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = headstore.DefaultWindow
+	}
+	if cfg.Backfill <= 0 || cfg.Backfill > cfg.Window {
+		cfg.Backfill = cfg.Window
+	}
+	if cfg.FinalityInterval <= 0 {
+		cfg.FinalityInterval = max(8*cfg.BlockTime, 10*time.Second)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	return &Stalker{cfg: cfg, up: up, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain)}
+}
+
+// leading is one leadership's state: the canonical chain as published.
+type leading struct {
+	epoch     uint64
+	chain     []headstore.Ref // ascending, contiguous, at most Window
+	safe      uint64
+	finalized uint64
+}
+
+func (l *leading) top() (headstore.Ref, bool) {
+	if len(l.chain) == 0 {
+		return headstore.Ref{}, false
+	}
+	return l.chain[len(l.chain)-1], true
+}
+
+// errDeposed: the store fenced a write; a newer leader exists.
+var errDeposed = errors.New("deposed")
+
+// Lead follows the chain until ctx ends or the store fences a write. It has
+// the shape Elector.Run wants.
+func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
+	s.log.Info("stalker following the head", "epoch", epoch)
+	l := &leading{epoch: epoch}
+	loaded := false
+	poll := time.NewTicker(s.cfg.BlockTime)
+	defer poll.Stop()
+	var finalityAt time.Time
+	backoff := s.cfg.BlockTime / 4
+	for {
+		wake := s.up.HeadChanged()
+		err := s.step(ctx, l, &loaded, &finalityAt)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, errDeposed):
+			s.log.Warn("stalker stopped: a newer leader holds the chain", "epoch", epoch)
+			return
+		case err != nil:
+			s.m.errors.Inc()
+			s.log.Warn("stalker", "err", err, "retry_in", backoff)
+			if !sleep(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, 4*s.cfg.BlockTime)
+			continue
+		}
+		backoff = s.cfg.BlockTime / 4
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// step brings the published chain up to the remotes' head.
+func (s *Stalker) step(ctx context.Context, l *leading, loaded *bool, finalityAt *time.Time) error {
+	if !*loaded {
+		snap, err := s.store.Snapshot(ctx)
+		if err != nil {
+			return fmt.Errorf("load window: %w", err)
+		}
+		l.chain = l.chain[:0]
+		for _, b := range snap.Blocks {
+			l.chain = append(l.chain, headstore.Ref{Number: b.Number, Hash: b.Hash})
+		}
+		l.safe, l.finalized = snap.Safe, snap.Finalized
+		*loaded = true
+	}
+	if time.Since(*finalityAt) >= s.cfg.FinalityInterval {
+		s.readFinality(ctx, l)
+		*finalityAt = time.Now()
+	}
+	target := s.up.Head()
+	if target == 0 {
+		return nil
+	}
+	err := s.advance(ctx, l, target)
+	if err != nil && !errors.Is(err, errDeposed) && !errors.Is(err, errFetch) {
+		// A publish that failed on the wire may have landed: read the
+		// store's chain again before going on.
+		*loaded = false
+	}
+	return err
+}
+
+// errFetch marks failures to fetch from the remotes: nothing was written.
+var errFetch = errors.New("fetch")
+
+// advance fetches and publishes blocks up to target.
+func (s *Stalker) advance(ctx context.Context, l *leading, target uint64) error {
+	top, ok := l.top()
+	next := top.Number + 1
+	if !ok || target >= next+uint64(s.cfg.Backfill) {
+		// Empty, or too far behind: start a fresh window below target.
+		next = target - min(target, uint64(s.cfg.Backfill)-1)
+		if ok && next <= top.Number {
+			next = top.Number + 1
+		}
+	}
+	for next <= target {
+		end := min(target, next+fetchConcurrency*2-1)
+		blocks, err := s.fetchRange(ctx, next, end)
+		if err != nil {
+			return err
+		}
+		for _, b := range blocks {
+			if err := s.link(ctx, l, b); err != nil {
+				return err
+			}
+		}
+		top, _ := l.top()
+		next = top.Number + 1
+	}
+	return nil
+}
+
+// link publishes b on top of the chain: as a new head when its parent is
+// the top, as a reorg when it is not.
+func (s *Stalker) link(ctx context.Context, l *leading, b *headstore.Block) error {
+	top, ok := l.top()
+	if ok && b.Number <= top.Number {
+		// The range was fetched before a reorg this loop already handled.
+		return nil
+	}
+	if !ok || b.Number != top.Number+1 || b.Parent == top.Hash {
+		return s.publish(ctx, l, &headstore.Event{Added: []*headstore.Block{b}})
+	}
+	branch, dropped, err := s.walkBack(ctx, l, b)
+	if err != nil {
+		return err
+	}
+	s.m.reorgs.Inc()
+	s.m.reorgDepth.Observe(float64(len(dropped)))
+	s.log.Warn("reorg", "depth", len(dropped), "from", dropped[0].Number,
+		"new_head", b.Number, "new_hash", b.Hash)
+	return s.publish(ctx, l, &headstore.Event{Dropped: dropped, Added: branch})
+}
+
+// walkBack follows b's parents by hash until one is on the published chain:
+// the common ancestor. It returns the new branch above the ancestor and the
+// published blocks it replaces. When the ancestor is below the window the
+// whole window is dropped.
+func (s *Stalker) walkBack(ctx context.Context, l *leading, b *headstore.Block) ([]*headstore.Block, []headstore.Ref, error) {
+	branch := []*headstore.Block{b}
+	low := l.chain[0].Number
+	for cur := b; cur.Number > low; {
+		at := l.chain[cur.Number-1-low]
+		if at.Hash == cur.Parent {
+			break
+		}
+		parent, err := s.fetchBlock(ctx, "eth_getBlockByHash", strconv.Quote(cur.Parent))
+		if err != nil {
+			return nil, nil, err
+		}
+		if parent.Number != cur.Number-1 || parent.Hash != cur.Parent {
+			return nil, nil, fmt.Errorf("%w: block %s is not %d's parent", errFetch, parent.Hash, cur.Number)
+		}
+		branch = append(branch, parent)
+		cur = parent
+	}
+	// branch is newest first.
+	for i, j := 0, len(branch)-1; i < j; i, j = i+1, j-1 {
+		branch[i], branch[j] = branch[j], branch[i]
+	}
+	var dropped []headstore.Ref
+	for _, r := range l.chain {
+		if r.Number >= branch[0].Number {
+			dropped = append(dropped, r)
+		}
+	}
+	if len(dropped) == 0 {
+		dropped = append(dropped, l.chain...)
+	}
+	return branch, dropped, nil
+}
+
+// publish writes ev under the leader's epoch and, once it landed, moves the
+// leader's chain the same way every window moves.
+func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) error {
+	ev.Safe, ev.Finalized = l.safe, l.finalized
+	ev.Time = time.Now().UnixNano()
+	if err := s.store.Publish(ctx, l.epoch, ev); err != nil {
+		if errors.Is(err, headstore.ErrFenced) {
+			return errDeposed
+		}
+		return fmt.Errorf("publish: %w", err)
+	}
+	s.m.published.Add(float64(len(ev.Added)))
+	s.m.head.Set(float64(ev.Head()))
+	refs := make([]headstore.Ref, 0, len(l.chain)+len(ev.Added))
+	for _, r := range l.chain {
+		if !isDropped(ev.Dropped, r.Hash) {
+			refs = append(refs, r)
+		}
+	}
+	first := ev.Added[0]
+	for len(refs) > 0 && refs[len(refs)-1].Number >= first.Number {
+		refs = refs[:len(refs)-1]
+	}
+	if n := len(refs); n > 0 && (refs[n-1].Number+1 != first.Number || refs[n-1].Hash != first.Parent) {
+		refs = refs[:0]
+	}
+	for _, b := range ev.Added {
+		refs = append(refs, headstore.Ref{Number: b.Number, Hash: b.Hash})
+	}
+	if len(refs) > s.cfg.Window {
+		refs = refs[len(refs)-s.cfg.Window:]
+	}
+	l.chain = refs
+	return nil
+}
+
+func isDropped(dropped []headstore.Ref, hash string) bool {
+	for _, r := range dropped {
+		if r.Hash == hash {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchRange fetches blocks from..to, a few at once, in order.
+func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*headstore.Block, error) {
+	out := make([]*headstore.Block, to-from+1)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(fetchConcurrency)
+	for n := from; n <= to; n++ {
+		g.Go(func() error {
+			b, err := s.fetchBlock(gctx, "eth_getBlockByNumber", `"`+evm.Quantity(n)+`"`)
+			out[n-from] = b
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fetchBlock fetches one block with full transactions and its receipts,
+// and checks that they belong together.
+func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstore.Block, error) {
+	start := time.Now()
+	params := json.RawMessage("[" + ref + ",true]")
+	var lastErr error
+	for range fetchAttempts {
+		raw, err := s.up.Call(ctx, method, params)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s(%s): %w", errFetch, method, ref, err)
+		}
+		if string(raw) == "null" {
+			return nil, fmt.Errorf("%w: %s(%s): no remote has it yet", errFetch, method, ref)
+		}
+		b, txs, err := headstore.TxHashes(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s(%s): %w", errFetch, method, ref, err)
+		}
+		receipts, err := s.receipts(ctx, b.Hash, txs)
+		if err != nil {
+			return nil, fmt.Errorf("%w: receipts of %d: %w", errFetch, b.Number, err)
+		}
+		if b, err = headstore.ParseBlock(raw, receipts); err == nil {
+			s.m.fetch.Observe(time.Since(start).Seconds())
+			return b, nil
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("%w: %w", errFetch, lastErr)
+}
+
+// emptyList is the receipts of a block without transactions: no call.
+var emptyList = json.RawMessage("[]")
+
+// receipts fetches a block's receipts by its hash, so that they are the
+// block's and not a sibling's: eth_getBlockReceipts, or one
+// eth_getTransactionReceipt per transaction where no remote has it.
+func (s *Stalker) receipts(ctx context.Context, hash string, txs []string) (json.RawMessage, error) {
+	if len(txs) == 0 {
+		return emptyList, nil
+	}
+	if at := s.noBlockReceipts.Load(); at == 0 || time.Since(time.Unix(0, at)) > blockReceiptsRecheck {
+		res, err := s.up.Call(ctx, "eth_getBlockReceipts", json.RawMessage(`["`+hash+`"]`))
+		if err == nil {
+			if string(res) == "null" {
+				return nil, errors.New("no remote has the block's receipts yet")
+			}
+			return res, nil
+		}
+		if !unsupported(err) {
+			return nil, err
+		}
+		s.log.Info("no remote has eth_getBlockReceipts: fetching receipts per transaction")
+		s.noBlockReceipts.Store(time.Now().UnixNano())
+	}
+	parts := make([]json.RawMessage, len(txs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(receiptConcurrency)
+	for i, tx := range txs {
+		g.Go(func() error {
+			res, err := s.up.Call(gctx, "eth_getTransactionReceipt", json.RawMessage(`["`+tx+`"]`))
+			if err == nil && string(res) == "null" {
+				err = fmt.Errorf("no remote has the receipt of %s yet", tx)
+			}
+			parts[i] = res
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	size := 2
+	for _, p := range parts {
+		size += len(p) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(out, '[')
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, p...)
+	}
+	return append(out, ']'), nil
+}
+
+// unsupported reports the error a pool gives when no remote has a method.
+func unsupported(err error) bool {
+	var je *jrpc.Error
+	return errors.As(err, &je) && je.Code == jrpc.CodeMethodNotFound
+}
+
+// readFinality reads the safe and finalized numbers; a chain or remote
+// without them leaves them unknown (0).
+func (s *Stalker) readFinality(ctx context.Context, l *leading) {
+	for _, tag := range []struct {
+		name string
+		to   *uint64
+	}{{"safe", &l.safe}, {"finalized", &l.finalized}} {
+		res, err := s.up.Call(ctx, "eth_getBlockByNumber", json.RawMessage(`["`+tag.name+`",false]`))
+		if err != nil || string(res) == "null" {
+			continue
+		}
+		var h struct {
+			Number string `json:"number"`
+		}
+		if json.Unmarshal(res, &h) != nil {
+			continue
+		}
+		if n, err := evm.ParseQuantity(h.Number); err == nil && n >= *tag.to {
+			*tag.to = n
+		}
+	}
+}
+
+// sleep waits d unless ctx ends first; it reports whether ctx is alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Metrics are the stalkers' metrics.
+type Metrics struct {
+	reorgs     *prometheus.CounterVec
+	reorgDepth *prometheus.HistogramVec
+	fetch      *prometheus.HistogramVec
+	published  *prometheus.CounterVec
+	head       *prometheus.GaugeVec
+	errors     *prometheus.CounterVec
+}
+
+// NewMetrics registers the stalkers' metrics on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		reorgs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "reorgs_total",
+			Help: "Reorgs the leader's stalker found, per chain."}, []string{"chain"}),
+		reorgDepth: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "reorg_depth",
+			Help: "Blocks dropped per reorg.", Buckets: []float64{1, 2, 3, 5, 8, 16, 32, 64, 128}}, []string{"chain"}),
+		fetch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "stalker_fetch_seconds",
+			Help:    "Time to fetch one block with its transactions and receipts.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"chain"}),
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "stalker_blocks_total",
+			Help: "Blocks the leader's stalker published."}, []string{"chain"}),
+		head: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "stalker_head",
+			Help: "Head the leader's stalker last published."}, []string{"chain"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "stalker_errors_total",
+			Help: "Stalker rounds that failed (fetch or publish) and were retried."}, []string{"chain"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.reorgs, m.reorgDepth, m.fetch, m.published, m.head, m.errors)
+	}
+	return m
+}
+
+type stalkerMetrics struct {
+	reorgs     prometheus.Counter
+	reorgDepth prometheus.Observer
+	fetch      prometheus.Observer
+	published  prometheus.Counter
+	head       prometheus.Gauge
+	errors     prometheus.Counter
+}
+
+func (m *Metrics) forChain(chain string) stalkerMetrics {
+	return stalkerMetrics{
+		reorgs: m.reorgs.WithLabelValues(chain), reorgDepth: m.reorgDepth.WithLabelValues(chain),
+		fetch: m.fetch.WithLabelValues(chain), published: m.published.WithLabelValues(chain),
+		head: m.head.WithLabelValues(chain), errors: m.errors.WithLabelValues(chain),
+	}
+}
