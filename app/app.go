@@ -173,6 +173,9 @@ func newChains(p chainsParams) (*chains, error) {
 		if err != nil {
 			return nil, errors.New("redis.url: invalid")
 		}
+		// Every call is bounded by its context: a leader's renew must not
+		// outlive its lease waiting on a dead connection.
+		opts.ContextTimeoutEnabled = true
 		out.rdb = redis.NewClient(opts)
 	}
 	hm := headstore.NewMetrics(p.Registry)

@@ -369,18 +369,71 @@ func (w *Window) logRange(f *logFilter) (from, to uint64, ok bool) {
 }
 
 // logFilter is an eth_getLogs filter, validated as geth validates it.
-// Address and topic alternatives stay raw JSON (checked, plain strings) and
-// are compared in place, so parsing allocates nothing.
+// Its values stay sub-slices of the params, so parsing allocates nothing.
 type logFilter struct {
 	from, to evm.BlockRef // RefLatest when absent
 	byHash   bool
 	hash     [hashLen]byte // lowercase, when byHash
-	// addr is a string or a non-empty array of strings; nil matches any.
-	addr []byte
-	// topics[i] is a string or an array of strings; nil matches any. A
-	// log with fewer topics than npos does not match, wildcards included.
-	topics [maxFilterTopics][]byte
+	addr     criterion
+	// A log with fewer topics than npos does not match, even where every
+	// position is a wildcard.
+	topics [maxFilterTopics]criterion
 	npos   int
+}
+
+// criterion is one condition of a filter: the log's address, or its topic
+// at one position, must be one of a list of values.
+type criterion struct {
+	raw  []byte // the JSON string or array of strings, checked; nil matches any
+	vals [inlineValues][]byte
+	n    int  // values in vals, without quotes; -1 when more than fit (match scans raw)
+	fold bool // some value has upper-case letters: compare ignoring case
+}
+
+// inlineValues is how many values a criterion keeps split out; more are
+// rare (an address list), and are matched by scanning the JSON.
+const inlineValues = 4
+
+// add records a checked, quoted value.
+func (c *criterion) add(v []byte) {
+	switch {
+	case c.n < 0:
+	case c.n < len(c.vals):
+		c.vals[c.n] = v[1 : len(v)-1]
+		c.n++
+	default:
+		c.n = -1
+	}
+	if !c.fold && bytes.IndexFunc(v, isUpper) >= 0 {
+		c.fold = true
+	}
+}
+
+func isUpper(r rune) bool { return 'A' <= r && r <= 'Z' }
+
+// match reports whether the lowercase hex s is one of the values.
+func (c *criterion) match(s string) bool {
+	if c.n >= 0 {
+		for _, v := range c.vals[:c.n] {
+			if sameHex(v, s, c.fold) {
+				return true
+			}
+		}
+		return false
+	}
+	if c.raw[0] == '"' {
+		return sameHex(c.raw[1:len(c.raw)-1], s, c.fold)
+	}
+	it := jsonscan.Array{Data: c.raw, I: 1}
+	for {
+		v, ok := it.Next()
+		if !ok {
+			return false
+		}
+		if sameHex(v[1:len(v)-1], s, c.fold) {
+			return true
+		}
+	}
 }
 
 // parse reads the filter object raw the way geth's
@@ -388,7 +441,7 @@ type logFilter struct {
 // reject or that this reader is not sure it reads the same.
 func (f *logFilter) parse(raw []byte) bool {
 	if len(raw) == 0 || raw[0] != '{' {
-		// geth takes a null filter as the latest block, unfiltered; leave it.
+		// A null filter, or not an object: unusual, so the node decides.
 		return false
 	}
 	var fromRaw, toRaw, hashRaw, addrRaw, topicsRaw []byte
@@ -455,8 +508,12 @@ func (f *logFilter) parseAddress(raw []byte) bool {
 		return true
 	}
 	if raw[0] == '"' {
-		f.addr = raw
-		return isHex(raw, addressLen)
+		if !isHex(raw, addressLen) {
+			return false
+		}
+		f.addr.add(raw)
+		f.addr.raw = raw
+		return true
 	}
 	if raw[0] != '[' {
 		return false
@@ -471,16 +528,16 @@ func (f *logFilter) parseAddress(raw []byte) bool {
 		if n++; n > logQueryLimit || !isHex(v, addressLen) {
 			return false
 		}
+		f.addr.add(v)
 	}
 	if n > 0 {
-		f.addr = raw
+		f.addr.raw = raw
 	}
 	return true
 }
 
 // parseTopics takes an array of at most four positions, each null (any), a
-// topic, or an array of topics (any when empty or when it holds a null;
-// geth stops reading the array at the null).
+// topic, or an array of topics.
 func (f *logFilter) parseTopics(raw []byte) bool {
 	if raw == nil {
 		return true
@@ -497,7 +554,7 @@ func (f *logFilter) parseTopics(raw []byte) bool {
 		if f.npos == maxFilterTopics {
 			return false
 		}
-		pos := f.npos
+		c := &f.topics[f.npos]
 		f.npos++
 		switch v[0] {
 		case 'n':
@@ -505,22 +562,22 @@ func (f *logFilter) parseTopics(raw []byte) bool {
 			if !isHex(v, hashLen) {
 				return false
 			}
-			f.topics[pos] = v
+			c.add(v)
+			c.raw = v
 		case '[':
-			alts, ok := topicAlternatives(v)
-			if !ok {
+			if !c.parseAlternatives(v) {
 				return false
 			}
-			f.topics[pos] = alts
 		default:
 			return false
 		}
 	}
 }
 
-// topicAlternatives checks one position's array: nil (any) when it is
-// empty or holds a null, else the array itself.
-func topicAlternatives(raw []byte) ([]byte, bool) {
+// parseAlternatives reads one position's array of topics. It matches any
+// topic when empty or when it holds a null: geth stops reading the array
+// at the null, so what follows is not checked either.
+func (c *criterion) parseAlternatives(raw []byte) bool {
 	// geth refuses an array over maxSubTopics before reading any of it.
 	n := 0
 	it := jsonscan.Array{Data: raw, I: 1}
@@ -529,37 +586,39 @@ func topicAlternatives(raw []byte) ([]byte, bool) {
 			break
 		}
 		if n++; n > maxSubTopics || n > logQueryLimit {
-			return nil, false
+			return false
 		}
-	}
-	if n == 0 {
-		return nil, true
 	}
 	it = jsonscan.Array{Data: raw, I: 1}
 	for {
 		v, ok := it.Next()
 		if !ok {
-			return raw, true
+			if n > 0 {
+				c.raw = raw
+			}
+			return true
 		}
 		if v[0] == 'n' {
-			return nil, true
+			*c = criterion{}
+			return true
 		}
 		if !isHex(v, hashLen) {
-			return nil, false
+			return false
 		}
+		c.add(v)
 	}
 }
 
 // match is geth's filterLogs check for one log.
 func (f *logFilter) match(l *logEntry) bool {
-	if f.addr != nil && !matchAny(f.addr, l.address) {
+	if f.addr.raw != nil && !f.addr.match(l.address) {
 		return false
 	}
 	if f.npos > len(l.topics) {
 		return false
 	}
 	for i := range f.npos {
-		if f.topics[i] != nil && !matchAny(f.topics[i], l.topics[i]) {
+		if c := &f.topics[i]; c.raw != nil && !c.match(l.topics[i]) {
 			return false
 		}
 	}
@@ -568,7 +627,7 @@ func (f *logFilter) match(l *logEntry) bool {
 
 // collect joins the matching logs of ents into a JSON array.
 func (f *logFilter) collect(ents []*entry) json.RawMessage {
-	unfiltered := f.addr == nil && f.npos == 0
+	unfiltered := f.addr.raw == nil && f.npos == 0
 	size := 1
 	for _, e := range ents {
 		for i := range e.logs {
@@ -602,32 +661,17 @@ func (f *logFilter) collect(ents []*entry) json.RawMessage {
 	return append(out, ']')
 }
 
-// matchAny reports whether raw (a checked hex string, or an array of them)
-// names want, a lowercase hex string.
-func matchAny(raw []byte, want string) bool {
-	if raw[0] == '"' {
-		return sameHex(raw, want)
+// sameHex compares the hex v with the lowercase s, ignoring v's case when
+// fold is set.
+func sameHex(v []byte, s string, fold bool) bool {
+	if !fold {
+		return string(v) == s
 	}
-	it := jsonscan.Array{Data: raw, I: 1}
-	for {
-		v, ok := it.Next()
-		if !ok {
-			return false
-		}
-		if sameHex(v, want) {
-			return true
-		}
-	}
-}
-
-// sameHex compares the quoted hex string q with the lowercase s, ignoring
-// q's case.
-func sameHex(q []byte, s string) bool {
-	if len(q) != len(s)+2 {
+	if len(v) != len(s) {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := q[i+1]
+		c := v[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}

@@ -368,6 +368,8 @@ func TestServeLogs(t *testing.T) {
 		{name: "four wildcards", params: `[{` + rng + `,"topics":[null,null,null,null]}]`, want: c.logsOf("L6")},
 		{name: "three positions", params: `[{` + rng + `,"topics":[null,null,` + serveQ(serveTopic1) + `]}]`, want: c.logsOf("L3")},
 		{name: "topic and alternatives", params: `[{` + rng + `,"topics":[` + serveQ(serveTopic1) + `,[` + serveQ(serveTopic2) + `,` + serveQ(serveTopic3) + `]]}]`, want: c.logsOf("L1", "L4", "L6")},
+		{name: "topic many alternatives", params: `[{` + rng + `,"topics":[[` + serveQ(serveHash("x")) + `,` + serveQ(serveHash("y")) + `,` + serveQ(serveHash("z")) + `,` + serveQ(serveHash("w")) + `,"0x` + strings.ToUpper(serveTopic3[2:]) + `",` + serveQ(serveTopic1) + `]]}]`, want: c.logsOf("L0", "L1", "L4", "L5", "L6")},
+		{name: "address many", params: `[{` + rng + `,"address":[` + serveQ(serveAddr("x")) + `,` + serveQ(serveAddr("y")) + `,` + serveQ(serveAddr("z")) + `,` + serveQ(serveAddr("w")) + `,` + serveQ(serveAddrC) + `]}]`, want: c.logsOf("L5")},
 		{name: "topic upper case", params: `[{` + rng + `,"topics":["0X` + strings.ToUpper(serveTopic3[2:]) + `"]}]`, want: c.logsOf("L5")},
 		{name: "address and topic", params: `[{` + rng + `,"address":` + serveQ(serveAddrA) + `,"topics":[` + serveQ(serveTopic2) + `]}]`, want: c.logsOf("L3")},
 		{name: "no match", params: `[{` + rng + `,"topics":[` + serveQ(serveTopic4) + `]}]`, want: `[]`},

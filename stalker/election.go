@@ -70,13 +70,22 @@ func EpochKey(chain string) string { return "venn:{" + chain + "}:epoch" }
 // "replica:epoch", unique per leadership, so renew and release by an old
 // leader can never touch a newer lease, even one of the same replica.
 //
+// A missing epoch counter (a fresh Redis, or one that lost its data)
+// starts from Redis's clock in microseconds, not from 1: a leader elected
+// before the loss holds a smaller epoch than any elected after it, so its
+// late writes are fenced even before its next renew finds the lease gone.
+//
 // KEYS[1] lease, KEYS[2] epoch; ARGV[1] replica, ARGV[2] TTL in ms.
 var acquireScript = redis.NewScript(`
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return false
 end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+	local t = redis.call('TIME')
+	redis.call('SET', KEYS[2], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+end
 local epoch = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. epoch, 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%.0f', epoch), 'PX', ARGV[2])
 return epoch
 `)
 
@@ -125,7 +134,6 @@ var (
 // client's ReadTimeout, and so may Run's return.
 type RedisElector struct {
 	rdb      redis.UniversalClient
-	chain    string
 	id       string
 	ttl      time.Duration
 	leaseKey string
@@ -140,7 +148,6 @@ func NewRedisElector(rdb redis.UniversalClient, cfg ElectionConfig) *RedisElecto
 	cfg = cfg.withDefaults()
 	return &RedisElector{
 		rdb:      rdb,
-		chain:    cfg.Chain,
 		id:       cfg.ReplicaID,
 		ttl:      cfg.TTL,
 		leaseKey: LeaderKey(cfg.Chain),
@@ -223,8 +230,10 @@ func (e *RedisElector) Release(ctx context.Context, epoch uint64) error {
 	return nil
 }
 
-// Run campaigns until ctx ends; see Elector. Panics in lead propagate, after
-// the renewal has stopped and the lease has been released.
+// Run campaigns until ctx ends; see Elector. It also releases the lease when
+// lead returns on its own, and campaigns again TTL/4 later. Panics in lead
+// propagate, after the renewal has stopped and the lease has been released.
+// Run is not to be called again before it returns.
 func (e *RedisElector) Run(ctx context.Context, lead func(ctx context.Context, epoch uint64)) {
 	wait := time.NewTimer(0)
 	defer wait.Stop()
@@ -331,6 +340,7 @@ func (e *RedisElector) renew(ctx context.Context, cancel context.CancelCauseFunc
 	retry := max(e.interval()/4, time.Millisecond)
 	next := time.NewTimer(e.interval() - time.Since(sent))
 	defer next.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -351,12 +361,20 @@ func (e *RedisElector) renew(ctx context.Context, cancel context.CancelCauseFunc
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			e.log.Debug("lease renew failed, retrying", "epoch", epoch, "err", err)
+			// Warn once per outage; the retries follow every TTL/16.
+			lvl := slog.LevelDebug
+			if !failing {
+				lvl = slog.LevelWarn
+			}
+			failing = true
+			e.log.Log(ctx, lvl, "lease renew failed, retrying until the deadline",
+				"epoch", epoch, "deadline", time.Until(sent.Add(e.safeFor())).Round(time.Millisecond), "err", err)
 			next.Reset(retry)
 		case !ok:
 			cancel(errLeaseLost)
 			return
 		default:
+			failing = false
 			// Stop fails when the timer has fired: the renew came too late.
 			if !deposed.Stop() {
 				return
