@@ -196,7 +196,7 @@ func newChains(p chainsParams) (*chains, error) {
 			return nil, fmt.Errorf("chain %s: %w", cc.Name, err)
 		}
 		h := out.newHeadFeed(cfg, cc, pool, hm, sm, em)
-		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID}, h.window, pool, rm)
+		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag}, h.window, pool, rm)
 		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})

@@ -76,7 +76,9 @@ type HeadConfig struct {
 	// Window is how many blocks below and including the head every replica
 	// keeps and serves from memory.
 	Window int `yaml:"window"`
-	// Backfill bounds how many blocks a new leader fetches to fill a gap.
+	// Backfill bounds how many blocks a leader fetches to fill a gap in the
+	// feed (after a restart, a failover or lag); deeper gaps start a fresh
+	// window.
 	Backfill int `yaml:"backfill"`
 	// FinalityInterval is how often the leader reads safe and finalized.
 	FinalityInterval time.Duration `yaml:"finality_interval"`
@@ -501,7 +503,7 @@ func (c *Config) applyDefaults() {
 		setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
 		setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
 		setDefault(&ch.Head.Window, headstore.DefaultWindow)
-		setDefault(&ch.Head.Backfill, ch.Head.Window)
+		setDefault(&ch.Head.Backfill, 4*ch.Head.Window)
 		setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
 		for j := range ch.Remotes {
 			r := &ch.Remotes[j]

@@ -62,6 +62,8 @@ func (f *Follower) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		// Until it follows again the window may miss heads and reorgs.
+		f.w.SetLive(false)
 		reload = errors.Is(err, ErrGap) || errors.Is(err, errOutOfOrder)
 		switch {
 		case reload:
@@ -100,6 +102,7 @@ func (f *Follower) once(ctx context.Context, reload bool) error {
 		f.log.Debug("window loaded", "seq", snap.Seq, "blocks", len(snap.Blocks))
 	}
 	gen, seq = f.w.Seq()
+	f.w.SetLive(true)
 	return f.store.Follow(ctx, gen, seq, f.w.Apply)
 }
 

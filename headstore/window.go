@@ -36,6 +36,11 @@ type Window struct {
 	// served is the highest head this replica has answered: eth_blockNumber
 	// never goes below it, even when a reorg shortens the chain.
 	served atomic.Uint64
+	// latest mirrors the head's number for lock-free reads (0: empty).
+	latest atomic.Uint64
+	// live is false while the follower has lost the feed: the window may
+	// be stale, and the router forwards instead of answering from it.
+	live atomic.Bool
 
 	onApply func(ev *Event, reorgDepth int) // metrics; nil in tests
 }
@@ -167,6 +172,11 @@ func (w *Window) remove(e *entry) {
 }
 
 func (w *Window) notify() {
+	if n := len(w.canon); n > 0 {
+		w.latest.Store(w.canon[n-1].Number)
+	} else {
+		w.latest.Store(0)
+	}
 	close(w.changed)
 	w.changed = make(chan struct{})
 }
@@ -211,6 +221,17 @@ func isDropped(dropped []Ref, hash string) bool {
 		}
 	}
 	return false
+}
+
+// SetLive records whether the window follows the feed right now.
+func (w *Window) SetLive(on bool) { w.live.Store(on) }
+
+// Latest is the head's number when the window is live and not empty; ok is
+// false when it must not answer (empty, or the feed is lost). It takes no
+// lock.
+func (w *Window) Latest() (n uint64, ok bool) {
+	n = w.latest.Load()
+	return n, n > 0 && w.live.Load()
 }
 
 // Head is the window's head number and hash; ok is false while it is empty.

@@ -22,6 +22,10 @@ import (
 type Config struct {
 	Chain   string
 	ChainID uint64
+	// MaxLag is how far the head window may trail the remotes' head and
+	// still answer: beyond it the window is stale (its leader is stuck)
+	// and calls go to the remotes.
+	MaxLag uint64
 }
 
 // Head is the chain's head window as the router uses it.
@@ -31,7 +35,14 @@ type Head interface {
 	// Tags are the cluster's latest, safe and finalized numbers; ok is
 	// false while the window is empty.
 	Tags() (headstore.Tags, bool)
+	// Latest is the head's number; ok is false when the window must not
+	// answer (empty, or its feed is lost).
+	Latest() (uint64, bool)
 }
+
+// headOf is what the router needs of the remotes to tell a stale window:
+// the best head among them.
+type headOf interface{ Head() uint64 }
 
 // Router routes one chain's calls. It implements jrpc.Handler.
 type Router struct {
@@ -39,6 +50,7 @@ type Router struct {
 	chainID json.RawMessage
 	head    Head // nil: no head window
 	remotes jrpc.Handler
+	upHead  func() uint64 // the remotes' head; nil when they don't say
 
 	local, fromHead, forwarded prometheus.Counter
 }
@@ -50,7 +62,12 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	if m == nil {
 		m = NewMetrics(nil)
 	}
+	var upHead func() uint64
+	if h, ok := remotes.(headOf); ok {
+		upHead = h.Head
+	}
 	return &Router{
+		upHead:    upHead,
 		cfg:       cfg,
 		chainID:   json.RawMessage(`"` + evm.Quantity(cfg.ChainID) + `"`),
 		head:      head,
@@ -76,7 +93,7 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 		rt.local.Inc()
 		return nil, errNotifications
 	}
-	if rt.head != nil {
+	if rt.fresh() {
 		if res, ok := rt.head.Answer(req.Method, req.Params); ok {
 			rt.fromHead.Inc()
 			return res, nil
@@ -89,6 +106,20 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	}
 	rt.forwarded.Inc()
 	return rt.remotes.ServeRPC(ctx, req)
+}
+
+// fresh reports whether the head window may answer: it follows the feed
+// and is not more than MaxLag behind the remotes. A stale window could
+// miss a reorg; the remotes can't.
+func (rt *Router) fresh() bool {
+	if rt.head == nil {
+		return false
+	}
+	n, ok := rt.head.Latest()
+	if !ok {
+		return false
+	}
+	return rt.upHead == nil || rt.upHead() <= n+rt.cfg.MaxLag
 }
 
 // pin rewrites a latest, safe or finalized block parameter to the

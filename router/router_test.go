@@ -10,8 +10,10 @@ import (
 	"github.com/venn-gateway/venn/jrpc"
 )
 
-// recorder is the remotes: it records what reached it.
+// recorder is the remotes: it records what reached it. Its head is 100.
 type recorder struct{ sent []jrpc.Request }
+
+func (r *recorder) Head() uint64 { return 100 }
 
 func (r *recorder) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
 	r.sent = append(r.sent, *req)
@@ -32,6 +34,8 @@ func (h fakeHead) Answer(method string, _ json.RawMessage) (json.RawMessage, boo
 }
 
 func (h fakeHead) Tags() (headstore.Tags, bool) { return h.tags, h.ok }
+
+func (h fakeHead) Latest() (uint64, bool) { return h.tags.Latest, h.ok }
 
 func TestRouterLocalAnswers(t *testing.T) {
 	rec := &recorder{}
@@ -58,6 +62,7 @@ func TestRouterLocalAnswers(t *testing.T) {
 
 func TestRouterPinsTags(t *testing.T) {
 	head := fakeHead{tags: headstore.Tags{Latest: 100, Safe: 90}, ok: true}
+	stale := fakeHead{tags: headstore.Tags{Latest: 50}, ok: true}
 	tests := []struct {
 		name, method, give, want string
 		head                     fakeHead
@@ -72,11 +77,12 @@ func TestRouterPinsTags(t *testing.T) {
 		{"eip-1898 kept", "eth_getBalance", `["0xab",{"blockNumber":"latest"}]`, `["0xab",{"blockNumber":"latest"}]`, head},
 		{"no block param", "eth_gasPrice", `[]`, `[]`, head},
 		{"empty window", "eth_getBalance", `["0xab","latest"]`, `["0xab","latest"]`, fakeHead{}},
+		{"stale window", "eth_getBalance", `["0xab","latest"]`, `["0xab","latest"]`, stale},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{}
-			rt := New(Config{Chain: "c", ChainID: 1}, tt.head, rec, nil)
+			rt := New(Config{Chain: "c", ChainID: 1, MaxLag: 5}, tt.head, rec, nil)
 			if _, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: tt.method, Params: json.RawMessage(tt.give)}); err != nil {
 				t.Fatal(err)
 			}
@@ -87,11 +93,27 @@ func TestRouterPinsTags(t *testing.T) {
 	}
 }
 
-func TestRouterAnswersFromTheHead(t *testing.T) {
-	rec := &recorder{}
-	rt := New(Config{Chain: "c", ChainID: 1}, fakeHead{ok: true}, rec, nil)
-	res, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_blockNumber"})
-	if err != nil || string(res) != `"0x64"` || len(rec.sent) != 0 {
-		t.Fatalf("eth_blockNumber = %s, %v with %d upstream calls; want the window's answer and none", res, err, len(rec.sent))
+func TestRouterAnswersFromAFreshHead(t *testing.T) {
+	tests := []struct {
+		name     string
+		head     fakeHead
+		upstream int // calls that reach the remotes
+	}{
+		{"fresh", fakeHead{tags: headstore.Tags{Latest: 100}, ok: true}, 0},
+		{"within max_lag", fakeHead{tags: headstore.Tags{Latest: 95}, ok: true}, 0},
+		{"stale: its leader is stuck", fakeHead{tags: headstore.Tags{Latest: 94}, ok: true}, 1},
+		{"feed lost", fakeHead{tags: headstore.Tags{Latest: 100}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			rt := New(Config{Chain: "c", ChainID: 1, MaxLag: 5}, tt.head, rec, nil)
+			if _, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_blockNumber"}); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.sent) != tt.upstream {
+				t.Fatalf("%d upstream calls, want %d", len(rec.sent), tt.upstream)
+			}
+		})
 	}
 }

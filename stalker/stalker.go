@@ -30,8 +30,10 @@ type Upstream interface {
 type Config struct {
 	Chain     string
 	BlockTime time.Duration
-	// Backfill bounds how many blocks below the head a new leader fetches
-	// to fill a gap (after a restart, a failover or lag); 0: the window.
+	// Backfill bounds how many blocks a leader fetches to fill a gap
+	// between the published head and the remotes' (after a restart, a
+	// failover or lag), so that subscribers miss none; deeper gaps start
+	// a fresh window. 0: 4 windows.
 	Backfill int
 	// FinalityInterval is how often safe and finalized are read;
 	// 0: 8 block times, at least 10 s.
@@ -80,8 +82,8 @@ func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Me
 	if cfg.Window <= 0 {
 		cfg.Window = headstore.DefaultWindow
 	}
-	if cfg.Backfill <= 0 || cfg.Backfill > cfg.Window {
-		cfg.Backfill = cfg.Window
+	if cfg.Backfill <= 0 {
+		cfg.Backfill = 4 * cfg.Window
 	}
 	if cfg.FinalityInterval <= 0 {
 		cfg.FinalityInterval = max(8*cfg.BlockTime, 10*time.Second)
@@ -189,12 +191,16 @@ var errFetch = errors.New("fetch")
 func (s *Stalker) advance(ctx context.Context, l *leading, target uint64) error {
 	top, ok := l.top()
 	next := top.Number + 1
-	if !ok || target >= next+uint64(s.cfg.Backfill) {
-		// Empty, or too far behind: start a fresh window below target.
-		next = target - min(target, uint64(s.cfg.Backfill)-1)
-		if ok && next <= top.Number {
-			next = top.Number + 1
-		}
+	switch {
+	case !ok:
+		// A fresh window: its last Window blocks.
+		next = target - min(target, uint64(s.cfg.Window)-1)
+	case target > top.Number+uint64(s.cfg.Backfill):
+		// Away too long to fill the gap: a fresh window, and the feed
+		// says so by a first block whose parent is not in it.
+		next = target - min(target, uint64(s.cfg.Window)-1)
+		s.log.Warn("head feed gap too deep to backfill; starting a fresh window",
+			"published", top.Number, "head", target, "backfill", s.cfg.Backfill)
 	}
 	for next <= target {
 		end := min(target, next+fetchConcurrency*2-1)
