@@ -668,3 +668,27 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+func TestRemoteDownOrLagging(t *testing.T) {
+	c := startCluster(t, 3)
+	stop := c.mine()
+	defer stop()
+	c.waitLeader(t, "")
+	c.waitConverged(t, c.replicas)
+	mark := c.mark(t)
+
+	// One remote down: the leader follows through the other.
+	c.nodes[0].SetDown(true)
+	waitBlocks(c.nodes[1], 10)
+	c.waitConverged(t, c.replicas)
+
+	// Back, but lagging far behind: its stale view neither holds the
+	// feed back nor reaches it.
+	c.nodes[0].SetLag(20)
+	c.nodes[0].SetDown(false)
+	waitBlocks(c.nodes[1], 10)
+	stop()
+	c.waitConverged(t, c.replicas)
+	c.checkServed(t, c.replicas)
+	c.checkFeed(t, mark)
+}
