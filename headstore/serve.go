@@ -82,27 +82,27 @@ func (w *Window) answerBlockNumber(params []byte) (json.RawMessage, bool) {
 	if !positional(params, nil) {
 		return nil, false
 	}
-	w.mu.RLock()
-	n := len(w.canon)
-	var head uint64
-	if n > 0 {
-		head = w.canon[n-1].Number
-	}
-	w.mu.RUnlock()
-	if n == 0 {
+	head := w.latest.Load()
+	if head == 0 {
 		return nil, false
 	}
+	return quantityJSON(w.Monotonic(head)), true
+}
+
+// Monotonic returns the highest of n and every head this replica has
+// answered, and records it: eth_blockNumber never goes backwards for a
+// client, even across a reorg to a shorter chain or a forwarded answer
+// from a lagging remote.
+func (w *Window) Monotonic(n uint64) uint64 {
 	for {
 		served := w.served.Load()
-		if served >= head {
-			head = served
-			break
+		if served >= n {
+			return served
 		}
-		if w.served.CompareAndSwap(served, head) {
-			break
+		if w.served.CompareAndSwap(served, n) {
+			return n
 		}
 	}
-	return quantityJSON(head), true
 }
 
 // answerBlock: eth_getBlockByNumber(number, full), eth_getBlockByHash(hash, full).

@@ -38,6 +38,8 @@ type Head interface {
 	// Latest is the head's number; ok is false when the window must not
 	// answer (empty, or its feed is lost).
 	Latest() (uint64, bool)
+	// Monotonic returns the highest of n and every head answered before.
+	Monotonic(n uint64) uint64
 }
 
 // headOf is what the router needs of the remotes to tell a stale window:
@@ -105,7 +107,20 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 		}
 	}
 	rt.forwarded.Inc()
-	return rt.remotes.ServeRPC(ctx, req)
+	res, err := rt.remotes.ServeRPC(ctx, req)
+	if err == nil && req.Method == "eth_blockNumber" && rt.head != nil {
+		// A remote behind the window, or behind an answer this replica
+		// gave before, must not move a client's head backwards.
+		var s string
+		if json.Unmarshal(res, &s) == nil {
+			if n, err := evm.ParseQuantity(s); err == nil {
+				if m := rt.head.Monotonic(n); m != n {
+					res = json.RawMessage(`"` + evm.Quantity(m) + `"`)
+				}
+			}
+		}
+	}
+	return res, err
 }
 
 // fresh reports whether the head window may answer: it follows the feed

@@ -37,6 +37,8 @@ func (h fakeHead) Tags() (headstore.Tags, bool) { return h.tags, h.ok }
 
 func (h fakeHead) Latest() (uint64, bool) { return h.tags.Latest, h.ok }
 
+func (h fakeHead) Monotonic(n uint64) uint64 { return max(n, h.tags.Latest) }
+
 func TestRouterLocalAnswers(t *testing.T) {
 	rec := &recorder{}
 	rt := New(Config{Chain: "polygon", ChainID: 137}, nil, rec, nil)
@@ -115,5 +117,15 @@ func TestRouterAnswersFromAFreshHead(t *testing.T) {
 				t.Fatalf("%d upstream calls, want %d", len(rec.sent), tt.upstream)
 			}
 		})
+	}
+}
+
+func TestRouterBlockNumberNeverGoesBack(t *testing.T) {
+	// The window is stale (feed lost) and a remote answers below what the
+	// window answered: the client still sees the higher number.
+	rt := New(Config{Chain: "c", ChainID: 1, MaxLag: 5}, fakeHead{tags: headstore.Tags{Latest: 0x20}}, &recorder{}, nil)
+	res, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_blockNumber"})
+	if err != nil || string(res) != `"0x20"` {
+		t.Fatalf("eth_blockNumber = %s, %v; want \"0x20\", not the remote's lower 0x10", res, err)
 	}
 }
