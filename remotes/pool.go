@@ -183,6 +183,10 @@ func (p *Pool) Ready() bool {
 // Head is the best head across the chain's healthy remotes.
 func (p *Pool) Head() uint64 { return p.best.Load() }
 
+// HealthyHead is the highest head among the remotes in rotation right now:
+// a block above it cannot be served by any of them yet.
+func (p *Pool) HealthyHead() uint64 { return p.healthyBest(p.now()) }
+
 // HeadChanged returns a channel closed when Head next changes.
 func (p *Pool) HeadChanged() <-chan struct{} {
 	p.headMu.Lock()

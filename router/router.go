@@ -42,9 +42,10 @@ type Head interface {
 	Monotonic(n uint64) uint64
 }
 
-// headOf is what the router needs of the remotes to tell a stale window:
-// the best head among them.
-type headOf interface{ Head() uint64 }
+// headOf is what the router needs of the remotes to tell a stale window,
+// and a number no remote could answer for: the best head among those in
+// rotation.
+type headOf interface{ HealthyHead() uint64 }
 
 // Router routes one chain's calls. It implements jrpc.Handler.
 type Router struct {
@@ -66,7 +67,7 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	}
 	var upHead func() uint64
 	if h, ok := remotes.(headOf); ok {
-		upHead = h.Head
+		upHead = h.HealthyHead
 	}
 	return &Router{
 		upHead:    upHead,
@@ -167,7 +168,9 @@ func (rt *Router) pin(method string, params json.RawMessage) (json.RawMessage, b
 	case evm.RefFinalized:
 		n = tags.Finalized
 	}
-	if n == 0 {
+	if n == 0 || rt.upHead != nil && rt.upHead() < n {
+		// No remote in rotation has the block yet: the call keeps its
+		// tag rather than fail with "header not found" everywhere.
 		return nil, false
 	}
 	return evm.WithParam(params, i, `"`+evm.Quantity(n)+`"`)

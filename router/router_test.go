@@ -13,7 +13,7 @@ import (
 // recorder is the remotes: it records what reached it. Its head is 100.
 type recorder struct{ sent []jrpc.Request }
 
-func (r *recorder) Head() uint64 { return 100 }
+func (r *recorder) HealthyHead() uint64 { return 100 }
 
 func (r *recorder) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
 	r.sent = append(r.sent, *req)
@@ -80,6 +80,7 @@ func TestRouterPinsTags(t *testing.T) {
 		{"no block param", "eth_gasPrice", `[]`, `[]`, head},
 		{"empty window", "eth_getBalance", `["0xab","latest"]`, `["0xab","latest"]`, fakeHead{}},
 		{"stale window", "eth_getBalance", `["0xab","latest"]`, `["0xab","latest"]`, stale},
+		{"no remote has it yet", "eth_getBalance", `["0xab","latest"]`, `["0xab","latest"]`, fakeHead{tags: headstore.Tags{Latest: 101}, ok: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
