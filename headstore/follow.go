@@ -34,13 +34,9 @@ func NewFollower(chain string, store Store, w *Window, log *slog.Logger, m *Metr
 	}
 	f := &Follower{chain: chain, store: store, w: w, log: log.With("chain", chain), m: m}
 	m.watch(chain, w)
-	head := m.head.WithLabelValues(chain)
 	lag := m.lag.WithLabelValues(chain)
 	prop := m.propagation.WithLabelValues(chain)
 	w.onApply = func(ev *Event, _ int) {
-		if n, _, ok := w.Head(); ok {
-			head.Set(float64(n))
-		}
 		if ev.Time > 0 {
 			d := time.Since(time.Unix(0, ev.Time)).Seconds()
 			lag.Set(d)
@@ -108,21 +104,19 @@ func (f *Follower) once(ctx context.Context, reload bool) error {
 
 // Metrics are the head feed's metrics on one replica.
 type Metrics struct {
-	head        *prometheus.GaugeVec
 	lag         *prometheus.GaugeVec
 	propagation *prometheus.HistogramVec
 	resyncs     *prometheus.CounterVec
 
 	mu      sync.Mutex
-	windows map[string]*Window
-	ageDesc *prometheus.Desc
+	windows  map[string]*Window
+	ageDesc  *prometheus.Desc
+	headDesc *prometheus.Desc
 }
 
 // NewMetrics registers the head feed's metrics on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		head: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "head_number",
-			Help: "Head block number this replica serves, per chain."}, []string{"chain"}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "head_follower_lag_seconds",
 			Help: "How long after the leader published it this replica applied the last head event."}, []string{"chain"}),
 		propagation: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "head_propagation_seconds",
@@ -133,9 +127,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		windows: map[string]*Window{},
 		ageDesc: prometheus.NewDesc("venn_head_age_seconds",
 			"Seconds since the timestamp of the head block this replica serves.", []string{"chain"}, nil),
+		headDesc: prometheus.NewDesc("venn_head_number",
+			"Head block number of this replica's window, per chain.", []string{"chain"}, nil),
 	}
 	if reg != nil {
-		reg.MustRegister(m.head, m.lag, m.propagation, m.resyncs, m)
+		reg.MustRegister(m.lag, m.propagation, m.resyncs, m)
 	}
 	return m
 }
@@ -146,20 +142,25 @@ func (m *Metrics) watch(chain string, w *Window) {
 	m.windows[chain] = w
 }
 
-// Describe implements prometheus.Collector for venn_head_age_seconds.
-func (m *Metrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.ageDesc }
+// Describe implements prometheus.Collector for the window's head number
+// and age.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.ageDesc
+	ch <- m.headDesc
+}
 
-// Collect implements prometheus.Collector: a head's age is read at scrape
-// time, so it keeps growing while the head is stuck.
+// Collect implements prometheus.Collector: the head is read at scrape time,
+// so its age keeps growing while it is stuck.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
 	for chain, w := range m.windows {
-		t, ok := w.headTime()
+		n, t, ok := w.headTime()
 		if !ok {
 			continue
 		}
+		ch <- prometheus.MustNewConstMetric(m.headDesc, prometheus.GaugeValue, float64(n), chain)
 		ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue,
 			now.Sub(time.Unix(int64(t), 0)).Seconds(), chain)
 	}

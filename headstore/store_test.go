@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // storeUnderTest is one Store implementation at epoch 1.
@@ -106,4 +108,50 @@ func sameBlocks(got, want []*Block) bool {
 		}
 	}
 	return true
+}
+
+func TestFollowerMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	s := NewMemory(8)
+	c := newServeChain()
+	blocks := serveMain(c)
+	for _, b := range blocks[:2] {
+		if err := s.Publish(t.Context(), 1, &Event{Added: []*Block{b}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := NewWindow(8)
+	f := NewFollower("metrics", s, w, nil, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { f.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	waitWindow(t, w, blocks[:2]) // loaded from the snapshot: no event yet
+	if err := s.Publish(t.Context(), 1, &Event{Added: blocks[2:3]}); err != nil {
+		t.Fatal(err)
+	}
+	waitWindow(t, w, blocks[:3])
+
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			switch {
+			case mt.GetGauge() != nil:
+				got[mf.GetName()] = mt.GetGauge().GetValue()
+			case mt.GetCounter() != nil:
+				got[mf.GetName()] = mt.GetCounter().GetValue()
+			case mt.GetHistogram() != nil:
+				got[mf.GetName()] = float64(mt.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	if got["venn_head_number"] != 12 || got["venn_head_window_reloads_total"] != 1 ||
+		got["venn_head_propagation_seconds"] != 1 || got["venn_head_age_seconds"] <= 0 {
+		t.Fatalf("metrics %v: want head 12, 1 reload, 1 propagation sample, a positive age", got)
+	}
 }

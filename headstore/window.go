@@ -289,12 +289,13 @@ func (w *Window) lookupHash(h string) *entry {
 	return w.byHash[strings.ToLower(h)]
 }
 
-// headTime is the head block's timestamp.
-func (w *Window) headTime() (uint64, bool) {
+// headTime is the head block's number and timestamp.
+func (w *Window) headTime() (n, time uint64, ok bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if len(w.canon) == 0 {
-		return 0, false
+		return 0, 0, false
 	}
-	return w.canon[len(w.canon)-1].time, true
+	h := w.canon[len(w.canon)-1]
+	return h.Number, h.time, true
 }
