@@ -108,7 +108,7 @@ type Metrics struct {
 	propagation *prometheus.HistogramVec
 	resyncs     *prometheus.CounterVec
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	windows  map[string]*Window
 	ageDesc  *prometheus.Desc
 	headDesc *prometheus.Desc
