@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +67,7 @@ var Module = fx.Module("app",
 		newRegistry,
 		newChains,
 		newRPCOptions,
+		newRateLimiter,
 		newServers,
 	),
 	// Every chain's router is served by the JSON-RPC server; servers are
@@ -196,7 +198,11 @@ func newChains(p chainsParams) (*chains, error) {
 			return nil, fmt.Errorf("chain %s: %w", cc.Name, err)
 		}
 		h := out.newHeadFeed(cfg, cc, pool, hm, sm, em)
-		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag}, h.window, pool, rm)
+		var up jrpc.Handler = pool
+		if cc.Integrity.ClientCalls {
+			up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
+		}
+		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag}, h.window, up, rm)
 		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
@@ -227,7 +233,7 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, pool *remotes.Pool,
 		elector:  elector,
 		stalker: stalker.New(stalker.Config{Chain: cc.Name, BlockTime: cc.BlockTime,
 			Backfill: cc.Head.Backfill, FinalityInterval: cc.Head.FinalityInterval,
-			Window: cc.Head.Window}, pool, store, cs.log, sm),
+			Window: cc.Head.Window, Integrity: cc.Integrity.StalkerOn()}, pool, store, cs.log, sm),
 	}
 }
 
@@ -279,12 +285,14 @@ func (cs *chains) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter) jrpc.Options {
 	return jrpc.Options{
 		Limits:      cfg.JRPCLimits(),
 		Logger:      log,
 		Registerer:  reg,
 		MethodLabel: evm.MethodLabel,
+		Edge:        cfg.JRPCEdge(rl.limiter),
+		CORS:        cfg.JRPCCORS(),
 	}
 }
 
@@ -340,7 +348,7 @@ func newServers(p serversParams) *servers {
 		})
 	}
 
-	s.rpc = &httpService{name: "rpc", addr: p.Config.Listen, log: p.Log, srv: &http.Server{
+	s.rpc = &httpService{name: "rpc", addr: p.Config.Listen, log: p.Log, tls: p.Config.TLS, srv: &http.Server{
 		Handler:           p.RPC.Handler(),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
@@ -382,6 +390,7 @@ type httpService struct {
 	log  *slog.Logger
 	srv  *http.Server
 
+	tls   TLSConfig     // zero: plain TCP
 	bound net.Addr      // set by start; what addr resolved to (port 0)
 	done  chan struct{} // closed when Serve returns
 }
@@ -390,11 +399,23 @@ type httpService struct {
 // serves in a goroutine that stop waits for.
 func (h *httpService) start(ctx context.Context, fail func()) error {
 	var lc net.ListenConfig
+	var tc *tls.Config
+	if h.tls.Enabled() {
+		// Read at start, not in Validate: check-config does no file I/O,
+		// and certificates are often mounted only where venn runs.
+		var err error
+		if tc, err = h.tls.tlsConfig(); err != nil {
+			return fmt.Errorf("%s server: %w", h.name, err)
+		}
+	}
 	ln, err := lc.Listen(ctx, "tcp", h.addr)
 	if err != nil {
 		return fmt.Errorf("%s server: %w", h.name, err)
 	}
 	h.bound = ln.Addr()
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
 	h.done = make(chan struct{})
 	go func() {
 		defer close(h.done)
@@ -403,7 +424,7 @@ func (h *httpService) start(ctx context.Context, fail func()) error {
 			fail()
 		}
 	}()
-	h.log.Info("listening", "server", h.name, "addr", h.bound.String())
+	h.log.Info("listening", "server", h.name, "addr", h.bound.String(), "tls", tc != nil)
 	return nil
 }
 

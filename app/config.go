@@ -57,6 +57,17 @@ type Config struct {
 	// process leads every chain and keeps the head window in memory.
 	Redis  RedisConfig   `yaml:"redis"`
 	Chains []ChainConfig `yaml:"chains"`
+
+	// The edge (edge_config.go): who may call what, and how often, and
+	// TLS on listen.
+	Auth       AuthConfig         `yaml:"auth"`
+	Methods    MethodPolicyConfig `yaml:"methods"`
+	RateLimits RateLimitsConfig   `yaml:"rate_limits"`
+	// TrustedProxies are addresses or CIDRs whose X-Forwarded-For and
+	// X-Real-IP name the client.
+	TrustedProxies []string   `yaml:"trusted_proxies"`
+	CORS           CORSConfig `yaml:"cors"`
+	TLS            TLSConfig  `yaml:"tls"`
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no
@@ -104,13 +115,63 @@ type ChainConfig struct {
 	Breaker            BreakerConfig  `yaml:"breaker"`
 	Head               HeadConfig     `yaml:"head"`
 	Remotes            []RemoteConfig `yaml:"remotes"`
+
+	// Consensus puts methods to a vote among remotes; none by default.
+	Consensus []ConsensusConfig `yaml:"consensus"`
+	// Cordon takes a remote that keeps misbehaving out of rotation.
+	Cordon CordonConfig `yaml:"cordon"`
+	// MisbehaviourLog appends each misbehaviour as one JSON line; "" off.
+	MisbehaviourLog string `yaml:"misbehaviour_log"`
+	// Integrity checks blocks and receipts remotes send against their
+	// hashes and roots, and refetches what fails from another remote.
+	Integrity IntegrityConfig `yaml:"integrity"`
+	// Hedge sends slow reads to a second remote; Scoring orders the
+	// remotes of a tier (hedge_config.go).
+	Hedge   HedgeConfig   `yaml:"hedge"`
+	Scoring ScoringConfig `yaml:"scoring"`
 }
+
+// IntegrityConfig says which fetches are checked (package evm, verify.go).
+// Stalker is a pointer because absent (on) differs from false.
+type IntegrityConfig struct {
+	// Stalker checks every block the leader fetches, and its receipts;
+	// default on. Off only for a chain whose blocks venn can't hash at all
+	// (its checks then count as skipped anyway) or a fake node.
+	Stalker *bool `yaml:"stalker"`
+	// ClientCalls checks clients' eth_getBlockByNumber/ByHash,
+	// eth_getBlockReceipts and eth_getTransactionReceipt answered by the
+	// remotes; default off (it costs CPU per call, and those calls lose
+	// hedging, votes and sharing with unchecked calls).
+	ClientCalls bool `yaml:"client_calls"`
+}
+
+// StalkerOn reports whether the stalker's fetches are checked.
+func (i IntegrityConfig) StalkerOn() bool { return i.Stalker == nil || *i.Stalker }
 
 // BreakerConfig opens a remote's breaker after Failures consecutive faults,
 // for Cooldown.
 type BreakerConfig struct {
 	Failures int           `yaml:"failures"`
 	Cooldown time.Duration `yaml:"cooldown"`
+}
+
+// ConsensusConfig puts Methods to a vote: Remotes are asked at once and
+// Agree of them must give the same answer (see remotes.ConsensusRule).
+type ConsensusConfig struct {
+	Methods      []string `yaml:"methods"`
+	Remotes      int      `yaml:"remotes"`
+	Agree        int      `yaml:"agree"`
+	IgnoreFields []string `yaml:"ignore_fields"`
+	OnDispute    string   `yaml:"on_dispute"`   // error | most_common | prefer_tier
+	TrustedTier  string   `yaml:"trusted_tier"` // prefer_tier trusts this tier and better
+}
+
+// CordonConfig takes a remote out of rotation for Period after Strikes
+// misbehaviours within Within.
+type CordonConfig struct {
+	Strikes int           `yaml:"strikes"`
+	Within  time.Duration `yaml:"within"`
+	Period  time.Duration `yaml:"period"`
 }
 
 // RemoteConfig is one upstream. URL, WSURL and Headers may carry secrets:
@@ -401,6 +462,20 @@ var yamlTypeNames = strings.NewReplacer(
 	"type app.RemoteConfig", "a remote",
 	"type app.RateLimitConfig", "rate_limit",
 	"type app.MethodsConfig", "methods",
+	"[]app.APIKeyConfig", "a list of keys",
+	"type app.AuthConfig", "auth",
+	"type app.APIKeyConfig", "a key",
+	"type app.MethodPolicyConfig", "methods",
+	"type app.RateLimitsConfig", "rate_limits",
+	"type app.CORSConfig", "cors",
+	"type app.TLSConfig", "tls",
+	"[]app.ConsensusConfig", "a list of consensus rules",
+	"type app.ConsensusConfig", "a consensus rule",
+	"type app.CordonConfig", "cordon",
+	"type app.HedgeConfig", "hedge",
+	"[]app.HedgeGroupConfig", "a list of hedge groups",
+	"type app.HedgeGroupConfig", "a hedge group",
+	"type app.ScoringConfig", "scoring",
 	"app.Config", "the top level",
 	"app.LogConfig", "log",
 	"jrpc.Limits", "limits",
@@ -409,6 +484,17 @@ var yamlTypeNames = strings.NewReplacer(
 	"app.RemoteConfig", "a remote",
 	"app.RateLimitConfig", "rate_limit",
 	"app.MethodsConfig", "methods",
+	"app.AuthConfig", "auth",
+	"app.APIKeyConfig", "a key",
+	"app.MethodPolicyConfig", "methods",
+	"app.RateLimitsConfig", "rate_limits",
+	"app.CORSConfig", "cors",
+	"app.TLSConfig", "tls",
+	"app.ConsensusConfig", "a consensus rule",
+	"app.CordonConfig", "cordon",
+	"app.HedgeConfig", "hedge",
+	"app.HedgeGroupConfig", "a hedge group",
+	"app.ScoringConfig", "scoring",
 )
 
 // envName is what ${...} may name.
@@ -483,6 +569,7 @@ func (c *Config) applyDefaults() {
 	}
 
 	c.Limits = c.Limits.WithZeroDefaults()
+	c.applyEdgeDefaults()
 	if c.Redis.URL != "" {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
 		if c.Redis.ReplicaID == "" {
@@ -502,9 +589,24 @@ func (c *Config) applyDefaults() {
 		setDefault(&ch.BroadcastFanout, remotes.DefaultBroadcastFanout)
 		setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
 		setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
+		setDefault(&ch.Cordon.Strikes, remotes.DefaultCordonStrikes)
+		setDefault(&ch.Cordon.Within, remotes.DefaultCordonWithin)
+		setDefault(&ch.Cordon.Period, remotes.DefaultCordonPeriod)
+		for k := range ch.Consensus {
+			cr := &ch.Consensus[k]
+			setDefault(&cr.Remotes, min(remotes.DefaultConsensusRemotes, len(ch.Remotes)))
+			setDefault(&cr.Agree, cr.Remotes/2+1)
+			setDefault(&cr.OnDispute, remotes.DisputeError.String())
+			setDefault(&cr.TrustedTier, remotes.TierPrimary.String())
+		}
 		setDefault(&ch.Head.Window, headstore.DefaultWindow)
 		setDefault(&ch.Head.Backfill, 4*ch.Head.Window)
 		setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
+		ch.applyHedgeScoringDefaults()
+		if ch.Integrity.Stalker == nil {
+			on := true
+			ch.Integrity.Stalker = &on
+		}
 		for j := range ch.Remotes {
 			r := &ch.Remotes[j]
 			setDefault(&r.Tier, remotes.TierPrimary.String())
@@ -577,6 +679,7 @@ func (c *Config) Validate() error {
 		p.add("shutdown_delay", "must not be negative")
 	}
 	validateLimits(&p, c.Limits)
+	c.validateEdge(&p)
 	if c.Redis.URL != "" {
 		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
 			// go-redis's message can quote the URL, password included.
@@ -661,6 +764,8 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	if c.GetLogsMaxParts > maxGetLogsParts {
 		p.add(path+".getlogs_max_parts", "must be at most %d", maxGetLogsParts)
 	}
+	c.validateConsensus(p, path)
+	c.validateHedgeScoring(p, path)
 
 	if len(c.Remotes) == 0 {
 		p.add(path+".remotes", "at least one remote is required")
@@ -741,6 +846,71 @@ func (r *RemoteConfig) validate(p *problems, path string) {
 	}
 }
 
+// validateConsensus checks the chain's vote rules and cordon.
+func (c *ChainConfig) validateConsensus(p *problems, path string) {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"cordon.within", c.Cordon.Within}, {"cordon.period", c.Cordon.Period}} {
+		if d.v < 0 {
+			p.add(path+"."+d.name, "must be positive")
+		}
+	}
+	if c.Cordon.Strikes < 0 {
+		p.add(path+".cordon.strikes", "must be positive")
+	}
+	voted := map[string]int{}
+	for k := range c.Consensus {
+		cr := &c.Consensus[k]
+		cpath := fmt.Sprintf("%s.consensus[%d]", path, k)
+		if len(cr.Methods) == 0 {
+			p.add(cpath+".methods", "at least one method is required")
+		}
+		for m, name := range cr.Methods {
+			mpath := fmt.Sprintf("%s.methods[%d]", cpath, m)
+			if err := remotes.Votable(name); err != nil {
+				p.add(mpath, "%v", err)
+			} else if first, dup := voted[name]; dup {
+				p.add(mpath, "%s is already voted on by consensus[%d]", name, first)
+			} else {
+				voted[name] = k
+			}
+		}
+		switch {
+		case cr.Remotes < 2:
+			p.add(cpath+".remotes", "must be at least 2")
+		case cr.Remotes > len(c.Remotes):
+			p.add(cpath+".remotes", "is %d, but the chain has %d remote(s)", cr.Remotes, len(c.Remotes))
+		}
+		if cr.Agree <= cr.Remotes/2 || cr.Agree > cr.Remotes {
+			p.add(cpath+".agree", "must be a majority of remotes (%d): %d to %d", cr.Remotes, cr.Remotes/2+1, max(cr.Remotes, 1))
+		}
+		for f, field := range cr.IgnoreFields {
+			if slices.Contains(strings.Split(field, "."), "") || strings.ContainsAny(field, " \t\r\n") {
+				p.add(fmt.Sprintf("%s.ignore_fields[%d]", cpath, f), "must be a field name or a dotted path, not %q", field)
+			}
+		}
+		if _, err := remotes.ParseDisputePolicy(cr.OnDispute); err != nil {
+			p.add(cpath+".on_dispute", "%v", err)
+		}
+		if _, err := remotes.ParseTier(cr.TrustedTier); err != nil {
+			p.add(cpath+".trusted_tier", "%v", err)
+		}
+	}
+}
+
+// consensusRules converts the validated vote rules for remotes.NewPool.
+func (c ChainConfig) consensusRules() []remotes.ConsensusRule {
+	var out []remotes.ConsensusRule
+	for _, cr := range c.Consensus {
+		policy, _ := remotes.ParseDisputePolicy(cr.OnDispute)
+		tier, _ := remotes.ParseTier(cr.TrustedTier)
+		out = append(out, remotes.ConsensusRule{Methods: cr.Methods, Remotes: cr.Remotes, Agree: cr.Agree,
+			IgnoreFields: cr.IgnoreFields, OnDispute: policy, TrustedTier: tier})
+	}
+	return out
+}
+
 // checkURL reports whether raw parses as an absolute URL with a host and one
 // of schemes, with a short reason when not. It never quotes raw, url.Parse's
 // error or even the scheme: all may hold a key when the URL is mistyped.
@@ -791,6 +961,13 @@ func (c ChainConfig) PoolConfig() remotes.PoolConfig {
 		BroadcastFanout:    c.BroadcastFanout,
 		BreakerFailures:    c.Breaker.Failures,
 		BreakerCooldown:    c.Breaker.Cooldown,
+		Consensus:          c.consensusRules(),
+		CordonStrikes:      c.Cordon.Strikes,
+		CordonWithin:       c.Cordon.Within,
+		CordonPeriod:       c.Cordon.Period,
+		MisbehaviourLog:    c.MisbehaviourLog,
+		Hedge:              c.hedgeConfig(),
+		Scoring:            c.scoringConfig(),
 	}
 }
 

@@ -58,8 +58,13 @@ func TestParseAppliesDefaults(t *testing.T) {
 		BroadcastFanout:    remotes.DefaultBroadcastFanout,
 		BreakerFailures:    remotes.DefaultBreakerFailures,
 		BreakerCooldown:    remotes.DefaultBreakerCooldown,
+		CordonStrikes:      remotes.DefaultCordonStrikes,
+		CordonWithin:       remotes.DefaultCordonWithin,
+		CordonPeriod:       remotes.DefaultCordonPeriod,
+		Hedge:              defaultPoolHedge(),
+		Scoring:            defaultPoolScoring(),
 	}
-	if got := c.Chains[0].PoolConfig(); got != wantPool {
+	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v\nwant %+v", got, wantPool)
 	}
 	rc, err := c.Chains[0].Remotes[0].RemoteConfig()
@@ -139,8 +144,10 @@ chains:
 		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, MaxLag: 10,
 		CallDeadline: 5 * time.Second, MaxAttempts: 2, GetLogsConcurrency: 8, GetLogsMaxParts: 50, BroadcastFanout: 1,
 		BreakerFailures: 3, BreakerCooldown: time.Second,
+		CordonStrikes: remotes.DefaultCordonStrikes, CordonWithin: remotes.DefaultCordonWithin, CordonPeriod: remotes.DefaultCordonPeriod,
+		Hedge: defaultPoolHedge(), Scoring: defaultPoolScoring(),
 	}
-	if got := c.Chains[0].PoolConfig(); got != wantPool {
+	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v", got)
 	}
 	rc, err := c.Chains[0].Remotes[0].RemoteConfig()

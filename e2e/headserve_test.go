@@ -389,6 +389,7 @@ func hsCases(c hsChain) []hsCase {
 // the same calls to both: every answer the window gives must be geth's.
 func TestHeadServeMatchesGeth(t *testing.T) {
 	g := gethtest.Start(t, gethtest.Options{})
+	warmBlobSigning(t, g)
 	c := hsProduce(t, g)
 	hsCheckChain(t, c)
 	w := hsWindow(t, c, 0)

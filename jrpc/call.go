@@ -17,12 +17,14 @@ import (
 // maxLoggedMethod bounds how much of a client's method name reaches a log.
 const maxLoggedMethod = 64
 
-// serveMessage decodes msg, serves its calls under ctx and appends the answer
-// to buf. buf comes back unchanged when nothing is to be answered (only
-// notifications). Calls of a message that beginCalls did not admit are
-// answered CodeShuttingDown; the transport holds the admission until the
-// answer is written, so that Shutdown waits for answers, not just results.
-func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, msg, buf []byte, admitted bool) []byte {
+// serveMessage decodes msg, serves its calls under ctx for cl (nil when the
+// edge is open) and appends the answer to buf. buf comes back unchanged when
+// nothing is to be answered (only notifications). Calls of a message that
+// beginCalls did not admit are answered CodeShuttingDown; the transport holds
+// the admission until the answer is written, so that Shutdown waits for
+// answers, not just results. A message the rate limits refuse has every call
+// answered with the refusal's error, which is also returned.
+func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl *client, msg, buf []byte, admitted bool) ([]byte, *refusal) {
 	items, batch, werr := decode(msg, s.limits.MaxBatchItems)
 	if werr != nil {
 		if werr.Code == CodeLimitExceeded {
@@ -31,26 +33,29 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, msg, buf []by
 			ch.metrics.count(otherMethod, outcomeInvalid)
 		}
 		s.logCall(ctx, ch, "", werr, 0)
-		return appendError(buf, nil, werr)
+		return appendError(buf, nil, werr), nil
 	}
 
-	if admitted {
-		s.serveItems(ctx, ch, items)
-	} else {
-		for i := range items {
-			it := &items[i]
-			if it.err == nil {
-				it.err = errShuttingDown()
-			}
-			s.record(ctx, ch, it, time.Time{})
-		}
+	// A batch costs one call per item, taken at once (all or none): it
+	// weighs what it makes venn do, and one limiter round trip serves it.
+	var refused *refusal
+	if admitted && cl != nil && s.edge.limiter != nil {
+		refused = s.limit(ctx, ch, cl, len(items))
+	}
+	switch {
+	case refused != nil:
+		s.answerAll(ctx, ch, items, refused.err)
+	case admitted:
+		s.serveItems(ctx, ch, cl, items)
+	default:
+		s.answerAll(ctx, ch, items, errShuttingDown())
 	}
 
 	if !batch {
 		if !items[0].answered() {
-			return buf
+			return buf, refused
 		}
-		return appendAnswer(buf, &items[0])
+		return appendAnswer(buf, &items[0]), refused
 	}
 	n := 0
 	for i := range items {
@@ -68,14 +73,25 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, msg, buf []by
 	if n > 0 {
 		buf = append(buf, ']')
 	}
-	return buf
+	return buf, refused
+}
+
+// answerAll answers every valid item with e, without calling the handler.
+func (s *Server) answerAll(ctx context.Context, ch *chainEntry, items []item, e *Error) {
+	for i := range items {
+		it := &items[i]
+		if it.err == nil {
+			it.err = e
+		}
+		s.record(ctx, ch, it, time.Time{})
+	}
 }
 
 // serveItems serves every item, at most BatchConcurrency at once. The calling
 // goroutine is one of the workers, so a single call starts no goroutine.
-func (s *Server) serveItems(ctx context.Context, ch *chainEntry, items []item) {
+func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl *client, items []item) {
 	if len(items) == 1 {
-		s.serveItem(ctx, ch, &items[0]) // the common case, without a closure
+		s.serveItem(ctx, ch, cl, &items[0]) // the common case, without a closure
 		return
 	}
 	workers := min(s.limits.BatchConcurrency, len(items))
@@ -86,7 +102,7 @@ func (s *Server) serveItems(ctx context.Context, ch *chainEntry, items []item) {
 			if i >= len(items) {
 				return
 			}
-			s.serveItem(ctx, ch, &items[i])
+			s.serveItem(ctx, ch, cl, &items[i])
 		}
 	}
 	var wg sync.WaitGroup
@@ -98,8 +114,20 @@ func (s *Server) serveItems(ctx context.Context, ch *chainEntry, items []item) {
 }
 
 // serveItem calls the handler for a valid item and records the answer.
-// Notifications are served too; only their answer is dropped.
-func (s *Server) serveItem(ctx context.Context, ch *chainEntry, it *item) {
+// Notifications are served too; only their answer is dropped. A method the
+// caller may not call is answered as geth answers one it does not expose,
+// and never reaches the handler.
+func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl *client, it *item) {
+	if it.err == nil {
+		var k *apiKey
+		if cl != nil {
+			k = cl.key
+		}
+		if reason, ok := s.methods.check(it.req.Method, k); !ok {
+			ch.metrics.authRejected(reason)
+			it.err = errNoMethod(it.req.Method)
+		}
+	}
 	var start time.Time
 	if it.err == nil {
 		if ch.metrics != nil || s.log.Enabled(ctx, slog.LevelDebug) {

@@ -26,9 +26,18 @@ const (
 	CodeUnknownChain = -32053
 	// CodeShuttingDown: venn is draining and takes no new calls.
 	CodeShuttingDown = -32054
-	// CodeRateLimited is reserved for per-client rate limiting, which venn
-	// does not do yet: nothing sends it.
+	// CodeRateLimited: the client's key or address is over its rate limit
+	// (HTTP 429 with Retry-After), or the limiter cannot decide and
+	// rate_limits.on_redis_error is closed (HTTP 503).
 	CodeRateLimited = -32055
+	// CodeUnauthorized: API keys are configured and the request carries no
+	// valid one (HTTP 401), or its key may not use the chain (HTTP 403). A
+	// method a key may not call is answered as geth answers a method it does
+	// not expose: CodeMethodNotFound.
+	CodeUnauthorized = -32056
+	// CodeRemotesDisagree: a call put to a vote (consensus) found no answer
+	// enough remotes agreed on.
+	CodeRemotesDisagree = -32058
 )
 
 // coder is implemented by errors that carry their own JSON-RPC code.

@@ -94,7 +94,7 @@ func FuzzDecode(f *testing.F) {
 	ch := s.chain("fuzz")
 
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out := s.serveMessage(context.Background(), ch, in, nil, true)
+		out, _ := s.serveMessage(context.Background(), ch, nil, in, nil, true)
 		want := expectAnswers(in)
 		if len(out) > 0 && !json.Valid(out) {
 			t.Fatalf("invalid JSON out for %q: %q", in, out)

@@ -114,3 +114,42 @@ func errMethodNotAllowed(method string) *Error {
 func errContentType() *Error {
 	return &Error{Code: CodeInvalidRequest, Message: "Content-Type must be application/json"}
 }
+
+// Wire errors of the edge (edge.go). None repeats a key.
+
+func errUnauthorized(reason authReason, chain, keyHeader string) *Error {
+	switch reason {
+	case authMissingKey:
+		return &Error{Code: CodeUnauthorized, Message: "unauthorized: an API key is required, in the " +
+			keyHeader + " header or the path (/CHAIN/KEY)"}
+	case authChain:
+		return &Error{Code: CodeUnauthorized, Message: "unauthorized: this API key may not use chain " + chain}
+	default:
+		return &Error{Code: CodeUnauthorized, Message: "unauthorized: invalid API key"}
+	}
+}
+
+// errNoMethod is geth's answer for a method it does not expose, so that
+// clients see a blocked method as they would on the node.
+func errNoMethod(method string) *Error {
+	return &Error{Code: CodeMethodNotFound, Message: "the method " + method + " does not exist/is not available"}
+}
+
+func errRateLimited(wait time.Duration) *Error {
+	ms := max(int64((wait+time.Millisecond-1)/time.Millisecond), 1)
+	return &Error{Code: CodeRateLimited, Message: "rate limited",
+		Data: []byte(`{"retry_after_ms":` + strconv.FormatInt(ms, 10) + `}`)}
+}
+
+func errOverBurst(n, burst int) *Error {
+	return &Error{Code: CodeRateLimited, Message: "rate limited: " + strconv.Itoa(n) +
+		" calls at once exceed the limit's burst (" + strconv.Itoa(burst) + "); send fewer at a time"}
+}
+
+func errRateLimitUnavailable() *Error {
+	return &Error{Code: CodeRateLimited, Message: "rate limit unavailable; retry shortly"}
+}
+
+func errOriginNotAllowed() *Error {
+	return &Error{Code: CodeUnauthorized, Message: "unauthorized: origin not allowed (cors.allowed_origins)"}
+}

@@ -17,6 +17,11 @@
 // calls in flight; a broken limit is answered with CodeLimitExceeded rather
 // than a dropped connection wherever an answer is possible. A WebSocket call
 // finds the connection's Notifier in its context, for subscriptions.
+//
+// The edge (edge.go) runs before a call reaches its Handler: API keys, the
+// method blocklist and per-key allowlists, rate limits per key and client
+// address (in memory, or shared through Redis by RedisLimiter), trusted
+// proxies, and CORS.
 package jrpc
 
 import (

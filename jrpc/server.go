@@ -1,12 +1,14 @@
 package jrpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -40,6 +42,12 @@ type Options struct {
 	// MethodLabel maps a client's method to a metric label from a bounded
 	// set ("" for none of them); nil labels every method "other".
 	MethodLabel func(method string) string
+	// Edge decides who may call what, and how often (API keys, the method
+	// blocklist, rate limits, trusted proxies); the zero value is open
+	// but for DefaultBlockedMethods.
+	Edge Edge
+	// CORS lets browser pages call; the zero value allows no origin.
+	CORS CORS
 }
 
 // Peer describes the client of a call. Handlers find it in their context.
@@ -47,6 +55,13 @@ type Peer struct {
 	Transport  string // "http" or "ws"
 	RemoteAddr string
 	Header     http.Header // of the HTTP request or the WebSocket upgrade; read only
+	// Key is the name of the caller's API key ("" without keys); never the
+	// key itself.
+	Key string
+	// ClientIP is the client's address as the edge works it out (behind
+	// trusted proxies); valid only when rate limits or trusted proxies are
+	// configured.
+	ClientIP netip.Addr
 }
 
 type peerKey struct{}
@@ -67,7 +82,11 @@ type Server struct {
 	log         *slog.Logger
 	metrics     *metrics
 	methodLabel func(string) string
-	router      http.Handler
+	router      http.Handler // with CORS around it, when configured
+
+	edge    *edge // nil: open
+	methods MethodPolicy
+	cors    *cors // nil: no origin allowed
 
 	handleMu sync.Mutex // serializes Handle; readers load chains lock-free
 	chains   atomic.Pointer[map[string]*chainEntry]
@@ -105,6 +124,9 @@ func NewServer(opts Options) *Server {
 		log:         log,
 		metrics:     newMetrics(opts.Registerer),
 		methodLabel: opts.MethodLabel,
+		edge:        newEdge(opts.Edge),
+		methods:     opts.Edge.Methods,
+		cors:        newCORS(opts.CORS, cmp.Or(opts.Edge.KeyHeader, DefaultKeyHeader)),
 		idle:        make(chan struct{}, 1),
 		conns:       make(map[*wsConn]struct{}),
 	}
@@ -117,9 +139,15 @@ func NewServer(opts Options) *Server {
 
 	r := chi.NewRouter()
 	r.HandleFunc("/{chain}", s.serveHTTP)
+	if s.edge != nil && s.edge.keys != nil {
+		r.HandleFunc("/{chain}/{key}", s.serveHTTP) // the key in the path
+	}
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	s.router = r
+	if s.cors != nil {
+		s.router = s.cors.wrap(r)
+	}
 	return s
 }
 
@@ -155,8 +183,14 @@ func (s *Server) Handler() http.Handler { return s.router }
 func (s *Server) chain(name string) *chainEntry { return (*s.chains.Load())[name] }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	ch := s.chain(chi.URLParam(r, "chain"))
+	name := chi.URLParam(r, "chain")
+	ch := s.chain(name)
 	if ch == nil {
+		if s.edge != nil && s.edge.keys != nil {
+			// The path may hold a key: repeat only the chain.
+			writeHTTPError(w, http.StatusNotFound, errUnknownChain("/"+name))
+			return
+		}
 		s.notFound(w, r)
 		return
 	}
@@ -187,6 +221,13 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 	}
 	defer s.httpInFlight.Add(-1)
 
+	var cl *client
+	if s.edge != nil {
+		var ok bool
+		if cl, ok = s.admit(w, r, ch); !ok {
+			return
+		}
+	}
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		ch.metrics.count(otherMethod, outcomeInvalid)
 		writeHTTPError(w, http.StatusUnsupportedMediaType, errContentType())
@@ -197,16 +238,12 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 		return
 	}
 
-	ctx := context.WithValue(r.Context(), peerKey{}, &Peer{
-		Transport:  "http",
-		RemoteAddr: r.RemoteAddr,
-		Header:     r.Header,
-	})
+	ctx := context.WithValue(r.Context(), peerKey{}, cl.peer("http", r))
 	admitted := s.beginCalls()
 	if admitted {
 		defer s.endCalls()
 	}
-	s.answerHTTP(ctx, w, ch, body, admitted)
+	s.answerHTTP(ctx, w, ch, cl, body, admitted)
 }
 
 // readBody reads a POST body within MaxBodyBytes and HTTPReadTimeout, or
@@ -253,7 +290,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 // server is shutting down are answered with HTTP 503 (and the connection
 // closed), which load balancers and clients retry elsewhere; a 200 they
 // would take as final.
-func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, body []byte, admitted bool) {
+func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, cl *client, body []byte, admitted bool) {
 	status := http.StatusOK
 	if !admitted {
 		status = http.StatusServiceUnavailable
@@ -261,7 +298,15 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 		w.Header().Set("Retry-After", "1") // another replica, or this one restarted
 	}
 	bp := s.getBuf()
-	out := s.serveMessage(ctx, ch, body, *bp, admitted)
+	out, refused := s.serveMessage(ctx, ch, cl, body, *bp, admitted)
+	if refused != nil {
+		// The rate limits refused every call of the request: say so in
+		// HTTP too, which clients and proxies back off on.
+		status = refused.status
+		if refused.retryAfter != "" {
+			w.Header().Set("Retry-After", refused.retryAfter)
+		}
+	}
 	// The deadline starts once the answer is built, so a long call is never
 	// cut by it; a client that does not read then loses its slot and the
 	// answer's buffer when it passes. net/http clears it after the final

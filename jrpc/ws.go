@@ -81,6 +81,7 @@ func (r *reply) run() {
 type wsConn struct {
 	s    *Server
 	ch   *chainEntry
+	cl   *client // nil when the edge is open
 	conn *websocket.Conn
 
 	// ctx is the root of every call on the connection; cancel ends them all
@@ -99,6 +100,21 @@ type wsConn struct {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
+	// Browsers send Origin on every upgrade, and WebSocket has no
+	// preflight: the upgrade itself must be refused to an origin CORS does
+	// not allow. Other clients send none.
+	if origin := r.Header.Get("Origin"); origin != "" && !s.cors.allows(origin) {
+		ch.metrics.authRejected(authOrigin)
+		writeHTTPError(w, http.StatusForbidden, errOriginNotAllowed())
+		return
+	}
+	var cl *client
+	if s.edge != nil {
+		var ok bool
+		if cl, ok = s.admit(w, r, ch); !ok {
+			return
+		}
+	}
 	if e := s.admitConn(); e != nil {
 		if e.Code == CodeLimitExceeded {
 			ch.metrics.rejected(limitConnections)
@@ -108,7 +124,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		InsecureSkipVerify: true, // an API for any origin; auth is not by cookie
+		InsecureSkipVerify: true, // the origin is checked above, against CORS
 		CompressionMode:    websocket.CompressionDisabled,
 	})
 	if err != nil {
@@ -124,17 +140,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 	c := &wsConn{
 		s:       s,
 		ch:      ch,
+		cl:      cl,
 		conn:    conn,
 		slots:   make(chan struct{}, s.limits.WSInFlight),
 		writeMu: make(chan struct{}, 1),
 	}
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
-	ctx := context.WithValue(r.Context(), peerKey{}, &Peer{
-		Transport:  "ws",
-		RemoteAddr: r.RemoteAddr,
-		Header:     r.Header,
-	})
+	ctx := context.WithValue(r.Context(), peerKey{}, cl.peer("ws", r))
 	ctx = context.WithValue(ctx, notifierKey{}, c)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	defer c.cancel()
@@ -278,7 +291,7 @@ func (c *wsConn) serveMessage(msg []byte) {
 	r := &reply{}
 	ctx := context.WithValue(c.ctx, replyKey{}, r)
 	bp := c.s.getBuf()
-	out := c.s.serveMessage(ctx, c.ch, msg, *bp, admitted)
+	out, _ := c.s.serveMessage(ctx, c.ch, c.cl, msg, *bp, admitted)
 	if len(out) > 0 {
 		if err := c.write(c.ctx, out); err != nil {
 			c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket write",

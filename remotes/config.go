@@ -108,4 +108,21 @@ type PoolConfig struct {
 	// BreakerCooldown, after which one probe call is let through.
 	BreakerFailures int
 	BreakerCooldown time.Duration
+	// Hedge sends slow reads of the listed methods to a second remote
+	// (hedge.go); no groups, no hedging.
+	Hedge HedgeConfig
+	// Scoring orders the remotes of a tier (score.go); zero fields take
+	// the defaults.
+	Scoring ScoringConfig
+	// Consensus puts the listed methods to a vote among several remotes
+	// (consensus.go); no method is voted on unless configured.
+	Consensus []ConsensusRule
+	// CordonStrikes misbehaviours within CordonWithin take a remote out of
+	// rotation for CordonPeriod (misbehave.go); 0 takes the defaults.
+	CordonStrikes int
+	CordonWithin  time.Duration
+	CordonPeriod  time.Duration
+	// MisbehaviourLog, when set, is a file each misbehaviour is appended to
+	// as one JSON line.
+	MisbehaviourLog string
 }

@@ -22,6 +22,9 @@ type Metrics struct {
 	splits    *prometheus.CounterVec   // chain
 	shared    *prometheus.CounterVec   // chain
 	attempts  *prometheus.HistogramVec // chain
+	mb        *misbehaviourMetrics     // misbehave.go
+	hs        *hedgeScoreMetrics       // hedge.go, score.go
+	ig        *integrityMetrics        // integrity.go
 }
 
 // NewMetrics registers the remotes' series on reg; a nil reg registers
@@ -56,6 +59,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "call_attempts",
 			Help: "Remotes tried per client call.", Buckets: []float64{1, 2, 3, 4, 6, 8}}, []string{"chain"}),
 	}
+	m.mb = newMisbehaviourMetrics(reg)
+	m.hs = newHedgeScoreMetrics(reg)
+	m.ig = newIntegrityMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.head, m.lag, m.healthy, m.breaker,
 			m.inFlight, m.throttled, m.chainHead, m.splits, m.shared, m.attempts)

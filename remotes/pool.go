@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +40,11 @@ type Pool struct {
 	splits    prometheus.Counter
 	shared    prometheus.Counter
 	attempts  prometheus.Observer
+
+	cons  consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
+	hedge *hedger        // hedge.go; nil: no hedging
+
+	integ integrity // integrity.go: local checks of answers
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -90,6 +94,12 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 			p.remotes = append(p.remotes, newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk))
 		}
 	}
+	if err := p.initConsensus(m); err != nil {
+		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
+	}
+	p.hedge = newHedger(cfg.Hedge, cfg.Chain, m)
+	p.initScoring(m)
+	p.integ.init(cfg.Chain, m)
 	return p, nil
 }
 
@@ -112,6 +122,8 @@ func (c *PoolConfig) applyDefaults() {
 	if c.BroadcastFanout <= 0 {
 		c.BroadcastFanout = DefaultBroadcastFanout
 	}
+	c.Hedge.applyDefaults()
+	c.Scoring.applyDefaults()
 }
 
 // Start begins following every remote's chain id and head. It waits, at
@@ -119,6 +131,9 @@ func (c *PoolConfig) applyDefaults() {
 // the first client calls find somewhere to go; a chain with no reachable
 // remote still starts.
 func (p *Pool) Start(ctx context.Context) error {
+	if err := p.cons.file.start(); err != nil {
+		return fmt.Errorf("chain %s: %w", p.cfg.Chain, err)
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	p.mu.Lock()
 	p.cancel = cancel
@@ -129,6 +144,7 @@ func (p *Pool) Start(ctx context.Context) error {
 			p.wg.Go(func() { r.watch(bg, p.headChanged) })
 		}
 	}
+	p.wg.Go(func() { p.scoreLoop(bg) })
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -158,6 +174,9 @@ func (p *Pool) Stop(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = fmt.Errorf("chain %s: stop: %w", p.cfg.Chain, ctx.Err())
+	}
+	if lerr := p.cons.file.stop(ctx); lerr != nil && err == nil {
+		err = fmt.Errorf("chain %s: stop: %w", p.cfg.Chain, lerr)
 	}
 	for _, r := range p.remotes {
 		r.t.close()
@@ -233,7 +252,7 @@ func (p *Pool) headChanged() {
 		}
 		r.m.lag.Set(float64(lag))
 		ok := 0.0
-		if r.healthy(now) && !p.lagging(r, best) {
+		if r.healthy(now) && !p.lagging(r, best) && !r.cordoned(now) {
 			ok = 1
 		}
 		r.m.healthy.Set(ok)
@@ -294,6 +313,11 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) 
 	if method == "eth_getLogs" {
 		return p.getLogs(ctx, params)
 	}
+	return p.do(ctx, method, params, p.readRoute(method, params))
+}
+
+// readRoute is how a read may be routed: to remotes that have its block.
+func (p *Pool) readRoute(method string, params json.RawMessage) route {
 	rt := route{}
 	if i, ok := evm.BlockParamIndex(method); ok {
 		if ref, err := evm.ParseBlockRef(evm.Param(params, i)); err == nil && ref.Kind == evm.RefNumber {
@@ -309,7 +333,7 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) 
 	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && isHashParam(evm.Param(params, 0)) {
 		rt.nullIsMissing = true
 	}
-	return p.do(ctx, method, params, rt)
+	return rt
 }
 
 // maxRateLimitWait bounds how long a call waits for venn's own rate limit
@@ -324,6 +348,11 @@ type route struct {
 	nullIsMissing bool               // a null result means "try another remote"
 	only          *Remote            // stateful calls: this remote and no other
 	check         resultCheck        // a result it rejects is a bad reply: fail over
+	noVote        bool               // consensus.go: one remote's answer, never a vote
+	// verify (integrity.go) is like check, but its caller judges the
+	// answers and blames remotes once it has seen the others': a
+	// rejected answer fails over and is not charged here.
+	verify func(*Remote, json.RawMessage) error
 }
 
 // do sends one call with failover: the caller's own errors return at once,
@@ -338,7 +367,11 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 		limited = -1 // a remote skipped for venn's own rate limit
 		waited  bool
 	)
+	if rule := p.voteRule(method, params, rt); rule != nil {
+		return p.consensus(ctx, method, params, rt, rule)
+	}
 	defer func() { p.attempts.Observe(float64(n)) }()
+	hg, hedges := p.hedgeGroup(method, rt), 0 // hedge.go; nil: not hedged
 	for n < p.cfg.MaxAttempts {
 		r, idx := p.pick(method, rt, tried)
 		if r == nil {
@@ -356,15 +389,23 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 			res json.RawMessage
 			err error
 		)
-		if waited && idx == limited {
+		switch {
+		case waited && idx == limited:
 			res, err = r.callWithToken(ctx, method, params)
-		} else {
+		case hg != nil && hedges < hg.Max:
+			r, idx, res, err = p.race(ctx, hg, method, params, rt, r, idx, &tried, &n, &hedges)
+		default:
 			res, err = r.call(ctx, method, params)
 		}
 		if err == nil && rt.check != nil {
 			if cerr := rt.check(res); cerr != nil {
 				err = fmt.Errorf("remote %s: %w", r.Name(), cerr)
 				r.rejected(method, err) // it answered, but nothing usable
+			}
+		}
+		if err == nil && rt.verify != nil {
+			if verr := rt.verify(r, res); verr != nil {
+				err = fmt.Errorf("remote %s: %w", r.Name(), verr)
 			}
 		}
 		if err == nil {
@@ -426,9 +467,9 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 }
 
 // pick chooses the next remote for a call: the first tier with a candidate
-// wins (fallback only when nothing else can serve); within a tier, the
-// better-scored of two random candidates (power of two choices), which
-// spreads load by health without herding onto one remote.
+// wins (fallback only when nothing else can serve); within a tier, choose
+// (score.go): the tier's preferred remotes share the calls, the others get
+// a probe share and serve when no preferred one can.
 func (p *Pool) pick(method string, rt route, tried uint64) (*Remote, int) {
 	now := p.now()
 	best := p.healthyBest(now)
@@ -463,11 +504,7 @@ func (p *Pool) pick(method string, rt route, tried uint64) (*Remote, int) {
 		case 1:
 			return p.remotes[cand[0]], cand[0]
 		}
-		a, b := cand[rand.IntN(k)], cand[rand.IntN(k)]
-		if p.remotes[b].score() < p.remotes[a].score() {
-			a = b
-		}
-		return p.remotes[a], a
+		return p.choose(cand[:k]) // score.go
 	}
 	return nil, 0
 }

@@ -60,6 +60,10 @@ type Remote struct {
 	// learnedSpan: the eth_getLogs span cap the remote named in a range error.
 	learnedSpan atomic.Pointer[learnedSpan]
 
+	mb  misbehaviourState // misbehave.go: cordon and strikes
+	lat latencyHist       // latency.go: recent latency quantiles
+	sc  scoreState        // score.go: score and preferred set
+
 	mu           sync.Mutex
 	unsupported  map[string]unsupportedEntry // methods the remote said it lacks
 	nUnsupported atomic.Int32                // len(unsupported), read without mu
@@ -185,19 +189,10 @@ func (r *Remote) healthy(now time.Time) bool {
 
 // available: healthy, not backed off after a 429, and not full.
 func (r *Remote) available(now time.Time) bool {
-	if !r.healthy(now) || now.UnixNano() < r.throttledTil.Load() {
+	if !r.healthy(now) || now.UnixNano() < r.throttledTil.Load() || r.cordoned(now) {
 		return false
 	}
 	return r.cfg.MaxInFlight <= 0 || r.inFlight.Load() < int64(r.cfg.MaxInFlight)
-}
-
-// score orders remotes within a tier: expected latency inflated by the
-// recent error rate. Lower is better.
-func (r *Remote) score() float64 {
-	lat := math.Float64frombits(r.latencyEWMA.Load())
-	errRate := math.Float64frombits(r.errorEWMA.Load())
-	load := float64(r.inFlight.Load())
-	return (lat + 0.001) * (1 + 8*errRate) * (1 + load/64)
 }
 
 // ewma folds x into the average at *a with weight alpha.
@@ -261,6 +256,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		// (shorter than call_deadline by default) catches a hung remote.
 		r.m.failed(Verdict{Class: ClassCaller, Reason: ReasonCanceled}, 0, 0)
 		r.m.latency.Observe(took.Seconds())
+		r.lat.observe(took) // a lower bound, but dropping it would hide the tail
 		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
 		r.releaseProbe(probe)
 		return nil, err
@@ -310,11 +306,13 @@ func (r *Remote) releaseProbe(probe bool) {
 // backoff and metrics.
 func (r *Remote) observe(method string, took time.Duration, err error, probe bool) {
 	r.m.latency.Observe(took.Seconds()) // every outcome: timeouts belong in the tail
+	r.lat.observe(took)
 	if err == nil {
 		r.m.ok.Inc()
 		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
 		ewma(&r.errorEWMA, 0, 0.05)
 		r.throttles.Store(0)
+		r.noteThrottle(false)
 		if r.brk.success() {
 			r.log.Info("remote back in rotation")
 			r.m.breaker.Set(float64(breakerClosed))
@@ -326,6 +324,7 @@ func (r *Remote) observe(method string, took time.Duration, err error, probe boo
 	r.m.failed(v, code, status)
 	switch {
 	case v.Class == ClassThrottled:
+		r.noteThrottle(true)
 		r.backoff()
 	case v.Reason == ReasonMethodUnsupported:
 		r.markUnsupported(method, err)

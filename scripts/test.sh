@@ -87,6 +87,8 @@ if [ -x "$CONFORMANCE" ] || [ -f "$CONFORMANCE" ]; then
   cat > "$cfg" <<'YAML'
 listen: 127.0.0.1:28645
 metrics_listen: ""
+# The suite calls debug_getRaw* and debug_trace*, which venn blocks by default.
+methods: {enable: ["debug_getRaw*", "debug_trace*"]}
 chains:
   - name: conformance
     chain_id: 3503995874084926

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
@@ -20,8 +21,13 @@ import (
 
 // Upstream is what the stalker follows the chain through: the chain's
 // remotes pool, whose head is the best among its healthy remotes.
+// CallVerified checks each remote's answer with verify and serves a failing
+// one from another remote (remotes.Pool.CallVerified); the verdict is the
+// served answer's.
 type Upstream interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	CallVerified(ctx context.Context, method string, params json.RawMessage,
+		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error)
 	Head() uint64
 	HeadChanged() <-chan struct{}
 }
@@ -40,6 +46,11 @@ type Config struct {
 	FinalityInterval time.Duration
 	// Window is the head window's size; 0: headstore.DefaultWindow.
 	Window int
+	// Integrity checks every block and its receipts against themselves
+	// (evm.VerifyBlock, evm.VerifyReceipts) and fetches what fails from
+	// another remote. Off for chains whose data venn can't encode at all,
+	// and for fake nodes whose hashes are synthetic.
+	Integrity bool
 }
 
 // Fetch limits.
@@ -343,13 +354,17 @@ func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*headstore
 }
 
 // fetchBlock fetches one block with full transactions and its receipts,
-// and checks that they belong together.
+// and checks that they belong together and, with Integrity, that each is
+// what its hashes say.
 func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstore.Block, error) {
 	start := time.Now()
 	params := json.RawMessage("[" + ref + ",true]")
+	want, _ := evm.ParseBlockRef(json.RawMessage(ref))
 	var lastErr error
 	for range fetchAttempts {
-		raw, err := s.up.Call(ctx, method, params)
+		raw, blk, err := s.call(ctx, method, params, func(res json.RawMessage) evm.Verdict {
+			return evm.VerifyBlock(res, want)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s(%s): %w", errFetch, method, ref, err)
 		}
@@ -360,7 +375,7 @@ func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstor
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s(%s): %w", errFetch, method, ref, err)
 		}
-		receipts, err := s.receipts(ctx, b.Hash, txs)
+		receipts, err := s.receipts(ctx, b.Hash, txs, blk.Block)
 		if err != nil {
 			return nil, fmt.Errorf("%w: receipts of %d: %w", errFetch, b.Number, err)
 		}
@@ -373,18 +388,40 @@ func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstor
 	return nil, fmt.Errorf("%w: %w", errFetch, lastErr)
 }
 
+// call is a call through the remotes, checked by verify with Integrity.
+func (s *Stalker) call(ctx context.Context, method string, params json.RawMessage,
+	verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+	if !s.cfg.Integrity {
+		res, err := s.up.Call(ctx, method, params)
+		return res, evm.Verdict{}, err
+	}
+	return s.up.CallVerified(ctx, method, params, verify)
+}
+
 // emptyList is the receipts of a block without transactions: no call.
 var emptyList = json.RawMessage("[]")
 
 // receipts fetches a block's receipts by its hash, so that they are the
 // block's and not a sibling's: eth_getBlockReceipts, or one
-// eth_getTransactionReceipt per transaction where no remote has it.
-func (s *Stalker) receipts(ctx context.Context, hash string, txs []string) (json.RawMessage, error) {
+// eth_getTransactionReceipt per transaction where no remote has it. With
+// Integrity, eth_getBlockReceipts is checked against blk (the block as
+// verified; nil without Integrity), one remote's answer at a time; receipts
+// fetched one by one only against themselves (their root would blame no
+// remote in particular).
+func (s *Stalker) receipts(ctx context.Context, hash string, txs []string, blk *evm.BlockInfo) (json.RawMessage, error) {
 	if len(txs) == 0 {
 		return emptyList, nil
 	}
 	if at := s.noBlockReceipts.Load(); at == 0 || time.Since(time.Unix(0, at)) > blockReceiptsRecheck {
-		res, err := s.up.Call(ctx, "eth_getBlockReceipts", json.RawMessage(`["`+hash+`"]`))
+		want := evm.BlockRef{Kind: evm.RefHash, Hash: hash}
+		res, _, err := s.call(ctx, "eth_getBlockReceipts", json.RawMessage(`["`+hash+`"]`), func(res json.RawMessage) evm.Verdict {
+			return evm.VerifyReceipts(res, want, func(h common.Hash) *evm.BlockInfo {
+				if blk != nil && h == blk.Hash {
+					return blk
+				}
+				return nil
+			})
+		})
 		if err == nil {
 			if string(res) == "null" {
 				return nil, errors.New("no remote has the block's receipts yet")
@@ -402,7 +439,7 @@ func (s *Stalker) receipts(ctx context.Context, hash string, txs []string) (json
 	g.SetLimit(receiptConcurrency)
 	for i, tx := range txs {
 		g.Go(func() error {
-			res, err := s.up.Call(gctx, "eth_getTransactionReceipt", json.RawMessage(`["`+tx+`"]`))
+			res, _, err := s.call(gctx, "eth_getTransactionReceipt", json.RawMessage(`["`+tx+`"]`), evm.VerifyReceipt)
 			if err == nil && string(res) == "null" {
 				err = fmt.Errorf("no remote has the receipt of %s yet", tx)
 			}

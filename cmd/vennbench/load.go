@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // Load generator limits.
@@ -33,8 +35,9 @@ const (
 	samplesPrealloc = 1 << 14
 )
 
-// loader sends eth_getBalance calls with a fresh address per call. One
-// loader serves every target, so they share its keep-alive Transport.
+// loader sends JSON-RPC calls: by default eth_getBalance with a fresh
+// address per call. One loader serves every target, so they share its
+// keep-alive Transport.
 type loader struct {
 	client *http.Client
 	// statsClient reads the upstream's counters on a connection of its own,
@@ -45,6 +48,17 @@ type loader struct {
 	// within a run and none is likely to repeat across runs.
 	prefix string
 	seq    atomic.Uint64
+	// balance is the gateway bench's call: eth_getBalance of a fresh
+	// address.
+	balance callKind
+}
+
+// callKind is one JSON-RPC call the load sends and how its answer is
+// checked.
+type callKind struct {
+	name    string
+	request func(b []byte, n uint64) []byte // appends call n, id n
+	check   func(result []byte) error       // checks the reply's result member
 }
 
 func newLoader() (*loader, error) {
@@ -58,11 +72,13 @@ func newLoader() (*loader, error) {
 	// A gateway may compress for a client that asks; every target gets the
 	// same plain request so the hop cost is compared, not gzip.
 	tr.DisableCompression = true
-	return &loader{
+	l := &loader{
 		client:      &http.Client{Transport: tr, Timeout: requestTimeout},
 		statsClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: requestTimeout},
 		prefix:      hex.EncodeToString(p[:]),
-	}, nil
+	}
+	l.balance = callKind{name: "eth_getBalance", request: l.appendRequest, check: checkQuantity}
+	return l, nil
 }
 
 // closeIdle drops kept-alive connections, so each window starts with the
@@ -105,10 +121,58 @@ type loadResult struct {
 	Latencies []time.Duration // of the OK calls, sorted ascending
 }
 
-// run keeps conc calls in flight against url for d and returns what it saw.
-// Workers start no call after d; the window ends when the last in-flight
-// call returns.
+// run keeps conc balance calls in flight against url for d.
 func (l *loader) run(ctx context.Context, url string, conc int, d time.Duration) loadResult {
+	return l.runCalls(ctx, url, conc, d, l.balance)
+}
+
+// runCalls keeps conc calls of kind in flight against url for d, through
+// the loader's http.Client.
+func (l *loader) runCalls(ctx context.Context, url string, conc int, d time.Duration, kind callKind) loadResult {
+	return l.runWith(ctx, conc, d, kind, func() poster { return &stdPoster{client: l.client, url: url} })
+}
+
+// poster is one load worker's way of sending a call: it posts body and
+// reads the reply's body into reply, failing on anything but HTTP 200.
+type poster interface {
+	post(ctx context.Context, body []byte, reply *bytes.Buffer) error
+	close()
+}
+
+// stdPoster posts through a shared http.Client.
+type stdPoster struct {
+	client *http.Client
+	url    string
+}
+
+func (p *stdPoster) post(ctx context.Context, body []byte, reply *bytes.Buffer) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("new request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	reply.Reset()
+	_, err = reply.ReadFrom(io.LimitReader(resp.Body, maxReplyBytes))
+	resp.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read reply: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, reply.Bytes())
+	}
+	return nil
+}
+
+func (p *stdPoster) close() {}
+
+// runWith keeps conc calls of kind in flight for d, each worker sending
+// through a poster of its own, and returns what it saw. Workers start no
+// call after d; the window ends when the last in-flight call returns.
+func (l *loader) runWith(ctx context.Context, conc int, d time.Duration, kind callKind, newPoster func() poster) loadResult {
 	type workerResult struct {
 		ok, errs int
 		errText  []string
@@ -122,6 +186,8 @@ func (l *loader) run(ctx context.Context, url string, conc int, d time.Duration)
 		wg.Go(func() {
 			r := &results[i]
 			r.lat = make([]time.Duration, 0, samplesPrealloc)
+			p := newPoster()
+			defer p.close()
 			var body []byte
 			var reply bytes.Buffer
 			for ctx.Err() == nil {
@@ -130,8 +196,11 @@ func (l *loader) run(ctx context.Context, url string, conc int, d time.Duration)
 					return
 				}
 				n := l.seq.Add(1)
-				body = l.appendRequest(body[:0], n)
-				err := l.call(ctx, url, body, &reply, n)
+				body = kind.request(body[:0], n)
+				err := p.post(ctx, body, &reply)
+				if err == nil {
+					err = checkReplyOf(reply.Bytes(), n, kind.check)
+				}
 				dt := time.Since(t0)
 				if err != nil {
 					if ctx.Err() != nil {
@@ -184,55 +253,85 @@ func (l *loader) appendRequest(b []byte, n uint64) []byte {
 	return append(b, `","latest"]}`...)
 }
 
-// call posts body and checks the reply is a result for id n.
-func (l *loader) call(ctx context.Context, url string, body []byte, reply *bytes.Buffer, n uint64) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("new request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := l.client.Do(req)
-	if err != nil {
+// call posts body and checks the reply is a result for id n that passes
+// check.
+func (l *loader) call(ctx context.Context, url string, body []byte, reply *bytes.Buffer, n uint64, check func([]byte) error) error {
+	p := stdPoster{client: l.client, url: url}
+	if err := p.post(ctx, body, reply); err != nil {
 		return err
 	}
-	reply.Reset()
-	_, err = reply.ReadFrom(io.LimitReader(resp.Body, maxReplyBytes))
-	resp.Body.Close()
-	if err != nil {
-		return fmt.Errorf("read reply: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, reply.Bytes())
-	}
-	return checkReply(reply.Bytes(), n)
+	return checkReplyOf(reply.Bytes(), n, check)
 }
 
 // checkReply accepts only a JSON-RPC result that is a hex quantity for id n.
-func checkReply(b []byte, n uint64) error {
-	var r struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
+func checkReply(b []byte, n uint64) error { return checkReplyOf(b, n, checkQuantity) }
+
+// checkReplyOf accepts only valid JSON-RPC with id n and a result that
+// passes check. It checks the whole reply's syntax in one pass and
+// allocates nothing on success, so the load's own CPU stays small next to
+// a target that answers from memory.
+func checkReplyOf(b []byte, n uint64, check func([]byte) error) error {
+	start := jsonscan.SkipSpace(b, 0)
+	end, err := jsonscan.ValidValue(b, start, 0)
+	if err != nil || jsonscan.SkipSpace(b, end) != len(b) || b[start] != '{' {
 		return fmt.Errorf("reply is not JSON-RPC: %.200s", b)
 	}
-	if len(r.Error) > 0 && string(r.Error) != "null" {
-		return fmt.Errorf("error reply: %.200s", r.Error)
+	var id, result, rpcErr []byte
+	members := jsonscan.Object{Data: b, I: start + 1}
+	for {
+		k, v, ok := members.Next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "id":
+			id = v
+		case "result":
+			result = v
+		case "error":
+			rpcErr = v
+		}
 	}
-	if string(r.ID) != strconv.FormatUint(n, 10) {
-		return fmt.Errorf("reply id %.40s, want %d", r.ID, n)
+	if len(rpcErr) > 0 && string(rpcErr) != "null" {
+		return fmt.Errorf("error reply: %.200s", rpcErr)
 	}
-	var q string
-	if err := json.Unmarshal(r.Result, &q); err != nil || len(q) < 3 || q[:2] != "0x" {
-		return fmt.Errorf("result is not a quantity: %.200s", r.Result)
+	var want [20]byte
+	if string(id) != string(strconv.AppendUint(want[:0], n, 10)) {
+		return fmt.Errorf("reply id %.40s, want %d", id, n)
+	}
+	return check(result)
+}
+
+// checkQuantity accepts a JSON string holding a hex quantity.
+func checkQuantity(result []byte) error {
+	if !isQuantity(result) {
+		return fmt.Errorf("result is not a quantity: %.200s", result)
 	}
 	return nil
 }
 
-// waitReady polls url with single calls until one succeeds, c exits, or the
-// deadline passes.
+// isQuantity reports a quoted 0x-prefixed run of hex digits.
+func isQuantity(v []byte) bool {
+	if len(v) < 5 || v[0] != '"' || v[len(v)-1] != '"' || v[1] != '0' || v[2] != 'x' {
+		return false
+	}
+	for _, c := range v[3 : len(v)-1] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// waitReady polls url with single balance calls until one succeeds, c
+// exits, or the deadline passes.
 func (l *loader) waitReady(ctx context.Context, url string, c *child, timeout time.Duration) error {
+	return l.waitServes(ctx, url, c, timeout, l.balance)
+}
+
+// waitServes polls url with single calls of kind until one succeeds, c
+// exits, or the deadline passes.
+func (l *loader) waitServes(ctx context.Context, url string, c *child, timeout time.Duration, kind callKind) error {
 	const pollEvery = 100 * time.Millisecond
 	deadline := time.Now().Add(timeout)
 	var body []byte
@@ -240,9 +339,9 @@ func (l *loader) waitReady(ctx context.Context, url string, c *child, timeout ti
 	var lastErr error
 	for {
 		n := l.seq.Add(1)
-		body = l.appendRequest(body[:0], n)
+		body = kind.request(body[:0], n)
 		callCtx, cancel := context.WithTimeout(ctx, time.Second)
-		lastErr = l.call(callCtx, url, body, &reply, n)
+		lastErr = l.call(callCtx, url, body, &reply, n, kind.check)
 		cancel()
 		if lastErr == nil {
 			return nil

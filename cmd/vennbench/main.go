@@ -9,10 +9,19 @@
 // throughput, p50 and p99 latency and CPU time per request of each child
 // (from /proc/PID/stat), then venn's ratios against the plain proxy.
 //
+// Two more modes run venn as a cluster (a private redis-server, a leader
+// and followers sharing the chain's head window): `vennbench head` drives
+// the calls a follower answers from its window (eth_blockNumber, the latest
+// block, its logs) against the plain proxy passing them to the upstream,
+// and `vennbench propagation` mines blocks one at a time and times how
+// long until the leader and every follower serve each one.
+//
 // The same binary is the children: `vennbench upstream` and
 // `vennbench proxy` are re-executed from os.Args[0]. Only 127.0.0.1 is used.
 //
 //	go run ./cmd/vennbench [-duration 10s] [-rounds 3] [-conc 1,32,128] [-venn PATH]
+//	go run ./cmd/vennbench head [-duration 10s] [-rounds 3] [-conc 1,32,128] [-calls ...] [-venn PATH]
+//	go run ./cmd/vennbench propagation [-blocks 200] [-followers 2] [-venn PATH]
 package main
 
 import (
@@ -56,6 +65,8 @@ const usage = `vennbench — venn gateway overhead benchmark
 
 Usage:
   vennbench [flags]                       run the benchmark (flags below)
+  vennbench head [flags]                  head-served calls of a venn follower vs the proxy (head -h)
+  vennbench propagation [flags]           time from a new block to every replica serving it (propagation -h)
   vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
   vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL
 
@@ -77,13 +88,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return serveUpstream(ctx, args[1:], stdout, stderr)
 		case "proxy":
 			return serveProxy(ctx, args[1:], stdout, stderr)
+		case "head":
+			cfg, code := parseHeadFlags(args[1:], stderr)
+			if code >= 0 {
+				return code
+			}
+			return exitCode(headBench(ctx, cfg, stdout, stderr), stderr)
+		case "propagation":
+			cfg, code := parsePropagationFlags(args[1:], stderr)
+			if code >= 0 {
+				return code
+			}
+			return exitCode(propagationBench(ctx, cfg, stdout, stderr), stderr)
 		}
 	}
 	cfg, code := parseBenchFlags(args, stderr)
 	if code >= 0 {
 		return code
 	}
-	err := bench(ctx, cfg, stdout, stderr)
+	return exitCode(bench(ctx, cfg, stdout, stderr), stderr)
+}
+
+// exitCode reports a bench's error and returns the exit code.
+func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return exitOK

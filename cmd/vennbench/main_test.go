@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asCommandEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { removeVennBinary() }))
 }
 
 func TestParseStatCPU(t *testing.T) {

@@ -35,7 +35,13 @@ func serveUpstream(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:0", "listen address")
+	blockTime := fs.Duration("block-time", 0, "mine a block every this long (0: the chain moves only on "+minePath+")")
+	control := fs.Bool("control", false, "serve POST "+minePath+" and GET "+fetchedPath+" (the propagation bench)")
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *blockTime < 0 {
+		fmt.Fprintln(stderr, "vennbench upstream: -block-time must not be negative")
 		return exitUsage
 	}
 	node := fakenode.New(fakenode.Options{ChainID: benchChainID})
@@ -43,7 +49,22 @@ func serveUpstream(ctx context.Context, args []string, stdout, stderr io.Writer)
 	st := &upstreamStats{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+statsPath, st.serve)
+	if *control {
+		c := newChainControl(node)
+		node.SetHook(c.hook)
+		mux.HandleFunc("POST "+minePath, c.serveMine)
+		mux.HandleFunc("GET "+fetchedPath, c.serveFetched)
+	}
 	mux.Handle("/", st.count(node.Handler()))
+	if *blockTime > 0 {
+		mineCtx, stopMining := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			mineEvery(mineCtx, node, *blockTime)
+		}()
+		defer func() { stopMining(); <-done }()
+	}
 	return serveHTTP(ctx, *listen, mux, st, stdout, stderr)
 }
 

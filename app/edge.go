@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// rateLimiter is where the edge keeps rate-limit state: the cluster's
+// Redis when redis.url is set and a rate limit is configured, so that
+// limits hold across replicas; otherwise nil, and jrpc keeps it in memory.
+type rateLimiter struct {
+	limiter jrpc.Limiter // nil: in memory
+}
+
+// newRateLimiter gives the limiter its own Redis client: its calls are on
+// every request's path and must fail within rate_limits.redis_timeout,
+// without the retries the head feed's client makes. The client is closed
+// after the JSON-RPC server has drained (its hook is appended first).
+func newRateLimiter(lc fx.Lifecycle, cfg *Config, log *slog.Logger) (*rateLimiter, error) {
+	if cfg.Redis.URL == "" || !cfg.rateLimited() {
+		return &rateLimiter{}, nil
+	}
+	opts, err := redis.ParseURL(cfg.Redis.URL)
+	if err != nil {
+		return nil, errors.New("redis.url: invalid")
+	}
+	opts.ContextTimeoutEnabled = true
+	opts.MaxRetries = -1 // a failed decision fails open or closed at once
+	opts.DialerRetries = 1
+	rdb := redis.NewClient(opts)
+	l := jrpc.NewRedisLimiter(rdb, jrpc.RedisLimiterOptions{Timeout: cfg.RateLimits.RedisTimeout})
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			// Best effort: with Redis down venn still starts, and its calls
+			// fail open or closed as configured.
+			if err := l.Warm(ctx); err != nil {
+				log.Warn("rate limiter: redis not reachable at start", "err", err)
+			}
+			return nil
+		},
+		OnStop: func(context.Context) error { return rdb.Close() },
+	})
+	return &rateLimiter{limiter: l}, nil
+}
+
+// tlsConfig loads the listener's certificate and, with client_ca_file,
+// requires every client to present a certificate signed by that CA.
+// HTTP/2 is not offered: WebSocket upgrades need HTTP/1.1.
+func (t TLSConfig) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls: load cert_file and key_file: %w", err)
+	}
+	c := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"http/1.1"},
+	}
+	if t.ClientCAFile != "" {
+		pem, err := os.ReadFile(t.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: client_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("tls: client_ca_file: no PEM certificate in it")
+		}
+		c.ClientCAs = pool
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return c, nil
+}

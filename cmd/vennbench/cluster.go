@@ -1,0 +1,435 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The cluster benches (head, propagation) run venn as a real cluster: a
+// private redis-server, one leader and followers, all child processes on
+// 127.0.0.1, in front of the upstream child.
+
+const (
+	// clusterChain is the chain's name: its URL path and its Redis keys.
+	clusterChain = "bench"
+	// headWindow is the chain's head: {window: ...}.
+	headWindow = 128
+	// leaderID is the replica started first, which takes the lease.
+	leaderID = "leader"
+	// redisReadyTimeout covers redis-server's start.
+	redisReadyTimeout = 10 * time.Second
+	// leaseTimeout bounds the wait for the leader to take the lease and
+	// for a replica to serve from its window.
+	leaseTimeout = 30 * time.Second
+	clusterPoll  = 20 * time.Millisecond
+)
+
+// replicaConfig is one cluster replica's configuration: the chain follows
+// the upstream's newHeads over WebSocket (detection does not wait for a
+// poll), metrics on their own port for the bench to scrape. Logs are at
+// info, which venn uses for events (elections, feed breaks), never per
+// call: when leadership moves, the replicas' log tails say why.
+const replicaConfig = `listen: 127.0.0.1:%d
+metrics_listen: 127.0.0.1:%d
+log: {level: info}
+redis: {url: "redis://%s/0", replica_id: %s}
+chains:
+  - name: ` + clusterChain + `
+    chain_id: %d
+    block_time: 1s
+    head: {window: %d}
+    remotes:
+      - name: up
+        url: %s
+        ws_url: %s
+        max_in_flight: %d
+`
+
+// leaseKey is the Redis key of the chain's leader lease, "replicaID:epoch".
+const leaseKey = "venn:{" + clusterChain + "}:leader"
+
+// redisServer is a private redis-server for one run: nothing is saved, and
+// it goes away with the run.
+type redisServer struct {
+	proc *child
+	addr string
+	rdb  *redis.Client
+}
+
+func startRedis(ctx context.Context, dir string) (*redisServer, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, fmt.Errorf("redis-server not found: %w", err)
+	}
+	var lastErr error
+	for range vennStartAttempts {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		proc, _, err := startChild(ctx, "redis-server", false, "redis-server",
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--loglevel", "warning")
+		if err != nil {
+			return nil, err
+		}
+		r := &redisServer{proc: proc, addr: "127.0.0.1:" + strconv.Itoa(port)}
+		r.rdb = redis.NewClient(&redis.Options{Addr: r.addr})
+		lastErr = waitFor(ctx, proc, redisReadyTimeout, func() error { return r.rdb.Ping(ctx).Err() })
+		if lastErr == nil {
+			return r, nil
+		}
+		r.stop()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return nil, fmt.Errorf("start redis-server: %w", lastErr)
+}
+
+// stop closes the client and ends the server.
+func (r *redisServer) stop() {
+	if r == nil {
+		return
+	}
+	_ = r.rdb.Close()
+	r.proc.stop()
+}
+
+// leader reads the chain's lease holder; "" when nobody holds it.
+func (r *redisServer) leader(ctx context.Context) (string, error) {
+	v, err := r.rdb.Get(ctx, leaseKey).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the lease: %w", err)
+	}
+	id, _, ok := cutLast(v, ':')
+	if !ok {
+		return "", fmt.Errorf("lease %q is not replicaID:epoch", v)
+	}
+	return id, nil
+}
+
+// checkLeader fails unless the chain's lease is held by leaderID: a run
+// whose load went to a replica that had become leader measured the wrong
+// thing. The error carries the log tails of replicas, which say why.
+func (r *redisServer) checkLeader(ctx context.Context, replicas ...*replica) error {
+	id, err := r.leader(ctx)
+	if err != nil {
+		return err
+	}
+	if id != leaderID {
+		var logs strings.Builder
+		for _, rep := range replicas {
+			logs.WriteString(rep.proc.stderrNote())
+		}
+		return fmt.Errorf("the lease is held by %q, not %q: leadership moved during the run%s", id, leaderID, logs.String())
+	}
+	return nil
+}
+
+func cutLast(s string, sep byte) (string, string, bool) {
+	i := strings.LastIndexByte(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// replica is one venn process of the cluster.
+type replica struct {
+	id      string
+	proc    *child
+	url     string // the chain's JSON-RPC endpoint
+	metrics string // its /metrics
+}
+
+func (r *replica) stop() {
+	if r != nil {
+		r.proc.stop()
+	}
+}
+
+// startReplica writes id's config and starts it, retrying when a port
+// picked for it was taken in between; it returns once the process
+// answers eth_blockNumber (from the remotes or its window).
+func startReplica(ctx context.Context, l *loader, bin, dir, id, redisAddr, upURL string) (*replica, error) {
+	wsURL := "ws" + strings.TrimPrefix(upURL, "http")
+	var lastErr error
+	for range vennStartAttempts {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		mport, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, id+".yaml")
+		conf := fmt.Sprintf(replicaConfig, port, mport, redisAddr, id, benchChainID, headWindow, upURL, wsURL, proxyIdlePerHost)
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			return nil, fmt.Errorf("write %s config: %w", id, err)
+		}
+		proc, _, err := startChild(ctx, "venn "+id, false, bin, "serve", "--config", path)
+		if err != nil {
+			return nil, err
+		}
+		r := &replica{id: id, proc: proc,
+			url:     "http://127.0.0.1:" + strconv.Itoa(port) + "/" + clusterChain,
+			metrics: "http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics"}
+		lastErr = l.waitServes(ctx, r.url, proc, vennReadyTimeout, blockNumberCall)
+		if lastErr == nil {
+			return r, nil
+		}
+		r.stop()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if done, _ := proc.exited(); !done || !strings.Contains(proc.stderr.String(), "address already in use") {
+			break
+		}
+	}
+	return nil, fmt.Errorf("start venn %s: %w", id, lastErr)
+}
+
+// waitWindow waits until r answers eth_blockNumber from its head window
+// (not from the remotes): its venn_answers_total{source="head"} moves.
+func waitWindow(ctx context.Context, l *loader, r *replica) error {
+	err := waitFor(ctx, r.proc, leaseTimeout, func() error {
+		if err := l.waitServes(ctx, r.url, r.proc, time.Second, blockNumberCall); err != nil {
+			return err
+		}
+		m, err := scrape(ctx, l.statsClient, r.metrics)
+		if err != nil {
+			return err
+		}
+		if m.answers("head") == 0 {
+			return errors.New("not answering from its window yet")
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("venn %s: %w", r.id, err)
+	}
+	return nil
+}
+
+// startCluster starts the leader, waits until it holds the lease and
+// serves from its window, then starts the followers and waits the same of
+// each. On error, whatever it started is stopped.
+func startCluster(ctx context.Context, l *loader, bin, dir string, rs *redisServer, upURL string, followers []string) (leader *replica, fs []*replica, err error) {
+	defer func() {
+		if err != nil {
+			leader.stop()
+			for _, f := range fs {
+				f.stop()
+			}
+			leader, fs = nil, nil
+		}
+	}()
+	if leader, err = startReplica(ctx, l, bin, dir, leaderID, rs.addr, upURL); err != nil {
+		return nil, nil, err
+	}
+	if err = waitFor(ctx, leader.proc, leaseTimeout, func() error { return rs.checkLeader(ctx, leader) }); err != nil {
+		return leader, nil, err
+	}
+	if err = waitWindow(ctx, l, leader); err != nil {
+		return leader, nil, err
+	}
+	for _, id := range followers {
+		f, err := startReplica(ctx, l, bin, dir, id, rs.addr, upURL)
+		if err != nil {
+			return leader, fs, err
+		}
+		fs = append(fs, f)
+		if err = waitWindow(ctx, l, f); err != nil {
+			return leader, fs, err
+		}
+	}
+	return leader, fs, rs.checkLeader(ctx, append([]*replica{leader}, fs...)...)
+}
+
+// waitFor polls cond until it returns nil, c exits, or timeout passes.
+func waitFor(ctx context.Context, c *child, timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if c != nil {
+			if done, werr := c.exited(); done {
+				return fmt.Errorf("%s exited: %v%s", c.name, werr, c.stderrNote())
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %v: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(clusterPoll):
+		}
+	}
+}
+
+// buildVennIfNeeded returns bin, or builds cmd/venn into dir when it is "".
+func buildVennIfNeeded(ctx context.Context, bin, dir string, stderr io.Writer) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = filepath.Join(dir, "venn")
+	fmt.Fprintf(stderr, "building %s ...\n", vennPackage)
+	return bin, buildVenn(ctx, bin)
+}
+
+// metrics is one scrape of a replica's /metrics: series (name with its
+// labels, as printed) to value.
+type metrics map[string]float64
+
+// scrape reads url's Prometheus text exposition.
+func scrape(ctx context.Context, c *http.Client, url string) (metrics, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scrape: %w", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape: HTTP %d", resp.StatusCode)
+	}
+	m := metrics{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		series, val, ok := cutLast(line, ' ')
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		m[series] = f
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("scrape: %w", err)
+	}
+	return m, nil
+}
+
+// answers is venn_answers_total of the bench chain from source.
+func (m metrics) answers(source string) float64 {
+	return m[`venn_answers_total{chain="`+clusterChain+`",source="`+source+`"}`]
+}
+
+// histogram is one Prometheus histogram of the bench chain.
+type histogram struct {
+	les    []float64 // upper bounds, ascending, +Inf last
+	counts []float64 // cumulative
+	sum    float64
+	count  float64
+}
+
+// histogram reads name's histogram; empty when absent.
+func (m metrics) histogram(name string) histogram {
+	var h histogram
+	prefix := name + `_bucket{chain="` + clusterChain + `",le="`
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for k, v := range m {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		le, err := strconv.ParseFloat(strings.TrimSuffix(k[len(prefix):], `"}`), 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{le, v})
+	}
+	slices.SortFunc(bs, func(a, b bucket) int {
+		switch {
+		case a.le < b.le:
+			return -1
+		case a.le > b.le:
+			return 1
+		}
+		return 0
+	})
+	for _, b := range bs {
+		h.les = append(h.les, b.le)
+		h.counts = append(h.counts, b.n)
+	}
+	h.sum = m[name+`_sum{chain="`+clusterChain+`"}`]
+	h.count = m[name+`_count{chain="`+clusterChain+`"}`]
+	return h
+}
+
+// since is h minus an earlier scrape of the same histogram: what was
+// observed in between.
+func (h histogram) since(before histogram) histogram {
+	out := histogram{les: h.les, counts: slices.Clone(h.counts), sum: h.sum - before.sum, count: h.count - before.count}
+	if slices.Equal(h.les, before.les) {
+		for i := range out.counts {
+			out.counts[i] -= before.counts[i]
+		}
+	}
+	return out
+}
+
+// mean is the average observation; NaN when empty.
+func (h histogram) mean() float64 {
+	if h.count <= 0 {
+		return math.NaN()
+	}
+	return h.sum / h.count
+}
+
+// quantile estimates the q-quantile (0..1) as Prometheus's
+// histogram_quantile does: linear within the bucket it falls in. It is
+// only as fine as the buckets.
+func (h histogram) quantile(q float64) float64 {
+	if h.count <= 0 || len(h.counts) == 0 {
+		return math.NaN()
+	}
+	rank := q * h.count
+	lower, below := 0.0, 0.0
+	for i, c := range h.counts {
+		if c >= rank {
+			if math.IsInf(h.les[i], 1) {
+				return lower // above the last finite bound: its bound
+			}
+			if c == below {
+				return h.les[i]
+			}
+			return lower + (h.les[i]-lower)*(rank-below)/(c-below)
+		}
+		lower, below = h.les[i], c
+	}
+	return lower
+}

@@ -1,0 +1,69 @@
+package jrpc
+
+import "strings"
+
+// DefaultBlockedMethods returns the namespaces venn refuses unless enabled:
+// they administer or unlock the node behind venn (admin_, personal_,
+// miner_, clique_ votes, the consensus client's engine_) or reach into its
+// internals (debug_, which includes debug_setHead and profiling next to the
+// traces). A blocked method is answered as geth answers one it does not
+// expose, without an upstream call.
+func DefaultBlockedMethods() []string {
+	return []string{"admin_", "clique_", "debug_", "engine_", "miner_", "personal_"}
+}
+
+// defaultBlocked is DefaultBlockedMethods as a switch: every call passes
+// through it.
+func defaultBlocked(method string) bool {
+	i := strings.IndexByte(method, '_')
+	if i < 0 {
+		return false
+	}
+	switch method[:i+1] {
+	case "admin_", "clique_", "debug_", "engine_", "miner_", "personal_":
+		return true
+	}
+	return false
+}
+
+// MethodPolicy adjusts the method blocklist for every caller. Entries
+// ending in "_" or "*" are prefixes ("debug_trace*"); others are exact.
+type MethodPolicy struct {
+	// Enable lets everyone call these otherwise blocked methods.
+	Enable []string
+	// Block refuses these methods to everyone, whatever Enable or a key's
+	// Enable say.
+	Block []string
+}
+
+// check says whether a caller holding key k (nil: none) may call method,
+// and if not why.
+func (p *MethodPolicy) check(method string, k *apiKey) (authReason, bool) {
+	if len(p.Block) > 0 && matchMethod(p.Block, method) {
+		return authBlocked, false
+	}
+	if defaultBlocked(method) && !matchMethod(p.Enable, method) && (k == nil || !matchMethod(k.enable, method)) {
+		return authBlocked, false
+	}
+	if k != nil && k.allow != nil && !matchMethod(k.allow, method) {
+		return authMethod, false
+	}
+	return 0, true
+}
+
+// matchMethod reports whether method is on list: exactly, or under an
+// entry ending in "_" or "*" taken as a prefix (remotes' methods.allow
+// reads the same way).
+func matchMethod(list []string, method string) bool {
+	for _, p := range list {
+		switch {
+		case p == method:
+			return true
+		case strings.HasSuffix(p, "*") && strings.HasPrefix(method, p[:len(p)-1]):
+			return true
+		case strings.HasSuffix(p, "_") && strings.HasPrefix(method, p):
+			return true
+		}
+	}
+	return false
+}

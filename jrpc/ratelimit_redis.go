@@ -1,0 +1,165 @@
+package jrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of RedisLimiterOptions.
+const (
+	DefaultRateLimitPrefix = "venn:ratelimit:"
+	// DefaultRedisLimitTimeout bounds one decision: a Redis on the same
+	// network answers in well under a millisecond, and every call waits for
+	// it.
+	DefaultRedisLimitTimeout = 100 * time.Millisecond
+)
+
+// redisRetryAfter is how long a RedisLimiter stops asking Redis after a
+// failure: with Redis unreachable, calls must not each wait out a timeout
+// before failing open (or closed).
+const redisRetryAfter = 500 * time.Millisecond
+
+// ErrLimiterDown is returned, wrapped, by a RedisLimiter that has just
+// failed and is not asking Redis until a short pause has passed.
+var ErrLimiterDown = errors.New("rate limiter: redis recently failed")
+
+// gcraScript is gcra over every bucket in KEYS at once: all take n calls,
+// or none does. Times are microseconds; Redis's own clock (TIME) is used
+// unless ARGV[2] gives one (tests), so replicas' clocks need not agree.
+// ARGV: n, now or "", then interval and burst per key. It returns {0, 0}
+// when taken, else {i, wait}: the (1-based) bucket that would make the
+// calls wait longest and its wait, -1 when they can never fit. A bucket's
+// key expires when it would be full again: a full bucket and no key are
+// the same.
+var gcraScript = redis.NewScript(`
+local n = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local nexts = {}
+local worst, wait = 0, 0
+for i, key in ipairs(KEYS) do
+  local interval = tonumber(ARGV[2 * i + 1])
+  local burst = tonumber(ARGV[2 * i + 2])
+  if n > burst then
+    return {i, -1}
+  end
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then
+    tat = now
+  end
+  local nxt = tat + n * interval
+  local over = nxt - now - burst * interval
+  if over > 0 then
+    if over > wait then
+      worst, wait = i, over
+    end
+  else
+    nexts[i] = nxt
+  end
+end
+if worst > 0 then
+  return {worst, math.ceil(wait)}
+end
+for i, key in ipairs(KEYS) do
+  redis.call('SET', key, string.format('%.0f', nexts[i]), 'PX', math.ceil((nexts[i] - now) / 1000) + 1)
+end
+return {0, 0}
+`)
+
+// RedisLimiterOptions configure a RedisLimiter; zero fields take defaults.
+type RedisLimiterOptions struct {
+	// Prefix starts every bucket's Redis key (default "venn:ratelimit:").
+	Prefix string
+	// Timeout bounds one decision (default 100ms).
+	Timeout time.Duration
+	// Clock, when set, times the buckets instead of Redis's clock; for
+	// tests, which cannot wait on Redis's.
+	Clock func() time.Time
+}
+
+// RedisLimiter keeps rate-limit state in Redis, so that the replicas
+// sharing it count against the same buckets: a key allowed 10 calls a
+// second gets 10 a second across the cluster, not 10 per replica. Each
+// decision is one round trip (one Lua script, atomic, for every bucket of
+// the request).
+type RedisLimiter struct {
+	rdb     redis.Scripter
+	prefix  string
+	timeout time.Duration
+	clock   func() time.Time
+
+	retryAt atomic.Int64 // unix ns; after a failure, Redis is not asked before it
+}
+
+// NewRedisLimiter returns a limiter on rdb. It does no I/O.
+func NewRedisLimiter(rdb redis.Scripter, opts RedisLimiterOptions) *RedisLimiter {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultRateLimitPrefix
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultRedisLimitTimeout
+	}
+	return &RedisLimiter{rdb: rdb, prefix: opts.Prefix, timeout: opts.Timeout, clock: opts.Clock}
+}
+
+// Warm loads the script into Redis (and so opens a connection), so that
+// the first calls need not: each has only the limiter's timeout.
+func (l *RedisLimiter) Warm(ctx context.Context) error {
+	if err := gcraScript.Load(ctx, l.rdb).Err(); err != nil {
+		return fmt.Errorf("rate limiter: load script: %w", err)
+	}
+	return nil
+}
+
+// Take implements Limiter.
+func (l *RedisLimiter) Take(ctx context.Context, n int, buckets []Bucket) (Verdict, error) {
+	if at := l.retryAt.Load(); at != 0 && time.Now().UnixNano() < at {
+		return Verdict{}, ErrLimiterDown
+	}
+	keys := make([]string, len(buckets))
+	args := make([]any, 2, 2+2*len(buckets))
+	args[0] = n
+	args[1] = ""
+	if l.clock != nil {
+		args[1] = l.clock().UnixMicro()
+	}
+	for i, b := range buckets {
+		keys[i] = l.prefix + b.ID
+		args = append(args,
+			strconv.FormatFloat(b.Rate.interval()/float64(time.Microsecond), 'f', -1, 64),
+			b.Rate.burst())
+	}
+	tctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	res, err := gcraScript.Run(tctx, l.rdb, keys, args...).Int64Slice()
+	if err == nil && (len(res) != 2 || res[0] < 0 || res[0] > int64(len(buckets))) {
+		err = fmt.Errorf("script answered %v", res)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return Verdict{}, ctx.Err() // the client left; Redis may be fine
+		}
+		l.retryAt.Store(time.Now().Add(redisRetryAfter).UnixNano())
+		return Verdict{}, fmt.Errorf("rate limiter: redis: %w", err)
+	}
+	if l.retryAt.Load() != 0 {
+		l.retryAt.Store(0)
+	}
+	switch {
+	case res[0] == 0:
+		return Verdict{OK: true}, nil
+	case res[1] < 0:
+		return Verdict{Refused: int(res[0]) - 1, RetryAfter: Never}, nil
+	default:
+		return Verdict{Refused: int(res[0]) - 1, RetryAfter: time.Duration(res[1]) * time.Microsecond}, nil
+	}
+}

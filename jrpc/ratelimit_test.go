@@ -1,0 +1,454 @@
+package jrpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// redisAddr is the test Redis every package shares.
+const redisAddr = "127.0.0.1:6379"
+
+// fakeClock is a clock tests move by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// testRedis connects to the shared test Redis and returns a key prefix no
+// other test uses; keys under it are deleted at cleanup.
+func testRedis(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		t.Fatalf("redis at %s: %v (scripts/test.sh starts one)", redisAddr, err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	prefix := "venn-test:" + strings.ReplaceAll(t.Name(), "/", "_") + ":" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
+		if len(keys) > 0 {
+			_ = rdb.Del(ctx, keys...).Err()
+		}
+		_ = rdb.Close()
+	})
+	return rdb, prefix
+}
+
+// TestLimiters runs the same GCRA steps against MemoryLimiter and
+// RedisLimiter, both on a clock the test moves.
+func TestLimiters(t *testing.T) {
+	fast := Rate{PerSecond: 10, Burst: 5} // 100ms a call
+	slow := Rate{PerSecond: 1, Burst: 2}
+	type step struct {
+		advance time.Duration
+		n       int
+		buckets []Bucket
+		want    Verdict
+	}
+	key := Bucket{ID: "key:a", Rate: fast}
+	ip := Bucket{ID: "ip:a", Rate: slow}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{name: "burst, then one per interval", steps: []step{
+			{n: 5, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{Refused: 0, RetryAfter: 100 * time.Millisecond}},
+			{advance: 60 * time.Millisecond, n: 1, buckets: []Bucket{key}, want: Verdict{Refused: 0, RetryAfter: 40 * time.Millisecond}},
+			{advance: 40 * time.Millisecond, n: 1, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{Refused: 0, RetryAfter: 100 * time.Millisecond}},
+		}},
+		{name: "calls one at a time", steps: []step{
+			{n: 1, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{Refused: 0, RetryAfter: 100 * time.Millisecond}},
+		}},
+		{name: "a quiet spell refills the burst, no more", steps: []step{
+			{n: 5, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{advance: time.Hour, n: 5, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{Refused: 0, RetryAfter: 100 * time.Millisecond}},
+		}},
+		{name: "a refused batch takes nothing", steps: []step{
+			{n: 3, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 3, buckets: []Bucket{key}, want: Verdict{Refused: 0, RetryAfter: 100 * time.Millisecond}},
+			{n: 2, buckets: []Bucket{key}, want: Verdict{OK: true}},
+		}},
+		{name: "more than the burst never fits", steps: []step{
+			{n: 6, buckets: []Bucket{key}, want: Verdict{Refused: 0, RetryAfter: Never}},
+			{n: 5, buckets: []Bucket{key}, want: Verdict{OK: true}},
+		}},
+		{name: "two buckets: all or none", steps: []step{
+			{n: 2, buckets: []Bucket{key, ip}, want: Verdict{OK: true}},
+			// The address is spent; the key is not charged for the refusal.
+			{n: 1, buckets: []Bucket{key, ip}, want: Verdict{Refused: 1, RetryAfter: time.Second}},
+			{n: 3, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key}, want: Verdict{Refused: 0, RetryAfter: 100 * time.Millisecond}},
+		}},
+		{name: "the longest wait is the answer", steps: []step{
+			{n: 2, buckets: []Bucket{key, ip}, want: Verdict{OK: true}},
+			{n: 3, buckets: []Bucket{key}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{key, ip}, want: Verdict{Refused: 1, RetryAfter: time.Second}},
+		}},
+		{name: "fractional rate", steps: []step{
+			{n: 1, buckets: []Bucket{{ID: "key:half", Rate: Rate{PerSecond: 0.5}}}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{{ID: "key:half", Rate: Rate{PerSecond: 0.5}}}, want: Verdict{Refused: 0, RetryAfter: 2 * time.Second}},
+		}},
+	}
+	limiters := []struct {
+		name string
+		new  func(t *testing.T, clock *fakeClock) Limiter
+	}{
+		{name: "memory", new: func(_ *testing.T, clock *fakeClock) Limiter { return NewMemoryLimiter(clock.Now) }},
+		{name: "redis", new: func(t *testing.T, clock *fakeClock) Limiter {
+			rdb, prefix := testRedis(t)
+			return NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: prefix, Clock: clock.Now})
+		}},
+	}
+	for _, lim := range limiters {
+		for _, tt := range tests {
+			t.Run(lim.name+"/"+tt.name, func(t *testing.T) {
+				clock := newFakeClock()
+				l := lim.new(t, clock)
+				for i, st := range tt.steps {
+					clock.Add(st.advance)
+					got, err := l.Take(context.Background(), st.n, st.buckets)
+					if err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+					if got != st.want {
+						t.Errorf("step %d: Take(%d) = %+v, want %+v", i, st.n, got, st.want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRedisLimiterOwnClock: without a Clock the script times buckets by
+// Redis's TIME.
+func TestRedisLimiterOwnClock(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	l := NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: prefix})
+	b := []Bucket{{ID: "key:x", Rate: Rate{PerSecond: 1, Burst: 3}}}
+	v, err := l.Take(context.Background(), 3, b)
+	if err != nil || !v.OK {
+		t.Fatalf("first burst = %+v, %v", v, err)
+	}
+	v, err = l.Take(context.Background(), 1, b)
+	if err != nil || v.OK || v.RetryAfter <= 0 || v.RetryAfter > time.Second {
+		t.Fatalf("over the burst = %+v, %v; want a wait within a second", v, err)
+	}
+	ttl, err := rdb.PTTL(context.Background(), prefix+"key:x").Result()
+	if err != nil || ttl <= 0 || ttl > 3*time.Second+time.Millisecond {
+		t.Errorf("bucket key TTL = %v, %v; want it gone once the bucket is full again (3s)", ttl, err)
+	}
+}
+
+// limitedServer is a test server with the given edge, whose rate-limit
+// state is in memory on a clock the test moves unless e.Limiter is set.
+func limitedServer(t *testing.T, e Edge, reg *prometheus.Registry) (*testServer, *fakeClock) {
+	t.Helper()
+	clock := newFakeClock()
+	if e.Limiter == nil {
+		e.Limiter = NewMemoryLimiter(clock.Now)
+	}
+	opts := Options{Edge: e}
+	if reg != nil {
+		opts.Registerer = reg // not a typed nil
+	}
+	return newTestServer(t, opts, echoHandler()), clock
+}
+
+func TestRateLimitPerKey(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, clock := limitedServer(t, Edge{
+		Keys: []APIKey{
+			{Name: "alice", Secret: aliceSecret},
+			{Name: "bob", Secret: bobSecret, Rate: Rate{PerSecond: 100, Burst: 100}},
+		},
+		KeyRate: Rate{PerSecond: 2, Burst: 3},
+	}, reg)
+	as := func(secret, body string) (int, http.Header, string) {
+		return do(t, s, httpCall{header: map[string]string{"X-Api-Key": secret}, body: body})
+	}
+	for i := range 3 {
+		if status, _, body := as(aliceSecret, callOf("test_echo")); status != 200 {
+			t.Fatalf("call %d within the burst = %d %s", i, status, body)
+		}
+	}
+	status, h, body := as(aliceSecret, `{"jsonrpc":"2.0","id":"x","method":"test_echo"}`)
+	if status != http.StatusTooManyRequests || h.Get("Retry-After") != "1" {
+		t.Errorf("over the limit = %d, Retry-After %q; want 429, 1", status, h.Get("Retry-After"))
+	}
+	if want := `{"jsonrpc":"2.0","id":"x","error":{"code":-32055,"message":"rate limited","data":{"retry_after_ms":500}}}`; body != want {
+		t.Errorf("over the limit = %s, want %s", body, want)
+	}
+	// Another key has its own bucket (and its own rate).
+	if status, _, _ := as(bobSecret, callOf("test_echo")); status != 200 {
+		t.Errorf("bob = %d, want 200", status)
+	}
+
+	// A batch costs one per call, all or none, each answered with its id.
+	clock.Add(time.Second) // two calls back
+	status, _, body = as(aliceSecret, `[{"jsonrpc":"2.0","id":1,"method":"test_echo"},{"jsonrpc":"2.0","id":2,"method":"test_echo"},{"jsonrpc":"2.0","method":"update"}]`)
+	if status != http.StatusTooManyRequests {
+		t.Errorf("batch of 3 with 2 left = %d %s, want 429", status, body)
+	}
+	var answers []struct {
+		ID    json.RawMessage
+		Error *Error
+	}
+	if err := json.Unmarshal([]byte(body), &answers); err != nil || len(answers) != 2 {
+		t.Fatalf("batch answer %s: want two answers (%v)", body, err)
+	}
+	for i, a := range answers {
+		if string(a.ID) != strconv.Itoa(i+1) || a.Error == nil || a.Error.Code != CodeRateLimited {
+			t.Errorf("answer %d = %s %+v, want id %d and -32055", i, a.ID, a.Error, i+1)
+		}
+	}
+	if status, _, body := as(aliceSecret, `[{"jsonrpc":"2.0","id":1,"method":"test_echo"},{"jsonrpc":"2.0","id":2,"method":"test_echo"}]`); status != 200 {
+		t.Errorf("batch of 2 with 2 left = %d %s", status, body)
+	}
+	clock.Add(time.Hour)
+	status, h, body = as(aliceSecret, "["+strings.Repeat(callOf("test_echo")+",", 3)+callOf("test_echo")+"]")
+	if status != http.StatusTooManyRequests || h.Get("Retry-After") != "" || !strings.Contains(body, "exceed the limit's burst (3)") {
+		t.Errorf("batch over the burst = %d, Retry-After %q, %s; want 429 without Retry-After", status, h.Get("Retry-After"), body)
+	}
+
+	if got := metricValue(t, reg, "venn_ratelimit_rejections_total", map[string]string{"chain": "test", "scope": "key"}); got != 3 {
+		t.Errorf("key rejections = %v, want 3", got)
+	}
+	if got := metricValue(t, reg, "venn_requests_total", map[string]string{"chain": "test", "method": "other", "outcome": "limited"}); got != 8 {
+		t.Errorf("limited calls = %v, want 8 (1, then 3 with the notification, then 4)", got)
+	}
+}
+
+func TestRateLimitPerIP(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	tests := []struct {
+		name    string
+		trusted []netip.Prefix
+		// Addresses the calls claim in X-Forwarded-For, in order; the
+		// burst is 2 per address.
+		give []string
+		want []int
+	}{
+		{name: "trusted proxy: limited per forwarded address", trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			give: []string{"198.51.100.1", "198.51.100.1", "198.51.100.2", "198.51.100.1", "198.51.100.2", "198.51.100.2"},
+			want: []int{200, 200, 200, 429, 200, 429}},
+		{name: "untrusted peer: X-Forwarded-For ignored",
+			give: []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"},
+			want: []int{200, 200, 429}},
+		{name: "trusted proxy for another network", trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+			give: []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"},
+			want: []int{200, 200, 429}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := limitedServer(t, Edge{IPRate: Rate{PerSecond: 1, Burst: 2}, TrustedProxies: tt.trusted}, reg)
+			for i, addr := range tt.give {
+				status, _, body := do(t, s, httpCall{header: map[string]string{"X-Forwarded-For": addr}, body: callOf("test_echo")})
+				if status != tt.want[i] {
+					t.Errorf("call %d from %s = %d %s, want %d", i, addr, status, body, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestRateLimitKeyAndIP: both limits apply to a keyed call, except for a
+// key exempt from the per-address one.
+func TestRateLimitKeyAndIP(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, _ := limitedServer(t, Edge{
+		Keys: []APIKey{
+			{Name: "alice", Secret: aliceSecret, Rate: Rate{PerSecond: 100, Burst: 100}},
+			{Name: "backend", Secret: bobSecret, Rate: Rate{PerSecond: 100, Burst: 100}, IPExempt: true},
+		},
+		IPRate: Rate{PerSecond: 1, Burst: 2},
+	}, reg)
+	var got []int
+	for range 3 {
+		status, _, _ := do(t, s, httpCall{header: map[string]string{"X-Api-Key": aliceSecret}, body: callOf("test_echo")})
+		got = append(got, status)
+	}
+	for range 3 {
+		status, _, _ := do(t, s, httpCall{header: map[string]string{"X-Api-Key": bobSecret}, body: callOf("test_echo")})
+		got = append(got, status)
+	}
+	if want := []int{200, 200, 429, 200, 200, 200}; !equalInts(got, want) {
+		t.Errorf("statuses = %v, want %v", got, want)
+	}
+	if got := metricValue(t, reg, "venn_ratelimit_rejections_total", map[string]string{"chain": "test", "scope": "ip"}); got != 1 {
+		t.Errorf("ip rejections = %v, want 1", got)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRateLimitWS(t *testing.T) {
+	s, _ := limitedServer(t, Edge{IPRate: Rate{PerSecond: 1, Burst: 2}}, nil)
+	c := s.dial(t)
+	want := []string{
+		`{"jsonrpc":"2.0","id":1,"result":[]}`,
+		`{"jsonrpc":"2.0","id":2,"result":[]}`,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-32055,"message":"rate limited","data":{"retry_after_ms":1000}}}`,
+	}
+	for i, w := range want {
+		wsWrite(t, c, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i+1)+`,"method":"test_echo","params":[]}`)
+		if got := wsRead(t, c); got != w {
+			t.Errorf("message %d = %s, want %s", i+1, got, w)
+		}
+	}
+}
+
+// TestRateLimitSharedByServers: two servers on one Redis share a key's
+// bucket, so together they admit its burst once, not once each.
+func TestRateLimitSharedByServers(t *testing.T) {
+	rdb, prefix := testRedis(t)
+	clock := newFakeClock()
+	var servers []*testServer
+	for range 2 {
+		s, _ := limitedServer(t, Edge{
+			Keys:    []APIKey{{Name: "alice", Secret: aliceSecret, Rate: Rate{PerSecond: 1, Burst: 4}}},
+			Limiter: NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: prefix, Clock: clock.Now}),
+		}, nil)
+		servers = append(servers, s)
+	}
+	ok := 0
+	for i := range 10 {
+		status, _, _ := do(t, servers[i%2], httpCall{header: map[string]string{"X-Api-Key": aliceSecret}, body: callOf("test_echo")})
+		if status == 200 {
+			ok++
+		}
+	}
+	if ok != 4 {
+		t.Errorf("served %d of 10 across two servers, want the burst: 4", ok)
+	}
+}
+
+// closedAddr returns a 127.0.0.1 address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestRateLimitRedisDown: with Redis unreachable, calls are served (fail
+// open, the default) or refused with HTTP 503 (fail closed); either way it
+// is counted, and logged at most once per period.
+func TestRateLimitRedisDown(t *testing.T) {
+	tests := []struct {
+		name       string
+		failClosed bool
+		wantStatus int
+		wantBody   string
+	}{
+		{name: "fail open", wantStatus: 200, wantBody: `{"jsonrpc":"2.0","id":1,"result":[]}`},
+		{name: "fail closed", failClosed: true, wantStatus: 503,
+			wantBody: `{"jsonrpc":"2.0","id":1,"error":{"code":-32055,"message":"rate limit unavailable; retry shortly"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rdb := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1})
+			defer rdb.Close()
+			reg := prometheus.NewRegistry()
+			var logs syncBuffer
+			s := newTestServer(t, Options{
+				Registerer: reg,
+				Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
+				Edge: Edge{
+					IPRate:     Rate{PerSecond: 1, Burst: 1},
+					Limiter:    NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: "venn-test:down:"}),
+					FailClosed: tt.failClosed,
+				},
+			}, echoHandler())
+			for i := range 3 {
+				status, h, body := do(t, s, httpCall{body: callOf("test_echo")})
+				if status != tt.wantStatus || body != tt.wantBody {
+					t.Errorf("call %d = %d %s, want %d %s", i, status, body, tt.wantStatus, tt.wantBody)
+				}
+				if tt.failClosed && h.Get("Retry-After") != "1" {
+					t.Errorf("call %d: Retry-After = %q, want 1", i, h.Get("Retry-After"))
+				}
+			}
+			if got := metricValue(t, reg, "venn_ratelimit_redis_errors_total", nil); got != 3 {
+				t.Errorf("venn_ratelimit_redis_errors_total = %v, want 3", got)
+			}
+			if n := strings.Count(logs.String(), "rate limiter unavailable"); n != 1 {
+				t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

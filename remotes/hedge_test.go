@@ -1,0 +1,335 @@
+package remotes
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/venn-gateway/venn/internal/fakenode"
+)
+
+// hedgePool starts a pool over nodes: n0 primary, the rest secondary, so
+// every call goes to n0 first and its hedge to a secondary. Head polls are
+// kept out of the counts.
+func hedgePool(t *testing.T, cfg PoolConfig, nodes []*fakenode.Node, tweak func(i int, c *Config)) *Pool {
+	t.Helper()
+	if cfg.BlockTime == 0 {
+		cfg.BlockTime = time.Hour
+	}
+	p := testPool(t, cfg, nodes, func(i int, c *Config) {
+		if i > 0 {
+			c.Tier = TierSecondary
+		}
+		if tweak != nil {
+			tweak(i, c)
+		}
+	})
+	for _, n := range nodes {
+		n.ResetCalls()
+	}
+	return p
+}
+
+type hedgeCounts struct{ won, lost, skippedBudget, skippedNoRemote float64 }
+
+func hedgeCountsOf(p *Pool) hedgeCounts {
+	h := p.hedge
+	return hedgeCounts{testutil.ToFloat64(h.won), testutil.ToFloat64(h.lost),
+		testutil.ToFloat64(h.skippedBudget), testutil.ToFloat64(h.skippedNoRemote)}
+}
+
+func TestHedge(t *testing.T) {
+	const revert = `[{"to":"0x0000000000000000000000000000000000000001","data":"0xdeadbeef"},"latest"]`
+	group := func(delay time.Duration, methods ...string) HedgeConfig {
+		return HedgeConfig{Groups: []HedgeGroup{{Methods: methods, Delay: delay}}}
+	}
+	tests := []struct {
+		name       string
+		hedge      HedgeConfig
+		lat0, lat1 time.Duration // node latencies
+		method     string
+		params     string
+		wantErr    int
+		n0Racy     bool  // n0's attempt may be cancelled before it reaches n0
+		wantN1     int64 // calls of method that reached n1
+		want       hedgeCounts
+		minTook    time.Duration
+		maxTook    time.Duration
+	}{
+		{name: "slow first remote: the hedge wins", hedge: group(30*time.Millisecond, "eth_getBalance"),
+			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1),
+			wantN1: 1, want: hedgeCounts{won: 1}, minTook: 30 * time.Millisecond, maxTook: 500 * time.Millisecond},
+		{name: "fast first remote: no hedge", hedge: group(300*time.Millisecond, "eth_getBalance"),
+			method: "eth_getBalance", params: balanceOf(1), maxTook: 250 * time.Millisecond},
+		{name: "delay 0 asks both at once", hedge: group(0, "eth_getBalance"),
+			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1), n0Racy: true,
+			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: 500 * time.Millisecond},
+		{name: "prefix group", hedge: group(30*time.Millisecond, "eth_get*"),
+			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1),
+			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: 500 * time.Millisecond},
+		{name: "method in no group", hedge: group(10*time.Millisecond, "eth_call"),
+			lat0: 300 * time.Millisecond, method: "eth_getBalance", params: balanceOf(1),
+			minTook: 300 * time.Millisecond, maxTook: 2 * time.Second},
+		{name: "first remote wins over a slower hedge", hedge: group(20*time.Millisecond, "eth_getBalance"),
+			lat0: 150 * time.Millisecond, lat1: 2 * time.Second, method: "eth_getBalance", params: balanceOf(1),
+			wantN1: 1, want: hedgeCounts{lost: 1}, minTook: 150 * time.Millisecond, maxTook: time.Second},
+		{name: "a revert from the hedge is the answer", hedge: group(20*time.Millisecond, "eth_call"),
+			lat0: time.Second, method: "eth_call", params: revert, wantErr: 3,
+			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := []*fakenode.Node{
+				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+			}
+			p := hedgePool(t, PoolConfig{Hedge: tt.hedge}, nodes, nil)
+			nodes[0].SetLatency(tt.lat0)
+			nodes[1].SetLatency(tt.lat1)
+			start := time.Now()
+			_, err := call(t, p, tt.method, tt.params)
+			took := time.Since(start)
+			if got := wireCode(err); got != tt.wantErr || tt.wantErr == 0 && err != nil {
+				t.Fatalf("err = %v, want code %d", err, tt.wantErr)
+			}
+			if took < tt.minTook || took > tt.maxTook {
+				t.Errorf("took %v, want %v..%v", took, tt.minTook, tt.maxTook)
+			}
+			if got := nodes[0].Calls(tt.method); got != 1 && !(tt.n0Racy && got == 0) {
+				t.Errorf("n0 got %d calls, want 1", got)
+			}
+			if got := nodes[1].Calls(tt.method); got != tt.wantN1 {
+				t.Errorf("n1 got %d calls, want %d", got, tt.wantN1)
+			}
+			if got := hedgeCountsOf(p); got != tt.want {
+				t.Errorf("venn_hedges_total %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A quantile group waits for that quantile of the first remote's recent
+// latency, and follows it when the remote speeds up.
+func TestHedgeQuantileAdapts(t *testing.T) {
+	nodes := []*fakenode.Node{
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+	}
+	p := hedgePool(t, PoolConfig{Hedge: HedgeConfig{Budget: 1, Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Quantile: 0.9}}}},
+		nodes, nil)
+	g, r0 := &p.hedge.groups[0], p.remotes[0]
+	if _, ok := hedgeDelay(g, r0); ok {
+		t.Fatal("a quantile delay before the remote is measured")
+	}
+	nodes[0].SetLatency(20 * time.Millisecond)
+	for i := range 40 {
+		if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, ok := hedgeDelay(g, r0)
+	if !ok || d < 18*time.Millisecond || d > 30*time.Millisecond {
+		t.Fatalf("delay %v (ok %v) at 20 ms latency, want its p90", d, ok)
+	}
+	nodes[0].SetLatency(2 * time.Millisecond)
+	calls := 0
+	waitFor(t, "the delay to follow the faster remote", func() bool {
+		for range 20 {
+			calls++
+			if _, err := call(t, p, "eth_getBalance", balanceOf(1000+calls)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, _ = hedgeDelay(g, r0)
+		return d < 8*time.Millisecond
+	})
+	t.Logf("p90 delay %v after %d calls at 2 ms", d, calls)
+}
+
+// Writes and calls tied to one remote are never hedged, even by a group
+// that matches every method; a read in the same group is.
+func TestWritesNeverHedged(t *testing.T) {
+	sendTx, _ := signedTx(t)
+	tests := []struct {
+		method, params string
+		hedged         bool
+	}{
+		{method: "eth_sendRawTransaction", params: sendTx},
+		{method: "eth_sendTransaction", params: `[{"from":"0x00000000000000000000000000000000000000aa"}]`},
+		{method: "eth_newBlockFilter", params: `[]`},
+		{method: "eth_getFilterChanges", params: `["0x1"]`},
+		{method: "eth_getBalance", params: balanceOf(1), hedged: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method, func(t *testing.T) {
+			if got := Hedgeable(tt.method); got != tt.hedged {
+				t.Errorf("Hedgeable = %v, want %v", got, tt.hedged)
+			}
+			nodes := []*fakenode.Node{
+				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+			}
+			p := hedgePool(t, PoolConfig{BroadcastFanout: 1,
+				Hedge: HedgeConfig{Groups: []HedgeGroup{{Methods: []string{"*"}, Delay: 0}}}}, nodes, nil)
+			nodes[0].SetLatency(100 * time.Millisecond)
+			_, _ = call(t, p, tt.method, tt.params) // the answer does not matter here
+			want := int64(0)
+			if tt.hedged {
+				want = 1
+			}
+			if got := nodes[1].Calls(tt.method); got != want {
+				t.Errorf("the second remote got %d calls, want %d", got, want)
+			}
+			if c := hedgeCountsOf(p); (c != hedgeCounts{}) != tt.hedged {
+				t.Errorf("venn_hedges_total %+v, hedged %v", c, tt.hedged)
+			}
+		})
+	}
+}
+
+// The attempt a race cancels is cut by its caller: no fault, no breaker,
+// no error rate for its remote, whichever side lost.
+func TestCancelledHedgeIsNotAFault(t *testing.T) {
+	tests := []struct {
+		name       string
+		lat0, lat1 time.Duration
+		loser      int
+	}{
+		{name: "first remote cancelled", lat0: 2 * time.Second, loser: 0},
+		{name: "hedge cancelled", lat0: 60 * time.Millisecond, lat1: 2 * time.Second, loser: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := []*fakenode.Node{
+				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+			}
+			p := hedgePool(t, PoolConfig{BreakerFailures: 2, Hedge: HedgeConfig{Budget: 1,
+				Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Delay: 10 * time.Millisecond}}}}, nodes, nil)
+			nodes[0].SetLatency(tt.lat0)
+			nodes[1].SetLatency(tt.lat1)
+			const calls = 6
+			for i := range calls {
+				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := hedgeCountsOf(p)
+			if c.won+c.lost != calls {
+				t.Fatalf("venn_hedges_total %+v, want %d races", c, calls)
+			}
+			loser := p.remotes[tt.loser]
+			// The losing attempts finish in the background: wait for them.
+			waitFor(t, "cancelled attempts finished", func() bool { return loser.inFlight.Load() == 0 })
+			if st := loser.brk.state.Load(); st != breakerClosed {
+				t.Errorf("loser's breaker state %d, want closed", st)
+			}
+			if e := loser.errorEWMA.Load(); e != 0 {
+				t.Errorf("loser's error rate %v, want 0", e)
+			}
+			if !loser.available(time.Now()) {
+				t.Error("loser out of rotation after losing races")
+			}
+		})
+	}
+}
+
+// The budget bounds hedges to Budget per hedgeable call plus the burst,
+// however slow the first remote stays.
+func TestHedgeBudgetCaps(t *testing.T) {
+	nodes := []*fakenode.Node{
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+	}
+	p := hedgePool(t, PoolConfig{Hedge: HedgeConfig{Budget: 0.1, Burst: 2,
+		Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Delay: time.Millisecond}}}}, nodes, nil)
+	nodes[0].SetLatency(15 * time.Millisecond)
+	const calls = 60
+	for i := range calls {
+		if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := hedgeCountsOf(p)
+	const most = 2 + calls/10 // the burst, then 0.1 per call
+	if sent := c.won + c.lost; sent > most || sent < most-2 {
+		t.Errorf("%v hedges sent, want about %d", sent, most)
+	}
+	if c.skippedBudget < calls-most-1 {
+		t.Errorf("%v hedges skipped for the budget, want about %d", c.skippedBudget, calls-most)
+	}
+	if got := nodes[1].Calls("eth_getBalance"); got > most {
+		t.Errorf("the second remote got %d calls, want at most %d", got, most)
+	}
+}
+
+// A race in which no attempt answers well hands its failure to the
+// failover loop, which goes on to the next remote (here the fallback,
+// which hedges never use).
+func TestHedgeFallsThroughToFailover(t *testing.T) {
+	nodes := []*fakenode.Node{
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+	}
+	p := hedgePool(t, PoolConfig{Hedge: HedgeConfig{Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Delay: 10 * time.Millisecond}}}},
+		nodes, func(i int, c *Config) {
+			if i == 2 {
+				c.Tier = TierFallback
+			}
+		})
+	nodes[0].SetLatency(80 * time.Millisecond)
+	nodes[0].SetFailStatus(503)
+	nodes[1].SetFailStatus(503)
+	if _, err := call(t, p, "eth_getBalance", balanceOf(1)); err != nil {
+		t.Fatalf("failover after the race: %v", err)
+	}
+	for i, n := range nodes {
+		if got := n.Calls("eth_getBalance"); got != 1 {
+			t.Errorf("n%d got %d calls, want 1", i, got)
+		}
+	}
+	if c := hedgeCountsOf(p); c != (hedgeCounts{lost: 1}) {
+		t.Errorf("venn_hedges_total %+v, want one lost", c)
+	}
+}
+
+// Identical concurrent reads share one flight, and the flight hedges once.
+func TestHedgeWithDedup(t *testing.T) {
+	nodes := []*fakenode.Node{
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+	}
+	p := hedgePool(t, PoolConfig{Hedge: HedgeConfig{Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Delay: 30 * time.Millisecond}}}},
+		nodes, nil)
+	nodes[0].SetLatency(time.Second)
+	var wg sync.WaitGroup
+	results := make([]json.RawMessage, 10)
+	for i := range results {
+		wg.Go(func() {
+			res, err := p.Call(context.Background(), "eth_getBalance", json.RawMessage(balanceOf(7)))
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		if got := n.Calls("eth_getBalance"); got != 1 {
+			t.Errorf("n%d got %d calls for 10 identical reads, want 1", i, got)
+		}
+	}
+	for _, r := range results {
+		if string(r) != string(results[0]) {
+			t.Fatalf("callers got different answers: %s, %s", r, results[0])
+		}
+	}
+	if c := hedgeCountsOf(p); c != (hedgeCounts{won: 1}) {
+		t.Errorf("venn_hedges_total %+v, want one won", c)
+	}
+}

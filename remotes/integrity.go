@@ -1,0 +1,201 @@
+package remotes
+
+// Integrity: CallVerified checks every answer a remote sends against
+// itself (package evm: a block's hash against its header, its roots against
+// its transactions, withdrawals and receipts) before the pool takes it. An
+// answer that fails a check fails over to the next remote, like a bad reply.
+//
+// Blame waits for the other remotes' answers, because a failed check has
+// two explanations: the remote lied, or venn's encoding is at odds with the
+// chain (an L2's header, a fork newer than venn). Only an answer that passes
+// the very checks another failed tells them apart: then the failing remotes
+// lied, and are charged (error rate, breaker) and reported as misbehaving
+// (misbehave.go: counted, logged, cordoned when it repeats). When no answer
+// passes, nobody is blamed: the first answer is served, its failed checks
+// are counted as skipped ("unreproducible"), and when two remotes or more
+// failed a check alike, that check is skipped at once on the chain for
+// unreproducibleTTL, so that a chain venn can't reproduce does not cost
+// every call a round of all its remotes.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/evm"
+)
+
+// unreproducibleTTL is how long a check that every remote asked failed
+// alike is skipped on the chain before it is tried again.
+const unreproducibleTTL = 10 * time.Minute
+
+// integrityMetrics are the series of local checks.
+type integrityMetrics struct {
+	skipped  *prometheus.CounterVec // chain, check, reason
+	failures *prometheus.CounterVec // chain, remote, check
+}
+
+func newIntegrityMetrics(reg prometheus.Registerer) *integrityMetrics {
+	m := &integrityMetrics{
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "integrity_skipped_total",
+			Help: "Integrity checks of an answer venn served that could not be run, by reason (unknown_type, unknown_field, unreproducible, ...)."},
+			[]string{"chain", "check", "reason"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "integrity_failures_total",
+			Help: "Answers of a remote that failed an integrity check another remote's answer passed: lies, served from another remote."},
+			[]string{"chain", "remote", "check"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.skipped, m.failures)
+	}
+	return m
+}
+
+// integrity is the pool's part of local checks.
+type integrity struct {
+	chain string
+	m     *integrityMetrics
+
+	mu      sync.Mutex
+	unrepro map[evm.Check]time.Time // until when a check every remote failed is skipped
+}
+
+func (in *integrity) init(chain string, m *Metrics) {
+	in.chain, in.m = chain, m.ig
+	if in.m == nil {
+		in.m = newIntegrityMetrics(nil)
+	}
+	in.unrepro = make(map[evm.Check]time.Time)
+}
+
+// excused is the set of checks currently skipped on the chain.
+func (in *integrity) excused(now time.Time) evm.CheckSet {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var s evm.CheckSet
+	for c, until := range in.unrepro {
+		if now.Before(until) {
+			s |= 1 << c
+		} else {
+			delete(in.unrepro, c)
+		}
+	}
+	return s
+}
+
+// suspect is an answer that failed a check, and its remote.
+type suspect struct {
+	r   *Remote
+	res json.RawMessage
+	v   evm.Verdict
+}
+
+// CallVerified is Call for an answer that can be checked locally: each
+// remote's answer goes through verify (evm.VerifyBlock, evm.VerifyReceipts
+// and friends, with what the caller knows: the block asked for, the block
+// the receipts belong to; it must not keep the answer), and one that fails
+// a check is a bad reply, failed over to the next remote. It returns the answer served and
+// its verdict (what passed, what was skipped). The remotes that failed a
+// check the served answer passed are charged and reported as misbehaving;
+// when no answer passes, the first is served, nobody is blamed, and the
+// failures count as skipped (see the file comment).
+//
+// Verified calls are neither shared with identical calls in flight, nor
+// hedged, nor put to a vote: each of those would judge an answer without
+// its check.
+func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+	defer cancel()
+	rt := p.readRoute(method, params)
+	rt.noVote = true
+	var (
+		accepted evm.Verdict
+		suspects []suspect
+		excused  = p.integ.excused(p.now())
+	)
+	// do calls verify for one answer at a time (verified calls are not
+	// hedged), in the order it tries remotes.
+	rt.verify = func(r *Remote, res json.RawMessage) error {
+		v := verify(res)
+		v.Excuse(excused, evm.SkipUnreproducible)
+		if len(v.Failed) == 0 {
+			accepted = v
+			return nil
+		}
+		suspects = append(suspects, suspect{r: r, res: res, v: v})
+		return fmt.Errorf("%w: %w", ErrBadReply, v.Err())
+	}
+	res, err := p.do(ctx, method, params, rt)
+	switch {
+	case len(suspects) == 0:
+	case err == nil && !isNull(res):
+		for _, s := range suspects {
+			if fs := s.v.FailedSet(); accepted.Passed&fs == fs {
+				p.lied(s.r, method, s.v)
+			} else {
+				// The answer served skipped a check this one failed (it
+				// had a member this one lacked, say): no proof either way.
+				p.log.Debug("integrity check failed where the answer served skipped it: not blamed",
+					"remote", s.r.Name(), "method", method, "err", s.v.Err())
+			}
+		}
+	default:
+		res, err = suspects[0].res, nil
+		accepted = p.unreproducible(method, suspects)
+	}
+	if err == nil {
+		for _, s := range accepted.Skipped {
+			p.integ.m.skipped.WithLabelValues(p.cfg.Chain, s.Check.String(), string(s.Reason)).Inc()
+		}
+	}
+	return res, accepted, err
+}
+
+// lied charges r for an answer that failed checks another answer passed.
+func (p *Pool) lied(r *Remote, method string, v evm.Verdict) {
+	names := make([]string, len(v.Failed))
+	for i, f := range v.Failed {
+		names[i] = f.Check.String()
+		p.integ.m.failures.WithLabelValues(p.cfg.Chain, r.Name(), names[i]).Inc()
+	}
+	err := v.Err()
+	r.rejected(method, fmt.Errorf("remote %s: %w: %w", r.Name(), ErrBadReply, err))
+	p.misbehaved(r, kindIntegrity, method, strings.TrimPrefix(err.Error(), "integrity: "))
+}
+
+// unreproducible serves the first of answers that all failed a check: no
+// remote asked could show that the others lied. The failed checks become
+// skips; a check that two remotes or more failed alike is skipped at once
+// on the chain for a while.
+func (p *Pool) unreproducible(method string, suspects []suspect) evm.Verdict {
+	v := suspects[0].v
+	alike := v.FailedSet()
+	for _, s := range suspects[1:] {
+		alike &= s.v.FailedSet()
+	}
+	if len(suspects) >= 2 && alike != 0 {
+		now := p.now()
+		var names []string
+		p.integ.mu.Lock()
+		for _, c := range evm.AllChecks() {
+			if alike.Has(c) {
+				if _, known := p.integ.unrepro[c]; !known {
+					names = append(names, c.String())
+				}
+				p.integ.unrepro[c] = now.Add(unreproducibleTTL)
+			}
+		}
+		p.integ.mu.Unlock()
+		if len(names) > 0 {
+			p.log.Warn("integrity checks fail alike on every remote asked: skipped on this chain; venn can't reproduce its data",
+				"checks", strings.Join(names, ","), "remotes", len(suspects), "method", method, "for", unreproducibleTTL,
+				"err", v.Err())
+		}
+	}
+	v.Excuse(v.FailedSet(), evm.SkipUnreproducible)
+	return v
+}

@@ -1,0 +1,92 @@
+package remotes
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/ethereum/go-ethereum/common"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// Blocks is where a client's receipts find the block they are checked
+// against: the chain's head window. Answer answers a call from it, ok false
+// when it can't.
+type Blocks interface {
+	Answer(method string, params json.RawMessage) (res json.RawMessage, ok bool)
+}
+
+// VerifiedClient serves a chain's client calls through its pool and checks
+// the blocks and receipts remotes send for them (config
+// integrity.client_calls): eth_getBlockByNumber and eth_getBlockByHash (the
+// block asked for, its hash, and with full transactions their hashes and
+// root), eth_getBlockReceipts (their root and bloom against their block
+// when the head window has it: no extra call is made for it) and
+// eth_getTransactionReceipt (its bloom; it has no root). An answer that
+// fails is served from another remote (Pool.CallVerified). Every other
+// method goes to the pool as it is.
+type VerifiedClient struct {
+	p      *Pool
+	blocks Blocks // nil: receipts are checked against themselves only
+}
+
+var _ jrpc.Handler = (*VerifiedClient)(nil)
+
+// NewVerifiedClient wraps p; blocks may be nil.
+func NewVerifiedClient(p *Pool, blocks Blocks) *VerifiedClient {
+	return &VerifiedClient{p: p, blocks: blocks}
+}
+
+// Head is the pool's best head: the router tells a stale window by it.
+func (c *VerifiedClient) Head() uint64 { return c.p.Head() }
+
+// ServeRPC answers one client call.
+func (c *VerifiedClient) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	var verify func(json.RawMessage) evm.Verdict
+	switch req.Method {
+	case "eth_getBlockByNumber", "eth_getBlockByHash", "eth_getBlockReceipts":
+		want, err := evm.ParseBlockRef(evm.Param(req.Params, 0))
+		if err != nil {
+			return c.p.ServeRPC(ctx, req) // the node's own answer to a bad parameter
+		}
+		if req.Method == "eth_getBlockReceipts" {
+			verify = func(res json.RawMessage) evm.Verdict { return evm.VerifyReceipts(res, want, c.block) }
+		} else {
+			verify = func(res json.RawMessage) evm.Verdict { return evm.VerifyBlock(res, want) }
+		}
+	case "eth_getTransactionReceipt":
+		verify = evm.VerifyReceipt
+	default:
+		return c.p.ServeRPC(ctx, req)
+	}
+	// Identical verified calls share one, as plain reads do (dedup.go).
+	key := "verified\x00" + req.Method + "\x00" + string(req.Params)
+	res, shared, err := c.p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
+		res, _, err := c.p.CallVerified(ctx, req.Method, req.Params, verify)
+		return res, err
+	})
+	if shared {
+		c.p.shared.Inc()
+	}
+	return res, err
+}
+
+// block finds a block in the head window, checked again here: the window
+// holds what the stalker served, and that may have been unverifiable.
+func (c *VerifiedClient) block(hash common.Hash) *evm.BlockInfo {
+	if c.blocks == nil {
+		return nil
+	}
+	h := hash.Hex()
+	raw, ok := c.blocks.Answer("eth_getBlockByHash", json.RawMessage(`[`+strconv.Quote(h)+`,true]`))
+	if !ok {
+		return nil
+	}
+	v := evm.VerifyBlock(raw, evm.BlockRef{Kind: evm.RefHash, Hash: h})
+	if v.Block == nil || v.Block.Hash != hash || len(v.Failed) > 0 {
+		return nil
+	}
+	return v.Block
+}

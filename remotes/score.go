@@ -1,0 +1,350 @@
+package remotes
+
+// Scoring: which remotes of a tier get the chain's calls.
+//
+// Every ScoringConfig.Interval the pool scores each remote (lower is
+// better):
+//
+//	score = latency^w.Latency × (1 + w.Errors·errors) × (1 + w.Throttle·throttles)
+//	        × (1 + w.Lag·lag/max_lag) × (1 + w.Misbehaviour·misbehaviour)
+//
+// latency is the mean of the remote's recent p50 and p90 in milliseconds
+// (latency.go); errors and throttles are the shares of its recent calls
+// that were faults and rate-limit refusals (moving averages over about 20
+// calls); lag is its distance behind the best head in blocks, averaged over
+// a few score intervals so that a remote polled once per block does not
+// look behind half the time; misbehaviour is the decaying level the
+// consensus and integrity checks raise (penalize). The product reads as
+// "effective latency": with the default weights, 10% faults cost like
+// 1.8× the latency, one misbehaviour a few minutes ago like 17×. A remote
+// whose latency is not known yet (too few samples) is taken to be as fast
+// as the best of its tier, so only its penalties count.
+//
+// Routing uses the score through each tier's preferred set, with
+// hysteresis: a remote joins the set when its score is within Margin of the
+// tier's best score among the remotes in rotation, and leaves it only when
+// it is more than twice Margin behind. Calls go to the preferred remotes of
+// the first tier that has one (the less loaded of two random ones, so
+// near-equal remotes share the load evenly and do not trade it back and
+// forth), then to the others of the tier in score order. A single
+// "preferred remote" would flap between two near-equal remotes as noise
+// moves their scores past each other, and piling every call on it would
+// move its latency too; the band and the gap between join and leave stop
+// both.
+//
+// A remote outside the set still gets ProbeShare of the tier's calls (a
+// random one of those that can take a call): that is how a remote that
+// recovered shows it. This builds on the breaker rather than beside it: a
+// remote whose breaker is open takes no call until its cooldown ends; then
+// the probe share routes a call to it, which the breaker lets through as
+// its one half-open probe. A remote that was lagging, throttled or
+// cordoned comes back the same way once the condition ends, and rejoins
+// the set when its score has recovered. Head polls keep every remote's
+// head and latency current meanwhile.
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ScoreWeights weighs the terms of a remote's score (see score.go). A zero
+// weight switches its term off.
+type ScoreWeights struct {
+	Latency      float64 // exponent of the latency (ms)
+	Errors       float64 // per unit of fault share
+	Throttle     float64 // per unit of rate-limit share
+	Lag          float64 // per max_lag blocks behind
+	Misbehaviour float64 // per unit of misbehaviour level (1 per misbehaviour, decaying)
+}
+
+// DefaultScoreWeights are the weights when none are configured.
+var DefaultScoreWeights = ScoreWeights{Latency: 1, Errors: 8, Throttle: 4, Lag: 2, Misbehaviour: 16}
+
+// Scoring defaults.
+const (
+	DefaultScoreMargin          = 0.25
+	DefaultScoreInterval        = time.Second
+	DefaultProbeShare           = 0.01
+	DefaultMisbehaviourHalfLife = 2 * time.Minute
+)
+
+// ScoringConfig is a chain's remote scoring.
+type ScoringConfig struct {
+	// Weights of the score's terms; nil takes DefaultScoreWeights.
+	Weights *ScoreWeights
+	// Margin: a remote joins its tier's preferred set within this fraction
+	// of the best score, and leaves it past twice this. 0 takes the default.
+	Margin float64
+	// Interval between scorings. 0 takes the default.
+	Interval time.Duration
+	// ProbeShare of a tier's calls goes to its remotes outside the
+	// preferred set. 0 takes the default; a negative share sends none.
+	ProbeShare float64
+	// MisbehaviourHalfLife: a remote's misbehaviour level halves this often.
+	// 0 takes the default.
+	MisbehaviourHalfLife time.Duration
+}
+
+func (c *ScoringConfig) applyDefaults() {
+	if c.Weights == nil {
+		w := DefaultScoreWeights
+		c.Weights = &w
+	}
+	if c.Margin <= 0 {
+		c.Margin = DefaultScoreMargin
+	}
+	if c.Interval <= 0 {
+		c.Interval = DefaultScoreInterval
+	}
+	switch {
+	case c.ProbeShare == 0:
+		c.ProbeShare = DefaultProbeShare
+	case c.ProbeShare < 0:
+		c.ProbeShare = 0
+	}
+	if c.MisbehaviourHalfLife <= 0 {
+		c.MisbehaviourHalfLife = DefaultMisbehaviourHalfLife
+	}
+}
+
+// Smoothing of the score's inputs.
+const (
+	throttleAlpha = 0.05 // per call, like errorEWMA
+	lagAlpha      = 0.3  // per scoring
+)
+
+// scoreQuantiles are the latency quantiles the score reads.
+var scoreQuantiles = [2]float64{0.5, 0.9}
+
+// scoreState is a remote's part of scoring. The atomics are read on the
+// hot path; the scorer goroutine is their only writer, except throttles
+// (every call) and the misbehaviour level (penalize).
+type scoreState struct {
+	throttles atomic.Uint64 // float64 bits: share of recent calls refused for rate limits
+	lagAvg    atomic.Uint64 // float64 bits: blocks behind, smoothed over scorings
+	score     atomic.Uint64 // float64 bits: the last score; lower is better
+	preferred atomic.Bool   // in its tier's preferred set
+	switches  atomic.Int64  // joins and leaves of the preferred set
+	gauge     prometheus.Gauge
+
+	mu        sync.Mutex
+	halfLife  time.Duration
+	level     float64   // misbehaviour, as of levelAt
+	levelAt   time.Time // zero: level is 0
+	seenCount int64     // misbehaviourState.count already folded into level
+}
+
+// penalize raises the remote's misbehaviour level by weight (1 is one
+// misbehaviour); the level halves every MisbehaviourHalfLife and weighs in
+// its score from the next scoring on. The consensus and integrity checks
+// call it through Pool.misbehaved, which counts in mb.count: the scorer
+// folds every new count in as weight 1, so call penalize only for weight
+// beyond that, never for the same event twice. Safe for concurrent use.
+func (r *Remote) penalize(weight float64) {
+	if weight <= 0 || math.IsNaN(weight) {
+		return
+	}
+	s := &r.sc
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.decayTo(r.now())
+	s.level += weight
+}
+
+// misbehaviour is the remote's misbehaviour level now, with the
+// misbehaviours counted since the last look folded in.
+func (r *Remote) misbehaviour(now time.Time) float64 {
+	s := &r.sc
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.decayTo(now)
+	if c := r.mb.count.Load(); c > s.seenCount {
+		s.level += float64(c - s.seenCount)
+		s.seenCount = c
+	}
+	return s.level
+}
+
+// decayTo ages the level to now. Called with mu held.
+func (s *scoreState) decayTo(now time.Time) {
+	if s.level > 0 && !s.levelAt.IsZero() && s.halfLife > 0 {
+		if dt := now.Sub(s.levelAt); dt > 0 {
+			s.level *= math.Exp2(-float64(dt) / float64(s.halfLife))
+			if s.level < 1e-6 {
+				s.level = 0
+			}
+		}
+	}
+	s.levelAt = now
+}
+
+// noteThrottle records whether one call was refused for a rate limit, in
+// the throttle share.
+func (r *Remote) noteThrottle(yes bool) {
+	x := 0.0
+	if yes {
+		x = 1
+	}
+	ewma(&r.sc.throttles, x, throttleAlpha)
+}
+
+// score is the remote's last score (lower is better).
+func (r *Remote) score() float64 { return math.Float64frombits(r.sc.score.Load()) }
+
+// Preferred reports whether the remote is in its tier's preferred set.
+func (r *Remote) Preferred() bool { return r.sc.preferred.Load() }
+
+// initScoring prepares every remote for scoring: all start preferred, so a
+// new pool spreads its calls until scores say otherwise.
+func (p *Pool) initScoring(m *Metrics) {
+	for _, r := range p.remotes {
+		r.sc.halfLife = p.cfg.Scoring.MisbehaviourHalfLife
+		r.sc.preferred.Store(true)
+		r.sc.gauge = m.hs.score.WithLabelValues(p.cfg.Chain, r.Name())
+	}
+}
+
+// scoreLoop rescores the remotes every interval until ctx ends.
+func (p *Pool) scoreLoop(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Scoring.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			p.rescore(p.now())
+		}
+	}
+}
+
+// rescore computes every remote's score and updates the preferred sets.
+func (p *Pool) rescore(now time.Time) {
+	w := p.cfg.Scoring.Weights
+	best := p.healthyBest(now)
+	maxLag := float64(max(p.cfg.MaxLag, 1))
+	var (
+		lat    [maxRemotes]float64 // latency term
+		known  [maxRemotes]bool
+		pen    [maxRemotes]float64 // product of the penalty terms
+		inRot  [maxRemotes]bool
+		scores [maxRemotes]float64
+		q      [len(scoreQuantiles)]time.Duration
+	)
+	for i, r := range p.remotes {
+		var lag uint64
+		if h := r.Head(); h < best {
+			lag = best - h
+		}
+		ewma(&r.sc.lagAvg, float64(lag), lagAlpha)
+		if r.lat.quantiles(scoreQuantiles[:], q[:]) {
+			ms := float64(q[0]+q[1]) / 2 / float64(time.Millisecond)
+			lat[i], known[i] = math.Pow(max(ms, 0.001), w.Latency), true
+		}
+		errs := math.Float64frombits(r.errorEWMA.Load())
+		thr := math.Float64frombits(r.sc.throttles.Load())
+		lagAvg := math.Float64frombits(r.sc.lagAvg.Load())
+		pen[i] = (1 + w.Errors*errs) * (1 + w.Throttle*thr) * (1 + w.Lag*lagAvg/maxLag) *
+			(1 + w.Misbehaviour*r.misbehaviour(now))
+		inRot[i] = r.healthy(now) && !p.lagging(r, best) && !r.cordoned(now)
+	}
+	margin := p.cfg.Scoring.Margin
+	for tier := TierPrimary; tier <= TierFallback; tier++ {
+		// The tier's best latency stands in for the unknown ones.
+		bestLat := math.Inf(1)
+		for pass := 0; pass < 2 && math.IsInf(bestLat, 1); pass++ {
+			for i, r := range p.remotes {
+				if r.cfg.Tier == tier && known[i] && (inRot[i] || pass == 1) {
+					bestLat = min(bestLat, lat[i])
+				}
+			}
+		}
+		if math.IsInf(bestLat, 1) {
+			bestLat = 1
+		}
+		bestScore := math.Inf(1)
+		for pass := 0; pass < 2 && math.IsInf(bestScore, 1); pass++ {
+			for i, r := range p.remotes {
+				if r.cfg.Tier != tier {
+					continue
+				}
+				l := lat[i]
+				if !known[i] {
+					l = bestLat
+				}
+				scores[i] = l * pen[i]
+				if inRot[i] || pass == 1 {
+					bestScore = min(bestScore, scores[i])
+				}
+			}
+		}
+		for i, r := range p.remotes {
+			if r.cfg.Tier != tier {
+				continue
+			}
+			s := scores[i]
+			r.sc.score.Store(math.Float64bits(s))
+			r.sc.gauge.Set(s)
+			was := r.sc.preferred.Load()
+			is := s <= bestScore*(1+margin) || was && s <= bestScore*(1+2*margin)
+			if is != was {
+				r.sc.preferred.Store(is)
+				r.sc.switches.Add(1)
+				r.log.Debug("remote preferred set", "preferred", is, "score", s, "best", bestScore)
+			}
+		}
+	}
+}
+
+// choose picks among the candidates of one tier (indices into p.remotes,
+// at least two): usually the less loaded of two random preferred ones;
+// with the probe share, a random one outside the preferred set; with no
+// preferred candidate, the best-scored.
+func (p *Pool) choose(cand []int) (*Remote, int) {
+	np := 0
+	for _, i := range cand {
+		if p.remotes[i].sc.preferred.Load() {
+			np++
+		}
+	}
+	no := len(cand) - np
+	switch {
+	case np == 0:
+		best := cand[0]
+		for _, i := range cand[1:] {
+			if p.remotes[i].score() < p.remotes[best].score() {
+				best = i
+			}
+		}
+		return p.remotes[best], best
+	case no > 0 && p.cfg.Scoring.ProbeShare > 0 && rand.Float64() < p.cfg.Scoring.ProbeShare:
+		i := nthWhere(p.remotes, cand, false, rand.IntN(no))
+		return p.remotes[i], i
+	}
+	a := nthWhere(p.remotes, cand, true, rand.IntN(np))
+	if np > 1 {
+		if b := nthWhere(p.remotes, cand, true, rand.IntN(np)); p.remotes[b].inFlight.Load() < p.remotes[a].inFlight.Load() {
+			a = b
+		}
+	}
+	return p.remotes[a], a
+}
+
+// nthWhere is the k-th candidate (from 0) whose preferred flag is pref.
+func nthWhere(rs []*Remote, cand []int, pref bool, k int) int {
+	for _, i := range cand {
+		if rs[i].sc.preferred.Load() == pref {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+	}
+	return cand[0] // the flags moved under us: any candidate will do
+}

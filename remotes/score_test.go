@@ -1,0 +1,295 @@
+package remotes
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/venn-gateway/venn/internal/fakenode"
+)
+
+// offlinePool is a pool over n remotes that are never dialled: NewPool
+// does no I/O and the pool is not started. Its remotes are on the right
+// chain at head 100, so scoring sees them in rotation.
+func offlinePool(t *testing.T, cfg PoolConfig, n int, tweak func(i int, c *Config)) *Pool {
+	t.Helper()
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://127.0.0.1:9/%d", i) // never dialled
+	}
+	cfg.Chain, cfg.ChainID = "test", testChainID
+	if cfg.MaxLag == 0 {
+		cfg.MaxLag = DefaultMaxLag
+	}
+	p, err := NewPool(cfg, testConfigs(urls, tweak), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, r := range p.remotes {
+			r.t.close()
+		}
+	})
+	for _, r := range p.remotes {
+		r.chainState.Store(chainOK)
+		r.head.Store(100)
+	}
+	return p
+}
+
+// observeMs records k samples of about ms milliseconds (±jitter) in r.
+func observeMs(r *Remote, k int, ms, jitter float64) {
+	for range k {
+		x := ms * (1 + jitter*(2*rand.Float64()-1))
+		r.lat.observe(time.Duration(x * float64(time.Millisecond)))
+	}
+}
+
+func setFloat(a interface{ Store(uint64) }, v float64) { a.Store(math.Float64bits(v)) }
+
+func TestScoreOrdersByWeights(t *testing.T) {
+	// Each case sets remote 0 and remote 1 (both primary, both measured at
+	// 2 ms unless the case says otherwise) and says which are preferred.
+	tests := []struct {
+		name    string
+		weights *ScoreWeights // nil: defaults
+		setup   func(p *Pool, a, b *Remote)
+		want    [2]bool // preferred
+		better  int     // the remote with the lower score; -1 equal
+	}{
+		{name: "equal remotes share", want: [2]bool{true, true}, better: -1},
+		{name: "latency", setup: func(_ *Pool, _, b *Remote) { observeMs(b, 200, 6, 0) },
+			want: [2]bool{true, false}, better: 0},
+		{name: "latency weighed out", weights: &ScoreWeights{Latency: 0, Errors: 8},
+			setup: func(_ *Pool, _, b *Remote) { observeMs(b, 200, 6, 0) }, want: [2]bool{true, true}, better: -1},
+		{name: "errors", setup: func(_ *Pool, _, b *Remote) { setFloat(&b.errorEWMA, 0.2) },
+			want: [2]bool{true, false}, better: 0},
+		{name: "errors outweigh latency", setup: func(_ *Pool, a, b *Remote) {
+			observeMs(b, 200, 2.6, 0) // 30% slower
+			setFloat(&a.errorEWMA, 0.3)
+		}, want: [2]bool{false, true}, better: 1},
+		{name: "errors weighed out", weights: &ScoreWeights{Latency: 1},
+			setup: func(_ *Pool, _, b *Remote) { setFloat(&b.errorEWMA, 0.5) }, want: [2]bool{true, true}, better: -1},
+		{name: "throttles", setup: func(_ *Pool, a, _ *Remote) { setFloat(&a.sc.throttles, 0.3) },
+			want: [2]bool{false, true}, better: 1},
+		{name: "lag", setup: func(_ *Pool, _, b *Remote) { b.head.Store(97); setFloat(&b.sc.lagAvg, 3) },
+			want: [2]bool{true, false}, better: 0},
+		{name: "misbehaviour through penalize", setup: func(_ *Pool, _, b *Remote) { b.penalize(1) },
+			want: [2]bool{true, false}, better: 0},
+		{name: "misbehaviour counted by the consensus checks", setup: func(_ *Pool, a, _ *Remote) { a.mb.count.Add(1) },
+			want: [2]bool{false, true}, better: 1},
+		{name: "misbehaviour weighed out", weights: &ScoreWeights{Latency: 1, Errors: 8},
+			setup: func(_ *Pool, _, b *Remote) { b.penalize(3) }, want: [2]bool{true, true}, better: -1},
+		{name: "unmeasured latency counts as the best", setup: func(_ *Pool, _, b *Remote) { b.lat = latencyHist{} },
+			want: [2]bool{true, true}, better: -1},
+		{name: "unmeasured latency keeps its penalties", setup: func(_ *Pool, _, b *Remote) {
+			b.lat = latencyHist{}
+			setFloat(&b.errorEWMA, 0.2)
+		}, want: [2]bool{true, false}, better: 0},
+		{name: "out of rotation: best of the others", setup: func(_ *Pool, a, b *Remote) {
+			a.chainState.Store(chainWrong)
+			observeMs(b, 200, 4, 0)
+		}, want: [2]bool{true, true}, better: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := offlinePool(t, PoolConfig{Scoring: ScoringConfig{Weights: tt.weights}}, 2, nil)
+			a, b := p.remotes[0], p.remotes[1]
+			observeMs(a, 200, 2, 0)
+			observeMs(b, 200, 2, 0)
+			if tt.setup != nil {
+				tt.setup(p, a, b)
+			}
+			p.rescore(time.Now())
+			if got := [2]bool{a.Preferred(), b.Preferred()}; got != tt.want {
+				t.Errorf("preferred %v, want %v (scores %.3g, %.3g)", got, tt.want, a.score(), b.score())
+			}
+			switch sa, sb := a.score(), b.score(); {
+			case tt.better == -1 && math.Abs(sa-sb) > 1e-9*sa:
+				t.Errorf("scores %.4g and %.4g, want equal", sa, sb)
+			case tt.better == 0 && !(sa < sb), tt.better == 1 && !(sb < sa):
+				t.Errorf("scores %.4g and %.4g, want remote %d lower", sa, sb, tt.better)
+			}
+		})
+	}
+}
+
+// The misbehaviour level halves every half-life.
+func TestMisbehaviourDecays(t *testing.T) {
+	p := offlinePool(t, PoolConfig{Scoring: ScoringConfig{MisbehaviourHalfLife: time.Minute}}, 1, nil)
+	r := p.remotes[0]
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	r.penalize(2)
+	r.mb.count.Add(2)
+	for _, tt := range []struct {
+		after time.Duration
+		want  float64
+	}{{0, 4}, {time.Minute, 2}, {3 * time.Minute, 0.5}} {
+		if got := r.misbehaviour(now.Add(tt.after)); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("after %v: level %v, want %v", tt.after, got, tt.want)
+		}
+	}
+}
+
+// Two near-equal remotes whose scores cross back and forth with noise: the
+// margin keeps both preferred, where a bare "the best one" would flap.
+func TestScoreHysteresis(t *testing.T) {
+	tests := []struct {
+		name     string
+		margin   float64
+		wantMin  int64 // switches of the preferred set
+		wantMax  int64
+		wantBoth bool // both preferred at the end
+	}{
+		{name: "default margin", margin: 0, wantMin: 0, wantMax: 0, wantBoth: true},
+		{name: "no margin flaps", margin: 1e-9, wantMin: 20, wantMax: math.MaxInt64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := offlinePool(t, PoolConfig{Scoring: ScoringConfig{Margin: tt.margin}}, 2, nil)
+			a, b := p.remotes[0], p.remotes[1]
+			now := time.Now()
+			for round := range 200 {
+				// Every 5 scorings the one 10% slower changes: their
+				// scores cross 40 times.
+				fast, slow := a, b
+				if round/5%2 == 1 {
+					fast, slow = b, a
+				}
+				observeMs(fast, 128, 2.0, 0.05)
+				observeMs(slow, 128, 2.2, 0.05)
+				p.rescore(now.Add(time.Duration(round) * time.Second))
+			}
+			sw := a.sc.switches.Load() + b.sc.switches.Load()
+			if sw < tt.wantMin || sw > tt.wantMax {
+				t.Errorf("%d switches of the preferred set over 200 scorings, want %d..%d", sw, tt.wantMin, tt.wantMax)
+			}
+			if both := a.Preferred() && b.Preferred(); tt.wantBoth && !both {
+				t.Errorf("preferred %v %v, want both", a.Preferred(), b.Preferred())
+			}
+		})
+	}
+}
+
+// The same against real calls: two near-equal fake nodes share the calls
+// evenly and the preferred set does not change.
+func TestScoreSharesNearEqualRemotes(t *testing.T) {
+	nodes := []*fakenode.Node{
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+	}
+	nodes[0].SetLatency(2 * time.Millisecond)
+	nodes[1].SetLatency(2200 * time.Microsecond)
+	p := testPool(t, PoolConfig{BlockTime: time.Hour, Scoring: ScoringConfig{Interval: 10 * time.Millisecond}}, nodes, nil)
+	for _, n := range nodes {
+		n.ResetCalls()
+	}
+	const calls = 400
+	for i := range calls {
+		if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sw := p.remotes[0].sc.switches.Load() + p.remotes[1].sc.switches.Load()
+	if sw > 2 {
+		t.Errorf("%d switches of the preferred set over %d calls between near-equal remotes", sw, calls)
+	}
+	for i, n := range nodes {
+		if got := n.Calls("eth_getBalance"); got < calls/4 {
+			t.Errorf("n%d got %d of %d calls, want a fair share", i, got, calls)
+		}
+	}
+}
+
+// A clearly slower remote leaves the preferred set and gets only the probe
+// share; its score is exported.
+func TestScoreRoutesAwayFromSlowRemote(t *testing.T) {
+	nodes := []*fakenode.Node{
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+	}
+	nodes[1].SetLatency(15 * time.Millisecond)
+	reg := prometheus.NewRegistry()
+	rs := testConfigs([]string{nodes[0].URL(), nodes[1].URL()}, nil)
+	p := startPool(t, PoolConfig{BlockTime: time.Hour, Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: 0.02}}, rs, NewMetrics(reg))
+	// Until measured, both share; then the slow one leaves.
+	waitFor(t, "the slow remote out of the preferred set", func() bool {
+		_, _ = call(t, p, "eth_getBalance", balanceOf(rand.IntN(1<<20)))
+		return !p.remotes[1].Preferred() && p.remotes[0].Preferred()
+	})
+	nodes[1].ResetCalls()
+	const calls = 300
+	for i := range calls {
+		if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := nodes[1].Calls("eth_getBalance"); got > calls/10 {
+		t.Errorf("the slow remote got %d of %d calls, want about the 2%% probe share", got, calls)
+	}
+	fast := testutil.ToFloat64(p.remotes[0].sc.gauge)
+	slow := testutil.ToFloat64(p.remotes[1].sc.gauge)
+	if !(fast > 0 && slow > 2*fast) {
+		t.Errorf("venn_remote_score: fast %v, slow %v", fast, slow)
+	}
+	if n, err := testutil.GatherAndCount(reg, "venn_remote_score"); err != nil || n != 2 {
+		t.Errorf("venn_remote_score has %d series (%v), want 2", n, err)
+	}
+}
+
+// A remote whose breaker opened, and which then recovered, gets calls
+// again only through the probe share: its score still carries its faults,
+// and with head polls off nothing else would reach it.
+func TestProbeShareBringsRemoteBack(t *testing.T) {
+	tests := []struct {
+		name     string
+		probe    float64
+		wantBack bool
+	}{
+		{name: "probe share", probe: 0.05, wantBack: true},
+		{name: "no probe share", probe: -1, wantBack: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := []*fakenode.Node{
+				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
+			}
+			p := testPool(t, PoolConfig{BlockTime: time.Hour, BreakerFailures: 2, BreakerCooldown: 50 * time.Millisecond,
+				Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: tt.probe}}, nodes, nil)
+			bad := p.remotes[1]
+			nodes[1].SetFailStatus(503)
+			waitFor(t, "n1's breaker open and n1 out of the preferred set", func() bool {
+				_, _ = call(t, p, "eth_getBalance", balanceOf(rand.IntN(1<<20)))
+				return bad.brk.state.Load() == breakerOpen && !bad.Preferred()
+			})
+			nodes[1].SetFailStatus(0)
+			nodes[1].ResetCalls()
+			deadline := time.Now().Add(2 * time.Second)
+			for i := 0; time.Now().Before(deadline); i++ {
+				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+					t.Fatal(err)
+				}
+				if bad.Preferred() && bad.brk.state.Load() == breakerClosed {
+					break
+				}
+			}
+			back := bad.Preferred() && bad.brk.state.Load() == breakerClosed
+			if back != tt.wantBack {
+				t.Fatalf("recovered remote back in the preferred set: %v, want %v (%d calls reached it, breaker %d)",
+					back, tt.wantBack, nodes[1].Calls("eth_getBalance"), bad.brk.state.Load())
+			}
+			if !tt.wantBack {
+				if got := nodes[1].Calls("eth_getBalance"); got != 0 {
+					t.Errorf("without a probe share the excluded remote got %d calls", got)
+				}
+			}
+		})
+	}
+}
