@@ -3,6 +3,7 @@ package remotes
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -331,5 +332,51 @@ func TestHedgeWithDedup(t *testing.T) {
 	}
 	if c := hedgeCountsOf(p); c != (hedgeCounts{won: 1}) {
 		t.Errorf("venn_hedges_total %+v, want one won", c)
+	}
+}
+
+// The scenario for hedging: the primary remote is slow on 5% of
+// its calls, two secondaries are not. Without hedging its tail is the
+// pool's p99; with a hedge at its p90 it is not.
+func TestHedgeTakesTheSlowTailOut(t *testing.T) {
+	const (
+		calls = 300
+		slow  = 200 * time.Millisecond
+	)
+	tests := []struct {
+		name     string
+		hedge    HedgeConfig
+		wantTail bool // the slow tail in p99
+	}{
+		{name: "off", wantTail: true},
+		{name: "p90", hedge: HedgeConfig{Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Quantile: 0.9}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := make([]*fakenode.Node, 3)
+			for i := range nodes {
+				nodes[i] = fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+				nodes[i].SetLatency(3 * time.Millisecond)
+			}
+			nodes[0].SetSlowTail(0.05, slow)
+			p := hedgePool(t, PoolConfig{Hedge: tt.hedge}, nodes, nil)
+			took := make([]time.Duration, calls)
+			for i := range calls {
+				start := time.Now()
+				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+					t.Fatal(err)
+				}
+				took[i] = time.Since(start)
+			}
+			slices.Sort(took)
+			got := took[calls*99/100]
+			t.Logf("p99 %v", got)
+			if tail := got >= slow; tail != tt.wantTail {
+				t.Errorf("p99 %v: slow tail (%v) in it %v, want %v", got, slow, tail, tt.wantTail)
+			}
+			if !tt.wantTail && got > slow/2 {
+				t.Errorf("p99 %v, want well under the %v tail", got, slow)
+			}
+		})
 	}
 }

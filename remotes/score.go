@@ -238,11 +238,16 @@ func (p *Pool) rescore(now time.Time) {
 		q      [len(scoreQuantiles)]time.Duration
 	)
 	for i, r := range p.remotes {
-		var lag uint64
-		if h := r.Head(); h < best {
-			lag = best - h
+		// A head not known yet is no lag; a lag past max_lag already keeps
+		// the remote out of rotation, and counting all of it would keep it
+		// out of the preferred set long after it caught up.
+		if h := r.Head(); h > 0 {
+			lag := float64(0)
+			if h < best {
+				lag = float64(min(best-h, 2*max(p.cfg.MaxLag, 1)))
+			}
+			ewma(&r.sc.lagAvg, lag, lagAlpha)
 		}
-		ewma(&r.sc.lagAvg, float64(lag), lagAlpha)
 		if r.lat.quantiles(scoreQuantiles[:], q[:]) {
 			ms := float64(q[0]+q[1]) / 2 / float64(time.Millisecond)
 			lat[i], known[i] = math.Pow(max(ms, 0.001), w.Latency), true
