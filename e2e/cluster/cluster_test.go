@@ -82,16 +82,12 @@ type redisServer struct {
 	rdb  *redis.Client
 }
 
-func startRedis(t *testing.T) *redisServer {
+func startRedis(t *testing.T, port int) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatal("redis-server not found: install Debian's redis-server package (scripts/test.sh does)")
 	}
-	ports, err := gethtest.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &redisServer{port: ports[0]}
+	r := &redisServer{port: port}
 	r.rdb = redis.NewClient(&redis.Options{Addr: r.addr()})
 	r.start(t)
 	t.Cleanup(func() {
@@ -157,7 +153,12 @@ type cluster struct {
 
 func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	c := &cluster{redis: startRedis(t)}
+	// All ports at once, so that no two processes are handed the same one.
+	ports, err := gethtest.FreePorts(1 + 2*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{redis: startRedis(t, ports[0])}
 	for range 2 {
 		node := fakenode.New(fakenode.Options{ChainID: chainID, Head: 200})
 		if err := node.Start(); err != nil {
@@ -167,7 +168,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		c.nodes = append(c.nodes, node)
 	}
 	for i := range n {
-		c.replicas = append(c.replicas, c.newReplica(t, fmt.Sprintf("r%d", i)))
+		c.replicas = append(c.replicas, c.newReplica(t, fmt.Sprintf("r%d", i), ports[1+2*i], ports[2+2*i]))
 	}
 	for _, r := range c.replicas {
 		r.start(t)
@@ -175,15 +176,11 @@ func startCluster(t *testing.T, n int) *cluster {
 	return c
 }
 
-func (c *cluster) newReplica(t *testing.T, id string) *replica {
+func (c *cluster) newReplica(t *testing.T, id string, rpcPort, metricsPort int) *replica {
 	t.Helper()
-	ports, err := gethtest.FreePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	r := &replica{id: id, rpc: "127.0.0.1:" + strconv.Itoa(ports[0]),
-		metrics: "127.0.0.1:" + strconv.Itoa(ports[1]),
+	r := &replica{id: id, rpc: "127.0.0.1:" + strconv.Itoa(rpcPort),
+		metrics: "127.0.0.1:" + strconv.Itoa(metricsPort),
 		cfgPath: filepath.Join(dir, "venn.yaml"), logPath: filepath.Join(dir, "venn.log")}
 	var y strings.Builder
 	fmt.Fprintf(&y, "listen: %s\nmetrics_listen: %s\nlog: {level: info}\nshutdown_timeout: 5s\n", r.rpc, r.metrics)
