@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -703,12 +702,4 @@ func (r *headReport) writeErrors(w io.Writer) {
 			fmt.Fprintf(w, "- round %d %s %s c=%d: %d errors: %s\n", s.Round, s.Call, s.Target, s.Conc, s.Errors, strings.Join(s.ErrText, " | "))
 		}
 	}
-}
-
-// ms formats seconds as milliseconds; "—" for NaN.
-func ms(sec float64) string {
-	if math.IsNaN(sec) {
-		return "—"
-	}
-	return fmt.Sprintf("%.2f", sec*1000)
 }

@@ -238,12 +238,12 @@ func TestUpstreamControl(t *testing.T) {
 	defer p.client.CloseIdleConnections()
 	ctx := context.Background()
 
-	start, _, err := p.blockNumber(ctx, u)
+	start, err := p.blockNumber(ctx, u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, up, 5*time.Second, func() error {
-		n, _, err := p.blockNumber(ctx, u)
+		n, err := p.blockNumber(ctx, u)
 		if err == nil && n < start+2 {
 			err = errors.New("not yet")
 		}

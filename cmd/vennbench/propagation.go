@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -273,14 +274,14 @@ type propRun struct {
 // settle waits until every replica serves the upstream's current head, so
 // that the first block starts from a still cluster.
 func (pr *propRun) settle(ctx context.Context, up *child) error {
-	n, _, err := pr.pollers[0].blockNumber(ctx, pr.upURL)
+	n, err := pr.pollers[0].blockNumber(ctx, pr.upURL)
 	if err != nil {
 		return fmt.Errorf("upstream head: %w", err)
 	}
 	pr.head = n
 	for _, p := range pr.pollers {
 		err := waitFor(ctx, up, leaseTimeout, func() error {
-			got, _, err := p.blockNumber(ctx, p.r.url)
+			got, err := p.blockNumber(ctx, p.r.url)
 			if err == nil && got < n {
 				err = fmt.Errorf("serves %d, the upstream is at %d", got, n)
 			}
@@ -434,7 +435,7 @@ func (p *poller) await(ctx context.Context, n uint64, timer *time.Timer) pollRes
 	var res pollResult
 	for {
 		t1 := time.Now()
-		got, _, err := p.blockNumber(ctx, p.r.url)
+		got, err := p.blockNumber(ctx, p.r.url)
 		t2 := time.Now()
 		res.polls++
 		res.rtt = append(res.rtt, t2.Sub(t1))
@@ -460,7 +461,7 @@ func (p *poller) await(ctx context.Context, n uint64, timer *time.Timer) pollRes
 
 // blockNumber asks url for eth_blockNumber. Only the poller's goroutine
 // (or the bench before the pollers are busy) calls it.
-func (p *poller) blockNumber(ctx context.Context, url string) (uint64, []byte, error) {
+func (p *poller) blockNumber(ctx context.Context, url string) (uint64, error) {
 	p.seq++
 	p.body = blockNumberCall.request(p.body[:0], p.seq)
 	var n uint64
@@ -474,26 +475,26 @@ func (p *poller) blockNumber(ctx context.Context, url string) (uint64, []byte, e
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(p.body))
 	if err != nil {
-		return 0, nil, fmt.Errorf("new request: %w", err)
+		return 0, fmt.Errorf("new request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	p.reply.Reset()
 	_, err = p.reply.ReadFrom(io.LimitReader(resp.Body, maxReplyBytes))
 	resp.Body.Close()
 	if err != nil {
-		return 0, nil, fmt.Errorf("read reply: %w", err)
+		return 0, fmt.Errorf("read reply: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, nil, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, p.reply.Bytes())
+		return 0, fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, p.reply.Bytes())
 	}
 	if err := checkReplyOf(p.reply.Bytes(), p.seq, check); err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	return n, p.reply.Bytes(), nil
+	return n, nil
 }
 
 // writePropagation prints the run's report.
@@ -569,4 +570,12 @@ func writePropagation(w io.Writer, env string, cfg propConfig, replicas []*repli
 			hrow(propName+" (leader publish → replica applied)", r.id, after[i].histogram(propName).since(before[i].histogram(propName)))
 		}
 	}
+}
+
+// ms formats seconds as milliseconds; "—" for NaN.
+func ms(sec float64) string {
+	if math.IsNaN(sec) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", sec*1000)
 }

@@ -119,11 +119,15 @@ func (p *rawPoster) roundTrip(reply *bytes.Buffer) error {
 	if err != nil {
 		return err
 	}
-	// "HTTP/1.1 200 OK"
+	// "HTTP/1.1 200 OK". The line is bufio's memory, which the reads
+	// below may overwrite: keep the code, not the slice.
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) {
 		return fmt.Errorf("raw client: bad status line %.100q", line)
 	}
-	status := line[9:12]
+	status, err := strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return fmt.Errorf("raw client: bad status line %.100q", line)
+	}
 	length, chunked, closing := -1, false, false
 	for {
 		h, err := p.line()
@@ -166,8 +170,8 @@ func (p *rawPoster) roundTrip(reply *bytes.Buffer) error {
 	if closing {
 		p.close()
 	}
-	if string(status) != "200" {
-		return fmt.Errorf("HTTP %s: %.200s", status, reply.Bytes())
+	if status != 200 {
+		return fmt.Errorf("HTTP %d: %.200s", status, reply.Bytes())
 	}
 	return nil
 }
@@ -176,10 +180,10 @@ func (p *rawPoster) roundTrip(reply *bytes.Buffer) error {
 // valid until the next read.
 func (p *rawPoster) line() ([]byte, error) {
 	l, err := p.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) || len(l) > maxHeaderLine {
+		return nil, errors.New("raw client: header line too long")
+	}
 	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) || len(l) > maxHeaderLine {
-			return nil, errors.New("raw client: header line too long")
-		}
 		return nil, fmt.Errorf("raw client: read: %w", err)
 	}
 	l = l[:len(l)-1]

@@ -62,6 +62,14 @@ func TestRawPoster(t *testing.T) {
 			wantErr: "HTTP 503: nope",
 		},
 		{
+			name: "header too long",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Big", strings.Repeat("h", maxHeaderLine))
+				w.Write([]byte(`{}`))
+			},
+			wantErr: "header line too long",
+		},
+		{
 			name: "too long",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.Write(bytes.Repeat([]byte("y"), maxReplyBytes+1))
