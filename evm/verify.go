@@ -425,7 +425,7 @@ func verifyTxs(v *Verdict, txsRaw, rootRaw []byte, info *BlockInfo) {
 			continue
 		}
 		var stated common.Hash
-		if err := json.Unmarshal(member(el, "hash"), &stated); err != nil {
+		if err := json.Unmarshal(jsonscan.Member(el, "hash"), &stated); err != nil {
 			hashSkip = firstReason(hashSkip, SkipMissingField)
 		} else if got := tx.Hash(); got != stated {
 			if hashFails == 0 {
@@ -466,7 +466,7 @@ func verifyTxs(v *Verdict, txsRaw, rootRaw []byte, info *BlockInfo) {
 // encoded as the chain did.
 func decodeTx(el []byte) (*types.Transaction, SkipReason) {
 	var typ uint64
-	if t := member(el, "type"); len(t) > 0 && string(t) != "null" {
+	if t := jsonscan.Member(el, "type"); len(t) > 0 && string(t) != "null" {
 		n, err := hexutil.DecodeUint64(unquote(t))
 		if err != nil {
 			return nil, SkipUndecodable
@@ -743,23 +743,6 @@ func firstReason(have, next SkipReason) SkipReason {
 	return next
 }
 
-// member returns the raw value of key in the JSON object obj, nil if absent.
-func member(obj []byte, key string) []byte {
-	i := jsonscan.SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	it := jsonscan.Object{Data: obj, I: i + 1}
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			return nil
-		}
-		if string(k) == key {
-			return v
-		}
-	}
-}
 
 // unknownMember returns the first member of obj not in known, "" if none.
 func unknownMember(obj []byte, known map[string]bool) string {

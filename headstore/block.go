@@ -171,7 +171,7 @@ func (e *entry) indexReceipts() error {
 }
 
 func (e *entry) indexLogs(receipt []byte) error {
-	logs := member(receipt, "logs")
+	logs := jsonscan.Member(receipt, "logs")
 	if len(logs) == 0 || logs[0] != '[' {
 		return errors.New("logs missing")
 	}
@@ -182,7 +182,7 @@ func (e *entry) indexLogs(receipt []byte) error {
 			return nil
 		}
 		le := logEntry{raw: l, address: strings.ToLower(field(l, "address"))}
-		if ts := member(l, "topics"); len(ts) > 0 && ts[0] == '[' {
+		if ts := jsonscan.Member(l, "topics"); len(ts) > 0 && ts[0] == '[' {
 			tit := jsonscan.Array{Data: ts, I: 1}
 			for {
 				t, ok := tit.Next()
@@ -196,26 +196,9 @@ func (e *entry) indexLogs(receipt []byte) error {
 	}
 }
 
-// member returns the raw value of key in the JSON object obj.
-func member(obj []byte, key string) []byte {
-	i := jsonscan.SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	it := jsonscan.Object{Data: obj, I: i + 1}
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			return nil
-		}
-		if string(k) == key {
-			return v
-		}
-	}
-}
 
 // field returns a string member's value, lowercased, without quotes.
-func field(obj []byte, key string) string { return hash(member(obj, key)) }
+func field(obj []byte, key string) string { return hash(jsonscan.Member(obj, key)) }
 
 // hash unquotes a JSON string of hex and lowercases it.
 func hash(v []byte) string {

@@ -231,7 +231,7 @@ func txCount(e *entry) (uint64, bool) { return uint64(len(e.txs)), true }
 // uncleCount counts the block's uncles array; the hash-only form is the
 // shorter one to scan.
 func uncleCount(e *entry) (uint64, bool) {
-	u := member(e.hashOnly, "uncles")
+	u := jsonscan.Member(e.hashOnly, "uncles")
 	if len(u) == 0 || u[0] != '[' {
 		return 0, false
 	}

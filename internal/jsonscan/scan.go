@@ -131,3 +131,23 @@ func (it *Object) Next() (key, val []byte, ok bool) {
 	}
 	return key, d[i:end], true
 }
+
+// Member returns the raw value of key in the JSON object obj (key compared
+// as written, escapes included), or nil when obj is not an object or has no
+// such member.
+func Member(obj []byte, key string) []byte {
+	i := SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	it := Object{Data: obj, I: i + 1}
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if string(k) == key {
+			return v
+		}
+	}
+}
