@@ -743,7 +743,6 @@ func firstReason(have, next SkipReason) SkipReason {
 	return next
 }
 
-
 // unknownMember returns the first member of obj not in known, "" if none.
 func unknownMember(obj []byte, known map[string]bool) string {
 	i := jsonscan.SkipSpace(obj, 0)

@@ -196,7 +196,6 @@ func (e *entry) indexLogs(receipt []byte) error {
 	}
 }
 
-
 // field returns a string member's value, lowercased, without quotes.
 func field(obj []byte, key string) string { return hash(jsonscan.Member(obj, key)) }
 
