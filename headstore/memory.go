@@ -56,7 +56,7 @@ func (m *Memory) Publish(_ context.Context, epoch uint64, ev *Event) error {
 	if ev.Time == 0 {
 		ev.Time = time.Now().UnixNano()
 	}
-	m.canon = nextCanon(m.canon, ev.Dropped, ev.Added, m.size)
+	m.canon = nextCanon(m.canon, ev.Dropped, ev.Added, firstParent(ev.Added), m.size)
 	if ev.Safe > 0 {
 		m.safe = ev.Safe
 	}

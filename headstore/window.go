@@ -91,7 +91,7 @@ func (w *Window) Reset(s *Snapshot) error {
 		}
 		es = append(es, e)
 	}
-	es = nextCanon(nil, nil, es, w.size)
+	es = nextCanon(nil, nil, es, firstParent(es), w.size)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.gen, w.seq, w.safe, w.finalized = s.Gen, s.Seq, s.Safe, s.Finalized
@@ -121,7 +121,7 @@ func (w *Window) Apply(ev *Event) error {
 		return fmt.Errorf("%w: %d after %d", errOutOfOrder, ev.Seq, w.seq)
 	}
 	before := w.canon
-	w.canon = nextCanon(w.canon, ev.Dropped, added, w.size)
+	w.canon = nextCanon(w.canon, ev.Dropped, added, firstParent(added), w.size)
 	kept := make(map[*entry]bool, len(w.canon))
 	for _, e := range w.canon {
 		kept[e] = true
@@ -183,22 +183,24 @@ func (w *Window) notify() {
 
 // nextCanon is the window after an event: dropped blocks leave; the added
 // branch replaces everything from its first number up, and when it does
-// not hang off the block below it (a gap, or a break the leader could not
-// walk back), everything below goes too; then the window keeps its newest
-// size blocks. Every store applies this same rule.
-func nextCanon[T canonical](cur []T, dropped []Ref, added []T, size int) []T {
+// not hang off the block below it (parent is the first added block's
+// parent: a gap, or a break the leader could not walk back), everything
+// below goes too; then the window keeps its newest size blocks. Every
+// store applies this same rule, and so does the leader's own view
+// (NextChain); the Redis script spells it out again in Lua.
+func nextCanon[T canonical](cur []T, dropped []Ref, added []T, parent string, size int) []T {
 	out := make([]T, 0, len(cur)+len(added))
 	for _, e := range cur {
-		if !isDropped(dropped, e.blk().Hash) {
+		if !isDropped(dropped, e.ref().Hash) {
 			out = append(out, e)
 		}
 	}
 	if len(added) > 0 {
-		first := added[0].blk()
-		for len(out) > 0 && out[len(out)-1].blk().Number >= first.Number {
+		first := added[0].ref()
+		for len(out) > 0 && out[len(out)-1].ref().Number >= first.Number {
 			out = out[:len(out)-1]
 		}
-		if n := len(out); n > 0 && (out[n-1].blk().Number+1 != first.Number || out[n-1].blk().Hash != first.Parent) {
+		if n := len(out); n > 0 && (out[n-1].ref().Number+1 != first.Number || out[n-1].ref().Hash != parent) {
 			out = out[:0]
 		}
 		out = append(out, added...)
@@ -209,10 +211,31 @@ func nextCanon[T canonical](cur []T, dropped []Ref, added []T, size int) []T {
 	return out
 }
 
-// canonical is what nextCanon orders: a *Block, or an *entry built on one.
-type canonical interface{ blk() *Block }
+// NextChain is the canonical chain, as refs, after ev: what every store's
+// window holds once ev is applied.
+func NextChain(cur []Ref, ev *Event, size int) []Ref {
+	added := make([]Ref, len(ev.Added))
+	for i, b := range ev.Added {
+		added[i] = b.ref()
+	}
+	return nextCanon(cur, ev.Dropped, added, firstParent(ev.Added), size)
+}
+
+// firstParent is the parent of the first of blocks, "" when there is none.
+func firstParent[T interface{ blk() *Block }](blocks []T) string {
+	if len(blocks) == 0 {
+		return ""
+	}
+	return blocks[0].blk().Parent
+}
+
+// canonical is what nextCanon orders: a Ref, a *Block, or an *entry built
+// on one.
+type canonical interface{ ref() Ref }
 
 func (b *Block) blk() *Block { return b }
+func (b *Block) ref() Ref    { return Ref{Number: b.Number, Hash: b.Hash} }
+func (r Ref) ref() Ref       { return r }
 
 func isDropped(dropped []Ref, hash string) bool {
 	for _, r := range dropped {

@@ -303,36 +303,8 @@ func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) 
 	}
 	s.m.published.Add(float64(len(ev.Added)))
 	s.m.head.Set(float64(ev.Head()))
-	refs := make([]headstore.Ref, 0, len(l.chain)+len(ev.Added))
-	for _, r := range l.chain {
-		if !isDropped(ev.Dropped, r.Hash) {
-			refs = append(refs, r)
-		}
-	}
-	first := ev.Added[0]
-	for len(refs) > 0 && refs[len(refs)-1].Number >= first.Number {
-		refs = refs[:len(refs)-1]
-	}
-	if n := len(refs); n > 0 && (refs[n-1].Number+1 != first.Number || refs[n-1].Hash != first.Parent) {
-		refs = refs[:0]
-	}
-	for _, b := range ev.Added {
-		refs = append(refs, headstore.Ref{Number: b.Number, Hash: b.Hash})
-	}
-	if len(refs) > s.cfg.Window {
-		refs = refs[len(refs)-s.cfg.Window:]
-	}
-	l.chain = refs
+	l.chain = headstore.NextChain(l.chain, ev, s.cfg.Window)
 	return nil
-}
-
-func isDropped(dropped []headstore.Ref, hash string) bool {
-	for _, r := range dropped {
-		if r.Hash == hash {
-			return true
-		}
-	}
-	return false
 }
 
 // fetchRange fetches blocks from..to, a few at once, in order.
