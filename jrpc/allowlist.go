@@ -1,6 +1,10 @@
 package jrpc
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/venn-gateway/venn/evm"
+)
 
 // DefaultBlockedMethods returns the namespaces venn refuses unless enabled:
 // they administer or unlock the node behind venn (admin_, personal_,
@@ -39,31 +43,14 @@ type MethodPolicy struct {
 // check says whether a caller holding key k (nil: none) may call method,
 // and if not why.
 func (p *MethodPolicy) check(method string, k *apiKey) (authReason, bool) {
-	if len(p.Block) > 0 && matchMethod(p.Block, method) {
+	if len(p.Block) > 0 && evm.MatchMethod(p.Block, method) {
 		return authBlocked, false
 	}
-	if defaultBlocked(method) && !matchMethod(p.Enable, method) && (k == nil || !matchMethod(k.enable, method)) {
+	if defaultBlocked(method) && !evm.MatchMethod(p.Enable, method) && (k == nil || !evm.MatchMethod(k.enable, method)) {
 		return authBlocked, false
 	}
-	if k != nil && k.allow != nil && !matchMethod(k.allow, method) {
+	if k != nil && k.allow != nil && !evm.MatchMethod(k.allow, method) {
 		return authMethod, false
 	}
 	return 0, true
-}
-
-// matchMethod reports whether method is on list: exactly, or under an
-// entry ending in "_" or "*" taken as a prefix (remotes' methods.allow
-// reads the same way).
-func matchMethod(list []string, method string) bool {
-	for _, p := range list {
-		switch {
-		case p == method:
-			return true
-		case strings.HasSuffix(p, "*") && strings.HasPrefix(method, p[:len(p)-1]):
-			return true
-		case strings.HasSuffix(p, "_") && strings.HasPrefix(method, p):
-			return true
-		}
-	}
-	return false
 }

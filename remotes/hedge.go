@@ -155,7 +155,7 @@ func (p *Pool) hedgeGroup(method string, rt route) *HedgeGroup {
 		return nil
 	}
 	for i := range p.hedge.groups {
-		if g := &p.hedge.groups[i]; matchMethod(g.Methods, method) {
+		if g := &p.hedge.groups[i]; evm.MatchMethod(g.Methods, method) {
 			p.hedge.budget.deposit()
 			return g
 		}

@@ -8,12 +8,13 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // Chain verification states.
@@ -106,10 +107,10 @@ func (r *Remote) supports(method string) bool {
 
 // configuredFor applies the config's allow and deny lists.
 func (r *Remote) configuredFor(method string) bool {
-	if len(r.allow) > 0 && !matchMethod(r.allow, method) {
+	if len(r.allow) > 0 && !evm.MatchMethod(r.allow, method) {
 		return false
 	}
-	return !matchMethod(r.deny, method)
+	return !evm.MatchMethod(r.deny, method)
 }
 
 // unsupportedTTL: a remote that said it lacks a method is asked again after
@@ -166,20 +167,6 @@ func (r *Remote) markUnsupported(method string, err error) {
 	}
 	r.unsupported[method] = unsupportedEntry{err: clientError(err), until: now.Add(unsupportedTTL)}
 	r.nUnsupported.Store(int32(len(r.unsupported)))
-}
-
-func matchMethod(list []string, method string) bool {
-	for _, p := range list {
-		switch {
-		case p == method:
-			return true
-		case strings.HasSuffix(p, "*") && strings.HasPrefix(method, p[:len(p)-1]):
-			return true
-		case strings.HasSuffix(p, "_") && strings.HasPrefix(method, p):
-			return true
-		}
-	}
-	return false
 }
 
 // healthy: on the right chain and the breaker lets calls through.
