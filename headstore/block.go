@@ -21,14 +21,14 @@ type entry struct {
 	txs      [][]byte // transaction objects, by index
 	txHashes []string
 	receipts [][]byte // receipt objects, by index
-	logs     []logEntry
+	logs     []Log
 }
 
-// logEntry is one log of the block, as eth_getLogs returns it.
-type logEntry struct {
-	raw     []byte
-	address string   // lowercase
-	topics  []string // lowercase
+// Log is one log of a block, as eth_getLogs returns it.
+type Log struct {
+	Raw     []byte   // the log object, as the remote sent it in its receipt
+	Address string   // lowercase
+	Topics  []string // lowercase
 }
 
 var errNotBlock = errors.New("not a block")
@@ -181,7 +181,7 @@ func (e *entry) indexLogs(receipt []byte) error {
 		if !ok {
 			return nil
 		}
-		le := logEntry{raw: l, address: strings.ToLower(field(l, "address"))}
+		le := Log{Raw: l, Address: strings.ToLower(field(l, "address"))}
 		if ts := jsonscan.Member(l, "topics"); len(ts) > 0 && ts[0] == '[' {
 			tit := jsonscan.Array{Data: ts, I: 1}
 			for {
@@ -189,7 +189,7 @@ func (e *entry) indexLogs(receipt []byte) error {
 				if !ok {
 					break
 				}
-				le.topics = append(le.topics, hash(t))
+				le.Topics = append(le.Topics, hash(t))
 			}
 		}
 		e.logs = append(e.logs, le)

@@ -32,8 +32,8 @@ func FuzzParseBlock(f *testing.F) {
 			}
 		}
 		for _, l := range e.logs {
-			if !json.Valid(l.raw) {
-				t.Fatalf("log is not JSON: %s", l.raw)
+			if !json.Valid(l.Raw) {
+				t.Fatalf("log is not JSON: %s", l.Raw)
 			}
 		}
 	})

@@ -610,15 +610,15 @@ func (c *criterion) parseAlternatives(raw []byte) bool {
 }
 
 // match is geth's filterLogs check for one log.
-func (f *logFilter) match(l *logEntry) bool {
-	if f.addr.raw != nil && !f.addr.match(l.address) {
+func (f *logFilter) match(l *Log) bool {
+	if f.addr.raw != nil && !f.addr.match(l.Address) {
 		return false
 	}
-	if f.npos > len(l.topics) {
+	if f.npos > len(l.Topics) {
 		return false
 	}
 	for i := range f.npos {
-		if c := &f.topics[i]; c.raw != nil && !c.match(l.topics[i]) {
+		if c := &f.topics[i]; c.raw != nil && !c.match(l.Topics[i]) {
 			return false
 		}
 	}
@@ -631,7 +631,7 @@ func (f *logFilter) collect(ents []*entry) json.RawMessage {
 	size := 1
 	for _, e := range ents {
 		for i := range e.logs {
-			size += len(e.logs[i].raw) + 1
+			size += len(e.logs[i].Raw) + 1
 		}
 	}
 	var out []byte
@@ -645,14 +645,14 @@ func (f *logFilter) collect(ents []*entry) json.RawMessage {
 				// Exact when unfiltered; otherwise a bound, capped so a
 				// selective filter over a long range does not over-allocate.
 				if !unfiltered {
-					size = min(size, max(16<<10, 2*len(l.raw)+2))
+					size = min(size, max(16<<10, 2*len(l.Raw)+2))
 				}
 				out = make([]byte, 0, size)
 				out = append(out, '[')
 			} else {
 				out = append(out, ',')
 			}
-			out = append(out, l.raw...)
+			out = append(out, l.Raw...)
 		}
 	}
 	if out == nil {
