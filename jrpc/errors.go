@@ -80,6 +80,11 @@ func errTooManyConnections(limit int) *Error {
 		strconv.Itoa(limit) + ") reached"}
 }
 
+func errTooManyConnectionsFromIP(limit int) *Error {
+	return &Error{Code: CodeLimitExceeded, Message: "too many WebSocket connections from this address: max_connections_per_ip (" +
+		strconv.Itoa(limit) + ") reached"}
+}
+
 func errTooManyHTTPRequests(limit int) *Error {
 	return &Error{Code: CodeLimitExceeded, Message: "too many HTTP requests in flight: max_http_in_flight (" +
 		strconv.Itoa(limit) + ") reached; retry shortly"}

@@ -20,6 +20,10 @@ const (
 	DefaultMaxWSMessageBytes int64 = 15 << 20
 	// DefaultMaxConnections bounds concurrent WebSocket connections.
 	DefaultMaxConnections = 10000
+	// DefaultMaxConnectionsPerIP bounds one client address's share of them
+	// (its /64 for IPv6). Behind a load balancer, list it in
+	// trusted_proxies, or every client shares its address.
+	DefaultMaxConnectionsPerIP = 1000
 	// DefaultMaxHTTPInFlight bounds HTTP requests being read or served at
 	// once, across chains; with MaxBodyBytes it bounds the memory bodies
 	// can pin.
@@ -36,6 +40,17 @@ const (
 	// DefaultWSPingInterval is how often an idle peer is pinged; a peer that
 	// does not answer within the interval is closed.
 	DefaultWSPingInterval = 30 * time.Second
+	// DefaultMaxSubscriptions bounds one WebSocket connection's
+	// subscriptions.
+	DefaultMaxSubscriptions = 256
+	// DefaultSubscriptionQueue bounds the notifications waiting to be
+	// written to one connection: about 20 blocks of an unfiltered logs
+	// subscription on mainnet. A client that falls further behind is
+	// disconnected.
+	DefaultSubscriptionQueue = 10000
+	// DefaultSubscriptionQueueBytes bounds the bytes waiting for one
+	// connection.
+	DefaultSubscriptionQueueBytes int64 = 16 << 20
 	// DefaultWSWriteTimeout bounds one write to a WebSocket peer; a peer that
 	// does not read is closed rather than left to pile up answers.
 	DefaultWSWriteTimeout = 10 * time.Second
@@ -55,12 +70,17 @@ type Limits struct {
 	BatchConcurrency  int           `yaml:"batch_concurrency"`
 	MaxWSMessageBytes int64         `yaml:"max_ws_message_bytes"`
 	MaxConnections    int           `yaml:"max_connections"`
+	MaxConnsPerIP     int           `yaml:"max_connections_per_ip"`
 	MaxHTTPInFlight   int           `yaml:"max_http_in_flight"`
 	HTTPReadTimeout   time.Duration `yaml:"http_read_timeout"`
 	HTTPWriteTimeout  time.Duration `yaml:"http_write_timeout"`
 	WSInFlight        int           `yaml:"ws_in_flight"`
 	WSPingInterval    time.Duration `yaml:"ws_ping_interval"`
 	WSWriteTimeout    time.Duration `yaml:"ws_write_timeout"`
+	// Subscriptions (served by the subcenter, counted per connection).
+	MaxSubscriptions       int   `yaml:"max_subscriptions_per_connection"`
+	SubscriptionQueue      int   `yaml:"subscription_queue"`
+	SubscriptionQueueBytes int64 `yaml:"subscription_queue_bytes"`
 }
 
 // DefaultLimits returns every limit at its default.
@@ -71,12 +91,17 @@ func DefaultLimits() Limits {
 		BatchConcurrency:  DefaultBatchConcurrency,
 		MaxWSMessageBytes: DefaultMaxWSMessageBytes,
 		MaxConnections:    DefaultMaxConnections,
+		MaxConnsPerIP:     DefaultMaxConnectionsPerIP,
 		MaxHTTPInFlight:   DefaultMaxHTTPInFlight,
 		HTTPReadTimeout:   DefaultHTTPReadTimeout,
 		HTTPWriteTimeout:  DefaultHTTPWriteTimeout,
 		WSInFlight:        DefaultWSInFlight,
 		WSPingInterval:    DefaultWSPingInterval,
 		WSWriteTimeout:    DefaultWSWriteTimeout,
+
+		MaxSubscriptions:       DefaultMaxSubscriptions,
+		SubscriptionQueue:      DefaultSubscriptionQueue,
+		SubscriptionQueueBytes: DefaultSubscriptionQueueBytes,
 	}
 }
 
@@ -106,12 +131,16 @@ func (l *Limits) fields() []limitField {
 		field("batch_concurrency", &l.BatchConcurrency, d.BatchConcurrency),
 		field("max_ws_message_bytes", &l.MaxWSMessageBytes, d.MaxWSMessageBytes),
 		field("max_connections", &l.MaxConnections, d.MaxConnections),
+		field("max_connections_per_ip", &l.MaxConnsPerIP, d.MaxConnsPerIP),
 		field("max_http_in_flight", &l.MaxHTTPInFlight, d.MaxHTTPInFlight),
 		field("http_read_timeout", &l.HTTPReadTimeout, d.HTTPReadTimeout),
 		field("http_write_timeout", &l.HTTPWriteTimeout, d.HTTPWriteTimeout),
 		field("ws_in_flight", &l.WSInFlight, d.WSInFlight),
 		field("ws_ping_interval", &l.WSPingInterval, d.WSPingInterval),
 		field("ws_write_timeout", &l.WSWriteTimeout, d.WSWriteTimeout),
+		field("max_subscriptions_per_connection", &l.MaxSubscriptions, d.MaxSubscriptions),
+		field("subscription_queue", &l.SubscriptionQueue, d.SubscriptionQueue),
+		field("subscription_queue_bytes", &l.SubscriptionQueueBytes, d.SubscriptionQueueBytes),
 	}
 }
 

@@ -103,6 +103,7 @@ type Server struct {
 	idle         chan struct{} // signalled when inflight drops to zero while closing
 	conns        map[*wsConn]struct{}
 	nconns       int
+	connsByIP    map[string]int
 	connWG       sync.WaitGroup // one per admitted WebSocket connection
 }
 
@@ -129,6 +130,7 @@ func NewServer(opts Options) *Server {
 		cors:        newCORS(opts.CORS, cmp.Or(opts.Edge.KeyHeader, DefaultKeyHeader)),
 		idle:        make(chan struct{}, 1),
 		conns:       make(map[*wsConn]struct{}),
+		connsByIP:   make(map[string]int),
 	}
 	s.bufs.New = func() any {
 		b := make([]byte, 0, minReadBuf)

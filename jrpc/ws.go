@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,13 @@ var ErrConnClosed = errors.New("jrpc: connection closed")
 // connection ends, after which Notify returns ErrConnClosed.
 type Notifier interface {
 	Notify(ctx context.Context, method string, params json.RawMessage) error
+	// NotifySubscription writes geth's eth_subscription notification:
+	// {"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":id,"result":result}}.
+	NotifySubscription(ctx context.Context, id string, result json.RawMessage) error
+	// Disconnect closes the connection with a WebSocket close code and a
+	// reason the client can read (at most 123 bytes), and ends every call
+	// on it.
+	Disconnect(code int, reason string)
 	Closed() <-chan struct{}
 }
 
@@ -36,8 +44,14 @@ type notifierKey struct{}
 // NotifierFromContext returns the connection of a WebSocket call; false over
 // HTTP, where the server cannot speak first.
 func NotifierFromContext(ctx context.Context) (Notifier, bool) {
-	n, ok := ctx.Value(notifierKey{}).(*wsConn)
+	n, ok := ctx.Value(notifierKey{}).(Notifier)
 	return n, ok
+}
+
+// ContextWithNotifier returns ctx as a call on n's connection: how a
+// subscription handler is driven without a WebSocket server.
+func ContextWithNotifier(ctx context.Context, n Notifier) context.Context {
+	return context.WithValue(ctx, notifierKey{}, n)
 }
 
 type replyKey struct{}
@@ -82,6 +96,7 @@ type wsConn struct {
 	s    *Server
 	ch   *chainEntry
 	cl   *client // nil when the edge is open
+	ip   string  // what the connection counts against in max_connections_per_ip
 	conn *websocket.Conn
 
 	// ctx is the root of every call on the connection; cancel ends them all
@@ -115,12 +130,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 			return
 		}
 	}
-	if e := s.admitConn(); e != nil {
+	ip := connIP(cl, r)
+	if e := s.admitConn(ip); e != nil {
+		status := http.StatusServiceUnavailable
 		if e.Code == CodeLimitExceeded {
 			ch.metrics.rejected(limitConnections)
+			status = http.StatusTooManyRequests
 		}
 		w.Header().Set("Retry-After", "1")
-		writeHTTPError(w, http.StatusServiceUnavailable, e)
+		writeHTTPError(w, status, e)
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
@@ -128,7 +146,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 		CompressionMode:    websocket.CompressionDisabled,
 	})
 	if err != nil {
-		s.leaveConn(nil) // Accept has answered the client
+		s.leaveConn(nil, ip) // Accept has answered the client
 		s.log.LogAttrs(r.Context(), slog.LevelDebug, "websocket upgrade",
 			slog.String("chain", ch.name), slog.Any("err", err))
 		return
@@ -141,6 +159,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 		s:       s,
 		ch:      ch,
 		cl:      cl,
+		ip:      ip,
 		conn:    conn,
 		slots:   make(chan struct{}, s.limits.WSInFlight),
 		writeMu: make(chan struct{}, 1),
@@ -148,23 +167,39 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
 	ctx := context.WithValue(r.Context(), peerKey{}, cl.peer("ws", r))
-	ctx = context.WithValue(ctx, notifierKey{}, c)
+	ctx = ContextWithNotifier(ctx, c)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	defer c.cancel()
 
 	if !s.trackConn(c) {
 		c.goAway()
-		s.leaveConn(c)
+		s.leaveConn(c, ip)
 		return
 	}
 	s.metrics.wsConnOpened()
 	defer s.metrics.wsConnClosed()
-	defer s.leaveConn(c)
+	defer s.leaveConn(c, ip)
 	c.serve()
 }
 
-// admitConn takes a connection slot, or says why there is none.
-func (s *Server) admitConn() *Error {
+// connIP is the address a connection counts against for
+// max_connections_per_ip: the edge's client address (behind trusted
+// proxies) when it works one out, the peer's otherwise; an IPv6 client's
+// /64.
+func connIP(cl *client, r *http.Request) string {
+	if cl != nil && cl.ip.IsValid() {
+		return ipBucket(cl.ip)
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return ipBucket(netip.Addr{})
+	}
+	return ipBucket(ap.Addr().Unmap())
+}
+
+// admitConn takes a connection slot for a client at ip, or says why there
+// is none.
+func (s *Server) admitConn(ip string) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -172,8 +207,11 @@ func (s *Server) admitConn() *Error {
 		return errShuttingDown()
 	case s.nconns >= s.limits.MaxConnections:
 		return errTooManyConnections(s.limits.MaxConnections)
+	case s.connsByIP[ip] >= s.limits.MaxConnsPerIP:
+		return errTooManyConnectionsFromIP(s.limits.MaxConnsPerIP)
 	}
 	s.nconns++
+	s.connsByIP[ip]++
 	s.connWG.Add(1)
 	return nil
 }
@@ -191,9 +229,12 @@ func (s *Server) trackConn(c *wsConn) bool {
 }
 
 // leaveConn gives back the slot admitConn took.
-func (s *Server) leaveConn(c *wsConn) {
+func (s *Server) leaveConn(c *wsConn, ip string) {
 	s.mu.Lock()
 	s.nconns--
+	if s.connsByIP[ip]--; s.connsByIP[ip] <= 0 {
+		delete(s.connsByIP, ip)
+	}
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.connWG.Done()
@@ -336,6 +377,39 @@ func (c *wsConn) Notify(ctx context.Context, method string, params json.RawMessa
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
+}
+
+// NotifySubscription implements Notifier.
+func (c *wsConn) NotifySubscription(ctx context.Context, id string, result json.RawMessage) error {
+	if c.ctx.Err() != nil {
+		return ErrConnClosed
+	}
+	bp := c.s.getBuf()
+	defer c.s.putBuf(bp)
+	b := append((*bp)[:0], `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":`...)
+	b = AppendString(b, id)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	*bp = append(b, "}}"...)
+	if err := c.write(ctx, *bp); err != nil {
+		if c.ctx.Err() != nil {
+			return ErrConnClosed
+		}
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// Disconnect implements Notifier. The close handshake runs in the
+// background: the peer being disconnected is often one that does not read.
+func (c *wsConn) Disconnect(code int, reason string) {
+	if len(reason) > 123 {
+		reason = reason[:123]
+	}
+	go func() {
+		_ = c.conn.Close(websocket.StatusCode(code), reason)
+		c.cancel()
+	}()
 }
 
 // Closed implements Notifier.

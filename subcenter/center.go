@@ -1,0 +1,521 @@
+// Package subcenter serves eth_subscribe from a replica's head window:
+// newHeads and logs (with geth's removed logs on a reorg) to WebSocket
+// clients, newPendingTransactions relayed from a remote, and syncing. No
+// client subscription costs an upstream one, and every replica serves the
+// same notifications, because every replica follows the same feed.
+//
+// One dispatcher per chain compares the window's canonical chain with the
+// chain it last delivered: whatever the window went through (a new head, a
+// reorg, a reload after a break in the feed, a new leader), subscribers
+// get each canonical block once, in order, and the logs of every block
+// that left the chain again with removed: true. Each connection has a
+// bounded queue; a client that cannot keep up is disconnected, never
+// waited for.
+package subcenter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// Close codes and reasons a client sees when it is disconnected.
+const (
+	closeSlow      = 1008 // policy violation
+	slowReason     = "subscriber too slow: notification queue full"
+	pendingKind    = "newPendingTransactions"
+	notifyCapacity = 64 // initial queue slice capacity
+)
+
+// Options configure a chain's Center; zero fields take jrpc's defaults
+// for the limits of the same names.
+type Options struct {
+	MaxPerConn int   // subscriptions per connection (max_subscriptions_per_connection)
+	QueueLen   int   // notifications waiting per connection (subscription_queue)
+	QueueBytes int64 // bytes waiting per connection (subscription_queue_bytes)
+}
+
+// Relay streams the results of an upstream subscription (a remote's
+// eth_subscribe with params) to fn until ctx ends, resubscribing, to
+// another remote when it must, after a failure. It is how
+// newPendingTransactions reaches clients: venn has no mempool of its own.
+type Relay interface {
+	Relay(ctx context.Context, params json.RawMessage, fn func(result json.RawMessage)) error
+}
+
+// Center serves one chain's subscriptions.
+type Center struct {
+	chain string
+	w     *headstore.Window
+	relay Relay // nil: no remote can relay pending transactions
+	opts  Options
+	log   *slog.Logger
+	m     chainMetrics
+
+	ctx context.Context // ends when Run returns; relays run under it
+	wg  sync.WaitGroup  // relays
+
+	mu      sync.Mutex
+	conns   map[jrpc.Notifier]*conn
+	heads   map[*sub]struct{}
+	logs    logIndex
+	pending map[string]*relayGroup // by the upstream params
+	running bool
+
+	// The dispatcher's own: the canonical chain subscribers have been told.
+	view []*headstore.Parts
+}
+
+// sub is one subscription.
+type sub struct {
+	id     string
+	kind   kind
+	c      *conn
+	filter *logFilter      // logs
+	group  *relayGroup     // newPendingTransactions
+	gone   atomic.Bool     // unsubscribed
+	params json.RawMessage // newPendingTransactions: the upstream params
+}
+
+type kind uint8
+
+const (
+	kindHeads kind = iota
+	kindLogs
+	kindPending
+	kindSyncing
+	numKinds
+)
+
+func (k kind) String() string {
+	return [...]string{"newHeads", "logs", pendingKind, "syncing"}[k]
+}
+
+// New returns the Center of chain, serving from w. relay may be nil.
+func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog.Logger, m *Metrics) *Center {
+	if opts.MaxPerConn <= 0 {
+		opts.MaxPerConn = jrpc.DefaultMaxSubscriptions
+	}
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = jrpc.DefaultSubscriptionQueue
+	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = jrpc.DefaultSubscriptionQueueBytes
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	return &Center{
+		chain:   chain,
+		w:       w,
+		relay:   relay,
+		opts:    opts,
+		log:     log.With("chain", chain),
+		m:       m.forChain(chain),
+		ctx:     context.Background(),
+		conns:   map[jrpc.Notifier]*conn{},
+		heads:   map[*sub]struct{}{},
+		logs:    newLogIndex(),
+		pending: map[string]*relayGroup{},
+	}
+}
+
+// Run dispatches the window's changes to subscribers until ctx ends.
+func (c *Center) Run(ctx context.Context) {
+	c.mu.Lock()
+	c.ctx, c.running = ctx, true
+	c.mu.Unlock()
+	defer c.wg.Wait()
+	for {
+		changed := c.w.Changed()
+		c.sync()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sync delivers the difference between the chain subscribers were told and
+// the window's.
+func (c *Center) sync() {
+	canon := c.w.Canonical()
+	if len(canon) == 0 {
+		return
+	}
+	if c.view == nil {
+		// The first chain seen is where subscribers start.
+		c.view = canon
+		return
+	}
+	dropped, added, missed := diff(c.view, canon)
+	c.view = canon
+	if missed > 0 {
+		c.m.gaps.Add(float64(missed))
+		c.log.Warn("subscribers missed blocks: the window moved past more than it keeps",
+			"blocks", missed, "resumed_at", canon[0].Number)
+	}
+	if len(dropped) == 0 && len(added) == 0 {
+		return
+	}
+	start := time.Now()
+	c.deliver(dropped, added)
+	c.m.dispatch.Observe(time.Since(start).Seconds())
+}
+
+// diff compares the chain delivered (view) with the window's (canon),
+// both ascending: dropped are the delivered blocks that left the chain,
+// ascending; added the canonical blocks not yet delivered, ascending;
+// missed how many blocks between them the window no longer holds.
+func diff(view, canon []*headstore.Parts) (dropped, added []*headstore.Parts, missed uint64) {
+	low, top := canon[0].Number, canon[len(canon)-1].Number
+	anc := -1 // the highest delivered block still canonical
+	for i := len(view) - 1; i >= 0; i-- {
+		v := view[i]
+		if v.Number < low {
+			// Below the window: nothing says it left the chain.
+			anc = i
+			break
+		}
+		if v.Number <= top && canon[v.Number-low].Hash == v.Hash {
+			anc = i
+			break
+		}
+	}
+	dropped = view[anc+1:]
+	next := low
+	if anc >= 0 {
+		next = view[anc].Number + 1
+	}
+	if next < low {
+		missed = low - next
+		next = low
+	}
+	if next <= top {
+		added = canon[next-low:]
+	}
+	return dropped, added, missed
+}
+
+// deliver queues the notifications of one change: the logs of dropped
+// blocks again, removed, then each added block's head and logs.
+func (c *Center) deliver(dropped, added []*headstore.Parts) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var slow []*conn
+	push := func(s *sub, payload []byte) {
+		if !s.c.push(s, payload) {
+			slow = append(slow, s.c)
+		}
+	}
+	if c.logs.n > 0 {
+		for _, b := range dropped {
+			for i := range b.Logs {
+				l := &b.Logs[i]
+				var removed []byte // built once, for the first match
+				c.logs.match(l, b.Number, func(s *sub) {
+					if removed == nil {
+						removed = removedLog(l.Raw)
+					}
+					push(s, removed)
+				})
+			}
+		}
+	}
+	for _, b := range added {
+		if len(c.heads) > 0 {
+			head := newHead(b.HashOnly)
+			for s := range c.heads {
+				push(s, head)
+			}
+		}
+		if c.logs.n > 0 {
+			for i := range b.Logs {
+				l := &b.Logs[i]
+				c.logs.match(l, b.Number, func(s *sub) { push(s, l.Raw) })
+			}
+		}
+	}
+	for _, cn := range slow {
+		c.dropSlowLocked(cn)
+	}
+}
+
+// dropSlowLocked disconnects a connection whose queue overflowed.
+func (c *Center) dropSlowLocked(cn *conn) {
+	if _, ok := c.conns[cn.n]; !ok {
+		return // already dropped
+	}
+	queued, bytes := cn.queued()
+	c.m.slow.Inc()
+	c.log.Warn("disconnected a subscriber that could not keep up",
+		"subscriptions", len(cn.subs), "queued", queued, "queued_bytes", bytes)
+	c.dropLocked(cn)
+	cn.n.Disconnect(closeSlow, slowReason)
+}
+
+// dropLocked forgets a connection and every subscription on it.
+func (c *Center) dropLocked(cn *conn) {
+	if _, ok := c.conns[cn.n]; !ok {
+		return
+	}
+	delete(c.conns, cn.n)
+	for _, s := range cn.subs {
+		c.removeLocked(s)
+	}
+	cn.close()
+}
+
+// removeLocked takes one subscription out of every index.
+func (c *Center) removeLocked(s *sub) {
+	if s.gone.Swap(true) {
+		return
+	}
+	delete(s.c.subs, s.id)
+	c.m.subs[s.kind].Dec()
+	switch s.kind {
+	case kindHeads:
+		delete(c.heads, s)
+	case kindLogs:
+		c.logs.remove(s)
+	case kindPending:
+		g := s.group
+		delete(g.subs, s)
+		if len(g.subs) == 0 {
+			g.cancel()
+			delete(c.pending, g.key)
+		}
+	}
+}
+
+// errors a subscriber sees, as geth words them.
+var (
+	errNotifications = &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: "notifications not supported"}
+	errNotFound      = &jrpc.Error{Code: -32000 /* geth's plain error */, Message: "subscription not found"}
+)
+
+func invalidParams(msg string) *jrpc.Error {
+	return &jrpc.Error{Code: jrpc.CodeInvalidParams, Message: msg}
+}
+
+// Subscribe serves eth_subscribe. The result is the subscription id; the
+// first notification leaves only after it.
+func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	n, ok := jrpc.NotifierFromContext(ctx)
+	if !ok {
+		return nil, errNotifications
+	}
+	var args []json.RawMessage
+	if err := json.Unmarshal(params, &args); err != nil || len(args) == 0 {
+		return nil, invalidParams("expected subscription name as first argument")
+	}
+	var name string
+	if err := json.Unmarshal(args[0], &name); err != nil {
+		return nil, invalidParams("expected subscription name as first argument")
+	}
+	s := &sub{id: newID()}
+	switch name {
+	case "newHeads":
+		s.kind = kindHeads
+		if len(args) > 1 {
+			return nil, invalidParams("too many arguments, want at most 1")
+		}
+	case "syncing":
+		s.kind = kindSyncing
+		if len(args) > 1 {
+			return nil, invalidParams("too many arguments, want at most 1")
+		}
+	case "logs":
+		s.kind = kindLogs
+		switch {
+		case len(args) < 2:
+			return nil, invalidParams("missing value for required argument 1")
+		case len(args) > 2:
+			return nil, invalidParams("too many arguments, want at most 2")
+		}
+		f, err := parseLogFilter(args[1])
+		if err != nil {
+			return nil, invalidParams("invalid argument 1: " + err.Error())
+		}
+		s.filter = f
+	case pendingKind:
+		s.kind = kindPending
+		if len(args) > 2 {
+			return nil, invalidParams("too many arguments, want at most 2")
+		}
+		if c.relay == nil {
+			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound,
+				Message: "newPendingTransactions needs a remote with a ws_url; none is configured for this chain"}
+		}
+		s.params = json.RawMessage(`["` + pendingKind + `"]`)
+		if len(args) == 2 && string(args[1]) == "true" {
+			s.params = json.RawMessage(`["` + pendingKind + `",true]`)
+		}
+	default:
+		return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound,
+			Message: strconv.Quote(name) + " is not a subscription venn serves: " +
+				"newHeads, logs, newPendingTransactions and syncing are"}
+	}
+	cn, err := c.add(n, s)
+	if err != nil {
+		return nil, err
+	}
+	if s.kind == kindSyncing {
+		// A replica serves only a synced chain.
+		cn.push(s, []byte("false"))
+	}
+	if !jrpc.AfterReply(ctx, cn.release) {
+		cn.release()
+	}
+	return json.RawMessage(`"` + s.id + `"`), nil
+}
+
+// add registers s on n's connection, held until its reply is written.
+func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn := c.conns[n]
+	if cn == nil {
+		cn = newConn(c, n)
+		c.conns[n] = cn
+		go func() {
+			<-n.Closed()
+			c.mu.Lock()
+			c.dropLocked(cn)
+			c.mu.Unlock()
+		}()
+	}
+	if len(cn.subs) >= c.opts.MaxPerConn {
+		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: "too many subscriptions on this connection: " +
+			"max_subscriptions_per_connection (" + strconv.Itoa(c.opts.MaxPerConn) + ") reached"}
+	}
+	s.c = cn
+	cn.subs[s.id] = s
+	cn.hold()
+	c.m.subs[s.kind].Inc()
+	switch s.kind {
+	case kindHeads:
+		c.heads[s] = struct{}{}
+	case kindLogs:
+		c.logs.add(s)
+	case kindPending:
+		c.joinRelayLocked(s)
+	}
+	return cn, nil
+}
+
+// Unsubscribe serves eth_unsubscribe: true, or geth's "subscription not
+// found" for an id this connection does not hold.
+func (c *Center) Unsubscribe(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	var args []json.RawMessage
+	if err := json.Unmarshal(params, &args); err != nil || len(args) == 0 {
+		return nil, invalidParams("missing value for required argument 0")
+	}
+	if len(args) > 1 {
+		return nil, invalidParams("too many arguments, want at most 1")
+	}
+	var id string
+	if err := json.Unmarshal(args[0], &id); err != nil {
+		return nil, invalidParams("invalid argument 0: subscription id must be a string")
+	}
+	n, ok := jrpc.NotifierFromContext(ctx)
+	if !ok {
+		return nil, errNotFound
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cn := c.conns[n]
+	if cn == nil {
+		return nil, errNotFound
+	}
+	s := cn.subs[strings.ToLower(id)]
+	if s == nil {
+		return nil, errNotFound
+	}
+	c.removeLocked(s)
+	return json.RawMessage("true"), nil
+}
+
+// newID is a subscription id as geth makes them: 16 random bytes as a hex
+// quantity.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := strings.TrimLeft(hex.EncodeToString(b[:]), "0")
+	if id == "" {
+		id = "0"
+	}
+	return "0x" + id
+}
+
+// logIndex finds the logs subscriptions a log matches: by address for
+// filters that name addresses, and every filter that names none.
+type logIndex struct {
+	byAddr map[string]map[*sub]struct{}
+	any    map[*sub]struct{}
+	n      int
+}
+
+func newLogIndex() logIndex {
+	return logIndex{byAddr: map[string]map[*sub]struct{}{}, any: map[*sub]struct{}{}}
+}
+
+func (x *logIndex) add(s *sub) {
+	x.n++
+	if len(s.filter.addrs) == 0 {
+		x.any[s] = struct{}{}
+		return
+	}
+	for _, a := range s.filter.addrs {
+		m := x.byAddr[a]
+		if m == nil {
+			m = map[*sub]struct{}{}
+			x.byAddr[a] = m
+		}
+		m[s] = struct{}{}
+	}
+}
+
+func (x *logIndex) remove(s *sub) {
+	x.n--
+	if len(s.filter.addrs) == 0 {
+		delete(x.any, s)
+		return
+	}
+	for _, a := range s.filter.addrs {
+		if m := x.byAddr[a]; m != nil {
+			delete(m, s)
+			if len(m) == 0 {
+				delete(x.byAddr, a)
+			}
+		}
+	}
+}
+
+// match calls fn for each subscription that l, of block n, matches, once.
+func (x *logIndex) match(l *headstore.Log, n uint64, fn func(*sub)) {
+	for s := range x.byAddr[l.Address] {
+		if s.filter.matches(l, n) {
+			fn(s)
+		}
+	}
+	for s := range x.any {
+		if s.filter.matches(l, n) {
+			fn(s)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package subcenter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
+)
+
+// geth's bounds on a logs filter (eth/filters).
+const (
+	maxTopics    = 4
+	maxSubTopics = 1000
+)
+
+var errInvalidBlockRange = errors.New("invalid block range params")
+
+// logFilter is a logs subscription's criteria, read the way geth's
+// FilterCriteria.UnmarshalJSON reads them and matched the way its
+// filterLogs matches: the address is one of addrs (any when empty); each
+// topic position is one of its list (any when nil); a log with fewer
+// topics than positions does not match; from and to bound the block
+// number when set.
+type logFilter struct {
+	addrs    []string // lowercase
+	topics   [][]string
+	from, to uint64
+	hasFrom  bool
+	hasTo    bool
+}
+
+// matches is geth's filterLogs check for one log of block number n, but
+// for the address, which the subscriptions' index matches.
+func (f *logFilter) matches(l *headstore.Log, n uint64) bool {
+	if f.hasFrom && n < f.from || f.hasTo && n > f.to {
+		return false
+	}
+	if len(f.topics) > len(l.Topics) {
+		return false
+	}
+	for i, alts := range f.topics {
+		if alts != nil && !contains(alts, l.Topics[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// parseLogFilter reads a logs subscription's filter object. Its errors are
+// geth's, as invalid-params messages.
+func parseLogFilter(raw json.RawMessage) (*logFilter, error) {
+	var in struct {
+		BlockHash *string          `json:"blockHash"`
+		FromBlock *json.RawMessage `json:"fromBlock"`
+		ToBlock   *json.RawMessage `json:"toBlock"`
+		Addresses any              `json:"address"`
+		Topics    []any            `json:"topics"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, err
+	}
+	f := &logFilter{}
+	if in.BlockHash != nil {
+		if in.FromBlock != nil || in.ToBlock != nil {
+			return nil, errors.New("cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other")
+		}
+		if !isHex(*in.BlockHash, 32) {
+			return nil, errors.New("hex string has length " + fmt.Sprint(len(*in.BlockHash)-2) + ", want 64 for common.Hash")
+		}
+	}
+	var err error
+	if f.from, f.hasFrom, err = boundary(in.FromBlock); err != nil {
+		return nil, err
+	}
+	if f.to, f.hasTo, err = boundary(in.ToBlock); err != nil {
+		return nil, err
+	}
+	// geth takes latest-to-latest, a number to a number, and a number to
+	// latest; nothing else.
+	if f.hasTo && (!f.hasFrom || f.to < f.from) {
+		return nil, errInvalidBlockRange
+	}
+	switch a := in.Addresses.(type) {
+	case nil:
+	case string:
+		if !isHex(a, 20) {
+			return nil, errors.New("invalid address: hex string has length " + fmt.Sprint(len(a)-2) + ", want 40 for common.Address")
+		}
+		f.addrs = []string{strings.ToLower(a)}
+	case []any:
+		for i, v := range a {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("non-string address at index %d", i)
+			}
+			if !isHex(s, 20) {
+				return nil, fmt.Errorf("invalid address at index %d: hex string has length %d, want 40 for common.Address", i, len(s)-2)
+			}
+			f.addrs = append(f.addrs, strings.ToLower(s))
+		}
+	default:
+		return nil, errors.New("invalid addresses in query")
+	}
+	if len(in.Topics) > maxTopics {
+		return nil, errors.New("exceed max topics")
+	}
+	f.topics = make([][]string, len(in.Topics))
+	for i, t := range in.Topics {
+		switch t := t.(type) {
+		case nil:
+		case string:
+			if !isHex(t, 32) {
+				return nil, errors.New("invalid topic(s)")
+			}
+			f.topics[i] = []string{strings.ToLower(t)}
+		case []any:
+			if len(t) > maxSubTopics {
+				return nil, errors.New("exceed max topics")
+			}
+			for _, v := range t {
+				if v == nil {
+					f.topics[i] = nil // a null alternative matches anything
+					break
+				}
+				s, ok := v.(string)
+				if !ok || !isHex(s, 32) {
+					return nil, errors.New("invalid topic(s)")
+				}
+				f.topics[i] = append(f.topics[i], strings.ToLower(s))
+			}
+		default:
+			return nil, errors.New("invalid topic(s)")
+		}
+	}
+	// Trailing wildcards constrain nothing but the topic count, which
+	// geth checks too: keep them.
+	return f, nil
+}
+
+// boundary reads fromBlock or toBlock: a number bounds the subscription;
+// latest (or absent) does not; pending is refused as geth refuses it.
+func boundary(raw *json.RawMessage) (n uint64, set bool, err error) {
+	if raw == nil {
+		return 0, false, nil
+	}
+	ref, err := evm.ParseBlockRef(*raw)
+	if err != nil {
+		return 0, false, err
+	}
+	switch ref.Kind {
+	case evm.RefNumber:
+		if ref.Number > math.MaxInt64 {
+			return 0, false, errors.New("block number larger than int64")
+		}
+		return ref.Number, true, nil
+	case evm.RefNone, evm.RefLatest:
+		return 0, false, nil
+	case evm.RefEarliest:
+		return 0, true, nil
+	case evm.RefPending:
+		return 0, false, errors.New("pending logs are not supported")
+	default:
+		return 0, false, errInvalidBlockRange
+	}
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != 2+2*n || s[0] != '0' || s[1] != 'x' && s[1] != 'X' {
+		return false
+	}
+	for i := 2; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

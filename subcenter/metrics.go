@@ -1,0 +1,54 @@
+package subcenter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the subscriptions' metrics on one replica.
+type Metrics struct {
+	subs     *prometheus.GaugeVec
+	sent     *prometheus.CounterVec
+	slow     *prometheus.CounterVec
+	gaps     *prometheus.CounterVec
+	dispatch *prometheus.HistogramVec
+}
+
+// NewMetrics registers the subscriptions' metrics on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		subs: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "subscriptions",
+			Help: "Client subscriptions open on this replica."}, []string{"chain", "kind"}),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "subscription_notifications_total",
+			Help: "Notifications written to subscribers."}, []string{"chain", "kind"}),
+		slow: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "subscription_slow_disconnects_total",
+			Help: "Connections closed because their notification queue was full."}, []string{"chain"}),
+		gaps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "subscription_missed_blocks_total",
+			Help: "Blocks subscribers never got because the window moved past more than it keeps (a feed outage longer than the window)."}, []string{"chain"}),
+		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "subscription_dispatch_seconds",
+			Help:    "Time to queue one head change's notifications for every subscriber.",
+			Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25}}, []string{"chain"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.subs, m.sent, m.slow, m.gaps, m.dispatch)
+	}
+	return m
+}
+
+type chainMetrics struct {
+	subs     [numKinds]prometheus.Gauge
+	sent     [numKinds]prometheus.Counter
+	slow     prometheus.Counter
+	gaps     prometheus.Counter
+	dispatch prometheus.Observer
+}
+
+func (m *Metrics) forChain(chain string) chainMetrics {
+	cm := chainMetrics{
+		slow:     m.slow.WithLabelValues(chain),
+		gaps:     m.gaps.WithLabelValues(chain),
+		dispatch: m.dispatch.WithLabelValues(chain),
+	}
+	for k := range numKinds {
+		cm.subs[k] = m.subs.WithLabelValues(chain, k.String())
+		cm.sent[k] = m.sent.WithLabelValues(chain, k.String())
+	}
+	return cm
+}
