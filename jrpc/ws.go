@@ -131,11 +131,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 		}
 	}
 	ip := connIP(cl, r)
-	if e := s.admitConn(ip); e != nil {
-		status := http.StatusServiceUnavailable
+	if e, status := s.admitConn(ip); e != nil {
 		if e.Code == CodeLimitExceeded {
 			ch.metrics.rejected(limitConnections)
-			status = http.StatusTooManyRequests
 		}
 		w.Header().Set("Retry-After", "1")
 		writeHTTPError(w, status, e)
@@ -198,22 +196,23 @@ func connIP(cl *client, r *http.Request) string {
 }
 
 // admitConn takes a connection slot for a client at ip, or says why there
-// is none.
-func (s *Server) admitConn(ip string) *Error {
+// is none, with the HTTP status: 503 when venn is full or closing, 429
+// when the client's address has its share.
+func (s *Server) admitConn(ip string) (*Error, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closing.Load():
-		return errShuttingDown()
+		return errShuttingDown(), http.StatusServiceUnavailable
 	case s.nconns >= s.limits.MaxConnections:
-		return errTooManyConnections(s.limits.MaxConnections)
+		return errTooManyConnections(s.limits.MaxConnections), http.StatusServiceUnavailable
 	case s.connsByIP[ip] >= s.limits.MaxConnsPerIP:
-		return errTooManyConnectionsFromIP(s.limits.MaxConnsPerIP)
+		return errTooManyConnectionsFromIP(s.limits.MaxConnsPerIP), http.StatusTooManyRequests
 	}
 	s.nconns++
 	s.connsByIP[ip]++
 	s.connWG.Add(1)
-	return nil
+	return nil, 0
 }
 
 // trackConn makes c one of the connections Shutdown closes; false if

@@ -169,6 +169,33 @@ func TestWSConnectionLimit(t *testing.T) {
 	}
 }
 
+func TestWSConnectionLimitPerIP(t *testing.T) {
+	s := newTestServer(t, Options{Limits: Limits{MaxConnsPerIP: 2}}, echoHandler())
+	first := s.dial(t)
+	s.dial(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, s.wsURL(), nil)
+	if err == nil {
+		c.CloseNow()
+		t.Fatal("a third connection from one address was let in")
+	}
+	if resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("dial over the per-address limit: %v; want 429", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if e := decodeErrorBody(t, body); e.Code != CodeLimitExceeded || !strings.Contains(e.Message, "max_connections_per_ip (2)") {
+		t.Errorf("error = %d %q, want %d naming max_connections_per_ip", e.Code, e.Message, CodeLimitExceeded)
+	}
+	first.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the server to let the connection go", func() bool {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return s.nconns < 2
+	})
+	s.dial(t)
+}
+
 func TestWSShutdown(t *testing.T) {
 	started := make(chan struct{})
 	release := make(chan struct{})
