@@ -46,6 +46,8 @@ type Pool struct {
 
 	integ integrity // integrity.go: local checks of answers
 
+	relay relayState // relay.go: remotes whose subscription relay failed lately
+
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // trackers and background broadcasts

@@ -46,6 +46,7 @@ const (
 const replicaConfig = `listen: 127.0.0.1:%d
 metrics_listen: 127.0.0.1:%d
 log: {level: info}
+limits: {max_connections: 30000, max_connections_per_ip: 30000}
 redis: {url: "redis://%s/0", replica_id: %s}
 chains:
   - name: ` + clusterChain + `

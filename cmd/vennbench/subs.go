@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/jsonscan"
+)
+
+// `vennbench subs` holds many WebSocket subscribers on one follower replica
+// and times each notification from the moment the leader published its
+// block (the head event's time, read from the feed in Redis) to the moment
+// the subscriber read it. It also reads the follower's RSS before and
+// after the subscribers connect, and its CPU time while blocks flow.
+
+const (
+	defaultSubsClients = 10_000
+	defaultSubsBlocks  = 60
+	defaultSubsBlock   = 500 * time.Millisecond
+	maxSubsClients     = 18_000 // each side needs a descriptor per client
+	subsDialers        = 32
+)
+
+const subsUsage = `vennbench subs — many subscribers on one replica: delivery latency, memory, CPU
+
+Starts a private redis-server, the upstream (mining every -block-time), a
+venn leader and one follower; connects -clients WebSocket clients to the
+follower, each with one subscription (half newHeads, a quarter logs of one
+contract, a quarter logs of one contract and one event), then counts
+-blocks blocks.
+
+Usage:
+  vennbench subs [flags]
+
+Flags:
+`
+
+type subsConfig struct {
+	Clients   int
+	Blocks    int
+	BlockTime time.Duration
+	Venn      string
+}
+
+func parseSubsFlags(args []string, stderr io.Writer) (subsConfig, int) {
+	fs := flag.NewFlagSet("vennbench subs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, subsUsage)
+		fs.PrintDefaults()
+	}
+	var cfg subsConfig
+	fs.IntVar(&cfg.Clients, "clients", defaultSubsClients, "WebSocket clients, one subscription each")
+	fs.IntVar(&cfg.Blocks, "blocks", defaultSubsBlocks, "blocks measured")
+	fs.DurationVar(&cfg.BlockTime, "block-time", defaultSubsBlock, "the upstream mines a block this often")
+	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: build ./cmd/venn)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, exitOK
+		}
+		return cfg, exitUsage
+	}
+	switch {
+	case cfg.Clients < 1 || cfg.Clients > maxSubsClients:
+		fmt.Fprintf(stderr, "vennbench subs: -clients must be in 1..%d\n", maxSubsClients)
+		return cfg, exitUsage
+	case cfg.Blocks < 1 || cfg.BlockTime <= 0:
+		fmt.Fprintln(stderr, "vennbench subs: -blocks and -block-time must be positive")
+		return cfg, exitUsage
+	}
+	return cfg, -1
+}
+
+// subscriber is one client: its subscription and what it received.
+type subscriber struct {
+	kind  string // "newHeads", "logs/address", "logs/address+topic"
+	heads []string
+	lat   []time.Duration
+}
+
+func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("own executable: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "vennbench-subs-")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	vennBin, err := buildVennIfNeeded(ctx, cfg.Venn, tmp, stderr)
+	if err != nil {
+		return err
+	}
+	l, err := newLoader()
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	rs, err := startRedis(ctx, tmp)
+	if err != nil {
+		return err
+	}
+	defer rs.stop()
+	up, upURL, err := startChild(ctx, "upstream", true, exe, "upstream", "-listen", "127.0.0.1:0",
+		"-block-time", cfg.BlockTime.String())
+	if err != nil {
+		return err
+	}
+	defer up.stop()
+	if err := l.waitReady(ctx, upURL, up, childReadyTimeout); err != nil {
+		return err
+	}
+	leader, fs, err := startCluster(ctx, l, vennBin, tmp, rs, upURL, []string{"f1"})
+	if err != nil {
+		return err
+	}
+	defer leader.stop()
+	f := fs[0]
+	defer f.stop()
+
+	// Publish times, by block hash, from the feed itself.
+	published := newPublishLog()
+	fctx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	feedDone := make(chan error, 1)
+	go func() { feedDone <- published.follow(fctx, rs) }()
+
+	env := machineInfo()
+	loadBefore := loadAvg()
+	rssIdle, err := rssOf(f.proc.pid())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s; connecting %d subscribers to the follower\n", env, cfg.Clients)
+	wsURL := "ws" + strings.TrimPrefix(f.url, "http")
+	subs := make([]*subscriber, cfg.Clients)
+	conns := make([]*websocket.Conn, cfg.Clients)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.CloseNow()
+			}
+		}
+	}()
+	contracts, topics := fakenode.Contracts(), fakenode.Topic0s()
+	var g errgroup.Group
+	g.SetLimit(subsDialers)
+	for i := range cfg.Clients {
+		g.Go(func() error {
+			s := &subscriber{}
+			var params string
+			switch i % 4 {
+			case 0, 2:
+				s.kind, params = "newHeads", `["newHeads"]`
+			case 1:
+				s.kind, params = "logs/address", `["logs",{"address":"`+contracts[i%len(contracts)]+`"}]`
+			case 3:
+				s.kind, params = "logs/address+topic", `["logs",{"address":["`+strings.Join(contracts, `","`)+
+					`"],"topics":["`+topics[(i/4)%len(topics)]+`"]}]`
+			}
+			c, err := subscribeWS(ctx, wsURL, params)
+			if err != nil {
+				return fmt.Errorf("subscriber %d: %w", i, err)
+			}
+			subs[i], conns[i] = s, c
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	rssSubscribed, err := rssOf(f.proc.pid())
+	if err != nil {
+		return err
+	}
+
+	// Read until the blocks are in, then stop.
+	start := published.count()
+	cpuBefore, err := cpuTime(f.proc.pid())
+	if err != nil {
+		return err
+	}
+	wall := time.Now()
+	rctx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	var rg sync.WaitGroup
+	var readErrs atomic.Int64
+	for i, c := range conns {
+		rg.Go(func() {
+			if err := readNotes(rctx, c, subs[i], published); err != nil && rctx.Err() == nil {
+				readErrs.Add(1)
+			}
+		})
+	}
+	deadline := time.After(time.Duration(cfg.Blocks+20) * cfg.BlockTime * 4)
+	for published.count() < start+cfg.Blocks {
+		select {
+		case <-ctx.Done():
+			stopReading()
+			rg.Wait()
+			return ctx.Err()
+		case <-deadline:
+			stopReading()
+			rg.Wait()
+			return fmt.Errorf("only %d of %d blocks published in time", published.count()-start, cfg.Blocks)
+		case err := <-feedDone:
+			stopReading()
+			rg.Wait()
+			return fmt.Errorf("following the feed: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	time.Sleep(2 * time.Second) // the last block's notifications
+	elapsed := time.Since(wall)
+	cpuAfter, err := cpuTime(f.proc.pid())
+	if err != nil {
+		return err
+	}
+	rssEnd, err := rssOf(f.proc.pid())
+	if err != nil {
+		return err
+	}
+	stopReading()
+	rg.Wait()
+	if done, werr := f.proc.exited(); done {
+		return fmt.Errorf("the follower exited during the run: %v%s", werr, f.proc.stderrNote())
+	}
+	writeSubs(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()), cfg, subs,
+		subsFigures{rssIdle: rssIdle, rssSubscribed: rssSubscribed, rssEnd: rssEnd, cpu: cpuAfter - cpuBefore,
+			elapsed: elapsed, readErrs: readErrs.Load()})
+	return nil
+}
+
+// subscribeWS dials url and subscribes; it returns once the reply is in.
+func subscribeWS(ctx context.Context, url, params string) (*websocket.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(1 << 20)
+	if err := c.Write(dctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":`+params+`}`)); err != nil {
+		c.CloseNow()
+		return nil, err
+	}
+	_, data, err := c.Read(dctx)
+	if err != nil {
+		c.CloseNow()
+		return nil, err
+	}
+	if res := jsonscan.Member(data, "result"); len(res) == 0 || res[0] != '"' {
+		c.CloseNow()
+		return nil, fmt.Errorf("subscribe: %s", data)
+	}
+	return c, nil
+}
+
+// readNotes reads s's notifications until ctx ends, timing each against
+// its block's publish time.
+func readNotes(ctx context.Context, c *websocket.Conn, s *subscriber, published *publishLog) error {
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			return err
+		}
+		at := time.Now()
+		res := jsonscan.Member(jsonscan.Member(data, "params"), "result")
+		key := "blockHash"
+		if s.kind == "newHeads" {
+			key = "hash"
+		}
+		hash := strings.Trim(string(jsonscan.Member(res, key)), `"`)
+		if s.kind == "newHeads" {
+			s.heads = append(s.heads, hash)
+		}
+		if t, ok := published.at(hash); ok {
+			s.lat = append(s.lat, at.Sub(t))
+		}
+	}
+}
+
+// publishLog is when the leader published each block, by hash.
+type publishLog struct {
+	mu    sync.Mutex
+	times map[string]time.Time
+	n     int
+}
+
+func newPublishLog() *publishLog { return &publishLog{times: map[string]time.Time{}} }
+
+func (p *publishLog) follow(ctx context.Context, rs *redisServer) error {
+	store := headstore.NewRedis(rs.rdb, clusterChain, headWindow)
+	snap, err := store.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	err = store.Follow(ctx, snap.Gen, snap.Seq, func(ev *headstore.Event) error {
+		t := time.Unix(0, ev.Time)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, b := range ev.Added {
+			p.times[b.Hash] = t
+			p.n++
+		}
+		return nil
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (p *publishLog) at(hash string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.times[strings.ToLower(hash)]
+	return t, ok
+}
+
+func (p *publishLog) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// rssOf reads a process's resident set size.
+func rssOf(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err != nil {
+				return 0, err
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+type subsFigures struct {
+	rssIdle, rssSubscribed, rssEnd int64
+	cpu, elapsed                   time.Duration
+	readErrs                       int64
+}
+
+func writeSubs(w io.Writer, env string, cfg subsConfig, subs []*subscriber, fig subsFigures) {
+	var all []time.Duration
+	kinds := map[string][]time.Duration{}
+	var notes, dupes, gaps int
+	for _, s := range subs {
+		all = append(all, s.lat...)
+		kinds[s.kind] = append(kinds[s.kind], s.lat...)
+		notes += len(s.lat)
+		seen := map[string]bool{}
+		for _, h := range s.heads {
+			if seen[h] {
+				dupes++
+			}
+			seen[h] = true
+		}
+		if s.kind == "newHeads" && len(s.heads) < cfg.Blocks {
+			gaps++
+		}
+	}
+	q := func(d []time.Duration, p float64) string {
+		if len(d) == 0 {
+			return "-"
+		}
+		slices.Sort(d)
+		return fmt.Sprintf("%.1f ms", float64(d[min(len(d)-1, int(p*float64(len(d))))].Microseconds())/1000)
+	}
+	fmt.Fprintf(w, "# vennbench subs\n%s\n\n", env)
+	fmt.Fprintf(w, "%d subscribers on one follower, %d blocks every %v; %d notifications read (%d read errors)\n\n",
+		len(subs), cfg.Blocks, cfg.BlockTime, notes, fig.readErrs)
+	fmt.Fprintf(w, "| subscription | notifications | p50 | p99 | max |\n|---|---|---|---|---|\n")
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range append(names, "all") {
+		d := all
+		if k != "all" {
+			d = kinds[k]
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s |\n", k, len(d), q(d, .5), q(d, .99), q(d, 1))
+	}
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+	fmt.Fprintf(w, "\nfollower RSS: %.1f MiB idle, %.1f MiB with the subscribers, %.1f MiB at the end: %.1f KiB per subscriber\n",
+		mib(fig.rssIdle), mib(fig.rssSubscribed), mib(fig.rssEnd),
+		float64(max(fig.rssSubscribed, fig.rssEnd)-fig.rssIdle)/1024/float64(len(subs)))
+	fmt.Fprintf(w, "follower CPU: %v over %v (%.0f%% of one core)\n", fig.cpu.Round(time.Millisecond),
+		fig.elapsed.Round(time.Millisecond), 100*fig.cpu.Seconds()/fig.elapsed.Seconds())
+	fmt.Fprintf(w, "newHeads subscribers with a head twice: %d; with fewer than %d heads: %d\n", dupes, cfg.Blocks, gaps)
+}
