@@ -94,6 +94,10 @@ limits:
   batch_concurrency: 2
   max_ws_message_bytes: 2048
   max_connections: 5
+  max_connections_per_ip: 4
+  max_subscriptions_per_connection: 8
+  subscription_queue: 100
+  subscription_queue_bytes: 65536
   ws_in_flight: 3
   ws_ping_interval: 5s
   ws_write_timeout: 2s
@@ -131,7 +135,8 @@ chains:
 	}
 	wantLimits := jrpc.Limits{
 		MaxBodyBytes: 1024, MaxBatchItems: 10, BatchConcurrency: 2, MaxWSMessageBytes: 2048,
-		MaxConnections: 5, WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
+		MaxConnections: 5, MaxConnsPerIP: 4, MaxSubscriptions: 8, SubscriptionQueue: 100, SubscriptionQueueBytes: 65536,
+		WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
 		MaxHTTPInFlight: 9, HTTPReadTimeout: 4 * time.Second, HTTPWriteTimeout: 6 * time.Second,
 	}
 	if got := c.JRPCLimits(); got != wantLimits {

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/headstore"
@@ -149,14 +148,15 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	fmt.Fprintf(stderr, "%s; connecting %d subscribers to the follower\n", env, cfg.Clients)
 	wsURL := "ws" + strings.TrimPrefix(f.url, "http")
 	subs := make([]*subscriber, cfg.Clients)
-	conns := make([]*websocket.Conn, cfg.Clients)
-	defer func() {
+	conns := make([]*rawWS, cfg.Clients)
+	closeAll := func() {
 		for _, c := range conns {
 			if c != nil {
-				c.CloseNow()
+				c.close()
 			}
 		}
-	}()
+	}
+	defer closeAll()
 	contracts, topics := fakenode.Contracts(), fakenode.Topic0s()
 	var g errgroup.Group
 	g.SetLimit(subsDialers)
@@ -196,13 +196,18 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 		return err
 	}
 	wall := time.Now()
-	rctx, stopReading := context.WithCancel(ctx)
-	defer stopReading()
 	var rg sync.WaitGroup
 	var readErrs atomic.Int64
+	var reading atomic.Bool
+	reading.Store(true)
+	stopReading := func() {
+		reading.Store(false)
+		closeAll()
+	}
+	defer stopReading()
 	for i, c := range conns {
 		rg.Go(func() {
-			if err := readNotes(rctx, c, subs[i], published); err != nil && rctx.Err() == nil {
+			if err := readNotes(c, subs[i], published); err != nil && reading.Load() {
 				readErrs.Add(1)
 			}
 		})
@@ -211,16 +216,10 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	for published.count() < start+cfg.Blocks {
 		select {
 		case <-ctx.Done():
-			stopReading()
-			rg.Wait()
 			return ctx.Err()
 		case <-deadline:
-			stopReading()
-			rg.Wait()
 			return fmt.Errorf("only %d of %d blocks published in time", published.count()-start, cfg.Blocks)
 		case err := <-feedDone:
-			stopReading()
-			rg.Wait()
 			return fmt.Errorf("following the feed: %w", err)
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -247,35 +246,34 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 }
 
 // subscribeWS dials url and subscribes; it returns once the reply is in.
-func subscribeWS(ctx context.Context, url, params string) (*websocket.Conn, error) {
+func subscribeWS(ctx context.Context, url, params string) (*rawWS, error) {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{CompressionMode: websocket.CompressionDisabled})
+	c, err := dialRawWS(dctx, url)
 	if err != nil {
 		return nil, err
 	}
-	c.SetReadLimit(1 << 20)
-	if err := c.Write(dctx, websocket.MessageText, []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":`+params+`}`)); err != nil {
-		c.CloseNow()
+	if err := c.writeText([]byte(`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":` + params + `}`)); err != nil {
+		c.close()
 		return nil, err
 	}
-	_, data, err := c.Read(dctx)
+	data, err := c.read()
 	if err != nil {
-		c.CloseNow()
+		c.close()
 		return nil, err
 	}
 	if res := jsonscan.Member(data, "result"); len(res) == 0 || res[0] != '"' {
-		c.CloseNow()
+		c.close()
 		return nil, fmt.Errorf("subscribe: %s", data)
 	}
 	return c, nil
 }
 
-// readNotes reads s's notifications until ctx ends, timing each against
-// its block's publish time.
-func readNotes(ctx context.Context, c *websocket.Conn, s *subscriber, published *publishLog) error {
+// readNotes reads s's notifications until its connection is closed,
+// timing each against its block's publish time.
+func readNotes(c *rawWS, s *subscriber, published *publishLog) error {
 	for {
-		_, data, err := c.Read(ctx)
+		data, err := c.read()
 		if err != nil {
 			return err
 		}
@@ -285,7 +283,11 @@ func readNotes(ctx context.Context, c *websocket.Conn, s *subscriber, published 
 		if s.kind == "newHeads" {
 			key = "hash"
 		}
-		hash := strings.Trim(string(jsonscan.Member(res, key)), `"`)
+		raw := jsonscan.Member(res, key)
+		if len(raw) < 2 {
+			continue
+		}
+		hash := string(raw[1 : len(raw)-1])
 		if s.kind == "newHeads" {
 			s.heads = append(s.heads, hash)
 		}
@@ -297,7 +299,7 @@ func readNotes(ctx context.Context, c *websocket.Conn, s *subscriber, published 
 
 // publishLog is when the leader published each block, by hash.
 type publishLog struct {
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	times map[string]time.Time
 	n     int
 }
@@ -327,9 +329,9 @@ func (p *publishLog) follow(ctx context.Context, rs *redisServer) error {
 }
 
 func (p *publishLog) at(hash string) (time.Time, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t, ok := p.times[strings.ToLower(hash)]
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	t, ok := p.times[hash]
 	return t, ok
 }
 
