@@ -104,9 +104,10 @@ type wsConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	slots   chan struct{}  // one per message in flight
-	writeMu chan struct{}  // the writer's turn; a channel so waiters can give up
-	wg      sync.WaitGroup // message goroutines and the pinger
+	slots      chan struct{}  // one per message in flight
+	writeMu    chan struct{}  // the writer's turn; a channel so waiters can give up
+	writeTimer *time.Timer    // closes the connection when a write outlasts WSWriteTimeout; guarded by writeMu
+	wg         sync.WaitGroup // message goroutines and the pinger
 
 	// The pinger must not mistake a paused reader (which reads no pongs) for a
 	// dead peer.
@@ -168,6 +169,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 	ctx = ContextWithNotifier(ctx, c)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	defer c.cancel()
+	// Writes run without a context (see write): ending the connection's
+	// context must still end a write stuck on a peer that does not read.
+	defer context.AfterFunc(c.ctx, func() { _ = c.conn.CloseNow() })()
 
 	if !s.trackConn(c) {
 		c.goAway()
@@ -344,9 +348,11 @@ func (c *wsConn) serveMessage(msg []byte) {
 }
 
 // write sends one message once it is the writer's turn (waiting until ctx
-// ends). The write itself is bounded by WSWriteTimeout, and the library
-// closes the connection when that passes mid-write: a half-written frame
-// cannot be taken back.
+// ends). The write itself is bounded by WSWriteTimeout: a timer, reset for
+// each write, closes the connection when it passes mid-write (a
+// half-written frame cannot be taken back). The library gets a context
+// without a deadline, which spares it arming a timeout per message: a
+// subscription fan-out writes thousands of them per block.
 func (c *wsConn) write(ctx context.Context, msg []byte) error {
 	select {
 	case c.writeMu <- struct{}{}:
@@ -356,10 +362,19 @@ func (c *wsConn) write(ctx context.Context, msg []byte) error {
 		return ErrConnClosed
 	}
 	defer func() { <-c.writeMu }()
-	wctx, cancel := context.WithTimeout(c.ctx, c.s.limits.WSWriteTimeout)
-	defer cancel()
-	return c.conn.Write(wctx, websocket.MessageText, msg)
+	if c.writeTimer == nil {
+		c.writeTimer = time.AfterFunc(c.s.limits.WSWriteTimeout, func() { _ = c.conn.CloseNow() })
+	} else {
+		c.writeTimer.Reset(c.s.limits.WSWriteTimeout)
+	}
+	err := c.conn.Write(context.Background(), websocket.MessageText, msg)
+	if !c.writeTimer.Stop() && err == nil {
+		err = errWriteTimeout // the timer fired as the write ended: the connection is closed
+	}
+	return err
 }
+
+var errWriteTimeout = errors.New("jrpc: websocket write timed out")
 
 // Notify implements Notifier.
 func (c *wsConn) Notify(ctx context.Context, method string, params json.RawMessage) error {

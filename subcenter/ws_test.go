@@ -15,7 +15,9 @@ import (
 )
 
 // serveWS serves c's subscriptions at /test over a real jrpc server.
-func serveWS(t *testing.T, c *Center) string {
+func serveWS(t *testing.T, c *Center) string { return serveWSB(t, c) }
+
+func serveWSB(t testing.TB, c *Center) string {
 	t.Helper()
 	s := jrpc.NewServer(jrpc.Options{})
 	s.Handle("test", jrpc.HandlerFunc(func(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
