@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +85,7 @@ func (f *feed) extend(fork string, from, to uint64, parentFork string) {
 
 // notifier records notifications like a client would see them.
 type notifier struct {
+	once   sync.Once
 	closed chan struct{}
 	got    chan note
 	block  chan struct{} // nil: writes don't block
@@ -113,14 +115,15 @@ func (n *notifier) NotifySubscription(ctx context.Context, id string, res json.R
 	select {
 	case <-n.closed:
 		return jrpc.ErrConnClosed
-	default:
+	case n.got <- note{id, string(res)}:
+		return nil
 	}
-	n.got <- note{id, string(res)}
-	return nil
 }
 func (n *notifier) Disconnect(code int, reason string) {
-	n.code <- code
-	close(n.closed)
+	n.once.Do(func() {
+		n.code <- code
+		close(n.closed)
+	})
 }
 func (n *notifier) Closed() <-chan struct{} { return n.closed }
 
@@ -382,7 +385,7 @@ func TestConnectionCloseForgetsSubscriptions(t *testing.T) {
 	n := newNotifier()
 	subscribe(t, c, n, `["newHeads"]`)
 	subscribe(t, c, n, `["logs",{"address":"`+addr(1)+`"}]`)
-	close(n.closed)
+	n.Disconnect(1000, "bye")
 	for range 200 {
 		c.mu.Lock()
 		left := len(c.conns) + len(c.heads) + c.logs.n + len(c.logs.byAddr)
