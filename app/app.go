@@ -34,6 +34,7 @@ import (
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
+	"github.com/venn-gateway/venn/subcenter"
 )
 
 // HTTP server timeouts. Only headers and idle keep-alives are bounded by
@@ -65,6 +66,7 @@ var Module = fx.Module("app",
 	fx.Provide(
 		newLogger,
 		newRegistry,
+		newHistory,
 		newChains,
 		newRPCOptions,
 		newRateLimiter,
@@ -146,6 +148,7 @@ type headFeed struct {
 	follower *headstore.Follower
 	elector  stalker.Elector
 	stalker  *stalker.Stalker
+	subs     *subcenter.Center
 }
 
 // chains are in config order. Their background work (followers and
@@ -165,6 +168,7 @@ type chainsParams struct {
 	Log       *slog.Logger
 	Registry  *prometheus.Registry
 	Remotes   *remotes.Metrics
+	History   *history
 }
 
 func newChains(p chainsParams) (*chains, error) {
@@ -184,25 +188,33 @@ func newChains(p chainsParams) (*chains, error) {
 	sm := stalker.NewMetrics(p.Registry)
 	em := stalker.NewElectionMetrics(p.Registry)
 	rm := router.NewMetrics(p.Registry)
+	subm := subcenter.NewMetrics(p.Registry)
+	am := stalker.NewArchiveMetrics(p.Registry)
 	for _, cc := range cfg.Chains {
-		rs := make([]remotes.Config, 0, len(cc.Remotes))
-		for _, r := range cc.Remotes {
-			rc, err := r.RemoteConfig()
-			if err != nil {
-				return nil, fmt.Errorf("chain %s: %w", cc.Name, err)
-			}
-			rs = append(rs, rc)
-		}
-		pool, err := remotes.NewPool(cc.PoolConfig(), rs, log, p.Remotes)
+		pool, err := cc.NewPool(log, p.Remotes)
 		if err != nil {
-			return nil, fmt.Errorf("chain %s: %w", cc.Name, err)
+			return nil, err
 		}
-		h := out.newHeadFeed(cfg, cc, pool, hm, sm, em)
+		var (
+			archive stalker.Archive // nil without postgres.url
+			hist    router.History
+		)
+		if hc := p.History.chain(cc); hc != nil {
+			archive, hist = hc, hc
+		}
+		h := out.newHeadFeed(cfg, cc, cc.StalkerConfig(archive, am), pool, hm, sm, em)
 		var up jrpc.Handler = pool
 		if cc.Integrity.ClientCalls {
 			up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
 		}
-		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag}, h.window, up, rm)
+		var relay subcenter.Relay // newPendingTransactions from a remote's own subscription
+		if pool.CanRelay() {
+			relay = pool
+		}
+		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.Options{MaxPerConn: cfg.Limits.MaxSubscriptions,
+			QueueLen: cfg.Limits.SubscriptionQueue, QueueBytes: cfg.Limits.SubscriptionQueueBytes}, log, subm)
+		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag,
+			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Logger: log}, h.window, up, rm)
 		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
@@ -211,7 +223,7 @@ func newChains(p chainsParams) (*chains, error) {
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
 // there is one, in memory (this process leads) when not.
-func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, pool *remotes.Pool,
+func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, pool *remotes.Pool,
 	hm *headstore.Metrics, sm *stalker.Metrics, em *stalker.ElectionMetrics) *headFeed {
 	ec := stalker.ElectionConfig{Chain: cc.Name, ReplicaID: cfg.Redis.ReplicaID,
 		TTL: cfg.Redis.LeaseTTL, Logger: cs.log, Metrics: em}
@@ -231,9 +243,7 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, pool *remotes.Pool,
 		window:   w,
 		follower: headstore.NewFollower(cc.Name, store, w, cs.log, hm),
 		elector:  elector,
-		stalker: stalker.New(stalker.Config{Chain: cc.Name, BlockTime: cc.BlockTime,
-			Backfill: cc.Head.Backfill, FinalityInterval: cc.Head.FinalityInterval,
-			Window: cc.Head.Window, Integrity: cc.Integrity.StalkerOn()}, pool, store, cs.log, sm),
+		stalker:  stalker.New(sc, pool, store, cs.log, sm),
 	}
 }
 
@@ -253,7 +263,9 @@ func (cs *chains) start(ctx context.Context) error {
 	cs.cancel = cancel
 	for _, c := range cs.list {
 		cs.wg.Go(func() { c.head.follower.Run(bg) })
+		cs.wg.Go(func() { c.head.subs.Run(bg) })
 		cs.wg.Go(func() { c.head.elector.Run(bg, c.head.stalker.Lead) })
+		cs.wg.Go(func() { c.router.Run(bg) }) // the history write-through
 	}
 	return nil
 }

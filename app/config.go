@@ -55,8 +55,11 @@ type Config struct {
 	// Redis joins this process to a cluster: the replicas sharing one Redis
 	// elect a leader per chain and share its head feed. Without it, the
 	// process leads every chain and keeps the head window in memory.
-	Redis  RedisConfig   `yaml:"redis"`
-	Chains []ChainConfig `yaml:"chains"`
+	Redis RedisConfig `yaml:"redis"`
+	// Postgres is the history store: settled blocks, receipts and logs the
+	// replicas share. Without it venn keeps no history.
+	Postgres PostgresConfig `yaml:"postgres"`
+	Chains   []ChainConfig  `yaml:"chains"`
 
 	// The edge (edge_config.go): who may call what, and how often, and
 	// TLS on listen.
@@ -80,6 +83,23 @@ type RedisConfig struct {
 	// ReplicaID names this replica in leases and logs (default: host name
 	// and process id).
 	ReplicaID string `yaml:"replica_id"`
+}
+
+// PostgresConfig is the history store. URL may carry a password: no
+// message prints it.
+type PostgresConfig struct {
+	URL string `yaml:"url"` // postgres://user[:password]@host:5432/db?sslmode=disable; "" no history
+}
+
+// HistoryConfig is how a chain's leader archives settled blocks in the
+// history store (postgres.url).
+type HistoryConfig struct {
+	// Confirmations: a block this far below the head is settled, unless
+	// the chain's finalized block is lower; only settled blocks are
+	// stored. Below head.window: the leader archives from its window.
+	Confirmations uint64 `yaml:"confirmations"`
+	// Batch is how many blocks one write stores.
+	Batch int `yaml:"batch"`
 }
 
 // HeadConfig is a chain's head feed.
@@ -114,6 +134,7 @@ type ChainConfig struct {
 	BroadcastFanout    int            `yaml:"broadcast_fanout"`
 	Breaker            BreakerConfig  `yaml:"breaker"`
 	Head               HeadConfig     `yaml:"head"`
+	History            HistoryConfig  `yaml:"history"`
 	Remotes            []RemoteConfig `yaml:"remotes"`
 
 	// Consensus puts methods to a vote among remotes; none by default.
@@ -476,6 +497,8 @@ var yamlTypeNames = strings.NewReplacer(
 	"[]app.HedgeGroupConfig", "a list of hedge groups",
 	"type app.HedgeGroupConfig", "a hedge group",
 	"type app.ScoringConfig", "scoring",
+	"type app.PostgresConfig", "postgres",
+	"type app.HistoryConfig", "history",
 	"app.Config", "the top level",
 	"app.LogConfig", "log",
 	"jrpc.Limits", "limits",
@@ -495,6 +518,8 @@ var yamlTypeNames = strings.NewReplacer(
 	"app.HedgeConfig", "hedge",
 	"app.HedgeGroupConfig", "a hedge group",
 	"app.ScoringConfig", "scoring",
+	"app.PostgresConfig", "postgres",
+	"app.HistoryConfig", "history",
 )
 
 // envName is what ${...} may name.
@@ -602,6 +627,8 @@ func (c *Config) applyDefaults() {
 		setDefault(&ch.Head.Window, headstore.DefaultWindow)
 		setDefault(&ch.Head.Backfill, 4*ch.Head.Window)
 		setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
+		setDefault(&ch.History.Confirmations, stalker.DefaultConfirmations)
+		setDefault(&ch.History.Batch, stalker.DefaultArchiveBatch)
 		ch.applyHedgeScoringDefaults()
 		if ch.Integrity.Stalker == nil {
 			on := true
@@ -636,6 +663,10 @@ func setDefault[T comparable](field *T, def T) {
 // maxGetLogsParts bounds getlogs_max_parts: one split call keeps a slot per
 // part, so the setting is also a memory bound.
 const maxGetLogsParts = 100_000
+
+// maxArchiveBatch bounds history.batch: one batch is one Postgres
+// transaction held in memory whole.
+const maxArchiveBatch = 10_000
 
 var (
 	chainNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -687,6 +718,16 @@ func (c *Config) Validate() error {
 		}
 		if c.Redis.LeaseTTL < 300*time.Millisecond {
 			p.add("redis.lease_ttl", "must be at least 300ms")
+		}
+	}
+	if c.Postgres.URL != "" {
+		// Only the shape: pgx's own parse reads certificate and password
+		// files, which check-config must not (they are often mounted only
+		// where venn runs); the store reports the rest at start.
+		// A URL without a host is fine: ?host=/run/postgresql is a socket.
+		if u, err := url.Parse(c.Postgres.URL); err != nil ||
+			(!strings.EqualFold(u.Scheme, "postgres") && !strings.EqualFold(u.Scheme, "postgresql")) {
+			p.add("postgres.url", "must be postgres://user[:password]@host:port/db")
 		}
 	}
 
@@ -760,6 +801,16 @@ func (c *ChainConfig) validate(p *problems, path string) {
 		if n.v < 0 {
 			p.add(path+"."+n.name, "must be positive")
 		}
+	}
+	if c.History.Batch < 0 {
+		p.add(path+".history.batch", "must be positive")
+	} else if c.History.Batch > maxArchiveBatch {
+		p.add(path+".history.batch", "must be at most %d", maxArchiveBatch)
+	}
+	if c.Head.Window > 0 && c.History.Confirmations >= uint64(c.Head.Window) {
+		// The leader archives from its window: a block settled only
+		// below it would never be archived.
+		p.add(path+".history.confirmations", "must be below head.window (%d)", c.Head.Window)
 	}
 	if c.GetLogsMaxParts > maxGetLogsParts {
 		p.add(path+".getlogs_max_parts", "must be at most %d", maxGetLogsParts)

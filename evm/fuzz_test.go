@@ -12,12 +12,24 @@ func FuzzParams(f *testing.F) {
 		`[{"fromBlock":"0x1","toBlock":"latest","address":["0x01"]}]`,
 		`[{"blockHash":"0xab"}]`, `[null]`, `[]`, `["0x10",false]`, `[{"fromBlock":"0xffffffffffffffffff"}]`,
 		`{"a":1}`, `["pending"]`, `[{"fromBlock":-1}]`,
+		`[{"topics":[null,["0x00000000000000000000000000000000000000000000000000000000000000b1",null]]}]`,
+		`[{"blockHash":"0x00000000000000000000000000000000000000000000000000000000000000b1","requireCanonical":true}]`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
 		_, _ = ParseBlockRef(Param(params, 0))
 		_, _ = ParseBlockRef(Param(params, 1))
+		var args [2][]byte
+		if Args(params, args[:1]) {
+			var f LogFilter
+			if f.Parse(args[0]) && f.NTopics > MaxFilterTopics {
+				t.Fatalf("LogFilter.Parse(%q) took %d topic positions", args[0], f.NTopics)
+			}
+			var key [HashLen]byte
+			_, _ = ArgBlockNumberOrHash(args[0], &key)
+			_, _ = ArgQuantity(args[0])
+		}
 		if _, err := ParseLogRange(params); err != nil || !json.Valid(params) {
 			return
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // The synthetic chain the serve tests answer from: blocks in geth's JSON
@@ -415,13 +417,13 @@ func TestServeLogs(t *testing.T) {
 	runServeCases(t, w, tests)
 
 	t.Run("address limit", func(t *testing.T) {
-		list := strings.Repeat(serveQ(serveAddrB)+",", logQueryLimit) + serveQ(serveAddrA)
+		list := strings.Repeat(serveQ(serveAddrB)+",", evm.LogQueryLimit) + serveQ(serveAddrA)
 		if got, ok := w.Answer("eth_getLogs", json.RawMessage(`[{"address":[`+list+`]}]`)); ok {
-			t.Fatalf("answered %d addresses with %.100s; geth refuses more than %d", logQueryLimit+1, got, logQueryLimit)
+			t.Fatalf("answered %d addresses with %.100s; geth refuses more than %d", evm.LogQueryLimit+1, got, evm.LogQueryLimit)
 		}
-		list = strings.Repeat(serveQ(serveAddrB)+",", logQueryLimit-1) + serveQ(serveAddrA)
+		list = strings.Repeat(serveQ(serveAddrB)+",", evm.LogQueryLimit-1) + serveQ(serveAddrA)
 		if got, ok := w.Answer("eth_getLogs", json.RawMessage(`[{"address":[`+list+`]}]`)); !ok || string(got) != c.logsOf("L6") {
-			t.Fatalf("%d addresses: got %.100s, %v", logQueryLimit, got, ok)
+			t.Fatalf("%d addresses: got %.100s, %v", evm.LogQueryLimit, got, ok)
 		}
 	})
 }

@@ -1,19 +1,23 @@
 // Package router is a chain's front door: it decides, per call, which part
 // of venn answers it. venn itself answers what it knows from config
-// (eth_chainId); subscriptions get a clear error where the transport cannot
-// carry them; the head window answers near-head blocks, receipts and logs;
-// everything else goes to the remotes pool, with latest, safe and finalized
-// pinned to the cluster's numbers. The history store slots in here as it
-// lands.
+// (eth_chainId); subscriptions go to the subcenter; the head window answers near-head blocks, receipts and logs;
+// the history store answers settled blocks, receipts and logs (history.go:
+// parts of a log range it lacks come from the remotes, and settled blocks
+// fetched from them are written through, writethrough.go); the forger
+// builds what no remote has (eth_getBlockReceipts per transaction) or what
+// a held block answers (headers); everything else goes to the remotes pool,
+// with latest, safe and finalized pinned to the cluster's numbers.
 package router
 
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -26,6 +30,30 @@ type Config struct {
 	// still answer: beyond it the window is stale (its leader is stuck)
 	// and calls go to the remotes.
 	MaxLag uint64
+	// Subscriptions serves eth_subscribe and eth_unsubscribe; nil answers
+	// them as a node without notifications does.
+	Subscriptions Subscriptions
+	// History is the chain's history store; nil: none. Calls the head
+	// window could not answer are read from it before the remotes, and
+	// settled blocks clients fetched from the remotes are written through
+	// to it (see Run).
+	History History
+	// Settled is the cluster's settled line: the highest block number no
+	// reorg will replace; ok is false while it is unknown. Only numbers at
+	// or below it are read from History or written through to it; nil:
+	// none are.
+	Settled func() (n uint64, ok bool)
+	// WriteThroughQueue bounds the blocks waiting to be written through;
+	// 0: DefaultWriteThroughQueue.
+	WriteThroughQueue int
+	// Logger logs the write-through and the forger; nil: discarded.
+	Logger *slog.Logger
+}
+
+// Subscriptions is the chain's subcenter.
+type Subscriptions interface {
+	Subscribe(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	Unsubscribe(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Head is the chain's head window as the router uses it.
@@ -54,8 +82,11 @@ type Router struct {
 	head    Head // nil: no head window
 	remotes jrpc.Handler
 	upHead  func() uint64 // the remotes' head; nil when they don't say
+	history History       // nil: no history store
+	forge   *forger.Forger
+	wt      *writeThrough // nil without history
 
-	local, fromHead, forwarded prometheus.Counter
+	local, fromHead, fromStore, forged, forwarded prometheus.Counter
 }
 
 var _ jrpc.Handler = (*Router)(nil)
@@ -69,15 +100,39 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	if h, ok := remotes.(headOf); ok {
 		upHead = h.HealthyHead
 	}
-	return &Router{
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("chain", cfg.Chain)
+	rt := &Router{
 		upHead:    upHead,
 		cfg:       cfg,
 		chainID:   json.RawMessage(`"` + evm.Quantity(cfg.ChainID) + `"`),
 		head:      head,
 		remotes:   remotes,
+		history:   cfg.History,
+		forge:     forger.New(forger.HandlerUpstream(remotes), log),
 		local:     m.answers.WithLabelValues(cfg.Chain, "local"),
 		fromHead:  m.answers.WithLabelValues(cfg.Chain, "head"),
+		fromStore: m.answers.WithLabelValues(cfg.Chain, "history"),
+		forged:    m.answers.WithLabelValues(cfg.Chain, "forger"),
 		forwarded: m.answers.WithLabelValues(cfg.Chain, "remotes"),
+	}
+	if rt.history != nil {
+		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
+			m.writeThrough.MustCurryWith(prometheus.Labels{"chain": cfg.Chain}))
+	}
+	return rt
+}
+
+// Run writes through, until ctx ends, the settled blocks clients fetched
+// from the remotes because the history store lacked them. Without History
+// it returns at once; without Run the write-through queue only fills and
+// drops.
+func (rt *Router) Run(ctx context.Context) {
+	if rt.wt != nil {
+		rt.wt.run(ctx)
 	}
 }
 
@@ -94,7 +149,14 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 		return rt.chainID, nil
 	case "eth_subscribe", "eth_unsubscribe":
 		rt.local.Inc()
-		return nil, errNotifications
+		switch subs := rt.cfg.Subscriptions; {
+		case subs == nil:
+			return nil, errNotifications
+		case req.Method == "eth_subscribe":
+			return subs.Subscribe(ctx, req.Params)
+		default:
+			return subs.Unsubscribe(ctx, req.Params)
+		}
 	}
 	if rt.fresh() {
 		if res, ok := rt.head.Answer(req.Method, req.Params); ok {
@@ -106,6 +168,9 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 			pinned.Params = params
 			req = &pinned
 		}
+	}
+	if res, handled, err := rt.stored(ctx, req); handled {
+		return res, err
 	}
 	rt.forwarded.Inc()
 	res, err := rt.remotes.ServeRPC(ctx, req)
@@ -178,17 +243,26 @@ func (rt *Router) pin(method string, params json.RawMessage) (json.RawMessage, b
 
 // Metrics count where calls were answered.
 type Metrics struct {
-	answers *prometheus.CounterVec
+	answers      *prometheus.CounterVec
+	writeThrough *prometheus.CounterVec
 }
 
 // NewMetrics registers the router's metrics on reg (nil: unregistered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{answers: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "venn", Name: "answers_total",
-		Help: "Calls by where they were answered: local (venn itself), head (the head window) or remotes.",
-	}, []string{"chain", "source"})}
+		Help: "Calls by where they were answered: local (venn itself), head (the head window), " +
+			"history (the history store, with the remotes for parts of a range it lacks), " +
+			"forger (built from other calls or stored blocks) or remotes.",
+	}, []string{"chain", "source"}),
+		writeThrough: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Name: "history_writethrough_total",
+			Help: "Settled blocks clients fetched from the remotes, written through to the history store, " +
+				"by outcome: queued, duplicate (already queued), dropped (queue full), stored, " +
+				"orphan (not the canonical block), conflict (refused by the store), failed.",
+		}, []string{"chain", "outcome"})}
 	if reg != nil {
-		reg.MustRegister(m.answers)
+		reg.MustRegister(m.answers, m.writeThrough)
 	}
 	return m
 }

@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync/atomic"
 	"time"
 
-	"github.com/ethereum/go-ethereum/common"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
-	"github.com/venn-gateway/venn/jrpc"
 )
 
 // Upstream is what the stalker follows the chain through: the chain's
@@ -51,21 +49,17 @@ type Config struct {
 	// another remote. Off for chains whose data venn can't encode at all,
 	// and for fake nodes whose hashes are synthetic.
 	Integrity bool
+	// Archive files settled blocks in the history store (archive.go).
+	Archive ArchiveConfig
 }
 
 // Fetch limits.
 const (
 	// fetchConcurrency bounds the blocks fetched at once while catching up.
 	fetchConcurrency = 4
-	// receiptConcurrency bounds per-transaction receipt calls for a block
-	// when no remote has eth_getBlockReceipts.
-	receiptConcurrency = 8
 	// fetchAttempts bounds the tries for one block whose receipts don't
 	// match it (the remote reorged between the two calls).
 	fetchAttempts = 3
-	// blockReceiptsRecheck is how long the stalker uses per-transaction
-	// receipts before trying eth_getBlockReceipts again.
-	blockReceiptsRecheck = 10 * time.Minute
 )
 
 // Stalker is the leader's loop for one chain: it follows the head through
@@ -80,9 +74,9 @@ type Stalker struct {
 	log   *slog.Logger
 	m     stalkerMetrics
 
-	// noBlockReceipts is when the stalker last found no remote with
-	// eth_getBlockReceipts (Unix nanoseconds; 0: it has not).
-	noBlockReceipts atomic.Int64
+	// receipts fetches blocks' receipts: eth_getBlockReceipts, or one
+	// eth_getTransactionReceipt per transaction where no remote has it.
+	receipts *forger.Receipts
 }
 
 // New returns a chain's stalker. It does no I/O.
@@ -105,7 +99,13 @@ func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Me
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	return &Stalker{cfg: cfg, up: up, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain)}
+	s := &Stalker{cfg: cfg, up: up, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain)}
+	s.receipts = forger.NewReceipts(func(ctx context.Context, method string, params json.RawMessage,
+		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+		res, _, err := s.call(ctx, method, params, verify)
+		return res, err
+	}, s.log)
+	return s
 }
 
 // leading is one leadership's state: the canonical chain as published.
@@ -114,6 +114,11 @@ type leading struct {
 	chain     []headstore.Ref // ascending, contiguous, at most Window
 	safe      uint64
 	finalized uint64
+
+	// With archiving: the chain's blocks in full, and the archiver they
+	// are handed to after every publish.
+	full fullChain
+	arch *archiver
 }
 
 func (l *leading) top() (headstore.Ref, bool) {
@@ -131,6 +136,13 @@ var errDeposed = errors.New("deposed")
 func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 	s.log.Info("stalker following the head", "epoch", epoch)
 	l := &leading{epoch: epoch}
+	if s.cfg.Archive.Store != nil {
+		actx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		l.arch = s.newArchiver()
+		go func() { defer close(done); l.arch.run(actx) }()
+		defer func() { cancel(); <-done }()
+	}
 	loaded := false
 	poll := time.NewTicker(s.cfg.BlockTime)
 	defer poll.Stop()
@@ -176,11 +188,19 @@ func (s *Stalker) step(ctx context.Context, l *leading, loaded *bool, finalityAt
 			l.chain = append(l.chain, headstore.Ref{Number: b.Number, Hash: b.Hash})
 		}
 		l.safe, l.finalized = snap.Safe, snap.Finalized
+		if l.arch != nil {
+			l.full.reset(snap.Blocks)
+			l.arch.offer(l.full.blocksOf(l.chain), l.finalized)
+		}
 		*loaded = true
 	}
 	if time.Since(*finalityAt) >= s.cfg.FinalityInterval {
 		s.readFinality(ctx, l)
 		*finalityAt = time.Now()
+		if l.arch != nil {
+			// A higher finalized block may settle more of the chain.
+			l.arch.offer(l.full.blocksOf(l.chain), l.finalized)
+		}
 	}
 	target := s.up.Head()
 	if target == 0 {
@@ -304,6 +324,9 @@ func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) 
 	s.m.published.Add(float64(len(ev.Added)))
 	s.m.head.Set(float64(ev.Head()))
 	l.chain = headstore.NextChain(l.chain, ev, s.cfg.Window)
+	if l.arch != nil {
+		l.arch.offer(l.full.apply(ev, l.chain), l.finalized)
+	}
 	return nil
 }
 
@@ -347,7 +370,7 @@ func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstor
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s(%s): %w", errFetch, method, ref, err)
 		}
-		receipts, err := s.receipts(ctx, b.Hash, txs, blk.Block)
+		receipts, err := s.receipts.OfBlock(ctx, b.Hash, txs, blk.Block)
 		if err != nil {
 			return nil, fmt.Errorf("%w: receipts of %d: %w", errFetch, b.Number, err)
 		}
@@ -368,79 +391,6 @@ func (s *Stalker) call(ctx context.Context, method string, params json.RawMessag
 		return res, evm.Verdict{}, err
 	}
 	return s.up.CallVerified(ctx, method, params, verify)
-}
-
-// emptyList is the receipts of a block without transactions: no call.
-var emptyList = json.RawMessage("[]")
-
-// receipts fetches a block's receipts by its hash, so that they are the
-// block's and not a sibling's: eth_getBlockReceipts, or one
-// eth_getTransactionReceipt per transaction where no remote has it. With
-// Integrity, eth_getBlockReceipts is checked against blk (the block as
-// verified; nil without Integrity), one remote's answer at a time; receipts
-// fetched one by one only against themselves (their root would blame no
-// remote in particular).
-func (s *Stalker) receipts(ctx context.Context, hash string, txs []string, blk *evm.BlockInfo) (json.RawMessage, error) {
-	if len(txs) == 0 {
-		return emptyList, nil
-	}
-	if at := s.noBlockReceipts.Load(); at == 0 || time.Since(time.Unix(0, at)) > blockReceiptsRecheck {
-		want := evm.BlockRef{Kind: evm.RefHash, Hash: hash}
-		res, _, err := s.call(ctx, "eth_getBlockReceipts", json.RawMessage(`["`+hash+`"]`), func(res json.RawMessage) evm.Verdict {
-			return evm.VerifyReceipts(res, want, func(h common.Hash) *evm.BlockInfo {
-				if blk != nil && h == blk.Hash {
-					return blk
-				}
-				return nil
-			})
-		})
-		if err == nil {
-			if string(res) == "null" {
-				return nil, errors.New("no remote has the block's receipts yet")
-			}
-			return res, nil
-		}
-		if !unsupported(err) {
-			return nil, err
-		}
-		s.log.Info("no remote has eth_getBlockReceipts: fetching receipts per transaction")
-		s.noBlockReceipts.Store(time.Now().UnixNano())
-	}
-	parts := make([]json.RawMessage, len(txs))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(receiptConcurrency)
-	for i, tx := range txs {
-		g.Go(func() error {
-			res, _, err := s.call(gctx, "eth_getTransactionReceipt", json.RawMessage(`["`+tx+`"]`), evm.VerifyReceipt)
-			if err == nil && string(res) == "null" {
-				err = fmt.Errorf("no remote has the receipt of %s yet", tx)
-			}
-			parts[i] = res
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	size := 2
-	for _, p := range parts {
-		size += len(p) + 1
-	}
-	out := make([]byte, 0, size)
-	out = append(out, '[')
-	for i, p := range parts {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, p...)
-	}
-	return append(out, ']'), nil
-}
-
-// unsupported reports the error a pool gives when no remote has a method.
-func unsupported(err error) bool {
-	var je *jrpc.Error
-	return errors.As(err, &je) && je.Code == jrpc.CodeMethodNotFound
 }
 
 // readFinality reads the safe and finalized numbers; a chain or remote

@@ -34,6 +34,10 @@ Usage:
   venn serve [--config FILE]   run the gateway until SIGINT or SIGTERM
                                (no --config: built-in Ethereum mainnet default)
   venn check-config FILE       validate FILE and print every problem
+  venn migrate --config FILE   apply the history store's migrations (postgres.url)
+  venn backfill --config FILE --chain NAME --from A --to B [--concurrency N]
+                               store a chain's settled blocks A..B in the history
+                               store; resumable, and safe on several replicas at once
   venn version                 print the version
   venn help                    print this help
 `
@@ -53,6 +57,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(rest, stderr)
 	case "check-config":
 		return checkConfig(rest, stdout, stderr)
+	case "migrate":
+		return migrate(rest, stdout, stderr)
+	case "backfill":
+		return backfill(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "venn", versionString())
 		return exitOK

@@ -16,12 +16,19 @@
 // and `vennbench propagation` mines blocks one at a time and times how
 // long until the leader and every follower serve each one.
 //
+// `vennbench history` (in process, with a Postgres on 127.0.0.1) fills a
+// history store with 100,000 blocks of the fake node's chain and times one
+// eth_getLogs over all of them, with an address and a topic0, served from
+// the store against the same query split over a range-capped remote.
+//
 // The same binary is the children: `vennbench upstream` and
 // `vennbench proxy` are re-executed from os.Args[0]. Only 127.0.0.1 is used.
 //
 //	go run ./cmd/vennbench [-duration 10s] [-rounds 3] [-conc 1,32,128] [-venn PATH]
 //	go run ./cmd/vennbench head [-duration 10s] [-rounds 3] [-conc 1,32,128] [-calls ...] [-venn PATH]
 //	go run ./cmd/vennbench propagation [-blocks 200] [-followers 2] [-venn PATH]
+//	go run ./cmd/vennbench subs [-clients 10000] [-blocks 60] [-venn PATH]
+//	go run ./cmd/vennbench history [-blocks 100000] [-runs 7] [-cap 1000] [-latency 0] [-pg URL]
 package main
 
 import (
@@ -67,6 +74,8 @@ Usage:
   vennbench [flags]                       run the benchmark (flags below)
   vennbench head [flags]                  head-served calls of a venn follower vs the proxy (head -h)
   vennbench propagation [flags]           time from a new block to every replica serving it (propagation -h)
+  vennbench subs [flags]                  many subscribers on one replica: latency, memory, CPU (subs -h)
+  vennbench history [flags]               eth_getLogs over 100,000 blocks from Postgres vs the remotes (history -h)
   vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
   vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL
 
@@ -94,6 +103,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return code
 			}
 			return exitCode(headBench(ctx, cfg, stdout, stderr), stderr)
+		case "history":
+			cfg, code := parseHistoryFlags(args[1:], stderr)
+			if code >= 0 {
+				return code
+			}
+			return exitCode(historyBench(ctx, cfg, stdout, stderr), stderr)
+		case "subs":
+			cfg, code := parseSubsFlags(args[1:], stderr)
+			if code >= 0 {
+				return code
+			}
+			return exitCode(subsBench(ctx, cfg, stdout, stderr), stderr)
 		case "propagation":
 			cfg, code := parsePropagationFlags(args[1:], stderr)
 			if code >= 0 {

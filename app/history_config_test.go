@@ -1,0 +1,89 @@
+package app
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/venn-gateway/venn/stalker"
+)
+
+func TestHistoryConfig(t *testing.T) {
+	tests := []struct {
+		name      string
+		give      string
+		wantURL   string
+		wantConf  uint64
+		wantBatch int
+	}{
+		{name: "no postgres: no history store", give: threeRemotes,
+			wantConf: stalker.DefaultConfirmations, wantBatch: stalker.DefaultArchiveBatch},
+		{name: "postgres with defaults",
+			give:    "postgres: {url: \"postgres://venn:pw@db:5432/venn?sslmode=disable\"}\n" + threeRemotes,
+			wantURL: "postgres://venn:pw@db:5432/venn?sslmode=disable", wantConf: 64, wantBatch: 100},
+		{name: "everything set",
+			give: "postgres: {url: \"postgresql://venn@/venn?host=/run/postgresql\"}\n" + threeRemotes +
+				"    history: {confirmations: 12, batch: 500}\n",
+			wantURL: "postgresql://venn@/venn?host=/run/postgresql", wantConf: 12, wantBatch: 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustParse(t, tt.give)
+			if cfg.Postgres.URL != tt.wantURL {
+				t.Errorf("postgres.url = %q, want %q", cfg.Postgres.URL, tt.wantURL)
+			}
+			h := cfg.Chains[0].History
+			if h.Confirmations != tt.wantConf || h.Batch != tt.wantBatch {
+				t.Errorf("history = %+v, want confirmations %d, batch %d", h, tt.wantConf, tt.wantBatch)
+			}
+			sc := cfg.Chains[0].StalkerConfig(nil, nil)
+			if sc.Archive.Store != nil {
+				t.Error("a stalker without a store archives")
+			}
+		})
+	}
+}
+
+func TestHistoryConfigNamesField(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want []string
+	}{
+		{name: "not a postgres url", give: "postgres: {url: \"mysql://venn:SECRETPW@db/venn\"}\n" + threeRemotes,
+			want: []string{"postgres.url: must be postgres://user[:password]@host:port/db"}},
+		{name: "unparsable url", give: "postgres: {url: \"postgres://venn:SECRETPW@db:port/venn\"}\n" + threeRemotes,
+			want: []string{"postgres.url: must be postgres://user[:password]@host:port/db"}},
+		{name: "history", give: threeRemotes + "    history: {confirmations: 128, batch: -1}\n",
+			want: []string{
+				"chains[0].history.batch: must be positive",
+				"chains[0].history.confirmations: must be below head.window (128)",
+			}},
+		{name: "batch too large, confirmations against a small window",
+			give: threeRemotes + "    head: {window: 16}\n    history: {confirmations: 16, batch: 20000}\n",
+			want: []string{
+				"chains[0].history.batch: must be at most 10000",
+				"chains[0].history.confirmations: must be below head.window (16)",
+			}},
+		{name: "a type error names the field", give: threeRemotes + "    history: {confirmations: many}\n",
+			want: []string{"chains[0].history.confirmations (line 9): cannot unmarshal !!str `many` into uint64"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give))
+			if err == nil {
+				t.Fatal("Parse succeeded, want errors")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("missing %q in\n%v", w, err)
+				}
+			}
+			if n := len(strings.Split(err.Error(), "\n")); n != len(tt.want) {
+				t.Errorf("got %d problems, want %d:\n%v", n, len(tt.want), err)
+			}
+			if strings.Contains(err.Error(), "SECRETPW") {
+				t.Errorf("the message shows the password: %v", err)
+			}
+		})
+	}
+}

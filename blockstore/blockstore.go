@@ -1,0 +1,273 @@
+// Package blockstore keeps settled history (blocks, transactions, receipts
+// and logs of many chains) in Postgres and answers JSON-RPC reads from it
+// byte for byte as the node did. It knows which ranges it holds completely
+// (coverage) and answers ok=false for anything else, so callers fall
+// through to the remotes.
+//
+// The store never decides what is settled: callers hand it only blocks at
+// or below their settled line, and Put refuses a block that disagrees with
+// a stored neighbour. The schema is package migrations'.
+package blockstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Range is an inclusive range of block numbers.
+type Range struct{ From, To uint64 }
+
+// Options configure a Postgres store.
+type Options struct {
+	Logger     *slog.Logger          // nil: slog.Default()
+	Registerer prometheus.Registerer // nil: no metrics registered
+	MaxConns   int32                 // pool size; 0: pgxpool's default (at least 4)
+}
+
+// ErrConflict is returned by Put when a block disagrees with a stored
+// block (another hash at its number) or with a stored or batched
+// neighbour (a parent link that does not hold); nothing of the batch is
+// stored.
+var ErrConflict = errors.New("blockstore: block conflicts with a stored neighbour")
+
+// ErrTooLarge is returned by Logs when the answer would pass maxAnswerBytes;
+// the caller asks the remotes, which split the range.
+var ErrTooLarge = errors.New("blockstore: answer too large")
+
+// errDown is returned without asking Postgres while it is known to be
+// unreachable; a background probe notices its return.
+var errDown = errors.New("postgres is unreachable")
+
+// Timing of the outage handling.
+const (
+	// probeInterval is how often an unreachable Postgres is pinged.
+	probeInterval = time.Second
+	// connectTimeout bounds one connection attempt, so that an unreachable
+	// Postgres costs a caller at most this before it falls through.
+	connectTimeout = 3 * time.Second
+	// openPingTimeout bounds the ping Open makes to learn the state.
+	openPingTimeout = 2 * time.Second
+)
+
+// maxAnswerBytes bounds one answer built from stored rows.
+const maxAnswerBytes = 128 << 20
+
+// Postgres is the history store on a Postgres database. Its pool connects
+// lazily and reconnects by itself: while Postgres is unreachable every call
+// fails at once with an error (callers fall through to the remotes), a
+// probe pings it every second, and calls resume when it answers.
+type Postgres struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+	m    *metrics
+
+	up        atomic.Bool
+	mu        sync.Mutex // orders the outage logs with the state changes
+	downSince time.Time
+
+	stop context.CancelFunc // ends the probe
+	done chan struct{}      // closed when the probe has ended
+	wake chan struct{}      // a call saw Postgres fail: probe now
+}
+
+// Open returns a store on the database at url. The pool is lazy: Open
+// fails only on a malformed url, not when Postgres is down.
+func Open(ctx context.Context, url string, opts Options) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("blockstore: postgres url: %w", redact(err))
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > connectTimeout {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("blockstore: postgres pool: %w", redact(err))
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	p := &Postgres{
+		pool: pool,
+		log:  log.With("component", "blockstore"),
+		m:    newMetrics(opts.Registerer),
+		done: make(chan struct{}),
+		wake: make(chan struct{}, 1),
+	}
+	p.up.Store(true)
+	p.m.up.Set(1)
+	pctx, cancel := context.WithTimeout(ctx, openPingTimeout)
+	err = pool.Ping(pctx)
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		p.down(err)
+	}
+	probeCtx, stop := context.WithCancel(context.Background())
+	p.stop = stop
+	go p.probe(probeCtx)
+	return p, nil
+}
+
+// Close stops the probe and closes the pool.
+func (p *Postgres) Close() {
+	p.stop()
+	<-p.done
+	p.pool.Close()
+}
+
+// Up reports whether Postgres is reachable: false from a failed call until
+// a probe gets an answer again.
+func (p *Postgres) Up() bool { return p.up.Load() }
+
+// Chain returns the store of one chain; name labels its logs.
+func (p *Postgres) Chain(chainID uint64, name string) *Chain {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "venn blockstore put %d", chainID)
+	return &Chain{p: p, id: int64(chainID), name: name, lockKey: int64(h.Sum64())}
+}
+
+// Chain is the history of one chain.
+type Chain struct {
+	p       *Postgres
+	id      int64
+	name    string
+	lockKey int64 // the advisory lock that orders Puts' link checks
+}
+
+// do runs one of the chain's operations against Postgres.
+func (c *Chain) do(ctx context.Context, op string, idempotent bool, fn func(context.Context) error) error {
+	err := c.p.do(ctx, op, idempotent, fn)
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrTooLarge) {
+		return fmt.Errorf("blockstore %s %s: %w", c.name, op, err)
+	}
+	return err
+}
+
+// do runs one operation against Postgres: at once errDown while it is
+// unreachable, and otherwise fn, whose error it classifies and counts. A
+// read (idempotent) that fails as if Postgres were unreachable is tried
+// once more: the pool replaces a connection that a restart or
+// pg_terminate_backend broke, and one broken connection is no outage.
+func (p *Postgres) do(ctx context.Context, op string, idempotent bool, fn func(context.Context) error) error {
+	if !p.up.Load() {
+		p.m.errors.WithLabelValues(op).Inc()
+		return errDown
+	}
+	err := fn(ctx)
+	if err != nil && idempotent && ctx.Err() == nil && unreachable(err) {
+		err = fn(ctx)
+	}
+	switch {
+	case err == nil, errors.Is(err, ErrConflict), errors.Is(err, ErrTooLarge), errors.Is(err, errMalformed):
+		return err
+	case ctx.Err() != nil:
+		return err // the caller gave up: nothing said about Postgres
+	}
+	p.m.errors.WithLabelValues(op).Inc()
+	if unreachable(err) {
+		p.down(err)
+	}
+	return redact(err)
+}
+
+// down records that Postgres failed; the first failure of an outage logs.
+func (p *Postgres) down(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.up.Load() {
+		return
+	}
+	p.up.Store(false)
+	p.m.up.Set(0)
+	p.downSince = time.Now()
+	p.log.Warn("postgres unreachable: history reads fall through to the remotes", "err", redact(err))
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// recovered records that Postgres answered again.
+func (p *Postgres) recovered() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.up.Load() {
+		return
+	}
+	p.up.Store(true)
+	p.m.up.Set(1)
+	p.log.Info("postgres reachable again: history reads resume", "outage", time.Since(p.downSince).Round(time.Millisecond))
+}
+
+// probe pings Postgres every probeInterval while it is down, until ctx
+// ends (Close).
+func (p *Postgres) probe(ctx context.Context) {
+	defer close(p.done)
+	t := time.NewTicker(probeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-t.C:
+		}
+		if p.up.Load() {
+			continue
+		}
+		ping, cancel := context.WithTimeout(ctx, connectTimeout)
+		err := p.pool.Ping(ping)
+		cancel()
+		if err == nil {
+			p.recovered()
+		}
+	}
+}
+
+// unreachable reports errors that mean Postgres cannot be used, as
+// opposed to one statement failing on a working server.
+func unreachable(err error) bool {
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrTooLarge) || errors.Is(err, errMalformed) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case len(pgErr.Code) >= 2 && pgErr.Code[:2] == "08": // connection exception
+			return true
+		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, cannot connect now
+			pgErr.Code == "53300": // too many connections
+			return true
+		}
+		return false
+	}
+	return true // transport errors, closed connections, timeouts
+}
+
+// redact drops what an error might carry of the connection string.
+func redact(err error) error {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// The config it names holds the password; the cause does not.
+		return fmt.Errorf("connect to %s:%d: %w", ce.Config.Host, ce.Config.Port, errors.Unwrap(ce))
+	}
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		return errors.New("invalid connection string")
+	}
+	return err
+}

@@ -1,0 +1,42 @@
+package blockstore
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Operations, the values of the op label.
+const (
+	opPut     = "put"
+	opAnswer  = "answer"
+	opLogs    = "logs"
+	opCovered = "covered"
+	opHighest = "highest"
+)
+
+type metrics struct {
+	up     prometheus.Gauge
+	errors *prometheus.CounterVec
+	blocks prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		up: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "venn", Subsystem: "blockstore", Name: "up",
+			Help: "1 while Postgres answers the history store, 0 while it is unreachable.",
+		}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Subsystem: "blockstore", Name: "errors_total",
+			Help: "History store operations that failed on Postgres, by operation.",
+		}, []string{"op"}),
+		blocks: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "venn", Subsystem: "blockstore", Name: "blocks_stored_total",
+			Help: "Blocks written to the history store (not counting ones already stored).",
+		}),
+	}
+	for _, op := range []string{opPut, opAnswer, opLogs, opCovered, opHighest} {
+		m.errors.WithLabelValues(op)
+	}
+	if reg != nil {
+		reg.MustRegister(m.up, m.errors, m.blocks)
+	}
+	return m
+}

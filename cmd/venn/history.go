@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/venn-gateway/venn/app"
+	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/migrations"
+	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/stalker"
+)
+
+// Backfill flag bounds.
+const (
+	defaultBackfillConcurrency = 8
+	maxBackfillConcurrency     = 256
+)
+
+// migrate applies the history store's migrations and prints what it did.
+func migrate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file with postgres.url (required)")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	cfg, code := loadHistoryConfig(*configPath, "migrate", stderr)
+	if cfg == nil {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	applied, err := migrations.Up(ctx, cfg.Postgres.URL, cliLogger(cfg, stderr))
+	if err != nil {
+		fmt.Fprintf(stderr, "venn migrate: %v\n", err)
+		return exitError
+	}
+	if len(applied) == 0 {
+		fmt.Fprintln(stdout, "schema up to date: no migration to apply")
+		return exitOK
+	}
+	versions := make([]string, len(applied))
+	for i, v := range applied {
+		versions[i] = fmt.Sprint(v)
+	}
+	fmt.Fprintf(stdout, "applied migrations: %s\n", strings.Join(versions, ", "))
+	return exitOK
+}
+
+// backfill stores a chain's settled blocks from..to, fetched through its
+// remotes, in the history store.
+func backfill(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file with postgres.url (required)")
+	chainName := fs.String("chain", "", "chain name from the configuration (required)")
+	from := fs.Uint64("from", 0, "first block number")
+	to := fs.Uint64("to", 0, "last block number (required; at most the settled line)")
+	conc := fs.Int("concurrency", defaultBackfillConcurrency, "blocks fetched at once")
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case *chainName == "":
+		fmt.Fprintln(stderr, "venn backfill: --chain is required")
+		return exitUsage
+	case !set["to"]:
+		fmt.Fprintln(stderr, "venn backfill: --to is required")
+		return exitUsage
+	case *from > *to:
+		fmt.Fprintf(stderr, "venn backfill: --from %d is above --to %d\n", *from, *to)
+		return exitUsage
+	case *conc < 1 || *conc > maxBackfillConcurrency:
+		fmt.Fprintf(stderr, "venn backfill: --concurrency must be in [1, %d]\n", maxBackfillConcurrency)
+		return exitUsage
+	}
+	cfg, code := loadHistoryConfig(*configPath, "backfill", stderr)
+	if cfg == nil {
+		return code
+	}
+	cc, ok := cfg.Chain(*chainName)
+	if !ok {
+		fmt.Fprintf(stderr, "venn backfill: no chain %q in the configuration\n", *chainName)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runBackfill(ctx, cfg, cc, *from, *to, *conc, stdout, stderr); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "venn backfill: interrupted; run it again to resume")
+		} else {
+			fmt.Fprintf(stderr, "venn backfill: %v\n", err)
+		}
+		return exitError
+	}
+	return exitOK
+}
+
+// runBackfill sets up what serve would for the chain (its remotes pool,
+// the history store, migrated) without the server, and backfills.
+func runBackfill(ctx context.Context, cfg *app.Config, cc app.ChainConfig, from, to uint64, conc int,
+	stdout, stderr io.Writer) (err error) {
+	log := cliLogger(cfg, stderr)
+	if _, err := migrations.Up(ctx, cfg.Postgres.URL, log); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	pg, err := blockstore.Open(ctx, cfg.Postgres.URL, blockstore.Options{Logger: log})
+	if err != nil {
+		return errors.New("postgres.url: cannot be used (check its host and options)")
+	}
+	defer pg.Close()
+	pool, err := cc.NewPool(log, remotes.NewMetrics(nil))
+	if err != nil {
+		return err
+	}
+	if err := pool.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err = errors.Join(err, pool.Stop(sctx))
+	}()
+	st := stalker.New(cc.StalkerConfig(nil, nil), pool, nil, log, nil)
+
+	head, err := waitHead(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("chain %s: %w", cc.Name, err)
+	}
+	line, ok := stalker.Settled(head, st.Finalized(ctx), cc.History.Confirmations)
+	if !ok || from > line {
+		return fmt.Errorf("chain %s: nothing settled from %d: the settled line is %d (head %d, %d confirmations or finalized)",
+			cc.Name, from, line, head, cc.History.Confirmations)
+	}
+	if to > line {
+		fmt.Fprintf(stderr, "venn backfill: blocks above the settled line %d are not stored: backfilling %d..%d\n", line, from, line)
+		to = line
+	}
+	b, err := newBackfiller(ctx, cfg.Postgres.URL, cc.ChainID, pg.Chain(cc.ChainID, cc.Name), st.FetchBlock, conc, cc.History.Batch)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	sum, err := b.run(ctx, from, to, newProgress(stderr, to-from+1))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backfilled %s %d..%d: %d blocks stored, %d already stored, in %s\n",
+		cc.Name, from, to, sum.stored, sum.skipped, sum.took.Round(time.Millisecond))
+	return nil
+}
+
+// remoteWait bounds how long a backfill waits for a first ready remote
+// beyond what the pool's Start waited.
+const remoteWait = 30 * time.Second
+
+// waitHead waits until some remote is in rotation and returns the best
+// head.
+func waitHead(ctx context.Context, pool *remotes.Pool) (uint64, error) {
+	deadline := time.Now().Add(remoteWait)
+	for !pool.Ready() || pool.Head() == 0 {
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no remote ready after %v", remoteWait)
+		}
+		if !sleepCtx(ctx, 50*time.Millisecond) {
+			return 0, ctx.Err()
+		}
+	}
+	return pool.Head(), nil
+}
+
+// parseFlags parses a subcommand's flags; ok false means exit with code.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "venn %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// loadHistoryConfig loads a configuration that must name a history store;
+// nil and the exit code when it can't.
+func loadHistoryConfig(path, cmd string, stderr io.Writer) (*app.Config, int) {
+	if path == "" {
+		fmt.Fprintf(stderr, "venn %s: --config is required\n", cmd)
+		return nil, exitUsage
+	}
+	cfg, err := app.Load(path)
+	if err != nil {
+		printErrors(stderr, err)
+		return nil, exitError
+	}
+	if cfg.Postgres.URL == "" {
+		fmt.Fprintf(stderr, "venn %s: postgres.url is not set in %s\n", cmd, path)
+		return nil, exitError
+	}
+	return cfg, exitOK
+}
+
+// cliLogger logs warnings and errors (or more, by log.level) to stderr,
+// so they interleave with the progress lines but don't drown them.
+func cliLogger(cfg *app.Config, stderr io.Writer) *slog.Logger {
+	level := slog.LevelWarn
+	var l slog.Level
+	if l.UnmarshalText([]byte(cfg.Log.Level)) == nil && l > level {
+		level = l
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(stderr, opts))
+}

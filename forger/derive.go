@@ -1,0 +1,123 @@
+package forger
+
+import (
+	"encoding/json"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/jsonscan"
+)
+
+// Source answers a call from blocks venn holds (the head window, the
+// history store); ok is false when it cannot answer exactly as the node.
+type Source func(method string, params json.RawMessage) (res json.RawMessage, ok bool)
+
+// derived maps each method Derive answers to the block call it reads and
+// its number of parameters.
+var derived = map[string]struct {
+	block string
+	args  int
+}{
+	"eth_getHeaderByNumber":             {"eth_getBlockByNumber", 1},
+	"eth_getHeaderByHash":               {"eth_getBlockByHash", 1},
+	"eth_getUncleByBlockNumberAndIndex": {"eth_getBlockByNumber", 2},
+	"eth_getUncleByBlockHashAndIndex":   {"eth_getBlockByHash", 2},
+}
+
+// Derives reports whether Derive may answer method.
+func Derives(method string) bool {
+	_, ok := derived[method]
+	return ok
+}
+
+// bodyFields are what geth's RPCMarshalBlock adds to RPCMarshalHeader: a
+// block without them is the header, byte for byte (geth marshals both as
+// maps, with sorted keys).
+var bodyFields = [...]string{"size", "transactions", "uncles", "withdrawals"}
+
+// Derive answers method from a block src holds:
+//   - eth_getHeaderByNumber, eth_getHeaderByHash: the block without its body
+//     fields, or null where the block is null;
+//   - eth_getUncleByBlock{Number,Hash}AndIndex: null for a null block or an
+//     index past the block's uncles (every block since the merge has none);
+//     an uncle itself is not held, so that call is left to the node.
+//
+// The block parameter is handed to src as sent, so src's reading of it
+// (geth's) decides; ok is false whenever src cannot answer or the params
+// are not exactly what geth reads, and the call goes on.
+func Derive(method string, params json.RawMessage, src Source) (json.RawMessage, bool) {
+	d, ok := derived[method]
+	if !ok {
+		return nil, false
+	}
+	var a [2][]byte
+	if !evm.Args(params, a[:d.args]) {
+		return nil, false
+	}
+	var index uint64
+	if d.args == 2 {
+		if index, ok = evm.ArgQuantity(a[1]); !ok {
+			return nil, false
+		}
+	}
+	block, ok := src(d.block, json.RawMessage("["+string(a[0])+",false]"))
+	switch {
+	case !ok:
+		return nil, false
+	case string(block) == "null":
+		return resultNull, true
+	case d.args == 1:
+		return without(block, bodyFields[:])
+	}
+	uncles := jsonscan.Member(block, "uncles")
+	if len(uncles) == 0 || uncles[0] != '[' {
+		return nil, false
+	}
+	it := jsonscan.Array{Data: uncles, I: 1}
+	var count uint64
+	for {
+		if _, ok := it.Next(); !ok {
+			break
+		}
+		count++
+	}
+	if index >= count {
+		return resultNull, true
+	}
+	return nil, false
+}
+
+// without returns the JSON object obj without the named members, the
+// others as they are, in order.
+func without(obj []byte, names []string) (json.RawMessage, bool) {
+	i := jsonscan.SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	it := jsonscan.Object{Data: obj, I: i + 1}
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		drop := false
+		for _, n := range names {
+			if string(k) == n {
+				drop = true
+				break
+			}
+		}
+		if drop {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, '"', ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), true
+}

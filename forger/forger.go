@@ -1,0 +1,272 @@
+package forger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// buildAttempts bounds the tries to assemble one block's receipts when
+// they disagree with the block (it was reorged between the calls).
+const buildAttempts = 3
+
+// Forger builds a chain's answers from other calls through its remotes.
+// Safe for concurrent use.
+type Forger struct {
+	up       Upstream
+	receipts *Receipts
+}
+
+// New returns a forger over up; log may be nil. It does no I/O.
+func New(up Upstream, log *slog.Logger) *Forger {
+	return &Forger{up: up, receipts: NewReceipts(up, log)}
+}
+
+// HandlerUpstream adapts a jrpc.Handler (the chain's remotes as the router
+// sees them) to an Upstream. verify is not applied: a handler that checks
+// answers (remotes.VerifiedClient) does so on its own.
+func HandlerUpstream(h jrpc.Handler) Upstream {
+	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+		return h.ServeRPC(ctx, &jrpc.Request{Method: method, Params: params})
+	}
+}
+
+// Receipts is the forger's receipts fetcher.
+func (f *Forger) Receipts() *Receipts { return f.receipts }
+
+// resultNull is geth's answer for a block it does not have.
+var resultNull = json.RawMessage("null")
+
+// errCannotBuild: the params are of a shape the builder leaves to the node.
+var errCannotBuild = errors.New("cannot build")
+
+// BlockReceipts answers eth_getBlockReceipts(params) through the remotes:
+// forwarded while some remote has the method, else assembled from the
+// block's transaction hashes and one eth_getTransactionReceipt each, which
+// is byte for byte what geth answers (null for a block it does not have).
+// built reports an assembled answer.
+func (f *Forger) BlockReceipts(ctx context.Context, params json.RawMessage) (res json.RawMessage, built bool, err error) {
+	r := f.receipts
+	if r.blockMethod() {
+		res, err := f.up(ctx, "eth_getBlockReceipts", params, nil)
+		if err == nil || !r.learn(err) {
+			return res, false, err
+		}
+	}
+	res, err = f.buildReceipts(ctx, params)
+	if errors.Is(err, errCannotBuild) {
+		// pending, malformed params, …: the remotes' own answer.
+		res, err = f.up(ctx, "eth_getBlockReceipts", params, nil)
+		return res, false, err
+	}
+	return res, err == nil, err
+}
+
+// buildReceipts assembles eth_getBlockReceipts from the block, read the
+// way geth reads the parameter (rpc.BlockNumberOrHash), and its receipts.
+func (f *Forger) buildReceipts(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+	var a [1][]byte
+	if !evm.Args(params, a[:]) {
+		return nil, errCannotBuild
+	}
+	method, ref, canonical, ok := blockCall(a[0])
+	if !ok {
+		return nil, errCannotBuild
+	}
+	var lastErr error
+	for range buildAttempts {
+		raw, err := f.up(ctx, method, json.RawMessage("["+string(ref)+",false]"), nil)
+		if err != nil {
+			return nil, err
+		}
+		if string(raw) == "null" {
+			return resultNull, nil
+		}
+		n, hash, txs, err := blockTxs(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+		if canonical {
+			if err := f.checkCanonical(ctx, n, hash); err != nil {
+				return nil, err
+			}
+		}
+		if len(txs) == 0 {
+			return emptyList, nil
+		}
+		res, err := f.receipts.perTransaction(ctx, txs)
+		if err == nil {
+			if err = ofBlock(res, hash); err == nil {
+				return res, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("receipts of block: %w", lastErr)
+}
+
+// errNotCanonical is geth's answer for an EIP-1898 hash with
+// requireCanonical whose block is not on the canonical chain.
+var errNotCanonical = &jrpc.Error{Code: -32000, Message: "hash is not currently canonical"}
+
+// checkCanonical asks whether hash is the canonical block at n.
+func (f *Forger) checkCanonical(ctx context.Context, n uint64, hash string) error {
+	raw, err := f.up(ctx, "eth_getBlockByNumber", json.RawMessage(`["`+evm.Quantity(n)+`",false]`), nil)
+	if err != nil {
+		return err
+	}
+	if _, h, _, err := blockTxs(raw); err != nil || h != hash {
+		return errNotCanonical
+	}
+	return nil
+}
+
+// blockCall maps an eth_getBlockReceipts block parameter to the call that
+// fetches that block: method, its block argument as sent, and whether an
+// EIP-1898 hash must be canonical. ok is false for pending (no receipts to
+// build) and anything that is not a block reference.
+func blockCall(raw []byte) (method string, ref []byte, canonical, ok bool) {
+	if len(raw) > 0 && raw[0] == '{' {
+		var obj struct {
+			BlockNumber      json.RawMessage `json:"blockNumber"`
+			BlockHash        json.RawMessage `json:"blockHash"`
+			RequireCanonical *bool           `json:"requireCanonical"`
+		}
+		if json.Unmarshal(raw, &obj) != nil {
+			return "", nil, false, false
+		}
+		switch {
+		case obj.BlockNumber != nil && obj.BlockHash != nil:
+			return "", nil, false, false
+		case obj.BlockHash != nil:
+			return "eth_getBlockByHash", obj.BlockHash, obj.RequireCanonical != nil && *obj.RequireCanonical, true
+		case obj.BlockNumber != nil:
+			raw = obj.BlockNumber
+		default:
+			return "", nil, false, false
+		}
+	}
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", nil, false, false
+	}
+	r, err := evm.ParseBlockRef(raw)
+	switch {
+	case err != nil, r.Kind == evm.RefPending:
+		return "", nil, false, false
+	case r.Kind == evm.RefHash:
+		return "eth_getBlockByHash", raw, false, true
+	}
+	return "eth_getBlockByNumber", raw, false, true
+}
+
+// blockTxs reads a block's number, hash (lowercase) and transaction hashes
+// (lowercase; the block may carry hashes or full transactions).
+func blockTxs(raw []byte) (n uint64, hash string, txs []string, err error) {
+	num := jsonscan.Member(raw, "number")
+	s, ok := str(num)
+	if !ok {
+		return 0, "", nil, errors.New("block without a number")
+	}
+	if n, err = evm.ParseQuantity(s); err != nil {
+		return 0, "", nil, fmt.Errorf("block number: %w", err)
+	}
+	if hash, ok = str(jsonscan.Member(raw, "hash")); !ok || len(hash) != 66 {
+		return 0, "", nil, errors.New("block without a hash")
+	}
+	list := jsonscan.Member(raw, "transactions")
+	if len(list) == 0 || list[0] != '[' {
+		return 0, "", nil, errors.New("block without transactions")
+	}
+	it := jsonscan.Array{Data: list, I: 1}
+	for {
+		v, ok := it.Next()
+		if !ok {
+			break
+		}
+		if len(v) > 0 && v[0] == '{' {
+			v = jsonscan.Member(v, "hash")
+		}
+		h, ok := str(v)
+		if !ok || len(h) != 66 {
+			return 0, "", nil, fmt.Errorf("transaction %d without a hash", len(txs))
+		}
+		txs = append(txs, h)
+	}
+	return n, strings.ToLower(hash), txs, nil
+}
+
+// ofBlock checks that every receipt in the array names the block hash: a
+// remote that reorged between the calls answers for another block.
+func ofBlock(receipts []byte, hash string) error {
+	it := jsonscan.Array{Data: receipts, I: 1}
+	for i := 0; ; i++ {
+		rc, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if h, _ := str(jsonscan.Member(rc, "blockHash")); !strings.EqualFold(h, hash) {
+			return fmt.Errorf("receipt %d is for block %s, not %s", i, h, hash)
+		}
+	}
+}
+
+// Block fetches block number n with full transactions and its receipts (by
+// the block's hash) and checks that they belong together: what the history
+// store keeps. A block the remotes do not have is ErrNoBlock.
+func (f *Forger) Block(ctx context.Context, n uint64) (*headstore.Block, error) {
+	params := json.RawMessage(`["` + evm.Quantity(n) + `",true]`)
+	var lastErr error
+	for range buildAttempts {
+		raw, err := f.up(ctx, "eth_getBlockByNumber", params, func(res json.RawMessage) evm.Verdict {
+			return evm.VerifyBlock(res, evm.BlockRef{Kind: evm.RefNumber, Number: n})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("block %d: %w", n, err)
+		}
+		if string(raw) == "null" {
+			return nil, fmt.Errorf("block %d: %w", n, ErrNoBlock)
+		}
+		b, txs, err := headstore.TxHashes(raw)
+		if err != nil {
+			return nil, fmt.Errorf("block %d: %w", n, err)
+		}
+		if b.Number != n {
+			return nil, fmt.Errorf("block %d: the remote answered block %d", n, b.Number)
+		}
+		receipts, err := f.receipts.OfBlock(ctx, b.Hash, txs, nil)
+		if err != nil {
+			return nil, fmt.Errorf("receipts of block %d: %w", n, err)
+		}
+		if b, err = headstore.ParseBlock(raw, receipts); err == nil {
+			return b, nil
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("block %d: %w", n, lastErr)
+}
+
+// ErrNoBlock: the remotes do not have the block asked for.
+var ErrNoBlock = errors.New("no remote has the block")
+
+// str returns the contents of a JSON string without escapes.
+func str(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	s := v[1 : len(v)-1]
+	if strings.IndexByte(string(s), '\\') >= 0 {
+		return "", false
+	}
+	return string(s), true
+}

@@ -1,0 +1,342 @@
+package forger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes"
+)
+
+const testChainID = 1337
+
+// errNoBlockReceipts is geth's answer for a method it does not have.
+var errNoBlockReceipts = &jrpc.Error{Code: jrpc.CodeMethodNotFound,
+	Message: "the method eth_getBlockReceipts does not exist/is not available"}
+
+// nodes starts a fake node without eth_getBlockReceipts (the remote) and
+// one with it (the reference: the same chain, as geth serves it), and a
+// pool over the first.
+func nodes(t *testing.T) (without, reference *fakenode.Node, up Upstream) {
+	t.Helper()
+	without = fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 30})
+	without.SetHook(func(method string, _ json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method == "eth_getBlockReceipts" {
+			return nil, errNoBlockReceipts, true
+		}
+		return nil, nil, false
+	})
+	reference = fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 30})
+	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "test", ChainID: testChainID,
+		BlockTime: 50 * time.Millisecond, CallDeadline: 3 * time.Second},
+		[]remotes.Config{{Name: "n0", URL: without.URL(), Timeout: time.Second}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
+	return without, reference, HandlerUpstream(pool)
+}
+
+// call makes one JSON-RPC call over HTTP and returns the raw result or
+// error object.
+func call(t *testing.T, url, method, params string) (json.RawMessage, *jrpc.Error) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply struct {
+		Result json.RawMessage `json:"result"`
+		Error  *jrpc.Error     `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		t.Fatalf("%s: %s: %v", method, raw, err)
+	}
+	return reply.Result, reply.Error
+}
+
+func TestBlockReceiptsBuiltPerTransactionEqualTheNodes(t *testing.T) {
+	without, ref, up := nodes(t)
+	f := New(up, nil)
+	hash := without.BlockHash(7)
+	tests := []struct{ name, give string }{
+		{"number", `["0x7"]`},
+		{"hash", `["` + hash + `"]`},
+		{"upper-case hash", `["0x` + strings.ToUpper(hash[2:]) + `"]`},
+		{"eip-1898 hash", `[{"blockHash":"` + hash + `"}]`},
+		{"eip-1898 canonical hash", `[{"blockHash":"` + hash + `","requireCanonical":true}]`},
+		{"eip-1898 number", `[{"blockNumber":"0x8"}]`},
+		{"latest", `["latest"]`},
+		{"genesis: no transactions", `["0x0"]`},
+		{"above the head: null", `["0x3e8"]`},
+		{"unknown hash: null", `["0x` + strings.Repeat("ab", 32) + `"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, werr := call(t, ref.URL(), "eth_getBlockReceipts", tt.give)
+			if werr != nil {
+				t.Fatalf("reference node: %v", werr)
+			}
+			got, built, err := f.BlockReceipts(context.Background(), json.RawMessage(tt.give))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !built {
+				t.Fatal("not built per transaction")
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("built\n%s\nnode\n%s", got, want)
+			}
+		})
+	}
+	if without.Calls("eth_getTransactionReceipt") == 0 {
+		t.Fatal("no eth_getTransactionReceipt calls")
+	}
+}
+
+// direct is an Upstream straight to one node, without a pool (which keeps
+// its own memory of unsupported methods).
+func direct(t *testing.T, url string) Upstream {
+	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+		res, rerr := call(t, url, method, string(params))
+		if rerr != nil {
+			return nil, rerr
+		}
+		return res, nil
+	}
+}
+
+func TestBlockReceiptsLearnsAndRechecks(t *testing.T) {
+	without, _, _ := nodes(t)
+	f := New(direct(t, without.URL()), nil)
+	now := time.Unix(1_000_000, 0)
+	f.receipts.now = func() time.Time { return now }
+	ctx := context.Background()
+	for range 3 {
+		if _, built, err := f.BlockReceipts(ctx, json.RawMessage(`["0x5"]`)); err != nil || !built {
+			t.Fatalf("built %v, err %v", built, err)
+		}
+	}
+	if got := without.Calls("eth_getBlockReceipts"); got != 1 {
+		t.Fatalf("eth_getBlockReceipts asked %d times within the recheck interval, want once", got)
+	}
+	// A remote enables the method: found at the next recheck.
+	without.SetHook(nil)
+	now = now.Add(BlockReceiptsRecheck + time.Second)
+	if _, built, err := f.BlockReceipts(ctx, json.RawMessage(`["0x5"]`)); err != nil || built {
+		t.Fatalf("after the recheck: built %v, err %v; want the remote's own answer", built, err)
+	}
+	if got := without.Calls("eth_getBlockReceipts"); got != 2 {
+		t.Fatalf("eth_getBlockReceipts asked %d times, want 2", got)
+	}
+}
+
+func TestBlockReceiptsForwardedWhileARemoteHasThem(t *testing.T) {
+	_, ref, _ := nodes(t)
+	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "test", ChainID: testChainID,
+		BlockTime: 50 * time.Millisecond, CallDeadline: 3 * time.Second},
+		[]remotes.Config{{Name: "ref", URL: ref.URL(), Timeout: time.Second}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
+	f := New(HandlerUpstream(pool), nil)
+	if _, built, err := f.BlockReceipts(context.Background(), json.RawMessage(`["0x5"]`)); err != nil || built {
+		t.Fatalf("built %v, err %v", built, err)
+	}
+	if ref.Calls("eth_getTransactionReceipt") != 0 {
+		t.Fatal("receipts fetched one by one though the remote has eth_getBlockReceipts")
+	}
+}
+
+func TestBlockReceiptsLeavesWhatItCannotBuildToTheNode(t *testing.T) {
+	_, _, up := nodes(t)
+	f := New(up, nil)
+	for _, give := range []string{`["pending"]`, `[]`, `["0x1","0x2"]`, `[true]`} {
+		_, built, err := f.BlockReceipts(context.Background(), json.RawMessage(give))
+		if built || !Unsupported("eth_getBlockReceipts", err) {
+			t.Errorf("%s: built %v, err %v; want the remotes' own answer", give, built, err)
+		}
+	}
+}
+
+func TestBlockFetchesWholeBlocks(t *testing.T) {
+	_, ref, up := nodes(t)
+	f := New(up, nil)
+	b, err := f.Block(context.Background(), 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRaw, _ := call(t, ref.URL(), "eth_getBlockByNumber", `["0x9",true]`)
+	wantRcs, _ := call(t, ref.URL(), "eth_getBlockReceipts", `["0x9"]`)
+	if b.Number != 9 || b.Hash != ref.BlockHash(9) || !bytes.Equal(b.Raw, wantRaw) || !bytes.Equal(b.Receipts, wantRcs) {
+		t.Fatalf("block %d %s: raw equal %v, receipts equal %v", b.Number, b.Hash,
+			bytes.Equal(b.Raw, wantRaw), bytes.Equal(b.Receipts, wantRcs))
+	}
+	if _, err := f.Block(context.Background(), 1000); !errors.Is(err, ErrNoBlock) {
+		t.Fatalf("block above the head: err %v, want ErrNoBlock", err)
+	}
+}
+
+// fakeChain is an Upstream over one block of n transactions whose receipt
+// calls take a moment, counting how many are in flight at once.
+type fakeChain struct {
+	txs       int
+	blockHash func(call int64) string // the block a receipt names, by receipt call number
+	calls     atomic.Int64
+	mu        sync.Mutex
+	inFlight  int
+	maxFlight int
+}
+
+func (c *fakeChain) up(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+	hash := "0x" + strings.Repeat("11", 32)
+	switch method {
+	case "eth_getBlockReceipts":
+		return nil, errNoBlockReceipts
+	case "eth_getBlockByNumber", "eth_getBlockByHash":
+		txs := make([]string, c.txs)
+		for i := range txs {
+			txs[i] = fmt.Sprintf(`"0x%064x"`, i+1)
+		}
+		return json.RawMessage(`{"hash":"` + hash + `","number":"0x5","transactions":[` + strings.Join(txs, ",") + `]}`), nil
+	case "eth_getTransactionReceipt":
+		n := c.calls.Add(1)
+		c.mu.Lock()
+		c.inFlight++
+		c.maxFlight = max(c.maxFlight, c.inFlight)
+		c.mu.Unlock()
+		select {
+		case <-time.After(2 * time.Millisecond): // hold the call open so others overlap it
+		case <-ctx.Done():
+		}
+		c.mu.Lock()
+		c.inFlight--
+		c.mu.Unlock()
+		var tx []string
+		_ = json.Unmarshal(params, &tx)
+		bh := hash
+		if c.blockHash != nil {
+			bh = c.blockHash(n)
+		}
+		return json.RawMessage(`{"blockHash":"` + bh + `","transactionHash":"` + tx[0] + `"}`), nil
+	}
+	return nil, fmt.Errorf("unexpected %s", method)
+}
+
+func TestBlockReceiptsBoundsConcurrentCalls(t *testing.T) {
+	c := &fakeChain{txs: 60}
+	f := New(c.up, nil)
+	res, built, err := f.BlockReceipts(context.Background(), json.RawMessage(`["0x5"]`))
+	if err != nil || !built {
+		t.Fatalf("built %v, err %v", built, err)
+	}
+	var rs []struct {
+		TransactionHash string `json:"transactionHash"`
+	}
+	if err := json.Unmarshal(res, &rs); err != nil || len(rs) != 60 {
+		t.Fatalf("%d receipts (%v), want 60", len(rs), err)
+	}
+	for i, r := range rs {
+		if r.TransactionHash != fmt.Sprintf("0x%064x", i+1) {
+			t.Fatalf("receipt %d is %s: out of order", i, r.TransactionHash)
+		}
+	}
+	if c.maxFlight > ReceiptConcurrency || c.maxFlight < 2 {
+		t.Fatalf("%d receipt calls in flight at most, want 2..%d", c.maxFlight, ReceiptConcurrency)
+	}
+}
+
+func TestBlockReceiptsRefusesReceiptsOfAnotherBlock(t *testing.T) {
+	// The remote reorged between the calls: its receipts name a sibling.
+	other := "0x" + strings.Repeat("22", 32)
+	c := &fakeChain{txs: 3, blockHash: func(int64) string { return other }}
+	f := New(c.up, nil)
+	if _, _, err := f.BlockReceipts(context.Background(), json.RawMessage(`["0x5"]`)); err == nil {
+		t.Fatal("receipts of another block served as the block's")
+	}
+	if got := c.calls.Load(); got != 3*buildAttempts {
+		t.Fatalf("%d receipt calls, want %d (every attempt)", got, 3*buildAttempts)
+	}
+	// A reorg seen once heals on the next attempt.
+	c = &fakeChain{txs: 3, blockHash: func(n int64) string {
+		if n == 1 {
+			return other
+		}
+		return "0x" + strings.Repeat("11", 32)
+	}}
+	f = New(c.up, nil)
+	if _, built, err := f.BlockReceipts(context.Background(), json.RawMessage(`["0x5"]`)); err != nil || !built {
+		t.Fatalf("built %v, err %v", built, err)
+	}
+}
+
+func TestDerive(t *testing.T) {
+	block := `{"difficulty":"0x0","hash":"0xaa","number":"0x5","size":"0x10","transactions":["0x01"],"uncles":[],"withdrawals":[],"withdrawalsRoot":"0xbb"}`
+	src := func(method string, params json.RawMessage) (json.RawMessage, bool) {
+		switch string(params) {
+		case `["0x5",false]`, `["0x` + strings.Repeat("aa", 32) + `",false]`:
+			return json.RawMessage(block), true
+		case `["0x9",false]`:
+			return json.RawMessage(`null`), true
+		}
+		return nil, false
+	}
+	h := `"0x` + strings.Repeat("aa", 32) + `"`
+	tests := []struct {
+		method, give, want string
+		ok                 bool
+	}{
+		{"eth_getHeaderByNumber", `["0x5"]`, `{"difficulty":"0x0","hash":"0xaa","number":"0x5","withdrawalsRoot":"0xbb"}`, true},
+		{"eth_getHeaderByHash", `[` + h + `]`, `{"difficulty":"0x0","hash":"0xaa","number":"0x5","withdrawalsRoot":"0xbb"}`, true},
+		{"eth_getHeaderByNumber", `["0x9"]`, `null`, true},
+		{"eth_getHeaderByNumber", `["0x6"]`, ``, false},
+		{"eth_getHeaderByNumber", `["0x5",true]`, ``, false},
+		{"eth_getUncleByBlockNumberAndIndex", `["0x5","0x0"]`, `null`, true},
+		{"eth_getUncleByBlockHashAndIndex", `[` + h + `,"0x1"]`, `null`, true},
+		{"eth_getUncleByBlockNumberAndIndex", `["0x9","0x0"]`, `null`, true},
+		{"eth_getUncleByBlockNumberAndIndex", `["0x5","0x00"]`, ``, false},
+		{"eth_getUncleByBlockNumberAndIndex", `["0x5"]`, ``, false},
+		{"eth_getBalance", `["0x5"]`, ``, false},
+	}
+	for _, tt := range tests {
+		got, ok := Derive(tt.method, json.RawMessage(tt.give), src)
+		if ok != tt.ok || string(got) != tt.want {
+			t.Errorf("%s%s = %s, %v; want %s, %v", tt.method, tt.give, got, ok, tt.want, tt.ok)
+		}
+	}
+	// A block with uncles: an index within them is the node's to answer.
+	withUncles := func(string, json.RawMessage) (json.RawMessage, bool) {
+		return json.RawMessage(`{"uncles":["0x01","0x02"]}`), true
+	}
+	if _, ok := Derive("eth_getUncleByBlockNumberAndIndex", json.RawMessage(`["0x5","0x1"]`), withUncles); ok {
+		t.Error("an uncle the block has was answered without its header")
+	}
+	if got, ok := Derive("eth_getUncleByBlockNumberAndIndex", json.RawMessage(`["0x5","0x2"]`), withUncles); !ok || string(got) != "null" {
+		t.Errorf("index past the uncles = %s, %v; want null", got, ok)
+	}
+}

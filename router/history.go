@@ -1,0 +1,320 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/forger"
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// History is the chain's history store as the router uses it: settled
+// blocks, receipts and logs in Postgres.
+type History interface {
+	// Answer answers a call from stored data exactly as the node would;
+	// ok is false when the store cannot, err when Postgres failed.
+	Answer(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, ok bool, err error)
+	// Covered returns the stored sub-ranges of [from, to], ascending.
+	Covered(ctx context.Context, from, to uint64) ([]blockstore.Range, error)
+	// Logs returns the logs in [from, to] matching an eth_getLogs
+	// filter, in order; the range must be covered.
+	Logs(ctx context.Context, filter json.RawMessage, from, to uint64) (json.RawMessage, error)
+	// Put stores settled blocks with their receipts.
+	Put(ctx context.Context, blocks []*headstore.Block) error
+}
+
+var _ History = (*blockstore.Chain)(nil)
+
+// logsConcurrency bounds the parts of one eth_getLogs served in parts (from
+// the store and the remotes) that run at once; the remotes split their
+// parts further under their own bounds.
+const logsConcurrency = 4
+
+// settled reports whether block n is at or below the cluster's settled
+// line: only such numbers are read from history or written through to it.
+func (rt *Router) settled(n uint64) bool {
+	if rt.cfg.Settled == nil {
+		return false
+	}
+	line, ok := rt.cfg.Settled()
+	return ok && n <= line
+}
+
+// fromHistory answers a call from the history store when it reads a
+// settled block the store holds. missed reports a settled block (or a
+// hash) the store did not hold: the remotes' answer is worth writing
+// through. A Postgres failure is neither answered nor missed: the remotes
+// answer, and the store's own metric and log tell of the outage.
+func (rt *Router) fromHistory(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, ok, missed bool) {
+	switch method {
+	case "eth_getBlockByNumber", "eth_getTransactionByBlockNumberAndIndex",
+		"eth_getBlockTransactionCountByNumber", "eth_getUncleCountByBlockNumber", "eth_getBlockReceipts":
+		ref, err := evm.ParseBlockRef(evm.Param(params, 0))
+		if err != nil {
+			return nil, false, false
+		}
+		switch {
+		case ref.Kind == evm.RefNumber && rt.settled(ref.Number):
+		case ref.Kind == evm.RefHash && method == "eth_getBlockReceipts":
+		default:
+			// A tag the head window could not pin, a block above the
+			// settled line: not history's.
+			return nil, false, false
+		}
+	case "eth_getBlockByHash", "eth_getTransactionByBlockHashAndIndex",
+		"eth_getBlockTransactionCountByHash", "eth_getUncleCountByBlockHash",
+		"eth_getTransactionByHash", "eth_getTransactionReceipt":
+		// Only settled blocks are stored: a hash found is settled.
+	default:
+		return nil, false, false
+	}
+	res, ok, err := rt.history.Answer(ctx, method, params)
+	switch {
+	case err != nil:
+		return nil, false, false
+	case ok:
+		return res, true, false
+	}
+	return nil, false, true
+}
+
+// errStore marks a history part of a split eth_getLogs that failed: the
+// whole call then goes to the remotes.
+var errStore = errors.New("history store")
+
+// logs answers eth_getLogs from the history store where its range is
+// settled and stored, and the rest of the range from the head window or
+// the remotes, merged in block order: the node's answer, in fewer upstream
+// calls. done is false when history holds none of it (or failed, or the
+// filter is not one geth would read as venn does): the caller forwards the
+// call whole, and the node answers, errors included.
+func (rt *Router) logs(ctx context.Context, params json.RawMessage) (res json.RawMessage, done bool, err error) {
+	var a [1][]byte
+	var f evm.LogFilter
+	if !evm.Args(params, a[:]) || !f.Parse(a[0]) {
+		return nil, false, nil
+	}
+	if f.ByHash {
+		res, ok, err := rt.history.Answer(ctx, "eth_getLogs", params)
+		return res, ok && err == nil, nil
+	}
+	from, to, ok := rt.logRange(f.From, f.To)
+	if !ok || !rt.settled(from) {
+		return nil, false, nil
+	}
+	line, _ := rt.cfg.Settled()
+	covered, cerr := rt.history.Covered(ctx, from, min(to, line))
+	if cerr != nil || len(covered) == 0 {
+		return nil, false, nil
+	}
+	filter := json.RawMessage(a[0])
+	parts := logParts(from, to, covered)
+	out := make([]json.RawMessage, len(parts))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(logsConcurrency)
+	for i, p := range parts {
+		g.Go(func() error {
+			var err error
+			if p.stored {
+				if out[i], err = rt.history.Logs(gctx, filter, p.from, p.to); err != nil {
+					return errors.Join(errStore, err)
+				}
+				return nil
+			}
+			if out[i], err = rt.upstreamLogs(gctx, params, p.from, p.to); err == nil && !isArray(out[i]) {
+				err = errors.New("eth_getLogs part is not an array")
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if errors.Is(err, errStore) {
+			return nil, false, nil
+		}
+		return nil, true, err
+	}
+	if len(out) == 1 {
+		return out[0], true, nil
+	}
+	return mergeArrays(out), true, nil
+}
+
+// logRange resolves a filter's range to numbers: tags against the head
+// window's tags, which only a fresh window may give. ok is false for
+// ranges the node would refuse or that venn cannot pin: reversed, above
+// the head, pending, earliest (the node's history cutoff).
+func (rt *Router) logRange(fromRef, toRef evm.BlockRef) (from, to uint64, ok bool) {
+	var tags headstore.Tags
+	fresh := rt.fresh()
+	if fresh {
+		tags, fresh = rt.head.Tags()
+	}
+	resolve := func(ref evm.BlockRef) (uint64, bool) {
+		switch ref.Kind {
+		case evm.RefNumber:
+			return ref.Number, true
+		case evm.RefLatest:
+			return tags.Latest, fresh && tags.Latest != 0
+		case evm.RefSafe:
+			return tags.Safe, fresh && tags.Safe != 0
+		case evm.RefFinalized:
+			return tags.Finalized, fresh && tags.Finalized != 0
+		}
+		return 0, false
+	}
+	from, okFrom := resolve(fromRef)
+	to, okTo := resolve(toRef)
+	if !okFrom || !okTo || from > to {
+		return 0, 0, false
+	}
+	// A range past the head is the node's to refuse; below the settled
+	// line every number exists.
+	if !rt.settled(to) && (!fresh || to > tags.Latest) {
+		return 0, 0, false
+	}
+	return from, to, true
+}
+
+// logPart is one piece of a split eth_getLogs range: from the store or
+// from upstream.
+type logPart struct {
+	from, to uint64
+	stored   bool
+}
+
+// logParts cuts [from, to] into the covered ranges (ascending, within
+// [from, to]) and the gaps between and after them.
+func logParts(from, to uint64, covered []blockstore.Range) []logPart {
+	var parts []logPart
+	next := from
+	for _, c := range covered {
+		a, b := max(c.From, from), min(c.To, to)
+		if a > b || a < next {
+			continue
+		}
+		if a > next {
+			parts = append(parts, logPart{from: next, to: a - 1})
+		}
+		parts = append(parts, logPart{from: a, to: b, stored: true})
+		next = b + 1
+		if b == to {
+			return parts
+		}
+	}
+	return append(parts, logPart{from: next, to: to})
+}
+
+// upstreamLogs answers eth_getLogs over [from, to] from the head window
+// when it holds the range, else from the remotes (which split it as they
+// must).
+func (rt *Router) upstreamLogs(ctx context.Context, params json.RawMessage, from, to uint64) (json.RawMessage, error) {
+	sub, err := evm.WithRange(params, from, to)
+	if err != nil {
+		return nil, err
+	}
+	if rt.fresh() {
+		if res, ok := rt.head.Answer("eth_getLogs", sub); ok {
+			return res, nil
+		}
+	}
+	return rt.remotes.ServeRPC(ctx, &jrpc.Request{Method: "eth_getLogs", Params: sub})
+}
+
+func isArray(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']'
+}
+
+// mergeArrays joins JSON arrays in order without decoding their elements;
+// every part is an array.
+func mergeArrays(parts []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, p := range parts {
+		n += len(p)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	first := true
+	for _, p := range parts {
+		p = bytes.TrimSpace(p)
+		if len(p) < 2 || p[0] != '[' {
+			continue
+		}
+		inner := bytes.TrimSpace(p[1 : len(p)-1])
+		if len(inner) == 0 {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		out = append(out, inner...)
+		first = false
+	}
+	return append(out, ']')
+}
+
+// stored answers what the history store and the forger can, and forwards
+// (writing through what the store lacked) what they cannot but know of.
+// handled is false for calls that are neither's: the caller forwards them.
+func (rt *Router) stored(ctx context.Context, req *jrpc.Request) (res json.RawMessage, handled bool, err error) {
+	if forger.Derives(req.Method) {
+		res, ok := forger.Derive(req.Method, req.Params, func(method string, params json.RawMessage) (json.RawMessage, bool) {
+			if rt.fresh() {
+				if res, ok := rt.head.Answer(method, params); ok {
+					return res, true
+				}
+			}
+			if rt.history == nil {
+				return nil, false
+			}
+			res, ok, _ := rt.fromHistory(ctx, method, params)
+			return res, ok
+		})
+		if ok {
+			rt.forged.Inc()
+		}
+		return res, ok, nil
+	}
+	missed := false
+	if rt.history != nil {
+		if req.Method == "eth_getLogs" {
+			res, done, err := rt.logs(ctx, req.Params)
+			if done {
+				rt.fromStore.Inc()
+			}
+			return res, done, err
+		}
+		res, ok, m := rt.fromHistory(ctx, req.Method, req.Params)
+		if ok {
+			rt.fromStore.Inc()
+			return res, true, nil
+		}
+		missed = m
+	}
+	switch {
+	case req.Method == "eth_getBlockReceipts":
+		var built bool
+		res, built, err = rt.forge.BlockReceipts(ctx, req.Params)
+		if built {
+			rt.forged.Inc()
+		} else {
+			rt.forwarded.Inc()
+		}
+	case missed:
+		rt.forwarded.Inc()
+		res, err = rt.remotes.ServeRPC(ctx, req)
+	default:
+		return nil, false, nil
+	}
+	if err == nil && missed {
+		rt.wt.offer(req.Method, req.Params, res)
+	}
+	return res, true, err
+}

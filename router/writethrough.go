@@ -1,0 +1,185 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/forger"
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/jsonscan"
+)
+
+// DefaultWriteThroughQueue is how many blocks may wait to be written
+// through to the history store; more are dropped (and counted).
+const DefaultWriteThroughQueue = 256
+
+// Outcomes of venn_history_writethrough_total.
+const (
+	wtQueued    = "queued"    // a block entered the queue
+	wtDuplicate = "duplicate" // already queued or being written
+	wtDropped   = "dropped"   // the queue was full
+	wtStored    = "stored"    // written to the store
+	wtOrphan    = "orphan"    // the hash asked for is not the canonical block at its number
+	wtConflict  = "conflict"  // the store refused it: a stored neighbour disagrees
+	wtFailed    = "failed"    // fetching or storing failed
+)
+
+// writeThrough writes settled blocks that clients fetched from the remotes
+// (because the store lacked them) to the history store, whole: the block
+// with its transactions and receipts, fetched again by the forger. Its
+// queue is bounded and deduplicated by block number; a block that finds it
+// full is dropped (the stalker's archive or a backfill stores it later).
+// Run's caller owns its worker.
+type writeThrough struct {
+	history History
+	forge   *forger.Forger
+	settled func(uint64) bool
+	log     *slog.Logger
+	queue   chan wtJob
+	out     *prometheus.CounterVec // by outcome, curried with the chain
+
+	mu      sync.Mutex
+	pending map[uint64]struct{} // queued or being written
+}
+
+// wtJob is one block to write through; hash, when known, is the block the
+// client saw, which must be the canonical one.
+type wtJob struct {
+	number uint64
+	hash   string
+}
+
+func newWriteThrough(h History, f *forger.Forger, settled func(uint64) bool, size int,
+	log *slog.Logger, out *prometheus.CounterVec) *writeThrough {
+	if size <= 0 {
+		size = DefaultWriteThroughQueue
+	}
+	return &writeThrough{history: h, forge: f, settled: settled, log: log, out: out,
+		queue: make(chan wtJob, size), pending: make(map[uint64]struct{})}
+}
+
+// offer queues the block that res (a remote's answer to method) is or
+// belongs to, when it is settled. number is the block the params named,
+// when they named one by number (an empty receipts list names no block).
+func (w *writeThrough) offer(method string, params, res json.RawMessage) {
+	job, ok := blockOf(method, params, res)
+	if !ok || !w.settled(job.number) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.pending[job.number]; ok {
+		w.out.WithLabelValues(wtDuplicate).Inc()
+		return
+	}
+	select {
+	case w.queue <- job:
+		w.pending[job.number] = struct{}{}
+		w.out.WithLabelValues(wtQueued).Inc()
+	default:
+		w.out.WithLabelValues(wtDropped).Inc()
+	}
+}
+
+// run writes queued blocks until ctx ends.
+func (w *writeThrough) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case job := <-w.queue:
+			outcome := w.safeWrite(ctx, job)
+			w.out.WithLabelValues(outcome).Inc()
+			w.mu.Lock()
+			delete(w.pending, job.number)
+			w.mu.Unlock()
+		}
+	}
+}
+
+// safeWrite is write that survives a panic: one bad block must not stop
+// the write-through.
+func (w *writeThrough) safeWrite(ctx context.Context, job wtJob) (outcome string) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("write-through: panic", "block", job.number, "panic", p)
+			outcome = wtFailed
+		}
+	}()
+	return w.write(ctx, job)
+}
+
+// write fetches the block by number (canonical, being settled) and stores
+// it; a client's hash that is not that block is an orphan and is not.
+func (w *writeThrough) write(ctx context.Context, job wtJob) string {
+	b, err := w.forge.Block(ctx, job.number)
+	if err != nil {
+		w.log.Debug("write-through: fetch", "block", job.number, "err", err)
+		return wtFailed
+	}
+	if job.hash != "" && b.Hash != job.hash {
+		return wtOrphan
+	}
+	if !w.settled(b.Number) {
+		return wtFailed // the settled line went back (a deep reorg): not now
+	}
+	if err := w.history.Put(ctx, []*headstore.Block{b}); err != nil {
+		if errors.Is(err, blockstore.ErrConflict) {
+			w.log.Warn("write-through: the store refused a block", "block", job.number, "hash", b.Hash, "err", err)
+			return wtConflict
+		}
+		w.log.Debug("write-through: store", "block", job.number, "err", err)
+		return wtFailed
+	}
+	return wtStored
+}
+
+// blockOf reads which block a remote's answer is or belongs to: a block's
+// number and hash, a receipt's or transaction's block, the block of a
+// receipts list (or the number the params named, for an empty one).
+func blockOf(method string, params, res json.RawMessage) (wtJob, bool) {
+	if len(res) == 0 || res[0] == 'n' {
+		return wtJob{}, false
+	}
+	numKey, hashKey := "blockNumber", "blockHash"
+	obj := []byte(res)
+	switch method {
+	case "eth_getBlockByNumber", "eth_getBlockByHash":
+		numKey, hashKey = "number", "hash"
+	case "eth_getTransactionReceipt", "eth_getTransactionByHash":
+	case "eth_getBlockReceipts":
+		it := jsonscan.Array{Data: res, I: jsonscan.SkipSpace(res, 0) + 1}
+		first, ok := it.Next()
+		if !ok {
+			ref, err := evm.ParseBlockRef(evm.Param(params, 0))
+			if err != nil || ref.Kind != evm.RefNumber {
+				return wtJob{}, false
+			}
+			return wtJob{number: ref.Number}, true
+		}
+		obj = first
+	default:
+		return wtJob{}, false
+	}
+	var s string
+	if json.Unmarshal(jsonscan.Member(obj, numKey), &s) != nil {
+		return wtJob{}, false // a pending transaction has no block yet
+	}
+	n, err := evm.ParseQuantity(s)
+	if err != nil {
+		return wtJob{}, false
+	}
+	var h string
+	if json.Unmarshal(jsonscan.Member(obj, hashKey), &h) != nil || len(h) != 66 {
+		return wtJob{}, false
+	}
+	return wtJob{number: n, hash: strings.ToLower(h)}, true
+}

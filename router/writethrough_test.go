@@ -1,0 +1,117 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/forger"
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// inProcess is an Upstream that serves calls from a fake node's handler
+// without a listener.
+func inProcess(n *fakenode.Node) forger.Upstream {
+	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + string(params) + `}`
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		n.Handler().ServeHTTP(rec, req)
+		var reply struct {
+			Result json.RawMessage `json:"result"`
+			Error  *jrpc.Error     `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
+			return nil, err
+		}
+		if reply.Error != nil {
+			return nil, reply.Error
+		}
+		return reply.Result, nil
+	}
+}
+
+// putHistory records what Put stores; put decides its answer.
+type putHistory struct {
+	fakeHistory
+	mu     sync.Mutex
+	stored []*headstore.Block
+	put    func(b *headstore.Block) error
+	done   chan struct{} // one value per Put
+}
+
+func (h *putHistory) Put(_ context.Context, blocks []*headstore.Block) error {
+	defer func() { h.done <- struct{}{} }()
+	if err := h.put(blocks[0]); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.stored = append(h.stored, blocks...)
+	h.mu.Unlock()
+	return nil
+}
+
+func TestWriteThroughStoresCanonicalSettledBlocks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	node := fakenode.New(fakenode.Options{ChainID: 1337, Head: 50})
+	defer node.Close()
+	h := &putHistory{done: make(chan struct{}, 8), put: func(b *headstore.Block) error {
+		if b.Number == 7 {
+			return fmt.Errorf("put: %w", blockstore.ErrConflict)
+		}
+		return nil
+	}}
+	m := NewMetrics(nil)
+	out := m.writeThrough.MustCurryWith(prometheus.Labels{"chain": "c"})
+	w := newWriteThrough(h, forger.New(inProcess(node), nil), func(n uint64) bool { return n <= 40 }, 8, discard(), out)
+	block := func(n uint64, hash string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"number":"0x%x","hash":"%s"}`, n, hash))
+	}
+	w.offer("eth_getBlockByNumber", nil, block(5, node.BlockHash(5)))
+	w.offer("eth_getBlockByHash", nil, block(6, "0x"+strings.Repeat("ee", 32))) // a sibling of block 6
+	w.offer("eth_getBlockByNumber", nil, block(7, node.BlockHash(7)))
+	w.offer("eth_getBlockReceipts", json.RawMessage(`["0x8"]`), json.RawMessage(`[]`))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.run(ctx) })
+	deadline := time.After(10 * time.Second)
+	for range 3 { // Puts of 5, 7 and 8; the orphan is never put
+		select {
+		case <-h.done:
+		case <-deadline:
+			t.Fatal("write-through did not put the blocks")
+		}
+	}
+	cancel()
+	wg.Wait()
+	for outcome, want := range map[string]float64{wtQueued: 4, wtStored: 2, wtOrphan: 1, wtConflict: 1} {
+		if got := testutil.ToFloat64(out.WithLabelValues(outcome)); got != want {
+			t.Errorf("outcome %s: %v, want %v", outcome, got, want)
+		}
+	}
+	if len(h.stored) != 2 || h.stored[0].Hash != node.BlockHash(5) || h.stored[1].Number != 8 {
+		t.Fatalf("stored %d blocks", len(h.stored))
+	}
+	if _, err := headstore.Split(h.stored[0]); err != nil {
+		t.Fatalf("stored block is not whole: %v", err)
+	}
+	if len(w.pending) != 0 {
+		t.Fatalf("%d blocks still marked pending", len(w.pending))
+	}
+}
