@@ -59,6 +59,11 @@ type vennOptions struct {
 	// limits is YAML for the limits section's body (two-space indented
 	// lines), empty for the defaults.
 	limits string
+	// blockTime is the chain's block_time; empty for 1s.
+	blockTime string
+	// urls are more remotes, after nodes' and named on from them: each
+	// an HTTP and a WebSocket URL (a node gethtest does not run).
+	urls [][2]string
 }
 
 // startVenn starts venn with one chain, "dev", in front of nodes (named g1,
@@ -97,9 +102,15 @@ func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn
 	if opts.limits != "" {
 		fmt.Fprintf(&y, "limits:\n%s\n", opts.limits)
 	}
-	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: 1s\n    remotes:\n", chainName, gethtest.ChainID)
+	if opts.blockTime == "" {
+		opts.blockTime = "1s"
+	}
+	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: %s\n    remotes:\n", chainName, gethtest.ChainID, opts.blockTime)
 	for i, g := range nodes {
 		fmt.Fprintf(&y, "      - {name: g%d, url: %q, ws_url: %q}\n", i+1, g.HTTPURL(), g.WSURL())
+	}
+	for i, u := range opts.urls {
+		fmt.Fprintf(&y, "      - {name: g%d, url: %q, ws_url: %q}\n", len(nodes)+i+1, u[0], u[1])
 	}
 	cfg, err := app.Parse([]byte(y.String()))
 	if err != nil {
