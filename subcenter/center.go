@@ -29,13 +29,13 @@ import (
 	"github.com/venn-gateway/venn/jrpc"
 )
 
-// Close codes and reasons a client sees when it is disconnected.
+// The close code and reason a client too slow for its queue sees.
 const (
-	closeSlow      = 1008 // policy violation
-	slowReason     = "subscriber too slow: notification queue full"
-	pendingKind    = "newPendingTransactions"
-	notifyCapacity = 64 // initial queue slice capacity
+	closeSlow  = 1008 // policy violation
+	slowReason = "subscriber too slow: notification queue full"
 )
+
+const pendingKind = "newPendingTransactions"
 
 // Options configure a chain's Center; zero fields take jrpc's defaults
 // for the limits of the same names.
@@ -70,7 +70,6 @@ type Center struct {
 	heads   map[*sub]struct{}
 	logs    logIndex
 	pending map[string]*relayGroup // by the upstream params
-	running bool
 
 	// The dispatcher's own: the canonical chain subscribers have been told.
 	view []*headstore.Parts
@@ -136,7 +135,7 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 // Run dispatches the window's changes to subscribers until ctx ends.
 func (c *Center) Run(ctx context.Context) {
 	c.mu.Lock()
-	c.ctx, c.running = ctx, true
+	c.ctx = ctx // relays started from now on end with it
 	c.mu.Unlock()
 	defer c.wg.Wait()
 	for {

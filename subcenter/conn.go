@@ -26,6 +26,9 @@ type conn struct {
 	closed  bool
 }
 
+// notifyCapacity is a queue's first capacity: a block's few notifications.
+const notifyCapacity = 64
+
 type item struct {
 	s       *sub
 	payload []byte
