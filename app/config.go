@@ -627,7 +627,9 @@ func (c *Config) applyDefaults() {
 		setDefault(&ch.Head.Window, headstore.DefaultWindow)
 		setDefault(&ch.Head.Backfill, 4*ch.Head.Window)
 		setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
-		setDefault(&ch.History.Confirmations, stalker.DefaultConfirmations)
+		// The leader archives from its window: the default stays well
+		// inside a small one.
+		setDefault(&ch.History.Confirmations, min(stalker.DefaultConfirmations, uint64(ch.Head.Window)/2))
 		setDefault(&ch.History.Batch, stalker.DefaultArchiveBatch)
 		ch.applyHedgeScoringDefaults()
 		if ch.Integrity.Stalker == nil {

@@ -3,7 +3,8 @@
 #   scripts/test.sh
 # It checks the toolchain, makes sure Redis (127.0.0.1:6379) and Postgres
 # (127.0.0.1:5432) answer, builds geth v1.17.10 for the end-to-end tests
-# (exported as VENN_GETH), runs go vet and the race-enabled test suite, and,
+# (exported as VENN_GETH), installs the e2e viem test's Node packages (npm ci
+# in e2e/viem), runs go vet and the race-enabled test suite, and,
 # when ../shared/conformance exists, replays the execution-apis conformance
 # suite through a freshly built venn in front of geth.
 # Non-interactive; exits non-zero on the first failure.
@@ -70,6 +71,18 @@ fi
 [ -x "$GETH" ] || die "geth was not built at $GETH"
 export VENN_GETH=$GETH
 echo "VENN_GETH=$VENN_GETH"
+
+step "viem for the e2e viem test (npm ci in e2e/viem)"
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+  die "node and npm are missing (the e2e viem test needs Node.js 18 or newer): apt-get install -y nodejs npm"
+node --version
+VIEM=$ROOT/e2e/viem
+# npm ci once per package-lock.json: the stamp is the lock it installed.
+if ! cmp -s "$VIEM/package-lock.json" "$VIEM/node_modules/.venn-installed-lock" 2>/dev/null; then
+  (cd "$VIEM" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in e2e/viem failed"
+  cp "$VIEM/package-lock.json" "$VIEM/node_modules/.venn-installed-lock"
+fi
+echo "viem $(node -p "require('$VIEM/node_modules/viem/package.json').version")"
 
 step "go vet"
 go vet ./...
