@@ -40,6 +40,12 @@ type Options struct {
 // stored.
 var ErrConflict = errors.New("blockstore: block conflicts with a stored neighbour")
 
+// ErrInvalidBlock is returned by Put for a block the store cannot hold
+// exactly (not a block with receipts as headstore.ParseBlock checks them,
+// a log with more than four topics, control characters in its JSON);
+// nothing of the batch is stored. Retrying does not help.
+var ErrInvalidBlock = errors.New("blockstore: block cannot be stored")
+
 // ErrTooLarge is returned by Logs when the answer would pass maxAnswerBytes;
 // the caller asks the remotes, which split the range.
 var ErrTooLarge = errors.New("blockstore: answer too large")
@@ -133,7 +139,7 @@ func (p *Postgres) Close() {
 // a probe gets an answer again.
 func (p *Postgres) Up() bool { return p.up.Load() }
 
-// Chain returns the store of one chain; name labels its logs.
+// Chain returns the store of one chain; name labels its errors.
 func (p *Postgres) Chain(chainID uint64, name string) *Chain {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "venn blockstore put %d", chainID)
@@ -172,7 +178,8 @@ func (p *Postgres) do(ctx context.Context, op string, idempotent bool, fn func(c
 		err = fn(ctx)
 	}
 	switch {
-	case err == nil, errors.Is(err, ErrConflict), errors.Is(err, ErrTooLarge), errors.Is(err, errMalformed):
+	case err == nil, errors.Is(err, ErrConflict), errors.Is(err, ErrTooLarge), errors.Is(err, errMalformed),
+		errors.Is(err, ErrInvalidBlock):
 		return err
 	case ctx.Err() != nil:
 		return err // the caller gave up: nothing said about Postgres

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 
@@ -15,15 +16,20 @@ import (
 )
 
 // putAttempts bounds Put's retries of a transaction that lost a race with a
-// concurrent Put of the same blocks (unique violation, deadlock).
+// concurrent Put (unique violation, deadlock); the range locks make that
+// rare.
 const putAttempts = 3
+
+// lockSpan is how many consecutive block numbers one range lock covers.
+const lockSpan = 128
 
 // Put stores settled blocks with their receipts in one transaction (COPY),
 // marks their numbers covered (merging ranges), is idempotent (a block
 // already stored under the same hash is skipped) and refuses with
 // ErrConflict, storing nothing, a batch holding a block that disagrees
 // with a stored block: another hash at its number, or a parent link to a
-// stored or batched neighbour that does not hold.
+// stored or batched neighbour that does not hold. ErrInvalidBlock: a block
+// it cannot store. Any other error: Postgres failed.
 func (c *Chain) Put(ctx context.Context, blocks []*headstore.Block) error {
 	rows, err := prepare(blocks)
 	if err != nil || len(rows) == 0 {
@@ -50,10 +56,10 @@ func prepare(blocks []*headstore.Block) ([]*blockRows, error) {
 	for _, b := range blocks {
 		r, err := encode(b)
 		if err != nil {
-			return nil, fmt.Errorf("blockstore: block %d: %w", b.Number, err)
+			return nil, fmt.Errorf("%w: block %d: %w", ErrInvalidBlock, b.Number, err)
 		}
 		if r.number > math.MaxInt64 {
-			return nil, fmt.Errorf("blockstore: block number %d out of range", r.number)
+			return nil, fmt.Errorf("%w: block number %d out of range", ErrInvalidBlock, r.number)
 		}
 		rows = append(rows, r)
 	}
@@ -92,6 +98,12 @@ func (c *Chain) put(ctx context.Context, rows []*blockRows) (int, error) {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
+	// Puts of the same or neighbouring blocks take turns from here on, so
+	// that the second sees what the first stored; Puts of distant ranges
+	// run side by side.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`, c.rangeLocks(rows)); err != nil {
+		return 0, err
+	}
 	nums := make([]int64, len(rows))
 	for i, r := range rows {
 		nums[i] = int64(r.number)
@@ -116,9 +128,8 @@ func (c *Chain) put(ctx context.Context, rows []*blockRows) (int, error) {
 	if err := c.copy(ctx, tx, fresh); err != nil {
 		return 0, err
 	}
-	// Put's checks of stored neighbours see every Put committed before
-	// this one takes the lock, so two concurrent Puts of neighbouring
-	// blocks cannot both miss each other. The writes above run unlocked.
+	// The checks of stored neighbours and the coverage merge see every Put
+	// of the chain committed before this one takes the chain's lock.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, c.lockKey); err != nil {
 		return 0, err
 	}
@@ -247,6 +258,26 @@ SELECT $1, LEAST($2, min(from_block)), GREATEST($3, max(to_block)) FROM gone`, c
 		return fmt.Errorf("coverage: %w", err)
 	}
 	return nil
+}
+
+// rangeLocks returns the advisory lock keys of the spans holding ascending
+// rows and their neighbours, sorted: taken in that order, they cannot
+// deadlock.
+func (c *Chain) rangeLocks(rows []*blockRows) []int64 {
+	var keys []int64
+	for _, run := range runs(rows) {
+		from, to := run[0].number, run[len(run)-1].number
+		if from > 0 {
+			from--
+		}
+		for span := from / lockSpan; span <= (to+1)/lockSpan; span++ {
+			h := fnv.New64a()
+			fmt.Fprintf(h, "venn blockstore range %d %d", c.id, span)
+			keys = append(keys, int64(h.Sum64()))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // runs splits ascending rows into runs of consecutive numbers.

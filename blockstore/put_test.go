@@ -270,7 +270,7 @@ func TestUnusualJSON(t *testing.T) {
 
 	bad := synthChain(t, "c", 5, 5, 1)[0]
 	bad.Raw = bytes.Replace(bad.Raw, []byte(`"miner":`), []byte("\x01\"miner\":"), 1)
-	if err := c.Put(context.Background(), []*headstore.Block{bad}); err == nil {
-		t.Fatal("stored a block with a control character")
+	if err := c.Put(context.Background(), []*headstore.Block{bad}); !errors.Is(err, ErrInvalidBlock) {
+		t.Fatalf("Put of a block with a control character: %v, want ErrInvalidBlock", err)
 	}
 }
