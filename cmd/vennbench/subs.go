@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -87,8 +88,32 @@ func parseSubsFlags(args []string, stderr io.Writer) (subsConfig, int) {
 // subscriber is one client: its subscription and what it received.
 type subscriber struct {
 	kind  string // "newHeads", "logs/address", "logs/address+topic"
-	heads []string
-	lat   []time.Duration
+	got   []receipt
+	heads []string        // newHeads of timed blocks, in order
+	lat   []time.Duration // of timed blocks
+}
+
+// receipt is one notification as read: its block and when.
+type receipt struct {
+	hash string
+	at   time.Time
+}
+
+// resolve times the notifications of blocks published once timing began:
+// the bench follows the feed alongside the replica, which may deliver a
+// block before the bench has read when it was published.
+func (s *subscriber) resolve(p *publishLog) {
+	for _, r := range s.got {
+		t, ok := p.at(r.hash)
+		if !ok {
+			continue
+		}
+		if s.kind == "newHeads" {
+			s.heads = append(s.heads, r.hash)
+		}
+		s.lat = append(s.lat, r.at.Sub(t))
+	}
+	s.got = nil
 }
 
 func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) error {
@@ -157,6 +182,19 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 		}
 	}
 	defer closeAll()
+	// Each subscriber reads from the moment it is subscribed, so that no
+	// notification waits in a socket for its reader to start; only blocks
+	// published once every subscriber is in are timed.
+	var rg sync.WaitGroup
+	var readErrs atomic.Int64
+	var reading atomic.Bool
+	reading.Store(true)
+	stopReading := func() {
+		reading.Store(false)
+		closeAll()
+		rg.Wait()
+	}
+	defer stopReading()
 	contracts, topics := fakenode.Contracts(), fakenode.Topic0s()
 	var g errgroup.Group
 	g.SetLimit(subsDialers)
@@ -178,6 +216,11 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 				return fmt.Errorf("subscriber %d: %w", i, err)
 			}
 			subs[i], conns[i] = s, c
+			rg.Go(func() {
+				if err := readNotes(c, s); err != nil && reading.Load() {
+					readErrs.Add(1)
+				}
+			})
 			return nil
 		})
 	}
@@ -189,29 +232,14 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 		return err
 	}
 
-	// Read until the blocks are in, then stop.
-	start := published.count()
+	// Time the next blocks, then stop.
+	start := published.startTiming()
 	cpuBefore, err := cpuTime(f.proc.pid())
 	if err != nil {
 		return err
 	}
 	wall := time.Now()
-	var rg sync.WaitGroup
-	var readErrs atomic.Int64
-	var reading atomic.Bool
-	reading.Store(true)
-	stopReading := func() {
-		reading.Store(false)
-		closeAll()
-	}
-	defer stopReading()
-	for i, c := range conns {
-		rg.Go(func() {
-			if err := readNotes(c, subs[i], published); err != nil && reading.Load() {
-				readErrs.Add(1)
-			}
-		})
-	}
+	ownBefore := ownCPU()
 	deadline := time.After(time.Duration(cfg.Blocks+20) * cfg.BlockTime * 4)
 	for published.count() < start+cfg.Blocks {
 		select {
@@ -235,13 +263,16 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 		return err
 	}
 	stopReading()
-	rg.Wait()
+	selfCPU := ownCPU() - ownBefore
+	for _, s := range subs {
+		s.resolve(published)
+	}
 	if done, werr := f.proc.exited(); done {
 		return fmt.Errorf("the follower exited during the run: %v%s", werr, f.proc.stderrNote())
 	}
 	writeSubs(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()), cfg, subs,
 		subsFigures{rssIdle: rssIdle, rssSubscribed: rssSubscribed, rssEnd: rssEnd, cpu: cpuAfter - cpuBefore,
-			elapsed: elapsed, readErrs: readErrs.Load()})
+			elapsed: elapsed, readErrs: readErrs.Load(), clients: selfCPU})
 	return nil
 }
 
@@ -271,7 +302,7 @@ func subscribeWS(ctx context.Context, url, params string) (*rawWS, error) {
 
 // readNotes reads s's notifications until its connection is closed,
 // timing each against its block's publish time.
-func readNotes(c *rawWS, s *subscriber, published *publishLog) error {
+func readNotes(c *rawWS, s *subscriber) error {
 	for {
 		data, err := c.read()
 		if err != nil {
@@ -288,20 +319,26 @@ func readNotes(c *rawWS, s *subscriber, published *publishLog) error {
 			continue
 		}
 		hash := string(raw[1 : len(raw)-1])
-		if s.kind == "newHeads" {
-			s.heads = append(s.heads, hash)
-		}
-		if t, ok := published.at(hash); ok {
-			s.lat = append(s.lat, at.Sub(t))
-		}
+		s.got = append(s.got, receipt{hash, at})
 	}
 }
 
-// publishLog is when the leader published each block, by hash.
+// publishLog is when the leader published each block, by hash, for the
+// blocks published since startTiming.
 type publishLog struct {
-	mu    sync.RWMutex
-	times map[string]time.Time
-	n     int
+	mu     sync.RWMutex
+	times  map[string]time.Time
+	n      int
+	timing bool
+}
+
+// startTiming times the blocks published from now on; it returns how many
+// were published before.
+func (p *publishLog) startTiming() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timing = true
+	return p.n
 }
 
 func newPublishLog() *publishLog { return &publishLog{times: map[string]time.Time{}} }
@@ -317,7 +354,9 @@ func (p *publishLog) follow(ctx context.Context, rs *redisServer) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for _, b := range ev.Added {
-			p.times[b.Hash] = t
+			if p.timing {
+				p.times[b.Hash] = t
+			}
 			p.n++
 		}
 		return nil
@@ -361,7 +400,7 @@ func rssOf(pid int) (int64, error) {
 
 type subsFigures struct {
 	rssIdle, rssSubscribed, rssEnd int64
-	cpu, elapsed                   time.Duration
+	cpu, elapsed, clients          time.Duration
 	readErrs                       int64
 }
 
@@ -413,5 +452,17 @@ func writeSubs(w io.Writer, env string, cfg subsConfig, subs []*subscriber, fig 
 		float64(max(fig.rssSubscribed, fig.rssEnd)-fig.rssIdle)/1024/float64(len(subs)))
 	fmt.Fprintf(w, "follower CPU: %v over %v (%.0f%% of one core)\n", fig.cpu.Round(time.Millisecond),
 		fig.elapsed.Round(time.Millisecond), 100*fig.cpu.Seconds()/fig.elapsed.Seconds())
+	fmt.Fprintf(w, "subscribers' CPU (this process): %v, %.1f µs per notification; the follower's: %.1f µs per notification\n",
+		fig.clients.Round(time.Millisecond), float64(fig.clients.Microseconds())/float64(max(notes, 1)),
+		float64(fig.cpu.Microseconds())/float64(max(notes, 1)))
 	fmt.Fprintf(w, "newHeads subscribers with a head twice: %d; with fewer than %d heads: %d\n", dupes, cfg.Blocks, gaps)
+}
+
+// ownCPU is this process's user and system CPU time so far.
+func ownCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
