@@ -434,3 +434,83 @@ func (h histogram) quantile(q float64) float64 {
 	}
 	return lower
 }
+
+// benchCluster is what the cluster benches run: a private redis-server, the
+// upstream child (started with upstreamArgs) and venn replicas, a leader
+// and followers, all in a temp dir removed by stop.
+type benchCluster struct {
+	l         *loader
+	rs        *redisServer
+	up        *child
+	upURL     string
+	leader    *replica
+	followers []*replica
+	tmp       string
+}
+
+// startBenchCluster starts a benchCluster; on error, whatever it started is
+// stopped. vennBin empty builds ./cmd/venn.
+func startBenchCluster(ctx context.Context, name, vennBin string, stderr io.Writer, followers []string,
+	upstreamArgs ...string) (_ *benchCluster, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("own executable: %w", err)
+	}
+	b := &benchCluster{}
+	if b.tmp, err = os.MkdirTemp("", "vennbench-"+name+"-"); err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			b.stop()
+		}
+	}()
+	if vennBin, err = buildVennIfNeeded(ctx, vennBin, b.tmp, stderr); err != nil {
+		return nil, err
+	}
+	if b.l, err = newLoader(); err != nil {
+		return nil, err
+	}
+	if b.rs, err = startRedis(ctx, b.tmp); err != nil {
+		return nil, err
+	}
+	args := append([]string{"upstream", "-listen", "127.0.0.1:0"}, upstreamArgs...)
+	if b.up, b.upURL, err = startChild(ctx, "upstream", true, exe, args...); err != nil {
+		return nil, err
+	}
+	if err = b.l.waitReady(ctx, b.upURL, b.up, childReadyTimeout); err != nil {
+		return nil, err
+	}
+	b.leader, b.followers, err = startCluster(ctx, b.l, vennBin, b.tmp, b.rs, b.upURL, followers)
+	return b, err
+}
+
+// replicas are the leader, then the followers.
+func (b *benchCluster) replicas() []*replica { return append([]*replica{b.leader}, b.followers...) }
+
+// exited reports the first process of the run that is gone.
+func (b *benchCluster) exited() error {
+	for _, c := range append([]*child{b.up, b.rs.proc}, procsOf(b.replicas())...) {
+		if done, werr := c.exited(); done {
+			return fmt.Errorf("%s exited during the run: %v%s", c.name, werr, c.stderrNote())
+		}
+	}
+	return nil
+}
+
+func (b *benchCluster) stop() {
+	for _, f := range b.followers {
+		f.stop()
+	}
+	b.leader.stop()
+	if b.up != nil {
+		b.up.stop()
+	}
+	if b.rs != nil {
+		b.rs.stop()
+	}
+	if b.l != nil {
+		b.l.close()
+	}
+	os.RemoveAll(b.tmp)
+}

@@ -11,7 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -115,51 +114,17 @@ func parsePropagationFlags(args []string, stderr io.Writer) (propConfig, int) {
 // propagationBench runs the propagation bench and prints the report on
 // stdout.
 func propagationBench(ctx context.Context, cfg propConfig, stdout, stderr io.Writer) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("own executable: %w", err)
-	}
-	tmp, err := os.MkdirTemp("", "vennbench-propagation-")
-	if err != nil {
-		return fmt.Errorf("temp dir: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	vennBin, err := buildVennIfNeeded(ctx, cfg.Venn, tmp, stderr)
-	if err != nil {
-		return err
-	}
-	l, err := newLoader()
-	if err != nil {
-		return err
-	}
-	defer l.close()
-
-	rs, err := startRedis(ctx, tmp)
-	if err != nil {
-		return err
-	}
-	defer rs.stop()
-	up, upURL, err := startChild(ctx, "upstream", true, exe, "upstream", "-listen", "127.0.0.1:0", "-control")
-	if err != nil {
-		return err
-	}
-	defer up.stop()
-	if err := l.waitReady(ctx, upURL, up, childReadyTimeout); err != nil {
-		return err
-	}
 	var ids []string
 	for i := range cfg.Followers {
 		ids = append(ids, "f"+strconv.Itoa(i+1))
 	}
-	leader, fs, err := startCluster(ctx, l, vennBin, tmp, rs, upURL, ids)
+	bc, err := startBenchCluster(ctx, "propagation", cfg.Venn, stderr, ids, "-control")
 	if err != nil {
 		return err
 	}
-	defer leader.stop()
-	for _, f := range fs {
-		defer f.stop()
-	}
-	replicas := append([]*replica{leader}, fs...)
+	defer bc.stop()
+	l, rs, up, upURL := bc.l, bc.rs, bc.up, bc.upURL
+	replicas := bc.replicas()
 
 	pctx, stopPolling := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -216,10 +181,8 @@ func propagationBench(ctx context.Context, cfg propConfig, stdout, stderr io.Wri
 	if err := rs.checkLeader(ctx, replicas...); err != nil {
 		return err
 	}
-	for _, c := range append([]*child{up, rs.proc}, procsOf(replicas)...) {
-		if done, werr := c.exited(); done {
-			return fmt.Errorf("%s exited during the run: %v%s", c.name, werr, c.stderrNote())
-		}
+	if err := bc.exited(); err != nil {
+		return err
 	}
 	writePropagation(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()),
 		cfg, replicas, blocks, before, after)

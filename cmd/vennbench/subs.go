@@ -117,45 +117,12 @@ func (s *subscriber) resolve(p *publishLog) {
 }
 
 func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("own executable: %w", err)
-	}
-	tmp, err := os.MkdirTemp("", "vennbench-subs-")
-	if err != nil {
-		return fmt.Errorf("temp dir: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	vennBin, err := buildVennIfNeeded(ctx, cfg.Venn, tmp, stderr)
+	bc, err := startBenchCluster(ctx, "subs", cfg.Venn, stderr, []string{"f1"}, "-block-time", cfg.BlockTime.String())
 	if err != nil {
 		return err
 	}
-	l, err := newLoader()
-	if err != nil {
-		return err
-	}
-	defer l.close()
-	rs, err := startRedis(ctx, tmp)
-	if err != nil {
-		return err
-	}
-	defer rs.stop()
-	up, upURL, err := startChild(ctx, "upstream", true, exe, "upstream", "-listen", "127.0.0.1:0",
-		"-block-time", cfg.BlockTime.String())
-	if err != nil {
-		return err
-	}
-	defer up.stop()
-	if err := l.waitReady(ctx, upURL, up, childReadyTimeout); err != nil {
-		return err
-	}
-	leader, fs, err := startCluster(ctx, l, vennBin, tmp, rs, upURL, []string{"f1"})
-	if err != nil {
-		return err
-	}
-	defer leader.stop()
-	f := fs[0]
-	defer f.stop()
+	defer bc.stop()
+	rs, f := bc.rs, bc.followers[0]
 
 	// Publish times, by block hash, from the feed itself.
 	published := newPublishLog()
@@ -267,8 +234,8 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	for _, s := range subs {
 		s.resolve(published)
 	}
-	if done, werr := f.proc.exited(); done {
-		return fmt.Errorf("the follower exited during the run: %v%s", werr, f.proc.stderrNote())
+	if err := bc.exited(); err != nil {
+		return err
 	}
 	writeSubs(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()), cfg, subs,
 		subsFigures{rssIdle: rssIdle, rssSubscribed: rssSubscribed, rssEnd: rssEnd, cpu: cpuAfter - cpuBefore,
