@@ -1,12 +1,13 @@
 // Package router is a chain's front door: it decides, per call, which part
 // of venn answers it. venn itself answers what it knows from config
-// (eth_chainId); subscriptions go to the subcenter; the head window answers near-head blocks, receipts and logs;
-// the history store answers settled blocks, receipts and logs (history.go:
-// parts of a log range it lacks come from the remotes, and settled blocks
-// fetched from them are written through, writethrough.go); the forger
-// builds what no remote has (eth_getBlockReceipts per transaction) or what
-// a held block answers (headers); everything else goes to the remotes pool,
-// with latest, safe and finalized pinned to the cluster's numbers.
+// (eth_chainId); subscriptions go to the subcenter; the head window answers
+// near-head blocks, receipts and logs; the history store answers settled
+// blocks, receipts and logs (history.go: parts of a log range it lacks come
+// from the remotes, and settled blocks fetched from them are written
+// through, writethrough.go); the forger builds what no remote has
+// (eth_getBlockReceipts per transaction) or what a held block answers
+// (headers); everything else goes to the remotes pool, with latest, safe
+// and finalized pinned to the cluster's numbers.
 package router
 
 import (
