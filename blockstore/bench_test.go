@@ -46,8 +46,7 @@ func busyBlocks(tb testing.TB, g *gethtest.Geth, n int) []*headstore.Block {
 	mustJSON(tb, call("eth_accounts"), &accounts)
 	dev := accounts[0]
 	deploy := func(runtime string) string {
-		code := fmt.Sprintf("0x60%02x80600b6000396000f3", len(runtime)/2) + runtime
-		rc := waitReceipt(tb, g, sendTx(tb, g, map[string]any{"from": dev, "data": code}))
+		rc := waitReceipt(tb, g, gethtest.Send(tb, g, map[string]any{"from": dev, "data": gethtest.DeployCode(runtime)}))
 		return rc.ContractAddress
 	}
 	token, emitter := deploy(tokenRuntime), deploy(gethtest.EmitterRuntime)
@@ -92,7 +91,7 @@ func busyBlocks(tb testing.TB, g *gethtest.Geth, n int) []*headstore.Block {
 		for i, tx := range txs {
 			tx["from"], tx["nonce"] = dev, "0x"+strconv.FormatUint(first+uint64(i), 16)
 			tx["maxFeePerGas"], tx["maxPriorityFeePerGas"] = "0x174876e800", "0x3b9aca00"
-			hashes[i] = sendTx(tb, g, tx)
+			hashes[i] = gethtest.Send(tb, g, tx)
 		}
 		rc := waitReceipt(tb, g, hashes[0])
 		if last := waitReceipt(tb, g, hashes[len(hashes)-1]); rc.BlockHash != last.BlockHash {
@@ -107,17 +106,6 @@ func busyBlocks(tb testing.TB, g *gethtest.Geth, n int) []*headstore.Block {
 type minedReceipt struct {
 	BlockHash       string `json:"blockHash"`
 	ContractAddress string `json:"contractAddress"`
-}
-
-func sendTx(tb testing.TB, g *gethtest.Geth, tx map[string]any) string {
-	tb.Helper()
-	res, err := g.Call(context.Background(), "eth_sendTransaction", tx)
-	if err != nil {
-		tb.Fatalf("eth_sendTransaction: %v", err)
-	}
-	var h string
-	mustJSON(tb, res, &h)
-	return h
 }
 
 func waitReceipt(tb testing.TB, g *gethtest.Geth, tx string) minedReceipt {

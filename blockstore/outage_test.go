@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -19,93 +16,6 @@ import (
 
 	"github.com/venn-gateway/venn/internal/pgtest"
 )
-
-// tcpProxy forwards a fixed loopback port to Postgres and can be stopped
-// (every connection cut, the port closed) and started again: an outage
-// of the database as the store sees it.
-type tcpProxy struct {
-	t      testing.TB
-	addr   string
-	target string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func newProxy(t testing.TB, target string) *tcpProxy {
-	p := &tcpProxy{t: t, target: target, conns: map[net.Conn]struct{}{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.stop)
-	return p
-}
-
-// start listens on the proxy's port again.
-func (p *tcpProxy) start() {
-	var ln net.Listener
-	var err error
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if ln, err = net.Listen("tcp", p.addr); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // the port is still being released
-	}
-	if err != nil {
-		p.t.Fatalf("proxy: listen again on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
-}
-
-func (p *tcpProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-			p.mu.Unlock()
-			pipe := func(dst, src net.Conn) {
-				_, _ = io.Copy(dst, src)
-				dst.Close()
-				src.Close()
-			}
-			p.wg.Go(func() { pipe(up, c) })
-			p.wg.Go(func() { pipe(c, up) })
-		}
-	})
-}
-
-// stop closes the port and cuts every connection.
-func (p *tcpProxy) stop() {
-	p.mu.Lock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
 
 // logBuffer collects a logger's output.
 type logBuffer struct {
@@ -147,19 +57,12 @@ func waitUp(t *testing.T, p *Postgres) {
 // say so once per outage, and reads resume when Postgres is back, without
 // a restart.
 func TestOutage(t *testing.T) {
-	u := pgtest.New(t)
-	target, err := url.Parse(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := newProxy(t, target.Host)
-	via := *target
-	via.Host = proxy.addr
-	proxy.stop() // down before the store starts
+	proxy := pgtest.NewProxy(t, pgtest.New(t))
+	proxy.Stop() // down before the store starts
 
 	logs := &logBuffer{}
 	reg := prometheus.NewRegistry()
-	p, err := Open(context.Background(), via.String(), Options{
+	p, err := Open(context.Background(), proxy.URL(), Options{
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), Registerer: reg})
 	if err != nil {
 		t.Fatalf("Open with Postgres down: %v", err)
@@ -176,7 +79,7 @@ func TestOutage(t *testing.T) {
 		t.Fatal("Put succeeded with Postgres down")
 	}
 
-	proxy.start()
+	proxy.Start()
 	waitUp(t, p)
 	mustPut(t, c, blocks...)
 	block := `["0x3",true]`
@@ -189,7 +92,7 @@ func TestOutage(t *testing.T) {
 	}
 
 	// Down while serving: every kind of call fails, and at once.
-	proxy.stop()
+	proxy.Stop()
 	before := testutil.ToFloat64(p.m.errors.WithLabelValues(opAnswer))
 	for range 20 {
 		if _, ok, err := c.Answer(ctx, "eth_getBlockByNumber", []byte(block)); err == nil || ok {
@@ -220,7 +123,7 @@ func TestOutage(t *testing.T) {
 		t.Fatalf("venn_blockstore_errors_total{op=answer} rose by %v, want 21", got)
 	}
 
-	proxy.start()
+	proxy.Start()
 	waitUp(t, p)
 	got, ok := answer(t, c, "eth_getBlockByNumber", block)
 	if !ok || !bytes.Equal(got, want) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/pgtest"
 )
 
 // answer calls Answer and fails the test on a Postgres error.
@@ -63,7 +64,7 @@ func rowCounts(t testing.TB, u string) string {
 
 func TestPutIdempotentAndCovered(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	u := pgtestNew(t)
+	u := pgtest.New(t)
 	p := openURL(t, u, reg)
 	c := p.Chain(1, "one")
 	ctx := context.Background()
@@ -138,7 +139,7 @@ func TestPutIdempotentAndCovered(t *testing.T) {
 // TestPutConflict: a batch holding a block that disagrees with a stored
 // block or with a neighbour is refused whole.
 func TestPutConflict(t *testing.T) {
-	u := pgtestNew(t)
+	u := pgtest.New(t)
 	p := openURL(t, u, nil)
 	c := p.Chain(1, "one")
 	a := synthChain(t, "a", 0, 30, 3)
@@ -193,7 +194,7 @@ func TestPutConflict(t *testing.T) {
 // neighbouring, all succeed and store each block once; of two
 // neighbouring batches that disagree, one is refused.
 func TestPutConcurrent(t *testing.T) {
-	u := pgtestNew(t)
+	u := pgtest.New(t)
 	p := openURL(t, u, nil)
 	c := p.Chain(1, "one")
 	a := synthChain(t, "a", 0, 99, 2)

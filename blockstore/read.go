@@ -217,6 +217,21 @@ func (l *logScan) dest() []any {
 	return []any{&l.number, &l.txIndex, &l.txHash, &l.address, &l.topics[0], &l.topics[1], &l.topics[2], &l.topics[3], &l.log}
 }
 
+// collectLogs is a batch query's callback that scans its rows, of
+// logCols, into logs.
+func collectLogs(logs *[]logScan) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		for rows.Next() {
+			var l logScan
+			if err := rows.Scan(l.dest()...); err != nil {
+				return err
+			}
+			*logs = append(*logs, l)
+		}
+		return rows.Err()
+	}
+}
+
 // appendTo appends the log's JSON, as the node sent it, to dst.
 func (l *logScan) appendTo(dst []byte) ([]byte, error) {
 	// The dict's values go in one buffer on the stack: this runs once per
@@ -303,16 +318,7 @@ func (c *Chain) answerReceipts(ctx context.Context, r *request) (json.RawMessage
 		})
 	var logs []logScan
 	batch.Queue(`SELECT `+logCols+` FROM logs l WHERE chain_id = $1 AND `+inChild+` ORDER BY log_index`, c.id, arg).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var l logScan
-				if err := rows.Scan(l.dest()...); err != nil {
-					return err
-				}
-				logs = append(logs, l)
-			}
-			return rows.Err()
-		})
+		Query(collectLogs(&logs))
 	if err := c.p.pool.SendBatch(ctx, &batch).Close(); err != nil {
 		return nil, false, err
 	}
@@ -320,7 +326,7 @@ func (c *Chain) answerReceipts(ctx context.Context, r *request) (json.RawMessage
 		return nil, false, nil
 	}
 	d := blockDict(hash, uint64(number), uint64(time), nil)
-	parts := make([][]byte, len(txs))
+	parts := make([]json.RawMessage, len(txs))
 	for i, t := range txs {
 		d[slotTxHash] = quoteHex(nil, t.hash)
 		var mine []logScan
@@ -337,27 +343,7 @@ func (c *Chain) answerReceipts(ctx context.Context, r *request) (json.RawMessage
 	if len(logs) > 0 {
 		return nil, false, fmt.Errorf("%w: block %d has logs of no transaction", errMalformed, number)
 	}
-	return join(parts), true, nil
-}
-
-// join returns the parts as a JSON array.
-func join(parts [][]byte) json.RawMessage {
-	if len(parts) == 0 {
-		return resultEmptyList
-	}
-	n := 1
-	for _, p := range parts {
-		n += len(p) + 1
-	}
-	out := make([]byte, 0, n)
-	out = append(out, '[')
-	for i, p := range parts {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, p...)
-	}
-	return append(out, ']')
+	return jsonscan.JoinValues(parts), true, nil
 }
 
 // answerTx: eth_getTransactionByHash and eth_getTransactionReceipt.
@@ -391,16 +377,7 @@ func (c *Chain) answerTx(ctx context.Context, r *request) (json.RawMessage, bool
 		batch.Queue(`SELECT `+logCols+` FROM logs l
 			JOIN transactions t ON t.chain_id = l.chain_id AND t.block_number = l.block_number AND t.idx = l.tx_index
 			WHERE t.chain_id = $1 AND t.hash = $2 ORDER BY l.block_number, l.log_index`, c.id, h).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var l logScan
-					if err := rows.Scan(l.dest()...); err != nil {
-						return err
-					}
-					logs = append(logs, l)
-				}
-				return rows.Err()
-			})
+			Query(collectLogs(&logs))
 	}
 	if err := c.p.pool.SendBatch(ctx, &batch).Close(); err != nil {
 		return nil, false, err

@@ -12,9 +12,6 @@ import (
 	"github.com/venn-gateway/venn/internal/pgtest"
 )
 
-// pgtestNew returns the URL of a fresh migrated database.
-func pgtestNew(t testing.TB) string { return pgtest.New(t) }
-
 // open opens a store on a fresh migrated database.
 func open(t testing.TB) (*Postgres, string) {
 	t.Helper()

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
@@ -21,36 +19,34 @@ import (
 // check that covers it must fail, and name itself.
 func TestIntegrityGethChain(t *testing.T) {
 	g := gethtest.Start(t, gethtest.Options{})
-	warmBlobSigning(t, g)
-	c := hsProduce(t, g)
-	hsCheckChain(t, c)
+	c := gethtest.Produce(t, g)
 
 	infos := map[common.Hash]*evm.BlockInfo{}
 	lookup := func(h common.Hash) *evm.BlockInfo { return infos[h] }
 	counts := map[string]int{}
-	for _, b := range c.blocks {
-		for _, want := range []evm.BlockRef{{Kind: evm.RefNumber, Number: b.number}, {Kind: evm.RefHash, Hash: b.hash}} {
-			v := evm.VerifyBlock(b.raw, want)
+	for _, b := range c.Blocks {
+		for _, want := range []evm.BlockRef{{Kind: evm.RefNumber, Number: b.Number}, {Kind: evm.RefHash, Hash: b.Hash}} {
+			v := evm.VerifyBlock(b.Raw, want)
 			if len(v.Failed) > 0 || len(v.Skipped) > 0 {
-				t.Fatalf("block %d: failed %v, skipped %v", b.number, v.Failed, v.Skipped)
+				t.Fatalf("block %d: failed %v, skipped %v", b.Number, v.Failed, v.Skipped)
 			}
 			for _, ch := range []evm.Check{evm.CheckBlockRef, evm.CheckBlockHash, evm.CheckTxRoot, evm.CheckWithdrawalsRoot} {
 				if !v.Passed.Has(ch) {
-					t.Errorf("block %d: %v not checked", b.number, ch)
+					t.Errorf("block %d: %v not checked", b.Number, ch)
 				}
 			}
 			infos[v.Block.Hash] = v.Block
 		}
 		// The same block with transaction hashes only: the header still.
-		hashOnly := g.MustCall(t, "eth_getBlockByNumber", hex(b.number), false)
+		hashOnly := g.MustCall(t, "eth_getBlockByNumber", hex(b.Number), false)
 		if v := evm.VerifyBlock(hashOnly, evm.BlockRef{}); len(v.Failed) > 0 || !v.Passed.Has(evm.CheckBlockHash) {
-			t.Errorf("block %d without transactions: %+v", b.number, v)
+			t.Errorf("block %d without transactions: %+v", b.Number, v)
 		}
-		rv := evm.VerifyReceipts(b.rcs, evm.BlockRef{Kind: evm.RefHash, Hash: b.hash}, lookup)
+		rv := evm.VerifyReceipts(b.Receipts, evm.BlockRef{Kind: evm.RefHash, Hash: b.Hash}, lookup)
 		if len(rv.Failed) > 0 || len(rv.Skipped) > 0 || !rv.Passed.Has(evm.CheckReceiptsRoot) {
-			t.Fatalf("receipts of %d: %+v", b.number, rv)
+			t.Fatalf("receipts of %d: %+v", b.Number, rv)
 		}
-		for _, tx := range b.txs {
+		for _, tx := range b.Txs {
 			one := g.MustCall(t, "eth_getTransactionReceipt", tx)
 			if v := evm.VerifyReceipt(one); len(v.Failed) > 0 || !v.Passed.Has(evm.CheckLogsBloom) {
 				t.Errorf("receipt of %s: %+v", tx, v)
@@ -59,25 +55,25 @@ func TestIntegrityGethChain(t *testing.T) {
 		var txs []struct {
 			Type string `json:"type"`
 		}
-		mustUnmarshal(t, member(t, b.raw, "transactions"), &txs)
+		mustUnmarshal(t, member(t, b.Raw, "transactions"), &txs)
 		for _, tx := range txs {
 			counts[tx.Type]++
 		}
 	}
-	t.Logf("%d blocks verified, transactions by type %v", len(c.blocks), counts)
+	t.Logf("%d blocks verified, transactions by type %v", len(c.Blocks), counts)
 
 	// The block with the most transactions, and the blob transaction's.
-	var busy, blob hsBlock
-	for _, b := range c.blocks {
-		if len(b.txs) > len(busy.txs) {
+	var busy, blob gethtest.Block
+	for _, b := range c.Blocks {
+		if len(b.Txs) > len(busy.Txs) {
 			busy = b
 		}
-		if strings.Contains(string(b.raw), `"type":"0x3"`) {
+		if strings.Contains(string(b.Raw), `"type":"0x3"`) {
 			blob = b
 		}
 	}
-	if len(busy.txs) < 5 || blob.raw == nil {
-		t.Fatalf("no block with many transactions (%d) or no blob block", len(busy.txs))
+	if len(busy.Txs) < 5 || blob.Raw == nil {
+		t.Fatalf("no block with many transactions (%d) or no blob block", len(busy.Txs))
 	}
 
 	type m = map[string]any
@@ -94,7 +90,7 @@ func TestIntegrityGethChain(t *testing.T) {
 	other := "0x" + strings.Repeat("5a", 32)
 	blockCases := []struct {
 		name  string
-		block hsBlock
+		block gethtest.Block
 		give  func(b m)
 		want  []string
 	}{
@@ -118,8 +114,8 @@ func TestIntegrityGethChain(t *testing.T) {
 	}
 	for _, tc := range blockCases {
 		t.Run("block "+tc.name, func(t *testing.T) {
-			raw := retouch(t, tc.block.raw, tc.give)
-			v := evm.VerifyBlock(raw, evm.BlockRef{Kind: evm.RefNumber, Number: tc.block.number})
+			raw := retouch(t, tc.block.Raw, tc.give)
+			v := evm.VerifyBlock(raw, evm.BlockRef{Kind: evm.RefNumber, Number: tc.block.Number})
 			if got := failedChecks(v); !slices.Equal(got, tc.want) {
 				t.Fatalf("failed %v, want %v", got, tc.want)
 			}
@@ -153,7 +149,7 @@ func TestIntegrityGethChain(t *testing.T) {
 	for _, tc := range receiptCases {
 		t.Run("receipts "+tc.name, func(t *testing.T) {
 			var rs []any
-			if err := json.Unmarshal(busy.rcs, &rs); err != nil {
+			if err := json.Unmarshal(busy.Receipts, &rs); err != nil {
 				t.Fatal(err)
 			}
 			tc.give(rs)
@@ -161,30 +157,11 @@ func TestIntegrityGethChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := evm.VerifyReceipts(raw, evm.BlockRef{Kind: evm.RefHash, Hash: busy.hash}, lookup)
+			v := evm.VerifyReceipts(raw, evm.BlockRef{Kind: evm.RefHash, Hash: busy.Hash}, lookup)
 			if got := failedChecks(v); !slices.Equal(got, tc.want) {
 				t.Fatalf("failed %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-// warmBlobSigning has geth sign a blob transaction once, without the 10 s
-// bound of gethtest.Call: geth loads its KZG setup on the first one, which
-// takes longer than that on a busy machine, and hsProduce's own signing
-// would time out.
-func warmBlobSigning(t *testing.T, g *gethtest.Geth) {
-	t.Helper()
-	var accounts []string
-	mustUnmarshal(t, g.MustCall(t, "eth_accounts"), &accounts)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if _, err := g.Call(ctx, "eth_signTransaction", map[string]any{
-		"from": accounts[0], "to": accounts[0], "nonce": "0x0", "gas": hsCallGas,
-		"maxFeePerGas": hsGasPrice, "maxPriorityFeePerGas": "0x1", "maxFeePerBlobGas": hsBlobFee,
-		"blobs": []string{"0x" + strings.Repeat("00", hsBlobBytes)},
-	}); err != nil {
-		t.Fatalf("sign a blob transaction: %v", err)
 	}
 }
 

@@ -52,7 +52,7 @@ type subFilter struct {
 // third topic of LOG3 is the calldata, which the tests set per call.
 func subLogFilters(e0, e1 string, from uint64) []subFilter {
 	q := strconv.Quote
-	t := func(n uint64) string { return q(hsTopic(n)) }
+	t := func(n uint64) string { return q(gethtest.Topic(n)) }
 	return []subFilter{
 		{"none", `{}`},
 		{"address", `{"address":` + q(e0) + `}`},
@@ -94,7 +94,7 @@ func TestSubscribeEthclientMatchesGeth(t *testing.T) {
 	dev := accounts[0]
 	var emitters [2]string
 	for i := range emitters {
-		rc := waitReceipt(t, g, hsSend(t, g, map[string]any{"from": dev, "data": gethtest.EmitterCode()}))
+		rc := waitReceipt(t, g, gethtest.Send(t, g, map[string]any{"from": dev, "data": gethtest.EmitterCode()}))
 		emitters[i] = rc.ContractAddress
 	}
 	v := startVenn(t, []*gethtest.Geth{g}, vennOptions{})
@@ -115,8 +115,8 @@ func TestSubscribeEthclientMatchesGeth(t *testing.T) {
 	var last uint64
 	for r := uint64(1); r <= subRounds; r++ {
 		txs := []string{
-			hsSend(t, g, map[string]any{"from": dev, "to": emitters[0], "data": hsTopic(r)}),
-			hsSend(t, g, map[string]any{"from": dev, "to": emitters[1], "data": hsTopic(100 + r)}),
+			gethtest.Send(t, g, map[string]any{"from": dev, "to": emitters[0], "data": gethtest.Topic(r)}),
+			gethtest.Send(t, g, map[string]any{"from": dev, "to": emitters[1], "data": gethtest.Topic(100 + r)}),
 		}
 		for _, tx := range txs {
 			last = max(last, quantity(t, waitReceipt(t, g, tx).BlockNumber))
@@ -246,7 +246,7 @@ func TestSubscribeReorgsMatchSimulatedNode(t *testing.T) {
 	block := func(to ...common.Address) {
 		for _, a := range to {
 			k++
-			sim.Send(t, a, common.FromHex(hsTopic(k)))
+			sim.Send(t, a, common.FromHex(gethtest.Topic(k)))
 		}
 		sim.Commit()
 	}

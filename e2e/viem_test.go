@@ -54,11 +54,11 @@ const pingSignature = "Ping(address,uint256)"
 //	6020 6000 a2 00          LOG2(0, 32, selector, CALLER); STOP
 //
 // Init code: CODECOPY the runtime from offset 0x0b and return it (the
-// emitter's init code, see emitterCode).
+// emitter's init code, see gethtest.EmitterCode).
 func pingCode() string {
 	topic := fmt.Sprintf("%x", crypto.Keccak256([]byte(pingSignature)))
 	runtime := "600035600052" + "33" + "7f" + topic + "60206000a2" + "00"
-	return fmt.Sprintf("0x60%02x80600b6000396000f3", len(runtime)/2) + runtime
+	return gethtest.DeployCode(runtime)
 }
 
 // viemBlock is a block as watch.mjs reports it.
@@ -173,7 +173,7 @@ func TestViemOverWebSocket(t *testing.T) {
 	var pings []ping
 	var end uint64
 	for i := range viemEvents + 1 {
-		tx := map[string]any{"from": dev, "to": contract, "data": hsTopic(uint64(1000 + i))}
+		tx := map[string]any{"from": dev, "to": contract, "data": gethtest.Topic(uint64(1000 + i))}
 		if i == viemEvents {
 			tx = map[string]any{"from": dev, "to": dev, "value": "0x1"}
 		}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/remotes"
 )
 
@@ -133,19 +134,7 @@ func (r *Receipts) perTransaction(ctx context.Context, txs []string) (json.RawMe
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	size := 2
-	for _, p := range parts {
-		size += len(p) + 1
-	}
-	out := make([]byte, 0, size)
-	out = append(out, '[')
-	for i, p := range parts {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, p...)
-	}
-	return append(out, ']'), nil
+	return jsonscan.JoinValues(parts), nil
 }
 
 // Unsupported reports an error saying no remote has method ("method not

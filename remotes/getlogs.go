@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -199,7 +200,8 @@ func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) 
 	if stopped {
 		return nil, ctx.Err()
 	}
-	return mergeArrays(out), nil
+	// Every part passed logsArray: none is skipped but empty ones.
+	return jsonscan.JoinArrays(out), nil
 }
 
 // part answers [a, b]. It holds a semaphore slot on entry and gives it back
@@ -350,32 +352,4 @@ func resolve(ref evm.BlockRef, best uint64) (uint64, bool) {
 func isObject(raw json.RawMessage) bool {
 	b := bytes.TrimSpace(raw)
 	return len(b) > 0 && b[0] == '{'
-}
-
-// mergeArrays joins JSON arrays in order without decoding their elements.
-// Every part passed logsArray, so none is skipped but empty ones.
-func mergeArrays(parts []json.RawMessage) json.RawMessage {
-	n := 2
-	for _, p := range parts {
-		n += len(p)
-	}
-	out := make([]byte, 0, n)
-	out = append(out, '[')
-	first := true
-	for _, p := range parts {
-		p = bytes.TrimSpace(p)
-		if len(p) < 2 || p[0] != '[' {
-			continue
-		}
-		inner := bytes.TrimSpace(p[1 : len(p)-1])
-		if len(inner) == 0 {
-			continue
-		}
-		if !first {
-			out = append(out, ',')
-		}
-		out = append(out, inner...)
-		first = false
-	}
-	return append(out, ']')
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -140,7 +141,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 	pool := startPool(t, c.g.HTTPURL())
 
 	t.Run("stored", func(t *testing.T) {
-		store := openStore(t, newDatabase(t))
+		store := openStore(t, pgtest.New(t))
 		c.archive(t, store, 0, c.head)
 		up := &counting{Handler: pool}
 		m := NewMetrics(nil)
@@ -160,7 +161,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 	})
 
 	t.Run("half stored", func(t *testing.T) {
-		store := openStore(t, newDatabase(t))
+		store := openStore(t, pgtest.New(t))
 		mid := c.head / 2
 		c.archive(t, store, 0, mid)
 		up := &counting{Handler: pool}
@@ -177,10 +178,10 @@ func TestHistoryServesAsGeth(t *testing.T) {
 	})
 
 	t.Run("postgres down", func(t *testing.T) {
-		url := newDatabase(t)
+		url := pgtest.New(t)
 		c.archive(t, openStore(t, url), 0, c.head)
-		proxy := startProxy(t, "127.0.0.1:5432")
-		store := openStore(t, strings.Replace(url, "127.0.0.1:5432", proxy.Addr(), 1))
+		proxy := pgtest.NewProxy(t, url)
+		store := openStore(t, proxy.URL())
 		up := &counting{Handler: pool}
 		m := NewMetrics(nil)
 		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head)}, nil, up, m)
@@ -189,7 +190,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 		if up.total() > 2 {
 			t.Fatalf("remotes got %v while Postgres is up", up.calls)
 		}
-		proxy.Close()
+		proxy.Stop()
 		before := source(m, "history")
 		compare(t, c, rt, calls)
 		if source(m, "history") != before {
@@ -201,7 +202,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 	})
 
 	t.Run("write-through", func(t *testing.T) {
-		store := openStore(t, newDatabase(t))
+		store := openStore(t, pgtest.New(t))
 		up := &counting{Handler: pool}
 		m := NewMetrics(nil)
 		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head - 1)}, nil, up, m)

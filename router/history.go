@@ -12,6 +12,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -143,7 +144,7 @@ func (rt *Router) logs(ctx context.Context, params json.RawMessage) (res json.Ra
 	if len(out) == 1 {
 		return out[0], true, nil
 	}
-	return mergeArrays(out), true, nil
+	return jsonscan.JoinArrays(out), true, nil
 }
 
 // logRange resolves a filter's range to numbers: tags against the head
@@ -230,34 +231,6 @@ func (rt *Router) upstreamLogs(ctx context.Context, params json.RawMessage, from
 func isArray(raw json.RawMessage) bool {
 	b := bytes.TrimSpace(raw)
 	return len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']'
-}
-
-// mergeArrays joins JSON arrays in order without decoding their elements;
-// every part is an array.
-func mergeArrays(parts []json.RawMessage) json.RawMessage {
-	n := 2
-	for _, p := range parts {
-		n += len(p)
-	}
-	out := make([]byte, 0, n)
-	out = append(out, '[')
-	first := true
-	for _, p := range parts {
-		p = bytes.TrimSpace(p)
-		if len(p) < 2 || p[0] != '[' {
-			continue
-		}
-		inner := bytes.TrimSpace(p[1 : len(p)-1])
-		if len(inner) == 0 {
-			continue
-		}
-		if !first {
-			out = append(out, ',')
-		}
-		out = append(out, inner...)
-		first = false
-	}
-	return append(out, ']')
 }
 
 // stored answers what the history store and the forger can, and forwards

@@ -7,66 +7,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/migrations"
 	"github.com/venn-gateway/venn/remotes"
 )
-
-// pgAdmin is the test Postgres (trust auth, user root); each test gets a
-// database of its own, dropped when it ends.
-const pgAdmin = "postgres://root@127.0.0.1:5432/postgres?sslmode=disable"
-
-var dbSeq atomic.Int64
-
-// newDatabase creates an empty database with the migrations applied and
-// returns its URL. A missing Postgres fails the test.
-func newDatabase(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name := fmt.Sprintf("venn_h2_router_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6, dbSeq.Add(1))
-	admin, err := pgx.Connect(ctx, pgAdmin)
-	if err != nil {
-		t.Fatalf("postgres at 127.0.0.1:5432 (needed by this test): %v", err)
-	}
-	defer admin.Close(context.Background())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		admin, err := pgx.Connect(ctx, pgAdmin)
-		if err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-			return
-		}
-		defer admin.Close(context.Background())
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	url := "postgres://root@127.0.0.1:5432/" + name + "?sslmode=disable"
-	if _, err := migrations.Up(ctx, url, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatalf("migrations: %v", err)
-	}
-	return url
-}
 
 // openStore opens the history store at url for the dev chain.
 func openStore(t *testing.T, url string) *blockstore.Chain {
@@ -134,17 +87,11 @@ var runtimes = []string{
 	"60203560003560006000a260203560006000a100",
 }
 
-func initCode(runtime string) string {
-	return fmt.Sprintf("0x60%02x80600b6000396000f3%s", len(runtime)/2, runtime)
-}
-
 // Topics the transactions log; each is 32 bytes.
 var (
-	topic0s = []string{word(0xa1), word(0xa2), word(0xa3)}
-	topic1s = []string{word(0xb1), word(0xb2)}
+	topic0s = []string{gethtest.Topic(0xa1), gethtest.Topic(0xa2), gethtest.Topic(0xa3)}
+	topic1s = []string{gethtest.Topic(0xb1), gethtest.Topic(0xb2)}
 )
-
-func word(v int) string { return fmt.Sprintf("0x%064x", v) }
 
 // devChain is what buildChain put on geth --dev.
 type devChain struct {
@@ -170,7 +117,7 @@ func buildChain(t *testing.T, rounds int) *devChain {
 	c.account = accounts[0]
 	var deploys []map[string]any
 	for _, r := range runtimes {
-		deploys = append(deploys, map[string]any{"from": c.account, "data": initCode(r)})
+		deploys = append(deploys, map[string]any{"from": c.account, "data": gethtest.DeployCode(r)})
 	}
 	for _, rc := range c.send(t, deploys) {
 		var r struct {
@@ -341,79 +288,6 @@ func (c *counting) total() int {
 		n += v
 	}
 	return n
-}
-
-// tcpProxy forwards 127.0.0.1 connections to target until closed: a
-// Postgres that can be stopped from the test.
-type tcpProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
-}
-
-func startProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tcpProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Go(p.accept)
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *tcpProxy) Addr() string { return p.ln.Addr().String() }
-
-func (p *tcpProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		if !p.track(c, up) {
-			return
-		}
-		p.wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
-		p.wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
-	}
-}
-
-func (p *tcpProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		for _, c := range cs {
-			c.Close()
-		}
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-// Close stops listening and cuts every connection: Postgres is gone.
-func (p *tcpProxy) Close() {
-	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		p.ln.Close()
-		for c := range p.conns {
-			c.Close()
-		}
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }
 
 // noBlockReceipts is the remotes as a provider without eth_getBlockReceipts.

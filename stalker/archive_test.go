@@ -5,56 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
-	"github.com/venn-gateway/venn/migrations"
+	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/remotes"
 )
-
-// pgAdminURL is the test Postgres; each test gets a database of its own.
-const pgAdminURL = "postgres://root@127.0.0.1:5432/postgres?sslmode=disable"
-
-var testDBSeq atomic.Int64
 
 // testHistory returns a migrated history store of chain "test" in a fresh
 // database, dropped when the test ends.
 func testHistory(t *testing.T) *blockstore.Chain {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, pgAdminURL)
-	if err != nil {
-		t.Fatalf("Postgres at 127.0.0.1:5432 is unreachable; the archive tests need a real server there: %v", err)
-	}
-	name := fmt.Sprintf("venn_stalker_test_%d_%d", os.Getpid(), testDBSeq.Add(1))
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close(ctx)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop test database: %v", err)
-		}
-		admin.Close(ctx)
-	})
-	url := "postgres://root@127.0.0.1:5432/" + name + "?sslmode=disable"
-	if _, err := migrations.Up(ctx, url, nil); err != nil {
-		t.Fatalf("migrations: %v", err)
-	}
-	pg, err := blockstore.Open(ctx, url, blockstore.Options{})
+	pg, err := blockstore.Open(context.Background(), pgtest.New(t), blockstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

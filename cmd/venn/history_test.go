@@ -6,55 +6,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
-const (
-	pgAdminURL  = "postgres://root@127.0.0.1:5432/postgres?sslmode=disable"
-	testChainID = 1337
-)
-
-var testDBSeq atomic.Int64
-
-// testDatabase creates an empty database for one test, dropped when it
-// ends, and returns its URL.
-func testDatabase(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, pgAdminURL)
-	if err != nil {
-		t.Fatalf("Postgres at 127.0.0.1:5432 is unreachable; the history commands' tests need a real server there: %v", err)
-	}
-	name := fmt.Sprintf("venn_cmd_test_%d_%d", os.Getpid(), testDBSeq.Add(1))
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close(ctx)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop test database: %v", err)
-		}
-		admin.Close(ctx)
-	})
-	return "postgres://root@127.0.0.1:5432/" + name + "?sslmode=disable"
-}
+const testChainID = 1337
 
 // historyConfig is a file with chain "test" on node and the history store
 // at url. The fake node's hashes are synthetic: integrity checks are off.
@@ -124,7 +90,7 @@ func countFetches(node *fakenode.Node) func() map[uint64]int {
 }
 
 func TestMigrate(t *testing.T) {
-	url := testDatabase(t)
+	url := pgtest.Empty(t)
 	node := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	cfg := historyConfig(t, url, node)
 	noPG := writeFile(t, "chains: [{name: test, chain_id: 1337, remotes: [{name: a, url: \"http://127.0.0.1:1\"}]}]\n")
@@ -176,7 +142,7 @@ func TestMigrateWithPostgresDownSaysSoWithoutThePassword(t *testing.T) {
 }
 
 func TestBackfill(t *testing.T) {
-	url := testDatabase(t)
+	url := pgtest.Empty(t)
 	// No finalized block within reach: the line is head - 64 = 436.
 	node := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 500, FinalizedDepth: 1 << 20, SafeDepth: 1 << 20})
 	fetches := countFetches(node)
@@ -230,7 +196,7 @@ func TestBackfill(t *testing.T) {
 }
 
 func TestBackfillRefusesWhatIsNotSettled(t *testing.T) {
-	url := testDatabase(t)
+	url := pgtest.Empty(t)
 	node := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100, FinalizedDepth: 50})
 	cfg := historyConfig(t, url, node)
 	tests := []struct {
@@ -267,7 +233,7 @@ func TestBackfillRefusesWhatIsNotSettled(t *testing.T) {
 // once: between them every block is fetched and stored exactly once, and
 // the range is covered completely.
 func TestBackfillTwoReplicasSplitTheWork(t *testing.T) {
-	url := testDatabase(t)
+	url := pgtest.Empty(t)
 	node := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 1100, FinalizedDepth: 1 << 20, SafeDepth: 1 << 20})
 	node.SetLatency(5 * time.Millisecond) // a little network, so both take part
 	fetches := countFetches(node)

@@ -28,10 +28,15 @@ import (
 const EmitterRuntime = "366000600037" + "366000a0" + "60aa60006000a1" + "3360aa60206000a2" +
 	"60003560aa60bb60006000a3" + "600460036002600160006000a4" + "00"
 
-// EmitterCode is the emitter's deploy code: CODECOPY the runtime from
-// offset 0x0b and return it (6033 80 600b 6000 39 6000 f3), then the runtime.
-func EmitterCode() string {
-	return fmt.Sprintf("0x60%02x80600b6000396000f3", len(EmitterRuntime)/2) + EmitterRuntime
+// EmitterCode is the emitter's deploy code.
+func EmitterCode() string { return DeployCode(EmitterRuntime) }
+
+// DeployCode is the deploy code of a contract whose runtime, in hex
+// without 0x and under 256 bytes, is runtime: CODECOPY the runtime from
+// offset 0x0b and return it (60<len> 80 600b 6000 39 6000 f3), then the
+// runtime.
+func DeployCode(runtime string) string {
+	return fmt.Sprintf("0x60%02x80600b6000396000f3", len(runtime)/2) + runtime
 }
 
 // Topic is the 32-byte topic holding n.
@@ -84,7 +89,8 @@ type Block struct {
 // topics, a transfer and a transaction that runs out of gas; a blob
 // transaction; then plain transfers until the dev chain's finalized block
 // is past 0. It reads every block back and fails the test if the chain
-// moved meanwhile. g must have been started with Period 0.
+// moved meanwhile or lacks any of that. g must have been started with
+// Period 0.
 func Produce(t testing.TB, g *Geth) *Chain {
 	t.Helper()
 	c := &Chain{}
@@ -96,7 +102,7 @@ func Produce(t testing.TB, g *Geth) *Chain {
 	c.Dev = accounts[0]
 	warmBlobSigning(t, g, c.Dev)
 	for i := range c.Emitters {
-		rc := waitMined(t, g, send(t, g, map[string]any{"from": c.Dev, "data": EmitterCode()}))
+		rc := waitMined(t, g, Send(t, g, map[string]any{"from": c.Dev, "data": EmitterCode()}))
 		c.Emitters[i], _ = rc["contractAddress"].(string)
 		if rc["status"] != "0x1" || c.Emitters[i] == "" {
 			t.Fatalf("gethtest: deploy emitter: %v", rc)
@@ -143,7 +149,7 @@ func Produce(t testing.TB, g *Geth) *Chain {
 	hashes := make([]string, len(batch))
 	for i := len(batch) - 1; i >= 0; i-- {
 		batch[i]["nonce"] = "0x" + strconv.FormatUint(nonce+uint64(i), 16)
-		hashes[i] = send(t, g, batch[i])
+		hashes[i] = Send(t, g, batch[i])
 	}
 	for _, h := range hashes {
 		waitMined(t, g, h)
@@ -160,7 +166,7 @@ func Produce(t testing.TB, g *Geth) *Chain {
 	waitMined(t, g, blob)
 
 	for quantity(t, g.MustCall(t, "eth_blockNumber")) < producedHead {
-		waitMined(t, g, send(t, g, map[string]any{"from": c.Dev, "to": c.Dev, "value": "0x1"}))
+		waitMined(t, g, Send(t, g, map[string]any{"from": c.Dev, "to": c.Dev, "value": "0x1"}))
 	}
 
 	c.Head = quantity(t, g.MustCall(t, "eth_blockNumber"))
@@ -184,7 +190,61 @@ func Produce(t testing.TB, g *Geth) *Chain {
 	if got := quantity(t, g.MustCall(t, "eth_blockNumber")); got != c.Head {
 		t.Fatalf("gethtest: the chain moved while it was read: head %d, then %d", c.Head, got)
 	}
+	check(t, c)
 	return c
+}
+
+// check makes sure c holds what Produce promises: transactions of types 0
+// to 4, logs with 0 to 4 topics, a block with several transactions and
+// logs, the safe block at the head and the finalized one past 0.
+func check(t testing.TB, c *Chain) {
+	t.Helper()
+	txTypes := map[string]bool{}
+	topicCounts := map[int]bool{}
+	multi := false
+	for _, b := range c.Blocks {
+		var txs struct {
+			Transactions []struct {
+				Type string `json:"type"`
+			} `json:"transactions"`
+		}
+		decode(t, b.Raw, &txs)
+		for _, tx := range txs.Transactions {
+			txTypes[tx.Type] = true
+		}
+		var rcs []struct {
+			Logs []struct {
+				Topics []string `json:"topics"`
+			} `json:"logs"`
+		}
+		decode(t, b.Receipts, &rcs)
+		logs := 0
+		for _, rc := range rcs {
+			for _, l := range rc.Logs {
+				topicCounts[len(l.Topics)] = true
+				logs++
+			}
+		}
+		if len(rcs) > 1 && logs > 5 {
+			multi = true
+		}
+	}
+	for _, typ := range []string{"0x0", "0x1", "0x2", "0x3", "0x4"} {
+		if !txTypes[typ] {
+			t.Errorf("gethtest: no transaction of type %s on the chain", typ)
+		}
+	}
+	for n := range 5 {
+		if !topicCounts[n] {
+			t.Errorf("gethtest: no log with %d topics on the chain", n)
+		}
+	}
+	if !multi {
+		t.Error("gethtest: no block with several transactions and logs")
+	}
+	if c.Finalized == 0 || c.Safe != c.Head {
+		t.Errorf("gethtest: safe %d, finalized %d at head %d: want safe at the head and finalized past 0", c.Safe, c.Finalized, c.Head)
+	}
 }
 
 func blobTx(from, to string, nonce uint64) map[string]any {
@@ -206,8 +266,9 @@ func warmBlobSigning(t testing.TB, g *Geth, dev string) {
 	}
 }
 
-// send sends a transaction from the dev account and returns its hash.
-func send(t testing.TB, g *Geth, tx map[string]any) string {
+// Send sends tx with eth_sendTransaction (geth signs it with the dev
+// account) and returns its hash.
+func Send(t testing.TB, g *Geth, tx map[string]any) string {
 	t.Helper()
 	var h string
 	decode(t, g.MustCall(t, "eth_sendTransaction", tx), &h)

@@ -286,6 +286,20 @@ func (g *Geth) Call(ctx context.Context, method string, params ...any) (json.Raw
 	return reply.Result, nil
 }
 
+// CallJSON is Call with the params given as one JSON array, as a client
+// sends them.
+func (g *Geth) CallJSON(ctx context.Context, method, params string) (json.RawMessage, error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal([]byte(params), &raw); err != nil {
+		return nil, fmt.Errorf("%s: params %s: %w", method, params, err)
+	}
+	args := make([]any, len(raw))
+	for i, p := range raw {
+		args[i] = p
+	}
+	return g.Call(ctx, method, args...)
+}
+
 // MustCall is Call that fails the test on any error.
 func (g *Geth) MustCall(t testing.TB, method string, params ...any) json.RawMessage {
 	t.Helper()

@@ -2,7 +2,8 @@
 // or allocating. The scanners in this file trust input that json.Valid has
 // already accepted (on anything else they return garbage but stay in
 // bounds, so they are safe on hostile input); those in valid.go check what
-// they scan, for input nothing has checked yet.
+// they scan, for input nothing has checked yet. JoinArrays and JoinValues
+// (join.go) build arrays from their parts' bytes, without decoding them.
 package jsonscan
 
 import "bytes"

@@ -1,7 +1,9 @@
 // Package pgtest gives each test its own database on the real Postgres at
 // 127.0.0.1:5432 ($VENN_TEST_POSTGRES overrides the server URL), with
 // venn's migrations applied, and drops it when the test ends. A missing
-// server fails the test rather than skipping it.
+// server fails the test rather than skipping it. A Proxy stands between
+// a test and the server for the test to take Postgres away and bring it
+// back.
 package pgtest
 
 import (
