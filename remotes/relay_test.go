@@ -210,13 +210,19 @@ func TestRelayPendingFromGeth(t *testing.T) {
 		t.Fatalf("eth_accounts: %v %v", accounts, err)
 	}
 	dev := accounts[0]
+	// Nonces are counted here: geth --dev mines each transaction at once,
+	// and a nonce it reads back from its pool in between can repeat one
+	// (an identical transaction: "already known").
+	var nonce uint64
 	send := func() string {
 		var h string
 		if err := json.Unmarshal(g.MustCall(t, "eth_sendTransaction", map[string]any{
 			"from": dev, "to": "0x00000000000000000000000000000000000000aa", "value": "0x1",
+			"nonce": fmt.Sprintf("0x%x", nonce),
 		}), &h); err != nil {
 			t.Fatal(err)
 		}
+		nonce++
 		return strings.ToLower(h)
 	}
 	send() // a first block, so that the pool sees a head
