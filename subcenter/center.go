@@ -73,6 +73,8 @@ type Center struct {
 
 	// The dispatcher's own: the canonical chain subscribers have been told.
 	view []*headstore.Parts
+	// told is the head of view, for anyone to read (0: none yet).
+	told atomic.Uint64
 }
 
 // sub is one subscription.
@@ -156,6 +158,7 @@ func (c *Center) sync() {
 	if len(canon) == 0 {
 		return
 	}
+	defer func() { c.told.Store(canon[len(canon)-1].Number) }()
 	if c.view == nil {
 		// The first chain seen is where subscribers start.
 		c.view = canon

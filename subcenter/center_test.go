@@ -227,22 +227,17 @@ func TestNewHeadsInOrderThroughReorgsAndReloads(t *testing.T) {
 	n.quiet(t)
 }
 
-// waitView waits until the dispatcher has seen the window up to head.
+// waitView waits until the dispatcher has told subscribers of the window up
+// to head: what the test changes next is new to them.
 func waitView(t *testing.T, c *Center, head uint64) {
 	t.Helper()
 	for range 500 {
-		c.mu.Lock()
-		done := len(c.conns) > 0
-		c.mu.Unlock()
-		if done {
-			if n, _, ok := c.w.Head(); ok && n == head {
-				time.Sleep(20 * time.Millisecond) // let the dispatcher settle on it
-				return
-			}
+		if c.told.Load() == head {
+			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("dispatcher did not start")
+	t.Fatalf("the dispatcher is at %d, not %d", c.told.Load(), head)
 }
 
 func TestLogsRemovedOnReorgThenNewBranch(t *testing.T) {
