@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -160,12 +159,7 @@ type headConfig struct {
 }
 
 func parseHeadFlags(args []string, stderr io.Writer) (headConfig, int) {
-	fs := flag.NewFlagSet("vennbench head", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, headUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("head", headUsage, stderr)
 	var cfg headConfig
 	fs.DurationVar(&cfg.Duration, "duration", defaultDuration, "measured window per call, target and concurrency")
 	fs.DurationVar(&cfg.Warmup, "warmup", defaultWarmup, "unmeasured load before each window")
@@ -176,15 +170,8 @@ func parseHeadFlags(args []string, stderr io.Writer) (headConfig, int) {
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: go build ./cmd/venn into a temp dir)")
 	fs.DurationVar(&cfg.BlockTime, "block-time", defaultHeadBlockTime, "the upstream mines a block this often")
 	fs.StringVar(&cfg.Client, "client", defaultHeadClient, "load client: raw (hand-spoken HTTP/1.1, cheap) or std (net/http's Client)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK
-		}
-		return cfg, exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vennbench head: unexpected argument %q\n", fs.Arg(0))
-		return cfg, exitUsage
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return cfg, code
 	}
 	var err error
 	if cfg.Conc, err = parseConc(*conc); err != nil {

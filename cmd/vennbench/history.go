@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,9 +51,21 @@ type historyConfig struct {
 	Keep      bool
 }
 
+const historyUsage = `vennbench history — eth_getLogs over many blocks from Postgres vs the remotes
+
+Fills a history store (a database it creates on -pg) with -blocks blocks of
+the fake node's chain, then times one eth_getLogs over all of them with an
+address and a topic0, from the store and through a remotes pool split by
+the remote's -cap, at each -latency.
+
+Usage:
+  vennbench history [flags]
+
+Flags:
+`
+
 func parseHistoryFlags(args []string, stderr io.Writer) (historyConfig, int) {
-	fs := flag.NewFlagSet("history", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("history", historyUsage, stderr)
 	var cfg historyConfig
 	fs.Uint64Var(&cfg.Blocks, "blocks", defaultHistoryBlocks, "blocks stored and queried")
 	fs.IntVar(&cfg.Runs, "runs", defaultHistoryRuns, "timed runs of each query (the median is reported)")
@@ -64,16 +74,10 @@ func parseHistoryFlags(args []string, stderr io.Writer) (historyConfig, int) {
 	fs.StringVar(&cfg.PG, "pg", defaultHistoryPG, "Postgres server (any database on it) to create the bench's database on")
 	fs.StringVar(&cfg.DB, "db", historyBenchDB, "the bench's database: dropped and created afresh")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the database afterwards")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK
-		}
-		return cfg, exitUsage
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return cfg, code
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "vennbench history: unexpected argument %q\n", fs.Arg(0))
-		return cfg, exitUsage
 	case cfg.Blocks < 1000 || cfg.Blocks > 10_000_000:
 		fmt.Fprintln(stderr, "vennbench history: -blocks must be in [1000, 10000000]")
 		return cfg, exitUsage

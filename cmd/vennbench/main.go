@@ -98,36 +98,55 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case "proxy":
 			return serveProxy(ctx, args[1:], stdout, stderr)
 		case "head":
-			cfg, code := parseHeadFlags(args[1:], stderr)
-			if code >= 0 {
-				return code
-			}
-			return exitCode(headBench(ctx, cfg, stdout, stderr), stderr)
+			return runBench(ctx, args[1:], stdout, stderr, parseHeadFlags, headBench)
 		case "history":
-			cfg, code := parseHistoryFlags(args[1:], stderr)
-			if code >= 0 {
-				return code
-			}
-			return exitCode(historyBench(ctx, cfg, stdout, stderr), stderr)
+			return runBench(ctx, args[1:], stdout, stderr, parseHistoryFlags, historyBench)
 		case "subs":
-			cfg, code := parseSubsFlags(args[1:], stderr)
-			if code >= 0 {
-				return code
-			}
-			return exitCode(subsBench(ctx, cfg, stdout, stderr), stderr)
+			return runBench(ctx, args[1:], stdout, stderr, parseSubsFlags, subsBench)
 		case "propagation":
-			cfg, code := parsePropagationFlags(args[1:], stderr)
-			if code >= 0 {
-				return code
-			}
-			return exitCode(propagationBench(ctx, cfg, stdout, stderr), stderr)
+			return runBench(ctx, args[1:], stdout, stderr, parsePropagationFlags, propagationBench)
 		}
 	}
-	cfg, code := parseBenchFlags(args, stderr)
+	return runBench(ctx, args, stdout, stderr, parseBenchFlags, bench)
+}
+
+// runBench parses a bench's flags and runs it: the exit code.
+func runBench[C any](ctx context.Context, args []string, stdout, stderr io.Writer,
+	parse func([]string, io.Writer) (C, int), bench func(context.Context, C, io.Writer, io.Writer) error) int {
+	cfg, code := parse(args, stderr)
 	if code >= 0 {
 		return code
 	}
 	return exitCode(bench(ctx, cfg, stdout, stderr), stderr)
+}
+
+// newFlags is the flag set of `vennbench NAME` (name "" for the gateway
+// bench): its errors go to stderr, and -h prints usage, then the flags.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(strings.TrimSpace("vennbench "+name), flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args into fs: -1 to go on, or the exit code when the
+// run must stop here (0 after -h; a usage error, or an argument that is
+// not a flag).
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return exitUsage
+	}
+	return -1
 }
 
 // exitCode reports a bench's error and returns the exit code.
@@ -157,12 +176,7 @@ type benchConfig struct {
 // parseBenchFlags returns the config and -1, or an exit code when the run
 // must stop here (help or a usage error).
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, int) {
-	fs := flag.NewFlagSet("vennbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("", usage, stderr)
 	var cfg benchConfig
 	fs.DurationVar(&cfg.Duration, "duration", defaultDuration, "measured window per target and concurrency")
 	fs.DurationVar(&cfg.Warmup, "warmup", defaultWarmup, "unmeasured load before each window")
@@ -170,15 +184,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, int) {
 	conc := fs.String("conc", defaultConc, "comma-separated concurrencies")
 	targets := fs.String("targets", defaultTargets, "comma-separated targets to measure (direct, proxy, venn)")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: go build ./cmd/venn into a temp dir)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK
-		}
-		return cfg, exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vennbench: unexpected argument %q\n", fs.Arg(0))
-		return cfg, exitUsage
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return cfg, code
 	}
 	var err error
 	if cfg.Conc, err = parseConc(*conc); err != nil {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -64,12 +62,7 @@ type propConfig struct {
 }
 
 func parsePropagationFlags(args []string, stderr io.Writer) (propConfig, int) {
-	fs := flag.NewFlagSet("vennbench propagation", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, propagationUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("propagation", propagationUsage, stderr)
 	var cfg propConfig
 	fs.IntVar(&cfg.Blocks, "blocks", defaultPropBlocks, "blocks measured")
 	fs.IntVar(&cfg.Skip, "skip", defaultPropSkip, "blocks mined first, not measured (warm-up)")
@@ -78,15 +71,8 @@ func parsePropagationFlags(args []string, stderr io.Writer) (propConfig, int) {
 	fs.DurationVar(&cfg.Gap, "gap", defaultPropGap, "mean pause between blocks (uniform in [gap/2, 3gap/2])")
 	fs.DurationVar(&cfg.Timeout, "timeout", defaultPropTimeout, "longest wait for one block to reach every replica")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: go build ./cmd/venn into a temp dir)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK
-		}
-		return cfg, exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vennbench propagation: unexpected argument %q\n", fs.Arg(0))
-		return cfg, exitUsage
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return cfg, code
 	}
 	switch {
 	case cfg.Blocks < 1 || cfg.Blocks > maxPropBlocks:

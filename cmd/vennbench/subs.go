@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -57,22 +56,14 @@ type subsConfig struct {
 }
 
 func parseSubsFlags(args []string, stderr io.Writer) (subsConfig, int) {
-	fs := flag.NewFlagSet("vennbench subs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, subsUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlags("subs", subsUsage, stderr)
 	var cfg subsConfig
 	fs.IntVar(&cfg.Clients, "clients", defaultSubsClients, "WebSocket clients, one subscription each")
 	fs.IntVar(&cfg.Blocks, "blocks", defaultSubsBlocks, "blocks measured")
 	fs.DurationVar(&cfg.BlockTime, "block-time", defaultSubsBlock, "the upstream mines a block this often")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: build ./cmd/venn)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK
-		}
-		return cfg, exitUsage
+	if code := parseFlags(fs, args, stderr); code >= 0 {
+		return cfg, code
 	}
 	switch {
 	case cfg.Clients < 1 || cfg.Clients > maxSubsClients:
