@@ -101,14 +101,11 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 		case targetDirect:
 			targets = append(targets, target{name: name, url: upURL})
 		case targetProxy:
-			p, pURL, err := startChild(ctx, "proxy", true, exe, "proxy", "-listen", "127.0.0.1:0", "-to", upURL)
+			p, pURL, err := startProxy(ctx, l, exe, upURL)
 			if err != nil {
 				return err
 			}
 			defer p.stop()
-			if err := l.waitReady(ctx, pURL, p, childReadyTimeout); err != nil {
-				return err
-			}
 			targets = append(targets, target{name: name, url: pURL, proc: p})
 		case targetVenn:
 			v, vURL, err := startVenn(ctx, l, vennBin, upURL, tmp)
@@ -225,6 +222,20 @@ func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg 
 
 // buildVenn builds cmd/venn once, so its build is not measured and the run
 // uses the tree as it is now.
+// startProxy starts the plain reverse proxy child in front of upURL and
+// waits until it serves.
+func startProxy(ctx context.Context, l *loader, exe, upURL string) (*child, string, error) {
+	p, pURL, err := startChild(ctx, "proxy", true, exe, "proxy", "-listen", "127.0.0.1:0", "-to", upURL)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := l.waitReady(ctx, pURL, p, childReadyTimeout); err != nil {
+		p.stop()
+		return nil, "", err
+	}
+	return p, pURL, nil
+}
+
 func buildVenn(ctx context.Context, out string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, vennPackage)
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -296,14 +296,11 @@ func headBench(ctx context.Context, cfg headConfig, stdout, stderr io.Writer) er
 		case targetDirect:
 			targets = append(targets, headTarget{name: name, url: upURL})
 		case targetProxy:
-			p, pURL, err := startChild(ctx, "proxy", true, exe, "proxy", "-listen", "127.0.0.1:0", "-to", upURL)
+			p, pURL, err := startProxy(ctx, l, exe, upURL)
 			if err != nil {
 				return err
 			}
 			defer p.stop()
-			if err := l.waitReady(ctx, pURL, p, childReadyTimeout); err != nil {
-				return err
-			}
 			targets = append(targets, headTarget{name: name, url: pURL, proc: p})
 		case targetFollower:
 			if rs, err = startRedis(ctx, tmp); err != nil {
@@ -550,24 +547,10 @@ func (r *headReport) errors() int {
 // perRound applies f to the windows of each round that measured every one
 // of targets for call at conc.
 func (r *headReport) perRound(call string, conc int, targets []string, f func(map[string]headSample) (float64, bool)) []float64 {
-	var out []float64
-	for round := 1; round <= r.cfg.Rounds; round++ {
-		m := map[string]headSample{}
-		for _, t := range targets {
-			s, ok := r.by[headKey{round, call, t, conc}]
-			if !ok {
-				break
-			}
-			m[t] = s
-		}
-		if len(m) != len(targets) {
-			continue
-		}
-		if v, ok := f(m); ok {
-			out = append(out, v)
-		}
-	}
-	return out
+	return perRound(r.cfg.Rounds, targets, func(round int, t string) (headSample, bool) {
+		s, ok := r.by[headKey{round, call, t, conc}]
+		return s, ok
+	}, f)
 }
 
 // medianOf is the median over rounds of one field; fields below zero are

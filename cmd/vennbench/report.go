@@ -99,11 +99,22 @@ func (r *report) errors() int {
 // perRound applies f to the windows of each round that measured all of
 // targets at conc and returns the values f could compute.
 func (r *report) perRound(conc int, targets []string, f func(map[string]sample) (float64, bool)) []float64 {
+	return perRound(r.cfg.Rounds, targets, func(round int, t string) (sample, bool) {
+		s, ok := r.by[key{round, t, conc}]
+		return s, ok
+	}, f)
+}
+
+// perRound applies f, in each of rounds, to the samples lookup finds for
+// every one of targets, and returns the values f could compute; a round
+// missing any target's sample is skipped.
+func perRound[S any](rounds int, targets []string, lookup func(round int, target string) (S, bool),
+	f func(map[string]S) (float64, bool)) []float64 {
 	var out []float64
-	for round := 1; round <= r.cfg.Rounds; round++ {
-		m := map[string]sample{}
+	for round := 1; round <= rounds; round++ {
+		m := make(map[string]S, len(targets))
 		for _, t := range targets {
-			s, ok := r.by[key{round, t, conc}]
+			s, ok := lookup(round, t)
 			if !ok {
 				break
 			}
