@@ -84,31 +84,28 @@ func (h *latencyHist) halve() {
 // quantile is the latency below which fraction q of the recent samples
 // fall; ok is false while there are fewer than minLatencySamples.
 func (h *latencyHist) quantile(q float64) (d time.Duration, ok bool) {
-	var (
-		counts [histBuckets]uint64
-		total  uint64
-	)
-	for i := range h.counts {
-		counts[i] = h.counts[i].Load()
-		total += counts[i]
-	}
+	var counts [histBuckets]uint64
+	total := h.load(&counts)
 	if total < minLatencySamples {
 		return 0, false
 	}
 	return quantileOf(&counts, total, q), true
 }
 
-// quantiles is quantile for several fractions at once (one read of the
-// counts, so they are consistent with each other).
-func (h *latencyHist) quantiles(qs []float64, out []time.Duration) bool {
-	var (
-		counts [histBuckets]uint64
-		total  uint64
-	)
+// load reads the counts into counts and returns their total.
+func (h *latencyHist) load(counts *[histBuckets]uint64) (total uint64) {
 	for i := range h.counts {
 		counts[i] = h.counts[i].Load()
 		total += counts[i]
 	}
+	return total
+}
+
+// quantiles is quantile for several fractions at once (one read of the
+// counts, so they are consistent with each other).
+func (h *latencyHist) quantiles(qs []float64, out []time.Duration) bool {
+	var counts [histBuckets]uint64
+	total := h.load(&counts)
 	if total < minLatencySamples {
 		return false
 	}

@@ -72,10 +72,8 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 
 	wantVenn := slices.Contains(cfg.Targets, targetVenn)
 	vennBin := cfg.Venn
-	if wantVenn && vennBin == "" {
-		vennBin = filepath.Join(tmp, "venn")
-		fmt.Fprintf(stderr, "building %s ...\n", vennPackage)
-		if err := buildVenn(ctx, vennBin); err != nil {
+	if wantVenn {
+		if vennBin, err = buildVennIfNeeded(ctx, vennBin, tmp, stderr); err != nil {
 			return err
 		}
 	}
