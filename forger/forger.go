@@ -225,35 +225,60 @@ func ofBlock(receipts []byte, hash string) error {
 // the block's hash) and checks that they belong together: what the history
 // store keeps. A block the remotes do not have is ErrNoBlock.
 func (f *Forger) Block(ctx context.Context, n uint64) (*headstore.Block, error) {
-	params := json.RawMessage(`["` + evm.Quantity(n) + `",true]`)
+	call := func(ctx context.Context, method string, params json.RawMessage,
+		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+		res, err := f.up(ctx, method, params, verify)
+		return res, evm.Verdict{}, err
+	}
+	b, err := FetchBlock(ctx, call, f.receipts, "eth_getBlockByNumber", `"`+evm.Quantity(n)+`"`)
+	if err == nil && b.Number != n {
+		return nil, fmt.Errorf("block %d: the remote answered block %d", n, b.Number)
+	}
+	return b, err
+}
+
+// VerdictCall is a call through the remotes whose answer verify checks; the
+// verdict is the served answer's (zero when nothing was checked).
+type VerdictCall func(ctx context.Context, method string, params json.RawMessage,
+	verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error)
+
+// FetchBlock fetches one block with full transactions (method
+// eth_getBlockByNumber or eth_getBlockByHash, ref the number or hash as a
+// JSON string), then its receipts by the block's hash through r, and checks
+// that they belong together, asking again (at most buildAttempts times)
+// when a remote answered for another block between the two calls. The
+// block is checked against what it says it is (evm.VerifyBlock), and the
+// receipts against the block, when call verifies. A block no remote has is
+// ErrNoBlock. The leader, the backfill and the write-through fetch blocks
+// this way.
+func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref string) (*headstore.Block, error) {
+	params := json.RawMessage("[" + ref + ",true]")
+	want, _ := evm.ParseBlockRef(json.RawMessage(ref))
 	var lastErr error
 	for range buildAttempts {
-		raw, err := f.up(ctx, "eth_getBlockByNumber", params, func(res json.RawMessage) evm.Verdict {
-			return evm.VerifyBlock(res, evm.BlockRef{Kind: evm.RefNumber, Number: n})
+		raw, blk, err := call(ctx, method, params, func(res json.RawMessage) evm.Verdict {
+			return evm.VerifyBlock(res, want)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("block %d: %w", n, err)
+			return nil, fmt.Errorf("%s(%s): %w", method, ref, err)
 		}
 		if string(raw) == "null" {
-			return nil, fmt.Errorf("block %d: %w", n, ErrNoBlock)
+			return nil, fmt.Errorf("%s(%s): %w", method, ref, ErrNoBlock)
 		}
 		b, txs, err := headstore.TxHashes(raw)
 		if err != nil {
-			return nil, fmt.Errorf("block %d: %w", n, err)
+			return nil, fmt.Errorf("%s(%s): %w", method, ref, err)
 		}
-		if b.Number != n {
-			return nil, fmt.Errorf("block %d: the remote answered block %d", n, b.Number)
-		}
-		receipts, err := f.receipts.OfBlock(ctx, b.Hash, txs, nil)
+		receipts, err := r.OfBlock(ctx, b.Hash, txs, blk.Block)
 		if err != nil {
-			return nil, fmt.Errorf("receipts of block %d: %w", n, err)
+			return nil, fmt.Errorf("receipts of block %d: %w", b.Number, err)
 		}
 		if b, err = headstore.ParseBlock(raw, receipts); err == nil {
 			return b, nil
 		}
 		lastErr = err
 	}
-	return nil, fmt.Errorf("block %d: %w", n, lastErr)
+	return nil, fmt.Errorf("%s(%s): %w", method, ref, lastErr)
 }
 
 // ErrNoBlock: the remotes do not have the block asked for.

@@ -57,9 +57,6 @@ type Config struct {
 const (
 	// fetchConcurrency bounds the blocks fetched at once while catching up.
 	fetchConcurrency = 4
-	// fetchAttempts bounds the tries for one block whose receipts don't
-	// match it (the remote reorged between the two calls).
-	fetchAttempts = 3
 )
 
 // Stalker is the leader's loop for one chain: it follows the head through
@@ -353,34 +350,12 @@ func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*headstore
 // what its hashes say.
 func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstore.Block, error) {
 	start := time.Now()
-	params := json.RawMessage("[" + ref + ",true]")
-	want, _ := evm.ParseBlockRef(json.RawMessage(ref))
-	var lastErr error
-	for range fetchAttempts {
-		raw, blk, err := s.call(ctx, method, params, func(res json.RawMessage) evm.Verdict {
-			return evm.VerifyBlock(res, want)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s(%s): %w", errFetch, method, ref, err)
-		}
-		if string(raw) == "null" {
-			return nil, fmt.Errorf("%w: %s(%s): no remote has it yet", errFetch, method, ref)
-		}
-		b, txs, err := headstore.TxHashes(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s(%s): %w", errFetch, method, ref, err)
-		}
-		receipts, err := s.receipts.OfBlock(ctx, b.Hash, txs, blk.Block)
-		if err != nil {
-			return nil, fmt.Errorf("%w: receipts of %d: %w", errFetch, b.Number, err)
-		}
-		if b, err = headstore.ParseBlock(raw, receipts); err == nil {
-			s.m.fetch.Observe(time.Since(start).Seconds())
-			return b, nil
-		}
-		lastErr = err
+	b, err := forger.FetchBlock(ctx, s.call, s.receipts, method, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errFetch, err)
 	}
-	return nil, fmt.Errorf("%w: %w", errFetch, lastErr)
+	s.m.fetch.Observe(time.Since(start).Seconds())
+	return b, nil
 }
 
 // call is a call through the remotes, checked by verify with Integrity.
