@@ -125,4 +125,8 @@ type PoolConfig struct {
 	// MisbehaviourLog, when set, is a file each misbehaviour is appended to
 	// as one JSON line.
 	MisbehaviourLog string
+	// Replies bounds the bytes of replies being read (replies.go). The app
+	// gives every chain's pool the same one; nil: the pool has its own of
+	// DefaultReplyBytesInFlight.
+	Replies *ReplyBudget
 }

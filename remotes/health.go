@@ -64,7 +64,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 
 // watch follows the remote's newHeads over its ws url until ctx ends.
 func (r *Remote) watch(ctx context.Context, onHead func()) {
-	opts := transportOptions{Name: r.cfg.Name, URL: r.cfg.WSURL,
+	opts := transportOptions{Name: r.cfg.Name, URL: r.cfg.WSURL, OtherURLs: []string{r.cfg.URL},
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
 	watchHeads(ctx, opts, func(n uint64, _ string) {
 		if !r.chainVerified() {
