@@ -54,6 +54,10 @@ const (
 	// DefaultWSWriteTimeout bounds one write to a WebSocket peer; a peer that
 	// does not read is closed rather than left to pile up answers.
 	DefaultWSWriteTimeout = 10 * time.Second
+	// DefaultMaxReplyBytesInFlight bounds the bytes of upstream replies the
+	// process reads at once, for the remotes: four replies at their default
+	// cap (256 MiB).
+	DefaultMaxReplyBytesInFlight int64 = 1 << 30
 )
 
 // wsDiscardFactor caps how much of an oversize WebSocket message is read and
@@ -81,6 +85,9 @@ type Limits struct {
 	MaxSubscriptions       int   `yaml:"max_subscriptions_per_connection"`
 	SubscriptionQueue      int   `yaml:"subscription_queue"`
 	SubscriptionQueueBytes int64 `yaml:"subscription_queue_bytes"`
+	// MaxReplyBytesInFlight bounds the remotes' replies being read at once,
+	// all chains together (enforced by the remotes, not here).
+	MaxReplyBytesInFlight int64 `yaml:"max_reply_bytes_in_flight"`
 }
 
 // DefaultLimits returns every limit at its default.
@@ -102,6 +109,8 @@ func DefaultLimits() Limits {
 		MaxSubscriptions:       DefaultMaxSubscriptions,
 		SubscriptionQueue:      DefaultSubscriptionQueue,
 		SubscriptionQueueBytes: DefaultSubscriptionQueueBytes,
+
+		MaxReplyBytesInFlight: DefaultMaxReplyBytesInFlight,
 	}
 }
 
@@ -141,6 +150,7 @@ func (l *Limits) fields() []limitField {
 		field("max_subscriptions_per_connection", &l.MaxSubscriptions, d.MaxSubscriptions),
 		field("subscription_queue", &l.SubscriptionQueue, d.SubscriptionQueue),
 		field("subscription_queue_bytes", &l.SubscriptionQueueBytes, d.SubscriptionQueueBytes),
+		field("max_reply_bytes_in_flight", &l.MaxReplyBytesInFlight, d.MaxReplyBytesInFlight),
 	}
 }
 
