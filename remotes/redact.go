@@ -21,7 +21,6 @@ package remotes
 // for byte.
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net"
@@ -43,7 +42,7 @@ const (
 // redactor replaces a remote's secrets in text. Its methods are safe for
 // concurrent use; a nil redactor knows no secret.
 type redactor struct {
-	secrets  [][]byte // lower-cased, distinct
+	secrets  []string // lower-cased, distinct
 	shortest int
 }
 
@@ -61,12 +60,12 @@ func (o *transportOptions) redactor() *redactor {
 	}
 	r := &redactor{}
 	for v := range s {
-		r.secrets = append(r.secrets, []byte(v))
+		r.secrets = append(r.secrets, v)
 		if r.shortest == 0 || len(v) < r.shortest {
 			r.shortest = len(v)
 		}
 	}
-	slices.SortFunc(r.secrets, func(a, b []byte) int { return bytes.Compare(a, b) }) // a stable order, for tests
+	slices.Sort(r.secrets) // a stable order
 	return r
 }
 
@@ -257,13 +256,13 @@ type span struct{ start, end int }
 func (r *redactor) find(s string) []span {
 	var (
 		spans []span
-		layer = []byte(lowerASCII(s))
+		layer = lowerASCII(s) // s itself, when it has no upper case
 		maps  [][]int32
 	)
 	for depth := 0; ; depth++ {
 		for _, sec := range r.secrets {
 			for i := 0; i+len(sec) <= len(layer); {
-				j := bytes.Index(layer[i:], sec)
+				j := strings.Index(layer[i:], sec)
 				if j < 0 {
 					break
 				}
@@ -272,7 +271,8 @@ func (r *redactor) find(s string) []span {
 				i = start + 1
 			}
 		}
-		if depth == redactDepth {
+		// Most node text (hex data, plain messages) has no escape at all.
+		if depth == redactDepth || !strings.ContainsAny(layer, `\%&`) {
 			break
 		}
 		next, at, changed := unescapeLayer(layer)
@@ -308,22 +308,22 @@ func origin(maps [][]int32, i int) int {
 // unescapeLayer decodes one layer of JSON, percent and HTML escapes of
 // ASCII characters, lower-casing what they decode to. at[i] is where
 // byte i of out came from in b; at[len(out)] is len(b).
-func unescapeLayer(b []byte) (out []byte, at []int32, changed bool) {
-	out = make([]byte, 0, len(b))
+func unescapeLayer(b string) (out string, at []int32, changed bool) {
+	o := make([]byte, 0, len(b))
 	at = make([]int32, 0, len(b)+1)
 	for i := 0; i < len(b); {
 		c, n := unescapeAt(b, i)
-		out = append(out, c)
+		o = append(o, c)
 		at = append(at, int32(i))
 		i += n
 		changed = changed || n > 1
 	}
-	return out, append(at, int32(len(b))), changed
+	return string(o), append(at, int32(len(b))), changed
 }
 
 // unescapeAt decodes the escape at b[i], if any: the byte it stands for and
 // its length (1 for a byte that is not an escape).
-func unescapeAt(b []byte, i int) (byte, int) {
+func unescapeAt(b string, i int) (byte, int) {
 	c := b[i]
 	rest := b[i+1:]
 	switch c {
@@ -358,7 +358,7 @@ func unescapeAt(b []byte, i int) (byte, int) {
 			name string
 			c    byte
 		}{{"amp;", '&'}, {"quot;", '"'}, {"lt;", '<'}, {"gt;", '>'}, {"apos;", '\''}} {
-			if bytes.HasPrefix(rest, []byte(e.name)) {
+			if strings.HasPrefix(rest, e.name) {
 				return e.c, 1 + len(e.name)
 			}
 		}
@@ -373,7 +373,7 @@ func unescapeAt(b []byte, i int) (byte, int) {
 
 // numericEntity reads "47;" or "x2f;" (lower-cased already): the value and
 // the bytes read, the ';' included.
-func numericEntity(b []byte) (v, n int, ok bool) {
+func numericEntity(b string) (v, n int, ok bool) {
 	base := 10
 	if len(b) > 0 && b[0] == 'x' {
 		base, n = 16, 1
@@ -398,9 +398,10 @@ func numericEntity(b []byte) (v, n int, ok bool) {
 	return 0, 0, false
 }
 
-func hexVal(b []byte) (int, bool) {
+func hexVal(b string) (int, bool) {
 	v := 0
-	for _, c := range b {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		switch {
 		case '0' <= c && c <= '9':
 			v = v*16 + int(c-'0')

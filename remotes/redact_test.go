@@ -392,3 +392,22 @@ func rdPool(t *testing.T, rc Config, log *slog.Logger) *Pool {
 	waitFor(t, "remote ready", p.Ready)
 	return p
 }
+
+// BenchmarkRedact is the redactor on the error text of a busy gateway:
+// reverts without a secret (the common case) and an echoed URL.
+func BenchmarkRedact(b *testing.B) {
+	opts := rdOptions()
+	red := opts.redactor()
+	for _, bb := range []struct{ name, give string }{
+		{"revert", "execution reverted: ERC20: transfer amount exceeds balance"},
+		{"revert data", `"0x08c379a0` + strings.Repeat("0", 64) + `20` + strings.Repeat("0", 62) + `"`},
+		{"escaped url", `{"url":"https:\/\/` + rdHostKey + `.provider.example\/v3\/` + rdPathKey + `"}`},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				red.redact(bb.give)
+			}
+		})
+	}
+}

@@ -30,9 +30,9 @@ import (
 
 const (
 	// DefaultReplyBytesInFlight bounds the bytes of upstream replies being
-	// read at once by the whole process: four replies at the default
-	// max_response_bytes.
-	DefaultReplyBytesInFlight int64 = 4 * DefaultMaxResponseBytes
+	// read at once by the whole process (limits.max_reply_bytes_in_flight):
+	// four replies at the default max_response_bytes.
+	DefaultReplyBytesInFlight = jrpc.DefaultMaxReplyBytesInFlight
 	// replyBudgetWait bounds how long a reply waits for budget. It is
 	// short: the reply holds a connection, and perhaps part of the budget,
 	// while it waits.

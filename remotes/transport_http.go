@@ -197,6 +197,9 @@ func (t *httpTransport) readBody(ctx context.Context, resp *http.Response) (data
 		}
 	default:
 		body.Close()
+		if !ok {
+			return nil, 0, nil // the status says enough: its body is not read
+		}
 		return nil, 0, badReply(t.name, "reply content-encoding "+strconv.Quote(enc)+" is not supported")
 	}
 	if err != nil {

@@ -89,9 +89,10 @@ func TestHTTPTransportReplies(t *testing.T) {
 		truncate bool // promise more bytes than sent, then hang up
 		// gzipCorrupt: a gzip body whose checksum is wrong
 		gzipCorrupt bool
+		encoding    string // a Content-Encoding venn did not ask for
 
 		wantTooLarge bool   // a *ReplyTooLargeError
-		wantBody     string // HTTPStatusError's body, when not give
+		wantBody     string // HTTPStatusError's body when not give; "-" for none
 
 		want           string // the result, when the call succeeds
 		wantIs         []error
@@ -153,6 +154,8 @@ func TestHTTPTransportReplies(t *testing.T) {
 		{name: "oversize error status", status: 500, give: big, wantStatusErr: true, wantHTTPStatus: 500, wantBody: big[:statusBodyMax]},
 		{name: "garbage 200 chunked", status: 200, chunked: true, give: "  <html>" + big, wantIs: []error{ErrBadReply}},
 		{name: "corrupt gzip", status: 200, gzipCorrupt: true, give: `{"jsonrpc":"2.0","id":ID,"result":"0x3"}`, wantIs: []error{ErrBadReply}},
+		{name: "unsupported encoding", status: 200, encoding: "br", give: "\x1b\x00", wantIs: []error{ErrBadReply}},
+		{name: "error page in an unsupported encoding", status: 503, encoding: "br", give: "\x1b\x00", wantStatusErr: true, wantHTTPStatus: 503, wantBody: "-"},
 		{name: "body cut short", status: 200, truncate: true, give: `{"jsonrpc":"2.0","id":ID,"res`, wantIs: []error{ErrTransport}},
 	}
 	for _, tt := range tests {
@@ -197,6 +200,9 @@ func TestHTTPTransportReplies(t *testing.T) {
 					io.WriteString(w, body[half:])
 				default:
 					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+					if tt.encoding != "" {
+						w.Header().Set("Content-Encoding", tt.encoding)
+					}
 					if tt.status == http.StatusFound {
 						w.Header().Set("Location", "/elsewhere")
 					}
@@ -228,7 +234,11 @@ func TestHTTPTransportReplies(t *testing.T) {
 					t.Fatalf("err = %v; want *HTTPStatusError", err)
 				}
 				wantBody := tt.give
-				if tt.wantBody != "" {
+				switch tt.wantBody {
+				case "":
+				case "-": // none
+					wantBody = ""
+				default:
 					wantBody = tt.wantBody
 				}
 				if se.Status != tt.wantHTTPStatus || se.Body != wantBody {
