@@ -275,19 +275,37 @@ func (rr replyRead) read(ctx context.Context, r io.Reader) (data []byte, taken i
 }
 
 // readSized reads a reply of a known length n (at most max) into a buffer
-// of exactly n bytes, taking its budget first.
+// of exactly n bytes, taking its budget first. A reply that must be an
+// object is checked at its first chunk, before the buffer is allocated.
 func (rr replyRead) readSized(ctx context.Context, r io.Reader, n int64) (data []byte, taken int64, err error) {
 	if err := rr.budget.take(ctx, n); err != nil {
 		return nil, 0, err
 	}
+	defer func() {
+		if err != nil {
+			rr.budget.give(n)
+			taken = 0
+		}
+	}()
+	var head []byte // the first chunk, when read apart
+	if rr.object && n > replyChunk {
+		c := chunks.Get().(*chunk)
+		defer chunks.Put(c)
+		if _, err := io.ReadFull(r, c[:]); err != nil {
+			return nil, 0, err
+		}
+		if i := firstNonSpace(c[:]); i >= 0 && c[i] != '{' {
+			return nil, 0, errNotObject
+		}
+		head = c[:]
+	}
 	data = make([]byte, n)
-	if _, err := io.ReadFull(r, data); err != nil {
-		rr.budget.give(n)
+	copy(data, head)
+	if _, err := io.ReadFull(r, data[len(head):]); err != nil {
 		return nil, 0, err
 	}
-	if rr.object {
+	if rr.object && head == nil {
 		if i := firstNonSpace(data); i >= 0 && data[i] != '{' {
-			rr.budget.give(n)
 			return nil, 0, errNotObject
 		}
 	}

@@ -130,6 +130,28 @@ func TestHTTPTransportReadsBoundedMemory(t *testing.T) {
 			wantErr: func(err error) bool { return errors.Is(err, ErrBadReply) }, maxAlloc: 2 * mib,
 		},
 		{
+			name: "a 200 with a Content-Length that is not JSON stops at its first bytes", max: DefaultMaxResponseBytes,
+			serve: func(w http.ResponseWriter, id string) {
+				w.Header().Set("Content-Length", strconv.Itoa(64*mib+6))
+				io.WriteString(w, "<html>")
+				writeRepeat(w, block, 64*mib)
+			},
+			wantErr: func(err error) bool { return errors.Is(err, ErrBadReply) }, maxAlloc: 2 * mib,
+		},
+		{
+			name: "a gzip error page over the cap is its status", max: mib,
+			serve: func(w http.ResponseWriter, id string) {
+				w.Header().Set("Content-Encoding", "gzip")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				w.Write(emptyMembers)
+			},
+			wantErr: func(err error) bool {
+				se, ok := errors.AsType[*HTTPStatusError](err)
+				return ok && se.Status == http.StatusServiceUnavailable
+			},
+			maxAlloc: 4 * mib,
+		},
+		{
 			name: "a huge error page is read only at its start", max: DefaultMaxResponseBytes,
 			serve: func(w http.ResponseWriter, id string) {
 				w.WriteHeader(http.StatusBadGateway)

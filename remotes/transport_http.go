@@ -200,10 +200,16 @@ func (t *httpTransport) readBody(ctx context.Context, resp *http.Response) (data
 		if !ok {
 			return nil, 0, nil // the status says enough: its body is not read
 		}
-		return nil, 0, badReply(t.name, "reply content-encoding "+strconv.Quote(enc)+" is not supported")
+		if len(enc) > 32 {
+			enc = enc[:32] + "..."
+		}
+		return nil, 0, badReply(t.name, "reply content-encoding "+strconv.Quote(t.red.redact(enc))+" is not supported")
 	}
 	if err != nil {
 		body.Close()
+		if !ok && (errors.Is(err, errOverCap) || errors.Is(err, errBadGzip)) {
+			return nil, 0, nil // the status says enough
+		}
 		return nil, 0, t.readFault(ctx, err)
 	}
 	drainAndClose(body)

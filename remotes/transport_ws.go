@@ -352,7 +352,7 @@ func discardMessage(r io.Reader, limit int64) error {
 	case err == io.EOF:
 		return nil
 	case err == nil:
-		return fmt.Errorf("a message over the cap goes on past %d more bytes", limit)
+		return fmt.Errorf("a message venn could not keep goes on past %d more bytes", limit)
 	}
 	return err
 }
