@@ -440,3 +440,26 @@ func TestPoolReplyOverCap(t *testing.T) {
 		})
 	}
 }
+
+// An eth_getLogs reply over the cap is split, as a remote's own "response
+// too large" is: the parts fit, and the merged logs are the node's.
+func TestGetLogsReplyOverCapSplits(t *testing.T) {
+	const filter = `[{"fromBlock":"0x1","toBlock":"0x1f4"}]`
+	want := refLogs(t, 500, filter)
+	huge := json.RawMessage(`["` + strings.Repeat("a", 2<<20) + `"]`)
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 500})
+	p := testPool(t, PoolConfig{}, []*fakenode.Node{n}, func(_ int, c *Config) { c.MaxResponseBytes = 1 << 20 })
+	n.SetHook(logsHook(func(from, to uint64, _ json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		return huge, nil, to-from+1 > 64 // wide ranges answer more than the cap
+	}))
+	got, err := call(t, p, "eth_getLogs", filter)
+	if err != nil {
+		t.Fatalf("eth_getLogs: %v", err)
+	}
+	if !jsonEqual(t, got, want) {
+		t.Fatalf("got %d bytes, want the node's %d", len(got), len(want))
+	}
+	if s := p.remotes[0].brk.state.Load(); s != breakerClosed {
+		t.Errorf("breaker state %d; want closed", s)
+	}
+}
