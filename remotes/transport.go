@@ -33,6 +33,10 @@ const (
 	// statusBodyMax is how much of a non-JSON-RPC error body HTTPStatusError
 	// keeps, redacted first.
 	statusBodyMax = 256
+	// maxErrorText bounds an upstream error's message and its data. Node
+	// errors are short (revert data included); a remote must not make venn
+	// redact and forward megabytes of text.
+	maxErrorText = 1 << 20
 )
 
 // transport calls one remote. Implementations are safe for concurrent use.
@@ -308,11 +312,21 @@ func (e *envelope) outcome(name string, red *redactor, status int) (json.RawMess
 		if e.errObj[0] != '{' {
 			return nil, badReply(name, "reply error is not an object")
 		}
+		obj := e.errObj
+		if len(obj) > 2*maxErrorText+4096 {
+			obj = boundError(obj) // decoding it whole would cost several times its size
+		}
 		var je jrpc.Error
-		if err := json.Unmarshal(e.errObj, &je); err != nil {
+		if err := json.Unmarshal(obj, &je); err != nil {
 			return nil, badReply(name, "reply error is malformed")
 		}
+		if len(je.Message) > maxErrorText {
+			je.Message = strings.ToValidUTF8(je.Message[:maxErrorText], "") + "..."
+		}
 		je.Message = red.redact(je.Message)
+		if len(je.Data) > maxErrorText {
+			je.Data = json.RawMessage(droppedData)
+		}
 		if len(je.Data) > 0 {
 			je.Data = red.redactJSON(je.Data)
 		}
@@ -322,4 +336,48 @@ func (e *envelope) outcome(name string, red *redactor, status int) (json.RawMess
 	default:
 		return nil, badReply(name, "reply has neither result nor error")
 	}
+}
+
+// droppedData stands for error data over maxErrorText.
+var droppedData = `"[error data over ` + strconv.Itoa(maxErrorText) + ` bytes dropped]"`
+
+// boundError rebuilds an error object too large to decode whole: its code,
+// its message cut to about maxErrorText bytes, and its data unless that is
+// over maxErrorText too.
+func boundError(obj []byte) []byte {
+	b := make([]byte, 0, maxErrorText+256)
+	b = append(b, '{')
+	if code := jsonscan.Member(obj, "code"); code != nil {
+		b = append(b, `"code":`...)
+		b = append(b, code...)
+		b = append(b, ',')
+	}
+	if msg := jsonscan.Member(obj, "message"); len(msg) > 1 && msg[0] == '"' {
+		b = append(b, `"message":"`...)
+		// Whole escapes only, so that the cut string is still JSON.
+		for i := 1; i < len(msg)-1 && len(b) < maxErrorText; {
+			n := 1
+			if msg[i] == '\\' {
+				n = 2
+				if msg[i+1] == 'u' {
+					n = 6
+				}
+			}
+			b = append(b, msg[i:i+n]...)
+			i += n
+		}
+		b = append(b, `...",`...)
+	}
+	if data := jsonscan.Member(obj, "data"); data != nil {
+		b = append(b, `"data":`...)
+		if len(data) > maxErrorText {
+			data = []byte(droppedData)
+		}
+		b = append(b, data...)
+		b = append(b, ',')
+	}
+	if b[len(b)-1] == ',' {
+		b = b[:len(b)-1]
+	}
+	return append(b, '}')
 }
