@@ -1,12 +1,17 @@
 package remotes
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // A remote's chain id is not a fact learnt once: a provider re-points an
@@ -209,4 +214,46 @@ func (r *Remote) dropForeign(res json.RawMessage, err error) (json.RawMessage, e
 		return nil, fmt.Errorf("remote %s: %w", r.cfg.Name, errWrongChain)
 	}
 	return res, err
+}
+
+// confirmRemotes bounds the remotes ConfirmHash asks.
+const confirmRemotes = 3
+
+// ConfirmHash asks remotes in rotation, each a different one, for the hash
+// of block n, until two agree with hash and none disagrees, or
+// confirmRemotes were asked. It reports how many answered hash and how
+// many another block; a remote without the block, or failing, counts
+// neither. Two remotes agreeing means at least one other than the remote
+// that served a block confirms it: what the history write-through asks
+// before it stores a block that links to nothing the cluster holds.
+func (p *Pool) ConfirmHash(ctx context.Context, n uint64, hash string) (agree, disagree int) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+	defer cancel()
+	const method = "eth_getBlockByNumber"
+	params := json.RawMessage(`["` + evm.Quantity(n) + `",false]`)
+	var tried uint64
+	for range confirmRemotes {
+		r, idx := p.pick(method, route{need: n}, tried)
+		if r == nil || ctx.Err() != nil {
+			break
+		}
+		tried |= 1 << idx
+		res, err := r.call(ctx, method, params)
+		if err != nil || isNull(res) {
+			continue
+		}
+		var got string
+		if json.Unmarshal(jsonscan.Member(res, "hash"), &got) != nil {
+			continue
+		}
+		if strings.EqualFold(got, hash) {
+			agree++
+		} else {
+			disagree++
+		}
+		if agree >= 2 && disagree == 0 {
+			break
+		}
+	}
+	return agree, disagree
 }
