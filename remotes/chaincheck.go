@@ -21,18 +21,18 @@ import (
 // nothing but eth_chainId tells. So the chain id is asked again:
 //
 //   - every ChainRecheck (one eth_chainId, cheap), whatever the last answer;
-//   - at once, and before the remote is used again, when the remote may be
-//     another endpoint than the one checked: its breaker opened (it was
-//     down, and what comes back may not be what left), its WebSocket call
-//     connection was dialled again;
-//   - at once when its newHeads stream reconnects; the heads of the new
-//     stream are ignored until the check passes;
-//   - at once when its head jumps further than a reorg or a lagging backend
-//     explains (maxHeadStepBack), the usual sign of a switch.
+//   - at once, and before the remote is used again, when its breaker
+//     opened: it was down, and what comes back may not be what left;
+//   - at once when its newHeads stream reconnects (the heads of the new
+//     stream are ignored until the check passes), when its WebSocket call
+//     connection is dialled again, and when its head jumps further than a
+//     reorg or a lagging backend explains (maxHeadStepBack), the usual sign
+//     of a switch. The remote stays in rotation meanwhile: taking it out
+//     for every reconnect would fail the calls of a chain with one remote.
 //
-// A remote found on another chain, or in doubt, leaves rotation at once
-// (healthy() is false), the answer of one of its calls still in flight is
-// dropped (the pool fails it over), and a switch logs once, loudly. It comes back only after
+// A remote found on another chain leaves rotation at once (healthy() is
+// false), the answer of one of its calls still in flight is dropped (the
+// pool fails it over), and a switch logs once, loudly. It comes back only after
 // a later check reports the right chain.
 
 // DefaultChainRecheck is how often a remote's chain id is asked again.
@@ -53,8 +53,8 @@ const (
 // rotation until a check says the right chain.
 const chainStale int32 = 2
 
-// errWrongChain drops the answer of a call that returned while its
-// remote's chain was in doubt (dropForeign). It is a local limit: nothing usable
+// errWrongChain drops the answer of a call that returned after its remote
+// was found on another chain (dropForeign). It is a local limit: nothing usable
 // was received, and the pool tries another remote.
 var errWrongChain = fmt.Errorf("answer dropped, remote found on another chain: %w", errLocalLimit)
 
@@ -81,6 +81,7 @@ func newChainCheckMetrics(reg prometheus.Registerer) *chainCheckMetrics {
 // chainCheck is a remote's chain re-check state.
 type chainCheck struct {
 	kick      chan struct{} // buffered 1: track checks at once
+	due       atomic.Bool   // a check is asked for (recheckSoon)
 	headsHeld atomic.Bool   // the heads stream reconnected: its heads wait for a check
 	at        atomic.Int64  // unix nanos of the last check answered (right or wrong)
 	every     time.Duration // ChainRecheck
@@ -117,6 +118,12 @@ func (r *Remote) chainUnsure(why string) {
 	r.cc.wake()
 }
 
+// recheckSoon asks for a check now, the remote staying in rotation.
+func (r *Remote) recheckSoon() {
+	r.cc.due.Store(true)
+	r.cc.wake()
+}
+
 // headsReconnected holds the heads of a new newHeads stream until the chain
 // id is checked again.
 func (r *Remote) headsReconnected() {
@@ -143,7 +150,7 @@ func (r *Remote) headMoved(old uint64) {
 		return
 	}
 	r.log.Debug("remote head jumped: chain id to be checked", "from", old, "to", n)
-	r.cc.wake()
+	r.recheckSoon()
 }
 
 // chainCheckDue reports whether track must ask the chain id now.
@@ -152,7 +159,7 @@ func (r *Remote) chainCheckDue() bool {
 	case chainUnknown, chainStale:
 		return true
 	}
-	if r.cc.headsHeld.Load() {
+	if r.cc.due.Load() || r.cc.headsHeld.Load() {
 		return true
 	}
 	return r.now().UnixNano()-r.cc.at.Load() >= int64(r.cc.every)
@@ -165,7 +172,7 @@ func (r *Remote) chainRetry(every time.Duration) (time.Duration, bool) {
 	case chainUnknown, chainStale:
 		return min(every, chainRetryEvery), true
 	}
-	if r.cc.headsHeld.Load() {
+	if r.cc.due.Load() || r.cc.headsHeld.Load() {
 		return min(every, chainRetryEvery), true
 	}
 	return 0, false
@@ -175,6 +182,7 @@ func (r *Remote) chainRetry(every time.Duration) (time.Duration, bool) {
 // It reports whether the remote is on the chain.
 func (r *Remote) chainChecked(want, got uint64) bool {
 	r.cc.at.Store(r.now().UnixNano())
+	r.cc.due.Store(false)
 	if got != want {
 		r.cc.wrong.Inc()
 		switch old := r.chainState.Swap(chainWrong); old {
@@ -205,12 +213,10 @@ func (r *Remote) chainChecked(want, got uint64) bool {
 // chainCheckFailed records a check that got no usable answer.
 func (r *Remote) chainCheckFailed() { r.cc.failed.Inc() }
 
-// dropForeign turns the answer of a call that returned while its remote's
-// chain is in doubt (found on another chain, or stale: an answer over a
-// connection just dialled again may be the first from another endpoint)
-// into errWrongChain: the pool fails it over.
+// dropForeign turns the answer of a call that returned after its remote
+// was found on another chain into errWrongChain: the pool fails it over.
 func (r *Remote) dropForeign(res json.RawMessage, err error) (json.RawMessage, error) {
-	if err == nil && r.chainState.Load() != chainOK {
+	if err == nil && r.chainState.Load() == chainWrong {
 		return nil, fmt.Errorf("remote %s: %w", r.cfg.Name, errWrongChain)
 	}
 	return res, err
