@@ -169,8 +169,13 @@ func (r *Remote) chainCheckDue() bool {
 // chain unknown: brisk until the remote answers, then ChainRecheck.
 func (r *Remote) chainRetry(every time.Duration) (time.Duration, bool) {
 	switch r.chainState.Load() {
-	case chainUnknown, chainStale:
+	case chainUnknown:
 		return min(every, chainRetryEvery), true
+	case chainStale:
+		// Out of rotation after its breaker opened: asked as often as
+		// the breaker would let a probe through, so the check does not
+		// hold it out longer than its cooldown.
+		return min(every, chainRetryEvery, r.brk.cooldown), true
 	}
 	if r.cc.due.Load() || r.cc.headsHeld.Load() {
 		return min(every, chainRetryEvery), true
