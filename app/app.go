@@ -214,7 +214,8 @@ func newChains(p chainsParams) (*chains, error) {
 		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.Options{MaxPerConn: cfg.Limits.MaxSubscriptions,
 			QueueLen: cfg.Limits.SubscriptionQueue, QueueBytes: cfg.Limits.SubscriptionQueueBytes}, log, subm)
 		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag,
-			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Logger: log}, h.window, up, rm)
+			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
+			Logger: log}, h.window, up, rm)
 		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})

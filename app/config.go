@@ -126,6 +126,7 @@ type ChainConfig struct {
 	Name               string         `yaml:"name"`
 	ChainID            uint64         `yaml:"chain_id"`
 	BlockTime          time.Duration  `yaml:"block_time"`
+	ChainRecheck       time.Duration  `yaml:"chain_recheck"`
 	MaxLag             uint64         `yaml:"max_lag"`
 	CallDeadline       time.Duration  `yaml:"call_deadline"`
 	MaxAttempts        int            `yaml:"max_attempts"`
@@ -606,6 +607,7 @@ func (c *Config) applyDefaults() {
 	for i := range c.Chains {
 		ch := &c.Chains[i]
 		setDefault(&ch.BlockTime, remotes.DefaultBlockTime)
+		setDefault(&ch.ChainRecheck, remotes.DefaultChainRecheck)
 		setDefault(&ch.MaxLag, remotes.DefaultMaxLag)
 		setDefault(&ch.CallDeadline, remotes.DefaultCallDeadline)
 		setDefault(&ch.MaxAttempts, remotes.DefaultMaxAttempts)
@@ -665,6 +667,10 @@ func setDefault[T comparable](field *T, def T) {
 // maxGetLogsParts bounds getlogs_max_parts: one split call keeps a slot per
 // part, so the setting is also a memory bound.
 const maxGetLogsParts = 100_000
+
+// minChainRecheck bounds chain_recheck from below: each check is a call
+// to every remote of the chain, and providers bill them.
+const minChainRecheck = 100 * time.Millisecond
 
 // maxArchiveBatch bounds history.batch: one batch is one Postgres
 // transaction held in memory whole.
@@ -803,6 +809,11 @@ func (c *ChainConfig) validate(p *problems, path string) {
 		if n.v < 0 {
 			p.add(path+"."+n.name, "must be positive")
 		}
+	}
+	if c.ChainRecheck < 0 {
+		p.add(path+".chain_recheck", "must be positive")
+	} else if c.ChainRecheck > 0 && c.ChainRecheck < minChainRecheck {
+		p.add(path+".chain_recheck", "must be at least %v", minChainRecheck)
 	}
 	if c.History.Batch < 0 {
 		p.add(path+".history.batch", "must be positive")
@@ -1006,6 +1017,7 @@ func (c ChainConfig) PoolConfig() remotes.PoolConfig {
 		Chain:              c.Name,
 		ChainID:            c.ChainID,
 		BlockTime:          c.BlockTime,
+		ChainRecheck:       c.ChainRecheck,
 		MaxLag:             c.MaxLag,
 		CallDeadline:       c.CallDeadline,
 		MaxAttempts:        c.MaxAttempts,

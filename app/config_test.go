@@ -50,6 +50,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		Chain:              "ethereum",
 		ChainID:            1,
 		BlockTime:          remotes.DefaultBlockTime,
+		ChainRecheck:       remotes.DefaultChainRecheck,
 		MaxLag:             remotes.DefaultMaxLag,
 		CallDeadline:       remotes.DefaultCallDeadline,
 		MaxAttempts:        remotes.DefaultMaxAttempts,
@@ -110,6 +111,7 @@ chains:
   - name: base_sepolia-2
     chain_id: 84532
     block_time: 2s
+    chain_recheck: 30s
     max_lag: 10
     call_deadline: 5s
     max_attempts: 2
@@ -146,7 +148,7 @@ chains:
 		t.Errorf("shutdown_timeout = %v, shutdown_delay = %v, log = %+v", c.ShutdownTimeout, c.ShutdownDelay, c.Log)
 	}
 	wantPool := remotes.PoolConfig{
-		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, MaxLag: 10,
+		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, ChainRecheck: 30 * time.Second, MaxLag: 10,
 		CallDeadline: 5 * time.Second, MaxAttempts: 2, GetLogsConcurrency: 8, GetLogsMaxParts: 50, BroadcastFanout: 1,
 		BreakerFailures: 3, BreakerCooldown: time.Second,
 		CordonStrikes: remotes.DefaultCordonStrikes, CordonWithin: remotes.DefaultCordonWithin, CordonPeriod: remotes.DefaultCordonPeriod,
@@ -240,10 +242,12 @@ chains:
     getlogs_max_parts: 1000000
     broadcast_fanout: -3
     block_time: -1s
+    chain_recheck: 10ms
     call_deadline: -1s
     breaker: {failures: -1, cooldown: -1s}
   - name: b
     chain_id: 2
+    chain_recheck: -1s
   - name: b
     chain_id: 3
     remotes: [{name: x, url: "http://127.0.0.1:1"}]
@@ -265,6 +269,8 @@ chains:
 				`chains[0].getlogs_max_parts: must be at most 100000`,
 				`chains[0].broadcast_fanout: must be positive`,
 				`chains[0].block_time: must be positive`,
+				`chains[0].chain_recheck: must be at least 100ms`,
+				`chains[1].chain_recheck: must be positive`,
 				`chains[0].call_deadline: must be positive`,
 				`chains[3].remotes[0].timeout: must be shorter than the chain's call_deadline (4s)`,
 				`chains[0].breaker.failures: must be positive`,

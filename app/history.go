@@ -162,6 +162,15 @@ func (g *historyChain) Highest(ctx context.Context) (uint64, bool, error) {
 	return g.c.Highest(ctx)
 }
 
+// Links reports whether a block links by hash to its stored neighbours;
+// nothing links before the schema is migrated.
+func (g *historyChain) Links(ctx context.Context, n uint64, hash, parent string) (bool, error) {
+	if !g.h.ready.Load() {
+		return false, nil
+	}
+	return g.c.Links(ctx, n, hash, parent)
+}
+
 // Answer answers a call from stored data; ok is false before the schema
 // is migrated.
 func (g *historyChain) Answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {

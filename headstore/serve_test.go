@@ -622,3 +622,26 @@ func BenchmarkAnswerLogsLatestNone(b *testing.B) {
 func BenchmarkAnswerLogsRange(b *testing.B) {
 	benchAnswer(b, "eth_getLogs", `[{"fromBlock":"0x64","toBlock":"0x67","topics":[null,null,`+serveQ(serveHash("b101-9to"))+`]}]`)
 }
+
+// CanonicalHash knows the blocks the window holds and the parent of the
+// lowest, and nothing else.
+func TestCanonicalHash(t *testing.T) {
+	below := redisTestHash("main", 9)
+	blocks := redisTestChain("main", below, 10, 14)
+	w := newServeWindow(t, 8, blocks, 0, 0)
+	for _, tt := range []struct {
+		give   uint64
+		want   string
+		wantOK bool
+	}{
+		{10, blocks[0].Hash, true},
+		{14, blocks[4].Hash, true},
+		{9, below, true},
+		{8, "", false},
+		{15, "", false},
+	} {
+		if got, ok := w.CanonicalHash(tt.give); got != tt.want || ok != tt.wantOK {
+			t.Errorf("CanonicalHash(%d) = %q, %v; want %q, %v", tt.give, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}

@@ -322,3 +322,18 @@ func (w *Window) headTime() (n, time uint64, ok bool) {
 	h := w.canon[len(w.canon)-1]
 	return h.Number, h.time, true
 }
+
+// CanonicalHash is the hash of canonical block n as the window knows it: a
+// block it holds, or the parent of the lowest one; ok is false for any
+// other number.
+func (w *Window) CanonicalHash(n uint64) (hash string, ok bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if e := w.byNumber(n); e != nil {
+		return e.Hash, true
+	}
+	if len(w.canon) > 0 && w.canon[0].Number == n+1 && w.canon[0].Parent != "" {
+		return w.canon[0].Parent, true
+	}
+	return "", false
+}

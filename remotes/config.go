@@ -89,6 +89,9 @@ type PoolConfig struct {
 	ChainID uint64
 	// BlockTime sets the head polling cadence for remotes without a ws url.
 	BlockTime time.Duration
+	// ChainRecheck is how often each remote's chain id is asked again
+	// (chaincheck.go); 0: DefaultChainRecheck.
+	ChainRecheck time.Duration
 	// MaxLag: a remote more than this many blocks behind the best head leaves
 	// rotation until it catches up.
 	MaxLag uint64

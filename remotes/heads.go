@@ -51,6 +51,7 @@ type headWatcher struct {
 	dialOpts *websocket.DialOptions
 	log      *slog.Logger
 	onHead   func(number uint64, hash string)
+	onSub    func() // nil: none
 
 	backoffMin, backoffMax time.Duration
 	healthyAfter           time.Duration
@@ -74,6 +75,7 @@ func newHeadWatcher(opts transportOptions, onHead func(uint64, string)) (*headWa
 		dialOpts:     wsDialOptions(opts),
 		log:          opts.Logger,
 		onHead:       onHead,
+		onSub:        opts.OnSubscribed,
 		backoffMin:   headsBackoffMin,
 		backoffMax:   headsBackoffMax,
 		healthyAfter: headsHealthyAfter,
@@ -176,6 +178,9 @@ func (w *headWatcher) session(ctx context.Context, outage *bool) (subscribed tim
 				return subscribed, fmt.Errorf("heads subscribe: %w", err)
 			}
 			subscribed = time.Now()
+			if w.onSub != nil {
+				w.onSub()
+			}
 			if *outage {
 				w.log.Info("remote heads connection restored", "remote", w.name)
 				*outage = false

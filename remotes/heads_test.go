@@ -132,8 +132,8 @@ func TestWrongChainNeverUsed(t *testing.T) {
 		}
 	})
 	// A remote found on the wrong chain is asked again only after
-	// wrongChainRecheck, the first time too.
-	t.Run("asked again only after wrongChainRecheck", func(t *testing.T) {
+	// ChainRecheck, the first time too.
+	t.Run("asked again only after ChainRecheck", func(t *testing.T) {
 		good := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 		wrong := fakenode.Start(t, fakenode.Options{ChainID: 5})
 		testPool(t, PoolConfig{}, []*fakenode.Node{wrong, good}, nil)
@@ -142,7 +142,7 @@ func TestWrongChainNeverUsed(t *testing.T) {
 		waitFor(t, "good remote polled", func() bool { return good.Calls("eth_blockNumber") >= 3 })
 		if got := wrong.Calls("eth_chainId"); got != 0 {
 			t.Errorf("wrong-chain remote asked its chain id %d times within 3 block times of being found wrong, want 0 before %v",
-				got, wrongChainRecheck)
+				got, DefaultChainRecheck)
 		}
 	})
 	t.Run("alone", func(t *testing.T) {

@@ -11,50 +11,38 @@ import (
 	"github.com/venn-gateway/venn/evm"
 )
 
-// wrongChainRecheck is how often a remote found on the wrong chain is asked
-// again (an operator may fix the endpoint without restarting venn).
-const wrongChainRecheck = 5 * time.Minute
-
-// track follows one remote until ctx ends: it verifies the chain id, then
-// keeps the remote's head fresh. With a ws url the head arrives over
-// newHeads and polling only fills in while that stream is down, so paid
-// providers are not billed for idle polling. onChange is called after every
-// check, so head and health gauges stay current.
+// track follows one remote until ctx ends: it verifies the chain id, and
+// again every ChainRecheck and whenever chaincheck.go asks, then keeps the
+// remote's head fresh. With a ws url the head arrives over newHeads and
+// polling only fills in while that stream is down, so paid providers are
+// not billed for idle polling. onChange is called after every check, so
+// head and health gauges stay current.
 func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration, onChange func()) {
 	// Spread the first polls of many remotes over a fraction of a block.
 	jitter := time.Duration(rand.Int64N(int64(every)/4 + 1))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var lastCheck time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-r.cc.kick: // chaincheck.go: the chain id is in doubt
 		}
 		next := every
-		switch r.chainState.Load() {
-		case chainUnknown:
-			ok := r.verifyChain(ctx, chainID)
-			lastCheck = r.now() // a wrong chain is asked again only after wrongChainRecheck
-			if ok {
-				r.poll(ctx, onChange)
-			} else {
-				next = min(every, 2*time.Second) // until first contact, retry briskly
+		if r.chainCheckDue() {
+			// A failed check of a remote still verified polls anyway: the
+			// poll is what opens the breaker of a remote that went down.
+			if r.verifyChain(ctx, chainID) || r.chainVerified() {
+				r.pollChecked(ctx, onChange)
 			}
-		case chainWrong:
-			if r.now().Sub(lastCheck) >= wrongChainRecheck {
-				lastCheck = r.now()
-				if r.verifyChain(ctx, chainID) {
-					r.poll(ctx, onChange)
-				}
+			if d, brisk := r.chainRetry(every); brisk {
+				next = d // until the remote answers, retry briskly
 			}
-		default:
-			// A head seen over newHeads within two block times makes the poll
-			// redundant.
-			if r.now().UnixNano()-r.wsHeadAt.Load() > int64(2*every) {
-				r.poll(ctx, onChange)
-			}
+		} else if r.chainVerified() && r.now().UnixNano()-r.wsHeadAt.Load() > int64(2*every) {
+			// A head seen over newHeads within two block times makes the
+			// poll redundant.
+			r.pollChecked(ctx, onChange)
 		}
 		onChange() // health can change without a new head: keep the gauges true
 		timer.Reset(next + jitter)
@@ -62,18 +50,29 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 	}
 }
 
+// pollChecked is poll, watching the head for a jump that asks for a chain
+// check (chaincheck.go).
+func (r *Remote) pollChecked(ctx context.Context, onHead func()) {
+	old := r.Head()
+	r.poll(ctx, onHead)
+	r.headMoved(old)
+}
+
 // watch follows the remote's newHeads over its ws url until ctx ends.
 func (r *Remote) watch(ctx context.Context, onHead func()) {
 	opts := transportOptions{Name: r.cfg.Name, URL: r.cfg.WSURL,
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
+	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
 	watchHeads(ctx, opts, func(n uint64, _ string) {
-		if !r.chainVerified() {
+		if !r.headsTrusted() {
 			return
 		}
 		r.wsHeadAt.Store(r.now().UnixNano())
+		old := r.Head()
 		if r.setHead(n) {
 			onHead()
 		}
+		r.headMoved(old)
 	})
 }
 
@@ -93,35 +92,28 @@ func (r *Remote) retryLog(msg string, err error) {
 	r.log.Warn(msg, "err", err, "next_warning_in", retryLogEvery)
 }
 
-// verifyChain asks the remote for its chain id. A remote on the wrong chain
-// is never used: that is logged loudly.
+// verifyChain asks the remote for its chain id and reports whether it is on
+// the chain (chaincheck.go records the answer). A remote on the wrong chain
+// is never used: that is logged loudly. A check without an answer leaves
+// the state as it was.
 func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
 	res, err := r.t.call(ctx, "eth_chainId", nil)
 	if err != nil {
 		if ctx.Err() == nil {
+			r.chainCheckFailed()
 			r.retryLog("remote chain id check failed; will retry", err)
 		}
 		return false
 	}
 	got, err := parseQuantityJSON(res)
 	if err != nil {
+		r.chainCheckFailed()
 		r.retryLog("remote sent a bad chain id; will retry", err)
 		return false
 	}
-	if got != want {
-		if r.chainState.Swap(chainWrong) != chainWrong {
-			r.log.Error("REMOTE IS ON THE WRONG CHAIN: it will not be used",
-				"want_chain_id", want, "got_chain_id", got)
-		}
-		r.m.healthy.Set(0)
-		return false
-	}
-	if r.chainState.Swap(chainOK) != chainOK {
-		r.log.Info("remote chain id verified", "chain_id", got)
-	}
-	return true
+	return r.chainChecked(want, got)
 }
 
 // poll asks for eth_blockNumber through the breaker-aware call path, so a

@@ -86,14 +86,18 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 			if rc.MaxResponseBytes <= 0 {
 				rc.MaxResponseBytes = DefaultMaxResponseBytes
 			}
+			var r *Remote // set before any call: the transport dials on its first
 			t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
 				Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
-				MaxResponseBytes: rc.MaxResponseBytes, Logger: log})
+				MaxResponseBytes: rc.MaxResponseBytes, Logger: log,
+				OnRedial: func() { r.recheckSoon() }})
 			if err != nil {
 				return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 			}
 			brk := newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown)
-			p.remotes = append(p.remotes, newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk))
+			r = newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk)
+			r.cc.every = cfg.ChainRecheck
+			p.remotes = append(p.remotes, r)
 		}
 	}
 	if err := p.initConsensus(m); err != nil {
@@ -123,6 +127,9 @@ func (c *PoolConfig) applyDefaults() {
 	}
 	if c.BroadcastFanout <= 0 {
 		c.BroadcastFanout = DefaultBroadcastFanout
+	}
+	if c.ChainRecheck <= 0 {
+		c.ChainRecheck = DefaultChainRecheck
 	}
 	c.Hedge.applyDefaults()
 	c.Scoring.applyDefaults()

@@ -64,6 +64,7 @@ type Remote struct {
 	mb  misbehaviourState // misbehave.go: cordon and strikes
 	lat latencyHist       // latency.go: recent latency quantiles
 	sc  scoreState        // score.go: score and preferred set
+	cc  chainCheck        // chaincheck.go: chain id re-checks
 
 	mu           sync.Mutex
 	unsupported  map[string]unsupportedEntry // methods the remote said it lacks
@@ -84,6 +85,7 @@ func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remot
 		r.lim = rate.NewLimiter(rate.Limit(cfg.RateLimit), burst)
 	}
 	r.allow, r.deny = cfg.Allow, cfg.Deny
+	r.cc.init(m)
 	r.latencyEWMA.Store(math.Float64bits(0.05)) // a neutral prior until measured
 	return r
 }
@@ -249,7 +251,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		return nil, err
 	}
 	r.observe(method, took, err, probe)
-	return res, err
+	return r.dropForeign(res, err)
 }
 
 // waitForToken takes a token of the remote's own rate limit, waiting for
@@ -343,6 +345,7 @@ func (r *Remote) fault(v Verdict) {
 	if r.brk.fault(r.now()) {
 		r.log.Warn("remote out of rotation: breaker open",
 			"reason", string(v.Reason), "cooldown", r.brk.cooldown)
+		r.chainUnsure("breaker opened") // what comes back may be another endpoint
 	}
 	r.m.breaker.Set(float64(r.brk.state.Load()))
 }

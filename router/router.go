@@ -47,6 +47,12 @@ type Config struct {
 	// WriteThroughQueue bounds the blocks waiting to be written through;
 	// 0: DefaultWriteThroughQueue.
 	WriteThroughQueue int
+	// Confirm asks the remotes, each a different one, for block n's hash:
+	// how many agree with hash and how many name another (the pool's
+	// ConfirmHash). The write-through stores a block that links to
+	// nothing the window or the store holds only when two agree; nil:
+	// such a block is not stored.
+	Confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
 	// Logger logs the write-through and the forger; nil: discarded.
 	Logger *slog.Logger
 }
@@ -75,6 +81,18 @@ type Head interface {
 // and a number no remote could answer for: the best head among those in
 // rotation.
 type headOf interface{ HealthyHead() uint64 }
+
+// canonicalOf is the head window's view of the chain the cluster follows,
+// which the write-through checks blocks against.
+type canonicalOf interface {
+	CanonicalHash(n uint64) (hash string, ok bool)
+}
+
+// storedLinks is the history store's check that a block links by hash to
+// its stored neighbours (blockstore.Chain.Links).
+type storedLinks interface {
+	Links(ctx context.Context, n uint64, hash, parent string) (bool, error)
+}
 
 // Router routes one chain's calls. It implements jrpc.Handler.
 type Router struct {
@@ -123,6 +141,13 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
 			m.writeThrough.MustCurryWith(prometheus.Labels{"chain": cfg.Chain}))
+		rt.wt.links.confirm = cfg.Confirm
+		if c, ok := head.(canonicalOf); ok {
+			rt.wt.links.canonical = c.CanonicalHash
+		}
+		if l, ok := rt.history.(storedLinks); ok {
+			rt.wt.links.stored = l.Links
+		}
 	}
 	return rt
 }
@@ -260,7 +285,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "venn", Name: "history_writethrough_total",
 			Help: "Settled blocks clients fetched from the remotes, written through to the history store, " +
 				"by outcome: queued, duplicate (already queued), dropped (queue full), stored, " +
-				"orphan (not the canonical block), conflict (refused by the store), failed.",
+				"orphan (not the canonical block), conflict (refused by the store), failed, " +
+				"foreign (the chain the cluster follows has another block there), " +
+				"unlinked (nothing the window, the store or a second remote holds links it to that chain).",
 		}, []string{"chain", "outcome"})}
 	if reg != nil {
 		reg.MustRegister(m.answers, m.writeThrough)

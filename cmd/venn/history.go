@@ -153,7 +153,7 @@ func runBackfill(ctx context.Context, cfg *app.Config, cc app.ChainConfig, from,
 		return err
 	}
 	defer b.close()
-	sum, err := b.run(ctx, from, to, newProgress(stderr, to-from+1))
+	sum, err := b.run(ctx, from, to, newProgress(stderr, to-from+1, "backfill"))
 	if err != nil {
 		return err
 	}

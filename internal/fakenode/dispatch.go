@@ -96,9 +96,9 @@ func (n *Node) serveCall(c *call, f *faults, method string, params []byte) ([]by
 	case "eth_blockNumber":
 		return noArgs(params, quantity(v.visible()))
 	case "eth_chainId":
-		return noArgs(params, quantity(n.chainID(f)))
+		return noArgs(params, quantity(n.chainID(v, f)))
 	case "net_version":
-		return noArgs(params, strconv.AppendQuote(nil, strconv.FormatUint(n.chainID(f), 10)))
+		return noArgs(params, strconv.AppendQuote(nil, strconv.FormatUint(n.chainID(v, f), 10)))
 	case "web3_clientVersion":
 		return noArgs(params, strconv.AppendQuote(nil, n.opts.ClientVersion))
 	case "eth_syncing":
@@ -151,11 +151,11 @@ func (n *Node) serveCall(c *call, f *faults, method string, params []byte) ([]by
 	return nil, methodNotFound(method)
 }
 
-func (n *Node) chainID(f *faults) uint64 {
+func (n *Node) chainID(v *chainView, f *faults) uint64 {
 	if f.chainID != 0 {
 		return f.chainID
 	}
-	return n.opts.ChainID
+	return n.chainOf(v)
 }
 
 // noArgs returns result unless params carry arguments the method takes
@@ -228,7 +228,7 @@ func (n *Node) stateNumber(v *chainView, raw []byte, idx int) (uint64, *jrpc.Err
 			return 0, argErr(idx, err)
 		}
 		if h, isHash := bnh.Hash(); isHash {
-			found, ok := n.hash.findBlock(v, h)
+			found, ok := n.hasherOf(v).findBlock(v, h)
 			if !ok {
 				return 0, errHashNotFound
 			}
@@ -527,7 +527,7 @@ func (n *Node) getBlockByHash(v *chainView, params []byte) ([]byte, *jrpc.Error)
 	if err := json.Unmarshal(args[1], &full); err != nil {
 		return nil, argErr(1, err)
 	}
-	num, ok := n.hash.findBlock(v, h)
+	num, ok := n.hasherOf(v).findBlock(v, h)
 	if !ok {
 		return []byte(resultNull), nil
 	}
@@ -542,7 +542,7 @@ func (n *Node) blockArg(v *chainView, raw []byte, byHash bool) (uint64, bool, er
 		if err := decodeArg(raw, &h); err != nil {
 			return 0, false, err
 		}
-		num, ok := n.hash.findBlock(v, h)
+		num, ok := n.hasherOf(v).findBlock(v, h)
 		return num, ok, nil
 	}
 	var bn rpc.BlockNumber
@@ -606,7 +606,7 @@ func (n *Node) getTxByHash(v *chainView, params []byte, receipt bool) ([]byte, *
 	if err := decodeArg(args[0], &h); err != nil {
 		return nil, argErr(0, err)
 	}
-	num, idx, ok := n.hash.findTx(v, h)
+	num, idx, ok := n.hasherOf(v).findTx(v, h)
 	if !ok {
 		return []byte(resultNull), nil
 	}
@@ -629,7 +629,7 @@ func (n *Node) getBlockReceipts(v *chainView, params []byte) ([]byte, *jrpc.Erro
 	}
 	var num uint64
 	if h, ok := bnh.Hash(); ok {
-		found, ok := n.hash.findBlock(v, h)
+		found, ok := n.hasherOf(v).findBlock(v, h)
 		if !ok {
 			return []byte(resultNull), nil
 		}

@@ -58,6 +58,11 @@
 //   - SetHook(fn): fn sees every call first and may answer it (handled);
 //     it must be safe for concurrent use.
 //   - SetChainID(id): eth_chainId and net_version report id.
+//   - SwitchChain(id): the node serves another chain from now on, the one a
+//     node built with ChainID id serves (its chain id, hashes, transactions
+//     and logs), as an endpoint re-pointed at another network does.
+//     SwitchChain(0) goes back. Unlike the other faults it is part of the
+//     chain, so Reset leaves it.
 //   - SetLag(k): the node serves only up to Head()-k: eth_blockNumber,
 //     blocks and receipts above it are null, state calls above it fail
 //     with -32000 "header not found", eth_getLogs beyond it fails with

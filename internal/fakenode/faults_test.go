@@ -333,3 +333,38 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A node switched to another chain serves that chain as a node built for it
+// does, byte for byte, and switched back serves its own again.
+func TestSwitchChain(t *testing.T) {
+	own := Start(t, Options{ChainID: 1337, Head: 20})
+	other := Start(t, Options{ChainID: 5, Head: 20})
+	hc := httpClient(t)
+	calls := []struct {
+		method string
+		params []any
+	}{
+		{"eth_chainId", nil},
+		{"eth_getBlockByNumber", []any{"0xa", true}},
+		{"eth_getBlockReceipts", []any{"0xa"}},
+		{"eth_getBlockByHash", []any{other.BlockHash(7), false}},
+	}
+	ownBlock := string(mustRPC(t, hc, own.URL(), "eth_getBlockByNumber", "0xa", true))
+	own.SwitchChain(5)
+	for _, c := range calls {
+		got := string(mustRPC(t, hc, own.URL(), c.method, c.params...))
+		if want := string(mustRPC(t, hc, other.URL(), c.method, c.params...)); got != want {
+			t.Errorf("%s switched: %.120s, want the other chain's %.120s", c.method, got, want)
+		}
+	}
+	if own.BlockHash(10) != other.BlockHash(10) {
+		t.Error("BlockHash does not follow the switch")
+	}
+	own.SwitchChain(0)
+	if got := string(mustRPC(t, hc, own.URL(), "eth_getBlockByNumber", "0xa", true)); got != ownBlock {
+		t.Errorf("switched back: %.120s, want its own block %.120s", got, ownBlock)
+	}
+	if got := string(mustRPC(t, hc, own.URL(), "eth_chainId")); got != `"0x539"` {
+		t.Errorf("switched back: chain id %s", got)
+	}
+}
