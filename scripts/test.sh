@@ -3,8 +3,9 @@
 #   scripts/test.sh
 # It checks the toolchain, makes sure Redis (127.0.0.1:6379) and Postgres
 # (127.0.0.1:5432) answer, builds geth v1.17.10 for the end-to-end tests
-# (exported as VENN_GETH), installs the e2e viem test's Node packages (npm ci
-# in e2e/viem), runs go vet and the race-enabled test suite, and,
+# (exported as VENN_GETH), installs the e2e viem and ethers tests' Node
+# packages (npm ci in e2e/viem and e2e/ethers), runs go vet and the
+# race-enabled test suite, and,
 # when ../shared/conformance exists, replays the execution-apis conformance
 # suite through a freshly built venn in front of geth.
 # Non-interactive; stops at the first failure. Either way the last line it
@@ -113,17 +114,19 @@ fi
 export VENN_GETH=$GETH
 echo "VENN_GETH=$VENN_GETH"
 
-step "viem for the e2e viem test (npm ci in e2e/viem)"
+step "viem and ethers for the e2e Node.js tests (npm ci in e2e/viem, e2e/ethers)"
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
-  die "node and npm are missing (the e2e viem test needs Node.js 18 or newer): apt-get install -y nodejs npm"
+  die "node and npm are missing (the e2e viem and ethers tests need Node.js 18 or newer): apt-get install -y nodejs npm"
 node --version
-VIEM=$ROOT/e2e/viem
-# npm ci once per package-lock.json: the stamp is the lock it installed.
-if ! cmp -s "$VIEM/package-lock.json" "$VIEM/node_modules/.venn-installed-lock" 2>/dev/null; then
-  (cd "$VIEM" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in e2e/viem failed"
-  cp "$VIEM/package-lock.json" "$VIEM/node_modules/.venn-installed-lock"
-fi
-echo "viem $(node -p "require('$VIEM/node_modules/viem/package.json').version")"
+for pkg in viem ethers; do
+  dir=$ROOT/e2e/$pkg
+  # npm ci once per package-lock.json: the stamp is the lock it installed.
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.venn-installed-lock" 2>/dev/null; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in e2e/$pkg failed"
+    cp "$dir/package-lock.json" "$dir/node_modules/.venn-installed-lock"
+  fi
+  echo "$pkg $(node -p "require('$dir/node_modules/$pkg/package.json').version")"
+done
 
 step "go vet"
 go vet ./...
