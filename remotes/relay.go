@@ -147,17 +147,17 @@ func (p *Pool) CanRelay() bool {
 // subscription is in place, before its first result.
 //
 // The subscription goes to one remote that has a WebSocket url: the best
-// in rotation by tier, then score; one whose relay failed lately is passed
-// over while another can relay, so a caller that retries moves on, and
-// one that refuses the subscription as unknown is passed over at once
-// (and while that is remembered, see unsupportedTTL). While
-// no WebSocket remote can relay (none has a ws url, none is in rotation,
-// each lacks the subscription or failed lately), newPendingTransactions
-// comes from a pending-transaction filter polled over HTTP
-// (relay_poll.go), until a WebSocket remote can relay again. When neither
-// can serve it, Relay waits out the WebSocket remote's backoff first; when
-// no remote has either, the error wraps ErrRelayUnsupported. fn runs on
-// the reading goroutine: while it blocks, nothing is read.
+// in rotation by tier, then score. One whose relay failed lately is passed
+// over while another can relay, so a caller that retries moves on; one
+// that refuses the subscription as unknown is passed over at once, and
+// while that is remembered (unsupportedTTL). While no WebSocket remote can
+// relay (none has a ws url, none is in rotation, each lacks the
+// subscription or backs off), newPendingTransactions comes from a
+// pending-transaction filter polled over HTTP (relay_poll.go), until a
+// WebSocket remote can relay again. When neither can serve it, Relay waits
+// out the WebSocket remote's backoff first; when no remote has either, the
+// error wraps ErrRelayUnsupported. fn runs on the goroutine that reads (or
+// polls): while it blocks, nothing is read.
 func (p *Pool) Relay(ctx context.Context, params json.RawMessage, up func(), fn func(result json.RawMessage)) error {
 	full, pending := pendingParams(params)
 	key := subscribeKey(params)
