@@ -207,7 +207,9 @@ func newChains(p chainsParams) (*chains, error) {
 		if cc.Integrity.ClientCalls {
 			up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
 		}
-		var relay subcenter.Relay // newPendingTransactions from a remote's own subscription
+		// newPendingTransactions from a remote's own subscription, or a
+		// pending-transaction filter polled where no WebSocket remote can.
+		var relay subcenter.Relay
 		if pool.CanRelay() {
 			relay = pool
 		}

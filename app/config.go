@@ -123,20 +123,23 @@ type LogConfig struct {
 
 // ChainConfig is one chain, served at /Name.
 type ChainConfig struct {
-	Name               string         `yaml:"name"`
-	ChainID            uint64         `yaml:"chain_id"`
-	BlockTime          time.Duration  `yaml:"block_time"`
-	ChainRecheck       time.Duration  `yaml:"chain_recheck"`
-	MaxLag             uint64         `yaml:"max_lag"`
-	CallDeadline       time.Duration  `yaml:"call_deadline"`
-	MaxAttempts        int            `yaml:"max_attempts"`
-	GetLogsConcurrency int            `yaml:"getlogs_concurrency"`
-	GetLogsMaxParts    int            `yaml:"getlogs_max_parts"`
-	BroadcastFanout    int            `yaml:"broadcast_fanout"`
-	Breaker            BreakerConfig  `yaml:"breaker"`
-	Head               HeadConfig     `yaml:"head"`
-	History            HistoryConfig  `yaml:"history"`
-	Remotes            []RemoteConfig `yaml:"remotes"`
+	Name               string        `yaml:"name"`
+	ChainID            uint64        `yaml:"chain_id"`
+	BlockTime          time.Duration `yaml:"block_time"`
+	ChainRecheck       time.Duration `yaml:"chain_recheck"`
+	MaxLag             uint64        `yaml:"max_lag"`
+	CallDeadline       time.Duration `yaml:"call_deadline"`
+	MaxAttempts        int           `yaml:"max_attempts"`
+	GetLogsConcurrency int           `yaml:"getlogs_concurrency"`
+	GetLogsMaxParts    int           `yaml:"getlogs_max_parts"`
+	BroadcastFanout    int           `yaml:"broadcast_fanout"`
+	// PendingPollInterval: how often the pending-transaction filter that
+	// serves newPendingTransactions without a WebSocket remote is polled.
+	PendingPollInterval time.Duration  `yaml:"pending_poll_interval"`
+	Breaker             BreakerConfig  `yaml:"breaker"`
+	Head                HeadConfig     `yaml:"head"`
+	History             HistoryConfig  `yaml:"history"`
+	Remotes             []RemoteConfig `yaml:"remotes"`
 
 	// Consensus puts methods to a vote among remotes; none by default.
 	Consensus []ConsensusConfig `yaml:"consensus"`
@@ -614,6 +617,7 @@ func (c *Config) applyDefaults() {
 		setDefault(&ch.GetLogsConcurrency, remotes.DefaultGetLogsConcurrency)
 		setDefault(&ch.GetLogsMaxParts, remotes.DefaultGetLogsMaxParts)
 		setDefault(&ch.BroadcastFanout, remotes.DefaultBroadcastFanout)
+		setDefault(&ch.PendingPollInterval, remotes.DefaultPendingPollInterval)
 		setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
 		setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
 		setDefault(&ch.Cordon.Strikes, remotes.DefaultCordonStrikes)
@@ -675,6 +679,10 @@ const minChainRecheck = 100 * time.Millisecond
 // maxArchiveBatch bounds history.batch: one batch is one Postgres
 // transaction held in memory whole.
 const maxArchiveBatch = 10_000
+
+// maxPendingPollInterval bounds pending_poll_interval: nodes drop a
+// filter that is not polled for a while (geth after 5 minutes).
+const maxPendingPollInterval = time.Minute
 
 var (
 	chainNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -787,12 +795,17 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	}{
 		{"block_time", c.BlockTime},
 		{"call_deadline", c.CallDeadline},
+		{"pending_poll_interval", c.PendingPollInterval},
 		{"breaker.cooldown", c.Breaker.Cooldown},
 		{"head.finality_interval", c.Head.FinalityInterval},
 	} {
 		if d.v < 0 {
 			p.add(path+"."+d.name, "must be positive")
 		}
+	}
+	if c.PendingPollInterval > maxPendingPollInterval {
+		// Nodes drop a filter nobody polls (geth after 5 minutes).
+		p.add(path+".pending_poll_interval", "must be at most %v, not %v", maxPendingPollInterval, c.PendingPollInterval)
 	}
 	for _, n := range []struct {
 		name string
@@ -1014,25 +1027,26 @@ func (c Config) JRPCLimits() jrpc.Limits { return c.Limits }
 // PoolConfig converts a chain for remotes.NewPool.
 func (c ChainConfig) PoolConfig() remotes.PoolConfig {
 	return remotes.PoolConfig{
-		Chain:              c.Name,
-		ChainID:            c.ChainID,
-		BlockTime:          c.BlockTime,
-		ChainRecheck:       c.ChainRecheck,
-		MaxLag:             c.MaxLag,
-		CallDeadline:       c.CallDeadline,
-		MaxAttempts:        c.MaxAttempts,
-		GetLogsConcurrency: c.GetLogsConcurrency,
-		GetLogsMaxParts:    c.GetLogsMaxParts,
-		BroadcastFanout:    c.BroadcastFanout,
-		BreakerFailures:    c.Breaker.Failures,
-		BreakerCooldown:    c.Breaker.Cooldown,
-		Consensus:          c.consensusRules(),
-		CordonStrikes:      c.Cordon.Strikes,
-		CordonWithin:       c.Cordon.Within,
-		CordonPeriod:       c.Cordon.Period,
-		MisbehaviourLog:    c.MisbehaviourLog,
-		Hedge:              c.hedgeConfig(),
-		Scoring:            c.scoringConfig(),
+		Chain:               c.Name,
+		ChainID:             c.ChainID,
+		BlockTime:           c.BlockTime,
+		ChainRecheck:        c.ChainRecheck,
+		MaxLag:              c.MaxLag,
+		CallDeadline:        c.CallDeadline,
+		MaxAttempts:         c.MaxAttempts,
+		GetLogsConcurrency:  c.GetLogsConcurrency,
+		GetLogsMaxParts:     c.GetLogsMaxParts,
+		BroadcastFanout:     c.BroadcastFanout,
+		PendingPollInterval: c.PendingPollInterval,
+		BreakerFailures:     c.Breaker.Failures,
+		BreakerCooldown:     c.Breaker.Cooldown,
+		Consensus:           c.consensusRules(),
+		CordonStrikes:       c.Cordon.Strikes,
+		CordonWithin:        c.Cordon.Within,
+		CordonPeriod:        c.Cordon.Period,
+		MisbehaviourLog:     c.MisbehaviourLog,
+		Hedge:               c.hedgeConfig(),
+		Scoring:             c.scoringConfig(),
 	}
 }
 

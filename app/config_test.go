@@ -47,23 +47,24 @@ func TestParseAppliesDefaults(t *testing.T) {
 		t.Errorf("limits = %+v, want %+v", got, want)
 	}
 	wantPool := remotes.PoolConfig{
-		Chain:              "ethereum",
-		ChainID:            1,
-		BlockTime:          remotes.DefaultBlockTime,
-		ChainRecheck:       remotes.DefaultChainRecheck,
-		MaxLag:             remotes.DefaultMaxLag,
-		CallDeadline:       remotes.DefaultCallDeadline,
-		MaxAttempts:        remotes.DefaultMaxAttempts,
-		GetLogsConcurrency: remotes.DefaultGetLogsConcurrency,
-		GetLogsMaxParts:    remotes.DefaultGetLogsMaxParts,
-		BroadcastFanout:    remotes.DefaultBroadcastFanout,
-		BreakerFailures:    remotes.DefaultBreakerFailures,
-		BreakerCooldown:    remotes.DefaultBreakerCooldown,
-		CordonStrikes:      remotes.DefaultCordonStrikes,
-		CordonWithin:       remotes.DefaultCordonWithin,
-		CordonPeriod:       remotes.DefaultCordonPeriod,
-		Hedge:              defaultPoolHedge(),
-		Scoring:            defaultPoolScoring(),
+		Chain:               "ethereum",
+		ChainID:             1,
+		BlockTime:           remotes.DefaultBlockTime,
+		ChainRecheck:        remotes.DefaultChainRecheck,
+		MaxLag:              remotes.DefaultMaxLag,
+		CallDeadline:        remotes.DefaultCallDeadline,
+		MaxAttempts:         remotes.DefaultMaxAttempts,
+		GetLogsConcurrency:  remotes.DefaultGetLogsConcurrency,
+		GetLogsMaxParts:     remotes.DefaultGetLogsMaxParts,
+		BroadcastFanout:     remotes.DefaultBroadcastFanout,
+		PendingPollInterval: remotes.DefaultPendingPollInterval,
+		BreakerFailures:     remotes.DefaultBreakerFailures,
+		BreakerCooldown:     remotes.DefaultBreakerCooldown,
+		CordonStrikes:       remotes.DefaultCordonStrikes,
+		CordonWithin:        remotes.DefaultCordonWithin,
+		CordonPeriod:        remotes.DefaultCordonPeriod,
+		Hedge:               defaultPoolHedge(),
+		Scoring:             defaultPoolScoring(),
 	}
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v\nwant %+v", got, wantPool)
@@ -118,6 +119,7 @@ chains:
     getlogs_concurrency: 8
     getlogs_max_parts: 50
     broadcast_fanout: 1
+    pending_poll_interval: 500ms
     breaker: {failures: 3, cooldown: 1s}
     remotes:
       - name: Provider.A_1
@@ -150,7 +152,7 @@ chains:
 	wantPool := remotes.PoolConfig{
 		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, ChainRecheck: 30 * time.Second, MaxLag: 10,
 		CallDeadline: 5 * time.Second, MaxAttempts: 2, GetLogsConcurrency: 8, GetLogsMaxParts: 50, BroadcastFanout: 1,
-		BreakerFailures: 3, BreakerCooldown: time.Second,
+		PendingPollInterval: 500 * time.Millisecond, BreakerFailures: 3, BreakerCooldown: time.Second,
 		CordonStrikes: remotes.DefaultCordonStrikes, CordonWithin: remotes.DefaultCordonWithin, CordonPeriod: remotes.DefaultCordonPeriod,
 		Hedge: defaultPoolHedge(), Scoring: defaultPoolScoring(),
 	}
@@ -244,10 +246,12 @@ chains:
     block_time: -1s
     chain_recheck: 10ms
     call_deadline: -1s
+    pending_poll_interval: -1s
     breaker: {failures: -1, cooldown: -1s}
   - name: b
     chain_id: 2
     chain_recheck: -1s
+    pending_poll_interval: 2m
   - name: b
     chain_id: 3
     remotes: [{name: x, url: "http://127.0.0.1:1"}]
@@ -272,6 +276,8 @@ chains:
 				`chains[0].chain_recheck: must be at least 100ms`,
 				`chains[1].chain_recheck: must be positive`,
 				`chains[0].call_deadline: must be positive`,
+				`chains[0].pending_poll_interval: must be positive`,
+				`chains[1].pending_poll_interval: must be at most 1m0s, not 2m0s`,
 				`chains[3].remotes[0].timeout: must be shorter than the chain's call_deadline (4s)`,
 				`chains[0].breaker.failures: must be positive`,
 				`chains[0].breaker.cooldown: must be positive`,

@@ -128,4 +128,8 @@ type PoolConfig struct {
 	// MisbehaviourLog, when set, is a file each misbehaviour is appended to
 	// as one JSON line.
 	MisbehaviourLog string
+	// PendingPollInterval is how often the pending-transaction filter that
+	// serves newPendingTransactions without a WebSocket remote is polled
+	// (relay_poll.go); 0 takes DefaultPendingPollInterval.
+	PendingPollInterval time.Duration
 }

@@ -43,14 +43,21 @@ type Options struct {
 	MaxPerConn int   // subscriptions per connection (max_subscriptions_per_connection)
 	QueueLen   int   // notifications waiting per connection (subscription_queue)
 	QueueBytes int64 // bytes waiting per connection (subscription_queue_bytes)
+	// RelayStartWait bounds how long the first eth_subscribe of relayed
+	// newPendingTransactions waits for the upstream to start (0:
+	// DefaultRelayStartWait).
+	RelayStartWait time.Duration
 }
 
-// Relay streams the results of an upstream subscription (a remote's
-// eth_subscribe with params) to fn until ctx ends, resubscribing, to
-// another remote when it must, after a failure. It is how
-// newPendingTransactions reaches clients: venn has no mempool of its own.
+// Relay streams the results of an upstream subscription for params (a
+// remote's eth_subscribe, or a filter polled in its stead) to fn until
+// ctx ends or the upstream fails; up is called each time the upstream is
+// in place. It is how newPendingTransactions reaches clients: venn has no
+// mempool of its own. When no remote can serve the subscription at all,
+// its error has a method RelayUnsupported() bool that returns true
+// (remotes.ErrRelayUnsupported).
 type Relay interface {
-	Relay(ctx context.Context, params json.RawMessage, fn func(result json.RawMessage)) error
+	Relay(ctx context.Context, params json.RawMessage, up func(), fn func(result json.RawMessage)) error
 }
 
 // Center serves one chain's subscriptions.
@@ -112,6 +119,9 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 	}
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = jrpc.DefaultSubscriptionQueueBytes
+	}
+	if opts.RelayStartWait <= 0 {
+		opts.RelayStartWait = DefaultRelayStartWait
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -299,7 +309,9 @@ func (c *Center) removeLocked(s *sub) {
 		delete(g.subs, s)
 		if len(g.subs) == 0 {
 			g.cancel()
-			delete(c.pending, g.key)
+			if c.pending[g.key] == g { // a refused group may have been replaced
+				delete(c.pending, g.key)
+			}
 		}
 	}
 }
@@ -360,8 +372,7 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 			return nil, invalidParams("too many arguments, want at most 2")
 		}
 		if c.relay == nil {
-			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound,
-				Message: "newPendingTransactions needs a remote with a ws_url; none is configured for this chain"}
+			return nil, errPendingUnserved
 		}
 		s.params = json.RawMessage(`["` + pendingKind + `"]`)
 		if len(args) == 2 && string(args[1]) == "true" {
@@ -375,6 +386,15 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 	cn, err := c.add(n, s)
 	if err != nil {
 		return nil, err
+	}
+	if s.kind == kindPending {
+		if err := c.awaitRelay(ctx, s.group); err != nil {
+			c.mu.Lock()
+			c.removeLocked(s)
+			c.mu.Unlock()
+			cn.release()
+			return nil, err
+		}
 	}
 	if s.kind == kindSyncing {
 		// A replica serves only a synced chain.

@@ -141,6 +141,12 @@ func (n *Node) serveCall(c *call, f *faults, method string, params []byte) ([]by
 		return n.getLogs(v, f, params)
 	case "eth_sendRawTransaction":
 		return n.sendRawTransaction(params)
+	case "eth_newPendingTransactionFilter":
+		return n.newPendingFilter(params)
+	case "eth_getFilterChanges":
+		return n.filterChanges(params)
+	case "eth_uninstallFilter":
+		return n.uninstallFilter(params)
 	}
 	switch {
 	case strings.HasSuffix(method, "_subscribe"):
@@ -676,6 +682,7 @@ func (n *Node) sendRawTransaction(params []byte) ([]byte, *jrpc.Error) {
 	if known {
 		return nil, errAlreadyKnown
 	}
+	n.pending.add(h)
 	n.notifyPending(h)
 	return appendHash(nil, h), nil
 }

@@ -72,6 +72,15 @@
 //   - SetMaxLogsRange(k): eth_getLogs over more than k blocks (to-from+1)
 //     fails with Besu's -32005 "requested range exceeds maximum RPC range
 //     limit". 0 turns it off.
+//   - DropFilters(): every eth_newPendingTransactionFilter filter is
+//     forgotten, as by a restarted node; the next eth_getFilterChanges on
+//     one gets geth's -32000 "filter not found". Reset leaves filters be.
+//
+// eth_sendRawTransaction goes to newPendingTransactions subscribers and to
+// every pending-transaction filter (eth_newPendingTransactionFilter, polled
+// with eth_getFilterChanges, removed with eth_uninstallFilter; a filter
+// asked for full transactions answers hashes too). Use SetHook to take
+// these methods away from a node.
 //
 // Calls, TotalCalls and ResetCalls count the calls that reached the node
 // (every item of a batch, whatever the answer; malformed messages count under

@@ -105,6 +105,8 @@ type Node struct {
 	txMu sync.Mutex
 	sent map[common.Hash]struct{} // raw transactions seen
 
+	pending pendingFilters // filters.go: eth_newPendingTransactionFilter
+
 	callsMu sync.RWMutex
 	calls   map[string]*atomic.Int64
 	total   atomic.Int64
