@@ -8,9 +8,12 @@
 // chain it last delivered: whatever the window went through (a new head, a
 // reorg, a reload after a break in the feed, a new leader), subscribers
 // get each canonical block once, in order, and the logs of every block
-// that left the chain again with removed: true. Each connection has a
-// bounded queue; a client that cannot keep up is disconnected, never
-// waited for.
+// that left the chain again with removed: true. A delivered block leaves
+// only when the window shows what replaced it: a window rebuilt from
+// scratch (Redis lost the feed) is short for a while, and a block above
+// its top is not gone, only not back yet. Each subscription gets removed
+// logs only for logs it was sent. Each connection has a bounded queue; a
+// client that cannot keep up is disconnected, never waited for.
 package subcenter
 
 import (
@@ -71,10 +74,25 @@ type Center struct {
 	logs    logIndex
 	pending map[string]*relayGroup // by the upstream params
 
-	// The dispatcher's own: the canonical chain subscribers have been told.
-	view []*headstore.Parts
+	// deliveries counts the window changes delivered; a subscription keeps
+	// the count it started at, and each told block the one that sent it.
+	// Guarded by mu.
+	deliveries uint64
+
+	// The dispatcher's own: the chain subscribers have been told,
+	// ascending, contiguous and parent-linked, at most the window's size.
+	// It runs ahead of the window while a rebuilt window grows back.
+	view []toldBlock
 	// told is the head of view, for anyone to read (0: none yet).
 	told atomic.Uint64
+}
+
+// toldBlock is a block of the chain subscribers were told.
+type toldBlock struct {
+	*headstore.Parts
+	// at is the delivery that sent it: only subscriptions older than that
+	// got its logs. 0: the chain the dispatcher started from, sent to none.
+	at uint64
 }
 
 // sub is one subscription.
@@ -86,6 +104,7 @@ type sub struct {
 	group  *relayGroup     // newPendingTransactions
 	gone   atomic.Bool     // unsubscribed
 	params json.RawMessage // newPendingTransactions: the upstream params
+	since  uint64          // Center.deliveries when it started
 }
 
 type kind uint8
@@ -156,68 +175,100 @@ func (c *Center) Run(ctx context.Context) {
 func (c *Center) sync() {
 	canon := c.w.Canonical()
 	if len(canon) == 0 {
-		return
+		return // a window being rebuilt from nothing proves nothing yet
 	}
-	defer func() { c.told.Store(canon[len(canon)-1].Number) }()
 	if c.view == nil {
 		// The first chain seen is where subscribers start.
-		c.view = canon
+		c.view = make([]toldBlock, len(canon))
+		for i, p := range canon {
+			c.view[i] = toldBlock{Parts: p}
+		}
+		c.told.Store(canon[len(canon)-1].Number)
 		return
 	}
-	dropped, added, missed := diff(c.view, canon)
-	c.view = canon
+	fork := forkPoint(c.view, canon)
+	dropped, kept := c.view[fork:], c.view[:fork]
+	added, missed := above(kept, canon)
 	if missed > 0 {
 		c.m.gaps.Add(float64(missed))
 		c.log.Warn("subscribers missed blocks: the window moved past more than it keeps",
-			"blocks", missed, "resumed_at", canon[0].Number)
+			"blocks", missed, "resumed_at", added[0].Number)
+		kept = nil // the view stays contiguous: it restarts at the window
 	}
 	if len(dropped) == 0 && len(added) == 0 {
-		return
+		return // nothing new, or a rebuilt window still below the chain told
 	}
 	start := time.Now()
-	c.deliver(dropped, added)
+	at := c.deliver(dropped, added)
 	c.m.dispatch.Observe(time.Since(start).Seconds())
+
+	view := make([]toldBlock, 0, len(kept)+len(added))
+	view = append(view, kept...)
+	for _, p := range added {
+		view = append(view, toldBlock{Parts: p, at: at})
+	}
+	if n := c.w.Size(); len(view) > n {
+		view = view[len(view)-n:]
+	}
+	c.view = view
+	c.told.Store(view[len(view)-1].Number)
 }
 
-// diff compares the chain delivered (view) with the window's (canon),
-// both ascending: dropped are the delivered blocks that left the chain,
-// ascending; added the canonical blocks not yet delivered, ascending;
-// missed how many blocks between them the window no longer holds.
-func diff(view, canon []*headstore.Parts) (dropped, added []*headstore.Parts, missed uint64) {
+// forkPoint is the index in view (the chain told, ascending) of the lowest
+// block the window (canon, ascending) proves left the chain: another block
+// at its number, or below it one that is not its parent, or above it one
+// whose parent it is not. Every told block above that one left with it.
+// A told block the window does not reach proves nothing: above a window
+// being rebuilt it is not back yet; below the window it is settled. With
+// none proven gone, forkPoint is len(view).
+func forkPoint(view []toldBlock, canon []*headstore.Parts) int {
 	low, top := canon[0].Number, canon[len(canon)-1].Number
-	anc := -1 // the highest delivered block still canonical
-	for i := len(view) - 1; i >= 0; i-- {
-		v := view[i]
-		if v.Number < low {
-			// Below the window: nothing says it left the chain.
-			anc = i
-			break
-		}
-		if v.Number <= top && canon[v.Number-low].Hash == v.Hash {
-			anc = i
-			break
+	for i, v := range view {
+		switch n := v.Number; {
+		case n >= low && n <= top:
+			if canon[n-low].Hash != v.Hash {
+				return i
+			}
+		case n+1 == low:
+			if canon[0].Parent != v.Hash {
+				return i
+			}
+		case n == top+1:
+			if canon[len(canon)-1].Hash != v.Parent {
+				return i
+			}
 		}
 	}
-	dropped = view[anc+1:]
+	return len(view)
+}
+
+// above is what of canon comes after kept, the part of the chain told that
+// is still canonical: the canonical blocks above its head, ascending (none
+// while a rebuilt window is still below it), and how many blocks between
+// them the window no longer holds.
+func above(kept []toldBlock, canon []*headstore.Parts) (added []*headstore.Parts, missed uint64) {
+	low, top := canon[0].Number, canon[len(canon)-1].Number
 	next := low
-	if anc >= 0 {
-		next = view[anc].Number + 1
+	if len(kept) > 0 {
+		next = kept[len(kept)-1].Number + 1
 	}
 	if next < low {
 		missed = low - next
 		next = low
 	}
-	if next <= top {
-		added = canon[next-low:]
+	if next > top {
+		return nil, 0
 	}
-	return dropped, added, missed
+	return canon[next-low:], missed
 }
 
 // deliver queues the notifications of one change: the logs of dropped
-// blocks again, removed, then each added block's head and logs.
-func (c *Center) deliver(dropped, added []*headstore.Parts) {
+// blocks again, removed, to the subscriptions they were sent to, then each
+// added block's head and logs. It returns the change's delivery number.
+func (c *Center) deliver(dropped []toldBlock, added []*headstore.Parts) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.deliveries++
 	var slow []*conn
 	push := func(s *sub, payload []byte) {
 		if !s.c.push(s, payload) {
@@ -230,6 +281,9 @@ func (c *Center) deliver(dropped, added []*headstore.Parts) {
 				l := &b.Logs[i]
 				var removed []byte // built once, for the first match
 				c.logs.match(l, b.Number, func(s *sub) {
+					if s.since >= b.at {
+						return // it started after this block was sent
+					}
 					if removed == nil {
 						removed = removedLog(l.Raw)
 					}
@@ -255,6 +309,7 @@ func (c *Center) deliver(dropped, added []*headstore.Parts) {
 	for _, cn := range slow {
 		c.dropSlowLocked(cn)
 	}
+	return c.deliveries
 }
 
 // dropSlowLocked disconnects a connection whose queue overflowed.
@@ -406,6 +461,7 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 			"max_subscriptions_per_connection (" + strconv.Itoa(c.opts.MaxPerConn) + ") reached"}
 	}
 	s.c = cn
+	s.since = c.deliveries
 	cn.subs[s.id] = s
 	cn.hold()
 	c.m.subs[s.kind].Inc()
