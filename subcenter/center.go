@@ -21,7 +21,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +49,11 @@ type Options struct {
 	MaxPerConn int   // subscriptions per connection (max_subscriptions_per_connection)
 	QueueLen   int   // notifications waiting per connection (subscription_queue)
 	QueueBytes int64 // bytes waiting per connection (subscription_queue_bytes)
+	// What logs filters may hold: an idle subscriber's filters stay in
+	// memory as long as its connection.
+	MaxAddresses   int   // addresses in one filter (max_filter_addresses)
+	MaxTopics      int   // alternatives at one topic position (max_filter_topics)
+	MaxFilterBytes int64 // filter JSON per connection (max_filter_bytes_per_connection)
 }
 
 // Relay streams the results of an upstream subscription (a remote's
@@ -131,6 +139,15 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 	}
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = jrpc.DefaultSubscriptionQueueBytes
+	}
+	if opts.MaxAddresses <= 0 {
+		opts.MaxAddresses = jrpc.DefaultMaxFilterAddresses
+	}
+	if opts.MaxTopics <= 0 {
+		opts.MaxTopics = jrpc.DefaultMaxFilterTopics
+	}
+	if opts.MaxFilterBytes <= 0 {
+		opts.MaxFilterBytes = jrpc.DefaultMaxFilterBytes
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -349,6 +366,8 @@ func (c *Center) removeLocked(s *sub) {
 		delete(c.heads, s)
 	case kindLogs:
 		c.logs.remove(s)
+		s.c.filterBytes -= s.filter.size
+		c.m.filterBytes.Sub(float64(s.filter.size))
 	case kindPending:
 		g := s.group
 		delete(g.subs, s)
@@ -404,8 +423,12 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 		case len(args) > 2:
 			return nil, invalidParams("too many arguments, want at most 2")
 		}
-		f, err := parseLogFilter(args[1])
-		if err != nil {
+		f, err := parseLogFilter(args[1], filterLimits{addresses: c.opts.MaxAddresses, topics: c.opts.MaxTopics})
+		var le *limitError
+		switch {
+		case errors.As(err, &le):
+			return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: le.msg}
+		case err != nil:
 			return nil, invalidParams("invalid argument 1: " + err.Error())
 		}
 		s.filter = f
@@ -459,6 +482,15 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 	if len(cn.subs) >= c.opts.MaxPerConn {
 		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: "too many subscriptions on this connection: " +
 			"max_subscriptions_per_connection (" + strconv.Itoa(c.opts.MaxPerConn) + ") reached"}
+	}
+	if s.kind == kindLogs {
+		if held := cn.filterBytes + s.filter.size; held > c.opts.MaxFilterBytes {
+			return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+				"logs filters on this connection would take %d bytes: max_filter_bytes_per_connection (%d) reached",
+				held, c.opts.MaxFilterBytes)}
+		}
+		cn.filterBytes += s.filter.size
+		c.m.filterBytes.Add(float64(s.filter.size))
 	}
 	s.c = cn
 	s.since = c.deliveries
@@ -523,13 +555,29 @@ func newID() string {
 // logIndex finds the logs subscriptions a log matches: by address for
 // filters that name addresses, and every filter that names none.
 type logIndex struct {
-	byAddr map[string]map[*sub]struct{}
+	byAddr map[string]subSet
 	any    map[*sub]struct{}
 	n      int
+	// peak is the most addresses byAddr held since it was last made: a Go
+	// map never gives back its table, so one that emptied out is made
+	// again, or a client that subscribed 100,000 addresses and left would
+	// keep megabytes held.
+	peak int
+}
+
+// indexShrinkMin is the smallest table worth making again when it empties.
+const indexShrinkMin = 1024
+
+// subSet is the subscriptions that name one address. Most addresses are
+// named by one subscription, which needs no map of its own: a filter of
+// many addresses costs an index entry per address, not a map per address.
+type subSet struct {
+	one  *sub
+	many map[*sub]struct{}
 }
 
 func newLogIndex() logIndex {
-	return logIndex{byAddr: map[string]map[*sub]struct{}{}, any: map[*sub]struct{}{}}
+	return logIndex{byAddr: map[string]subSet{}, any: map[*sub]struct{}{}}
 }
 
 func (x *logIndex) add(s *sub) {
@@ -539,13 +587,20 @@ func (x *logIndex) add(s *sub) {
 		return
 	}
 	for _, a := range s.filter.addrs {
-		m := x.byAddr[a]
-		if m == nil {
-			m = map[*sub]struct{}{}
-			x.byAddr[a] = m
+		set := x.byAddr[a]
+		switch {
+		case set.one == s:
+		case set.one == nil && set.many == nil:
+			set.one = s
+		case set.many == nil:
+			set.many = map[*sub]struct{}{set.one: {}, s: {}}
+			set.one = nil
+		default:
+			set.many[s] = struct{}{}
 		}
-		m[s] = struct{}{}
+		x.byAddr[a] = set
 	}
+	x.peak = max(x.peak, len(x.byAddr))
 }
 
 func (x *logIndex) remove(s *sub) {
@@ -555,20 +610,35 @@ func (x *logIndex) remove(s *sub) {
 		return
 	}
 	for _, a := range s.filter.addrs {
-		if m := x.byAddr[a]; m != nil {
-			delete(m, s)
-			if len(m) == 0 {
+		set, ok := x.byAddr[a]
+		switch {
+		case !ok:
+		case set.one == s:
+			delete(x.byAddr, a)
+		case set.many != nil:
+			delete(set.many, s)
+			if len(set.many) == 0 {
 				delete(x.byAddr, a)
 			}
 		}
+	}
+	if x.peak >= indexShrinkMin && len(x.byAddr) <= x.peak/4 {
+		m := make(map[string]subSet, len(x.byAddr))
+		maps.Copy(m, x.byAddr)
+		x.byAddr, x.peak = m, len(m)
 	}
 }
 
 // match calls fn for each subscription that l, of block n, matches, once.
 func (x *logIndex) match(l *headstore.Log, n uint64, fn func(*sub)) {
-	for s := range x.byAddr[l.Address] {
-		if s.filter.matches(l, n) {
-			fn(s)
+	if set, ok := x.byAddr[l.Address]; ok {
+		if set.one != nil && set.one.filter.matches(l, n) {
+			fn(set.one)
+		}
+		for s := range set.many {
+			if s.filter.matches(l, n) {
+				fn(s)
+			}
 		}
 	}
 	for s := range x.any {
