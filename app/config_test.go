@@ -100,6 +100,9 @@ limits:
   max_subscriptions_per_connection: 8
   subscription_queue: 100
   subscription_queue_bytes: 65536
+  max_filter_addresses: 10
+  max_filter_topics: 11
+  max_filter_bytes_per_connection: 4096
   ws_in_flight: 3
   ws_ping_interval: 5s
   ws_write_timeout: 2s
@@ -140,6 +143,7 @@ chains:
 	wantLimits := jrpc.Limits{
 		MaxBodyBytes: 1024, MaxBatchItems: 10, BatchConcurrency: 2, MaxWSMessageBytes: 2048,
 		MaxConnections: 5, MaxConnsPerIP: 4, MaxSubscriptions: 8, SubscriptionQueue: 100, SubscriptionQueueBytes: 65536,
+		MaxFilterAddresses: 10, MaxFilterTopics: 11, MaxFilterBytes: 4096,
 		WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
 		MaxHTTPInFlight: 9, HTTPReadTimeout: 4 * time.Second, HTTPWriteTimeout: 6 * time.Second,
 	}

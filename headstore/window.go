@@ -42,7 +42,7 @@ type Window struct {
 	// be stale, and the router forwards instead of answering from it.
 	live atomic.Bool
 
-	onApply func(ev *Event, reorgDepth int) // metrics; nil in tests
+	onApply func(ev *Event, reorgDepth int) // metrics, called under mu; nil in tests
 }
 
 type txLoc struct {
@@ -145,11 +145,12 @@ func (w *Window) Apply(ev *Event) error {
 	if ev.Finalized > 0 {
 		w.finalized = ev.Finalized
 	}
-	w.notify()
-	w.mu.Unlock()
 	if w.onApply != nil {
+		// Before notify: whoever wakes on the change sees its metrics.
 		w.onApply(ev, depth)
 	}
+	w.notify()
+	w.mu.Unlock()
 	return nil
 }
 
