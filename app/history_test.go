@@ -3,7 +3,10 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -120,5 +123,131 @@ chains:
 	}
 	if logged("SECRETPW") {
 		t.Error("the logs show the Postgres password")
+	}
+}
+
+// TestAppHistoryStall stalls the history store's Postgres under a serving
+// replica (it accepts connections and bytes, and answers nothing): a call
+// that reads history is answered by the remotes well inside call_deadline,
+// the calls after it do not wait on the store at all, and /readyz stays
+// ready (the remotes serve) but says the store is down, and up again once
+// Postgres answers.
+func TestAppHistoryStall(t *testing.T) {
+	proxy := pgtest.NewProxy(t, pgtest.New(t))
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, FinalizedDepth: 1 << 20, SafeDepth: 1 << 20})
+	const callDeadline = 10 * time.Second
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+log: {level: debug}
+shutdown_timeout: 5s
+postgres: {url: "`+proxy.URL()+`"}
+chains:
+  - name: test
+    chain_id: 1337
+    block_time: 50ms
+    call_deadline: `+callDeadline.String()+`
+    head: {window: 16}
+    history: {confirmations: 4, batch: 5}
+    integrity: {stalker: false}
+    remotes: [{name: node, url: "`+node.URL()+`"}]
+`)
+	readTimeout := cfg.Postgres.ReadTimeout
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&s))
+	app.RequireStart()
+	defer app.RequireStop()
+	client := &http.Client{Timeout: time.Minute} // the bounds under test are venn's
+	defer client.CloseIdleConnections()
+	rpc := "http://" + s.rpc.bound.String() + "/test"
+	readyz := func() (int, readiness) {
+		code, body := get(t, client, "http://"+s.metrics.bound.String()+"/readyz")
+		var r readiness
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("readyz body %q: %v", body, err)
+		}
+		return code, r
+	}
+	historyIs := func(state string) func() bool {
+		return func() bool {
+			code, r := readyz()
+			return code == http.StatusOK && r.Ready && r.History != nil && r.History.State == state &&
+				r.Degraded == (state != historyUp)
+		}
+	}
+	waitUntil(t, "readyz to say the history store is up", historyIs(historyUp))
+	defer proxy.Resume() // before the app stops: what a stall holds is let go
+	// The leader archived up to its settled line: the head is known.
+	waitUntil(t, "the leader to archive", func() bool {
+		_, body := get(t, client, "http://"+s.metrics.bound.String()+"/metrics")
+		return strings.Contains(body, `venn_archive_height{chain="test"} 96`)
+	})
+	// Block 50 is settled and below the window: history is asked first.
+	call := func() time.Duration {
+		t.Helper()
+		start := time.Now()
+		r := post(t, client, rpc, `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["`+evm.Quantity(50)+`",false]}`)
+		took := time.Since(start)
+		if r.Error != nil || !strings.Contains(string(r.Result), node.BlockHash(50)) {
+			t.Fatalf("block 50 = %.200s %+v", r.Result, r.Error)
+		}
+		return took
+	}
+	call()
+
+	proxy.Pause()
+	if took := call(); took > readTimeout+callDeadline/4 {
+		t.Fatalf("the first call on a stalled store took %v; want the read timeout (%v) and the remote's answer, well inside call_deadline (%v)",
+			took.Round(time.Millisecond), readTimeout, callDeadline)
+	}
+	if code, r := readyz(); code != http.StatusOK || !r.Ready || !r.Degraded || r.History == nil ||
+		r.History.State != historyDown || r.History.Required {
+		t.Fatalf("readyz on a stalled store = %d %+v %+v; want 200, ready, degraded, history down and not required", code, r, r.History)
+	}
+	for range 3 {
+		if took := call(); took >= readTimeout {
+			t.Fatalf("a call took %v with the store known down: it waited on Postgres", took.Round(time.Millisecond))
+		}
+	}
+
+	proxy.Resume()
+	waitUntil(t, "readyz to say the history store is up again", historyIs(historyUp))
+}
+
+// TestReadinessWithHistory: a history store that is not up makes /readyz
+// 503 only when postgres.required says so; degraded either way.
+func TestReadinessWithHistory(t *testing.T) {
+	tests := []struct {
+		give      string
+		required  bool
+		wantReady bool
+	}{
+		{historyUp, false, true},
+		{historyUp, true, true},
+		{historyDown, false, true},
+		{historyDown, true, false},
+		{historyMigrating, false, true},
+		{historyMigrating, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s required %v", tt.give, tt.required), func(t *testing.T) {
+			h := &healthHandler{chains: &chains{}, draining: new(atomic.Bool), history: func() *historyReadiness {
+				return &historyReadiness{State: tt.give, Required: tt.required}
+			}}
+			rec := httptest.NewRecorder()
+			h.ready(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			var r readiness
+			if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			wantCode := http.StatusOK
+			if !tt.wantReady {
+				wantCode = http.StatusServiceUnavailable
+			}
+			if rec.Code != wantCode || r.Ready != tt.wantReady || r.Degraded != (tt.give != historyUp) ||
+				r.History == nil || r.History.State != tt.give || r.History.Required != tt.required {
+				t.Fatalf("readyz = %d %s", rec.Code, rec.Body.Bytes())
+			}
+		})
 	}
 }
