@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/jrpc"
@@ -249,5 +251,104 @@ func TestReadinessWithHistory(t *testing.T) {
 				t.Fatalf("readyz = %d %s", rec.Code, rec.Body.Bytes())
 			}
 		})
+	}
+}
+
+// nodeResult is a fake node's result for one call, served in process.
+func nodeResult(t *testing.T, node *fakenode.Node, method, params string) json.RawMessage {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	node.Handler().ServeHTTP(rec, req)
+	var r wireResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || r.Error != nil {
+		t.Fatalf("node %s%s: %v %+v", method, params, err, r.Error)
+	}
+	return r.Result
+}
+
+// TestAppHistoryWithoutAHead starts a replica whose only remote is down
+// and so knows no head, on a history store that holds blocks 10 to 20
+// whole: blocks, receipts and logs by number in that range are answered
+// from the store, byte for byte as the node answered them; anything else
+// still fails as it does without a remote.
+func TestAppHistoryWithoutAHead(t *testing.T) {
+	direct := pgtest.New(t)
+	node := fakenode.New(fakenode.Options{ChainID: 1337, Head: 100})
+	defer node.Close()
+	store, err := blockstore.Open(context.Background(), direct, blockstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var blocks []*headstore.Block
+	for n := uint64(10); n <= 20; n++ {
+		raw := nodeResult(t, node, "eth_getBlockByNumber", `["`+evm.Quantity(n)+`",true]`)
+		b, err := headstore.ParseBlock(raw, nodeResult(t, node, "eth_getBlockReceipts", `["`+node.BlockHash(n)+`"]`))
+		if err != nil {
+			t.Fatalf("block %d: %v", n, err)
+		}
+		blocks = append(blocks, b)
+	}
+	if err := store.Chain(1337, "test").Put(context.Background(), blocks); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+log: {level: debug}
+shutdown_timeout: 5s
+postgres: {url: "`+direct+`"}
+chains:
+  - name: test
+    chain_id: 1337
+    call_deadline: 2s
+    integrity: {stalker: false}
+    remotes: [{name: down, url: "http://`+closedPort(t)+`", timeout: 500ms}]
+`)
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&s))
+	app.RequireStart()
+	defer app.RequireStop()
+	client := &http.Client{Timeout: time.Minute}
+	defer client.CloseIdleConnections()
+	rpc := "http://" + s.rpc.bound.String() + "/test"
+	waitUntil(t, "the history store to be ready", func() bool {
+		_, body := get(t, client, "http://"+s.metrics.bound.String()+"/readyz")
+		var r readiness
+		return json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == historyUp
+	})
+	call := func(method, params string) wireResponse {
+		return post(t, client, rpc, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`)
+	}
+	if r := call("eth_blockNumber", `[]`); r.Error == nil {
+		t.Fatalf("eth_blockNumber = %s: a head is known", r.Result)
+	}
+
+	stored := []struct{ method, params string }{
+		{"eth_getBlockByNumber", `["` + evm.Quantity(12) + `",false]`},
+		{"eth_getBlockByNumber", `["` + evm.Quantity(20) + `",true]`},
+		{"eth_getBlockReceipts", `["` + evm.Quantity(15) + `"]`},
+		{"eth_getLogs", `[{"fromBlock":"` + evm.Quantity(10) + `","toBlock":"` + evm.Quantity(20) + `"}]`},
+		{"eth_getLogs", `[{"fromBlock":"` + evm.Quantity(11) + `","toBlock":"` + evm.Quantity(13) + `","address":"` + fakenode.Contracts()[0] + `"}]`},
+	}
+	for _, c := range stored {
+		want := nodeResult(t, node, c.method, c.params)
+		if r := call(c.method, c.params); r.Error != nil || !bytes.Equal(r.Result, want) {
+			t.Errorf("%s%s = %.200s %+v; want the node's %.200s", c.method, c.params, r.Result, r.Error, want)
+		}
+	}
+	for _, c := range []struct{ method, params string }{
+		{"eth_getBlockByNumber", `["` + evm.Quantity(21) + `",false]`},
+		{"eth_getBlockReceipts", `["` + evm.Quantity(9) + `"]`},
+		{"eth_getLogs", `[{"fromBlock":"` + evm.Quantity(5) + `","toBlock":"` + evm.Quantity(20) + `"}]`},
+		{"eth_getBlockByNumber", `["latest",false]`},
+	} {
+		if r := call(c.method, c.params); r.Error == nil {
+			t.Errorf("%s%s = %.200s with no remote; the store does not hold it whole", c.method, c.params, r.Result)
+		}
 	}
 }
