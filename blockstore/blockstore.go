@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -142,9 +143,19 @@ func Open(ctx context.Context, url string, opts Options) (*Postgres, error) {
 		writeTimeout = DefaultWriteTimeout
 	}
 	// Reads run as single statements under the session's timeout; Put sets
-	// its own for its transaction. One the URL sets is kept.
+	// its own for its transaction. One the URL sets is kept. It is set
+	// after connecting rather than as a startup parameter, which PgBouncer
+	// refuses.
 	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
-		cfg.ConnConfig.RuntimeParams["statement_timeout"] = milliseconds(statementTimeout(readTimeout))
+		ms := milliseconds(statementTimeout(readTimeout))
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			// The pool connects on in the background when the caller
+			// gives up: bounded as the connection itself is.
+			ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+			defer cancel()
+			_, err := conn.Exec(ctx, `SELECT set_config('statement_timeout', $1, false)`, ms)
+			return err
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
