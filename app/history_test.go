@@ -356,3 +356,54 @@ chains:
 		}
 	}
 }
+
+// TestAppStartsOnAStalledHistoryStore: a Postgres that accepts connections
+// and answers nothing at start holds the start up no longer than the
+// store's first ping, and the service not at all; /readyz says the store is
+// down (ready all the same: it is optional), and up once Postgres answers
+// and the schema is migrated.
+func TestAppStartsOnAStalledHistoryStore(t *testing.T) {
+	proxy := pgtest.NewProxy(t, pgtest.Empty(t))
+	proxy.Pause()
+	defer proxy.Resume() // before the app stops
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+postgres: {url: "`+proxy.URL()+`", required: false}
+chains:
+  - name: test
+    chain_id: 1337
+    block_time: 50ms
+    integrity: {stalker: false}
+    remotes: [{name: node, url: "`+node.URL()+`"}]
+`)
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&s))
+	app.RequireStart()
+	defer app.RequireStop()
+	client := &http.Client{Timeout: time.Minute}
+	defer client.CloseIdleConnections()
+	historyIs := func(code int, state string) func() bool {
+		return func() bool {
+			got, body := get(t, client, "http://"+s.metrics.bound.String()+"/readyz")
+			var r readiness
+			return got == code && json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == state
+		}
+	}
+	waitUntil(t, "readyz: ready, the history store down", historyIs(http.StatusOK, historyDown))
+	r := post(t, client, "http://"+s.rpc.bound.String()+"/test", `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x5",false]}`)
+	if r.Error != nil || !strings.Contains(string(r.Result), node.BlockHash(5)) {
+		t.Fatalf("block 5 with the store stalled = %.200s %+v", r.Result, r.Error)
+	}
+
+	proxy.Resume()
+	deadline := time.Now().Add(migrateBackoffMax + 10*time.Second) // the retry's backoff, then the migrations
+	for !historyIs(http.StatusOK, historyUp)() {
+		if time.Now().After(deadline) {
+			t.Fatal("the history store was not up after the stall ended")
+		}
+		time.Sleep(50 * time.Millisecond) // a poll interval, not a wait for state
+	}
+}
