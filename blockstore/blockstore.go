@@ -202,7 +202,7 @@ func (p *Postgres) Up() bool { return p.up.Load() }
 // Ping checks that Postgres answers, as a read: within the read timeout,
 // at once errDown while it is known down.
 func (p *Postgres) Ping(ctx context.Context) error {
-	return p.do(ctx, opPing, false, p.pool.Ping)
+	return p.do(ctx, opPing, true, p.pool.Ping)
 }
 
 // milliseconds formats d as a Postgres setting in milliseconds.
@@ -226,8 +226,8 @@ type Chain struct {
 }
 
 // do runs one of the chain's operations against Postgres.
-func (c *Chain) do(ctx context.Context, op string, write bool, fn func(context.Context) error) error {
-	err := c.p.do(ctx, op, write, fn)
+func (c *Chain) do(ctx context.Context, op string, idempotent bool, fn func(context.Context) error) error {
+	err := c.p.do(ctx, op, idempotent, fn)
 	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrTooLarge) {
 		return fmt.Errorf("blockstore %s %s: %w", c.name, op, err)
 	}
@@ -236,25 +236,25 @@ func (c *Chain) do(ctx context.Context, op string, write bool, fn func(context.C
 
 // do runs one operation against Postgres: at once errDown while it is
 // unreachable, and otherwise fn, whose error it classifies and counts. fn
-// gets a context bounded by the read timeout, or the write timeout for a
-// write; running out of it (acquiring a connection or waiting for an
-// answer) is an outage like a refused connection. A read that fails as if
-// Postgres were unreachable is tried once more within the same bound: the
-// pool replaces a connection that a restart or pg_terminate_backend broke,
-// and one broken connection is no outage.
-func (p *Postgres) do(ctx context.Context, op string, write bool, fn func(context.Context) error) error {
+// gets a context bounded by the read timeout for a read (idempotent), the
+// write timeout for a write; running out of it (acquiring a connection or
+// waiting for an answer) is an outage like a refused connection. A read
+// that fails as if Postgres were unreachable is tried once more within the
+// same bound: the pool replaces a connection that a restart or
+// pg_terminate_backend broke, and one broken connection is no outage.
+func (p *Postgres) do(ctx context.Context, op string, idempotent bool, fn func(context.Context) error) error {
 	if !p.up.Load() {
 		p.m.errors.WithLabelValues(op).Inc()
 		return errDown
 	}
-	limit := p.readTimeout
-	if write {
-		limit = p.writeTimeout
+	limit := p.writeTimeout
+	if idempotent {
+		limit = p.readTimeout
 	}
 	bounded, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	err := fn(bounded)
-	if err != nil && !write && bounded.Err() == nil && unreachable(err) {
+	if err != nil && idempotent && bounded.Err() == nil && unreachable(err) {
 		err = fn(bounded)
 	}
 	switch {

@@ -39,7 +39,7 @@ func (c *Chain) Answer(ctx context.Context, method string, params json.RawMessag
 		return nil, false, nil
 	}
 	var res json.RawMessage
-	err := c.do(ctx, opAnswer, false, func(ctx context.Context) error {
+	err := c.do(ctx, opAnswer, true, func(ctx context.Context) error {
 		var err error
 		res, ok, err = c.answer(ctx, &r)
 		return err
@@ -504,7 +504,7 @@ func (c *Chain) Logs(ctx context.Context, filter json.RawMessage, from, to uint6
 		return resultEmptyList, nil
 	}
 	var res json.RawMessage
-	err := c.do(ctx, opLogs, false, func(ctx context.Context) error {
+	err := c.do(ctx, opLogs, true, func(ctx context.Context) error {
 		var err error
 		res, err = c.logs(ctx, &f, from, to)
 		return err
@@ -596,7 +596,7 @@ func (c *Chain) Covered(ctx context.Context, from, to uint64) ([]Range, error) {
 	}
 	to = min(to, math.MaxInt64)
 	var out []Range
-	err := c.do(ctx, opCovered, false, func(ctx context.Context) error {
+	err := c.do(ctx, opCovered, true, func(ctx context.Context) error {
 		out = out[:0]
 		rows, err := c.p.pool.Query(ctx, `SELECT GREATEST(from_block, $2), LEAST(to_block, $3) FROM coverage
 			WHERE chain_id = $1 AND from_block <= $3 AND to_block >= $2 ORDER BY from_block`, c.id, int64(from), int64(to))
@@ -616,7 +616,7 @@ func (c *Chain) Covered(ctx context.Context, from, to uint64) ([]Range, error) {
 // Highest returns the highest stored block number; ok is false when the
 // chain has none.
 func (c *Chain) Highest(ctx context.Context) (n uint64, ok bool, err error) {
-	err = c.do(ctx, opHighest, false, func(ctx context.Context) error {
+	err = c.do(ctx, opHighest, true, func(ctx context.Context) error {
 		var h *int64
 		if err := c.p.pool.QueryRow(ctx, `SELECT max(number) FROM blocks WHERE chain_id = $1`, c.id).Scan(&h); err != nil {
 			return err
