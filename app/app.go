@@ -335,6 +335,7 @@ type serversParams struct {
 	Registry   *prometheus.Registry
 	RPC        *jrpc.Server
 	Chains     *chains
+	History    *history
 }
 
 // newServers registers the listeners' hooks. The metrics server is
@@ -353,7 +354,7 @@ func newServers(p serversParams) *servers {
 	var draining atomic.Bool
 
 	if addr := p.Config.MetricsAddr(); addr != "" {
-		h := &healthHandler{chains: p.Chains, draining: &draining}
+		h := &healthHandler{chains: p.Chains, history: p.History.readiness, draining: &draining}
 		s.metrics = &httpService{name: "metrics", addr: addr, log: p.Log, srv: &http.Server{
 			Handler:           http.TimeoutHandler(metricsRouter(p.Registry, h), metricsTimeout, "timeout"),
 			ReadHeaderTimeout: readHeaderTimeout,
@@ -466,18 +467,31 @@ func metricsRouter(reg *prometheus.Registry, h *healthHandler) http.Handler {
 }
 
 // healthHandler answers /readyz: ready when every chain has a remote in
-// rotation and the process is not draining.
+// rotation and the process is not draining. The history store does not
+// count unless postgres.required: the replicas of a cluster share it, so
+// making its outage a 503 would take every replica out of the load
+// balancer at once, while the remotes can answer every call (history
+// reads fail fast and fall through). The body says how it is all the
+// same, and "degraded" while the process serves without it.
 type healthHandler struct {
 	chains   *chains
+	history  func() *historyReadiness // nil result without postgres.url
 	draining *atomic.Bool
 }
 
 // readiness is /readyz's body. Remotes are listed by name only: their URLs
 // carry API keys.
 type readiness struct {
-	Ready    bool             `json:"ready"`
-	Draining bool             `json:"draining,omitempty"`
-	Chains   []chainReadiness `json:"chains"`
+	Ready    bool              `json:"ready"`
+	Draining bool              `json:"draining,omitempty"`
+	Degraded bool              `json:"degraded,omitempty"` // serving without the history store
+	History  *historyReadiness `json:"history,omitempty"`  // nil without postgres.url
+	Chains   []chainReadiness  `json:"chains"`
+}
+
+type historyReadiness struct {
+	State    string `json:"state"` // up, down or migrating
+	Required bool   `json:"required"`
 }
 
 type chainReadiness struct {
@@ -493,6 +507,11 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), Remotes: c.pool.Remotes()}
 		body.Ready = body.Ready && cr.Ready
 		body.Chains = append(body.Chains, cr)
+	}
+	if hr := h.history(); hr != nil {
+		body.History = hr
+		body.Degraded = hr.State != historyUp
+		body.Ready = body.Ready && (hr.State == historyUp || !hr.Required)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if !body.Ready {

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -89,6 +90,16 @@ type RedisConfig struct {
 // message prints it.
 type PostgresConfig struct {
 	URL string `yaml:"url"` // postgres://user[:password]@host:5432/db?sslmode=disable; "" no history
+	// ReadTimeout bounds one history read (connection included): a read
+	// Postgres does not answer in time fails, the call goes on to the
+	// remotes, and the store counts as down until a ping answers.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds one write (a batch of archived blocks).
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// Required makes /readyz 503 while the history store is not up. By
+	// default it is optional: the replicas share it, so a 503 would take
+	// every replica out at once while the remotes could serve.
+	Required bool `yaml:"required"`
 }
 
 // HistoryConfig is how a chain's leader archives settled blocks in the
@@ -659,6 +670,24 @@ func (c *Config) applyDefaults() {
 			}
 		}
 	}
+	c.applyPostgresDefaults()
+}
+
+// applyPostgresDefaults runs after the chains' defaults: the read timeout
+// fits inside every chain's call deadline, as a remote's timeout does.
+func (c *Config) applyPostgresDefaults() {
+	if c.Postgres.URL == "" {
+		return
+	}
+	if c.Postgres.ReadTimeout == 0 {
+		c.Postgres.ReadTimeout = blockstore.DefaultReadTimeout
+		for _, ch := range c.Chains {
+			if ch.CallDeadline > 0 {
+				c.Postgres.ReadTimeout = min(c.Postgres.ReadTimeout, ch.CallDeadline/2)
+			}
+		}
+	}
+	setDefault(&c.Postgres.WriteTimeout, blockstore.DefaultWriteTimeout)
 }
 
 func setDefault[T comparable](field *T, def T) {
@@ -744,6 +773,19 @@ func (c *Config) Validate() error {
 		if u, err := url.Parse(c.Postgres.URL); err != nil ||
 			(!strings.EqualFold(u.Scheme, "postgres") && !strings.EqualFold(u.Scheme, "postgresql")) {
 			p.add("postgres.url", "must be postgres://user[:password]@host:port/db")
+		}
+		if c.Postgres.ReadTimeout < 0 {
+			p.add("postgres.read_timeout", "must be positive")
+		}
+		if c.Postgres.WriteTimeout < 0 {
+			p.add("postgres.write_timeout", "must be positive")
+		}
+		for i, ch := range c.Chains {
+			if ch.CallDeadline > 0 && c.Postgres.ReadTimeout >= ch.CallDeadline {
+				// History is read before the remotes are asked: a read as
+				// long as the call would leave them nothing.
+				p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.CallDeadline)
+			}
 		}
 	}
 

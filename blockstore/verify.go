@@ -151,11 +151,11 @@ func (c *Chain) Purge(ctx context.Context, blocks []StoredRef) (Purged, error) {
 
 func (c *Chain) purge(ctx context.Context, rows []*blockRows) (Purged, error) {
 	var out Purged
-	tx, err := c.p.pool.Begin(ctx)
+	tx, rollback, err := c.beginWrite(ctx)
 	if err != nil {
 		return out, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	defer rollback()
 
 	// Put's order: the range locks, then the chain's lock.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`, c.rangeLocks(rows)); err != nil {

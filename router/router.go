@@ -40,9 +40,11 @@ type Config struct {
 	// to it (see Run).
 	History History
 	// Settled is the cluster's settled line: the highest block number no
-	// reorg will replace; ok is false while it is unknown. Only numbers at
-	// or below it are read from History or written through to it; nil:
-	// none are.
+	// reorg will replace; ok is false while it is unknown (nil: never
+	// known). Only numbers at or below it are written through to History,
+	// and, while it is known, read from it; while it is not, numbers the
+	// store holds whole are read from it unless a known head says
+	// otherwise (see readable).
 	Settled func() (n uint64, ok bool)
 	// WriteThroughQueue bounds the blocks waiting to be written through;
 	// 0: DefaultWriteThroughQueue.
