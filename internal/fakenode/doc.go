@@ -66,7 +66,7 @@
 //     and newHeads stop there. Lowering the lag notifies the blocks that
 //     become visible.
 //   - SetBogusHead(h): the node claims head h (eth_blockNumber,
-//     eth_getBlockByNumber("latest"), one newHeads header) with an unknown
+//     eth_getBlockByNumber("latest"), newHeads headers) with an unknown
 //     parent and the real head's timestamp, and serves nothing above its
 //     real head: a remote that lies about its head.
 //   - SetMaxLogsRange(k): eth_getLogs over more than k blocks (to-from+1)
@@ -75,7 +75,8 @@
 //
 // Calls, TotalCalls and ResetCalls count the calls that reached the node
 // (every item of a batch, whatever the answer; malformed messages count under
-// method ""). Calls refused by SetDown never reach it.
+// method ""); CallsAt counts those of a method whose first parameter is a
+// name ("latest", "newHeads"). Calls refused by SetDown never reach it.
 //
 // # Limits
 //

@@ -1,9 +1,11 @@
 package fakenode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -91,8 +93,8 @@ func (n *Node) SetMaxLogsRange(k uint64) { n.setFault(func(f *faults) { f.maxLog
 // is, as a broken node or a misrouted load balancer does: eth_blockNumber
 // answers h, eth_getBlockByNumber("latest") a block h whose parent is
 // unknown and whose timestamp is the real head's, and newHeads subscribers
-// get that header once. Blocks above the real head stay null. 0 turns it
-// off.
+// get that header now and in place of every real one while it lasts.
+// Blocks above the real head stay null. 0 turns it off.
 func (n *Node) SetBogusHead(h uint64) {
 	n.setFault(func(f *faults) { f.bogusHead = h })
 	if h == 0 {
@@ -196,8 +198,43 @@ func (n *Node) count(method string) {
 		n.callsMu.Unlock()
 	}
 	c.Add(1)
-	n.total.Add(1)
+	if strings.IndexByte(method, ' ') < 0 {
+		n.total.Add(1)
+	}
 }
+
+// firstTag is the name a call's params start with: a block tag
+// ("latest") or a subscription ("newHeads"), a string of letters only, so
+// that the counted keys stay few; "" if none.
+func firstTag(params []byte) string {
+	p := bytes.TrimSpace(params)
+	if len(p) < 2 || p[0] != '[' {
+		return ""
+	}
+	p = bytes.TrimSpace(p[1:])
+	if len(p) < 2 || p[0] != '"' {
+		return ""
+	}
+	for i := 1; i < len(p) && i <= maxTagLen+1; i++ {
+		switch c := p[i]; {
+		case c == '"':
+			return string(p[1:i])
+		case c < 'A' || c > 'z' || c > 'Z' && c < 'a':
+			return ""
+		}
+	}
+	return ""
+}
+
+// maxTagLen bounds the names CallsAt counts.
+const maxTagLen = 32
+
+// CallsAt is the number of calls of method whose first parameter was the
+// string tag since the last ResetCalls: eth_getBlockByNumber("latest"),
+// what a head poller sends, told apart from calls for numbered blocks, or
+// eth_subscribe("newHeads") from other subscriptions. Only names of
+// letters are counted.
+func (n *Node) CallsAt(method, tag string) int64 { return n.Calls(method + " " + tag) }
 
 // Calls is the number of calls of method that reached the node since the
 // last ResetCalls, whatever they were answered.
@@ -220,7 +257,7 @@ func (n *Node) CallCounts() map[string]int64 {
 	defer n.callsMu.RUnlock()
 	out := make(map[string]int64, len(n.calls))
 	for k, c := range n.calls {
-		if v := c.Load(); v != 0 {
+		if v := c.Load(); v != 0 && strings.IndexByte(k, ' ') < 0 {
 			out[k] = v
 		}
 	}

@@ -373,9 +373,14 @@ func TestBogusHead(t *testing.T) {
 		}
 	}
 
+	n.Mine(1) // the lie goes on over newHeads
+	if err := json.Unmarshal(ws.readNote().Params.Result, &h); err != nil || hexNum(t, h.Number) != 1_000_000_000 {
+		t.Errorf("newHeads after Mine while lying: %+v %v", h, err)
+	}
+
 	n.SetBogusHead(0)
-	if got := hexNum(t, mustRPC(t, hc, n.URL(), "eth_blockNumber")); got != 100 {
-		t.Errorf("eth_blockNumber after SetBogusHead(0) = %d, want 100", got)
+	if got := hexNum(t, mustRPC(t, hc, n.URL(), "eth_blockNumber")); got != 101 {
+		t.Errorf("eth_blockNumber after SetBogusHead(0) = %d, want 101", got)
 	}
 }
 
@@ -398,5 +403,23 @@ func TestBlockTimeOption(t *testing.T) {
 			t.Errorf("BlockTime %v: block %d at +%d s, want +%d", tt.give, tt.num, got, tt.want)
 		}
 		n.Close()
+	}
+}
+
+// CallsAt tells calls for a tag apart from calls for numbered blocks.
+func TestCallsAt(t *testing.T) {
+	n := Start(t, Options{})
+	hc := httpClient(t)
+	mustRPC(t, hc, n.URL(), "eth_getBlockByNumber", "latest", false)
+	mustRPC(t, hc, n.URL(), "eth_getBlockByNumber", "0x5", false)
+	mustRPC(t, hc, n.URL(), "eth_getBlockByNumber", "latest", false)
+	if got := n.CallsAt("eth_getBlockByNumber", "latest"); got != 2 {
+		t.Errorf("CallsAt latest = %d, want 2", got)
+	}
+	if got, total := n.Calls("eth_getBlockByNumber"), n.TotalCalls(); got != 3 || total != 3 {
+		t.Errorf("Calls = %d, TotalCalls = %d, want 3 and 3", got, total)
+	}
+	if got := n.CallCounts(); len(got) != 1 || got["eth_getBlockByNumber"] != 3 {
+		t.Errorf("CallCounts = %v", got)
 	}
 }
