@@ -138,9 +138,12 @@ func TestSiblingTipServedPromptly(t *testing.T) {
 			if ws {
 				remote = "{name: n0, url: " + n.URL() + ", ws_url: " + n.WSURL() + "}"
 			}
-			rpc, _ := vennOver(t, remote)
+			rpc, metrics := vennOver(t, remote)
 			c := &http.Client{Timeout: 10 * time.Second}
 			defer c.CloseIdleConnections()
+			// The window filled up to the head: not one within max_lag of it,
+			// which serves its own head as latest.
+			waitUntil(t, "the window at the head", func() bool { return readyzOf(t, c, metrics).WindowHead == n.Head() })
 			waitUntil(t, "venn at the head", func() bool { return latestHash(t, c, rpc) == n.BlockHash(n.Head()) })
 
 			for i := range 4 {
@@ -180,12 +183,7 @@ func TestReadyzShowsHeadDetail(t *testing.T) {
 	defer c.CloseIdleConnections()
 	var cr chainReadiness
 	waitUntil(t, "readyz with the learned block time and the window at the head", func() bool {
-		_, body := get(t, c, metrics+"/readyz")
-		var r readiness
-		if err := json.Unmarshal([]byte(body), &r); err != nil || len(r.Chains) != 1 {
-			t.Fatalf("readyz %s: %v", body, err)
-		}
-		cr = r.Chains[0]
+		cr = readyzOf(t, c, metrics)
 		return cr.BlockTimeSource == "learned" && cr.WindowHead == n.Head()
 	})
 	if cr.Head != n.Head() || cr.HeadHash != n.BlockHash(n.Head()) {
@@ -198,6 +196,17 @@ func TestReadyzShowsHeadDetail(t *testing.T) {
 	if age := time.Duration(cr.HeadAgeSeconds * float64(time.Second)); age < 24*time.Hour {
 		t.Errorf("head age %v, want the time since the head block's timestamp", age)
 	}
+}
+
+// readyzOf is the one chain's part of /readyz.
+func readyzOf(t *testing.T, c *http.Client, metrics string) chainReadiness {
+	t.Helper()
+	_, body := get(t, c, metrics+"/readyz")
+	var r readiness
+	if err := json.Unmarshal([]byte(body), &r); err != nil || len(r.Chains) != 1 {
+		t.Fatalf("readyz %s: %v", body, err)
+	}
+	return r.Chains[0]
 }
 
 // metricValue reads one series from /metrics.

@@ -364,18 +364,19 @@ func (p *Pool) moveTip(now time.Time) {
 	}
 	p.best.Store(cand.Number)
 	h.clock.tip(cand.Number, cand.Time)
-	if d, ok := h.clock.estimate(); ok {
-		p.setLearned(d)
+	if d, fastest, ok := h.clock.estimate(); ok {
+		p.setLearned(d, fastest)
 	}
 	close(h.wake)
 	h.wake = make(chan struct{})
 }
 
-// setLearned records the block time the timestamps say. When that moves
-// the poll interval by more than a fifth, the trackers are told, so that a
-// remote polled every 12 s by default moves to the chain's pace at once.
-// h.mu must be held.
-func (p *Pool) setLearned(d time.Duration) {
+// setLearned records the block time the timestamps say, and the fastest
+// pace they showed. When the block time moves the poll interval by more
+// than a fifth, the trackers are told, so that a remote polled every 12 s
+// by default moves to the chain's pace at once. h.mu must be held.
+func (p *Pool) setLearned(d, fastest time.Duration) {
+	p.fastest.Store(int64(fastest))
 	old := time.Duration(p.learned.Swap(int64(d)))
 	if p.cfg.BlockTime > 0 || old != 0 && d >= old*4/5 && d <= old*5/4 {
 		return
@@ -384,11 +385,12 @@ func (p *Pool) setLearned(d time.Duration) {
 	p.heads.retime = make(chan struct{})
 }
 
-// judgingBlockTime is the block time plausible judges by: what the
-// timestamps say, or, until they have, minBlockTime, which lets through
-// all but the grossest jumps.
+// judgingBlockTime is the block time plausible judges by: the fastest
+// pace the timestamps showed (a chain that makes blocks in bursts must not
+// look like it lies in each), or, until they have, minBlockTime, which
+// lets through all but the grossest jumps.
 func (p *Pool) judgingBlockTime() time.Duration {
-	if d := time.Duration(p.learned.Load()); d > 0 {
+	if d := time.Duration(p.fastest.Load()); d > 0 {
 		return d
 	}
 	return minBlockTime
@@ -521,9 +523,9 @@ func (p *Pool) bootstrapBlockTime(ctx context.Context, tip *headReport) {
 		h := &p.heads
 		h.mu.Lock()
 		h.clock.below(old.Number, old.Time)
-		d, ok := h.clock.estimate()
+		d, fastest, ok := h.clock.estimate()
 		if ok {
-			p.setLearned(d)
+			p.setLearned(d, fastest)
 		}
 		h.mu.Unlock()
 		if ok {
@@ -593,9 +595,10 @@ func (c *blockClock) below(number, ts uint64) {
 	c.samples = slices.Insert(c.samples, 0, blockSample{number, ts})
 }
 
-// estimate is the block time the samples say; ok is false until they span
+// estimate is the block time the samples say, and the shortest of the
+// intervals it is the median of; ok is false until they span
 // blockTimeMinSpan seconds.
-func (c *blockClock) estimate() (time.Duration, bool) {
+func (c *blockClock) estimate() (median, fastest time.Duration, ok bool) {
 	var ivs []time.Duration
 	for i, j := 0, 1; j < len(c.samples); j++ {
 		a, b := c.samples[i], c.samples[j]
@@ -606,8 +609,8 @@ func (c *blockClock) estimate() (time.Duration, bool) {
 		i = j
 	}
 	if len(ivs) == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	slices.Sort(ivs)
-	return max(ivs[len(ivs)/2], minBlockTime), true
+	return max(ivs[len(ivs)/2], minBlockTime), max(ivs[0], minBlockTime), true
 }

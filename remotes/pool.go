@@ -32,12 +32,14 @@ type Pool struct {
 	flights flights
 	filters *filterTable
 
-	// chainhead.go: the chain's tip (best is its number) and the block
-	// time its timestamps say (nanoseconds; 0 until known).
+	// chainhead.go: the chain's tip (best is its number), the block time
+	// its timestamps say and the fastest pace they showed (nanoseconds; 0
+	// until known).
 	heads      chainHead
 	best       atomic.Uint64
 	tip        atomic.Pointer[headReport]
 	learned    atomic.Int64
+	fastest    atomic.Int64
 	bootstraps atomic.Int32 // block time fetches tried
 
 	chainHead prometheus.Gauge
