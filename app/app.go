@@ -391,6 +391,11 @@ func newServers(p serversParams) *servers {
 	return s
 }
 
+// seconds is d in seconds, to the millisecond.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
+
 // wait returns after d, or sooner when ctx ends.
 func wait(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -494,17 +499,41 @@ type historyReadiness struct {
 	Required bool   `json:"required"`
 }
 
+// chainReadiness is one chain's part: whether it can serve, its head and
+// how fresh it is, and how heads are followed. Durations are in seconds.
 type chainReadiness struct {
-	Chain   string   `json:"chain"`
-	Ready   bool     `json:"ready"`
-	Head    uint64   `json:"head"`
-	Remotes []string `json:"remotes"`
+	Chain    string `json:"chain"`
+	Ready    bool   `json:"ready"`
+	Head     uint64 `json:"head"`
+	HeadHash string `json:"head_hash,omitempty"`
+	// HeadAgeSeconds is the time since the head block's timestamp: on a
+	// chain of 2 s blocks an age of 30 s says the head is stale.
+	HeadAgeSeconds float64 `json:"head_age_seconds"`
+	// WindowHead is this replica's head window's head (0: empty): below
+	// Head by more than max_lag, calls go to the remotes.
+	WindowHead       uint64  `json:"window_head"`
+	BlockTimeSeconds float64 `json:"block_time_seconds"`
+	// BlockTimeSource: config (block_time), learned (block timestamps) or
+	// default (not learned yet).
+	BlockTimeSource     string   `json:"block_time_source"`
+	PollIntervalSeconds float64  `json:"poll_interval_seconds"`
+	Remotes             []string `json:"remotes"`
 }
 
 func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
+	now := time.Now()
 	for _, c := range h.chains.list {
-		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), Remotes: c.pool.Remotes()}
+		hs := c.pool.HeadStatus()
+		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), HeadHash: hs.Hash,
+			BlockTimeSeconds: seconds(hs.BlockTime), BlockTimeSource: hs.BlockTimeSource,
+			PollIntervalSeconds: seconds(hs.PollInterval), Remotes: c.pool.Remotes()}
+		if !hs.Time.IsZero() {
+			cr.HeadAgeSeconds = seconds(max(now.Sub(hs.Time), 0))
+		}
+		if n, _, ok := c.head.window.Head(); ok {
+			cr.WindowHead = n
+		}
 		body.Ready = body.Ready && cr.Ready
 		body.Chains = append(body.Chains, cr)
 	}

@@ -134,8 +134,10 @@ type LogConfig struct {
 
 // ChainConfig is one chain, served at /Name.
 type ChainConfig struct {
-	Name               string        `yaml:"name"`
-	ChainID            uint64        `yaml:"chain_id"`
+	Name    string `yaml:"name"`
+	ChainID uint64 `yaml:"chain_id"`
+	// BlockTime sets the head polling cadence; 0 (the default) learns it
+	// from block timestamps.
 	BlockTime          time.Duration `yaml:"block_time"`
 	ChainRecheck       time.Duration `yaml:"chain_recheck"`
 	MaxLag             uint64        `yaml:"max_lag"`
@@ -620,7 +622,8 @@ func (c *Config) applyDefaults() {
 
 	for i := range c.Chains {
 		ch := &c.Chains[i]
-		setDefault(&ch.BlockTime, remotes.DefaultBlockTime)
+		// block_time stays 0 unless set: the pool learns it from block
+		// timestamps (remotes.DefaultBlockTime until they have told it).
 		setDefault(&ch.ChainRecheck, remotes.DefaultChainRecheck)
 		setDefault(&ch.MaxLag, remotes.DefaultMaxLag)
 		setDefault(&ch.CallDeadline, remotes.DefaultCallDeadline)
@@ -643,7 +646,10 @@ func (c *Config) applyDefaults() {
 		}
 		setDefault(&ch.Head.Window, headstore.DefaultWindow)
 		setDefault(&ch.Head.Backfill, 4*ch.Head.Window)
-		setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
+		if ch.BlockTime > 0 {
+			// Without block_time the stalker takes 8 learned block times.
+			setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
+		}
 		// The leader archives from its window: the default stays well
 		// inside a small one.
 		setDefault(&ch.History.Confirmations, min(stalker.DefaultConfirmations, uint64(ch.Head.Window)/2))

@@ -49,7 +49,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 	wantPool := remotes.PoolConfig{
 		Chain:               "ethereum",
 		ChainID:             1,
-		BlockTime:           remotes.DefaultBlockTime,
+		BlockTime:           0, // learned from block timestamps
 		ChainRecheck:        remotes.DefaultChainRecheck,
 		MaxLag:              remotes.DefaultMaxLag,
 		CallDeadline:        remotes.DefaultCallDeadline,

@@ -282,7 +282,7 @@ func (c ChainConfig) settledLine(w *headstore.Window) func() (uint64, bool) {
 // StalkerConfig is the chain's stalker settings; archive is where settled
 // blocks go (nil: not archived).
 func (c ChainConfig) StalkerConfig(archive stalker.Archive, m *stalker.ArchiveMetrics) stalker.Config {
-	sc := stalker.Config{Chain: c.Name, BlockTime: c.BlockTime, Backfill: c.Head.Backfill,
+	sc := stalker.Config{Chain: c.Name, Backfill: c.Head.Backfill,
 		FinalityInterval: c.Head.FinalityInterval, Window: c.Head.Window, Integrity: c.Integrity.StalkerOn()}
 	if archive != nil {
 		sc.Archive = stalker.ArchiveConfig{Store: archive, Confirmations: c.History.Confirmations,

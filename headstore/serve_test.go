@@ -645,3 +645,32 @@ func TestCanonicalHash(t *testing.T) {
 		}
 	}
 }
+
+// A floor far above the cluster's corroborated head heals down to it; a
+// floor a reorg to a shorter chain left, a few blocks above, holds.
+func TestMonotonicHeals(t *testing.T) {
+	tests := []struct {
+		name           string
+		floor, n, ceil uint64
+		want           uint64
+	}{
+		{name: "raised", floor: 100, n: 101, ceil: 101, want: 101},
+		{name: "holds above n", floor: 100, n: 98, ceil: 98, want: 100},
+		{name: "a reorg's few blocks hold", floor: 100, n: 90, ceil: 90, want: 100},
+		{name: "a lie heals", floor: 1_000_000_000, n: 100, ceil: 101, want: 101},
+		{name: "ceiling unknown", floor: 1_000_000_000, n: 100, ceil: 0, want: 1_000_000_000},
+		{name: "at the edge", floor: 100 + maxFloorLead, n: 99, ceil: 100, want: 100 + maxFloorLead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := NewWindow(8)
+			w.Monotonic(tt.floor, 0)
+			if got := w.Monotonic(tt.n, tt.ceil); got != tt.want {
+				t.Errorf("Monotonic(%d, %d) over floor %d = %d, want %d", tt.n, tt.ceil, tt.floor, got, tt.want)
+			}
+			if got := w.Monotonic(0, 0); got != tt.want {
+				t.Errorf("floor after = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

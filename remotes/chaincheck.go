@@ -139,7 +139,7 @@ func (r *Remote) headsTrusted() bool {
 // headMoved asks for a check when the head moved from old further than a
 // reorg or a lagging backend explains, in either direction.
 func (r *Remote) headMoved(old uint64) {
-	n := r.Head()
+	n := r.claimedHead()
 	if old == 0 || n == old {
 		return
 	}
@@ -267,4 +267,13 @@ func (p *Pool) ConfirmHash(ctx context.Context, n uint64, hash string) (agree, d
 		}
 	}
 	return agree, disagree
+}
+
+// claimedHead is the number of the latest head the remote reported,
+// corroborated or not: a chain switch shows in what it claims.
+func (r *Remote) claimedHead() uint64 {
+	if c := r.claim.Load(); c != nil {
+		return c.Number
+	}
+	return 0
 }

@@ -13,11 +13,14 @@ import (
 
 // track follows one remote until ctx ends: it verifies the chain id, and
 // again every ChainRecheck and whenever chaincheck.go asks, then keeps the
-// remote's head fresh. With a ws url the head arrives over newHeads and
-// polling only fills in while that stream is down, so paid providers are
-// not billed for idle polling. onChange is called after every check, so
-// head and health gauges stay current.
-func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration, onChange func()) {
+// remote's head fresh, polling at the cadence's interval (the chain's block
+// time), and at once when the cadence moves. With a ws url the head arrives
+// over newHeads and polling only fills in once that stream has been silent
+// for two intervals, so paid providers are not billed for idle polling.
+// onChange is called after every check, so head and health gauges stay
+// current.
+func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time.Duration, <-chan struct{}), onChange func()) {
+	every, retimed := cadence()
 	// Spread the first polls of many remotes over a fraction of a block.
 	jitter := time.Duration(rand.Int64N(int64(every)/4 + 1))
 	timer := time.NewTimer(0)
@@ -27,8 +30,12 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-retimed:
+			timer.Stop()
 		case <-r.cc.kick: // chaincheck.go: the chain id is in doubt
+			timer.Stop()
 		}
+		every, retimed = cadence()
 		next := every
 		if r.chainCheckDue() {
 			// A failed check of a remote still verified polls anyway: the
@@ -39,10 +46,14 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 			if d, brisk := r.chainRetry(every); brisk {
 				next = d // until the remote answers, retry briskly
 			}
-		} else if r.chainVerified() && r.now().UnixNano()-r.wsHeadAt.Load() > int64(2*every) {
-			// A head seen over newHeads within two block times makes the
-			// poll redundant.
-			r.pollChecked(ctx, onChange)
+		} else if r.chainVerified() {
+			// A head seen over newHeads within two block times makes the poll
+			// redundant; look again when that silence would reach them.
+			if silent := r.now().Sub(time.Unix(0, r.wsHeadAt.Load())); silent < 2*every {
+				next = 2*every - silent
+			} else {
+				r.pollChecked(ctx, onChange)
+			}
 		}
 		onChange() // health can change without a new head: keep the gauges true
 		timer.Reset(next + jitter)
@@ -50,26 +61,26 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 	}
 }
 
-// pollChecked is poll, watching the head for a jump that asks for a chain
-// check (chaincheck.go).
+// pollChecked is poll, watching the claimed head for a jump that asks for
+// a chain check (chaincheck.go).
 func (r *Remote) pollChecked(ctx context.Context, onHead func()) {
-	old := r.Head()
+	old := r.claimedHead()
 	r.poll(ctx, onHead)
 	r.headMoved(old)
 }
 
 // watch follows the remote's newHeads over its ws url until ctx ends.
 func (r *Remote) watch(ctx context.Context, onHead func()) {
-	opts := transportOptions{Name: r.cfg.Name, URL: r.cfg.WSURL,
+	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(),
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
 	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
-	watchHeads(ctx, opts, func(n uint64, _ string) {
+	watchHeads(ctx, opts, func(h *headReport) {
 		if !r.headsTrusted() {
 			return
 		}
 		r.wsHeadAt.Store(r.now().UnixNano())
-		old := r.Head()
-		if r.setHead(n) {
+		old := r.claimedHead()
+		if r.noteHead(h) {
 			onHead()
 		}
 		r.headMoved(old)
@@ -116,17 +127,27 @@ func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	return r.chainChecked(want, got)
 }
 
-// poll asks for eth_blockNumber through the breaker-aware call path, so a
+// latestHeader is the poll's params: the latest block without its
+// transactions, one call like eth_blockNumber, that also says the block's
+// hash, parent and timestamp.
+var latestHeader = json.RawMessage(`["latest",false]`)
+
+// poll asks for the latest block through the breaker-aware call path, so a
 // dead remote's polls count as faults and a recovered one's as the probe
 // that closes its breaker.
 func (r *Remote) poll(ctx context.Context, onHead func()) {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
-	res, err := r.call(ctx, "eth_blockNumber", nil)
-	if err != nil {
+	res, err := r.call(ctx, "eth_getBlockByNumber", latestHeader)
+	if err != nil || isNull(res) {
 		return
 	}
-	if n, err := parseQuantityJSON(res); err == nil && r.setHead(n) {
+	h, err := parseHeadReport(res)
+	if err != nil {
+		r.log.Debug("remote sent a malformed latest block", "err", err)
+		return
+	}
+	if r.noteHead(h) {
 		onHead()
 	}
 }

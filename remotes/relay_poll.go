@@ -73,8 +73,8 @@ func pendingParams(params json.RawMessage) (full, ok bool) {
 	return full, true
 }
 
-// pollInterval is the chain's pending-transaction poll interval.
-func (p *Pool) pollInterval() time.Duration {
+// pendingPollInterval is the chain's pending-transaction poll interval.
+func (p *Pool) pendingPollInterval() time.Duration {
 	if d := p.cfg.PendingPollInterval; d > 0 {
 		return d
 	}
@@ -196,7 +196,7 @@ func (p *Pool) newPendingFilter(ctx context.Context, r *Remote, full bool) (stri
 		return "", fmt.Errorf("relay: %s: %w", pendingFilterMethod, badReply(r.cfg.Name, "filter id is not a string"))
 	}
 	r.log.Info("pending transactions: polling a filter (no WebSocket remote can relay)",
-		"full", full, "interval", p.pollInterval())
+		"full", full, "interval", p.pendingPollInterval())
 	return id, nil
 }
 
@@ -206,7 +206,7 @@ func (p *Pool) newPendingFilter(ctx context.Context, r *Remote, full bool) (stri
 // in a row, or of a failed remake, or errYieldToWS.
 func (p *Pool) pollFilter(ctx context.Context, r *Remote, full bool, key string, id *string, up func(), fn func(json.RawMessage)) error {
 	up()
-	t := time.NewTicker(p.pollInterval())
+	t := time.NewTicker(p.pendingPollInterval())
 	defer t.Stop()
 	failures := 0
 	for {

@@ -223,15 +223,15 @@ func TestRelayPollYieldsToWebSocket(t *testing.T) {
 	r := startRelay(t, p, `["newPendingTransactions"]`)
 	key := hashKey(t)
 	warm := r.warmUp(t, key, func() string { return sendRaw(t, p) })
-	if web.PendingFilters() != 1 || ws.Calls("eth_subscribe") != 0 {
+	if web.PendingFilters() != 1 || relays(ws) != 0 {
 		t.Fatalf("while the ws remote is out: %d filters on web, %d subscribes on ws; want a filter only",
-			web.PendingFilters(), ws.Calls("eth_subscribe"))
+			web.PendingFilters(), relays(ws))
 	}
 
 	p.remotes[0].mb.cordonedUntil.Store(0)
 	waitFor(t, "the relay on the ws remote's subscription", func() bool { return r.ups.Load() == 2 && web.PendingFilters() == 0 })
-	if ws.Calls("eth_subscribe") != 1 {
-		t.Errorf("%d subscribes on ws, want 1", ws.Calls("eth_subscribe"))
+	if relays(ws) != 1 {
+		t.Errorf("%d subscribes on ws, want 1", relays(ws))
 	}
 	before := web.Calls("eth_getFilterChanges")
 	var want []string

@@ -263,6 +263,10 @@ func TestRelayPendingFromGeth(t *testing.T) {
 // relayPool is a pool over fakenodes reached over WebSocket at a path that
 // stands for an API key (/key0, /key1, ...); the first is primary, the
 // others secondary.
+// relays counts n's newPendingTransactions subscribes (the pool's own
+// newHeads subscribes are not relays).
+func relays(n *fakenode.Node) int64 { return n.CallsAt("eth_subscribe", "newPendingTransactions") }
+
 func relayPool(t *testing.T, nodes ...*fakenode.Node) *Pool {
 	t.Helper()
 	rs := make([]Config, len(nodes))
@@ -309,8 +313,8 @@ func TestRelayMovesOnAfterSubscribeError(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, refusal) || !strings.Contains(msg, "n0") || strings.Contains(msg, "key0") {
 		t.Errorf("error %q: want the remote's name and its refusal, never its url", msg)
 	}
-	if n0.Calls("eth_subscribe") != 1 || n1.Calls("eth_subscribe") != 0 {
-		t.Fatalf("subscribes: n0 %d, n1 %d; want the primary asked first", n0.Calls("eth_subscribe"), n1.Calls("eth_subscribe"))
+	if relays(n0) != 1 || relays(n1) != 0 {
+		t.Fatalf("subscribes: n0 %d, n1 %d; want the primary asked first", relays(n0), relays(n1))
 	}
 
 	r = startRelay(t, p, `["newPendingTransactions"]`)
@@ -321,8 +325,8 @@ func TestRelayMovesOnAfterSubscribeError(t *testing.T) {
 		want = append(want, sendRaw(t, p))
 	}
 	r.expectOnce(t, key, want, warm)
-	if n0.Calls("eth_subscribe") != 1 || n1.Calls("eth_subscribe") != 1 {
-		t.Errorf("subscribes: n0 %d, n1 %d; want the retry on n1", n0.Calls("eth_subscribe"), n1.Calls("eth_subscribe"))
+	if relays(n0) != 1 || relays(n1) != 1 {
+		t.Errorf("subscribes: n0 %d, n1 %d; want the retry on n1", relays(n0), relays(n1))
 	}
 }
 
@@ -345,8 +349,8 @@ func TestRelaySkipsRemoteWithoutSubscription(t *testing.T) {
 		warm := r.warmUp(t, key, func() string { return sendRaw(t, p) })
 		want := []string{sendRaw(t, p), sendRaw(t, p)}
 		r.expectOnce(t, key, want, warm)
-		if n0.Calls("eth_subscribe") != 1 || n1.Calls("eth_subscribe") != int64(round+1) {
-			t.Errorf("round %d: subscribes n0 %d, n1 %d; want n0 once, n1 every round", round, n0.Calls("eth_subscribe"), n1.Calls("eth_subscribe"))
+		if relays(n0) != 1 || relays(n1) != int64(round+1) {
+			t.Errorf("round %d: subscribes n0 %d, n1 %d; want n0 once, n1 every round", round, relays(n0), relays(n1))
 		}
 	}
 	if n0.Calls("eth_newPendingTransactionFilter")+n1.Calls("eth_newPendingTransactionFilter") != 0 {
@@ -372,8 +376,8 @@ func TestRelayUnsupportedEverywhere(t *testing.T) {
 			t.Fatalf("Relay %d = %v, want ErrRelayUnsupported", i, err)
 		}
 	}
-	if n.Calls("eth_subscribe") != 1 || n.Calls("eth_newPendingTransactionFilter") != 1 {
-		t.Errorf("asked %d subscribes, %d filters; want each once", n.Calls("eth_subscribe"), n.Calls("eth_newPendingTransactionFilter"))
+	if relays(n) != 1 || n.Calls("eth_newPendingTransactionFilter") != 1 {
+		t.Errorf("asked %d subscribes, %d filters; want each once", relays(n), n.Calls("eth_newPendingTransactionFilter"))
 	}
 }
 
@@ -402,13 +406,13 @@ func TestRelayBacksOff(t *testing.T) {
 	if time.Since(failed) >= relayBackoffMin {
 		t.Fatalf("the retry took %v, longer than the backoff: cannot judge", time.Since(failed))
 	}
-	if err != context.DeadlineExceeded || n.Calls("eth_subscribe") != 1 {
-		t.Errorf("retry within the backoff: %v after %d subscribes, want it waiting and 1", err, n.Calls("eth_subscribe"))
+	if err != context.DeadlineExceeded || relays(n) != 1 {
+		t.Errorf("retry within the backoff: %v after %d subscribes, want it waiting and 1", err, relays(n))
 	}
 
 	// Alone, the remote is still tried again once the backoff is over.
-	if err := relay(context.Background()); err == nil || n.Calls("eth_subscribe") != 2 {
-		t.Errorf("retry after the backoff: %v after %d subscribes, want its refusal and 2", err, n.Calls("eth_subscribe"))
+	if err := relay(context.Background()); err == nil || relays(n) != 2 {
+		t.Errorf("retry after the backoff: %v after %d subscribes, want its refusal and 2", err, relays(n))
 	}
 }
 

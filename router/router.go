@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -75,8 +76,10 @@ type Head interface {
 	// Latest is the head's number; ok is false when the window must not
 	// answer (empty, or its feed is lost).
 	Latest() (uint64, bool)
-	// Monotonic returns the highest of n and every head answered before.
-	Monotonic(n uint64) uint64
+	// Monotonic returns the highest of n and every head answered before,
+	// recording n, a corroborated head; a floor far above ceiling, the
+	// cluster's corroborated head (0: unknown), heals down to it.
+	Monotonic(n, ceiling uint64) uint64
 }
 
 // headOf is what the router needs of the remotes to tell a stale window,
@@ -106,6 +109,11 @@ type Router struct {
 	history History       // nil: no history store
 	forge   *forger.Forger
 	wt      *writeThrough // nil without history
+	log     *slog.Logger
+
+	// trailing is set while the window trails the remotes by more than
+	// MaxLag: logged once when it starts and once when it ends.
+	trailing atomic.Bool
 
 	local, fromHead, fromStore, forged, forwarded prometheus.Counter
 }
@@ -134,6 +142,7 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		remotes:   remotes,
 		history:   cfg.History,
 		forge:     forger.New(forger.HandlerUpstream(remotes), log),
+		log:       log,
 		local:     m.answers.WithLabelValues(cfg.Chain, "local"),
 		fromHead:  m.answers.WithLabelValues(cfg.Chain, "head"),
 		fromStore: m.answers.WithLabelValues(cfg.Chain, "history"),
@@ -203,18 +212,49 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	rt.forwarded.Inc()
 	res, err := rt.remotes.ServeRPC(ctx, req)
 	if err == nil && req.Method == "eth_blockNumber" && rt.head != nil {
-		// A remote behind the window, or behind an answer this replica
-		// gave before, must not move a client's head backwards.
-		var s string
-		if json.Unmarshal(res, &s) == nil {
-			if n, err := evm.ParseQuantity(s); err == nil {
-				if m := rt.head.Monotonic(n); m != n {
-					res = json.RawMessage(`"` + evm.Quantity(m) + `"`)
-				}
-			}
-		}
+		res = rt.blockNumber(res)
 	}
 	return res, err
+}
+
+// blockNumber is what a client gets of a remote's eth_blockNumber: never
+// above the cluster's corroborated head (one remote may lie about its
+// head, and what it said must not become the floor every later answer
+// keeps), and never below an answer this replica gave before (a remote
+// behind the window must not move a client's head backwards).
+func (rt *Router) blockNumber(res json.RawMessage) json.RawMessage {
+	var s string
+	if json.Unmarshal(res, &s) != nil {
+		return res
+	}
+	n, err := evm.ParseQuantity(s)
+	if err != nil {
+		return res
+	}
+	var m uint64
+	if c := rt.corroborated(); c > 0 {
+		m = rt.head.Monotonic(min(n, c), c)
+	} else {
+		// Nothing to check the answer against: served, not recorded.
+		m = max(n, rt.head.Monotonic(0, 0))
+	}
+	if m == n {
+		return res
+	}
+	return json.RawMessage(`"` + evm.Quantity(m) + `"`)
+}
+
+// corroborated is the cluster's corroborated head: the higher of the
+// window's and the remotes' in rotation (0: unknown).
+func (rt *Router) corroborated() uint64 {
+	var c uint64
+	if rt.upHead != nil {
+		c = rt.upHead()
+	}
+	if n, ok := rt.head.Latest(); ok {
+		c = max(c, n)
+	}
+	return c
 }
 
 // fresh reports whether the head window may answer: it follows the feed
@@ -228,7 +268,21 @@ func (rt *Router) fresh() bool {
 	if !ok {
 		return false
 	}
-	return rt.upHead == nil || rt.upHead() <= n+rt.cfg.MaxLag
+	if rt.upHead == nil {
+		return true
+	}
+	up := rt.upHead()
+	if up <= n+rt.cfg.MaxLag {
+		if rt.trailing.Load() && rt.trailing.CompareAndSwap(true, false) {
+			rt.log.Info("head window caught up with the remotes", "window_head", n, "remotes_head", up)
+		}
+		return true
+	}
+	if rt.trailing.CompareAndSwap(false, true) {
+		rt.log.Warn("head window trails the remotes; calls go to the remotes until it catches up",
+			"window_head", n, "remotes_head", up, "max_lag", rt.cfg.MaxLag)
+	}
+	return false
 }
 
 // pin rewrites a latest, safe or finalized block parameter to the

@@ -30,6 +30,7 @@ type fakeRelay struct {
 type relayTurn struct {
 	err     error             // returned at once when set
 	results []json.RawMessage // delivered after up
+	gate    chan struct{}     // non-nil: results wait after up until it is closed
 	hold    bool              // after delivering, block until ctx ends
 }
 
@@ -47,6 +48,13 @@ func (f *fakeRelay) Relay(ctx context.Context, _ json.RawMessage, up func(), fn 
 		return turn.err
 	}
 	up()
+	if turn.gate != nil {
+		select {
+		case <-turn.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for _, r := range turn.results {
 		fn(r)
 	}
@@ -102,7 +110,10 @@ func TestPendingRefusedWhenNoRemoteServesIt(t *testing.T) {
 func TestPendingSharedAndOnce(t *testing.T) {
 	relay := newFakeRelay()
 	c := startRelayCenter(t, relay, Options{})
-	relay.script <- relayTurn{results: []json.RawMessage{txHash(1), txHash(2), txHash(1)}}
+	// The first results wait until both have subscribed: a subscriber
+	// gets the transactions that come after it joined.
+	joined := make(chan struct{})
+	relay.script <- relayTurn{results: []json.RawMessage{txHash(1), txHash(2), txHash(1)}, gate: joined}
 	relay.script <- relayTurn{results: []json.RawMessage{txHash(2), txHash(3),
 		json.RawMessage(`{"hash":` + string(txHash(3)) + `,"nonce":"0x1"}`)}, hold: true}
 
@@ -112,6 +123,7 @@ func TestPendingSharedAndOnce(t *testing.T) {
 		wg.Go(func() { subscribe(t, c, n, `["newPendingTransactions"]`) })
 	}
 	wg.Wait()
+	close(joined)
 	for _, n := range []*notifier{a, b} {
 		got := n.collect(t, 3)
 		for i, x := range got {

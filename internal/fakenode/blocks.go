@@ -3,7 +3,10 @@ package fakenode
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"math"
+	"math/bits"
 	"strconv"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -12,7 +15,6 @@ import (
 // Shape of the synthetic chain.
 const (
 	txsPerBlock      = 2
-	blockTimeSeconds = 12
 	gasLimit         = 30_000_000
 	txGasLimit       = 100_000
 	tipWei           = 1_000_000 // maxPriorityFeePerGas of every transaction
@@ -142,7 +144,7 @@ func (n *Node) block(v *chainView, num uint64) *synthBlock {
 		salt:    salt,
 		chain:   n.chainOf(v),
 		hash:    h.block(num, salt),
-		time:    n.opts.GenesisTime + blockTimeSeconds*num,
+		time:    n.blockTime(num),
 		baseFee: baseFeeAt(num),
 	}
 	if num == 0 {
@@ -163,6 +165,18 @@ func (n *Node) block(v *chainView, num uint64) *synthBlock {
 		orBloom(&b.bloom, &tx.bloom)
 	}
 	return b
+}
+
+// blockTime is block num's timestamp.
+func (n *Node) blockTime(num uint64) uint64 {
+	// num*BlockTime in seconds, without overflowing for the large heads
+	// tests set.
+	hi, lo := bits.Mul64(num, uint64(n.opts.BlockTime))
+	if hi >= uint64(time.Second) {
+		return math.MaxUint64
+	}
+	sec, _ := bits.Div64(hi, lo, uint64(time.Second))
+	return n.opts.GenesisTime + sec
 }
 
 func (b *synthBlock) size() uint64 { return 620 + 180*uint64(len(b.txs)) }

@@ -11,7 +11,8 @@
 //
 // # The chain
 //
-// Blocks 0..Head exist. Block n has timestamp GenesisTime+12n, hash
+// Blocks 0..Head exist. Block n has timestamp GenesisTime+n*BlockTime
+// (whole seconds; 12 s by default), hash
 // keccak256(seed, salt, n) (the last 8 bytes carry an invertible mix of n so
 // that lookups by hash need no index), parentHash = hash(n-1), and two type-2
 // transactions (genesis has none). Each transaction emits one log from one of
@@ -69,6 +70,10 @@
 //     geth 1.17's -32602 "block range extends beyond current head block",
 //     and newHeads stop there. Lowering the lag notifies the blocks that
 //     become visible.
+//   - SetBogusHead(h): the node claims head h (eth_blockNumber,
+//     eth_getBlockByNumber("latest"), newHeads headers) with an unknown
+//     parent and the real head's timestamp, and serves nothing above its
+//     real head: a remote that lies about its head.
 //   - SetMaxLogsRange(k): eth_getLogs over more than k blocks (to-from+1)
 //     fails with Besu's -32005 "requested range exceeds maximum RPC range
 //     limit". 0 turns it off.
@@ -84,7 +89,8 @@
 //
 // Calls, TotalCalls and ResetCalls count the calls that reached the node
 // (every item of a batch, whatever the answer; malformed messages count under
-// method ""). Calls refused by SetDown never reach it.
+// method ""); CallsAt counts those of a method whose first parameter is a
+// name ("latest", "newHeads"). Calls refused by SetDown never reach it.
 //
 // # Limits
 //

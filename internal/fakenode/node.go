@@ -19,6 +19,7 @@ const (
 	DefaultChainID        = 1337
 	DefaultHead           = 100
 	DefaultGenesisTime    = 1_700_000_000
+	DefaultBlockTime      = 12 * time.Second
 	DefaultSafeDepth      = 32
 	DefaultFinalizedDepth = 64
 	DefaultClientVersion  = "fakenode/v1"
@@ -42,9 +43,14 @@ type Options struct {
 	Head uint64
 	// Name labels the node's logs.
 	Name string
-	// GenesisTime is block 0's timestamp; block n is 12n seconds later.
-	// Default 1_700_000_000, fixed so that runs are reproducible.
+	// GenesisTime is block 0's timestamp. Default 1_700_000_000, fixed so
+	// that runs are reproducible.
 	GenesisTime uint64
+	// BlockTime spaces the blocks' timestamps: block n's is GenesisTime +
+	// n*BlockTime, in whole seconds (rounded down, as on a chain whose
+	// blocks come faster than its timestamps tick). Default 12 s. It does
+	// not mine: the chain moves only when told to.
+	BlockTime time.Duration
 	// SafeDepth and FinalizedDepth place the "safe" and "finalized" tags
 	// below the visible head. Defaults 32 and 64.
 	SafeDepth      uint64
@@ -64,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GenesisTime == 0 {
 		o.GenesisTime = DefaultGenesisTime
+	}
+	if o.BlockTime <= 0 {
+		o.BlockTime = DefaultBlockTime
 	}
 	if o.SafeDepth == 0 {
 		o.SafeDepth = DefaultSafeDepth
