@@ -208,14 +208,19 @@ func newChains(p chainsParams) (*chains, error) {
 		if cc.Integrity.ClientCalls {
 			up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
 		}
-		var relay subcenter.Relay // newPendingTransactions from a remote's own subscription
+		// newPendingTransactions from a remote's own subscription, or a
+		// pending-transaction filter polled where no WebSocket remote can.
+		var relay subcenter.Relay
 		if pool.CanRelay() {
 			relay = pool
 		}
 		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.Options{MaxPerConn: cfg.Limits.MaxSubscriptions,
-			QueueLen: cfg.Limits.SubscriptionQueue, QueueBytes: cfg.Limits.SubscriptionQueueBytes}, log, subm)
+			QueueLen: cfg.Limits.SubscriptionQueue, QueueBytes: cfg.Limits.SubscriptionQueueBytes,
+			MaxAddresses: cfg.Limits.MaxFilterAddresses, MaxTopics: cfg.Limits.MaxFilterTopics,
+			MaxFilterBytes: cfg.Limits.MaxFilterBytes}, log, subm)
 		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag,
-			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Logger: log}, h.window, up, rm)
+			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
+			Logger: log}, h.window, up, rm)
 		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
@@ -331,6 +336,7 @@ type serversParams struct {
 	Registry   *prometheus.Registry
 	RPC        *jrpc.Server
 	Chains     *chains
+	History    *history
 }
 
 // newServers registers the listeners' hooks. The metrics server is
@@ -349,7 +355,7 @@ func newServers(p serversParams) *servers {
 	var draining atomic.Bool
 
 	if addr := p.Config.MetricsAddr(); addr != "" {
-		h := &healthHandler{chains: p.Chains, draining: &draining}
+		h := &healthHandler{chains: p.Chains, history: p.History.readiness, draining: &draining}
 		s.metrics = &httpService{name: "metrics", addr: addr, log: p.Log, srv: &http.Server{
 			Handler:           http.TimeoutHandler(metricsRouter(p.Registry, h), metricsTimeout, "timeout"),
 			ReadHeaderTimeout: readHeaderTimeout,
@@ -384,6 +390,11 @@ func newServers(p serversParams) *servers {
 		},
 	})
 	return s
+}
+
+// seconds is d in seconds, to the millisecond.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
 // wait returns after d, or sooner when ctx ends.
@@ -462,33 +473,75 @@ func metricsRouter(reg *prometheus.Registry, h *healthHandler) http.Handler {
 }
 
 // healthHandler answers /readyz: ready when every chain has a remote in
-// rotation and the process is not draining.
+// rotation and the process is not draining. The history store does not
+// count unless postgres.required: the replicas of a cluster share it, so
+// making its outage a 503 would take every replica out of the load
+// balancer at once, while the remotes can answer every call (history
+// reads fail fast and fall through). The body says how it is all the
+// same, and "degraded" while the process serves without it.
 type healthHandler struct {
 	chains   *chains
+	history  func() *historyReadiness // nil result without postgres.url
 	draining *atomic.Bool
 }
 
 // readiness is /readyz's body. Remotes are listed by name only: their URLs
 // carry API keys.
 type readiness struct {
-	Ready    bool             `json:"ready"`
-	Draining bool             `json:"draining,omitempty"`
-	Chains   []chainReadiness `json:"chains"`
+	Ready    bool              `json:"ready"`
+	Draining bool              `json:"draining,omitempty"`
+	Degraded bool              `json:"degraded,omitempty"` // serving without the history store
+	History  *historyReadiness `json:"history,omitempty"`  // nil without postgres.url
+	Chains   []chainReadiness  `json:"chains"`
 }
 
+type historyReadiness struct {
+	State    string `json:"state"` // up, down or migrating
+	Required bool   `json:"required"`
+}
+
+// chainReadiness is one chain's part: whether it can serve, its head and
+// how fresh it is, and how heads are followed. Durations are in seconds.
 type chainReadiness struct {
-	Chain   string   `json:"chain"`
-	Ready   bool     `json:"ready"`
-	Head    uint64   `json:"head"`
-	Remotes []string `json:"remotes"`
+	Chain    string `json:"chain"`
+	Ready    bool   `json:"ready"`
+	Head     uint64 `json:"head"`
+	HeadHash string `json:"head_hash,omitempty"`
+	// HeadAgeSeconds is the time since the head block's timestamp: on a
+	// chain of 2 s blocks an age of 30 s says the head is stale.
+	HeadAgeSeconds float64 `json:"head_age_seconds"`
+	// WindowHead is this replica's head window's head (0: empty): below
+	// Head by more than max_lag, calls go to the remotes.
+	WindowHead       uint64  `json:"window_head"`
+	BlockTimeSeconds float64 `json:"block_time_seconds"`
+	// BlockTimeSource: config (block_time), learned (block timestamps) or
+	// default (not learned yet).
+	BlockTimeSource     string   `json:"block_time_source"`
+	PollIntervalSeconds float64  `json:"poll_interval_seconds"`
+	Remotes             []string `json:"remotes"`
 }
 
 func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
+	now := time.Now()
 	for _, c := range h.chains.list {
-		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), Remotes: c.pool.Remotes()}
+		hs := c.pool.HeadStatus()
+		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), HeadHash: hs.Hash,
+			BlockTimeSeconds: seconds(hs.BlockTime), BlockTimeSource: hs.BlockTimeSource,
+			PollIntervalSeconds: seconds(hs.PollInterval), Remotes: c.pool.Remotes()}
+		if !hs.Time.IsZero() {
+			cr.HeadAgeSeconds = seconds(max(now.Sub(hs.Time), 0))
+		}
+		if n, _, ok := c.head.window.Head(); ok {
+			cr.WindowHead = n
+		}
 		body.Ready = body.Ready && cr.Ready
 		body.Chains = append(body.Chains, cr)
+	}
+	if hr := h.history(); hr != nil {
+		body.History = hr
+		body.Degraded = hr.State != historyUp
+		body.Ready = body.Ready && (hr.State == historyUp || !hr.Required)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if !body.Ready {

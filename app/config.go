@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -89,6 +90,16 @@ type RedisConfig struct {
 // message prints it.
 type PostgresConfig struct {
 	URL string `yaml:"url"` // postgres://user[:password]@host:5432/db?sslmode=disable; "" no history
+	// ReadTimeout bounds one history read (connection included): a read
+	// Postgres does not answer in time fails, the call goes on to the
+	// remotes, and the store counts as down until a ping answers.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds one write (a batch of archived blocks).
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// Required makes /readyz 503 while the history store is not up. By
+	// default it is optional: the replicas share it, so a 503 would take
+	// every replica out at once while the remotes could serve.
+	Required bool `yaml:"required"`
 }
 
 // HistoryConfig is how a chain's leader archives settled blocks in the
@@ -123,19 +134,25 @@ type LogConfig struct {
 
 // ChainConfig is one chain, served at /Name.
 type ChainConfig struct {
-	Name               string         `yaml:"name"`
-	ChainID            uint64         `yaml:"chain_id"`
-	BlockTime          time.Duration  `yaml:"block_time"`
-	MaxLag             uint64         `yaml:"max_lag"`
-	CallDeadline       time.Duration  `yaml:"call_deadline"`
-	MaxAttempts        int            `yaml:"max_attempts"`
-	GetLogsConcurrency int            `yaml:"getlogs_concurrency"`
-	GetLogsMaxParts    int            `yaml:"getlogs_max_parts"`
-	BroadcastFanout    int            `yaml:"broadcast_fanout"`
-	Breaker            BreakerConfig  `yaml:"breaker"`
-	Head               HeadConfig     `yaml:"head"`
-	History            HistoryConfig  `yaml:"history"`
-	Remotes            []RemoteConfig `yaml:"remotes"`
+	Name    string `yaml:"name"`
+	ChainID uint64 `yaml:"chain_id"`
+	// BlockTime sets the head polling cadence; 0 (the default) learns it
+	// from block timestamps.
+	BlockTime          time.Duration `yaml:"block_time"`
+	ChainRecheck       time.Duration `yaml:"chain_recheck"`
+	MaxLag             uint64        `yaml:"max_lag"`
+	CallDeadline       time.Duration `yaml:"call_deadline"`
+	MaxAttempts        int           `yaml:"max_attempts"`
+	GetLogsConcurrency int           `yaml:"getlogs_concurrency"`
+	GetLogsMaxParts    int           `yaml:"getlogs_max_parts"`
+	BroadcastFanout    int           `yaml:"broadcast_fanout"`
+	// PendingPollInterval: how often the pending-transaction filter that
+	// serves newPendingTransactions without a WebSocket remote is polled.
+	PendingPollInterval time.Duration  `yaml:"pending_poll_interval"`
+	Breaker             BreakerConfig  `yaml:"breaker"`
+	Head                HeadConfig     `yaml:"head"`
+	History             HistoryConfig  `yaml:"history"`
+	Remotes             []RemoteConfig `yaml:"remotes"`
 
 	// Consensus puts methods to a vote among remotes; none by default.
 	Consensus []ConsensusConfig `yaml:"consensus"`
@@ -606,13 +623,16 @@ func (c *Config) applyDefaults() {
 
 	for i := range c.Chains {
 		ch := &c.Chains[i]
-		setDefault(&ch.BlockTime, remotes.DefaultBlockTime)
+		// block_time stays 0 unless set: the pool learns it from block
+		// timestamps (remotes.DefaultBlockTime until they have told it).
+		setDefault(&ch.ChainRecheck, remotes.DefaultChainRecheck)
 		setDefault(&ch.MaxLag, remotes.DefaultMaxLag)
 		setDefault(&ch.CallDeadline, remotes.DefaultCallDeadline)
 		setDefault(&ch.MaxAttempts, remotes.DefaultMaxAttempts)
 		setDefault(&ch.GetLogsConcurrency, remotes.DefaultGetLogsConcurrency)
 		setDefault(&ch.GetLogsMaxParts, remotes.DefaultGetLogsMaxParts)
 		setDefault(&ch.BroadcastFanout, remotes.DefaultBroadcastFanout)
+		setDefault(&ch.PendingPollInterval, remotes.DefaultPendingPollInterval)
 		setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
 		setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
 		setDefault(&ch.Cordon.Strikes, remotes.DefaultCordonStrikes)
@@ -627,7 +647,10 @@ func (c *Config) applyDefaults() {
 		}
 		setDefault(&ch.Head.Window, headstore.DefaultWindow)
 		setDefault(&ch.Head.Backfill, 4*ch.Head.Window)
-		setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
+		if ch.BlockTime > 0 {
+			// Without block_time the stalker takes 8 learned block times.
+			setDefault(&ch.Head.FinalityInterval, max(8*ch.BlockTime, 10*time.Second))
+		}
 		// The leader archives from its window: the default stays well
 		// inside a small one.
 		setDefault(&ch.History.Confirmations, min(stalker.DefaultConfirmations, uint64(ch.Head.Window)/2))
@@ -654,6 +677,24 @@ func (c *Config) applyDefaults() {
 			}
 		}
 	}
+	c.applyPostgresDefaults()
+}
+
+// applyPostgresDefaults runs after the chains' defaults: the read timeout
+// fits inside every chain's call deadline, as a remote's timeout does.
+func (c *Config) applyPostgresDefaults() {
+	if c.Postgres.URL == "" {
+		return
+	}
+	if c.Postgres.ReadTimeout == 0 {
+		c.Postgres.ReadTimeout = blockstore.DefaultReadTimeout
+		for _, ch := range c.Chains {
+			if ch.CallDeadline > 0 {
+				c.Postgres.ReadTimeout = min(c.Postgres.ReadTimeout, ch.CallDeadline/2)
+			}
+		}
+	}
+	setDefault(&c.Postgres.WriteTimeout, blockstore.DefaultWriteTimeout)
 }
 
 func setDefault[T comparable](field *T, def T) {
@@ -667,9 +708,17 @@ func setDefault[T comparable](field *T, def T) {
 // part, so the setting is also a memory bound.
 const maxGetLogsParts = 100_000
 
+// minChainRecheck bounds chain_recheck from below: each check is a call
+// to every remote of the chain, and providers bill them.
+const minChainRecheck = 100 * time.Millisecond
+
 // maxArchiveBatch bounds history.batch: one batch is one Postgres
 // transaction held in memory whole.
 const maxArchiveBatch = 10_000
+
+// maxPendingPollInterval bounds pending_poll_interval: nodes drop a
+// filter that is not polled for a while (geth after 5 minutes).
+const maxPendingPollInterval = time.Minute
 
 var (
 	chainNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -732,6 +781,19 @@ func (c *Config) Validate() error {
 			(!strings.EqualFold(u.Scheme, "postgres") && !strings.EqualFold(u.Scheme, "postgresql")) {
 			p.add("postgres.url", "must be postgres://user[:password]@host:port/db")
 		}
+		if c.Postgres.ReadTimeout < 0 {
+			p.add("postgres.read_timeout", "must be positive")
+		}
+		if c.Postgres.WriteTimeout < 0 {
+			p.add("postgres.write_timeout", "must be positive")
+		}
+		for i, ch := range c.Chains {
+			if ch.CallDeadline > 0 && c.Postgres.ReadTimeout >= ch.CallDeadline {
+				// History is read before the remotes are asked: a read as
+				// long as the call would leave them nothing.
+				p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.CallDeadline)
+			}
+		}
 	}
 
 	if len(c.Chains) == 0 {
@@ -789,12 +851,17 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	}{
 		{"block_time", c.BlockTime},
 		{"call_deadline", c.CallDeadline},
+		{"pending_poll_interval", c.PendingPollInterval},
 		{"breaker.cooldown", c.Breaker.Cooldown},
 		{"head.finality_interval", c.Head.FinalityInterval},
 	} {
 		if d.v < 0 {
 			p.add(path+"."+d.name, "must be positive")
 		}
+	}
+	if c.PendingPollInterval > maxPendingPollInterval {
+		// Nodes drop a filter nobody polls (geth after 5 minutes).
+		p.add(path+".pending_poll_interval", "must be at most %v, not %v", maxPendingPollInterval, c.PendingPollInterval)
 	}
 	for _, n := range []struct {
 		name string
@@ -811,6 +878,11 @@ func (c *ChainConfig) validate(p *problems, path string) {
 		if n.v < 0 {
 			p.add(path+"."+n.name, "must be positive")
 		}
+	}
+	if c.ChainRecheck < 0 {
+		p.add(path+".chain_recheck", "must be positive")
+	} else if c.ChainRecheck > 0 && c.ChainRecheck < minChainRecheck {
+		p.add(path+".chain_recheck", "must be at least %v", minChainRecheck)
 	}
 	if c.History.Batch < 0 {
 		p.add(path+".history.batch", "must be positive")
@@ -1011,24 +1083,26 @@ func (c Config) JRPCLimits() jrpc.Limits { return c.Limits }
 // PoolConfig converts a chain for remotes.NewPool.
 func (c ChainConfig) PoolConfig() remotes.PoolConfig {
 	return remotes.PoolConfig{
-		Chain:              c.Name,
-		ChainID:            c.ChainID,
-		BlockTime:          c.BlockTime,
-		MaxLag:             c.MaxLag,
-		CallDeadline:       c.CallDeadline,
-		MaxAttempts:        c.MaxAttempts,
-		GetLogsConcurrency: c.GetLogsConcurrency,
-		GetLogsMaxParts:    c.GetLogsMaxParts,
-		BroadcastFanout:    c.BroadcastFanout,
-		BreakerFailures:    c.Breaker.Failures,
-		BreakerCooldown:    c.Breaker.Cooldown,
-		Consensus:          c.consensusRules(),
-		CordonStrikes:      c.Cordon.Strikes,
-		CordonWithin:       c.Cordon.Within,
-		CordonPeriod:       c.Cordon.Period,
-		MisbehaviourLog:    c.MisbehaviourLog,
-		Hedge:              c.hedgeConfig(),
-		Scoring:            c.scoringConfig(),
+		Chain:               c.Name,
+		ChainID:             c.ChainID,
+		BlockTime:           c.BlockTime,
+		ChainRecheck:        c.ChainRecheck,
+		MaxLag:              c.MaxLag,
+		CallDeadline:        c.CallDeadline,
+		MaxAttempts:         c.MaxAttempts,
+		GetLogsConcurrency:  c.GetLogsConcurrency,
+		GetLogsMaxParts:     c.GetLogsMaxParts,
+		BroadcastFanout:     c.BroadcastFanout,
+		PendingPollInterval: c.PendingPollInterval,
+		BreakerFailures:     c.Breaker.Failures,
+		BreakerCooldown:     c.Breaker.Cooldown,
+		Consensus:           c.consensusRules(),
+		CordonStrikes:       c.Cordon.Strikes,
+		CordonWithin:        c.Cordon.Within,
+		CordonPeriod:        c.Cordon.Period,
+		MisbehaviourLog:     c.MisbehaviourLog,
+		Hedge:               c.hedgeConfig(),
+		Scoring:             c.scoringConfig(),
 	}
 }
 

@@ -47,22 +47,24 @@ func TestParseAppliesDefaults(t *testing.T) {
 		t.Errorf("limits = %+v, want %+v", got, want)
 	}
 	wantPool := remotes.PoolConfig{
-		Chain:              "ethereum",
-		ChainID:            1,
-		BlockTime:          remotes.DefaultBlockTime,
-		MaxLag:             remotes.DefaultMaxLag,
-		CallDeadline:       remotes.DefaultCallDeadline,
-		MaxAttempts:        remotes.DefaultMaxAttempts,
-		GetLogsConcurrency: remotes.DefaultGetLogsConcurrency,
-		GetLogsMaxParts:    remotes.DefaultGetLogsMaxParts,
-		BroadcastFanout:    remotes.DefaultBroadcastFanout,
-		BreakerFailures:    remotes.DefaultBreakerFailures,
-		BreakerCooldown:    remotes.DefaultBreakerCooldown,
-		CordonStrikes:      remotes.DefaultCordonStrikes,
-		CordonWithin:       remotes.DefaultCordonWithin,
-		CordonPeriod:       remotes.DefaultCordonPeriod,
-		Hedge:              defaultPoolHedge(),
-		Scoring:            defaultPoolScoring(),
+		Chain:               "ethereum",
+		ChainID:             1,
+		BlockTime:           0, // learned from block timestamps
+		ChainRecheck:        remotes.DefaultChainRecheck,
+		MaxLag:              remotes.DefaultMaxLag,
+		CallDeadline:        remotes.DefaultCallDeadline,
+		MaxAttempts:         remotes.DefaultMaxAttempts,
+		GetLogsConcurrency:  remotes.DefaultGetLogsConcurrency,
+		GetLogsMaxParts:     remotes.DefaultGetLogsMaxParts,
+		BroadcastFanout:     remotes.DefaultBroadcastFanout,
+		PendingPollInterval: remotes.DefaultPendingPollInterval,
+		BreakerFailures:     remotes.DefaultBreakerFailures,
+		BreakerCooldown:     remotes.DefaultBreakerCooldown,
+		CordonStrikes:       remotes.DefaultCordonStrikes,
+		CordonWithin:        remotes.DefaultCordonWithin,
+		CordonPeriod:        remotes.DefaultCordonPeriod,
+		Hedge:               defaultPoolHedge(),
+		Scoring:             defaultPoolScoring(),
 	}
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v\nwant %+v", got, wantPool)
@@ -98,6 +100,9 @@ limits:
   max_subscriptions_per_connection: 8
   subscription_queue: 100
   subscription_queue_bytes: 65536
+  max_filter_addresses: 10
+  max_filter_topics: 11
+  max_filter_bytes_per_connection: 4096
   max_reply_bytes_in_flight: 536870912
   ws_in_flight: 3
   ws_ping_interval: 5s
@@ -111,12 +116,14 @@ chains:
   - name: base_sepolia-2
     chain_id: 84532
     block_time: 2s
+    chain_recheck: 30s
     max_lag: 10
     call_deadline: 5s
     max_attempts: 2
     getlogs_concurrency: 8
     getlogs_max_parts: 50
     broadcast_fanout: 1
+    pending_poll_interval: 500ms
     breaker: {failures: 3, cooldown: 1s}
     remotes:
       - name: Provider.A_1
@@ -137,6 +144,7 @@ chains:
 	wantLimits := jrpc.Limits{
 		MaxBodyBytes: 1024, MaxBatchItems: 10, BatchConcurrency: 2, MaxWSMessageBytes: 2048,
 		MaxConnections: 5, MaxConnsPerIP: 4, MaxSubscriptions: 8, SubscriptionQueue: 100, SubscriptionQueueBytes: 65536,
+		MaxFilterAddresses: 10, MaxFilterTopics: 11, MaxFilterBytes: 4096,
 		WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
 		MaxHTTPInFlight: 9, HTTPReadTimeout: 4 * time.Second, HTTPWriteTimeout: 6 * time.Second,
 		MaxReplyBytesInFlight: 512 << 20,
@@ -148,9 +156,9 @@ chains:
 		t.Errorf("shutdown_timeout = %v, shutdown_delay = %v, log = %+v", c.ShutdownTimeout, c.ShutdownDelay, c.Log)
 	}
 	wantPool := remotes.PoolConfig{
-		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, MaxLag: 10,
+		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, ChainRecheck: 30 * time.Second, MaxLag: 10,
 		CallDeadline: 5 * time.Second, MaxAttempts: 2, GetLogsConcurrency: 8, GetLogsMaxParts: 50, BroadcastFanout: 1,
-		BreakerFailures: 3, BreakerCooldown: time.Second,
+		PendingPollInterval: 500 * time.Millisecond, BreakerFailures: 3, BreakerCooldown: time.Second,
 		CordonStrikes: remotes.DefaultCordonStrikes, CordonWithin: remotes.DefaultCordonWithin, CordonPeriod: remotes.DefaultCordonPeriod,
 		Hedge: defaultPoolHedge(), Scoring: defaultPoolScoring(),
 	}
@@ -243,10 +251,14 @@ chains:
     getlogs_max_parts: 1000000
     broadcast_fanout: -3
     block_time: -1s
+    chain_recheck: 10ms
     call_deadline: -1s
+    pending_poll_interval: -1s
     breaker: {failures: -1, cooldown: -1s}
   - name: b
     chain_id: 2
+    chain_recheck: -1s
+    pending_poll_interval: 2m
   - name: b
     chain_id: 3
     remotes: [{name: x, url: "http://127.0.0.1:1"}]
@@ -268,7 +280,11 @@ chains:
 				`chains[0].getlogs_max_parts: must be at most 100000`,
 				`chains[0].broadcast_fanout: must be positive`,
 				`chains[0].block_time: must be positive`,
+				`chains[0].chain_recheck: must be at least 100ms`,
+				`chains[1].chain_recheck: must be positive`,
 				`chains[0].call_deadline: must be positive`,
+				`chains[0].pending_poll_interval: must be positive`,
+				`chains[1].pending_poll_interval: must be at most 1m0s, not 2m0s`,
 				`chains[3].remotes[0].timeout: must be shorter than the chain's call_deadline (4s)`,
 				`chains[0].breaker.failures: must be positive`,
 				`chains[0].breaker.cooldown: must be positive`,

@@ -24,6 +24,18 @@ import (
 const (
 	migrateBackoffMin = time.Second
 	migrateBackoffMax = 30 * time.Second
+	// migrateAttemptTimeout bounds one attempt, so that a Postgres that
+	// stops answering mid-way is tried again rather than waited on for
+	// ever. It is past the migrations' own wait for another replica's
+	// lock (five minutes).
+	migrateAttemptTimeout = 10 * time.Minute
+)
+
+// States of the history store, as /readyz shows them.
+const (
+	historyUp        = "up"        // migrated, and Postgres answers
+	historyDown      = "down"      // Postgres refuses or does not answer in time
+	historyMigrating = "migrating" // Postgres answers; the schema is not in place yet
 )
 
 // history is the process's history store (postgres.url). The pool opens
@@ -32,10 +44,11 @@ const (
 // and each chain's store refuses (stores nothing, answers nothing) until
 // the schema is in place. Without postgres.url pg is nil.
 type history struct {
-	url   string
-	pg    *blockstore.Postgres
-	log   *slog.Logger
-	ready atomic.Bool
+	url      string
+	required bool // postgres.required: /readyz 503 while not up
+	pg       *blockstore.Postgres
+	log      *slog.Logger
+	ready    atomic.Bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -50,11 +63,13 @@ type historyParams struct {
 }
 
 func newHistory(p historyParams) (*history, error) {
-	h := &history{url: p.Config.Postgres.URL, log: p.Log}
+	pc := p.Config.Postgres
+	h := &history{url: pc.URL, required: pc.Required, log: p.Log}
 	if h.url == "" {
 		return h, nil
 	}
-	pg, err := blockstore.Open(context.Background(), h.url, blockstore.Options{Logger: p.Log, Registerer: p.Registry})
+	pg, err := blockstore.Open(context.Background(), h.url, blockstore.Options{Logger: p.Log, Registerer: p.Registry,
+		ReadTimeout: pc.ReadTimeout, WriteTimeout: pc.WriteTimeout})
 	if err != nil {
 		// The error may quote the URL (password masked, the rest not).
 		return nil, errors.New("postgres.url: cannot be used (check its host and options)")
@@ -76,7 +91,7 @@ func (h *history) start(context.Context) error {
 func (h *history) migrate(ctx context.Context) {
 	backoff := migrateBackoffMin
 	for {
-		applied, err := migrations.Up(ctx, h.url, h.log)
+		applied, err := h.migrateOnce(ctx)
 		if err == nil {
 			h.ready.Store(true)
 			h.log.Info("history store ready", "migrations_applied", len(applied))
@@ -98,6 +113,33 @@ func (h *history) migrate(ctx context.Context) {
 	}
 }
 
+// migrateOnce is one attempt: only against a Postgres that answers (the
+// store's ping is bounded; the migrations' connection is not), and bounded
+// itself.
+func (h *history) migrateOnce(ctx context.Context) ([]int64, error) {
+	if err := h.pg.Ping(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, migrateAttemptTimeout)
+	defer cancel()
+	return migrations.Up(ctx, h.url, h.log)
+}
+
+// readiness is the store's state for /readyz; nil without postgres.url.
+func (h *history) readiness() *historyReadiness {
+	if h.pg == nil {
+		return nil
+	}
+	r := &historyReadiness{State: historyUp, Required: h.required}
+	switch {
+	case !h.pg.Up():
+		r.State = historyDown
+	case !h.ready.Load():
+		r.State = historyMigrating
+	}
+	return r
+}
+
 // stop ends the migration retries and closes the pool. It runs after the
 // chains stopped (their hooks were appended later), so no archiver is
 // writing any more.
@@ -112,8 +154,17 @@ func (h *history) stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("history: stop: %w", ctx.Err())
 	}
-	h.pg.Close()
-	return nil
+	// Closing the pool waits for its connections to close, each up to 15 s
+	// on a Postgres that stopped answering: the stop's deadline comes
+	// first, and the process exits without waiting for the rest.
+	closed := make(chan struct{})
+	go func() { h.pg.Close(); close(closed) }()
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("history: close: %w", ctx.Err())
+	}
 }
 
 // chain returns one chain's history store, nil without postgres.url.
@@ -160,6 +211,15 @@ func (g *historyChain) Highest(ctx context.Context) (uint64, bool, error) {
 		return 0, false, errHistoryPending
 	}
 	return g.c.Highest(ctx)
+}
+
+// Links reports whether a block links by hash to its stored neighbours;
+// nothing links before the schema is migrated.
+func (g *historyChain) Links(ctx context.Context, n uint64, hash, parent string) (bool, error) {
+	if !g.h.ready.Load() {
+		return false, nil
+	}
+	return g.c.Links(ctx, n, hash, parent)
 }
 
 // Answer answers a call from stored data; ok is false before the schema
@@ -225,7 +285,7 @@ func (c ChainConfig) settledLine(w *headstore.Window) func() (uint64, bool) {
 // StalkerConfig is the chain's stalker settings; archive is where settled
 // blocks go (nil: not archived).
 func (c ChainConfig) StalkerConfig(archive stalker.Archive, m *stalker.ArchiveMetrics) stalker.Config {
-	sc := stalker.Config{Chain: c.Name, BlockTime: c.BlockTime, Backfill: c.Head.Backfill,
+	sc := stalker.Config{Chain: c.Name, Backfill: c.Head.Backfill,
 		FinalityInterval: c.Head.FinalityInterval, Window: c.Head.Window, Integrity: c.Integrity.StalkerOn()}
 	if archive != nil {
 		sc.Archive = stalker.ArchiveConfig{Store: archive, Confirmations: c.History.Confirmations,

@@ -3,33 +3,48 @@ package app
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/stalker"
 )
 
 func TestHistoryConfig(t *testing.T) {
 	tests := []struct {
-		name      string
-		give      string
-		wantURL   string
-		wantConf  uint64
-		wantBatch int
+		name                string
+		give                string
+		wantURL             string
+		wantConf            uint64
+		wantBatch           int
+		wantRead, wantWrite time.Duration
+		wantRequired        bool
 	}{
 		{name: "no postgres: no history store", give: threeRemotes,
 			wantConf: stalker.DefaultConfirmations, wantBatch: stalker.DefaultArchiveBatch},
 		{name: "postgres with defaults",
 			give:    "postgres: {url: \"postgres://venn:pw@db:5432/venn?sslmode=disable\"}\n" + threeRemotes,
-			wantURL: "postgres://venn:pw@db:5432/venn?sslmode=disable", wantConf: 64, wantBatch: 100},
+			wantURL: "postgres://venn:pw@db:5432/venn?sslmode=disable", wantConf: 64, wantBatch: 100,
+			wantRead: blockstore.DefaultReadTimeout, wantWrite: blockstore.DefaultWriteTimeout},
+		{name: "the default read timeout fits a short call deadline twice",
+			give: "postgres: {url: \"postgres://db/venn\"}\n" +
+				strings.Replace(threeRemotes, "    chain_id: 1\n", "    chain_id: 1\n    call_deadline: 3s\n", 1),
+			wantURL: "postgres://db/venn", wantConf: 64, wantBatch: 100,
+			wantRead: 1500 * time.Millisecond, wantWrite: blockstore.DefaultWriteTimeout},
 		{name: "everything set",
-			give: "postgres: {url: \"postgresql://venn@/venn?host=/run/postgresql\"}\n" + threeRemotes +
-				"    history: {confirmations: 12, batch: 500}\n",
-			wantURL: "postgresql://venn@/venn?host=/run/postgresql", wantConf: 12, wantBatch: 500},
+			give: "postgres: {url: \"postgresql://venn@/venn?host=/run/postgresql\", read_timeout: 500ms, write_timeout: 1m, required: true}\n" +
+				threeRemotes + "    history: {confirmations: 12, batch: 500}\n",
+			wantURL: "postgresql://venn@/venn?host=/run/postgresql", wantConf: 12, wantBatch: 500,
+			wantRead: 500 * time.Millisecond, wantWrite: time.Minute, wantRequired: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := mustParse(t, tt.give)
 			if cfg.Postgres.URL != tt.wantURL {
 				t.Errorf("postgres.url = %q, want %q", cfg.Postgres.URL, tt.wantURL)
+			}
+			if pc := cfg.Postgres; pc.ReadTimeout != tt.wantRead || pc.WriteTimeout != tt.wantWrite || pc.Required != tt.wantRequired {
+				t.Errorf("postgres = read %v, write %v, required %v; want %v, %v, %v",
+					pc.ReadTimeout, pc.WriteTimeout, pc.Required, tt.wantRead, tt.wantWrite, tt.wantRequired)
 			}
 			h := cfg.Chains[0].History
 			if h.Confirmations != tt.wantConf || h.Batch != tt.wantBatch {
@@ -53,6 +68,12 @@ func TestHistoryConfigNamesField(t *testing.T) {
 			want: []string{"postgres.url: must be postgres://user[:password]@host:port/db"}},
 		{name: "unparsable url", give: "postgres: {url: \"postgres://venn:SECRETPW@db:port/venn\"}\n" + threeRemotes,
 			want: []string{"postgres.url: must be postgres://user[:password]@host:port/db"}},
+		{name: "timeouts", give: "postgres: {url: \"postgres://db/venn\", read_timeout: -1s, write_timeout: -1s}\n" + threeRemotes,
+			want: []string{"postgres.read_timeout: must be positive", "postgres.write_timeout: must be positive"}},
+		{name: "a read as long as the call",
+			give: "postgres: {url: \"postgres://db/venn\", read_timeout: 5s}\n" +
+				strings.Replace(threeRemotes, "    chain_id: 1\n", "    chain_id: 1\n    call_deadline: 5s\n", 1),
+			want: []string{"postgres.read_timeout: must be shorter than chains[0].call_deadline (5s)"}},
 		{name: "history", give: threeRemotes + "    history: {confirmations: 128, batch: -1}\n",
 			want: []string{
 				"chains[0].history.batch: must be positive",

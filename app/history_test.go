@@ -1,9 +1,13 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/jrpc"
@@ -120,5 +125,285 @@ chains:
 	}
 	if logged("SECRETPW") {
 		t.Error("the logs show the Postgres password")
+	}
+}
+
+// TestAppHistoryStall stalls the history store's Postgres under a serving
+// replica (it accepts connections and bytes, and answers nothing): a call
+// that reads history is answered by the remotes well inside call_deadline,
+// the calls after it do not wait on the store at all, and /readyz stays
+// ready (the remotes serve) but says the store is down, and up again once
+// Postgres answers.
+func TestAppHistoryStall(t *testing.T) {
+	proxy := pgtest.NewProxy(t, pgtest.New(t))
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, FinalizedDepth: 1 << 20, SafeDepth: 1 << 20})
+	const callDeadline = 10 * time.Second
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+log: {level: debug}
+shutdown_timeout: 5s
+postgres: {url: "`+proxy.URL()+`"}
+chains:
+  - name: test
+    chain_id: 1337
+    block_time: 50ms
+    call_deadline: `+callDeadline.String()+`
+    head: {window: 16}
+    history: {confirmations: 4, batch: 5}
+    integrity: {stalker: false}
+    remotes: [{name: node, url: "`+node.URL()+`"}]
+`)
+	readTimeout := cfg.Postgres.ReadTimeout
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&s))
+	app.RequireStart()
+	defer app.RequireStop()
+	client := &http.Client{Timeout: time.Minute} // the bounds under test are venn's
+	defer client.CloseIdleConnections()
+	rpc := "http://" + s.rpc.bound.String() + "/test"
+	readyz := func() (int, readiness) {
+		code, body := get(t, client, "http://"+s.metrics.bound.String()+"/readyz")
+		var r readiness
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("readyz body %q: %v", body, err)
+		}
+		return code, r
+	}
+	historyIs := func(state string) func() bool {
+		return func() bool {
+			code, r := readyz()
+			return code == http.StatusOK && r.Ready && r.History != nil && r.History.State == state &&
+				r.Degraded == (state != historyUp)
+		}
+	}
+	waitUntil(t, "readyz to say the history store is up", historyIs(historyUp))
+	defer proxy.Resume() // before the app stops: what a stall holds is let go
+	// The leader archived up to its settled line: the head is known.
+	waitUntil(t, "the leader to archive", func() bool {
+		_, body := get(t, client, "http://"+s.metrics.bound.String()+"/metrics")
+		return strings.Contains(body, `venn_archive_height{chain="test"} 96`)
+	})
+	// Block 50 is settled and below the window: history is asked first.
+	call := func() time.Duration {
+		t.Helper()
+		start := time.Now()
+		r := post(t, client, rpc, `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["`+evm.Quantity(50)+`",false]}`)
+		took := time.Since(start)
+		if r.Error != nil || !strings.Contains(string(r.Result), node.BlockHash(50)) {
+			t.Fatalf("block 50 = %.200s %+v", r.Result, r.Error)
+		}
+		return took
+	}
+	call()
+
+	proxy.Pause()
+	took := call()
+	t.Logf("the first call on a stalled store took %v (read timeout %v)", took.Round(time.Millisecond), readTimeout)
+	if took > readTimeout+callDeadline/4 {
+		t.Fatalf("the first call on a stalled store took %v; want the read timeout (%v) and the remote's answer, well inside call_deadline (%v)",
+			took.Round(time.Millisecond), readTimeout, callDeadline)
+	}
+	if code, r := readyz(); code != http.StatusOK || !r.Ready || !r.Degraded || r.History == nil ||
+		r.History.State != historyDown || r.History.Required {
+		t.Fatalf("readyz on a stalled store = %d %+v %+v; want 200, ready, degraded, history down and not required", code, r, r.History)
+	}
+	for range 3 {
+		took := call()
+		t.Logf("then: %v", took.Round(time.Millisecond))
+		if took >= readTimeout {
+			t.Fatalf("a call took %v with the store known down: it waited on Postgres", took.Round(time.Millisecond))
+		}
+	}
+
+	proxy.Resume()
+	waitUntil(t, "readyz to say the history store is up again", historyIs(historyUp))
+}
+
+// TestReadinessWithHistory: a history store that is not up makes /readyz
+// 503 only when postgres.required says so; degraded either way.
+func TestReadinessWithHistory(t *testing.T) {
+	tests := []struct {
+		give      string
+		required  bool
+		wantReady bool
+	}{
+		{historyUp, false, true},
+		{historyUp, true, true},
+		{historyDown, false, true},
+		{historyDown, true, false},
+		{historyMigrating, false, true},
+		{historyMigrating, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s required %v", tt.give, tt.required), func(t *testing.T) {
+			h := &healthHandler{chains: &chains{}, draining: new(atomic.Bool), history: func() *historyReadiness {
+				return &historyReadiness{State: tt.give, Required: tt.required}
+			}}
+			rec := httptest.NewRecorder()
+			h.ready(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+			var r readiness
+			if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+				t.Fatal(err)
+			}
+			wantCode := http.StatusOK
+			if !tt.wantReady {
+				wantCode = http.StatusServiceUnavailable
+			}
+			if rec.Code != wantCode || r.Ready != tt.wantReady || r.Degraded != (tt.give != historyUp) ||
+				r.History == nil || r.History.State != tt.give || r.History.Required != tt.required {
+				t.Fatalf("readyz = %d %s", rec.Code, rec.Body.Bytes())
+			}
+		})
+	}
+}
+
+// nodeResult is a fake node's result for one call, served in process.
+func nodeResult(t *testing.T, node *fakenode.Node, method, params string) json.RawMessage {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	node.Handler().ServeHTTP(rec, req)
+	var r wireResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || r.Error != nil {
+		t.Fatalf("node %s%s: %v %+v", method, params, err, r.Error)
+	}
+	return r.Result
+}
+
+// TestAppHistoryWithoutAHead starts a replica whose only remote is down
+// and so knows no head, on a history store that holds blocks 10 to 20
+// whole: blocks, receipts and logs by number in that range are answered
+// from the store, byte for byte as the node answered them; anything else
+// still fails as it does without a remote.
+func TestAppHistoryWithoutAHead(t *testing.T) {
+	direct := pgtest.New(t)
+	node := fakenode.New(fakenode.Options{ChainID: 1337, Head: 100})
+	defer node.Close()
+	store, err := blockstore.Open(context.Background(), direct, blockstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var blocks []*headstore.Block
+	for n := uint64(10); n <= 20; n++ {
+		raw := nodeResult(t, node, "eth_getBlockByNumber", `["`+evm.Quantity(n)+`",true]`)
+		b, err := headstore.ParseBlock(raw, nodeResult(t, node, "eth_getBlockReceipts", `["`+node.BlockHash(n)+`"]`))
+		if err != nil {
+			t.Fatalf("block %d: %v", n, err)
+		}
+		blocks = append(blocks, b)
+	}
+	if err := store.Chain(1337, "test").Put(context.Background(), blocks); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+log: {level: debug}
+shutdown_timeout: 5s
+postgres: {url: "`+direct+`"}
+chains:
+  - name: test
+    chain_id: 1337
+    call_deadline: 2s
+    integrity: {stalker: false}
+    remotes: [{name: down, url: "http://`+closedPort(t)+`", timeout: 500ms}]
+`)
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&s))
+	app.RequireStart()
+	defer app.RequireStop()
+	client := &http.Client{Timeout: time.Minute}
+	defer client.CloseIdleConnections()
+	rpc := "http://" + s.rpc.bound.String() + "/test"
+	waitUntil(t, "the history store to be ready", func() bool {
+		_, body := get(t, client, "http://"+s.metrics.bound.String()+"/readyz")
+		var r readiness
+		return json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == historyUp
+	})
+	call := func(method, params string) wireResponse {
+		return post(t, client, rpc, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`)
+	}
+	if r := call("eth_blockNumber", `[]`); r.Error == nil {
+		t.Fatalf("eth_blockNumber = %s: a head is known", r.Result)
+	}
+
+	stored := []struct{ method, params string }{
+		{"eth_getBlockByNumber", `["` + evm.Quantity(12) + `",false]`},
+		{"eth_getBlockByNumber", `["` + evm.Quantity(20) + `",true]`},
+		{"eth_getBlockReceipts", `["` + evm.Quantity(15) + `"]`},
+		{"eth_getLogs", `[{"fromBlock":"` + evm.Quantity(10) + `","toBlock":"` + evm.Quantity(20) + `"}]`},
+		{"eth_getLogs", `[{"fromBlock":"` + evm.Quantity(11) + `","toBlock":"` + evm.Quantity(13) + `","address":"` + fakenode.Contracts()[0] + `"}]`},
+	}
+	for _, c := range stored {
+		want := nodeResult(t, node, c.method, c.params)
+		if r := call(c.method, c.params); r.Error != nil || !bytes.Equal(r.Result, want) {
+			t.Errorf("%s%s = %.200s %+v; want the node's %.200s", c.method, c.params, r.Result, r.Error, want)
+		}
+	}
+	for _, c := range []struct{ method, params string }{
+		{"eth_getBlockByNumber", `["` + evm.Quantity(21) + `",false]`},
+		{"eth_getBlockReceipts", `["` + evm.Quantity(9) + `"]`},
+		{"eth_getLogs", `[{"fromBlock":"` + evm.Quantity(5) + `","toBlock":"` + evm.Quantity(20) + `"}]`},
+		{"eth_getBlockByNumber", `["latest",false]`},
+	} {
+		if r := call(c.method, c.params); r.Error == nil {
+			t.Errorf("%s%s = %.200s with no remote; the store does not hold it whole", c.method, c.params, r.Result)
+		}
+	}
+}
+
+// TestAppStartsOnAStalledHistoryStore: a Postgres that accepts connections
+// and answers nothing at start holds the start up no longer than the
+// store's first ping, and the service not at all; /readyz says the store is
+// down (ready all the same: it is optional), and up once Postgres answers
+// and the schema is migrated.
+func TestAppStartsOnAStalledHistoryStore(t *testing.T) {
+	proxy := pgtest.NewProxy(t, pgtest.Empty(t))
+	proxy.Pause()
+	defer proxy.Resume() // before the app stops
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+postgres: {url: "`+proxy.URL()+`", required: false}
+chains:
+  - name: test
+    chain_id: 1337
+    block_time: 50ms
+    integrity: {stalker: false}
+    remotes: [{name: node, url: "`+node.URL()+`"}]
+`)
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&s))
+	app.RequireStart()
+	defer app.RequireStop()
+	client := &http.Client{Timeout: time.Minute}
+	defer client.CloseIdleConnections()
+	historyIs := func(code int, state string) func() bool {
+		return func() bool {
+			got, body := get(t, client, "http://"+s.metrics.bound.String()+"/readyz")
+			var r readiness
+			return got == code && json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == state
+		}
+	}
+	waitUntil(t, "readyz: ready, the history store down", historyIs(http.StatusOK, historyDown))
+	r := post(t, client, "http://"+s.rpc.bound.String()+"/test", `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x5",false]}`)
+	if r.Error != nil || !strings.Contains(string(r.Result), node.BlockHash(5)) {
+		t.Fatalf("block 5 with the store stalled = %.200s %+v", r.Result, r.Error)
+	}
+
+	proxy.Resume()
+	deadline := time.Now().Add(migrateBackoffMax + 10*time.Second) // the retry's backoff, then the migrations
+	for !historyIs(http.StatusOK, historyUp)() {
+		if time.Now().After(deadline) {
+			t.Fatal("the history store was not up after the stall ended")
+		}
+		time.Sleep(50 * time.Millisecond) // a poll interval, not a wait for state
 	}
 }

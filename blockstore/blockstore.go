@@ -15,10 +15,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +34,25 @@ type Options struct {
 	Logger     *slog.Logger          // nil: slog.Default()
 	Registerer prometheus.Registerer // nil: no metrics registered
 	MaxConns   int32                 // pool size; 0: pgxpool's default (at least 4)
+	// ReadTimeout bounds one read, connection included; 0:
+	// DefaultReadTimeout. A read that runs out of it fails, and callers
+	// fall through to the remotes.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds one Put; 0: DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
+
+// Defaults of Options.
+const (
+	// DefaultReadTimeout is well inside a client call's deadline, so that
+	// a read Postgres does not answer leaves the remotes most of it, and
+	// far above what a read takes (an eth_getLogs of 12 MB: 0.2 s).
+	DefaultReadTimeout = 2 * time.Second
+	// DefaultWriteTimeout leaves a batch of a few hundred busy blocks
+	// (one COPY transaction) room on a loaded server; a larger
+	// history.batch may need more.
+	DefaultWriteTimeout = 30 * time.Second
+)
 
 // ErrConflict is returned by Put when a block disagrees with a stored
 // block (another hash at its number) or with a stored or batched
@@ -63,19 +83,35 @@ const (
 	connectTimeout = 3 * time.Second
 	// openPingTimeout bounds the ping Open makes to learn the state.
 	openPingTimeout = 2 * time.Second
+	// healthInterval is how often a reachable Postgres is pinged, so that
+	// a stall is noticed (and Up says so) without a call running into it.
+	healthInterval = 5 * time.Second
 )
+
+// statementTimeout is the statement_timeout Postgres enforces on the
+// store's statements under a call bounded by d: a quarter earlier, so that
+// a statement a working server is slow with (a lock wait, a huge scan) is
+// cancelled by Postgres and fails alone, on a connection that stays open,
+// before d runs out; only a server that does not answer at all reaches d,
+// which counts as an outage.
+func statementTimeout(d time.Duration) time.Duration { return d - d/4 }
 
 // maxAnswerBytes bounds one answer built from stored rows.
 const maxAnswerBytes = 128 << 20
 
 // Postgres is the history store on a Postgres database. Its pool connects
-// lazily and reconnects by itself: while Postgres is unreachable every call
-// fails at once with an error (callers fall through to the remotes), a
-// probe pings it every second, and calls resume when it answers.
+// lazily and reconnects by itself. Every call is bounded (reads by
+// ReadTimeout, writes by WriteTimeout); a Postgres that refuses or does
+// not answer in time is down: while it is, every call fails at once with
+// an error (callers fall through to the remotes), a probe pings it every
+// second, and calls resume when it answers. While it is up a ping every
+// few seconds checks that it still answers.
 type Postgres struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	m    *metrics
+
+	readTimeout, writeTimeout time.Duration
 
 	up        atomic.Bool
 	mu        sync.Mutex // orders the outage logs with the state changes
@@ -99,6 +135,28 @@ func Open(ctx context.Context, url string, opts Options) (*Postgres, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > connectTimeout {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
+	readTimeout, writeTimeout := opts.ReadTimeout, opts.WriteTimeout
+	if readTimeout <= 0 {
+		readTimeout = DefaultReadTimeout
+	}
+	if writeTimeout <= 0 {
+		writeTimeout = DefaultWriteTimeout
+	}
+	// Reads run as single statements under the session's timeout; Put sets
+	// its own for its transaction. One the URL sets is kept. It is set
+	// after connecting rather than as a startup parameter, which PgBouncer
+	// refuses.
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
+		ms := milliseconds(statementTimeout(readTimeout))
+		cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			// The pool connects on in the background when the caller
+			// gives up: bounded as the connection itself is.
+			ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+			defer cancel()
+			_, err := conn.Exec(ctx, `SELECT set_config('statement_timeout', $1, false)`, ms)
+			return err
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("blockstore: postgres pool: %w", redact(err))
@@ -108,11 +166,13 @@ func Open(ctx context.Context, url string, opts Options) (*Postgres, error) {
 		log = slog.Default()
 	}
 	p := &Postgres{
-		pool: pool,
-		log:  log.With("component", "blockstore"),
-		m:    newMetrics(opts.Registerer),
-		done: make(chan struct{}),
-		wake: make(chan struct{}, 1),
+		pool:         pool,
+		log:          log.With("component", "blockstore"),
+		m:            newMetrics(opts.Registerer),
+		readTimeout:  readTimeout,
+		writeTimeout: writeTimeout,
+		done:         make(chan struct{}),
+		wake:         make(chan struct{}, 1),
 	}
 	p.up.Store(true)
 	p.m.up.Set(1)
@@ -135,9 +195,20 @@ func (p *Postgres) Close() {
 	p.pool.Close()
 }
 
-// Up reports whether Postgres is reachable: false from a failed call until
-// a probe gets an answer again.
+// Up reports whether Postgres is reachable: false from a failed call (or
+// check) until a probe gets an answer again.
 func (p *Postgres) Up() bool { return p.up.Load() }
+
+// Ping checks that Postgres answers, as a read: within the read timeout,
+// at once errDown while it is known down.
+func (p *Postgres) Ping(ctx context.Context) error {
+	return p.do(ctx, opPing, true, p.pool.Ping)
+}
+
+// milliseconds formats d as a Postgres setting in milliseconds.
+func milliseconds(d time.Duration) string {
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}
 
 // Chain returns the store of one chain; name labels its errors.
 func (p *Postgres) Chain(chainID uint64, name string) *Chain {
@@ -164,18 +235,27 @@ func (c *Chain) do(ctx context.Context, op string, idempotent bool, fn func(cont
 }
 
 // do runs one operation against Postgres: at once errDown while it is
-// unreachable, and otherwise fn, whose error it classifies and counts. A
-// read (idempotent) that fails as if Postgres were unreachable is tried
-// once more: the pool replaces a connection that a restart or
+// unreachable, and otherwise fn, whose error it classifies and counts. fn
+// gets a context bounded by the read timeout for a read (idempotent), the
+// write timeout for a write; running out of it (acquiring a connection or
+// waiting for an answer) is an outage like a refused connection. A read
+// that fails as if Postgres were unreachable is tried once more within the
+// same bound: the pool replaces a connection that a restart or
 // pg_terminate_backend broke, and one broken connection is no outage.
 func (p *Postgres) do(ctx context.Context, op string, idempotent bool, fn func(context.Context) error) error {
 	if !p.up.Load() {
 		p.m.errors.WithLabelValues(op).Inc()
 		return errDown
 	}
-	err := fn(ctx)
-	if err != nil && idempotent && ctx.Err() == nil && unreachable(err) {
-		err = fn(ctx)
+	limit := p.writeTimeout
+	if idempotent {
+		limit = p.readTimeout
+	}
+	bounded, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	err := fn(bounded)
+	if err != nil && idempotent && bounded.Err() == nil && unreachable(err) {
+		err = fn(bounded)
 	}
 	switch {
 	case err == nil, errors.Is(err, ErrConflict), errors.Is(err, ErrTooLarge), errors.Is(err, errMalformed),
@@ -183,6 +263,8 @@ func (p *Postgres) do(ctx context.Context, op string, idempotent bool, fn func(c
 		return err
 	case ctx.Err() != nil:
 		return err // the caller gave up: nothing said about Postgres
+	case bounded.Err() != nil:
+		err = fmt.Errorf("no answer within %v: %w", limit, err)
 	}
 	p.m.errors.WithLabelValues(op).Inc()
 	if unreachable(err) {
@@ -220,12 +302,14 @@ func (p *Postgres) recovered() {
 	p.log.Info("postgres reachable again: history reads resume", "outage", time.Since(p.downSince).Round(time.Millisecond))
 }
 
-// probe pings Postgres every probeInterval while it is down, until ctx
-// ends (Close).
+// probe pings Postgres every probeInterval while it is down, and every
+// healthInterval while it is up (a failed check takes it down as a failed
+// call does), until ctx ends (Close).
 func (p *Postgres) probe(ctx context.Context) {
 	defer close(p.done)
 	t := time.NewTicker(probeInterval)
 	defer t.Stop()
+	var idle time.Duration // since the last check while up
 	for {
 		select {
 		case <-ctx.Done():
@@ -234,8 +318,13 @@ func (p *Postgres) probe(ctx context.Context) {
 		case <-t.C:
 		}
 		if p.up.Load() {
+			if idle += probeInterval; idle >= healthInterval {
+				idle = 0
+				_ = p.Ping(ctx) // a failure is recorded by do
+			}
 			continue
 		}
+		idle = 0
 		ping, cancel := context.WithTimeout(ctx, connectTimeout)
 		err := p.pool.Ping(ping)
 		cancel()

@@ -9,6 +9,7 @@ const (
 	opLogs    = "logs"
 	opCovered = "covered"
 	opHighest = "highest"
+	opPing    = "ping" // the check while up, and Ping's callers
 )
 
 type metrics struct {
@@ -32,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Blocks written to the history store (not counting ones already stored).",
 		}),
 	}
-	for _, op := range []string{opPut, opAnswer, opLogs, opCovered, opHighest} {
+	for _, op := range []string{opPut, opAnswer, opLogs, opCovered, opHighest, opPing} {
 		m.errors.WithLabelValues(op)
 	}
 	if reg != nil {

@@ -179,3 +179,170 @@ func TestTerminatedBackends(t *testing.T) {
 		t.Fatal("Up() = false after terminated backends were replaced")
 	}
 }
+
+// stallTimeouts are the store's bounds in TestStall, short for the test;
+// slack is what a busy machine may add to them.
+const (
+	stallRead  = 500 * time.Millisecond
+	stallWrite = time.Second
+	stallSlack = 3 * time.Second
+)
+
+// within runs fn and fails the test when it took longer than d.
+func within(t *testing.T, what string, d time.Duration, fn func()) {
+	t.Helper()
+	start := time.Now()
+	fn()
+	if took := time.Since(start); took > d {
+		t.Fatalf("%s took %v, want at most %v", what, took.Round(time.Millisecond), d)
+	}
+}
+
+// TestStall puts the store behind a Postgres that accepts connections and
+// bytes but stops answering: a write costs at most the write timeout and a
+// read the read timeout, both fail (callers fall through), the store is
+// then down (further calls fail at once) until a probe gets an answer, and
+// nothing of a write cut short is stored. With no calls at all the
+// background check notices a stall too.
+func TestStall(t *testing.T) {
+	proxy := pgtest.NewProxy(t, pgtest.New(t))
+	logs := &logBuffer{}
+	reg := prometheus.NewRegistry()
+	p, err := Open(context.Background(), proxy.URL(), Options{Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Registerer: reg, ReadTimeout: stallRead, WriteTimeout: stallWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c := p.Chain(1, "one")
+	// The callers' own deadline is far away: only the store's bounds count.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	blocks := synthChain(t, "a", 0, 9, 4)
+	mustPut(t, c, blocks[:5]...)
+	block := []byte(`["0x3",true]`)
+	want, ok := answer(t, c, "eth_getBlockByNumber", string(block))
+	if !ok {
+		t.Fatal("block 3 not stored")
+	}
+
+	proxy.Pause()
+	within(t, "Put on a stalled Postgres", stallWrite+stallSlack, func() {
+		if err := c.Put(ctx, blocks[5:]); err == nil {
+			t.Fatal("Put succeeded on a stalled Postgres")
+		}
+	})
+	if p.Up() || testutil.ToFloat64(p.m.up) != 0 || logs.count(outageLog) != 1 {
+		t.Fatalf("after a write timed out: Up %v, gauge %v, %d outage logs; want false, 0, 1",
+			p.Up(), testutil.ToFloat64(p.m.up), logs.count(outageLog))
+	}
+	within(t, "Answer while known down", time.Second, func() {
+		if _, _, err := c.Answer(ctx, "eth_getBlockByNumber", block); !errors.Is(err, errDown) {
+			t.Fatalf("Answer while known down: %v, want errDown", err)
+		}
+	})
+
+	proxy.Resume()
+	waitUp(t, p)
+	if got, ok := answer(t, c, "eth_getBlockByNumber", string(block)); !ok || !bytes.Equal(got, want) {
+		t.Fatalf("after the stall: %v %.200s", ok, got)
+	}
+	if got := mustCovered(t, c, 0, 9); len(got) != 1 || got[0] != (Range{0, 4}) {
+		t.Fatalf("covered %v after a Put cut short, want only 0-4", got)
+	}
+
+	proxy.Pause()
+	within(t, "Answer on a stalled Postgres", stallRead+stallSlack, func() {
+		if _, ok, err := c.Answer(ctx, "eth_getBlockByNumber", block); err == nil || ok {
+			t.Fatalf("Answer on a stalled Postgres: ok %v, err %v; want an error", ok, err)
+		}
+	})
+	if p.Up() || logs.count(outageLog) != 2 {
+		t.Fatalf("after a read timed out: Up %v, %d outage logs; want false, 2", p.Up(), logs.count(outageLog))
+	}
+	within(t, "reads while known down", time.Second, func() {
+		if _, err := c.Logs(ctx, []byte(`{}`), 0, 4); err == nil {
+			t.Fatal("Logs on a stalled Postgres: no error")
+		}
+		if _, err := c.Covered(ctx, 0, 4); err == nil {
+			t.Fatal("Covered on a stalled Postgres: no error")
+		}
+		if _, _, err := c.Highest(ctx); err == nil {
+			t.Fatal("Highest on a stalled Postgres: no error")
+		}
+	})
+
+	proxy.Resume()
+	waitUp(t, p)
+	mustPut(t, c, blocks[5:]...)
+	if got := mustCovered(t, c, 0, 9); len(got) != 1 || got[0] != (Range{0, 9}) {
+		t.Fatalf("covered %v, want 0-9", got)
+	}
+
+	// No calls: the background check finds the stall by itself.
+	proxy.Pause()
+	deadline := time.Now().Add(healthInterval + stallRead + stallSlack)
+	for p.Up() {
+		if time.Now().After(deadline) {
+			t.Fatal("a stall with no calls was not noticed")
+		}
+		time.Sleep(20 * time.Millisecond) // a poll interval, not a wait for state
+	}
+	proxy.Resume()
+	waitUp(t, p)
+	if logs.count(recoveryLog) != 3 {
+		t.Fatalf("%d recovery logs, want 3", logs.count(recoveryLog))
+	}
+}
+
+// TestSlowStatement: a statement that Postgres, working, cannot finish in
+// time (here: it waits on a lock) ends within the read timeout as that
+// statement's failure, cancelled by Postgres itself: no outage, and the
+// next read is answered.
+func TestSlowStatement(t *testing.T) {
+	u := pgtest.New(t)
+	logs := &logBuffer{}
+	p, err := Open(context.Background(), u, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		ReadTimeout: stallRead, WriteTimeout: stallWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c := p.Chain(1, "one")
+	blocks := synthChain(t, "a", 0, 4, 2)
+	mustPut(t, c, blocks...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	locker, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(context.Background())
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE blocks IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "a read blocked on a lock", stallRead+stallSlack, func() {
+		if _, ok, err := c.Answer(ctx, "eth_getBlockByNumber", []byte(`["0x2",false]`)); err == nil || ok {
+			t.Fatalf("Answer blocked on a lock: ok %v, err %v; want an error", ok, err)
+		}
+	})
+	within(t, "a write blocked on a lock", stallWrite+stallSlack, func() {
+		if err := c.Put(ctx, synthChain(t, "a", 5, 6, 2)); err == nil {
+			t.Fatal("Put blocked on a lock succeeded")
+		}
+	})
+	if !p.Up() || logs.count(outageLog) != 0 {
+		t.Fatalf("Up %v, %d outage logs after slow statements; want true, 0", p.Up(), logs.count(outageLog))
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := answer(t, c, "eth_getBlockByNumber", `["0x2",false]`); !ok {
+		t.Fatal("block 2 not answered once the lock was gone")
+	}
+}

@@ -54,6 +54,10 @@ func (v *venn) URL(chain string) string { return "http://" + v.rpcAddr + "/" + c
 // WSURL is the JSON-RPC over WebSocket endpoint of chain.
 func (v *venn) WSURL(chain string) string { return "ws://" + v.rpcAddr + "/" + chain }
 
+// rootURL is venn's bare address with scheme ("http", "ws") and no path:
+// every client's default URL, which serves the one chain.
+func (v *venn) rootURL(scheme string) string { return scheme + "://" + v.rpcAddr }
+
 // vennOptions shape the config startVenn writes.
 type vennOptions struct {
 	// limits is YAML for the limits section's body (two-space indented
@@ -64,6 +68,9 @@ type vennOptions struct {
 	// urls are more remotes, after nodes' and named on from them: each
 	// an HTTP and a WebSocket URL (a node gethtest does not run).
 	urls [][2]string
+	// httpOnly gives nodes' remotes no ws_url: heads are polled, and
+	// newPendingTransactions comes from a polled filter.
+	httpOnly bool
 }
 
 // startVenn starts venn with one chain, "dev", in front of nodes (named g1,
@@ -107,6 +114,10 @@ func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn
 	}
 	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: %s\n    remotes:\n", chainName, gethtest.ChainID, opts.blockTime)
 	for i, g := range nodes {
+		if opts.httpOnly {
+			fmt.Fprintf(&y, "      - {name: g%d, url: %q}\n", i+1, g.HTTPURL())
+			continue
+		}
 		fmt.Fprintf(&y, "      - {name: g%d, url: %q, ws_url: %q}\n", i+1, g.HTTPURL(), g.WSURL())
 	}
 	for i, u := range opts.urls {

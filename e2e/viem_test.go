@@ -305,64 +305,71 @@ func blockHash(t *testing.T, g *gethtest.Geth, n uint64) string {
 }
 
 // viemProject returns a folder holding watch.mjs and the viem that
-// package-lock.json pins: e2e/viem itself once `npm ci` ran there
-// (scripts/test.sh does), else a cache folder where this test runs
-// `npm ci` once per lock file. node and npm must be installed: without
-// them the test fails, saying what to install.
+// package-lock.json pins (see nodeProject).
 func viemProject(t *testing.T) string {
 	t.Helper()
+	return nodeProject(t, viemDir, "viem", viemScript)
+}
+
+// nodeProject returns a folder holding script and the version of pkg
+// that dir's package-lock.json pins: dir itself once `npm ci` ran there
+// (scripts/test.sh does), else a cache folder where the test runs `npm ci`
+// once per lock file. node and npm must be installed: without them the
+// test fails, saying what to install.
+func nodeProject(t *testing.T, dir, pkg, script string) string {
+	t.Helper()
 	checkNode(t)
-	src, err := filepath.Abs(viemDir)
+	src, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pinned := pinnedViem(t, src)
-	if installedViem(src) == pinned {
+	pinned := pinnedVersion(t, src, pkg)
+	if installedVersion(src, pkg) == pinned {
 		return src
 	}
 	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
 	if err != nil {
-		t.Fatalf("viem project: %v", err)
+		t.Fatalf("%s project: %v", pkg, err)
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		t.Fatalf("viem project: no cache folder for npm ci: %v", err)
+		t.Fatalf("%s project: no cache folder for npm ci: %v", pkg, err)
 	}
 	sum := sha256.Sum256(lock)
-	dir := filepath.Join(cache, "venn-viem", fmt.Sprintf("%x", sum[:8]))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("viem project: %v", err)
+	cached := filepath.Join(cache, "venn-"+pkg, fmt.Sprintf("%x", sum[:8]))
+	if err := os.MkdirAll(cached, 0o755); err != nil {
+		t.Fatalf("%s project: %v", pkg, err)
 	}
-	for _, f := range []string{"package.json", "package-lock.json", viemScript} {
+	for _, f := range []string{"package.json", "package-lock.json", script} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			err = os.WriteFile(filepath.Join(cached, f), b, 0o644)
 		}
 		if err != nil {
-			t.Fatalf("viem project: copy %s: %v", f, err)
+			t.Fatalf("%s project: copy %s: %v", pkg, f, err)
 		}
 	}
-	if installedViem(dir) == pinned {
-		return dir
+	if installedVersion(cached, pkg) == pinned {
+		return cached
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), npmCITimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
+	cmd.Dir = cached
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in %s (run `npm ci` in e2e/viem, or scripts/test.sh, to install viem): %v\n%s", dir, err, out)
+		t.Fatalf("npm ci in %s (run `npm ci` in e2e/%s, or scripts/test.sh, to install %s): %v\n%s", cached, dir, pkg, err, out)
 	}
-	if got := installedViem(dir); got != pinned {
-		t.Fatalf("npm ci in %s installed viem %q, package.json pins %q", dir, got, pinned)
+	if got := installedVersion(cached, pkg); got != pinned {
+		t.Fatalf("npm ci in %s installed %s %q, package.json pins %q", cached, pkg, got, pinned)
 	}
-	return dir
+	return cached
 }
 
-// checkNode fails the test unless node (new enough for viem) and npm are
-// on PATH.
+// checkNode fails the test unless node (new enough for viem and ethers)
+// and npm are on PATH.
 func checkNode(t *testing.T) {
 	t.Helper()
-	const how = "the viem test needs Node.js 18 or newer and npm: apt-get install -y nodejs npm"
+	const how = "the Node.js tests (viem, ethers) need Node.js 18 or newer and npm: apt-get install -y nodejs npm"
 	for _, bin := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s not found on PATH: %s", bin, how)
@@ -379,35 +386,35 @@ func checkNode(t *testing.T) {
 	}
 }
 
-// pinnedViem is the viem version package.json names.
-func pinnedViem(t *testing.T, dir string) string {
+// pinnedVersion is the version of pkg that dir's package.json names.
+func pinnedVersion(t *testing.T, dir, pkg string) string {
 	t.Helper()
-	var pkg struct {
+	var p struct {
 		Dependencies map[string]string `json:"dependencies"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
 	if err == nil {
-		err = json.Unmarshal(b, &pkg)
+		err = json.Unmarshal(b, &p)
 	}
 	if err != nil {
-		t.Fatalf("viem project: package.json: %v", err)
+		t.Fatalf("%s project: package.json: %v", pkg, err)
 	}
-	v := pkg.Dependencies["viem"]
+	v := p.Dependencies[pkg]
 	if v == "" {
-		t.Fatal("viem project: package.json does not depend on viem")
+		t.Fatalf("%s project: package.json does not depend on %s", pkg, pkg)
 	}
 	return v
 }
 
-// installedViem is the version of viem in dir's node_modules, "" when
+// installedVersion is the version of pkg in dir's node_modules, "" when
 // there is none.
-func installedViem(dir string) string {
-	var pkg struct {
+func installedVersion(dir, pkg string) string {
+	var p struct {
 		Version string `json:"version"`
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "viem", "package.json"))
-	if err != nil || json.Unmarshal(b, &pkg) != nil {
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", pkg, "package.json"))
+	if err != nil || json.Unmarshal(b, &p) != nil {
 		return ""
 	}
-	return pkg.Version
+	return p.Version
 }

@@ -75,21 +75,31 @@ func (w *Window) answerBlockNumber(params []byte) (json.RawMessage, bool) {
 	if head == 0 {
 		return nil, false
 	}
-	return quantityJSON(w.Monotonic(head)), true
+	return quantityJSON(w.Monotonic(head, head)), true
 }
+
+// maxFloorLead: a floor this far above the cluster's corroborated head
+// cannot be a reorg to a shorter chain; it was set by a head nothing stands
+// behind any more.
+const maxFloorLead = 64
 
 // Monotonic returns the highest of n and every head this replica has
 // answered, and records it: eth_blockNumber never goes backwards for a
 // client, even across a reorg to a shorter chain or a forwarded answer
-// from a lagging remote.
-func (w *Window) Monotonic(n uint64) uint64 {
+// from a lagging remote. n must be a corroborated head (the window's own,
+// or no more than the remotes' corroborated head). ceiling is the
+// cluster's corroborated head now (0: unknown): a floor more than
+// maxFloorLead above it heals down to the higher of n and ceiling, so that
+// a head once served by mistake does not stand until a restart.
+func (w *Window) Monotonic(n, ceiling uint64) uint64 {
 	for {
 		served := w.served.Load()
-		if served >= n {
-			return served
+		next := max(served, n)
+		if ceiling > 0 && served > ceiling+maxFloorLead {
+			next = max(n, ceiling)
 		}
-		if w.served.CompareAndSwap(served, n) {
-			return n
+		if next == served || w.served.CompareAndSwap(served, next) {
+			return next
 		}
 	}
 }

@@ -622,3 +622,55 @@ func BenchmarkAnswerLogsLatestNone(b *testing.B) {
 func BenchmarkAnswerLogsRange(b *testing.B) {
 	benchAnswer(b, "eth_getLogs", `[{"fromBlock":"0x64","toBlock":"0x67","topics":[null,null,`+serveQ(serveHash("b101-9to"))+`]}]`)
 }
+
+// CanonicalHash knows the blocks the window holds and the parent of the
+// lowest, and nothing else.
+func TestCanonicalHash(t *testing.T) {
+	below := redisTestHash("main", 9)
+	blocks := redisTestChain("main", below, 10, 14)
+	w := newServeWindow(t, 8, blocks, 0, 0)
+	for _, tt := range []struct {
+		give   uint64
+		want   string
+		wantOK bool
+	}{
+		{10, blocks[0].Hash, true},
+		{14, blocks[4].Hash, true},
+		{9, below, true},
+		{8, "", false},
+		{15, "", false},
+	} {
+		if got, ok := w.CanonicalHash(tt.give); got != tt.want || ok != tt.wantOK {
+			t.Errorf("CanonicalHash(%d) = %q, %v; want %q, %v", tt.give, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+// A floor far above the cluster's corroborated head heals down to it; a
+// floor a reorg to a shorter chain left, a few blocks above, holds.
+func TestMonotonicHeals(t *testing.T) {
+	tests := []struct {
+		name           string
+		floor, n, ceil uint64
+		want           uint64
+	}{
+		{name: "raised", floor: 100, n: 101, ceil: 101, want: 101},
+		{name: "holds above n", floor: 100, n: 98, ceil: 98, want: 100},
+		{name: "a reorg's few blocks hold", floor: 100, n: 90, ceil: 90, want: 100},
+		{name: "a lie heals", floor: 1_000_000_000, n: 100, ceil: 101, want: 101},
+		{name: "ceiling unknown", floor: 1_000_000_000, n: 100, ceil: 0, want: 1_000_000_000},
+		{name: "at the edge", floor: 100 + maxFloorLead, n: 99, ceil: 100, want: 100 + maxFloorLead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := NewWindow(8)
+			w.Monotonic(tt.floor, 0)
+			if got := w.Monotonic(tt.n, tt.ceil); got != tt.want {
+				t.Errorf("Monotonic(%d, %d) over floor %d = %d, want %d", tt.n, tt.ceil, tt.floor, got, tt.want)
+			}
+			if got := w.Monotonic(0, 0); got != tt.want {
+				t.Errorf("floor after = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

@@ -42,7 +42,7 @@ type Window struct {
 	// be stale, and the router forwards instead of answering from it.
 	live atomic.Bool
 
-	onApply func(ev *Event, reorgDepth int) // metrics; nil in tests
+	onApply func(ev *Event, reorgDepth int) // metrics, called under mu; nil in tests
 }
 
 type txLoc struct {
@@ -145,11 +145,12 @@ func (w *Window) Apply(ev *Event) error {
 	if ev.Finalized > 0 {
 		w.finalized = ev.Finalized
 	}
-	w.notify()
-	w.mu.Unlock()
 	if w.onApply != nil {
+		// Before notify: whoever wakes on the change sees its metrics.
 		w.onApply(ev, depth)
 	}
+	w.notify()
+	w.mu.Unlock()
 	return nil
 }
 
@@ -321,4 +322,19 @@ func (w *Window) headTime() (n, time uint64, ok bool) {
 	}
 	h := w.canon[len(w.canon)-1]
 	return h.Number, h.time, true
+}
+
+// CanonicalHash is the hash of canonical block n as the window knows it: a
+// block it holds, or the parent of the lowest one; ok is false for any
+// other number.
+func (w *Window) CanonicalHash(n uint64) (hash string, ok bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if e := w.byNumber(n); e != nil {
+		return e.Hash, true
+	}
+	if len(w.canon) > 0 && w.canon[0].Number == n+1 && w.canon[0].Parent != "" {
+		return w.canon[0].Parent, true
+	}
+	return "", false
 }

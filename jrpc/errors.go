@@ -2,8 +2,10 @@ package jrpc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -101,14 +103,33 @@ func errShuttingDown() *Error {
 
 func errPanic() *Error { return &Error{Code: CodeInternal, Message: "internal error"} }
 
-// maxEchoedPath bounds how much of a client's URL path an error repeats.
-const maxEchoedPath = 128
+// maxEchoedPath bounds how much of a client's URL path an error repeats;
+// maxListedChains how many chain paths its message lists (data has all).
+const (
+	maxEchoedPath   = 128
+	maxListedChains = 16
+)
 
-func errUnknownChain(path string) *Error {
+// errUnknownChain answers a path that names no chain with the paths that
+// do, so that a client pointed at the wrong URL learns the right one.
+func errUnknownChain(path string, chains []string) *Error {
 	if len(path) > maxEchoedPath {
 		path = path[:maxEchoedPath] + "..."
 	}
-	return &Error{Code: CodeUnknownChain, Message: "no chain is served at " + strconv.Quote(path)}
+	msg := "no chain is served at " + strconv.Quote(path)
+	switch n := len(chains); {
+	case n == 0:
+		msg += "; no chain is configured"
+	case n <= maxListedChains:
+		msg += "; chains are served at " + strings.Join(chains, ", ")
+	default:
+		msg += "; chains are served at " + strings.Join(chains[:maxListedChains], ", ") +
+			" and " + strconv.Itoa(n-maxListedChains) + " more"
+	}
+	data, _ := json.Marshal(struct {
+		Chains []string `json:"chains"`
+	}{Chains: append([]string{}, chains...)}) // [] rather than null
+	return &Error{Code: CodeUnknownChain, Message: msg, Data: data}
 }
 
 func errMethodNotAllowed(method string) *Error {

@@ -51,6 +51,16 @@ const (
 	// DefaultSubscriptionQueueBytes bounds the bytes waiting for one
 	// connection.
 	DefaultSubscriptionQueueBytes int64 = 16 << 20
+	// DefaultMaxFilterAddresses bounds the addresses of one logs
+	// subscription's filter: geth's --rpc.logquerylimit default.
+	DefaultMaxFilterAddresses = 1000
+	// DefaultMaxFilterTopics bounds the alternatives at one topic position
+	// of a logs filter: geth's limit too.
+	DefaultMaxFilterTopics = 1000
+	// DefaultMaxFilterBytes bounds the JSON of the logs filters one
+	// connection holds (about 23,000 addresses): they stay in memory, at
+	// about 2.5 times their JSON size, for as long as the connection.
+	DefaultMaxFilterBytes int64 = 1 << 20
 	// DefaultWSWriteTimeout bounds one write to a WebSocket peer; a peer that
 	// does not read is closed rather than left to pile up answers.
 	DefaultWSWriteTimeout = 10 * time.Second
@@ -85,6 +95,9 @@ type Limits struct {
 	MaxSubscriptions       int   `yaml:"max_subscriptions_per_connection"`
 	SubscriptionQueue      int   `yaml:"subscription_queue"`
 	SubscriptionQueueBytes int64 `yaml:"subscription_queue_bytes"`
+	MaxFilterAddresses     int   `yaml:"max_filter_addresses"`
+	MaxFilterTopics        int   `yaml:"max_filter_topics"`
+	MaxFilterBytes         int64 `yaml:"max_filter_bytes_per_connection"`
 	// MaxReplyBytesInFlight bounds the remotes' replies being read at once,
 	// all chains together (enforced by the remotes, not here).
 	MaxReplyBytesInFlight int64 `yaml:"max_reply_bytes_in_flight"`
@@ -109,6 +122,9 @@ func DefaultLimits() Limits {
 		MaxSubscriptions:       DefaultMaxSubscriptions,
 		SubscriptionQueue:      DefaultSubscriptionQueue,
 		SubscriptionQueueBytes: DefaultSubscriptionQueueBytes,
+		MaxFilterAddresses:     DefaultMaxFilterAddresses,
+		MaxFilterTopics:        DefaultMaxFilterTopics,
+		MaxFilterBytes:         DefaultMaxFilterBytes,
 
 		MaxReplyBytesInFlight: DefaultMaxReplyBytesInFlight,
 	}
@@ -150,6 +166,9 @@ func (l *Limits) fields() []limitField {
 		field("max_subscriptions_per_connection", &l.MaxSubscriptions, d.MaxSubscriptions),
 		field("subscription_queue", &l.SubscriptionQueue, d.SubscriptionQueue),
 		field("subscription_queue_bytes", &l.SubscriptionQueueBytes, d.SubscriptionQueueBytes),
+		field("max_filter_addresses", &l.MaxFilterAddresses, d.MaxFilterAddresses),
+		field("max_filter_topics", &l.MaxFilterTopics, d.MaxFilterTopics),
+		field("max_filter_bytes_per_connection", &l.MaxFilterBytes, d.MaxFilterBytes),
 		field("max_reply_bytes_in_flight", &l.MaxReplyBytesInFlight, d.MaxReplyBytesInFlight),
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -76,7 +78,9 @@ func PeerFromContext(ctx context.Context) (Peer, bool) {
 }
 
 // Server serves JSON-RPC 2.0 over HTTP and WebSocket, one Handler per chain,
-// at /{chain}.
+// at /{chain}. A trailing slash and a wrong case still reach the chain,
+// and with one chain it is served at / too: every client's default URL is
+// the bare host and port.
 type Server struct {
 	limits      Limits
 	log         *slog.Logger
@@ -89,7 +93,7 @@ type Server struct {
 	cors    *cors // nil: no origin allowed
 
 	handleMu sync.Mutex // serializes Handle; readers load chains lock-free
-	chains   atomic.Pointer[map[string]*chainEntry]
+	chains   atomic.Pointer[chainSet]
 
 	bufs sync.Pool // *[]byte answer buffers
 
@@ -105,6 +109,31 @@ type Server struct {
 	nconns       int
 	connsByIP    map[string]int
 	connWG       sync.WaitGroup // one per admitted WebSocket connection
+}
+
+// chainSet is the chains served, replaced whole by Handle.
+type chainSet struct {
+	byName map[string]*chainEntry
+	paths  []string // "/" + each name, sorted: what a 404 lists
+}
+
+// lookup finds the chain a path's first segment names: exactly, else the
+// one chain it names but for case, else, for "" (the root), the only
+// chain; nil when none or several fit.
+func (cs *chainSet) lookup(name string) *chainEntry {
+	if ch := cs.byName[name]; ch != nil {
+		return ch
+	}
+	var found *chainEntry
+	for n, ch := range cs.byName {
+		if name == "" && len(cs.byName) == 1 || name != "" && strings.EqualFold(n, name) {
+			if found != nil {
+				return nil // two chains differ only by case: neither is meant
+			}
+			found = ch
+		}
+	}
+	return found
 }
 
 // chainEntry is one served chain.
@@ -136,10 +165,11 @@ func NewServer(opts Options) *Server {
 		b := make([]byte, 0, minReadBuf)
 		return &b
 	}
-	empty := make(map[string]*chainEntry)
-	s.chains.Store(&empty)
+	s.chains.Store(&chainSet{byName: map[string]*chainEntry{}})
 
 	r := chi.NewRouter()
+	r.Use(middleware.StripSlashes) // /CHAIN/ is /CHAIN
+	r.HandleFunc("/", s.serveHTTP) // the only chain, when there is one
 	r.HandleFunc("/{chain}", s.serveHTTP)
 	if s.edge != nil && s.edge.keys != nil {
 		r.HandleFunc("/{chain}/{key}", s.serveHTTP) // the key in the path
@@ -166,31 +196,35 @@ func (s *Server) Handle(chain string, h Handler) {
 	}
 	s.handleMu.Lock()
 	defer s.handleMu.Unlock()
-	old := *s.chains.Load()
+	old := s.chains.Load().byName
 	if _, dup := old[chain]; dup {
 		panic("jrpc: chain " + chain + " handled twice")
 	}
-	next := make(map[string]*chainEntry, len(old)+1)
+	next := &chainSet{byName: make(map[string]*chainEntry, len(old)+1)}
 	for k, v := range old {
-		next[k] = v
+		next.byName[k] = v
 	}
-	next[chain] = &chainEntry{name: chain, h: h, metrics: s.metrics.forChain(chain)}
-	s.chains.Store(&next)
+	next.byName[chain] = &chainEntry{name: chain, h: h, metrics: s.metrics.forChain(chain)}
+	for k := range next.byName {
+		next.paths = append(next.paths, "/"+k)
+	}
+	slices.Sort(next.paths)
+	s.chains.Store(next)
 }
 
 // Handler returns the HTTP handler: POST /{chain} for JSON-RPC over HTTP,
 // GET /{chain} with Upgrade: websocket for JSON-RPC over WebSocket.
 func (s *Server) Handler() http.Handler { return s.router }
 
-func (s *Server) chain(name string) *chainEntry { return (*s.chains.Load())[name] }
+func (s *Server) chain(name string) *chainEntry { return s.chains.Load().lookup(name) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "chain")
 	ch := s.chain(name)
 	if ch == nil {
-		if s.edge != nil && s.edge.keys != nil {
-			// The path may hold a key: repeat only the chain.
-			writeHTTPError(w, http.StatusNotFound, errUnknownChain("/"+name))
+		if s.edge != nil && s.edge.keys != nil && chi.URLParam(r, "key") != "" {
+			// The path holds a key: repeat only the chain.
+			writeHTTPError(w, http.StatusNotFound, errUnknownChain("/"+name, s.chains.Load().paths))
 			return
 		}
 		s.notFound(w, r)
@@ -334,7 +368,7 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	writeHTTPError(w, http.StatusNotFound, errUnknownChain(r.URL.Path))
+	writeHTTPError(w, http.StatusNotFound, errUnknownChain(r.URL.Path, s.chains.Load().paths))
 }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {

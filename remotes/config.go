@@ -52,9 +52,11 @@ const (
 // Config is one upstream endpoint. URL and WSURL may carry API keys: they are
 // used to dial and nowhere else.
 type Config struct {
-	Name  string
-	URL   string // http(s):// or ws(s)://
-	WSURL string // optional ws(s):// used to follow newHeads
+	Name string
+	URL  string // http(s):// or ws(s)://
+	// WSURL is an optional ws(s):// URL newHeads are followed over (and
+	// subscriptions relayed); without it a ws(s) URL serves for both.
+	WSURL string
 	Tier  Tier
 
 	Timeout     time.Duration // per attempt
@@ -74,6 +76,8 @@ type Config struct {
 
 // Defaults for one chain's pool.
 const (
+	// DefaultBlockTime is the block time assumed until the chain's block
+	// timestamps have told it (PoolConfig.BlockTime 0).
 	DefaultBlockTime          = 12 * time.Second
 	DefaultMaxLag             = 5
 	DefaultCallDeadline       = 30 * time.Second
@@ -87,8 +91,13 @@ const (
 type PoolConfig struct {
 	Chain   string
 	ChainID uint64
-	// BlockTime sets the head polling cadence for remotes without a ws url.
+	// BlockTime sets the head polling cadence; 0 learns it from the block
+	// timestamps (chainhead.go). Remotes with a ws url are polled only
+	// while their newHeads are silent.
 	BlockTime time.Duration
+	// ChainRecheck is how often each remote's chain id is asked again
+	// (chaincheck.go); 0: DefaultChainRecheck.
+	ChainRecheck time.Duration
 	// MaxLag: a remote more than this many blocks behind the best head leaves
 	// rotation until it catches up.
 	MaxLag uint64
@@ -125,6 +134,10 @@ type PoolConfig struct {
 	// MisbehaviourLog, when set, is a file each misbehaviour is appended to
 	// as one JSON line.
 	MisbehaviourLog string
+	// PendingPollInterval is how often the pending-transaction filter that
+	// serves newPendingTransactions without a WebSocket remote is polled
+	// (relay_poll.go); 0 takes DefaultPendingPollInterval.
+	PendingPollInterval time.Duration
 	// Replies bounds the bytes of replies being read (replies.go). The app
 	// gives every chain's pool the same one; nil: the pool has its own of
 	// DefaultReplyBytesInFlight.

@@ -202,10 +202,10 @@ func TestFailoverRules(t *testing.T) {
 			if tt.want != "" && string(res) != tt.want {
 				t.Errorf("result %s, want %s", res, tt.want)
 			}
-			if got := n0.node.Calls(tt.method); tt.wantN0 != skip && got != tt.wantN0 {
+			if got := servedCalls(n0.node, tt.method); tt.wantN0 != skip && got != tt.wantN0 {
 				t.Errorf("n0 got %d calls, want %d", got, tt.wantN0)
 			}
-			if got := n1.Calls(tt.method); got != tt.wantN1 {
+			if got := servedCalls(n1, tt.method); got != tt.wantN1 {
 				t.Errorf("n1 got %d calls, want %d", got, tt.wantN1)
 			}
 			if tt.check != nil {

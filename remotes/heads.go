@@ -3,11 +3,9 @@ package remotes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
@@ -32,7 +30,7 @@ const (
 //
 // onHead runs on the reading goroutine: while it blocks, pongs are not read,
 // and a block longer than the ping timeout costs a reconnect.
-func watchHeads(ctx context.Context, opts transportOptions, onHead func(number uint64, hash string)) {
+func watchHeads(ctx context.Context, opts transportOptions, onHead func(*headReport)) {
 	w, err := newHeadWatcher(opts, onHead)
 	if err != nil {
 		opts.Logger.Error("remote heads not followed", "remote", opts.Name, "err", err)
@@ -50,7 +48,8 @@ type headWatcher struct {
 	maxBytes int64
 	dialOpts *websocket.DialOptions
 	log      *slog.Logger
-	onHead   func(number uint64, hash string)
+	onHead   func(*headReport)
+	onSub    func() // nil: none
 
 	backoffMin, backoffMax time.Duration
 	healthyAfter           time.Duration
@@ -58,7 +57,7 @@ type headWatcher struct {
 	pingTimeout            time.Duration
 }
 
-func newHeadWatcher(opts transportOptions, onHead func(uint64, string)) (*headWatcher, error) {
+func newHeadWatcher(opts transportOptions, onHead func(*headReport)) (*headWatcher, error) {
 	u, err := opts.normalize()
 	if err != nil {
 		return nil, err
@@ -74,6 +73,7 @@ func newHeadWatcher(opts transportOptions, onHead func(uint64, string)) (*headWa
 		dialOpts:     wsDialOptions(opts),
 		log:          opts.Logger,
 		onHead:       onHead,
+		onSub:        opts.OnSubscribed,
 		backoffMin:   headsBackoffMin,
 		backoffMax:   headsBackoffMax,
 		healthyAfter: headsHealthyAfter,
@@ -176,18 +176,21 @@ func (w *headWatcher) session(ctx context.Context, outage *bool) (subscribed tim
 				return subscribed, fmt.Errorf("heads subscribe: %w", err)
 			}
 			subscribed = time.Now()
+			if w.onSub != nil {
+				w.onSub()
+			}
 			if *outage {
 				w.log.Info("remote heads connection restored", "remote", w.name)
 				*outage = false
 			}
 		case string(env.method) == `"eth_subscription"`:
 			// The connection carries one subscription, so its id needs no check.
-			number, hash, err := parseHead(env.params)
+			h, err := parseHeadParams(env.params)
 			if err != nil {
 				w.log.Debug("remote heads: malformed head", "remote", w.name, "err", err)
 				continue
 			}
-			w.onHead(number, hash)
+			w.onHead(h)
 		}
 	}
 }
@@ -199,31 +202,13 @@ func (w *headWatcher) ping(ctx context.Context, ws *websocket.Conn) {
 	}
 }
 
-// parseHead reads number and hash from an eth_subscription's params.
-func parseHead(params []byte) (uint64, string, error) {
+// parseHeadParams reads the header of an eth_subscription's params.
+func parseHeadParams(params []byte) (*headReport, error) {
 	var p struct {
-		Result struct {
-			Number string `json:"number"`
-			Hash   string `json:"hash"`
-		} `json:"result"`
+		Result json.RawMessage `json:"result"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
-		return 0, "", err
+		return nil, err
 	}
-	num, ok := hexUint(p.Result.Number)
-	if !ok {
-		return 0, "", errors.New("head number is not a hex quantity")
-	}
-	if len(p.Result.Hash) < 3 || p.Result.Hash[:2] != "0x" {
-		return 0, "", errors.New("head hash is not hex")
-	}
-	return num, p.Result.Hash, nil
-}
-
-func hexUint(s string) (uint64, bool) {
-	if len(s) < 3 || len(s) > 18 || (s[:2] != "0x" && s[:2] != "0X") {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s[2:], 16, 64)
-	return n, err == nil
+	return parseHeadReport(p.Result)
 }

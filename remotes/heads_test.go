@@ -1,18 +1,64 @@
 package remotes
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
-// Head tracking as a provider bills it: eth_blockNumber calls.
+// Head tracking as a provider bills it: polls of the latest block.
 
-// mineEvery mines one block per d on n until the test ends or stop is
-// called, like a chain with that block time.
-func mineEvery(t *testing.T, n *fakenode.Node, d time.Duration) (stop func()) {
+// headPolls counts n's head polls: eth_getBlockByNumber("latest").
+func headPolls(n *fakenode.Node) int64 { return n.CallsAt("eth_getBlockByNumber", "latest") }
+
+// servedCalls counts n's calls of method that were not head polls.
+func servedCalls(n *fakenode.Node, method string) int64 {
+	return n.Calls(method) - n.CallsAt(method, "latest")
+}
+
+// waitNewHeads mines on n until seen says a head came over newHeads: a
+// block mined before the subscription is up goes unseen.
+func waitNewHeads(t *testing.T, n *fakenode.Node, seen func() bool) {
+	t.Helper()
+	waitFor(t, "a head over newHeads", func() bool {
+		if seen() {
+			return true
+		}
+		n.Mine(1)
+		return false
+	})
+}
+
+// testClock is a clock the test moves by hand.
+type testClock struct{ ns atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.ns.Store(time.Now().UnixNano())
+	return c
+}
+
+func (c *testClock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// use makes c the clock of p and its remotes.
+func (c *testClock) use(p *Pool) {
+	p.now = c.now
+	for _, r := range p.remotes {
+		r.now = c.now
+	}
+}
+
+// mineEvery mines one block per d on every node until the test ends or
+// stop is called, like a chain with that block time that every node
+// follows.
+func mineEvery(t *testing.T, d time.Duration, nodes ...*fakenode.Node) (stop func()) {
 	t.Helper()
 	done := make(chan struct{})
 	exited := make(chan struct{})
@@ -25,7 +71,9 @@ func mineEvery(t *testing.T, n *fakenode.Node, d time.Duration) (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				n.Mine(1)
+				for _, n := range nodes {
+					n.Mine(1)
+				}
 			}
 		}
 	}()
@@ -41,37 +89,36 @@ func mineEvery(t *testing.T, n *fakenode.Node, d time.Duration) (stop func()) {
 	return stop
 }
 
-// With a ws url, the head comes over newHeads and eth_blockNumber polling
-// stops while heads flow; it resumes once they stop.
+// With a ws url, the head comes over newHeads and polling stops while heads
+// flow; it resumes once they have been silent for two block times. The
+// pool's clock is the test's: time passes only when the test says, so a
+// busy machine that delays a head cannot make the stream look silent.
 func TestNewHeadsStopPolling(t *testing.T) {
-	const blockTime = 60 * time.Millisecond
+	const blockTime = 50 * time.Millisecond
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-	p := startPool(t, PoolConfig{BlockTime: blockTime}, testConfigs([]string{n.URL()}, func(_ int, c *Config) {
+	clock := newTestClock()
+	p := startPoolWith(t, PoolConfig{BlockTime: blockTime}, testConfigs([]string{n.URL()}, func(_ int, c *Config) {
 		c.WSURL = n.WSURL()
-	}), nil)
+	}), nil, clock.use)
 	r := p.remotes[0]
-	stop := mineEvery(t, n, blockTime)
-	waitFor(t, "a head over newHeads", func() bool { return r.wsHeadAt.Load() != 0 })
+	waitNewHeads(t, n, func() bool { return r.wsHeadAt.Load() != 0 })
+	// A poll sent before the first head came may still be on its way.
+	waitFor(t, "no poll in flight", func() bool { return r.inFlight.Load() == 0 })
 
 	n.ResetCalls()
-	start := n.Head()
-	window := time.Now().Add(10 * blockTime)
-	for time.Now().Before(window) {
-		time.Sleep(blockTime / 4) // observing over a window of block times
-		if h := n.Head(); r.Head() < h-2 {
-			t.Fatalf("remote head %d, node head %d: heads not followed", r.Head(), h)
-		}
+	const blocks = 20
+	for range blocks {
+		n.Mine(1)
+		waitFor(t, "the head over newHeads", func() bool { return r.Head() == n.Head() })
+		clock.add(blockTime) // one block time between heads
 	}
-	if n.Head()-start < 5 {
-		t.Fatalf("only %d blocks mined in 10 block times", n.Head()-start)
-	}
-	if got := n.Calls("eth_blockNumber"); got != 0 {
-		t.Errorf("%d eth_blockNumber polls over %d blocks while newHeads flowed, want 0", got, n.Head()-start)
+	if got := headPolls(n); got != 0 {
+		t.Errorf("%d head polls over %d blocks while newHeads flowed, want 0", got, blocks)
 	}
 
 	// No new heads: polling fills in after two block times.
-	stop()
-	waitFor(t, "polling to resume", func() bool { return n.Calls("eth_blockNumber") >= 2 })
+	clock.add(2 * blockTime)
+	waitFor(t, "polling to resume", func() bool { return headPolls(n) >= 1 })
 }
 
 // Without a ws url the head is polled once per block time: neither a tight
@@ -92,10 +139,10 @@ func TestPollingFollowsBlockTime(t *testing.T) {
 			n.ResetCalls()
 			n.Mine(1)
 			time.Sleep(window) // counting calls over a window, not waiting for a state
-			got := n.Calls("eth_blockNumber")
+			got := headPolls(n)
 			// Scheduling only delays polls, so the bound above is tight.
 			if got < tt.want/2 || got > tt.want+1 {
-				t.Errorf("%d eth_blockNumber polls in %v at block time %v, want about %d", got, window, tt.give, tt.want)
+				t.Errorf("%d head polls in %v at block time %v, want about %d", got, window, tt.give, tt.want)
 			}
 			if p.Head() != n.Head() {
 				t.Errorf("pool head %d, node head %d", p.Head(), n.Head())
@@ -122,7 +169,7 @@ func TestWrongChainNeverUsed(t *testing.T) {
 		}
 		// Several block times pass while the good remote is polled.
 		good.ResetCalls()
-		waitFor(t, "good remote polled", func() bool { return good.Calls("eth_blockNumber") >= 3 })
+		waitFor(t, "good remote polled", func() bool { return headPolls(good) >= 3 })
 		// eth_chainId is the recheck, which the next subtest times.
 		if got := wrong.TotalCalls() - wrong.Calls("eth_chainId"); got != 0 {
 			t.Fatalf("wrong-chain remote got %d calls: %v", got, wrong.CallCounts())
@@ -132,17 +179,17 @@ func TestWrongChainNeverUsed(t *testing.T) {
 		}
 	})
 	// A remote found on the wrong chain is asked again only after
-	// wrongChainRecheck, the first time too.
-	t.Run("asked again only after wrongChainRecheck", func(t *testing.T) {
+	// ChainRecheck, the first time too.
+	t.Run("asked again only after ChainRecheck", func(t *testing.T) {
 		good := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 		wrong := fakenode.Start(t, fakenode.Options{ChainID: 5})
 		testPool(t, PoolConfig{}, []*fakenode.Node{wrong, good}, nil)
 		wrong.ResetCalls()
 		good.ResetCalls()
-		waitFor(t, "good remote polled", func() bool { return good.Calls("eth_blockNumber") >= 3 })
+		waitFor(t, "good remote polled", func() bool { return headPolls(good) >= 3 })
 		if got := wrong.Calls("eth_chainId"); got != 0 {
 			t.Errorf("wrong-chain remote asked its chain id %d times within 3 block times of being found wrong, want 0 before %v",
-				got, wrongChainRecheck)
+				got, DefaultChainRecheck)
 		}
 	})
 	t.Run("alone", func(t *testing.T) {
@@ -162,9 +209,10 @@ func TestWrongChainNeverUsed(t *testing.T) {
 	})
 }
 
-// One bogus head report must not hold the chain hostage: when the remote
-// reports its real head again, its head and the chain's follow, and the
-// other remotes are back in rotation.
+// A head far ahead whose timestamps allow it (a real catch-up, or a lie
+// told with consistent timestamps) is followed; it must not hold the chain
+// hostage: when the remote reports its real head again, its head and the
+// chain's follow, and the other remotes are back in rotation.
 func TestBogusHeadRecovers(t *testing.T) {
 	const head = 100
 	good := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: head})
@@ -182,5 +230,287 @@ func TestBogusHeadRecovers(t *testing.T) {
 	})
 	if p.remotes[1].Head() > head+5 {
 		t.Fatalf("liar's head stuck at %d", p.remotes[1].Head())
+	}
+}
+
+// A remote that claims a head far beyond what the block time allows, that
+// no other remote confirms and whose parent nobody knows, moves neither the
+// chain's head nor anyone's lag: the honest remote stays in rotation and
+// keeps serving, polled or over newHeads.
+func TestLyingHeadNotFollowed(t *testing.T) {
+	const lie = 1_000_000_000
+	for _, ws := range []bool{false, true} {
+		name := "polled"
+		if ws {
+			name = "newHeads"
+		}
+		t.Run(name, func(t *testing.T) {
+			good := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+			liar := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+			m := NewMetrics(nil)
+			p := startPool(t, PoolConfig{MaxLag: 5}, testConfigs([]string{good.URL(), liar.URL()}, func(i int, c *Config) {
+				if ws {
+					c.WSURL = []string{good.WSURL(), liar.WSURL()}[i]
+				}
+			}), m)
+			mineEvery(t, 50*time.Millisecond, good, liar)
+
+			liar.SetBogusHead(lie)
+			claimed := m.head.WithLabelValues("test", "n1")
+			waitFor(t, "the lie reported", func() bool { return testutil.ToFloat64(claimed) == lie })
+			// The honest remote moves on a few blocks meanwhile.
+			from := good.Head()
+			for good.Head() < from+5 {
+				if h := p.Head(); h >= lie {
+					t.Fatalf("chain head %d: the lie was followed", h)
+				}
+				if p.lagging(p.remotes[0], p.healthyBest(p.now())) {
+					t.Fatalf("honest remote at %d lagging behind %d", p.remotes[0].Head(), p.healthyBest(p.now()))
+				}
+				time.Sleep(5 * time.Millisecond) // sampling the state while blocks come
+			}
+			good.ResetCalls()
+			for i := range 10 {
+				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := good.Calls("eth_getBalance"); got == 0 {
+				t.Error("honest remote served none of 10 calls while the other lied")
+			}
+
+			liar.SetBogusHead(0)
+			waitFor(t, "the liar's real head followed", func() bool {
+				return testutil.ToFloat64(claimed) < lie && p.remotes[1].Head() >= from
+			})
+		})
+	}
+}
+
+// A tip replaced by a sibling at the same height is a head change: the
+// pool signals it at once, polled or over newHeads.
+func TestSameHeightReorgIsAHeadChange(t *testing.T) {
+	for _, ws := range []bool{false, true} {
+		name := "polled"
+		if ws {
+			name = "newHeads"
+		}
+		t.Run(name, func(t *testing.T) {
+			n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+			p := startPool(t, PoolConfig{}, testConfigs([]string{n.URL()}, func(_ int, c *Config) {
+				if ws {
+					c.WSURL = n.WSURL()
+				}
+			}), nil)
+			waitFor(t, "the head", func() bool { return p.Head() == 100 })
+			changed := p.HeadChanged()
+			n.Reorg(1)
+			select {
+			case <-changed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no head change after the tip was replaced at the same height")
+			}
+			if num, hash := p.Tip(); num != 100 || hash != n.BlockHash(100) {
+				t.Errorf("tip %d %s, want the sibling 100 %s", num, hash, n.BlockHash(100))
+			}
+		})
+	}
+}
+
+// When one remote moves to a sibling tip and another still reports the
+// block it replaced, the tip is the sibling: the remote that saw the change
+// saw it later. It does not flip back while the other repeats itself.
+func TestSameHeightReorgSeenByOneRemote(t *testing.T) {
+	moved := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	stale := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	old := stale.BlockHash(100)
+	p := testPool(t, PoolConfig{}, []*fakenode.Node{moved, stale}, nil)
+	waitFor(t, "the head", func() bool { _, h := p.Tip(); return h == old })
+
+	moved.Reorg(1)
+	sibling := moved.BlockHash(100)
+	waitFor(t, "the sibling tip", func() bool { _, h := p.Tip(); return h == sibling })
+	polls := headPolls(stale)
+	waitFor(t, "the stale remote polled again", func() bool { return headPolls(stale) >= polls+3 })
+	if _, h := p.Tip(); h != sibling {
+		t.Fatalf("tip %s: back to the replaced block %s", h, old)
+	}
+}
+
+// A lone remote's head that the timestamps allow moves at once, however far
+// (a remote back from an outage, caught up); one they cannot allow is held
+// until it has stood for headHoldFor.
+func TestLoneRemoteHeads(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	clock := newTestClock()
+	p := startPoolWith(t, PoolConfig{}, testConfigs([]string{n.URL()}, nil), nil, clock.use)
+	waitFor(t, "the block time learned", func() bool { return p.learned.Load() != 0 })
+
+	n.SetHead(5000) // 4900 blocks at 12 s: real timestamps
+	waitFor(t, "the caught-up head", func() bool { return p.Head() == 5000 })
+
+	n.SetBogusHead(1_000_000)
+	polls := headPolls(n)
+	waitFor(t, "the lie polled", func() bool { return headPolls(n) >= polls+3 })
+	if h := p.Head(); h != 5000 {
+		t.Fatalf("head %d right after a jump the timestamps cannot allow", h)
+	}
+	clock.add(headHoldFor)
+	waitFor(t, "the held head taken", func() bool { return p.Head() == 1_000_000 })
+}
+
+// A lie taken while no other remote could witness it is dropped once one
+// can: the chain's head heals down to the honest one's.
+func TestLieTakenAloneIsDropped(t *testing.T) {
+	good := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	liar := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	good.SetDown(true)
+	liar.SetBogusHead(1_000_000)
+	// Not startPool: it would wait for the remote that is down.
+	p, err := NewPool(PoolConfig{Chain: "test", ChainID: testChainID, MaxLag: 5, BlockTime: 50 * time.Millisecond},
+		testConfigs([]string{good.URL(), liar.URL()}, nil), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopPool(t, p) })
+	waitFor(t, "the lie taken, alone", func() bool { return p.Head() == 1_000_000 })
+
+	good.SetDown(false)
+	waitFor(t, "the head healed", func() bool { return p.Head() == 100 })
+	if p.lagging(p.remotes[0], p.healthyBest(p.now())) {
+		t.Error("honest remote lagging after the heal")
+	}
+	if !p.lagging(p.remotes[1], p.healthyBest(p.now())) {
+		t.Error("liar in rotation after the heal")
+	}
+}
+
+func TestPlausible(t *testing.T) {
+	ref := &headReport{Number: 100, Time: 1200}
+	tests := []struct {
+		name string
+		give headReport
+		bt   time.Duration
+		want bool
+	}{
+		{"next block", headReport{Number: 101, Time: 1212}, 12 * time.Second, true},
+		{"slack, same time", headReport{Number: 102, Time: 1200}, 12 * time.Second, true},
+		{"beyond slack, same time", headReport{Number: 103, Time: 1200}, 12 * time.Second, false},
+		{"an hour later", headReport{Number: 400, Time: 1200 + 3600}, 12 * time.Second, true},
+		{"twice the pace", headReport{Number: 100 + 2 + 2*300, Time: 1200 + 3600 - 1}, 12 * time.Second, true},
+		{"beyond twice the pace", headReport{Number: 100 + 3 + 2*300, Time: 1200 + 3600 - 1}, 12 * time.Second, false},
+		{"sub-second blocks, same second", headReport{Number: 110, Time: 1200}, 100 * time.Millisecond, true},
+		{"older timestamp", headReport{Number: 110, Time: 1100}, time.Second, false},
+		{"a billion blocks", headReport{Number: 1_000_000_000, Time: 1212}, 12 * time.Second, false},
+		{"a lower head", headReport{Number: 50, Time: 600}, 12 * time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := plausible(&tt.give, ref, tt.bt); got != tt.want {
+				t.Errorf("plausible(%d@%d after 100@1200, %v) = %v, want %v", tt.give.Number, tt.give.Time, tt.bt, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBlockClock(t *testing.T) {
+	type s = blockSample
+	tests := []struct {
+		name        string
+		below       []s // added with below, after the tips
+		tips        []s
+		want        time.Duration
+		wantFastest time.Duration // 0: want
+		wantOK      bool
+	}{
+		{name: "nothing", wantOK: false},
+		{name: "one head", tips: []s{{100, 1200}}, wantOK: false},
+		{name: "12 s blocks", tips: []s{{100, 1200}, {101, 1212}, {102, 1224}}, want: 12 * time.Second, wantOK: true},
+		{name: "bootstrap below", below: []s{{36, 432}}, tips: []s{{100, 1200}}, want: 12 * time.Second, wantOK: true},
+		{name: "sub-second blocks", tips: []s{{0, 0}, {5, 0}, {10, 1}, {15, 1}, {20, 2}, {25, 2}, {30, 3}, {35, 3}, {40, 4}},
+			want: 100 * time.Millisecond, wantOK: true},
+		{name: "one halt", tips: []s{{1, 1}, {2, 2}, {3, 3}, {4, 3600}, {5, 3601}, {6, 3602}, {7, 3603}, {8, 3604}},
+			want: time.Second, wantOK: true},
+		{name: "bursts", tips: []s{{1, 0}, {2, 2}, {3, 4}, {23, 6}, {24, 8}, {25, 10}},
+			want: 2 * time.Second, wantFastest: 100 * time.Millisecond, wantOK: true},
+		{name: "a tip below drops what is above", tips: []s{{100, 1200}, {101, 1212}, {102, 1224}, {90, 1080}, {91, 1081}, {92, 1082}},
+			want: time.Second, wantOK: true},
+		{name: "a sibling with another timestamp", tips: []s{{100, 1200}, {101, 1212}, {101, 1213}}, want: 13 * time.Second, wantOK: true},
+		{name: "floored", tips: []s{{0, 0}, {1000, 2}}, want: minBlockTime, wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c blockClock
+			for _, x := range tt.tips {
+				c.tip(x.number, x.time)
+			}
+			for _, x := range tt.below {
+				c.below(x.number, x.time)
+			}
+			got, fastest, ok := c.estimate()
+			wantFastest := tt.wantFastest
+			if wantFastest == 0 {
+				wantFastest = tt.want
+			}
+			if ok != tt.wantOK || ok && (got != tt.want || fastest > wantFastest) {
+				t.Errorf("estimate = %v (fastest %v), %v; want %v (fastest %v), %v (samples %v)",
+					got, fastest, ok, tt.want, wantFastest, tt.wantOK, c.samples)
+			}
+		})
+	}
+	t.Run("bounded", func(t *testing.T) {
+		var c blockClock
+		for i := range uint64(10 * blockTimeSamples) {
+			c.tip(i, 12*i)
+		}
+		if len(c.samples) != blockTimeSamples {
+			t.Errorf("%d samples kept, want %d", len(c.samples), blockTimeSamples)
+		}
+	})
+}
+
+// A ws:// url without a ws_url is followed over newHeads.
+func TestWSURLFollowsNewHeads(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	// Polls only once an hour: a head that moves came over newHeads.
+	p := startPool(t, PoolConfig{BlockTime: time.Hour}, []Config{{Name: "n0", URL: n.WSURL(), Timeout: time.Second}}, nil)
+	waitNewHeads(t, n, func() bool { return p.Head() > 100 })
+	from := n.Head()
+	for want := from + 1; want <= from+3; want++ {
+		n.Mine(1)
+		waitFor(t, "the head over newHeads", func() bool { return p.Head() == want })
+	}
+}
+
+// Without block_time the block time is learned from block timestamps and
+// the head is polled at that cadence: on a chain of 0.1 s blocks the head
+// stays within a couple of blocks, not a default 12 s behind.
+func TestPollsAtLearnedBlockTime(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 1000, BlockTime: 100 * time.Millisecond})
+	p := startPool(t, PoolConfig{BlockTime: learnBlockTime}, []Config{{Name: "n0", URL: n.URL(), Timeout: time.Second}}, nil)
+	start := n.Head()
+	mineEvery(t, 100*time.Millisecond, n)
+	waitFor(t, "the head to follow a 0.1 s chain", func() bool {
+		h := n.Head()
+		return h >= start+10 && h-p.Head() <= 2
+	})
+	st := p.HeadStatus()
+	if st.BlockTimeSource != BlockTimeLearned || st.BlockTime < 80*time.Millisecond || st.BlockTime > 125*time.Millisecond {
+		t.Errorf("block time %v (%s), want about 100ms learned", st.BlockTime, st.BlockTimeSource)
+	}
+	if st.PollInterval != st.BlockTime {
+		t.Errorf("poll interval %v, want the block time %v", st.PollInterval, st.BlockTime)
+	}
+}
+
+// block_time in config sets the cadence, whatever the timestamps say.
+func TestConfiguredBlockTimeOverrides(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, BlockTime: time.Second})
+	p := startPool(t, PoolConfig{BlockTime: 3 * time.Second}, testConfigs([]string{n.URL()}, nil), nil)
+	if st := p.HeadStatus(); st.BlockTime != 3*time.Second || st.BlockTimeSource != BlockTimeConfig || st.PollInterval != 3*time.Second {
+		t.Errorf("head status %+v, want block time and poll interval 3s from config", st)
 	}
 }

@@ -11,49 +11,48 @@ import (
 	"github.com/venn-gateway/venn/evm"
 )
 
-// wrongChainRecheck is how often a remote found on the wrong chain is asked
-// again (an operator may fix the endpoint without restarting venn).
-const wrongChainRecheck = 5 * time.Minute
-
-// track follows one remote until ctx ends: it verifies the chain id, then
-// keeps the remote's head fresh. With a ws url the head arrives over
-// newHeads and polling only fills in while that stream is down, so paid
-// providers are not billed for idle polling. onChange is called after every
-// check, so head and health gauges stay current.
-func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration, onChange func()) {
+// track follows one remote until ctx ends: it verifies the chain id, and
+// again every ChainRecheck and whenever chaincheck.go asks, then keeps the
+// remote's head fresh, polling at the cadence's interval (the chain's block
+// time), and at once when the cadence moves. With a ws url the head arrives
+// over newHeads and polling only fills in once that stream has been silent
+// for two intervals, so paid providers are not billed for idle polling.
+// onChange is called after every check, so head and health gauges stay
+// current.
+func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time.Duration, <-chan struct{}), onChange func()) {
+	every, retimed := cadence()
 	// Spread the first polls of many remotes over a fraction of a block.
 	jitter := time.Duration(rand.Int64N(int64(every)/4 + 1))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var lastCheck time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-retimed:
+			timer.Stop()
+		case <-r.cc.kick: // chaincheck.go: the chain id is in doubt
+			timer.Stop()
 		}
+		every, retimed = cadence()
 		next := every
-		switch r.chainState.Load() {
-		case chainUnknown:
-			ok := r.verifyChain(ctx, chainID)
-			lastCheck = r.now() // a wrong chain is asked again only after wrongChainRecheck
-			if ok {
-				r.poll(ctx, onChange)
-			} else {
-				next = min(every, 2*time.Second) // until first contact, retry briskly
+		if r.chainCheckDue() {
+			// A failed check of a remote still verified polls anyway: the
+			// poll is what opens the breaker of a remote that went down.
+			if r.verifyChain(ctx, chainID) || r.chainVerified() {
+				r.pollChecked(ctx, onChange)
 			}
-		case chainWrong:
-			if r.now().Sub(lastCheck) >= wrongChainRecheck {
-				lastCheck = r.now()
-				if r.verifyChain(ctx, chainID) {
-					r.poll(ctx, onChange)
-				}
+			if d, brisk := r.chainRetry(every); brisk {
+				next = d // until the remote answers, retry briskly
 			}
-		default:
+		} else if r.chainVerified() {
 			// A head seen over newHeads within two block times makes the poll
-			// redundant.
-			if r.now().UnixNano()-r.wsHeadAt.Load() > int64(2*every) {
-				r.poll(ctx, onChange)
+			// redundant; look again when that silence would reach them.
+			if silent := r.now().Sub(time.Unix(0, r.wsHeadAt.Load())); silent < 2*every {
+				next = 2*every - silent
+			} else {
+				r.pollChecked(ctx, onChange)
 			}
 		}
 		onChange() // health can change without a new head: keep the gauges true
@@ -62,18 +61,29 @@ func (r *Remote) track(ctx context.Context, chainID uint64, every time.Duration,
 	}
 }
 
+// pollChecked is poll, watching the claimed head for a jump that asks for
+// a chain check (chaincheck.go).
+func (r *Remote) pollChecked(ctx context.Context, onHead func()) {
+	old := r.claimedHead()
+	r.poll(ctx, onHead)
+	r.headMoved(old)
+}
+
 // watch follows the remote's newHeads over its ws url until ctx ends.
 func (r *Remote) watch(ctx context.Context, onHead func()) {
-	opts := transportOptions{Name: r.cfg.Name, URL: r.cfg.WSURL, OtherURLs: []string{r.cfg.URL},
+	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), OtherURLs: []string{r.cfg.URL, r.cfg.WSURL},
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
-	watchHeads(ctx, opts, func(n uint64, _ string) {
-		if !r.chainVerified() {
+	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
+	watchHeads(ctx, opts, func(h *headReport) {
+		if !r.headsTrusted() {
 			return
 		}
 		r.wsHeadAt.Store(r.now().UnixNano())
-		if r.setHead(n) {
+		old := r.claimedHead()
+		if r.noteHead(h) {
 			onHead()
 		}
+		r.headMoved(old)
 	})
 }
 
@@ -93,48 +103,51 @@ func (r *Remote) retryLog(msg string, err error) {
 	r.log.Warn(msg, "err", err, "next_warning_in", retryLogEvery)
 }
 
-// verifyChain asks the remote for its chain id. A remote on the wrong chain
-// is never used: that is logged loudly.
+// verifyChain asks the remote for its chain id and reports whether it is on
+// the chain (chaincheck.go records the answer). A remote on the wrong chain
+// is never used: that is logged loudly. A check without an answer leaves
+// the state as it was.
 func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
 	res, err := r.t.call(ctx, "eth_chainId", nil)
 	if err != nil {
 		if ctx.Err() == nil {
+			r.chainCheckFailed()
 			r.retryLog("remote chain id check failed; will retry", err)
 		}
 		return false
 	}
 	got, err := parseQuantityJSON(res)
 	if err != nil {
+		r.chainCheckFailed()
 		r.retryLog("remote sent a bad chain id; will retry", err)
 		return false
 	}
-	if got != want {
-		if r.chainState.Swap(chainWrong) != chainWrong {
-			r.log.Error("REMOTE IS ON THE WRONG CHAIN: it will not be used",
-				"want_chain_id", want, "got_chain_id", got)
-		}
-		r.m.healthy.Set(0)
-		return false
-	}
-	if r.chainState.Swap(chainOK) != chainOK {
-		r.log.Info("remote chain id verified", "chain_id", got)
-	}
-	return true
+	return r.chainChecked(want, got)
 }
 
-// poll asks for eth_blockNumber through the breaker-aware call path, so a
+// latestHeader is the poll's params: the latest block without its
+// transactions, one call like eth_blockNumber, that also says the block's
+// hash, parent and timestamp.
+var latestHeader = json.RawMessage(`["latest",false]`)
+
+// poll asks for the latest block through the breaker-aware call path, so a
 // dead remote's polls count as faults and a recovered one's as the probe
 // that closes its breaker.
 func (r *Remote) poll(ctx context.Context, onHead func()) {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
-	res, err := r.call(ctx, "eth_blockNumber", nil)
-	if err != nil {
+	res, err := r.call(ctx, "eth_getBlockByNumber", latestHeader)
+	if err != nil || isNull(res) {
 		return
 	}
-	if n, err := parseQuantityJSON(res); err == nil && r.setHead(n) {
+	h, err := parseHeadReport(res)
+	if err != nil {
+		r.log.Debug("remote sent a malformed latest block", "err", err)
+		return
+	}
+	if r.noteHead(h) {
 		onHead()
 	}
 }

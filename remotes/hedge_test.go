@@ -100,10 +100,10 @@ func TestHedge(t *testing.T) {
 			if took < tt.minTook || took > tt.maxTook {
 				t.Errorf("took %v, want %v..%v", took, tt.minTook, tt.maxTook)
 			}
-			if got := nodes[0].Calls(tt.method); got != 1 && !(tt.n0Racy && got == 0) {
+			if got := servedCalls(nodes[0], tt.method); got != 1 && !(tt.n0Racy && got == 0) {
 				t.Errorf("n0 got %d calls, want 1", got)
 			}
-			if got := nodes[1].Calls(tt.method); got != tt.wantN1 {
+			if got := servedCalls(nodes[1], tt.method); got != tt.wantN1 {
 				t.Errorf("n1 got %d calls, want %d", got, tt.wantN1)
 			}
 			if got := hedgeCountsOf(p); got != tt.want {
@@ -182,7 +182,7 @@ func TestWritesNeverHedged(t *testing.T) {
 			if tt.hedged {
 				want = 1
 			}
-			if got := nodes[1].Calls(tt.method); got != want {
+			if got := servedCalls(nodes[1], tt.method); got != want {
 				t.Errorf("the second remote got %d calls, want %d", got, want)
 			}
 			if c := hedgeCountsOf(p); (c != hedgeCounts{}) != tt.hedged {

@@ -172,7 +172,7 @@ func TestCallVerified(t *testing.T) {
 				t.Errorf("served an answer with failures %v", v.Failed)
 			}
 			if len(nodes) > 1 {
-				if n := nodes[1].Calls(tt.method); n != tt.wantN1 {
+				if n := servedCalls(nodes[1], tt.method); n != tt.wantN1 {
 					t.Errorf("n1 got %d calls, want %d", n, tt.wantN1)
 				}
 			}
@@ -204,7 +204,7 @@ func TestCallVerified(t *testing.T) {
 			if _, _, err := p.CallVerified(context.Background(), tt.method, params, verify); err != nil {
 				t.Fatal(err)
 			}
-			if n := nodes[1].Calls(tt.method); n != tt.againN1 {
+			if n := servedCalls(nodes[1], tt.method); n != tt.againN1 {
 				t.Errorf("after every remote failed alike, n1 got %d calls in all, want %d: the check is not skipped", n, tt.againN1)
 			}
 		})

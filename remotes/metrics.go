@@ -25,6 +25,7 @@ type Metrics struct {
 	mb        *misbehaviourMetrics     // misbehave.go
 	hs        *hedgeScoreMetrics       // hedge.go, score.go
 	ig        *integrityMetrics        // integrity.go
+	cc        *chainCheckMetrics       // chaincheck.go
 
 	// The reply budget (replies.go): one series each, summed over the
 	// budgets given these metrics.
@@ -71,6 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.mb = newMisbehaviourMetrics(reg)
 	m.hs = newHedgeScoreMetrics(reg)
 	m.ig = newIntegrityMetrics(reg)
+	m.cc = newChainCheckMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.head, m.lag, m.healthy, m.breaker,
 			m.inFlight, m.throttled, m.chainHead, m.splits, m.shared, m.attempts,

@@ -37,13 +37,16 @@ const (
 	// kindIntegrity: data that fails a local check (a block hash that is not
 	// the hash of its header, a root that does not match its list).
 	kindIntegrity = "integrity"
+	// kindBogusHead: a head far beyond what the block time allows that no
+	// other remote confirms (chainhead.go).
+	kindBogusHead = "bogus_head"
 )
 
 // kindLabel bounds the label set: kinds come from code, but a typo must
 // not grow it.
 func kindLabel(kind string) string {
 	switch kind {
-	case kindDisagree, kindDisagreeTip, kindIntegrity:
+	case kindDisagree, kindDisagreeTip, kindIntegrity, kindBogusHead:
 		return kind
 	}
 	return "other"
@@ -114,7 +117,7 @@ func newMisbehaviourMetrics(reg prometheus.Registerer) *misbehaviourMetrics {
 	cr := []string{"chain", "remote"}
 	m := &misbehaviourMetrics{
 		misbehaviour: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "misbehaviour_total",
-			Help: "Misbehaviours of a remote: disagree (with a consensus answer), disagree_tip (the same near the head, not punished), integrity (failed a local check)."},
+			Help: "Misbehaviours of a remote: disagree (with a consensus answer), disagree_tip (the same near the head, not punished), integrity (failed a local check), bogus_head (a head nothing corroborates)."},
 			[]string{"chain", "remote", "kind"}),
 		cordons: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "cordons_total",
 			Help: "Times a remote was cordoned (out of rotation) for repeated misbehaviour."}, cr),

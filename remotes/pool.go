@@ -31,10 +31,16 @@ type Pool struct {
 	now     func() time.Time
 	flights flights
 	filters *filterTable
-	best    atomic.Uint64
 
-	headMu   sync.Mutex
-	headWake chan struct{} // closed and replaced when best moves
+	// chainhead.go: the chain's tip (best is its number), the block time
+	// its timestamps say and the fastest pace they showed (nanoseconds; 0
+	// until known).
+	heads      chainHead
+	best       atomic.Uint64
+	tip        atomic.Pointer[headReport]
+	learned    atomic.Int64
+	fastest    atomic.Int64
+	bootstraps atomic.Int32 // block time fetches tried
 
 	chainHead prometheus.Gauge
 	splits    prometheus.Counter
@@ -75,7 +81,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	}
 	log = log.With("chain", cfg.Chain)
 	p := &Pool{
-		cfg: cfg, log: log, now: time.Now, filters: newFilterTable(), headWake: make(chan struct{}),
+		cfg: cfg, log: log, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{})},
 		chainHead: m.chainHead.WithLabelValues(cfg.Chain),
 		splits:    m.splits.WithLabelValues(cfg.Chain),
 		shared:    m.shared.WithLabelValues(cfg.Chain),
@@ -89,16 +95,21 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 			if rc.MaxResponseBytes <= 0 {
 				rc.MaxResponseBytes = DefaultMaxResponseBytes
 			}
-			rc.MaxResponseBytes = min(rc.MaxResponseBytes, cfg.Replies.Size()) // no larger reply could be read
+			// No larger reply could be read.
+			rc.MaxResponseBytes = min(rc.MaxResponseBytes, cfg.Replies.Size())
+			var r *Remote // set before any call: the transport dials on its first
 			t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
 				Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 				MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
-				OtherURLs: []string{rc.WSURL}, Logger: log})
+				OtherURLs: []string{rc.WSURL}, Logger: log,
+				OnRedial: func() { r.recheckSoon() }})
 			if err != nil {
 				return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 			}
 			brk := newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown)
-			p.remotes = append(p.remotes, newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk))
+			r = newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk)
+			r.cc.every = cfg.ChainRecheck
+			p.remotes = append(p.remotes, r)
 		}
 	}
 	if err := p.initConsensus(m); err != nil {
@@ -111,9 +122,6 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 }
 
 func (c *PoolConfig) applyDefaults() {
-	if c.BlockTime <= 0 {
-		c.BlockTime = DefaultBlockTime
-	}
 	if c.CallDeadline <= 0 {
 		c.CallDeadline = DefaultCallDeadline
 	}
@@ -128,6 +136,9 @@ func (c *PoolConfig) applyDefaults() {
 	}
 	if c.BroadcastFanout <= 0 {
 		c.BroadcastFanout = DefaultBroadcastFanout
+	}
+	if c.ChainRecheck <= 0 {
+		c.ChainRecheck = DefaultChainRecheck
 	}
 	c.Hedge.applyDefaults()
 	c.Scoring.applyDefaults()
@@ -146,12 +157,13 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.cancel = cancel
 	p.mu.Unlock()
 	for _, r := range p.remotes {
-		p.wg.Go(func() { r.track(bg, p.cfg.ChainID, p.cfg.BlockTime, p.headChanged) })
-		if r.cfg.WSURL != "" {
+		p.wg.Go(func() { r.track(bg, p.cfg.ChainID, p.pollCadence, p.headChanged) })
+		if r.relayURL() != "" {
 			p.wg.Go(func() { r.watch(bg, p.headChanged) })
 		}
 	}
 	p.wg.Go(func() { p.scoreLoop(bg) })
+	p.wg.Go(func() { p.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -206,18 +218,21 @@ func (p *Pool) Ready() bool {
 	return false
 }
 
-// Head is the best head across the chain's healthy remotes.
+// Head is the chain's head: the highest corroborated head across the
+// chain's healthy remotes (chainhead.go). It moves forward, and back only
+// when the remotes agree on one far below it.
 func (p *Pool) Head() uint64 { return p.best.Load() }
 
 // HealthyHead is the highest head among the remotes in rotation right now:
 // a block above it cannot be served by any of them yet.
 func (p *Pool) HealthyHead() uint64 { return p.healthyBest(p.now()) }
 
-// HeadChanged returns a channel closed when Head next changes.
+// HeadChanged returns a channel closed when the tip next changes: a new
+// head, or a sibling replacing it at the same height.
 func (p *Pool) HeadChanged() <-chan struct{} {
-	p.headMu.Lock()
-	defer p.headMu.Unlock()
-	return p.headWake
+	p.heads.mu.Lock()
+	defer p.heads.mu.Unlock()
+	return p.heads.wake
 }
 
 // Remotes lists the remote names in routing order, for status output.
@@ -227,43 +242,6 @@ func (p *Pool) Remotes() []string {
 		out[i] = r.Name()
 	}
 	return out
-}
-
-// headChanged recomputes the chain's best head and every remote's lag.
-func (p *Pool) headChanged() {
-	now := p.now()
-	best := p.healthyBest(now)
-	for {
-		// The chain head only moves forward, except when the remotes agree
-		// on one far below it: the old best was a bogus report, or it came
-		// from a remote that has left rotation.
-		old := p.best.Load()
-		if best == 0 || (best <= old && old-best <= maxHeadStepBack) {
-			break
-		}
-		if p.best.CompareAndSwap(old, best) {
-			if old != best {
-				p.headMu.Lock()
-				close(p.headWake)
-				p.headWake = make(chan struct{})
-				p.headMu.Unlock()
-			}
-			break
-		}
-	}
-	p.chainHead.Set(float64(p.best.Load()))
-	for _, r := range p.remotes {
-		lag := uint64(0)
-		if h := r.Head(); h < best {
-			lag = best - h
-		}
-		r.m.lag.Set(float64(lag))
-		ok := 0.0
-		if r.healthy(now) && !p.lagging(r, best) && !r.cordoned(now) {
-			ok = 1
-		}
-		r.m.healthy.Set(ok)
-	}
 }
 
 // healthyBest is the highest head among remotes in rotation; a dead

@@ -36,8 +36,14 @@ const (
 	relaySubscribeID = 1
 )
 
-// relayState remembers the remotes whose relay failed lately.
+// relayState remembers the remotes whose relay failed lately: their
+// WebSocket subscriptions and their polled filters (relay_poll.go) apart.
 type relayState struct {
+	ws, poll relayFailures
+}
+
+// relayFailures are the remotes whose relay of one kind failed lately.
+type relayFailures struct {
 	mu     sync.Mutex
 	failed map[*Remote]relayFailure
 }
@@ -57,7 +63,7 @@ func (f relayFailure) retryAt() time.Time {
 	return f.at.Add(min(d, relayBackoffMax))
 }
 
-func (s *relayState) noteFailure(r *Remote, now time.Time) {
+func (s *relayFailures) noteFailure(r *Remote, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failed == nil {
@@ -71,7 +77,7 @@ func (s *relayState) noteFailure(r *Remote, now time.Time) {
 }
 
 // lastFailure is r's latest relay failure, if it was less than relayForget ago.
-func (s *relayState) lastFailure(r *Remote, now time.Time) (relayFailure, bool) {
+func (s *relayFailures) lastFailure(r *Remote, now time.Time) (relayFailure, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.failed[r]
@@ -80,6 +86,33 @@ func (s *relayState) lastFailure(r *Remote, now time.Time) (relayFailure, bool) 
 		return relayFailure{}, false
 	}
 	return f, ok
+}
+
+// ErrRelayUnsupported is what Relay's error wraps when no remote of the
+// chain can serve the subscription: none with a ws url that has it, and,
+// for newPendingTransactions, none with eth_newPendingTransactionFilter.
+// It lasts while the remotes are known to lack them (unsupportedTTL). Its
+// RelayUnsupported method lets a consumer tell it without importing this
+// package.
+var ErrRelayUnsupported error = relayUnsupportedError{}
+
+type relayUnsupportedError struct{}
+
+func (relayUnsupportedError) Error() string          { return "no remote serves this subscription" }
+func (relayUnsupportedError) RelayUnsupported() bool { return true }
+
+// subscribeKey names one kind of upstream subscription in a remote's
+// table of what it lacks: a remote that refused it as an unknown
+// subscription is not asked again while that is remembered, as for a
+// method. The key is no method name, so it never meets a client's call.
+func subscribeKey(params json.RawMessage) string {
+	if full, ok := pendingParams(params); ok {
+		if full {
+			return "eth_subscribe newPendingTransactions true"
+		}
+		return "eth_subscribe newPendingTransactions"
+	}
+	return "eth_subscribe " + string(params)
 }
 
 // relayURL is where the remote serves subscriptions: its ws url, else its
@@ -94,61 +127,118 @@ func (r *Remote) relayURL() string {
 	return ""
 }
 
-// CanRelay reports whether some remote can relay subscriptions: one has a
-// WebSocket url. Without one there is nothing for Relay to do.
+// CanRelay reports whether some remote may relay subscriptions: one has a
+// WebSocket url, or may serve pending-transaction filters (its methods
+// config allows them) for newPendingTransactions. Without one there is
+// nothing for Relay to do.
 func (p *Pool) CanRelay() bool {
 	for _, r := range p.remotes {
-		if r.relayURL() != "" {
+		if r.relayURL() != "" || r.configuredFor(pendingFilterMethod) && r.configuredFor(filterChangesMethod) {
 			return true
 		}
 	}
 	return false
 }
 
-// Relay subscribes with eth_subscribe(params) on one remote that has a
-// WebSocket url and calls fn with each notification's result, a slice of
-// its own, until ctx ends (ctx.Err()) or the connection or subscription
-// fails (an error naming the remote, never its url). The remote is the best
-// in rotation by tier, then score; one whose relay failed lately is passed
-// over while another can relay, so a caller that retries moves on, and
-// when none other can, Relay waits out its backoff first. fn runs on the
-// reading goroutine: while it blocks, nothing is read.
-func (p *Pool) Relay(ctx context.Context, params json.RawMessage, fn func(result json.RawMessage)) error {
-	if err := ctx.Err(); err != nil {
+// Relay subscribes with eth_subscribe(params) upstream and calls fn with
+// each notification's result, a slice of its own, until ctx ends
+// (ctx.Err()) or the upstream subscription fails (an error naming the
+// remote, never its url). up is called each time the upstream
+// subscription is in place, before its first result.
+//
+// The subscription goes to one remote that has a WebSocket url: the best
+// in rotation by tier, then score. One whose relay failed lately is passed
+// over while another can relay, so a caller that retries moves on; one
+// that refuses the subscription as unknown is passed over at once, and
+// while that is remembered (unsupportedTTL). While no WebSocket remote can
+// relay (none has a ws url, none is in rotation, each lacks the
+// subscription or backs off), newPendingTransactions comes from a
+// pending-transaction filter polled over HTTP (relay_poll.go), until a
+// WebSocket remote can relay again. When neither can serve it, Relay waits
+// out the WebSocket remote's backoff first; when no remote has either, the
+// error wraps ErrRelayUnsupported. fn runs on the goroutine that reads (or
+// polls): while it blocks, nothing is read.
+func (p *Pool) Relay(ctx context.Context, params json.RawMessage, up func(), fn func(result json.RawMessage)) error {
+	full, pending := pendingParams(params)
+	key := subscribeKey(params)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := p.now()
+		r, failed, ok := p.pickRelay(key, now)
+		if pending && (!ok || failed.retryAt().After(now)) {
+			err := p.pollPending(ctx, full, key, ok, up, fn)
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, errYieldToWS):
+				continue
+			case !errors.Is(err, errNoPoller):
+				return err
+			case !ok && p.lacksPending(key):
+				return fmt.Errorf("chain %s: relay newPendingTransactions: %w: "+
+					"no remote with a ws_url has the subscription, none has eth_newPendingTransactionFilter",
+					p.cfg.Chain, ErrRelayUnsupported)
+			case !ok:
+				return fmt.Errorf("chain %s: relay: no remote with a ws url or a pending-transaction filter is in rotation", p.cfg.Chain)
+			}
+		}
+		if !ok {
+			if p.lacksSubscription(key) {
+				return fmt.Errorf("chain %s: relay: %w", p.cfg.Chain, ErrRelayUnsupported)
+			}
+			return fmt.Errorf("chain %s: relay: no remote with a ws url is in rotation", p.cfg.Chain)
+		}
+		if d := failed.retryAt().Sub(p.now()); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+		err := p.relayFrom(ctx, r, params, key, up, fn)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if r.lacks(key) != nil {
+			continue // it has no such subscription: the next remote, or a filter
+		}
+		p.relay.ws.noteFailure(r, p.now())
 		return err
 	}
-	r, failed, ok := p.pickRelay(p.now())
-	if !ok {
-		return fmt.Errorf("chain %s: relay: no remote with a ws url is in rotation", p.cfg.Chain)
-	}
-	if d := failed.retryAt().Sub(p.now()); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	err := p.relayFrom(ctx, r, params, fn)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	p.relay.noteFailure(r, p.now())
-	return err
 }
 
-// pickRelay chooses the remote to relay from: healthy, not cordoned, with
-// a WebSocket url; the first tier, then the lowest score. A remote that
-// failed lately comes only when no other can, the one to retry soonest
-// first, with its failure.
-func (p *Pool) pickRelay(now time.Time) (r *Remote, failed relayFailure, ok bool) {
-	var best, avoided *Remote
-	for _, c := range p.remotes { // by tier
-		if c.relayURL() == "" || !c.healthy(now) || c.cordoned(now) {
+// lacksSubscription reports whether every remote with a ws url is known to
+// lack the subscription key names (and there is one).
+func (p *Pool) lacksSubscription(key string) bool {
+	some := false
+	for _, r := range p.remotes {
+		if r.relayURL() == "" {
 			continue
 		}
-		if f, lately := p.relay.lastFailure(c, now); lately {
+		if r.lacks(key) == nil {
+			return false
+		}
+		some = true
+	}
+	return some
+}
+
+// pickRelay chooses the remote to relay the subscription key names from:
+// healthy, not cordoned, with a WebSocket url, not known to lack it; the
+// first tier, then the lowest score. A remote that failed lately comes
+// only when no other can, the one to retry soonest first, with its
+// failure.
+func (p *Pool) pickRelay(key string, now time.Time) (r *Remote, failed relayFailure, ok bool) {
+	var best, avoided *Remote
+	for _, c := range p.remotes { // by tier
+		if c.relayURL() == "" || !c.healthy(now) || c.cordoned(now) || c.lacks(key) != nil {
+			continue
+		}
+		if f, lately := p.relay.ws.lastFailure(c, now); lately {
 			if avoided == nil || f.retryAt().Before(failed.retryAt()) {
 				avoided, failed = c, f
 			}
@@ -168,8 +258,10 @@ func (p *Pool) pickRelay(now time.Time) (r *Remote, failed relayFailure, ok bool
 }
 
 // relayFrom runs one subscription on r until ctx ends or it fails. It
-// returns after closing its connection and stopping its pinger.
-func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage, fn func(json.RawMessage)) error {
+// returns after closing its connection and stopping its pinger. A remote
+// that refuses the subscription as one it does not have is remembered to
+// lack key.
+func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage, key string, up func(), fn func(json.RawMessage)) error {
 	maxBytes := int64(relayMaxMessage)
 	if c := r.cfg.MaxResponseBytes; c > 0 && c < maxBytes {
 		maxBytes = c
@@ -240,10 +332,14 @@ func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage,
 		switch {
 		case env.idIs(relaySubscribeID):
 			if _, err := env.outcome(r.cfg.Name, red, 0); err != nil {
+				if Classify("eth_subscribe", err).Reason == ReasonMethodUnsupported {
+					r.markUnsupported(key, err)
+				}
 				return fmt.Errorf("relay subscribe: %w", err)
 			}
 			subscribed = true
 			r.log.Debug("remote relay subscribed")
+			up()
 		case string(env.method) == `"eth_subscription"`:
 			// The connection carries one subscription, so its id needs no check.
 			res := jsonscan.Member(env.params, "result")

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ const relayWait = 20 * time.Second
 type relayRun struct {
 	cancel context.CancelFunc
 	done   chan error
+	ups    atomic.Int64 // how often the upstream subscription was in place
 
 	mu  sync.Mutex
 	got []json.RawMessage
@@ -36,7 +38,7 @@ func startRelay(t *testing.T, p *Pool, params string) *relayRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &relayRun{cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		r.done <- p.Relay(ctx, json.RawMessage(params), func(res json.RawMessage) {
+		r.done <- p.Relay(ctx, json.RawMessage(params), func() { r.ups.Add(1) }, func(res json.RawMessage) {
 			r.mu.Lock()
 			r.got = append(r.got, res)
 			r.mu.Unlock()
@@ -261,6 +263,10 @@ func TestRelayPendingFromGeth(t *testing.T) {
 // relayPool is a pool over fakenodes reached over WebSocket at a path that
 // stands for an API key (/key0, /key1, ...); the first is primary, the
 // others secondary.
+// relays counts n's newPendingTransactions subscribes (the pool's own
+// newHeads subscribes are not relays).
+func relays(n *fakenode.Node) int64 { return n.CallsAt("eth_subscribe", "newPendingTransactions") }
+
 func relayPool(t *testing.T, nodes ...*fakenode.Node) *Pool {
 	t.Helper()
 	rs := make([]Config, len(nodes))
@@ -289,10 +295,10 @@ func sendRaw(t *testing.T, p *Pool) string {
 func TestRelayMovesOnAfterSubscribeError(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-	const refusal = `no "newPendingTransactions" subscription in eth namespace`
+	const refusal = "subscription service unavailable"
 	n0.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
 		if method == "eth_subscribe" && strings.Contains(string(params), "newPendingTransactions") {
-			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: refusal}, true
+			return nil, &jrpc.Error{Code: jrpc.CodeInternal, Message: refusal}, true
 		}
 		return nil, nil, false
 	})
@@ -301,14 +307,14 @@ func TestRelayMovesOnAfterSubscribeError(t *testing.T) {
 	r := startRelay(t, p, `["newPendingTransactions"]`)
 	err := r.wait(t)
 	var ue *UpstreamError
-	if !errors.As(err, &ue) || ue.Err.Code != jrpc.CodeMethodNotFound || ue.Remote != "n0" {
-		t.Fatalf("Relay on a refusing remote = %v, want n0's -32601", err)
+	if !errors.As(err, &ue) || ue.Err.Code != jrpc.CodeInternal || ue.Remote != "n0" {
+		t.Fatalf("Relay on a refusing remote = %v, want n0's -32603", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, refusal) || !strings.Contains(msg, "n0") || strings.Contains(msg, "key0") {
 		t.Errorf("error %q: want the remote's name and its refusal, never its url", msg)
 	}
-	if n0.Calls("eth_subscribe") != 1 || n1.Calls("eth_subscribe") != 0 {
-		t.Fatalf("subscribes: n0 %d, n1 %d; want the primary asked first", n0.Calls("eth_subscribe"), n1.Calls("eth_subscribe"))
+	if relays(n0) != 1 || relays(n1) != 0 {
+		t.Fatalf("subscribes: n0 %d, n1 %d; want the primary asked first", relays(n0), relays(n1))
 	}
 
 	r = startRelay(t, p, `["newPendingTransactions"]`)
@@ -319,24 +325,75 @@ func TestRelayMovesOnAfterSubscribeError(t *testing.T) {
 		want = append(want, sendRaw(t, p))
 	}
 	r.expectOnce(t, key, want, warm)
-	if n0.Calls("eth_subscribe") != 1 || n1.Calls("eth_subscribe") != 1 {
-		t.Errorf("subscribes: n0 %d, n1 %d; want the retry on n1", n0.Calls("eth_subscribe"), n1.Calls("eth_subscribe"))
+	if relays(n0) != 1 || relays(n1) != 1 {
+		t.Errorf("subscribes: n0 %d, n1 %d; want the retry on n1", relays(n0), relays(n1))
 	}
 }
 
-// A remote that keeps refusing, with no other to go to, is tried again
-// only after a backoff, not at every retry.
-func TestRelayBacksOff(t *testing.T) {
-	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-	n.SetHook(func(method string, _ json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
-		if method == "eth_subscribe" {
-			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: "no subscriptions here"}, true
+// A remote that has no such subscription (geth's -32601 "no ...
+// subscription in eth namespace") is passed over within the same Relay,
+// and is not asked again while that is remembered.
+func TestRelaySkipsRemoteWithoutSubscription(t *testing.T) {
+	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	n1 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	n0.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method == "eth_subscribe" && strings.Contains(string(params), "newPendingTransactions") {
+			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: `no "newPendingTransactions" subscription in eth namespace`}, true
 		}
 		return nil, nil, false
 	})
+	p := relayPool(t, n0, n1)
+	key := hashKey(t)
+	for round := range 2 {
+		r := startRelay(t, p, `["newPendingTransactions"]`)
+		warm := r.warmUp(t, key, func() string { return sendRaw(t, p) })
+		want := []string{sendRaw(t, p), sendRaw(t, p)}
+		r.expectOnce(t, key, want, warm)
+		if relays(n0) != 1 || relays(n1) != int64(round+1) {
+			t.Errorf("round %d: subscribes n0 %d, n1 %d; want n0 once, n1 every round", round, relays(n0), relays(n1))
+		}
+	}
+	if n0.Calls("eth_newPendingTransactionFilter")+n1.Calls("eth_newPendingTransactionFilter") != 0 {
+		t.Error("a filter was made while a WebSocket remote could relay")
+	}
+}
+
+// With one WebSocket remote that has neither the subscription nor the
+// filter, the first Relay fails with ErrRelayUnsupported, and the next
+// asks nothing.
+func TestRelayUnsupportedEverywhere(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	n.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method == "eth_subscribe" && strings.Contains(string(params), "newPendingTransactions") {
+			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: `no "newPendingTransactions" subscription in eth namespace`}, true
+		}
+		return lacking("eth_newPendingTransactionFilter")(method, params)
+	})
+	p := relayPool(t, n)
+	for i := range 2 {
+		r := startRelay(t, p, `["newPendingTransactions"]`)
+		if err := r.wait(t); !errors.Is(err, ErrRelayUnsupported) {
+			t.Fatalf("Relay %d = %v, want ErrRelayUnsupported", i, err)
+		}
+	}
+	if relays(n) != 1 || n.Calls("eth_newPendingTransactionFilter") != 1 {
+		t.Errorf("asked %d subscribes, %d filters; want each once", relays(n), n.Calls("eth_newPendingTransactionFilter"))
+	}
+}
+
+// A remote that keeps refusing, with no other to go to (and no filter),
+// is tried again only after a backoff, not at every retry.
+func TestRelayBacksOff(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	n.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method == "eth_subscribe" {
+			return nil, &jrpc.Error{Code: jrpc.CodeInternal, Message: "subscriptions are down"}, true
+		}
+		return lacking("eth_newPendingTransactionFilter")(method, params)
+	})
 	p := relayPool(t, n)
 	relay := func(ctx context.Context) error {
-		return p.Relay(ctx, json.RawMessage(`["newPendingTransactions"]`), func(json.RawMessage) {})
+		return p.Relay(ctx, json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
 	}
 
 	if err := relay(context.Background()); err == nil {
@@ -349,13 +406,13 @@ func TestRelayBacksOff(t *testing.T) {
 	if time.Since(failed) >= relayBackoffMin {
 		t.Fatalf("the retry took %v, longer than the backoff: cannot judge", time.Since(failed))
 	}
-	if err != context.DeadlineExceeded || n.Calls("eth_subscribe") != 1 {
-		t.Errorf("retry within the backoff: %v after %d subscribes, want it waiting and 1", err, n.Calls("eth_subscribe"))
+	if err != context.DeadlineExceeded || relays(n) != 1 {
+		t.Errorf("retry within the backoff: %v after %d subscribes, want it waiting and 1", err, relays(n))
 	}
 
 	// Alone, the remote is still tried again once the backoff is over.
-	if err := relay(context.Background()); err == nil || n.Calls("eth_subscribe") != 2 {
-		t.Errorf("retry after the backoff: %v after %d subscribes, want its refusal and 2", err, n.Calls("eth_subscribe"))
+	if err := relay(context.Background()); err == nil || relays(n) != 2 {
+		t.Errorf("retry after the backoff: %v after %d subscribes, want its refusal and 2", err, relays(n))
 	}
 }
 
@@ -390,28 +447,38 @@ func TestRelayRemoteDrops(t *testing.T) {
 	}
 
 	// While the remote is down, a dial fails the same way.
-	err = p.relayFrom(context.Background(), p.remotes[0], json.RawMessage(`["newPendingTransactions"]`), func(json.RawMessage) {
+	params := json.RawMessage(`["newPendingTransactions"]`)
+	err = p.relayFrom(context.Background(), p.remotes[0], params, subscribeKey(params), func() {}, func(json.RawMessage) {
 		t.Error("delivered from a remote that is down")
 	})
 	checkErr("dial while down", err)
 
 	n.SetDown(false)
 	waitFor(t, "the remote back in rotation", func() bool { return p.remotes[0].healthy(p.now()) })
+	// Past its backoff, so that the relay goes to it at once, not to a
+	// filter first.
+	waitFor(t, "the remote's relay backoff over", func() bool {
+		_, failed, ok := p.pickRelay(subscribeKey(params), p.now())
+		return ok && !failed.retryAt().After(p.now())
+	})
 	r = startRelay(t, p, `["newPendingTransactions"]`)
 	warm := r.warmUp(t, key, func() string { return sendRaw(t, p) })
 	want := []string{sendRaw(t, p), sendRaw(t, p)}
 	r.expectOnce(t, key, want, warm)
 }
 
-// CanRelay needs a WebSocket url: the remote's ws url or a ws main url.
-// Without one, Relay fails at once.
+// CanRelay needs a WebSocket url (the remote's ws url or a ws main url),
+// or a remote that may serve pending-transaction filters. Without either,
+// Relay fails at once, with ErrRelayUnsupported.
 func TestCanRelay(t *testing.T) {
 	tests := []struct {
 		name string
 		give Config
 		want bool
 	}{
-		{name: "http only", give: Config{URL: "http://127.0.0.1:1/key"}},
+		{name: "http only", give: Config{URL: "http://127.0.0.1:1/key"}, want: true},
+		{name: "http only, filters denied", give: Config{URL: "http://127.0.0.1:1/key", Deny: []string{"eth_newPendingTransactionFilter"}}},
+		{name: "http only, filters not allowed", give: Config{URL: "http://127.0.0.1:1/key", Allow: []string{"eth_call"}}},
 		{name: "ws url", give: Config{URL: "http://127.0.0.1:1/key", WSURL: "ws://127.0.0.1:1/key"}, want: true},
 		{name: "ws main url", give: Config{URL: "WSS://127.0.0.1:1/key"}, want: true},
 	}
@@ -426,9 +493,9 @@ func TestCanRelay(t *testing.T) {
 				t.Errorf("CanRelay = %v, want %v", got, tt.want)
 			}
 			if !tt.want {
-				err := p.Relay(context.Background(), json.RawMessage(`["newPendingTransactions"]`), func(json.RawMessage) {})
-				if err == nil || strings.Contains(err.Error(), "key") {
-					t.Errorf("Relay without a ws url = %v, want an error without the url", err)
+				err := p.Relay(context.Background(), json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
+				if !errors.Is(err, ErrRelayUnsupported) || strings.Contains(err.Error(), "key") {
+					t.Errorf("Relay without a ws url or filters = %v, want ErrRelayUnsupported, without the url", err)
 				}
 			}
 		})

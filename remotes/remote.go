@@ -47,10 +47,14 @@ type Remote struct {
 
 	allow, deny []string
 
-	chainState   atomic.Int32
+	chainState atomic.Int32
+	// claim is the latest head the remote reported; head is the number of
+	// its highest report the pool found corroborated (chainhead.go), which
+	// routing and lag go by.
+	claim        atomic.Pointer[headReport]
 	head         atomic.Uint64
-	headAt       atomic.Int64 // unix nanos of the last head update
-	wsHeadAt     atomic.Int64 // unix nanos of the last head seen over newHeads
+	ht           headJudgement // guarded by Pool.heads.mu
+	wsHeadAt     atomic.Int64  // unix nanos of the last head seen over newHeads
 	inFlight     atomic.Int64
 	throttledTil atomic.Int64  // unix nanos: backed off after a 429 until then
 	retryLogAt   atomic.Int64  // unix nanos of the last first-contact warning
@@ -64,6 +68,7 @@ type Remote struct {
 	mb  misbehaviourState // misbehave.go: cordon and strikes
 	lat latencyHist       // latency.go: recent latency quantiles
 	sc  scoreState        // score.go: score and preferred set
+	cc  chainCheck        // chaincheck.go: chain id re-checks
 
 	mu           sync.Mutex
 	unsupported  map[string]unsupportedEntry // methods the remote said it lacks
@@ -84,6 +89,7 @@ func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remot
 		r.lim = rate.NewLimiter(rate.Limit(cfg.RateLimit), burst)
 	}
 	r.allow, r.deny = cfg.Allow, cfg.Deny
+	r.cc.init(m)
 	r.latencyEWMA.Store(math.Float64bits(0.05)) // a neutral prior until measured
 	return r
 }
@@ -94,7 +100,8 @@ func (r *Remote) Name() string { return r.cfg.Name }
 // Tier is the remote's configured tier.
 func (r *Remote) Tier() Tier { return r.cfg.Tier }
 
-// Head is the latest block number the remote reported (0 before the first).
+// Head is the highest block number the remote reported that the pool
+// found corroborated (0 before the first).
 func (r *Remote) Head() uint64 { return r.head.Load() }
 
 func (r *Remote) chainVerified() bool { return r.chainState.Load() == chainOK }
@@ -249,7 +256,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		return nil, err
 	}
 	r.observe(method, took, err, probe)
-	return res, err
+	return r.dropForeign(res, err)
 }
 
 // waitForToken takes a token of the remote's own rate limit, waiting for
@@ -343,6 +350,7 @@ func (r *Remote) fault(v Verdict) {
 	if r.brk.fault(r.now()) {
 		r.log.Warn("remote out of rotation: breaker open",
 			"reason", string(v.Reason), "cooldown", r.brk.cooldown)
+		r.chainUnsure("breaker opened") // what comes back may be another endpoint
 	}
 	r.m.breaker.Set(float64(r.brk.state.Load()))
 }
@@ -369,28 +377,23 @@ func errorCodes(err error) (code, status int) {
 	return 0, 0
 }
 
-// maxHeadStepBack: a remote reporting a head more than this below the one
-// it reported before was reset, or its earlier report was bogus. Its head
-// follows, so one bad report cannot hold the chain's best head (and every
-// other remote's lag) hostage until a restart.
-const maxHeadStepBack = 64
-
-// setHead records a head the remote reported and reports whether it moved
-// forward. A small step back (a reorg to a shorter chain, load-balancer
-// skew) is ignored and caught up on its own; a large one is followed.
-func (r *Remote) setHead(n uint64) bool {
+// noteHead records a head the remote reported and reports whether it is
+// news: a new number, or a new hash at the same number (a reorg). A small
+// step back is ignored and a large one followed (maxHeadStepBack).
+func (r *Remote) noteHead(h *headReport) bool {
 	for {
-		old := r.head.Load()
-		if n <= old && old-n <= maxHeadStepBack {
-			// The same head, or a small step back: a reorg, or a poll
-			// answered by a load-balanced provider's slower backend. The
-			// head stays, so routing does not jitter.
-			r.headAt.Store(r.now().UnixNano())
-			return false
+		old := r.claim.Load()
+		if old != nil {
+			switch {
+			case h.Number == old.Number && h.Hash == old.Hash:
+				return false
+			case h.Number < old.Number && old.Number-h.Number <= maxHeadStepBack:
+				return false
+			}
 		}
-		if r.head.CompareAndSwap(old, n) {
-			r.headAt.Store(r.now().UnixNano())
-			r.m.head.Set(float64(n))
+		h.Seen = r.now()
+		if r.claim.CompareAndSwap(old, h) {
+			r.m.head.Set(float64(h.Number))
 			return true
 		}
 	}

@@ -80,6 +80,12 @@ type transportOptions struct {
 	// redactor knows them all.
 	OtherURLs []string
 	Logger    *slog.Logger
+	// OnRedial, when set, is called when a WebSocket transport's new
+	// connection replaces a lost one; OnSubscribed, when a heads watcher's
+	// subscription is confirmed (the first one too). Either may be another
+	// endpoint than the one checked before (chaincheck.go). They must not
+	// block.
+	OnRedial, OnSubscribed func()
 }
 
 // newTransport returns the HTTP or WebSocket transport for opts.URL. It does

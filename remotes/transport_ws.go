@@ -55,6 +55,7 @@ type wsTransport struct {
 	log      *slog.Logger
 	ids      atomic.Uint64
 	bufs     bufPool
+	onRedial func() // nil: none
 
 	// ctx ends at close, cancelling a dial in progress.
 	ctx    context.Context
@@ -66,6 +67,7 @@ type wsTransport struct {
 	conn    *wsConn // the live connection, or nil
 	dialing *wsDial // the dial in progress, or nil
 	closed  bool
+	dialed  bool // a connection was made before
 }
 
 var _ transport = (*wsTransport)(nil)
@@ -86,6 +88,7 @@ func newWSTransport(opts transportOptions, u *url.URL) *wsTransport {
 		budget:   opts.Budget,
 		dialOpts: wsDialOptions(opts),
 		log:      opts.Logger,
+		onRedial: opts.OnRedial,
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -188,6 +191,10 @@ func (t *wsTransport) dial(d *wsDial) {
 	default:
 		d.conn = t.startConn(ws)
 		t.conn = d.conn
+		if t.dialed && t.onRedial != nil {
+			t.onRedial()
+		}
+		t.dialed = true
 	}
 	close(d.done)
 }

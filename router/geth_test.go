@@ -205,7 +205,11 @@ func TestHistoryServesAsGeth(t *testing.T) {
 		store := openStore(t, pgtest.New(t))
 		up := &counting{Handler: pool}
 		m := NewMetrics(nil)
-		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head - 1)}, nil, up, m)
+		// No window and an empty store: each block is confirmed by two
+		// remotes before it is stored.
+		two := startPool(t, c.g.HTTPURL(), c.g.HTTPURL())
+		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head - 1),
+			Confirm: two.ConfirmHash}, nil, up, m)
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		wg.Go(func() { rt.Run(ctx) })

@@ -38,14 +38,64 @@ var _ History = (*blockstore.Chain)(nil)
 // parts further under their own bounds.
 const logsConcurrency = 4
 
-// settled reports whether block n is at or below the cluster's settled
-// line: only such numbers are read from history or written through to it.
-func (rt *Router) settled(n uint64) bool {
+// settledLine is the cluster's settled line; ok is false while it is
+// unknown.
+func (rt *Router) settledLine() (uint64, bool) {
 	if rt.cfg.Settled == nil {
-		return false
+		return 0, false
 	}
-	line, ok := rt.cfg.Settled()
+	return rt.cfg.Settled()
+}
+
+// settled reports whether block n is at or below the cluster's settled
+// line: only such numbers are written through to history, and, while the
+// line is known, read from it.
+func (rt *Router) settled(n uint64) bool {
+	line, ok := rt.settledLine()
 	return ok && n <= line
+}
+
+// readable reports whether blocks from..to may be read from history by
+// number. While the settled line is known: when they are at or below it.
+// While it is not (no head yet: a replica just started, its remotes
+// down), when the store holds them whole: a stored range was settled when
+// it was written, and no head known contradicts it. A head the window
+// holds does: with a settled line unknown it is younger than the
+// confirmations a stored block needed (a chain started afresh, or other
+// settings), so the window and the remotes answer; and so does a remotes'
+// head below the range.
+func (rt *Router) readable(ctx context.Context, from, to uint64) bool {
+	if line, ok := rt.settledLine(); ok {
+		return to <= line
+	}
+	if rt.head != nil {
+		if _, ok := rt.head.Tags(); ok {
+			return false
+		}
+	}
+	if rt.upHead != nil {
+		if h := rt.upHead(); h > 0 && to > h {
+			return false
+		}
+	}
+	covered, err := rt.history.Covered(ctx, from, to)
+	return err == nil && whole(covered, from, to)
+}
+
+// whole reports whether ranges (ascending, within [from, to], as Covered
+// returns them) leave no number of [from, to] out.
+func whole(ranges []blockstore.Range, from, to uint64) bool {
+	next := from
+	for _, r := range ranges {
+		if r.From > next {
+			return false
+		}
+		if r.To >= to {
+			return true
+		}
+		next = max(next, r.To+1)
+	}
+	return false
 }
 
 // fromHistory answers a call from the history store when it reads a
@@ -62,7 +112,7 @@ func (rt *Router) fromHistory(ctx context.Context, method string, params json.Ra
 			return nil, false, false
 		}
 		switch {
-		case ref.Kind == evm.RefNumber && rt.settled(ref.Number):
+		case ref.Kind == evm.RefNumber && rt.readable(ctx, ref.Number, ref.Number):
 		case ref.Kind == evm.RefHash && method == "eth_getBlockReceipts":
 		default:
 			// A tag the head window could not pin, a block above the
@@ -106,11 +156,21 @@ func (rt *Router) logs(ctx context.Context, params json.RawMessage) (res json.Ra
 		res, ok, err := rt.history.Answer(ctx, "eth_getLogs", params)
 		return res, ok && err == nil, nil
 	}
+	line, known := rt.settledLine()
+	if !known {
+		// No head to resolve tags or to tell the settled part of a range
+		// from the rest: explicit numbers the store holds whole, or none.
+		from, to := f.From.Number, f.To.Number
+		if f.From.Kind != evm.RefNumber || f.To.Kind != evm.RefNumber || from > to || !rt.readable(ctx, from, to) {
+			return nil, false, nil
+		}
+		res, err := rt.history.Logs(ctx, json.RawMessage(a[0]), from, to)
+		return res, err == nil, nil
+	}
 	from, to, ok := rt.logRange(f.From, f.To)
-	if !ok || !rt.settled(from) {
+	if !ok || from > line {
 		return nil, false, nil
 	}
-	line, _ := rt.cfg.Settled()
 	covered, cerr := rt.history.Covered(ctx, from, min(to, line))
 	if cerr != nil || len(covered) == 0 {
 		return nil, false, nil

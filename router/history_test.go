@@ -397,3 +397,71 @@ func TestRouterLogsTakeTheRangeAboveHistoryFromTheHeadWindow(t *testing.T) {
 		t.Fatalf("remotes got %v", rec.sent)
 	}
 }
+
+// downRemotes are remotes that are all down: no head, every call fails.
+type downRemotes struct{ recorder }
+
+func (r *downRemotes) HealthyHead() uint64 { return 0 }
+
+func (r *downRemotes) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	_, _ = r.recorder.ServeRPC(ctx, req)
+	return nil, errors.New("no remote in rotation")
+}
+
+// TestRouterReadsCoverageWithoutAHead: with no head known (no window, no
+// remote up), numbers the store holds whole are read from it, since they
+// were settled when stored; anything else goes to the remotes. A head
+// that cannot settle them (a chain younger than that) is evidence
+// against the store, as is a remotes' head below them.
+func TestRouterReadsCoverageWithoutAHead(t *testing.T) {
+	stored := json.RawMessage(`{"from":"history"}`)
+	unknown := func() (uint64, bool) { return 0, false }
+	tests := []struct {
+		name, method, params string
+		head                 Head   // nil: none
+		remotesHead          uint64 // 0: the remotes are down
+		history              bool
+	}{
+		{"block in a stored range", "eth_getBlockByNumber", `["0x10",true]`, nil, 0, true},
+		{"receipts in a stored range", "eth_getBlockReceipts", `["0x14"]`, nil, 0, true},
+		{"count in a stored range", "eth_getBlockTransactionCountByNumber", `["0xa"]`, nil, 0, true},
+		{"logs over a stored range", "eth_getLogs", `[{"fromBlock":"0xa","toBlock":"0x14"}]`, nil, 0, true},
+		{"block outside", "eth_getBlockByNumber", `["0x15",true]`, nil, 0, false},
+		{"logs partly stored", "eth_getLogs", `[{"fromBlock":"0x5","toBlock":"0x14"}]`, nil, 0, false},
+		{"logs to latest", "eth_getLogs", `[{"fromBlock":"0xa"}]`, nil, 0, false},
+		{"latest", "eth_getBlockByNumber", `["latest",false]`, nil, 0, false},
+		{"a window head that cannot settle it", "eth_getBlockByNumber", `["0x10",true]`,
+			fakeHead{tags: headstore.Tags{Latest: 30}, ok: true}, 0, false},
+		{"an empty window", "eth_getBlockByNumber", `["0x10",true]`, fakeHead{}, 0, true},
+		{"remotes whose head is above it", "eth_getBlockByNumber", `["0x10",true]`, nil, 100, true},
+		{"remotes whose head is below it", "eth_getBlockByNumber", `["0x10",true]`, nil, 12, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &fakeHistory{covered: []blockstore.Range{{From: 10, To: 20}},
+				answer: func(string, json.RawMessage) (json.RawMessage, bool, error) { return stored, true, nil }}
+			var remotes jrpc.Handler = &downRemotes{}
+			if tt.remotesHead > 0 {
+				remotes = &headRemotes{head: tt.remotesHead}
+			}
+			m := NewMetrics(nil)
+			rt := New(Config{Chain: "c", ChainID: 1, History: h, Settled: unknown}, tt.head, remotes, m)
+			res, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: tt.method, Params: json.RawMessage(tt.params)})
+			fromStore := err == nil && (string(res) == string(stored) || strings.Contains(string(res), `"src":"store"`))
+			if fromStore != tt.history {
+				t.Fatalf("answered from history: %v (%s, %v), want %v", fromStore, res, err, tt.history)
+			}
+			if got := sources(m, "c")["history"] == 1; got != tt.history {
+				t.Fatalf("venn_answers_total by source = %v", sources(m, "c"))
+			}
+		})
+	}
+}
+
+// headRemotes are remotes in rotation at head.
+type headRemotes struct {
+	recorder
+	head uint64
+}
+
+func (r *headRemotes) HealthyHead() uint64 { return r.head }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,13 +41,21 @@ type Config struct {
 	// to it (see Run).
 	History History
 	// Settled is the cluster's settled line: the highest block number no
-	// reorg will replace; ok is false while it is unknown. Only numbers at
-	// or below it are read from History or written through to it; nil:
-	// none are.
+	// reorg will replace; ok is false while it is unknown (nil: never
+	// known). Only numbers at or below it are written through to History,
+	// and, while it is known, read from it; while it is not, numbers the
+	// store holds whole are read from it unless a known head says
+	// otherwise (see readable).
 	Settled func() (n uint64, ok bool)
 	// WriteThroughQueue bounds the blocks waiting to be written through;
 	// 0: DefaultWriteThroughQueue.
 	WriteThroughQueue int
+	// Confirm asks the remotes, each a different one, for block n's hash:
+	// how many agree with hash and how many name another (the pool's
+	// ConfirmHash). The write-through stores a block that links to
+	// nothing the window or the store holds only when two agree; nil:
+	// such a block is not stored.
+	Confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
 	// Logger logs the write-through and the forger; nil: discarded.
 	Logger *slog.Logger
 }
@@ -67,14 +76,28 @@ type Head interface {
 	// Latest is the head's number; ok is false when the window must not
 	// answer (empty, or its feed is lost).
 	Latest() (uint64, bool)
-	// Monotonic returns the highest of n and every head answered before.
-	Monotonic(n uint64) uint64
+	// Monotonic returns the highest of n and every head answered before,
+	// recording n, a corroborated head; a floor far above ceiling, the
+	// cluster's corroborated head (0: unknown), heals down to it.
+	Monotonic(n, ceiling uint64) uint64
 }
 
 // headOf is what the router needs of the remotes to tell a stale window,
 // and a number no remote could answer for: the best head among those in
 // rotation.
 type headOf interface{ HealthyHead() uint64 }
+
+// canonicalOf is the head window's view of the chain the cluster follows,
+// which the write-through checks blocks against.
+type canonicalOf interface {
+	CanonicalHash(n uint64) (hash string, ok bool)
+}
+
+// storedLinks is the history store's check that a block links by hash to
+// its stored neighbours (blockstore.Chain.Links).
+type storedLinks interface {
+	Links(ctx context.Context, n uint64, hash, parent string) (bool, error)
+}
 
 // Router routes one chain's calls. It implements jrpc.Handler.
 type Router struct {
@@ -86,6 +109,11 @@ type Router struct {
 	history History       // nil: no history store
 	forge   *forger.Forger
 	wt      *writeThrough // nil without history
+	log     *slog.Logger
+
+	// trailing is set while the window trails the remotes by more than
+	// MaxLag: logged once when it starts and once when it ends.
+	trailing atomic.Bool
 
 	local, fromHead, fromStore, forged, forwarded prometheus.Counter
 }
@@ -114,6 +142,7 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		remotes:   remotes,
 		history:   cfg.History,
 		forge:     forger.New(forger.HandlerUpstream(remotes), log),
+		log:       log,
 		local:     m.answers.WithLabelValues(cfg.Chain, "local"),
 		fromHead:  m.answers.WithLabelValues(cfg.Chain, "head"),
 		fromStore: m.answers.WithLabelValues(cfg.Chain, "history"),
@@ -123,6 +152,13 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
 			m.writeThrough.MustCurryWith(prometheus.Labels{"chain": cfg.Chain}))
+		rt.wt.links.confirm = cfg.Confirm
+		if c, ok := head.(canonicalOf); ok {
+			rt.wt.links.canonical = c.CanonicalHash
+		}
+		if l, ok := rt.history.(storedLinks); ok {
+			rt.wt.links.stored = l.Links
+		}
 	}
 	return rt
 }
@@ -176,18 +212,49 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	rt.forwarded.Inc()
 	res, err := rt.remotes.ServeRPC(ctx, req)
 	if err == nil && req.Method == "eth_blockNumber" && rt.head != nil {
-		// A remote behind the window, or behind an answer this replica
-		// gave before, must not move a client's head backwards.
-		var s string
-		if json.Unmarshal(res, &s) == nil {
-			if n, err := evm.ParseQuantity(s); err == nil {
-				if m := rt.head.Monotonic(n); m != n {
-					res = json.RawMessage(`"` + evm.Quantity(m) + `"`)
-				}
-			}
-		}
+		res = rt.blockNumber(res)
 	}
 	return res, err
+}
+
+// blockNumber is what a client gets of a remote's eth_blockNumber: never
+// above the cluster's corroborated head (one remote may lie about its
+// head, and what it said must not become the floor every later answer
+// keeps), and never below an answer this replica gave before (a remote
+// behind the window must not move a client's head backwards).
+func (rt *Router) blockNumber(res json.RawMessage) json.RawMessage {
+	var s string
+	if json.Unmarshal(res, &s) != nil {
+		return res
+	}
+	n, err := evm.ParseQuantity(s)
+	if err != nil {
+		return res
+	}
+	var m uint64
+	if c := rt.corroborated(); c > 0 {
+		m = rt.head.Monotonic(min(n, c), c)
+	} else {
+		// Nothing to check the answer against: served, not recorded.
+		m = max(n, rt.head.Monotonic(0, 0))
+	}
+	if m == n {
+		return res
+	}
+	return json.RawMessage(`"` + evm.Quantity(m) + `"`)
+}
+
+// corroborated is the cluster's corroborated head: the higher of the
+// window's and the remotes' in rotation (0: unknown).
+func (rt *Router) corroborated() uint64 {
+	var c uint64
+	if rt.upHead != nil {
+		c = rt.upHead()
+	}
+	if n, ok := rt.head.Latest(); ok {
+		c = max(c, n)
+	}
+	return c
 }
 
 // fresh reports whether the head window may answer: it follows the feed
@@ -201,7 +268,21 @@ func (rt *Router) fresh() bool {
 	if !ok {
 		return false
 	}
-	return rt.upHead == nil || rt.upHead() <= n+rt.cfg.MaxLag
+	if rt.upHead == nil {
+		return true
+	}
+	up := rt.upHead()
+	if up <= n+rt.cfg.MaxLag {
+		if rt.trailing.Load() && rt.trailing.CompareAndSwap(true, false) {
+			rt.log.Info("head window caught up with the remotes", "window_head", n, "remotes_head", up)
+		}
+		return true
+	}
+	if rt.trailing.CompareAndSwap(false, true) {
+		rt.log.Warn("head window trails the remotes; calls go to the remotes until it catches up",
+			"window_head", n, "remotes_head", up, "max_lag", rt.cfg.MaxLag)
+	}
+	return false
 }
 
 // pin rewrites a latest, safe or finalized block parameter to the
@@ -260,7 +341,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "venn", Name: "history_writethrough_total",
 			Help: "Settled blocks clients fetched from the remotes, written through to the history store, " +
 				"by outcome: queued, duplicate (already queued), dropped (queue full), stored, " +
-				"orphan (not the canonical block), conflict (refused by the store), failed.",
+				"orphan (not the canonical block), conflict (refused by the store), failed, " +
+				"foreign (the chain the cluster follows has another block there), " +
+				"unlinked (nothing the window, the store or a second remote holds links it to that chain).",
 		}, []string{"chain", "outcome"})}
 	if reg != nil {
 		reg.MustRegister(m.answers, m.writeThrough)

@@ -1,11 +1,15 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -37,7 +41,7 @@ func (h fakeHead) Tags() (headstore.Tags, bool) { return h.tags, h.ok }
 
 func (h fakeHead) Latest() (uint64, bool) { return h.tags.Latest, h.ok }
 
-func (h fakeHead) Monotonic(n uint64) uint64 { return max(n, h.tags.Latest) }
+func (h fakeHead) Monotonic(n, _ uint64) uint64 { return max(n, h.tags.Latest) }
 
 func TestRouterLocalAnswers(t *testing.T) {
 	rec := &recorder{}
@@ -128,5 +132,78 @@ func TestRouterBlockNumberNeverGoesBack(t *testing.T) {
 	res, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_blockNumber"})
 	if err != nil || string(res) != `"0x20"` {
 		t.Fatalf("eth_blockNumber = %s, %v; want \"0x20\", not the remote's lower 0x10", res, err)
+	}
+}
+
+// blockNumberRemotes answers eth_blockNumber with answer; healthy is the
+// corroborated head of the remotes in rotation.
+type blockNumberRemotes struct{ answer, healthy uint64 }
+
+func (r *blockNumberRemotes) HealthyHead() uint64 { return r.healthy }
+
+func (r *blockNumberRemotes) ServeRPC(context.Context, *jrpc.Request) (json.RawMessage, error) {
+	return json.RawMessage(`"` + evm.Quantity(r.answer) + `"`), nil
+}
+
+// A forwarded eth_blockNumber from a remote that lies is not the
+// cluster's head: the client gets the corroborated head, and once the lie
+// is over the next answer is the truth, not a floor the lie left behind.
+func TestForwardedBlockNumberNeverPoisonsTheFloor(t *testing.T) {
+	w := headstore.NewWindow(8) // empty: eth_blockNumber is forwarded
+	up := &blockNumberRemotes{answer: 1_000_000_000, healthy: 100}
+	rt := New(Config{Chain: "c", ChainID: 1, MaxLag: 5}, w, up, nil)
+	blockNumber := func() uint64 {
+		t.Helper()
+		res, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_blockNumber"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s string
+		if err := json.Unmarshal(res, &s); err != nil {
+			t.Fatal(err)
+		}
+		n, err := evm.ParseQuantity(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := blockNumber(); got != 100 {
+		t.Errorf("a remote's 1e9 served as %d, want the corroborated head 100", got)
+	}
+	up.answer, up.healthy = 101, 101 // the lie is over
+	if got := blockNumber(); got != 101 {
+		t.Errorf("after the lie: %d, want 101", got)
+	}
+	up.answer = 99 // a lagging remote: never backwards
+	if got := blockNumber(); got != 101 {
+		t.Errorf("a lagging remote's 99 served as %d, want 101", got)
+	}
+}
+
+// A window that trails the remotes is said once, at Warn, while calls go
+// to the remotes; its catching up once more.
+func TestRouterWarnsWhenTheWindowTrails(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	head := &fakeHead{tags: headstore.Tags{Latest: 90}, ok: true} // 10 behind the remotes' 100
+	rt := New(Config{Chain: "c", ChainID: 1, MaxLag: 5, Logger: log}, head, &recorder{}, nil)
+	for range 3 {
+		if _, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_getBalance", Params: json.RawMessage(`["0xab","latest"]`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Count(logs.String(), "level=WARN msg=\"head window trails the remotes"); got != 1 {
+		t.Fatalf("%d warnings over 3 calls with a trailing window, want 1:\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), "window_head=90 remotes_head=100") {
+		t.Errorf("warning lacks the heads: %s", logs.String())
+	}
+	head.tags.Latest = 100
+	if _, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_blockNumber"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "head window caught up") {
+		t.Errorf("no word of the window catching up: %s", logs.String())
 	}
 }

@@ -245,12 +245,16 @@ func (c *devChain) archive(t *testing.T, store *blockstore.Chain, from, to uint6
 	}
 }
 
-// startPool starts a remotes pool over one URL.
-func startPool(t *testing.T, url string) *remotes.Pool {
+// startPool starts a remotes pool over one URL, as remotes geth, geth2...
+// (one node behind two names is two providers of one network).
+func startPool(t *testing.T, url string, more ...string) *remotes.Pool {
 	t.Helper()
+	rs := []remotes.Config{{Name: "geth", URL: url, Timeout: 5 * time.Second}}
+	for i, u := range more {
+		rs = append(rs, remotes.Config{Name: fmt.Sprintf("geth%d", i+2), URL: u, Timeout: 5 * time.Second})
+	}
 	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "dev", ChainID: gethtest.ChainID,
-		BlockTime: 100 * time.Millisecond, CallDeadline: 10 * time.Second},
-		[]remotes.Config{{Name: "geth", URL: url, Timeout: 5 * time.Second}}, nil, nil)
+		BlockTime: 100 * time.Millisecond, CallDeadline: 10 * time.Second}, rs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,26 @@ const (
 	wtOrphan    = "orphan"    // the hash asked for is not the canonical block at its number
 	wtConflict  = "conflict"  // the store refused it: a stored neighbour disagrees
 	wtFailed    = "failed"    // fetching or storing failed
+	wtForeign   = "foreign"   // the chain the cluster follows has another block at its number
+	wtUnlinked  = "unlinked"  // nothing links it to the chain the cluster follows
 )
+
+// chainLinks is how the write-through tells that a block belongs to the
+// chain the cluster follows, not to the chain of a remote that switched
+// networks (whose blocks are internally consistent, and which Put alone
+// would take wherever no stored neighbour disagrees). A nil field is not
+// asked; a block none of them vouches for is not stored.
+type chainLinks struct {
+	// canonical is the cluster's hash of block n, from the head window
+	// (the blocks it holds and the parent of the lowest).
+	canonical func(n uint64) (hash string, ok bool)
+	// stored reports whether the block links by hash to a stored
+	// neighbour, and none disagrees.
+	stored func(ctx context.Context, n uint64, hash, parent string) (bool, error)
+	// confirm asks other remotes for block n's hash: how many agree with
+	// hash, how many name another.
+	confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
+}
 
 // writeThrough writes settled blocks that clients fetched from the remotes
 // (because the store lacked them) to the history store, whole: the block
@@ -45,6 +64,7 @@ type writeThrough struct {
 	log     *slog.Logger
 	queue   chan wtJob
 	out     *prometheus.CounterVec // by outcome, curried with the chain
+	links   chainLinks             // set before run
 
 	mu      sync.Mutex
 	pending map[uint64]struct{} // queued or being written
@@ -118,7 +138,8 @@ func (w *writeThrough) safeWrite(ctx context.Context, job wtJob) (outcome string
 }
 
 // write fetches the block by number (canonical, being settled) and stores
-// it; a client's hash that is not that block is an orphan and is not.
+// it when it links to the chain the cluster follows (link); a client's
+// hash that is not that block is an orphan and is not stored.
 func (w *writeThrough) write(ctx context.Context, job wtJob) string {
 	b, err := w.forge.Block(ctx, job.number)
 	if err != nil {
@@ -131,6 +152,9 @@ func (w *writeThrough) write(ctx context.Context, job wtJob) string {
 	if !w.settled(b.Number) {
 		return wtFailed // the settled line went back (a deep reorg): not now
 	}
+	if outcome := w.link(ctx, b); outcome != "" {
+		return outcome
+	}
 	if err := w.history.Put(ctx, []*headstore.Block{b}); err != nil {
 		if errors.Is(err, blockstore.ErrConflict) {
 			w.log.Warn("write-through: the store refused a block", "block", job.number, "hash", b.Hash, "err", err)
@@ -140,6 +164,48 @@ func (w *writeThrough) write(ctx context.Context, job wtJob) string {
 		return wtFailed
 	}
 	return wtStored
+}
+
+// link checks that b belongs to the chain the cluster follows: its hash is
+// the window's at its number, or it links by hash to a stored neighbour,
+// or two remotes (so one besides the remote that served it) report its
+// hash. It returns "" when so, else the outcome to count. A remote on
+// another chain serves a chain whose every block links to its parent: only
+// what the cluster holds, or another remote, can tell.
+func (w *writeThrough) link(ctx context.Context, b *headstore.Block) string {
+	if w.links.canonical != nil {
+		if h, ok := w.links.canonical(b.Number); ok {
+			if h == b.Hash {
+				return ""
+			}
+			w.log.Warn("write-through: a remote served a block of another chain: not stored",
+				"block", b.Number, "hash", b.Hash, "canonical", h)
+			return wtForeign
+		}
+	}
+	if w.links.stored != nil {
+		ok, err := w.links.stored(ctx, b.Number, b.Hash, b.Parent)
+		if err != nil {
+			w.log.Debug("write-through: links", "block", b.Number, "err", err)
+			return wtFailed
+		}
+		if ok {
+			return ""
+		}
+	}
+	if w.links.confirm != nil {
+		agree, disagree := w.links.confirm(ctx, b.Number, b.Hash)
+		switch {
+		case agree >= 2 && agree > disagree:
+			return ""
+		case disagree > 0:
+			w.log.Warn("write-through: the remotes disagree on a settled block: not stored",
+				"block", b.Number, "hash", b.Hash, "agree", agree, "disagree", disagree)
+			return wtForeign
+		}
+	}
+	w.log.Debug("write-through: the block links to nothing the cluster holds: not stored", "block", b.Number, "hash", b.Hash)
+	return wtUnlinked
 }
 
 // blockOf reads which block a remote's answer is or belongs to: a block's

@@ -79,6 +79,7 @@ func TestWriteThroughStoresCanonicalSettledBlocks(t *testing.T) {
 	m := NewMetrics(nil)
 	out := m.writeThrough.MustCurryWith(prometheus.Labels{"chain": "c"})
 	w := newWriteThrough(h, forger.New(inProcess(node), nil), func(n uint64) bool { return n <= 40 }, 8, discard(), out)
+	w.links.canonical = func(n uint64) (string, bool) { return node.BlockHash(n), true }
 	block := func(n uint64, hash string) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"number":"0x%x","hash":"%s"}`, n, hash))
 	}
@@ -113,5 +114,58 @@ func TestWriteThroughStoresCanonicalSettledBlocks(t *testing.T) {
 	}
 	if len(w.pending) != 0 {
 		t.Fatalf("%d blocks still marked pending", len(w.pending))
+	}
+}
+
+// A settled block is written through only when it links to the chain the
+// cluster follows: the window's hash at its number, a stored neighbour, or
+// two remotes reporting it. A remote that switched chains serves blocks
+// that link to each other, and Put alone takes any with no stored
+// neighbour; before these checks they were all stored.
+func TestWriteThroughStoresOnlyLinkedBlocks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ours := fakenode.New(fakenode.Options{ChainID: 1337, Head: 50})
+	defer ours.Close()
+	theirs := fakenode.New(fakenode.Options{ChainID: 5, Head: 50}) // what a switched remote serves
+	defer theirs.Close()
+	const n = 20
+	window := func(hash string) func(uint64) (string, bool) {
+		return func(uint64) (string, bool) { return hash, true }
+	}
+	stored := func(ok bool) func(context.Context, uint64, string, string) (bool, error) {
+		return func(context.Context, uint64, string, string) (bool, error) { return ok, nil }
+	}
+	confirm := func(agree, disagree int) func(context.Context, uint64, string) (int, int) {
+		return func(context.Context, uint64, string) (int, int) { return agree, disagree }
+	}
+	tests := []struct {
+		name  string
+		from  *fakenode.Node // the remote the block is fetched from
+		links chainLinks
+		want  string
+	}{
+		{"the window's block", ours, chainLinks{canonical: window(ours.BlockHash(n))}, wtStored},
+		{"another chain's block at a window number", theirs,
+			chainLinks{canonical: window(ours.BlockHash(n)), stored: stored(true), confirm: confirm(2, 0)}, wtForeign},
+		{"links to a stored neighbour", ours, chainLinks{stored: stored(true)}, wtStored},
+		{"another chain's block, no stored neighbour, one remote", theirs,
+			chainLinks{stored: stored(false), confirm: confirm(1, 0)}, wtUnlinked},
+		{"confirmed by two remotes", ours, chainLinks{stored: stored(false), confirm: confirm(2, 0)}, wtStored},
+		{"the remotes disagree", theirs, chainLinks{stored: stored(false), confirm: confirm(1, 1)}, wtForeign},
+		{"nothing to link to", theirs, chainLinks{}, wtUnlinked},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &putHistory{done: make(chan struct{}, 1), put: func(*headstore.Block) error { return nil }}
+			out := NewMetrics(nil).writeThrough.MustCurryWith(prometheus.Labels{"chain": "c"})
+			w := newWriteThrough(h, forger.New(inProcess(tt.from), nil), func(n uint64) bool { return n <= 40 }, 8, discard(), out)
+			w.links = tt.links
+			if got := w.write(context.Background(), wtJob{number: n}); got != tt.want {
+				t.Fatalf("outcome %s, want %s", got, tt.want)
+			}
+			if stored := len(h.stored) > 0; stored != (tt.want == wtStored) {
+				t.Fatalf("stored %v with outcome %s", stored, tt.want)
+			}
+		})
 	}
 }

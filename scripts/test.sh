@@ -3,11 +3,13 @@
 #   scripts/test.sh
 # It checks the toolchain, makes sure Redis (127.0.0.1:6379) and Postgres
 # (127.0.0.1:5432) answer, builds geth v1.17.10 for the end-to-end tests
-# (exported as VENN_GETH), installs the e2e viem test's Node packages (npm ci
-# in e2e/viem), runs go vet and the race-enabled test suite, and,
+# (exported as VENN_GETH), installs the e2e viem and ethers tests' Node
+# packages (npm ci in e2e/viem and e2e/ethers), runs go vet and the
+# race-enabled test suite, and,
 # when ../shared/conformance exists, replays the execution-apis conformance
 # suite through a freshly built venn in front of geth.
-# Non-interactive; exits non-zero on the first failure.
+# Non-interactive; stops at the first failure. Either way the last line it
+# prints is one summary: "test.sh: PASS: ..." or "test.sh: FAIL: <what>".
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -17,8 +19,48 @@ CACHE=${CACHE:-$HOME/.cache/venn-conformance}
 SHARED=$ROOT/../shared
 CONFORMANCE=$SHARED/conformance/run.sh
 
-step() { printf '\n==> %s\n' "$*"; }
-die() { printf 'test.sh: %s\n' "$*" >&2; exit 1; }
+current="setup"    # the step running: what a failure names
+failure=""         # a better account of the failure than the step, when known
+conformance="not run"
+cleanup=()         # files and folders removed on exit
+
+step() { current=$*; printf '\n==> %s\n' "$*"; }
+die() { failure=$*; printf 'test.sh: %s\n' "$*" >&2; exit 1; }
+
+# finish prints the one summary line, last, whatever ended the script.
+finish() {
+  local rc=$?
+  trap - EXIT
+  [ ${#cleanup[@]} -eq 0 ] || rm -rf "${cleanup[@]}"
+  if [ "$rc" -eq 0 ]; then
+    printf '\ntest.sh: PASS: vet ok, go test -race ok, conformance %s\n' "$conformance"
+  else
+    printf '\ntest.sh: FAIL: %s (exit %d)\n' "${failure:-step \"$current\" failed}" "$rc"
+  fi
+  exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# failed_tests LOG: the packages and top-level tests go test reported as
+# failing in LOG, on one line.
+failed_tests() {
+  local pkgs tests
+  pkgs=$(grep -E '^FAIL[[:space:]]+[^[:space:]]+' "$1" | awk '{print $2}' |
+    sed "s|^github.com/venn-gateway/venn/||" | sort -u | paste -sd ' ' -)
+  tests=$(grep -E '^--- FAIL: ' "$1" | awk '{print $3}' | sort -u | head -8 | paste -sd ' ' -)
+  printf 'packages: %s; tests: %s' "${pkgs:-none named}" "${tests:-none named}"
+}
+
+# The conformance replay needs the shared checkout next to this one; say
+# at once whether it will run, not only at the end.
+if [ -f "$CONFORMANCE" ]; then
+  echo "test.sh: the conformance replay will run at the end ($CONFORMANCE)"
+else
+  conformance="skipped (no ../shared/conformance/run.sh)"
+  echo "test.sh: the conformance replay will be SKIPPED: ../shared/conformance/run.sh does not exist next to this repository (it comes with the shared checkout)"
+fi
 
 # answers HOST PORT: true when something accepts TCP connections there.
 answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
@@ -72,31 +114,37 @@ fi
 export VENN_GETH=$GETH
 echo "VENN_GETH=$VENN_GETH"
 
-step "viem for the e2e viem test (npm ci in e2e/viem)"
+step "viem and ethers for the e2e Node.js tests (npm ci in e2e/viem, e2e/ethers)"
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
-  die "node and npm are missing (the e2e viem test needs Node.js 18 or newer): apt-get install -y nodejs npm"
+  die "node and npm are missing (the e2e viem and ethers tests need Node.js 18 or newer): apt-get install -y nodejs npm"
 node --version
-VIEM=$ROOT/e2e/viem
-# npm ci once per package-lock.json: the stamp is the lock it installed.
-if ! cmp -s "$VIEM/package-lock.json" "$VIEM/node_modules/.venn-installed-lock" 2>/dev/null; then
-  (cd "$VIEM" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in e2e/viem failed"
-  cp "$VIEM/package-lock.json" "$VIEM/node_modules/.venn-installed-lock"
-fi
-echo "viem $(node -p "require('$VIEM/node_modules/viem/package.json').version")"
+for pkg in viem ethers; do
+  dir=$ROOT/e2e/$pkg
+  # npm ci once per package-lock.json: the stamp is the lock it installed.
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.venn-installed-lock" 2>/dev/null; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in e2e/$pkg failed"
+    cp "$dir/package-lock.json" "$dir/node_modules/.venn-installed-lock"
+  fi
+  echo "$pkg $(node -p "require('$dir/node_modules/$pkg/package.json').version")"
+done
 
 step "go vet"
 go vet ./...
 
 step "go test -race"
-go test -race -count=1 -timeout 25m ./...
+testlog=$(mktemp /tmp/venn-test.XXXXXX.log)
+cleanup+=("$testlog")
+if ! go test -race -count=1 -timeout 25m ./... 2>&1 | tee "$testlog"; then
+  die "go test -race: $(failed_tests "$testlog")"
+fi
 
-conformance="skipped (no ../shared/conformance/run.sh)"
-if [ -x "$CONFORMANCE" ] || [ -f "$CONFORMANCE" ]; then
+if [ -f "$CONFORMANCE" ]; then
   step "conformance through venn"
-  bin=$(mktemp -d /tmp/venn-ci.XXXXXX)/venn
+  dir=$(mktemp -d /tmp/venn-ci.XXXXXX)
+  cleanup+=("$dir")
+  bin=$dir/venn
   go build -o "$bin" ./cmd/venn
-  cfg=$(mktemp /tmp/venn-conformance.XXXXXX.yaml)
-  trap 'rm -rf "$cfg" "$(dirname "$bin")"' EXIT
+  cfg=$dir/conformance.yaml
   cat > "$cfg" <<'YAML'
 listen: 127.0.0.1:28645
 metrics_listen: ""
@@ -117,9 +165,8 @@ YAML
     conformance="same result as geth directly"
   else
     echo "conformance: first replay differed from geth's result; replaying once more" >&2
-    CACHE=$CACHE GETH=$GETH bash "$CONFORMANCE" all http://127.0.0.1:28645/conformance -- "$bin" serve --config "$cfg"
+    CACHE=$CACHE GETH=$GETH bash "$CONFORMANCE" all http://127.0.0.1:28645/conformance -- "$bin" serve --config "$cfg" ||
+      die "conformance: venn's replay differed from geth's result twice (see the diff above)"
     conformance="same result as geth directly (on the second replay)"
   fi
 fi
-
-printf '\nall tests passed: vet ok, go test -race ok, conformance %s\n' "$conformance"

@@ -18,29 +18,32 @@ import (
 )
 
 // Upstream is what the stalker follows the chain through: the chain's
-// remotes pool, whose head is the best among its healthy remotes.
-// CallVerified checks each remote's answer with verify and serves a failing
-// one from another remote (remotes.Pool.CallVerified); the verdict is the
-// served answer's.
+// remotes pool, whose tip is the highest corroborated head among its
+// healthy remotes. CallVerified checks each remote's answer with verify and
+// serves a failing one from another remote (remotes.Pool.CallVerified); the
+// verdict is the served answer's. HeadChanged fires when the tip moves,
+// also to a sibling at the same height. BlockTime is the chain's, from
+// config or learned from block timestamps.
 type Upstream interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	CallVerified(ctx context.Context, method string, params json.RawMessage,
 		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error)
-	Head() uint64
+	Tip() (number uint64, hash string)
 	HeadChanged() <-chan struct{}
+	BlockTime() time.Duration
 }
 
-// Config is one chain's stalker settings.
+// Config is one chain's stalker settings. Its cadence is the upstream's
+// block time.
 type Config struct {
-	Chain     string
-	BlockTime time.Duration
+	Chain string
 	// Backfill bounds how many blocks a leader fetches to fill a gap
 	// between the published head and the remotes' (after a restart, a
 	// failover or lag), so that subscribers miss none; deeper gaps start
 	// a fresh window. 0: 4 windows.
 	Backfill int
 	// FinalityInterval is how often safe and finalized are read;
-	// 0: 8 block times, at least 10 s.
+	// 0: 8 block times (as the upstream knows it then), at least 10 s.
 	FinalityInterval time.Duration
 	// Window is the head window's size; 0: headstore.DefaultWindow.
 	Window int
@@ -78,17 +81,11 @@ type Stalker struct {
 
 // New returns a chain's stalker. It does no I/O.
 func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Metrics) *Stalker {
-	if cfg.BlockTime <= 0 {
-		cfg.BlockTime = time.Second
-	}
 	if cfg.Window <= 0 {
 		cfg.Window = headstore.DefaultWindow
 	}
 	if cfg.Backfill <= 0 {
 		cfg.Backfill = 4 * cfg.Window
-	}
-	if cfg.FinalityInterval <= 0 {
-		cfg.FinalityInterval = max(8*cfg.BlockTime, 10*time.Second)
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -141,13 +138,14 @@ func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 		defer func() { cancel(); <-done }()
 	}
 	loaded := false
-	poll := time.NewTicker(s.cfg.BlockTime)
+	poll := time.NewTimer(s.up.BlockTime())
 	defer poll.Stop()
 	var finalityAt time.Time
-	backoff := s.cfg.BlockTime / 4
+	backoff := time.Duration(0)
 	for {
 		wake := s.up.HeadChanged()
 		err := s.step(ctx, l, &loaded, &finalityAt)
+		bt := s.up.BlockTime()
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -155,15 +153,16 @@ func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 			s.log.Warn("stalker stopped: a newer leader holds the chain", "epoch", epoch)
 			return
 		case err != nil:
+			backoff = min(max(2*backoff, bt/4), 4*bt)
 			s.m.errors.Inc()
 			s.log.Warn("stalker", "err", err, "retry_in", backoff)
 			if !sleep(ctx, backoff) {
 				return
 			}
-			backoff = min(2*backoff, 4*s.cfg.BlockTime)
 			continue
 		}
-		backoff = s.cfg.BlockTime / 4
+		backoff = 0
+		poll.Reset(bt) // the tip's signal is what wakes it; this is the safety net
 		select {
 		case <-ctx.Done():
 			return
@@ -171,6 +170,14 @@ func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 		case <-poll.C:
 		}
 	}
+}
+
+// finalityInterval is how often safe and finalized are read.
+func (s *Stalker) finalityInterval() time.Duration {
+	if s.cfg.FinalityInterval > 0 {
+		return s.cfg.FinalityInterval
+	}
+	return max(8*s.up.BlockTime(), 10*time.Second)
 }
 
 // step brings the published chain up to the remotes' head.
@@ -191,7 +198,7 @@ func (s *Stalker) step(ctx context.Context, l *leading, loaded *bool, finalityAt
 		}
 		*loaded = true
 	}
-	if time.Since(*finalityAt) >= s.cfg.FinalityInterval {
+	if time.Since(*finalityAt) >= s.finalityInterval() {
 		s.readFinality(ctx, l)
 		*finalityAt = time.Now()
 		if l.arch != nil {
@@ -199,11 +206,14 @@ func (s *Stalker) step(ctx context.Context, l *leading, loaded *bool, finalityAt
 			l.arch.offer(l.full.blocksOf(l.chain), l.finalized)
 		}
 	}
-	target := s.up.Head()
+	target, hash := s.up.Tip()
 	if target == 0 {
 		return nil
 	}
 	err := s.advance(ctx, l, target)
+	if err == nil {
+		err = s.checkTip(ctx, l, target, hash)
+	}
 	if err != nil && !errors.Is(err, errDeposed) && !errors.Is(err, errFetch) {
 		// A publish that failed on the wire may have landed: read the
 		// store's chain again before going on.
@@ -258,6 +268,32 @@ func (s *Stalker) link(ctx context.Context, l *leading, b *headstore.Block) erro
 	if !ok || b.Number != top.Number+1 || b.Parent == top.Hash {
 		return s.publish(ctx, l, &headstore.Event{Added: []*headstore.Block{b}})
 	}
+	return s.reorg(ctx, l, b)
+}
+
+// checkTip re-fetches the tip when the remotes' tip at the published
+// height has another hash: a sibling replaced it, which no parent link
+// shows until the next block. A new leader does this at its first step,
+// so that a tip replaced during the failover is not served until then.
+func (s *Stalker) checkTip(ctx context.Context, l *leading, number uint64, hash string) error {
+	top, ok := l.top()
+	if !ok || hash == "" || top.Number != number || top.Hash == hash {
+		return nil
+	}
+	b, err := s.fetchBlock(ctx, "eth_getBlockByHash", strconv.Quote(hash))
+	if err != nil {
+		return err
+	}
+	if b.Number != number || b.Hash != hash {
+		return fmt.Errorf("%w: block %s is not the tip %d %s", errFetch, b.Hash, number, hash)
+	}
+	return s.reorg(ctx, l, b)
+}
+
+// reorg publishes b, whose parent is not the published block below it, with
+// its branch down to the common ancestor in place of the blocks it
+// replaces.
+func (s *Stalker) reorg(ctx context.Context, l *leading, b *headstore.Block) error {
 	branch, dropped, err := s.walkBack(ctx, l, b)
 	if err != nil {
 		return err

@@ -26,13 +26,26 @@ type feed struct {
 	store  *headstore.Memory
 	window *headstore.Window
 	m      *Metrics
+	size   int
 }
 
 func startFeed(t *testing.T, window int, nodes ...*fakenode.Node) *feed {
 	t.Helper()
+	f := newFeed(t, window, false, nodes...)
+	f.lead(t)
+	return f
+}
+
+// newFeed starts the pool (following newHeads with ws) and the window's
+// follower; lead starts a stalker.
+func newFeed(t *testing.T, window int, ws bool, nodes ...*fakenode.Node) *feed {
+	t.Helper()
 	rs := make([]remotes.Config, len(nodes))
 	for i, n := range nodes {
 		rs[i] = remotes.Config{Name: fmt.Sprintf("n%d", i), URL: n.URL(), Timeout: time.Second}
+		if ws {
+			rs[i].WSURL = n.WSURL()
+		}
 	}
 	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "test", ChainID: testChainID,
 		BlockTime: 50 * time.Millisecond, CallDeadline: 3 * time.Second}, rs, nil, nil)
@@ -43,12 +56,10 @@ func startFeed(t *testing.T, window int, nodes ...*fakenode.Node) *feed {
 		t.Fatal(err)
 	}
 	f := &feed{nodes: nodes, pool: pool, store: headstore.NewMemory(window),
-		window: headstore.NewWindow(window), m: NewMetrics(nil)}
-	st := New(Config{Chain: "test", BlockTime: 50 * time.Millisecond, Window: window}, pool, f.store, nil, f.m)
+		window: headstore.NewWindow(window), m: NewMetrics(nil), size: window}
 	fol := headstore.NewFollower("test", f.store, f.window, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { st.Lead(ctx, headstore.MemoryEpoch) })
 	wg.Go(func() { fol.Run(ctx) })
 	t.Cleanup(func() {
 		cancel()
@@ -56,6 +67,19 @@ func startFeed(t *testing.T, window int, nodes ...*fakenode.Node) *feed {
 		_ = pool.Stop(context.Background())
 	})
 	return f
+}
+
+// lead runs a new stalker as the chain's leader until stop is called or
+// the test ends.
+func (f *feed) lead(t *testing.T) (stop func()) {
+	t.Helper()
+	st := New(Config{Chain: "test", Window: f.size}, f.pool, f.store, nil, f.m)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); st.Lead(ctx, headstore.MemoryEpoch) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // waitCanonical waits until the window holds exactly the node's chain from
@@ -177,7 +201,8 @@ func TestStalkerBackfillIsBounded(t *testing.T) {
 	node := startNode(t, fakenode.Options{ChainID: testChainID, Head: 10_000})
 	f := startFeed(t, 8, node)
 	f.waitCanonical(t, node, 8)
-	if got := node.Calls("eth_getBlockByNumber"); got > 8+4 {
+	// Head polls (latest) are not fetches.
+	if got := node.Calls("eth_getBlockByNumber") - node.CallsAt("eth_getBlockByNumber", "latest"); got > 8+4 {
 		t.Fatalf("%d eth_getBlockByNumber calls to start a window of 8 blocks", got)
 	}
 	// A leader that was away a long time starts a fresh window instead of
@@ -194,4 +219,61 @@ func startNode(t *testing.T, opts fakenode.Options) *fakenode.Node {
 	}
 	t.Cleanup(n.Close)
 	return n
+}
+
+// A tip replaced by a sibling at the same height is published as a reorg
+// at once, not when the next block comes: polled and over newHeads, and by
+// a new leader whose window still holds the replaced tip.
+func TestStalkerSameHeightReorg(t *testing.T) {
+	for _, ws := range []bool{false, true} {
+		name := "polled"
+		if ws {
+			name = "newHeads"
+		}
+		t.Run(name, func(t *testing.T) {
+			node := startNode(t, fakenode.Options{ChainID: testChainID, Head: 100})
+			f := newFeed(t, 16, ws, node)
+			f.lead(t)
+			f.waitCanonical(t, node, 16)
+
+			for range 3 { // back and forth: every reorg is a new sibling
+				node.Reorg(1)
+				f.waitCanonical(t, node, 16)
+			}
+			if got := testutil.ToFloat64(f.m.reorgs.WithLabelValues("test")); got != 3 {
+				t.Errorf("reorgs_total = %v, want 3", got)
+			}
+		})
+	}
+	t.Run("new leader", func(t *testing.T) {
+		node := startNode(t, fakenode.Options{ChainID: testChainID, Head: 100})
+		f := newFeed(t, 16, false, node)
+		stop := f.lead(t)
+		f.waitCanonical(t, node, 16)
+		stop()
+
+		// No leader while the tip is replaced; the pool sees it.
+		node.Reorg(1)
+		waitTip(t, f.pool, node.BlockHash(100))
+		f.lead(t)
+		f.waitCanonical(t, node, 16)
+	})
+}
+
+// waitTip waits until the pool's tip is hash.
+func waitTip(t *testing.T, p *remotes.Pool, hash string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, h := p.Tip(); h == hash {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool tip never became %s", hash)
+		}
+		select {
+		case <-p.HeadChanged():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -8,9 +8,12 @@
 // chain it last delivered: whatever the window went through (a new head, a
 // reorg, a reload after a break in the feed, a new leader), subscribers
 // get each canonical block once, in order, and the logs of every block
-// that left the chain again with removed: true. Each connection has a
-// bounded queue; a client that cannot keep up is disconnected, never
-// waited for.
+// that left the chain again with removed: true. A delivered block leaves
+// only when the window shows what replaced it: a window rebuilt from
+// scratch (Redis lost the feed) is short for a while, and a block above
+// its top is not gone, only not back yet. Each subscription gets removed
+// logs only for logs it was sent. Each connection has a bounded queue; a
+// client that cannot keep up is disconnected, never waited for.
 package subcenter
 
 import (
@@ -18,7 +21,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,14 +49,26 @@ type Options struct {
 	MaxPerConn int   // subscriptions per connection (max_subscriptions_per_connection)
 	QueueLen   int   // notifications waiting per connection (subscription_queue)
 	QueueBytes int64 // bytes waiting per connection (subscription_queue_bytes)
+	// RelayStartWait bounds how long the first eth_subscribe of relayed
+	// newPendingTransactions waits for the upstream to start (0:
+	// DefaultRelayStartWait).
+	RelayStartWait time.Duration
+	// What logs filters may hold: an idle subscriber's filters stay in
+	// memory as long as its connection.
+	MaxAddresses   int   // addresses in one filter (max_filter_addresses)
+	MaxTopics      int   // alternatives at one topic position (max_filter_topics)
+	MaxFilterBytes int64 // filter JSON per connection (max_filter_bytes_per_connection)
 }
 
-// Relay streams the results of an upstream subscription (a remote's
-// eth_subscribe with params) to fn until ctx ends, resubscribing, to
-// another remote when it must, after a failure. It is how
-// newPendingTransactions reaches clients: venn has no mempool of its own.
+// Relay streams the results of an upstream subscription for params (a
+// remote's eth_subscribe, or a filter polled in its stead) to fn until
+// ctx ends or the upstream fails; up is called each time the upstream is
+// in place. It is how newPendingTransactions reaches clients: venn has no
+// mempool of its own. When no remote can serve the subscription at all,
+// its error has a method RelayUnsupported() bool that returns true
+// (remotes.ErrRelayUnsupported).
 type Relay interface {
-	Relay(ctx context.Context, params json.RawMessage, fn func(result json.RawMessage)) error
+	Relay(ctx context.Context, params json.RawMessage, up func(), fn func(result json.RawMessage)) error
 }
 
 // Center serves one chain's subscriptions.
@@ -71,10 +89,25 @@ type Center struct {
 	logs    logIndex
 	pending map[string]*relayGroup // by the upstream params
 
-	// The dispatcher's own: the canonical chain subscribers have been told.
-	view []*headstore.Parts
+	// deliveries counts the window changes delivered; a subscription keeps
+	// the count it started at, and each told block the one that sent it.
+	// Guarded by mu.
+	deliveries uint64
+
+	// The dispatcher's own: the chain subscribers have been told,
+	// ascending, contiguous and parent-linked, at most the window's size.
+	// It runs ahead of the window while a rebuilt window grows back.
+	view []toldBlock
 	// told is the head of view, for anyone to read (0: none yet).
 	told atomic.Uint64
+}
+
+// toldBlock is a block of the chain subscribers were told.
+type toldBlock struct {
+	*headstore.Parts
+	// at is the delivery that sent it: only subscriptions older than that
+	// got its logs. 0: the chain the dispatcher started from, sent to none.
+	at uint64
 }
 
 // sub is one subscription.
@@ -86,6 +119,7 @@ type sub struct {
 	group  *relayGroup     // newPendingTransactions
 	gone   atomic.Bool     // unsubscribed
 	params json.RawMessage // newPendingTransactions: the upstream params
+	since  uint64          // Center.deliveries when it started
 }
 
 type kind uint8
@@ -112,6 +146,18 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 	}
 	if opts.QueueBytes <= 0 {
 		opts.QueueBytes = jrpc.DefaultSubscriptionQueueBytes
+	}
+	if opts.RelayStartWait <= 0 {
+		opts.RelayStartWait = DefaultRelayStartWait
+	}
+	if opts.MaxAddresses <= 0 {
+		opts.MaxAddresses = jrpc.DefaultMaxFilterAddresses
+	}
+	if opts.MaxTopics <= 0 {
+		opts.MaxTopics = jrpc.DefaultMaxFilterTopics
+	}
+	if opts.MaxFilterBytes <= 0 {
+		opts.MaxFilterBytes = jrpc.DefaultMaxFilterBytes
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -156,68 +202,100 @@ func (c *Center) Run(ctx context.Context) {
 func (c *Center) sync() {
 	canon := c.w.Canonical()
 	if len(canon) == 0 {
-		return
+		return // a window being rebuilt from nothing proves nothing yet
 	}
-	defer func() { c.told.Store(canon[len(canon)-1].Number) }()
 	if c.view == nil {
 		// The first chain seen is where subscribers start.
-		c.view = canon
+		c.view = make([]toldBlock, len(canon))
+		for i, p := range canon {
+			c.view[i] = toldBlock{Parts: p}
+		}
+		c.told.Store(canon[len(canon)-1].Number)
 		return
 	}
-	dropped, added, missed := diff(c.view, canon)
-	c.view = canon
+	fork := forkPoint(c.view, canon)
+	dropped, kept := c.view[fork:], c.view[:fork]
+	added, missed := above(kept, canon)
 	if missed > 0 {
 		c.m.gaps.Add(float64(missed))
 		c.log.Warn("subscribers missed blocks: the window moved past more than it keeps",
-			"blocks", missed, "resumed_at", canon[0].Number)
+			"blocks", missed, "resumed_at", added[0].Number)
+		kept = nil // the view stays contiguous: it restarts at the window
 	}
 	if len(dropped) == 0 && len(added) == 0 {
-		return
+		return // nothing new, or a rebuilt window still below the chain told
 	}
 	start := time.Now()
-	c.deliver(dropped, added)
+	at := c.deliver(dropped, added)
 	c.m.dispatch.Observe(time.Since(start).Seconds())
+
+	view := make([]toldBlock, 0, len(kept)+len(added))
+	view = append(view, kept...)
+	for _, p := range added {
+		view = append(view, toldBlock{Parts: p, at: at})
+	}
+	if n := c.w.Size(); len(view) > n {
+		view = view[len(view)-n:]
+	}
+	c.view = view
+	c.told.Store(view[len(view)-1].Number)
 }
 
-// diff compares the chain delivered (view) with the window's (canon),
-// both ascending: dropped are the delivered blocks that left the chain,
-// ascending; added the canonical blocks not yet delivered, ascending;
-// missed how many blocks between them the window no longer holds.
-func diff(view, canon []*headstore.Parts) (dropped, added []*headstore.Parts, missed uint64) {
+// forkPoint is the index in view (the chain told, ascending) of the lowest
+// block the window (canon, ascending) proves left the chain: another block
+// at its number, or below it one that is not its parent, or above it one
+// whose parent it is not. Every told block above that one left with it.
+// A told block the window does not reach proves nothing: above a window
+// being rebuilt it is not back yet; below the window it is settled. With
+// none proven gone, forkPoint is len(view).
+func forkPoint(view []toldBlock, canon []*headstore.Parts) int {
 	low, top := canon[0].Number, canon[len(canon)-1].Number
-	anc := -1 // the highest delivered block still canonical
-	for i := len(view) - 1; i >= 0; i-- {
-		v := view[i]
-		if v.Number < low {
-			// Below the window: nothing says it left the chain.
-			anc = i
-			break
-		}
-		if v.Number <= top && canon[v.Number-low].Hash == v.Hash {
-			anc = i
-			break
+	for i, v := range view {
+		switch n := v.Number; {
+		case n >= low && n <= top:
+			if canon[n-low].Hash != v.Hash {
+				return i
+			}
+		case n+1 == low:
+			if canon[0].Parent != v.Hash {
+				return i
+			}
+		case n == top+1:
+			if canon[len(canon)-1].Hash != v.Parent {
+				return i
+			}
 		}
 	}
-	dropped = view[anc+1:]
+	return len(view)
+}
+
+// above is what of canon comes after kept, the part of the chain told that
+// is still canonical: the canonical blocks above its head, ascending (none
+// while a rebuilt window is still below it), and how many blocks between
+// them the window no longer holds.
+func above(kept []toldBlock, canon []*headstore.Parts) (added []*headstore.Parts, missed uint64) {
+	low, top := canon[0].Number, canon[len(canon)-1].Number
 	next := low
-	if anc >= 0 {
-		next = view[anc].Number + 1
+	if len(kept) > 0 {
+		next = kept[len(kept)-1].Number + 1
 	}
 	if next < low {
 		missed = low - next
 		next = low
 	}
-	if next <= top {
-		added = canon[next-low:]
+	if next > top {
+		return nil, 0
 	}
-	return dropped, added, missed
+	return canon[next-low:], missed
 }
 
 // deliver queues the notifications of one change: the logs of dropped
-// blocks again, removed, then each added block's head and logs.
-func (c *Center) deliver(dropped, added []*headstore.Parts) {
+// blocks again, removed, to the subscriptions they were sent to, then each
+// added block's head and logs. It returns the change's delivery number.
+func (c *Center) deliver(dropped []toldBlock, added []*headstore.Parts) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.deliveries++
 	var slow []*conn
 	push := func(s *sub, payload []byte) {
 		if !s.c.push(s, payload) {
@@ -230,6 +308,9 @@ func (c *Center) deliver(dropped, added []*headstore.Parts) {
 				l := &b.Logs[i]
 				var removed []byte // built once, for the first match
 				c.logs.match(l, b.Number, func(s *sub) {
+					if s.since >= b.at {
+						return // it started after this block was sent
+					}
 					if removed == nil {
 						removed = removedLog(l.Raw)
 					}
@@ -255,6 +336,7 @@ func (c *Center) deliver(dropped, added []*headstore.Parts) {
 	for _, cn := range slow {
 		c.dropSlowLocked(cn)
 	}
+	return c.deliveries
 }
 
 // dropSlowLocked disconnects a connection whose queue overflowed.
@@ -294,12 +376,16 @@ func (c *Center) removeLocked(s *sub) {
 		delete(c.heads, s)
 	case kindLogs:
 		c.logs.remove(s)
+		s.c.filterBytes -= s.filter.size
+		c.m.filterBytes.Sub(float64(s.filter.size))
 	case kindPending:
 		g := s.group
 		delete(g.subs, s)
 		if len(g.subs) == 0 {
 			g.cancel()
-			delete(c.pending, g.key)
+			if c.pending[g.key] == g { // a refused group may have been replaced
+				delete(c.pending, g.key)
+			}
 		}
 	}
 }
@@ -349,8 +435,12 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 		case len(args) > 2:
 			return nil, invalidParams("too many arguments, want at most 2")
 		}
-		f, err := parseLogFilter(args[1])
-		if err != nil {
+		f, err := parseLogFilter(args[1], filterLimits{addresses: c.opts.MaxAddresses, topics: c.opts.MaxTopics})
+		var le *limitError
+		switch {
+		case errors.As(err, &le):
+			return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: le.msg}
+		case err != nil:
 			return nil, invalidParams("invalid argument 1: " + err.Error())
 		}
 		s.filter = f
@@ -360,8 +450,7 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 			return nil, invalidParams("too many arguments, want at most 2")
 		}
 		if c.relay == nil {
-			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound,
-				Message: "newPendingTransactions needs a remote with a ws_url; none is configured for this chain"}
+			return nil, errPendingUnserved
 		}
 		s.params = json.RawMessage(`["` + pendingKind + `"]`)
 		if len(args) == 2 && string(args[1]) == "true" {
@@ -375,6 +464,15 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 	cn, err := c.add(n, s)
 	if err != nil {
 		return nil, err
+	}
+	if s.kind == kindPending {
+		if err := c.awaitRelay(ctx, s.group); err != nil {
+			c.mu.Lock()
+			c.removeLocked(s)
+			c.mu.Unlock()
+			cn.release()
+			return nil, err
+		}
 	}
 	if s.kind == kindSyncing {
 		// A replica serves only a synced chain.
@@ -405,7 +503,17 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: "too many subscriptions on this connection: " +
 			"max_subscriptions_per_connection (" + strconv.Itoa(c.opts.MaxPerConn) + ") reached"}
 	}
+	if s.kind == kindLogs {
+		if held := cn.filterBytes + s.filter.size; held > c.opts.MaxFilterBytes {
+			return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+				"logs filters on this connection would take %d bytes: max_filter_bytes_per_connection (%d) reached",
+				held, c.opts.MaxFilterBytes)}
+		}
+		cn.filterBytes += s.filter.size
+		c.m.filterBytes.Add(float64(s.filter.size))
+	}
 	s.c = cn
+	s.since = c.deliveries
 	cn.subs[s.id] = s
 	cn.hold()
 	c.m.subs[s.kind].Inc()
@@ -467,13 +575,29 @@ func newID() string {
 // logIndex finds the logs subscriptions a log matches: by address for
 // filters that name addresses, and every filter that names none.
 type logIndex struct {
-	byAddr map[string]map[*sub]struct{}
+	byAddr map[string]subSet
 	any    map[*sub]struct{}
 	n      int
+	// peak is the most addresses byAddr held since it was last made: a Go
+	// map never gives back its table, so one that emptied out is made
+	// again, or a client that subscribed 100,000 addresses and left would
+	// keep megabytes held.
+	peak int
+}
+
+// indexShrinkMin is the smallest table worth making again when it empties.
+const indexShrinkMin = 1024
+
+// subSet is the subscriptions that name one address. Most addresses are
+// named by one subscription, which needs no map of its own: a filter of
+// many addresses costs an index entry per address, not a map per address.
+type subSet struct {
+	one  *sub
+	many map[*sub]struct{}
 }
 
 func newLogIndex() logIndex {
-	return logIndex{byAddr: map[string]map[*sub]struct{}{}, any: map[*sub]struct{}{}}
+	return logIndex{byAddr: map[string]subSet{}, any: map[*sub]struct{}{}}
 }
 
 func (x *logIndex) add(s *sub) {
@@ -483,13 +607,20 @@ func (x *logIndex) add(s *sub) {
 		return
 	}
 	for _, a := range s.filter.addrs {
-		m := x.byAddr[a]
-		if m == nil {
-			m = map[*sub]struct{}{}
-			x.byAddr[a] = m
+		set := x.byAddr[a]
+		switch {
+		case set.one == s:
+		case set.one == nil && set.many == nil:
+			set.one = s
+		case set.many == nil:
+			set.many = map[*sub]struct{}{set.one: {}, s: {}}
+			set.one = nil
+		default:
+			set.many[s] = struct{}{}
 		}
-		m[s] = struct{}{}
+		x.byAddr[a] = set
 	}
+	x.peak = max(x.peak, len(x.byAddr))
 }
 
 func (x *logIndex) remove(s *sub) {
@@ -499,20 +630,35 @@ func (x *logIndex) remove(s *sub) {
 		return
 	}
 	for _, a := range s.filter.addrs {
-		if m := x.byAddr[a]; m != nil {
-			delete(m, s)
-			if len(m) == 0 {
+		set, ok := x.byAddr[a]
+		switch {
+		case !ok:
+		case set.one == s:
+			delete(x.byAddr, a)
+		case set.many != nil:
+			delete(set.many, s)
+			if len(set.many) == 0 {
 				delete(x.byAddr, a)
 			}
 		}
+	}
+	if x.peak >= indexShrinkMin && len(x.byAddr) <= x.peak/4 {
+		m := make(map[string]subSet, len(x.byAddr))
+		maps.Copy(m, x.byAddr)
+		x.byAddr, x.peak = m, len(m)
 	}
 }
 
 // match calls fn for each subscription that l, of block n, matches, once.
 func (x *logIndex) match(l *headstore.Log, n uint64, fn func(*sub)) {
-	for s := range x.byAddr[l.Address] {
-		if s.filter.matches(l, n) {
-			fn(s)
+	if set, ok := x.byAddr[l.Address]; ok {
+		if set.one != nil && set.one.filter.matches(l, n) {
+			fn(set.one)
+		}
+		for s := range set.many {
+			if s.filter.matches(l, n) {
+				fn(s)
+			}
 		}
 	}
 	for s := range x.any {

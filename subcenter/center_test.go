@@ -413,3 +413,184 @@ func isRPCError(err error, code int, msg string) bool {
 	var e *jrpc.Error
 	return errors.As(err, &e) && e.Code == code && strings.Contains(e.Message, msg)
 }
+
+// logNote is a logs notification as a test compares it: the block it came
+// from and whether it takes the log back.
+type logNote struct {
+	block   string
+	removed bool
+}
+
+// logNotes reads want logs notifications from n and checks that no more come.
+func logNotes(t *testing.T, n *notifier, want int) []logNote {
+	t.Helper()
+	var out []logNote
+	for _, x := range n.collect(t, want) {
+		var l struct {
+			BlockHash string `json:"blockHash"`
+			Removed   bool   `json:"removed"`
+		}
+		if err := json.Unmarshal([]byte(x.result), &l); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, logNote{l.BlockHash, l.Removed})
+	}
+	n.quiet(t)
+	return out
+}
+
+// logsOf is the log notifications of blocks from..to of fork, removed or not.
+func logsOf(fork string, from, to uint64, removed bool) []logNote {
+	var out []logNote
+	for n := from; n <= to; n++ {
+		out = append(out, logNote{blockHash(fork, n), removed})
+	}
+	return out
+}
+
+// TestReorgDuringARebuildRemovesOnlyWhatWasSent: the window reloads short
+// (a Redis restart) and, while it grows back, the chain reorgs below the
+// head subscribers were told. The blocks the new branch replaces are taken
+// back, each only from the subscriptions that were sent it, and the new
+// branch follows once.
+func TestReorgDuringARebuildRemovesOnlyWhatWasSent(t *testing.T) {
+	f := newFeed(t, 16)
+	f.extend("a", 1, 20, "a")
+	c := New("test", f.w, nil, Options{}, nil, nil) // synced by hand
+	c.sync()
+	first, second := newNotifier(), newNotifier()
+	subscribe(t, c, first, `["logs",{}]`)
+	f.extend("a", 21, 24, "a")
+	c.sync()
+	subscribe(t, c, second, `["logs",{}]`)
+	f.extend("a", 25, 25, "a")
+	c.sync()
+	if got, want := logNotes(t, first, 5), logsOf("a", 21, 25, false); !slices.Equal(got, want) {
+		t.Fatalf("before the restart\n got %v\nwant %v", got, want)
+	}
+	logNotes(t, second, 1)
+
+	// The reload: a fresh window of a few blocks below what was told.
+	blocks := []*headstore.Block{block("a", 12, "a"), block("a", 13, "a"), block("a", 14, "a")}
+	f.seq = 1
+	if err := f.w.Reset(&headstore.Snapshot{Gen: "g2", Seq: f.seq, Blocks: blocks}); err != nil {
+		t.Fatal(err)
+	}
+	c.sync()
+	for n := uint64(15); n <= 22; n++ {
+		f.extend("a", n, n, "a")
+		c.sync()
+	}
+	first.quiet(t) // a window growing back into the chain told sends nothing
+	// 23..25 are replaced while the window is still below 25.
+	f.extend("b", 23, 23, "a")
+	c.sync()
+	f.extend("b", 24, 27, "b")
+	c.sync()
+
+	want := append(logsOf("a", 23, 25, true), logsOf("b", 23, 23, false)...)
+	want = append(want, logsOf("b", 24, 27, false)...)
+	if got := logNotes(t, first, len(want)); !slices.Equal(got, want) {
+		t.Errorf("subscribed before 21\n got %v\nwant %v", got, want)
+	}
+	want = append(logsOf("a", 25, 25, true), logsOf("b", 23, 27, false)...)
+	if got := logNotes(t, second, len(want)); !slices.Equal(got, want) {
+		t.Errorf("subscribed after 24\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestRemovedLogsOnlyForLogsSent: a subscription started after blocks
+// were sent is not sent them again as removed; blocks of a new branch it
+// was sent, below where it started, are.
+func TestRemovedLogsOnlyForLogsSent(t *testing.T) {
+	f := newFeed(t, 16)
+	f.extend("a", 1, 8, "a")
+	c := New("test", f.w, nil, Options{}, nil, nil)
+	c.sync()
+	f.extend("a", 9, 10, "a")
+	c.sync()
+	n := newNotifier()
+	subscribe(t, c, n, `["logs",{}]`) // at 10: sent nothing yet
+	drop := func(fork string, from, to uint64) []headstore.Ref {
+		var out []headstore.Ref
+		for i := from; i <= to; i++ {
+			out = append(out, headstore.Ref{Number: i, Hash: blockHash(fork, i)})
+		}
+		return out
+	}
+	f.apply(drop("a", 9, 10), block("b", 9, "a"), block("b", 10, "b"), block("b", 11, "b"))
+	c.sync()
+	if got, want := logNotes(t, n, 3), logsOf("b", 9, 11, false); !slices.Equal(got, want) {
+		t.Fatalf("a reorg of blocks sent before it started\n got %v\nwant %v", got, want)
+	}
+	f.apply(drop("b", 10, 11), block("c", 10, "b"))
+	c.sync()
+	want := append(logsOf("b", 10, 11, true), logsOf("c", 10, 10, false)...)
+	if got := logNotes(t, n, len(want)); !slices.Equal(got, want) {
+		t.Fatalf("a reorg of blocks it was sent\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestForkPoint: what the window proves about the chain told, whether it
+// holds the same numbers, fewer, or none of them.
+func TestForkPoint(t *testing.T) {
+	chain := func(spec ...string) []*headstore.Parts {
+		// spec: "fork:from-to:parentFork"
+		var out []*headstore.Parts
+		for _, sp := range spec {
+			var fork, parent string
+			var from, to uint64
+			if _, err := fmt.Sscanf(strings.ReplaceAll(sp, ":", " "), "%s %d-%d %s", &fork, &from, &to, &parent); err != nil {
+				t.Fatalf("spec %q: %v", sp, err)
+			}
+			for n := from; n <= to; n++ {
+				p, err := headstore.Split(block(fork, n, parent))
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, p)
+				parent = fork
+			}
+		}
+		return out
+	}
+	told := func(ps []*headstore.Parts) []toldBlock {
+		out := make([]toldBlock, len(ps))
+		for i, p := range ps {
+			out[i] = toldBlock{Parts: p, at: 1}
+		}
+		return out
+	}
+	view := told(chain("a:10-20:a")) // index i is block 10+i
+	tests := []struct {
+		name      string
+		give      []*headstore.Parts
+		wantFork  int
+		wantAdded string // first-last added, "" for none
+		missed    uint64
+	}{
+		{"the same chain, one more", chain("a:5-21:a"), 11, "21-21", 0},
+		{"rebuilt, still below the head told", chain("a:12-15:a"), 11, "", 0},
+		{"rebuilt, passed the head told", chain("a:12-22:a"), 11, "21-22", 0},
+		{"a reorg inside both", chain("a:5-14:a", "b:15-18:a"), 5, "15-18", 0},
+		{"rebuilt on another branch below the head told", chain("a:12-14:a", "b:15-16:a"), 5, "15-16", 0},
+		{"above the head told, its parent another block", chain("b:21-23:b"), 10, "21-23", 1},
+		{"above the head told, its child", chain("a:21-23:a"), 11, "21-23", 0},
+		{"past a gap: nothing proven", chain("b:30-32:b"), 11, "30-32", 9},
+		{"below what was told, the child of another block", chain("b:4-9:b"), 0, "4-9", 0},
+		{"below what was told, its parent", chain("a:4-9:a"), 11, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fork := forkPoint(view, tt.give)
+			added, missed := above(view[:fork], tt.give)
+			got := ""
+			if len(added) > 0 {
+				got = fmt.Sprintf("%d-%d", added[0].Number, added[len(added)-1].Number)
+			}
+			if fork != tt.wantFork || got != tt.wantAdded || missed != tt.missed {
+				t.Errorf("fork at %d, added %q, missed %d; want %d, %q, %d", fork, got, missed, tt.wantFork, tt.wantAdded, tt.missed)
+			}
+		})
+	}
+}

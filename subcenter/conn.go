@@ -16,6 +16,9 @@ type conn struct {
 	center *Center
 	n      jrpc.Notifier
 	subs   map[string]*sub // guarded by Center.mu
+	// filterBytes is what its logs filters count against
+	// max_filter_bytes_per_connection; guarded by Center.mu.
+	filterBytes int64
 
 	mu      sync.Mutex
 	q       []item

@@ -11,13 +11,27 @@ import (
 	"github.com/venn-gateway/venn/headstore"
 )
 
-// geth's bounds on a logs filter (eth/filters).
-const (
-	maxTopics    = 4
-	maxSubTopics = 1000
-)
+// maxTopics is geth's bound on a filter's topic positions (eth/filters):
+// a log has at most four topics.
+const maxTopics = 4
 
 var errInvalidBlockRange = errors.New("invalid block range params")
+
+// errLogQueryLimit is geth's message for a filter over its
+// --rpc.logquerylimit; clients that split their filters look for it.
+const errLogQueryLimit = "exceed max addresses or topics per search position"
+
+// filterLimits bound what one logs filter may name.
+type filterLimits struct {
+	addresses int // max_filter_addresses
+	topics    int // max_filter_topics: alternatives at one position
+}
+
+// limitError is a filter over one of venn's limits: -32052, not invalid
+// params, since another server may take it.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
 
 // logFilter is a logs subscription's criteria, read the way geth's
 // FilterCriteria.UnmarshalJSON reads them and matched the way its
@@ -31,6 +45,9 @@ type logFilter struct {
 	from, to uint64
 	hasFrom  bool
 	hasTo    bool
+	// size is the filter's JSON as sent, in bytes: what it counts against
+	// max_filter_bytes_per_connection.
+	size int64
 }
 
 // matches is geth's filterLogs check for one log of block number n, but
@@ -60,8 +77,9 @@ func contains(list []string, s string) bool {
 }
 
 // parseLogFilter reads a logs subscription's filter object. Its errors are
-// geth's, as invalid-params messages.
-func parseLogFilter(raw json.RawMessage) (*logFilter, error) {
+// geth's, as invalid-params messages, but for a *limitError when the
+// filter names more addresses or topics than lim allows.
+func parseLogFilter(raw json.RawMessage, lim filterLimits) (*logFilter, error) {
 	var in struct {
 		BlockHash *string          `json:"blockHash"`
 		FromBlock *json.RawMessage `json:"fromBlock"`
@@ -72,7 +90,7 @@ func parseLogFilter(raw json.RawMessage) (*logFilter, error) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, err
 	}
-	f := &logFilter{}
+	f := &logFilter{size: int64(len(raw))}
 	if in.BlockHash != nil {
 		if in.FromBlock != nil || in.ToBlock != nil {
 			return nil, errors.New("cannot specify both BlockHash and FromBlock/ToBlock, choose one or the other")
@@ -101,6 +119,11 @@ func parseLogFilter(raw json.RawMessage) (*logFilter, error) {
 		}
 		f.addrs = []string{strings.ToLower(a)}
 	case []any:
+		if len(a) > lim.addresses {
+			return nil, &limitError{fmt.Sprintf("%s: %d addresses, limits.max_filter_addresses is %d",
+				errLogQueryLimit, len(a), lim.addresses)}
+		}
+		f.addrs = make([]string, 0, len(a))
 		for i, v := range a {
 			s, ok := v.(string)
 			if !ok {
@@ -127,8 +150,9 @@ func parseLogFilter(raw json.RawMessage) (*logFilter, error) {
 			}
 			f.topics[i] = []string{strings.ToLower(t)}
 		case []any:
-			if len(t) > maxSubTopics {
-				return nil, errors.New("exceed max topics")
+			if len(t) > lim.topics {
+				return nil, &limitError{fmt.Sprintf("%s: %d topics at position %d, limits.max_filter_topics is %d",
+					errLogQueryLimit, len(t), i, lim.topics)}
 			}
 			for _, v := range t {
 				if v == nil {

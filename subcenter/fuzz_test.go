@@ -4,7 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/eth/filters"
 
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -39,6 +44,76 @@ func FuzzSubscribe(f *testing.F) {
 		}
 		if _, err := c.Unsubscribe(context.Background(), params); err == nil {
 			t.Fatalf("unsubscribe over HTTP succeeded")
+		}
+	})
+}
+
+// FuzzLogFilter holds the logs filter reader to geth's own
+// (eth/filters.FilterCriteria): a filter venn takes, geth takes, with the
+// same addresses and topics, and within the limits; a filter geth's
+// reader refuses, venn refuses. venn also refuses, as geth's subscription
+// does after reading, pending logs and backward or open-ended ranges.
+func FuzzLogFilter(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `null`, `{"address":"0x00000000000000000000000000000000000000a1"}`,
+		`{"address":["0x00000000000000000000000000000000000000A1","0x00000000000000000000000000000000000000a2"]}`,
+		`{"address":["0x01","0x02","0x03","0x04"]}`, `{"address":[1]}`, `{"address":{}}`,
+		`{"topics":[null,["0x00000000000000000000000000000000000000000000000000000000000000f1",null]]}`,
+		`{"topics":[[],[[]]]}`, `{"topics":[null,null,null,null,null]}`, `{"topics":["0x1"]}`,
+		`{"topics":[["0x00000000000000000000000000000000000000000000000000000000000000f1","0x00000000000000000000000000000000000000000000000000000000000000f2","0x00000000000000000000000000000000000000000000000000000000000000f3","0x00000000000000000000000000000000000000000000000000000000000000f4"]]}`,
+		`{"fromBlock":"0x1","toBlock":"latest"}`, `{"fromBlock":"pending"}`, `{"fromBlock":"0x5","toBlock":"0x4"}`,
+		`{"blockHash":"0x00000000000000000000000000000000000000000000000000000000000000f1"}`,
+		`{"blockHash":"0x00000000000000000000000000000000000000000000000000000000000000f1","fromBlock":"0x1"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	lim := filterLimits{addresses: 3, topics: 3}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, err := parseLogFilter(raw, lim)
+		var geth filters.FilterCriteria
+		gerr := json.Unmarshal(raw, &geth)
+		var le *limitError
+		switch {
+		case errors.As(err, &le):
+			if gerr == nil && len(geth.Addresses) <= lim.addresses && !slices.ContainsFunc(geth.Topics,
+				func(alts []common.Hash) bool { return len(alts) > lim.topics }) {
+				t.Fatalf("%s: %v, but geth reads %d addresses and topics %v", raw, err, len(geth.Addresses), geth.Topics)
+			}
+			return
+		case gerr != nil:
+			if err == nil {
+				t.Fatalf("%s: venn takes a filter geth refuses: %v", raw, gerr)
+			}
+			return
+		case err != nil:
+			for _, after := range []string{"pending logs are not supported", "invalid block range params", "block number larger than int64"} {
+				if err.Error() == after {
+					return
+				}
+			}
+			t.Fatalf("%s: venn refuses (%v) a filter geth takes", raw, err)
+		}
+		if len(got.addrs) > lim.addresses {
+			t.Fatalf("%s: %d addresses taken, the limit is %d", raw, len(got.addrs), lim.addresses)
+		}
+		var addrs []string
+		for _, a := range geth.Addresses {
+			addrs = append(addrs, strings.ToLower(a.Hex()))
+		}
+		if !slices.Equal(got.addrs, addrs) {
+			t.Fatalf("%s: addresses %v, geth's %v", raw, got.addrs, addrs)
+		}
+		if len(got.topics) != len(geth.Topics) {
+			t.Fatalf("%s: %d topic positions, geth's %d", raw, len(got.topics), len(geth.Topics))
+		}
+		for i, alts := range geth.Topics {
+			var want []string
+			for _, h := range alts {
+				want = append(want, h.Hex())
+			}
+			if len(got.topics[i]) > lim.topics || !slices.Equal(got.topics[i], want) {
+				t.Fatalf("%s: topics at %d %v, geth's %v", raw, i, got.topics[i], want)
+			}
 		}
 	})
 }

@@ -9,6 +9,7 @@ type Metrics struct {
 	slow     *prometheus.CounterVec
 	gaps     *prometheus.CounterVec
 	dispatch *prometheus.HistogramVec
+	filters  *prometheus.GaugeVec
 }
 
 // NewMetrics registers the subscriptions' metrics on reg (nil: unregistered).
@@ -25,26 +26,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "subscription_dispatch_seconds",
 			Help:    "Time to queue one head change's notifications for every subscriber.",
 			Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25}}, []string{"chain"}),
+		filters: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "subscription_filter_bytes",
+			Help: "JSON bytes of the logs filters subscriptions hold (what max_filter_bytes_per_connection counts)."}, []string{"chain"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.subs, m.sent, m.slow, m.gaps, m.dispatch)
+		reg.MustRegister(m.subs, m.sent, m.slow, m.gaps, m.dispatch, m.filters)
 	}
 	return m
 }
 
 type chainMetrics struct {
-	subs     [numKinds]prometheus.Gauge
-	sent     [numKinds]prometheus.Counter
-	slow     prometheus.Counter
-	gaps     prometheus.Counter
-	dispatch prometheus.Observer
+	subs        [numKinds]prometheus.Gauge
+	sent        [numKinds]prometheus.Counter
+	slow        prometheus.Counter
+	gaps        prometheus.Counter
+	dispatch    prometheus.Observer
+	filterBytes prometheus.Gauge
 }
 
 func (m *Metrics) forChain(chain string) chainMetrics {
 	cm := chainMetrics{
-		slow:     m.slow.WithLabelValues(chain),
-		gaps:     m.gaps.WithLabelValues(chain),
-		dispatch: m.dispatch.WithLabelValues(chain),
+		slow:        m.slow.WithLabelValues(chain),
+		gaps:        m.gaps.WithLabelValues(chain),
+		dispatch:    m.dispatch.WithLabelValues(chain),
+		filterBytes: m.filters.WithLabelValues(chain),
 	}
 	for k := range numKinds {
 		cm.subs[k] = m.subs.WithLabelValues(chain, k.String())

@@ -259,20 +259,21 @@ func (b *backfiller) fill(ctx context.Context, lo, hi uint64) error {
 // process's stores and the time left at that rate. On a terminal the line
 // is rewritten in place.
 type progress struct {
+	what  string // the command: "backfill", "verify"
 	w     io.Writer
 	total uint64
 	tty   bool
 	every time.Duration
 }
 
-func newProgress(w io.Writer, total uint64) *progress {
+func newProgress(w io.Writer, total uint64, what string) *progress {
 	tty := false
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			tty = true
 		}
 	}
-	return &progress{w: w, total: total, tty: tty, every: time.Second}
+	return &progress{what: what, w: w, total: total, tty: tty, every: time.Second}
 }
 
 // start shows progress until the returned stop is called; stop prints the
@@ -310,8 +311,8 @@ func (p *progress) line(stored, skipped uint64, elapsed time.Duration, last bool
 	case rate > 0:
 		eta = time.Duration(float64(p.total-done) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	msg := fmt.Sprintf("backfill %d/%d blocks (%.1f%%), %.0f blocks/s, ETA %s",
-		done, p.total, 100*float64(done)/float64(max(p.total, 1)), rate, eta)
+	msg := fmt.Sprintf("%s %d/%d blocks (%.1f%%), %.0f blocks/s, ETA %s",
+		p.what, done, p.total, 100*float64(done)/float64(max(p.total, 1)), rate, eta)
 	switch {
 	case p.tty && last:
 		fmt.Fprintf(p.w, "\r\033[K%s\n", msg)

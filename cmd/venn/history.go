@@ -116,7 +116,8 @@ func runBackfill(ctx context.Context, cfg *app.Config, cc app.ChainConfig, from,
 	if _, err := migrations.Up(ctx, cfg.Postgres.URL, log); err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	pg, err := blockstore.Open(ctx, cfg.Postgres.URL, blockstore.Options{Logger: log})
+	pg, err := blockstore.Open(ctx, cfg.Postgres.URL, blockstore.Options{Logger: log,
+		ReadTimeout: cfg.Postgres.ReadTimeout, WriteTimeout: cfg.Postgres.WriteTimeout})
 	if err != nil {
 		return errors.New("postgres.url: cannot be used (check its host and options)")
 	}
@@ -153,7 +154,7 @@ func runBackfill(ctx context.Context, cfg *app.Config, cc app.ChainConfig, from,
 		return err
 	}
 	defer b.close()
-	sum, err := b.run(ctx, from, to, newProgress(stderr, to-from+1))
+	sum, err := b.run(ctx, from, to, newProgress(stderr, to-from+1, "backfill"))
 	if err != nil {
 		return err
 	}

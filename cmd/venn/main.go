@@ -38,6 +38,10 @@ Usage:
   venn backfill --config FILE --chain NAME --from A --to B [--concurrency N]
                                store a chain's settled blocks A..B in the history
                                store; resumable, and safe on several replicas at once
+  venn history verify --config FILE --chain NAME --from A --to B [--purge] [--concurrency N]
+                               check the stored blocks A..B against the chain's
+                               remotes (hashes, parent links); --purge removes
+                               those of another chain
   venn version                 print the version
   venn help                    print this help
 `
@@ -61,6 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return migrate(rest, stdout, stderr)
 	case "backfill":
 		return backfill(rest, stdout, stderr)
+	case "history":
+		return history(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "venn", versionString())
 		return exitOK

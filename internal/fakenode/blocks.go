@@ -3,7 +3,10 @@ package fakenode
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"math"
+	"math/bits"
 	"strconv"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/core/types"
@@ -12,7 +15,6 @@ import (
 // Shape of the synthetic chain.
 const (
 	txsPerBlock      = 2
-	blockTimeSeconds = 12
 	gasLimit         = 30_000_000
 	txGasLimit       = 100_000
 	tipWei           = 1_000_000 // maxPriorityFeePerGas of every transaction
@@ -113,6 +115,7 @@ func orBloom(dst, src *types.Bloom) {
 
 type synthBlock struct {
 	num, salt    uint64
+	chain        uint64 // the chain id its transactions carry
 	hash, parent common.Hash
 	time         uint64
 	baseFee      uint64
@@ -135,24 +138,26 @@ func baseFeeAt(num uint64) uint64 { return baseFeeWei + (num%97)*100_000 }
 // block builds visible block num of view v.
 func (n *Node) block(v *chainView, num uint64) *synthBlock {
 	salt := v.saltAt(num)
+	h := n.hasherOf(v)
 	b := &synthBlock{
 		num:     num,
 		salt:    salt,
-		hash:    n.hash.block(num, salt),
-		time:    n.opts.GenesisTime + blockTimeSeconds*num,
+		chain:   n.chainOf(v),
+		hash:    h.block(num, salt),
+		time:    n.blockTime(num),
 		baseFee: baseFeeAt(num),
 	}
 	if num == 0 {
 		return b // genesis: zero parent, no transactions
 	}
-	b.parent = n.hash.block(num-1, v.saltAt(num-1))
+	b.parent = h.block(num-1, v.saltAt(num-1))
 	b.txs = make([]synthTx, txsPerBlock)
 	for i := range b.txs {
 		g := num*txsPerBlock + uint64(i)
 		tx := &b.txs[i]
 		tx.idx = i
 		tx.g = g
-		tx.hash = n.hash.tx(num, i, salt)
+		tx.hash = h.tx(num, i, salt)
 		tx.gasUsed = 46_000 + mix64(g^salt)%20_000
 		b.gasUsed += tx.gasUsed
 		tx.cumGas = b.gasUsed
@@ -160,6 +165,18 @@ func (n *Node) block(v *chainView, num uint64) *synthBlock {
 		orBloom(&b.bloom, &tx.bloom)
 	}
 	return b
+}
+
+// blockTime is block num's timestamp.
+func (n *Node) blockTime(num uint64) uint64 {
+	// num*BlockTime in seconds, without overflowing for the large heads
+	// tests set.
+	hi, lo := bits.Mul64(num, uint64(n.opts.BlockTime))
+	if hi >= uint64(time.Second) {
+		return math.MaxUint64
+	}
+	sec, _ := bits.Div64(hi, lo, uint64(time.Second))
+	return n.opts.GenesisTime + sec
 }
 
 func (b *synthBlock) size() uint64 { return 620 + 180*uint64(len(b.txs)) }
@@ -298,7 +315,7 @@ func (n *Node) appendTx(buf []byte, b *synthBlock, tx *synthTx) []byte {
 	buf = append(buf, `,"transactionIndex":`...)
 	buf = appendQuantity(buf, uint64(tx.idx))
 	buf = append(buf, `,"value":"0x0","type":"0x2","accessList":[],"chainId":`...)
-	buf = appendQuantity(buf, n.opts.ChainID)
+	buf = appendQuantity(buf, b.chain)
 	parity := tx.g & 1
 	buf = append(buf, `,"v":`...)
 	buf = appendQuantity(buf, parity)

@@ -27,6 +27,7 @@ type chainView struct {
 	head  uint64
 	lag   uint64
 	forks []fork // ascending by from; never mutated once published
+	chain uint64 // SwitchChain: the chain id whose chain is served; 0: the node's own
 }
 
 // visible is the head the node admits to: Head()-lag.
@@ -68,7 +69,7 @@ func (v *chainView) below(depth uint64) uint64 {
 }
 
 func (v *chainView) withFork(from, salt uint64) *chainView {
-	nv := &chainView{head: v.head, lag: v.lag}
+	nv := &chainView{head: v.head, lag: v.lag, chain: v.chain}
 	for _, f := range v.forks {
 		if f.from < from {
 			nv.forks = append(nv.forks, f)
@@ -82,6 +83,9 @@ func (v *chainView) withFork(from, salt uint64) *chainView {
 // two views, and false if none does. Salts are piecewise constant with
 // breaks at the fork points, so only those need checking.
 func divergence(a, b *chainView) (uint64, bool) {
+	if a.chain != b.chain {
+		return 1, true // another chain from genesis on (genesis is never notified)
+	}
 	var (
 		best  uint64
 		found bool

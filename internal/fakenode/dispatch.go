@@ -93,15 +93,20 @@ func (n *Node) serveCall(c *call, f *faults, method string, params []byte) ([]by
 		}
 	}
 	v := c.view
+	if f.bogusHead != 0 {
+		if res, ok := n.bogus(v, f.bogusHead, method, params); ok {
+			return res, nil
+		}
+	}
 	switch method {
 	case "eth_getBalance":
 		return n.getBalance(v, params)
 	case "eth_blockNumber":
 		return noArgs(params, quantity(v.visible()))
 	case "eth_chainId":
-		return noArgs(params, quantity(n.chainID(f)))
+		return noArgs(params, quantity(n.chainID(v, f)))
 	case "net_version":
-		return noArgs(params, strconv.AppendQuote(nil, strconv.FormatUint(n.chainID(f), 10)))
+		return noArgs(params, strconv.AppendQuote(nil, strconv.FormatUint(n.chainID(v, f), 10)))
 	case "web3_clientVersion":
 		return noArgs(params, strconv.AppendQuote(nil, n.opts.ClientVersion))
 	case "eth_syncing":
@@ -144,6 +149,12 @@ func (n *Node) serveCall(c *call, f *faults, method string, params []byte) ([]by
 		return n.getLogs(v, f, params)
 	case "eth_sendRawTransaction":
 		return n.sendRawTransaction(params)
+	case "eth_newPendingTransactionFilter":
+		return n.newPendingFilter(params)
+	case "eth_getFilterChanges":
+		return n.filterChanges(params)
+	case "eth_uninstallFilter":
+		return n.uninstallFilter(params)
 	}
 	switch {
 	case strings.HasSuffix(method, "_subscribe"):
@@ -154,11 +165,11 @@ func (n *Node) serveCall(c *call, f *faults, method string, params []byte) ([]by
 	return nil, methodNotFound(method)
 }
 
-func (n *Node) chainID(f *faults) uint64 {
+func (n *Node) chainID(v *chainView, f *faults) uint64 {
 	if f.chainID != 0 {
 		return f.chainID
 	}
-	return n.opts.ChainID
+	return n.chainOf(v)
 }
 
 // noArgs returns result unless params carry arguments the method takes
@@ -231,7 +242,7 @@ func (n *Node) stateNumber(v *chainView, raw []byte, idx int) (uint64, *jrpc.Err
 			return 0, argErr(idx, err)
 		}
 		if h, isHash := bnh.Hash(); isHash {
-			found, ok := n.hash.findBlock(v, h)
+			found, ok := n.hasherOf(v).findBlock(v, h)
 			if !ok {
 				return 0, errHashNotFound
 			}
@@ -530,7 +541,7 @@ func (n *Node) getBlockByHash(v *chainView, params []byte) ([]byte, *jrpc.Error)
 	if err := json.Unmarshal(args[1], &full); err != nil {
 		return nil, argErr(1, err)
 	}
-	num, ok := n.hash.findBlock(v, h)
+	num, ok := n.hasherOf(v).findBlock(v, h)
 	if !ok {
 		return []byte(resultNull), nil
 	}
@@ -545,7 +556,7 @@ func (n *Node) blockArg(v *chainView, raw []byte, byHash bool) (uint64, bool, er
 		if err := decodeArg(raw, &h); err != nil {
 			return 0, false, err
 		}
-		num, ok := n.hash.findBlock(v, h)
+		num, ok := n.hasherOf(v).findBlock(v, h)
 		return num, ok, nil
 	}
 	var bn rpc.BlockNumber
@@ -609,7 +620,7 @@ func (n *Node) getTxByHash(v *chainView, params []byte, receipt bool) ([]byte, *
 	if err := decodeArg(args[0], &h); err != nil {
 		return nil, argErr(0, err)
 	}
-	num, idx, ok := n.hash.findTx(v, h)
+	num, idx, ok := n.hasherOf(v).findTx(v, h)
 	if !ok {
 		return []byte(resultNull), nil
 	}
@@ -632,7 +643,7 @@ func (n *Node) getBlockReceipts(v *chainView, params []byte) ([]byte, *jrpc.Erro
 	}
 	var num uint64
 	if h, ok := bnh.Hash(); ok {
-		found, ok := n.hash.findBlock(v, h)
+		found, ok := n.hasherOf(v).findBlock(v, h)
 		if !ok {
 			return []byte(resultNull), nil
 		}
@@ -679,6 +690,7 @@ func (n *Node) sendRawTransaction(params []byte) ([]byte, *jrpc.Error) {
 	if known {
 		return nil, errAlreadyKnown
 	}
+	n.pending.add(h)
 	n.notifyPending(h)
 	return appendHash(nil, h), nil
 }

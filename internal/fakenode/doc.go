@@ -11,7 +11,8 @@
 //
 // # The chain
 //
-// Blocks 0..Head exist. Block n has timestamp GenesisTime+12n, hash
+// Blocks 0..Head exist. Block n has timestamp GenesisTime+n*BlockTime
+// (whole seconds; 12 s by default), hash
 // keccak256(seed, salt, n) (the last 8 bytes carry an invertible mix of n so
 // that lookups by hash need no index), parentHash = hash(n-1), and two type-2
 // transactions (genesis has none). Each transaction emits one log from one of
@@ -61,19 +62,38 @@
 //   - SetHook(fn): fn sees every call first and may answer it (handled);
 //     it must be safe for concurrent use.
 //   - SetChainID(id): eth_chainId and net_version report id.
+//   - SwitchChain(id): the node serves another chain from now on, the one a
+//     node built with ChainID id serves (its chain id, hashes, transactions
+//     and logs), as an endpoint re-pointed at another network does.
+//     SwitchChain(0) goes back. Unlike the other faults it is part of the
+//     chain, so Reset leaves it.
 //   - SetLag(k): the node serves only up to Head()-k: eth_blockNumber,
 //     blocks and receipts above it are null, state calls above it fail
 //     with -32000 "header not found", eth_getLogs beyond it fails with
 //     geth 1.17's -32602 "block range extends beyond current head block",
 //     and newHeads stop there. Lowering the lag notifies the blocks that
 //     become visible.
+//   - SetBogusHead(h): the node claims head h (eth_blockNumber,
+//     eth_getBlockByNumber("latest"), newHeads headers) with an unknown
+//     parent and the real head's timestamp, and serves nothing above its
+//     real head: a remote that lies about its head.
 //   - SetMaxLogsRange(k): eth_getLogs over more than k blocks (to-from+1)
 //     fails with Besu's -32005 "requested range exceeds maximum RPC range
 //     limit". 0 turns it off.
+//   - DropFilters(): every eth_newPendingTransactionFilter filter is
+//     forgotten, as by a restarted node; the next eth_getFilterChanges on
+//     one gets geth's -32000 "filter not found". Reset leaves filters be.
+//
+// eth_sendRawTransaction goes to newPendingTransactions subscribers and to
+// every pending-transaction filter (eth_newPendingTransactionFilter, polled
+// with eth_getFilterChanges, removed with eth_uninstallFilter; a filter
+// asked for full transactions answers hashes too). Use SetHook to take
+// these methods away from a node.
 //
 // Calls, TotalCalls and ResetCalls count the calls that reached the node
 // (every item of a batch, whatever the answer; malformed messages count under
-// method ""). Calls refused by SetDown never reach it.
+// method ""); CallsAt counts those of a method whose first parameter is a
+// name ("latest", "newHeads"). Calls refused by SetDown never reach it.
 //
 // # Limits
 //

@@ -1,10 +1,12 @@
 package fakenode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +29,7 @@ type faults struct {
 	echo       func(r *http.Request) *jrpc.Error
 	chainID    uint64 // reported chain id; 0 means the real one
 	maxLogs    uint64 // eth_getLogs range cap in blocks; 0 off
+	bogusHead  uint64 // head claimed but not served; 0 off
 	drop       bool
 	garbage    bool
 }
@@ -96,6 +99,56 @@ func (n *Node) SetChainID(id uint64) { n.setFault(func(f *faults) { f.chainID = 
 // SetMaxLogsRange fails eth_getLogs over more than k blocks; 0 turns it off.
 func (n *Node) SetMaxLogsRange(k uint64) { n.setFault(func(f *faults) { f.maxLogs = k }) }
 
+// SetBogusHead makes the node claim head h while its chain stays where it
+// is, as a broken node or a misrouted load balancer does: eth_blockNumber
+// answers h, eth_getBlockByNumber("latest") a block h whose parent is
+// unknown and whose timestamp is the real head's, and newHeads subscribers
+// get that header now and in place of every real one while it lasts.
+// Blocks above the real head stay null. 0 turns it off.
+func (n *Node) SetBogusHead(h uint64) {
+	n.setFault(func(f *faults) { f.bogusHead = h })
+	if h == 0 {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.subs) > 0 {
+		n.notifyHead(n.sortedSubs(), n.bogusBlock(n.view.Load(), h))
+	}
+}
+
+// bogusSalt makes the bogus head's hashes, which no lookup finds.
+const bogusSalt = 0xb0605
+
+// bogusBlock is the block SetBogusHead claims: number h, a parent nobody
+// has, the timestamp of the visible head, no transactions.
+func (n *Node) bogusBlock(v *chainView, h uint64) *synthBlock {
+	return &synthBlock{
+		num: h, salt: bogusSalt,
+		hash:    n.hash.block(h, bogusSalt),
+		parent:  n.hash.block(h-1, bogusSalt),
+		time:    n.blockTime(v.visible()),
+		baseFee: baseFeeAt(h),
+	}
+}
+
+// bogus answers the calls SetBogusHead lies about; ok is false for the
+// others.
+func (n *Node) bogus(v *chainView, h uint64, method string, params []byte) ([]byte, bool) {
+	switch method {
+	case "eth_blockNumber":
+		return quantity(h), true
+	case "eth_getBlockByNumber":
+		var store [2][]byte
+		args, rerr := splitArgs(params, store[:0], 2, 2)
+		if rerr != nil || (string(args[0]) != `"latest"` && string(args[0]) != `"pending"`) {
+			return nil, false
+		}
+		return n.appendBlock(nil, n.bogusBlock(v, h), string(args[1]) == "true"), true
+	}
+	return nil, false
+}
+
 // SetDrop closes every connection that sends a request, without answering.
 func (n *Node) SetDrop(on bool) { n.setFault(func(f *faults) { f.drop = on }) }
 
@@ -155,8 +208,43 @@ func (n *Node) count(method string) {
 		n.callsMu.Unlock()
 	}
 	c.Add(1)
-	n.total.Add(1)
+	if strings.IndexByte(method, ' ') < 0 {
+		n.total.Add(1)
+	}
 }
+
+// firstTag is the name a call's params start with: a block tag
+// ("latest") or a subscription ("newHeads"), a string of letters only, so
+// that the counted keys stay few; "" if none.
+func firstTag(params []byte) string {
+	p := bytes.TrimSpace(params)
+	if len(p) < 2 || p[0] != '[' {
+		return ""
+	}
+	p = bytes.TrimSpace(p[1:])
+	if len(p) < 2 || p[0] != '"' {
+		return ""
+	}
+	for i := 1; i < len(p) && i <= maxTagLen+1; i++ {
+		switch c := p[i]; {
+		case c == '"':
+			return string(p[1:i])
+		case c < 'A' || c > 'z' || c > 'Z' && c < 'a':
+			return ""
+		}
+	}
+	return ""
+}
+
+// maxTagLen bounds the names CallsAt counts.
+const maxTagLen = 32
+
+// CallsAt is the number of calls of method whose first parameter was the
+// string tag since the last ResetCalls: eth_getBlockByNumber("latest"),
+// what a head poller sends, told apart from calls for numbered blocks, or
+// eth_subscribe("newHeads") from other subscriptions. Only names of
+// letters are counted.
+func (n *Node) CallsAt(method, tag string) int64 { return n.Calls(method + " " + tag) }
 
 // Calls is the number of calls of method that reached the node since the
 // last ResetCalls, whatever they were answered.
@@ -179,7 +267,7 @@ func (n *Node) CallCounts() map[string]int64 {
 	defer n.callsMu.RUnlock()
 	out := make(map[string]int64, len(n.calls))
 	for k, c := range n.calls {
-		if v := c.Load(); v != 0 {
+		if v := c.Load(); v != 0 && strings.IndexByte(k, ' ') < 0 {
 			out[k] = v
 		}
 	}

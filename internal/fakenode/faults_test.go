@@ -344,3 +344,128 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A node switched to another chain serves that chain as a node built for it
+// does, byte for byte, and switched back serves its own again.
+func TestSwitchChain(t *testing.T) {
+	own := Start(t, Options{ChainID: 1337, Head: 20})
+	other := Start(t, Options{ChainID: 5, Head: 20})
+	hc := httpClient(t)
+	calls := []struct {
+		method string
+		params []any
+	}{
+		{"eth_chainId", nil},
+		{"eth_getBlockByNumber", []any{"0xa", true}},
+		{"eth_getBlockReceipts", []any{"0xa"}},
+		{"eth_getBlockByHash", []any{other.BlockHash(7), false}},
+	}
+	ownBlock := string(mustRPC(t, hc, own.URL(), "eth_getBlockByNumber", "0xa", true))
+	own.SwitchChain(5)
+	for _, c := range calls {
+		got := string(mustRPC(t, hc, own.URL(), c.method, c.params...))
+		if want := string(mustRPC(t, hc, other.URL(), c.method, c.params...)); got != want {
+			t.Errorf("%s switched: %.120s, want the other chain's %.120s", c.method, got, want)
+		}
+	}
+	if own.BlockHash(10) != other.BlockHash(10) {
+		t.Error("BlockHash does not follow the switch")
+	}
+	own.SwitchChain(0)
+	if got := string(mustRPC(t, hc, own.URL(), "eth_getBlockByNumber", "0xa", true)); got != ownBlock {
+		t.Errorf("switched back: %.120s, want its own block %.120s", got, ownBlock)
+	}
+	if got := string(mustRPC(t, hc, own.URL(), "eth_chainId")); got != `"0x539"` {
+		t.Errorf("switched back: chain id %s", got)
+	}
+}
+
+// SetBogusHead claims a head the node does not have: the claim is visible
+// where a head tracker looks (eth_blockNumber, latest, newHeads), the
+// blocks are not, and the claimed block links to nothing the node serves.
+func TestBogusHead(t *testing.T) {
+	n := Start(t, Options{})
+	hc := httpClient(t)
+	ws := dialWS(t, n.WSURL())
+	ws.subscribe(`["newHeads"]`)
+	realTime := n.blockTime(100)
+
+	n.SetBogusHead(1_000_000_000)
+	var h header
+	if err := json.Unmarshal(ws.readNote().Params.Result, &h); err != nil || hexNum(t, h.Number) != 1_000_000_000 {
+		t.Fatalf("newHeads after SetBogusHead: %+v %v", h, err)
+	}
+	if got := hexNum(t, mustRPC(t, hc, n.URL(), "eth_blockNumber")); got != 1_000_000_000 {
+		t.Errorf("eth_blockNumber = %d, want the bogus head", got)
+	}
+	var latest struct {
+		Number     json.RawMessage `json:"number"`
+		Hash       string          `json:"hash"`
+		ParentHash string          `json:"parentHash"`
+		Timestamp  json.RawMessage `json:"timestamp"`
+	}
+	if err := json.Unmarshal(mustRPC(t, hc, n.URL(), "eth_getBlockByNumber", "latest", false), &latest); err != nil {
+		t.Fatal(err)
+	}
+	if hexNum(t, latest.Number) != 1_000_000_000 || latest.Hash != h.Hash || hexNum(t, latest.Timestamp) != realTime {
+		t.Errorf("latest = %+v, want the bogus block %s with the real head's timestamp %d", latest, h.Hash, realTime)
+	}
+	for _, q := range []struct {
+		method string
+		arg    any
+	}{{"eth_getBlockByHash", latest.ParentHash}, {"eth_getBlockByHash", latest.Hash}, {"eth_getBlockByNumber", "0x65"}} {
+		if got := mustRPC(t, hc, n.URL(), q.method, q.arg, false); string(got) != "null" {
+			t.Errorf("%s(%v) = %.60s, want null", q.method, q.arg, got)
+		}
+	}
+
+	n.Mine(1) // the lie goes on over newHeads
+	if err := json.Unmarshal(ws.readNote().Params.Result, &h); err != nil || hexNum(t, h.Number) != 1_000_000_000 {
+		t.Errorf("newHeads after Mine while lying: %+v %v", h, err)
+	}
+
+	n.SetBogusHead(0)
+	if got := hexNum(t, mustRPC(t, hc, n.URL(), "eth_blockNumber")); got != 101 {
+		t.Errorf("eth_blockNumber after SetBogusHead(0) = %d, want 101", got)
+	}
+}
+
+// BlockTime spaces timestamps in whole seconds, rounding down.
+func TestBlockTimeOption(t *testing.T) {
+	tests := []struct {
+		give time.Duration
+		num  uint64
+		want uint64 // seconds after genesis
+	}{
+		{give: 0, num: 100, want: 1200},
+		{give: time.Second, num: 100, want: 100},
+		{give: 250 * time.Millisecond, num: 7, want: 1},
+		{give: 250 * time.Millisecond, num: 8, want: 2},
+		{give: 2 * time.Second, num: 1 << 40, want: 2 << 40},
+	}
+	for _, tt := range tests {
+		n := New(Options{BlockTime: tt.give})
+		if got := n.blockTime(tt.num) - DefaultGenesisTime; got != tt.want {
+			t.Errorf("BlockTime %v: block %d at +%d s, want +%d", tt.give, tt.num, got, tt.want)
+		}
+		n.Close()
+	}
+}
+
+// CallsAt tells calls for a tag apart from calls for numbered blocks.
+func TestCallsAt(t *testing.T) {
+	n := Start(t, Options{})
+	hc := httpClient(t)
+	mustRPC(t, hc, n.URL(), "eth_getBlockByNumber", "latest", false)
+	mustRPC(t, hc, n.URL(), "eth_getBlockByNumber", "0x5", false)
+	mustRPC(t, hc, n.URL(), "eth_getBlockByNumber", "latest", false)
+	if got := n.CallsAt("eth_getBlockByNumber", "latest"); got != 2 {
+		t.Errorf("CallsAt latest = %d, want 2", got)
+	}
+	if got, total := n.Calls("eth_getBlockByNumber"), n.TotalCalls(); got != 3 || total != 3 {
+		t.Errorf("Calls = %d, TotalCalls = %d, want 3 and 3", got, total)
+	}
+	if got := n.CallCounts(); len(got) != 1 || got["eth_getBlockByNumber"] != 3 {
+		t.Errorf("CallCounts = %v", got)
+	}
+}

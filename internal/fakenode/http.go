@@ -230,6 +230,9 @@ func (n *Node) countMessages(msgs []message, parsed bool) {
 		m := &msgs[i]
 		if m.isCall() || m.isNotification() {
 			n.count(m.method)
+			if tag := firstTag(m.params); tag != "" {
+				n.count(m.method + " " + tag)
+			}
 		} else {
 			n.count("")
 		}

@@ -191,7 +191,7 @@ func decodeTopic(s string) (common.Hash, error) {
 // its own --rpc.rangelimit.
 func (n *Node) logRange(v *chainView, f *faults, q *filterQuery) (uint64, uint64, *jrpc.Error) {
 	if q.blockHash != nil {
-		num, ok := n.hash.findBlock(v, *q.blockHash)
+		num, ok := n.hasherOf(v).findBlock(v, *q.blockHash)
 		if !ok {
 			return 0, 0, errUnknownBlock
 		}

@@ -19,6 +19,7 @@ const (
 	DefaultChainID        = 1337
 	DefaultHead           = 100
 	DefaultGenesisTime    = 1_700_000_000
+	DefaultBlockTime      = 12 * time.Second
 	DefaultSafeDepth      = 32
 	DefaultFinalizedDepth = 64
 	DefaultClientVersion  = "fakenode/v1"
@@ -42,9 +43,14 @@ type Options struct {
 	Head uint64
 	// Name labels the node's logs.
 	Name string
-	// GenesisTime is block 0's timestamp; block n is 12n seconds later.
-	// Default 1_700_000_000, fixed so that runs are reproducible.
+	// GenesisTime is block 0's timestamp. Default 1_700_000_000, fixed so
+	// that runs are reproducible.
 	GenesisTime uint64
+	// BlockTime spaces the blocks' timestamps: block n's is GenesisTime +
+	// n*BlockTime, in whole seconds (rounded down, as on a chain whose
+	// blocks come faster than its timestamps tick). Default 12 s. It does
+	// not mine: the chain moves only when told to.
+	BlockTime time.Duration
 	// SafeDepth and FinalizedDepth place the "safe" and "finalized" tags
 	// below the visible head. Defaults 32 and 64.
 	SafeDepth      uint64
@@ -64,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GenesisTime == 0 {
 		o.GenesisTime = DefaultGenesisTime
+	}
+	if o.BlockTime <= 0 {
+		o.BlockTime = DefaultBlockTime
 	}
 	if o.SafeDepth == 0 {
 		o.SafeDepth = DefaultSafeDepth
@@ -104,6 +113,8 @@ type Node struct {
 
 	txMu sync.Mutex
 	sent map[common.Hash]struct{} // raw transactions seen
+
+	pending pendingFilters // filters.go: eth_newPendingTransactionFilter
 
 	callsMu sync.RWMutex
 	calls   map[string]*atomic.Int64
@@ -314,14 +325,14 @@ func (n *Node) Head() uint64 { return n.view.Load().head }
 // the node serves it yet.
 func (n *Node) BlockHash(num uint64) string {
 	v := n.view.Load()
-	return n.hash.block(num, v.saltAt(num)).Hex()
+	return n.hasherOf(v).block(num, v.saltAt(num)).Hex()
 }
 
 // TxHash is the hash of transaction idx (0 or 1) of block num (>= 1) on the
 // current chain.
 func (n *Node) TxHash(num uint64, idx int) string {
 	v := n.view.Load()
-	return n.hash.tx(num, idx, v.saltAt(num)).Hex()
+	return n.hasherOf(v).tx(num, idx, v.saltAt(num)).Hex()
 }
 
 // Mine advances the head by k blocks and notifies subscribers of each.
@@ -330,7 +341,7 @@ func (n *Node) Mine(k int) {
 		return
 	}
 	n.change(func(v *chainView) *chainView {
-		return &chainView{head: v.head + uint64(k), lag: v.lag, forks: v.forks}
+		return &chainView{head: v.head + uint64(k), lag: v.lag, forks: v.forks, chain: v.chain}
 	})
 }
 
@@ -339,7 +350,7 @@ func (n *Node) Mine(k int) {
 // same hashes as before unless a fork changed them.
 func (n *Node) SetHead(h uint64) {
 	n.change(func(v *chainView) *chainView {
-		return &chainView{head: h, lag: v.lag, forks: v.forks}
+		return &chainView{head: h, lag: v.lag, forks: v.forks, chain: v.chain}
 	})
 }
 
@@ -368,11 +379,42 @@ func (n *Node) Reorg(depth uint64) {
 	})
 }
 
+// SwitchChain makes the node serve, from now on, the chain a node built
+// with ChainID id serves: eth_chainId, every hash, transaction and log are
+// that chain's, at the same head, as when a provider's endpoint is pointed
+// at another network. Forks set before are dropped; subscribers see the
+// switch as a reorg from block 1. SwitchChain(0) goes back to the node's
+// own chain.
+func (n *Node) SwitchChain(id uint64) {
+	if id == n.opts.ChainID {
+		id = 0
+	}
+	n.change(func(v *chainView) *chainView {
+		return &chainView{head: v.head, lag: v.lag, chain: id}
+	})
+}
+
+// hasherOf is the hasher of the chain view v serves.
+func (n *Node) hasherOf(v *chainView) hasher {
+	if v.chain != 0 {
+		return hasher{seed: v.chain}
+	}
+	return n.hash
+}
+
+// chainOf is the id of the chain view v serves.
+func (n *Node) chainOf(v *chainView) uint64 {
+	if v.chain != 0 {
+		return v.chain
+	}
+	return n.opts.ChainID
+}
+
 // SetLag makes the node serve only up to Head()-k. Lowering it notifies the
 // blocks that become visible; raising it looks like a rewind.
 func (n *Node) SetLag(k uint64) {
 	n.change(func(v *chainView) *chainView {
-		return &chainView{head: v.head, lag: k, forks: v.forks}
+		return &chainView{head: v.head, lag: k, forks: v.forks, chain: v.chain}
 	})
 }
 

@@ -216,6 +216,9 @@ func (n *Node) notifyChange(old, nv *chainView) {
 }
 
 func (n *Node) notifyHead(subs []*subscription, b *synthBlock) {
+	if h := n.faults.Load().bogusHead; h != 0 && b.salt != bogusSalt {
+		b = n.bogusBlock(n.view.Load(), h) // a liar keeps lying
+	}
 	var header []byte
 	for _, s := range subs {
 		if s.kind != subHeads {

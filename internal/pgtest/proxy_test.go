@@ -56,3 +56,62 @@ func TestProxy(t *testing.T) {
 		t.Errorf("connect after Start: %v", err)
 	}
 }
+
+// TestProxyPause stalls the database: a query on an open connection and a
+// new connection both wait (they neither fail nor answer) until Resume,
+// after which both complete; Stop cuts a paused connection.
+func TestProxyPause(t *testing.T) {
+	p := NewProxy(t, Empty(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.URL())
+	if err != nil {
+		t.Fatalf("connect through the proxy: %v", err)
+	}
+	defer conn.Close(context.Background())
+
+	p.Pause()
+	p.Pause() // again: nothing to do
+	query := make(chan error, 1)
+	go func() {
+		var one int
+		query <- conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+	}()
+	dial := make(chan error, 1)
+	go func() {
+		c, err := pgx.Connect(ctx, p.URL())
+		if err == nil {
+			err = c.Ping(ctx)
+			c.Close(context.Background())
+		}
+		dial <- err
+	}()
+	// Held: neither answers within a while the server answers in well
+	// under a millisecond. This waits for a non-event, so it can only
+	// miss a fault, never invent one.
+	select {
+	case err := <-query:
+		t.Fatalf("a query answered while paused: %v", err)
+	case err := <-dial:
+		t.Fatalf("a connection was set up while paused: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	p.Resume()
+	for name, ch := range map[string]chan error{"query": query, "new connection": dial} {
+		if err := <-ch; err != nil {
+			t.Errorf("%s after Resume: %v", name, err)
+		}
+	}
+
+	p.Pause()
+	go func() {
+		var one int
+		query <- conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+	}()
+	p.Stop()
+	if err := <-query; err == nil {
+		t.Error("a paused query survived Stop")
+	}
+	p.Resume()
+}
