@@ -190,8 +190,9 @@ func newChains(p chainsParams) (*chains, error) {
 	rm := router.NewMetrics(p.Registry)
 	subm := subcenter.NewMetrics(p.Registry)
 	am := stalker.NewArchiveMetrics(p.Registry)
+	replies := remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes) // one for the process
 	for _, cc := range cfg.Chains {
-		pool, err := cc.NewPool(log, p.Remotes)
+		pool, err := cc.NewPool(log, p.Remotes, replies)
 		if err != nil {
 			return nil, err
 		}

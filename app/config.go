@@ -225,7 +225,8 @@ type RemoteConfig struct {
 	Methods      MethodsConfig     `yaml:"methods"`
 	Headers      map[string]string `yaml:"headers"`
 	MaxLogsRange uint64            `yaml:"max_logs_range"`
-	// MaxResponseBytes caps one reply from the remote (0: 256 MiB).
+	// MaxResponseBytes caps one reply from the remote, on the wire and
+	// inflated (0: 256 MiB, or limits.max_reply_bytes_in_flight if less).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 }
 
@@ -808,6 +809,13 @@ func (c *Config) Validate() error {
 			seen[ch.Name] = i
 		}
 		ch.validate(&p, path)
+		for j, r := range ch.Remotes {
+			// No larger reply could ever be read.
+			if budget := c.Limits.MaxReplyBytesInFlight; budget > 0 && r.MaxResponseBytes > budget {
+				p.add(fmt.Sprintf("%s.remotes[%d].max_response_bytes", path, j),
+					"must not exceed limits.max_reply_bytes_in_flight (%d)", budget)
+			}
+		}
 	}
 	return errors.Join(p...)
 }

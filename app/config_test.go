@@ -103,6 +103,7 @@ limits:
   max_filter_addresses: 10
   max_filter_topics: 11
   max_filter_bytes_per_connection: 4096
+  max_reply_bytes_in_flight: 536870912
   ws_in_flight: 3
   ws_ping_interval: 5s
   ws_write_timeout: 2s
@@ -146,6 +147,7 @@ chains:
 		MaxFilterAddresses: 10, MaxFilterTopics: 11, MaxFilterBytes: 4096,
 		WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
 		MaxHTTPInFlight: 9, HTTPReadTimeout: 4 * time.Second, HTTPWriteTimeout: 6 * time.Second,
+		MaxReplyBytesInFlight: 512 << 20,
 	}
 	if got := c.JRPCLimits(); got != wantLimits {
 		t.Errorf("limits = %+v", got)
@@ -221,7 +223,7 @@ listen: nonsense
 metrics_listen: "also-nonsense"
 log: {level: loud, format: xml}
 shutdown_timeout: -1s
-limits: {max_body_bytes: -1, ws_ping_interval: -1s}
+limits: {max_body_bytes: -1, ws_ping_interval: -1s, max_reply_bytes_in_flight: -1}
 ` + minimal[1:],
 			want: []string{
 				`listen: must be host:port`,
@@ -231,6 +233,7 @@ limits: {max_body_bytes: -1, ws_ping_interval: -1s}
 				`shutdown_timeout: must be positive`,
 				`limits.max_body_bytes: must be positive`,
 				`limits.ws_ping_interval: must be positive`,
+				`limits.max_reply_bytes_in_flight: must be positive`,
 			},
 		},
 		{
@@ -327,6 +330,22 @@ chains:
 				`chains[0].remotes[2].name: "ok" is already used by remotes[1]`,
 				`chains[0].remotes[2].url: must be http(s):// or ws(s):// (no host)`,
 			},
+		},
+		{
+			name: "remote cap over the reply budget",
+			give: `
+limits: {max_reply_bytes_in_flight: 1048576}
+chains:
+  - name: eth
+    chain_id: 1
+    remotes:
+      - name: big
+        url: http://127.0.0.1:1
+        max_response_bytes: 2097152
+      - name: defaulted
+        url: http://127.0.0.1:2
+`,
+			want: []string{"chains[0].remotes[0].max_response_bytes: must not exceed limits.max_reply_bytes_in_flight (1048576)"},
 		},
 	}
 	for _, tt := range tests {

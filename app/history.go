@@ -250,8 +250,9 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 }
 
 // NewPool builds the chain's remotes pool as serve does. It does no I/O:
-// Start the pool before calling through it.
-func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics) (*remotes.Pool, error) {
+// Start the pool before calling through it. replies is the process's reply
+// budget, shared by every chain's pool (nil: the pool gets its own).
+func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget) (*remotes.Pool, error) {
 	rs := make([]remotes.Config, 0, len(c.Remotes))
 	for _, r := range c.Remotes {
 		rc, err := r.RemoteConfig()
@@ -260,7 +261,9 @@ func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics) (*remotes.Poo
 		}
 		rs = append(rs, rc)
 	}
-	pool, err := remotes.NewPool(c.PoolConfig(), rs, log, m)
+	pc := c.PoolConfig()
+	pc.Replies = replies
+	pool, err := remotes.NewPool(pc, rs, log, m)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", c.Name, err)
 	}

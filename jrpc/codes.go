@@ -20,7 +20,8 @@ const (
 	CodeTimeout = -32051
 	// CodeLimitExceeded: the request broke one of venn's limits (body size,
 	// body read time, batch length, message size, connections, HTTP
-	// requests in flight).
+	// requests in flight), or its answer did (a remote's reply over
+	// max_response_bytes).
 	CodeLimitExceeded = -32052
 	// CodeUnknownChain: the URL path names no configured chain.
 	CodeUnknownChain = -32053

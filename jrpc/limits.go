@@ -64,6 +64,10 @@ const (
 	// DefaultWSWriteTimeout bounds one write to a WebSocket peer; a peer that
 	// does not read is closed rather than left to pile up answers.
 	DefaultWSWriteTimeout = 10 * time.Second
+	// DefaultMaxReplyBytesInFlight bounds the bytes of upstream replies the
+	// process reads at once, for the remotes: four replies at their default
+	// cap (256 MiB).
+	DefaultMaxReplyBytesInFlight int64 = 1 << 30
 )
 
 // wsDiscardFactor caps how much of an oversize WebSocket message is read and
@@ -94,6 +98,9 @@ type Limits struct {
 	MaxFilterAddresses     int   `yaml:"max_filter_addresses"`
 	MaxFilterTopics        int   `yaml:"max_filter_topics"`
 	MaxFilterBytes         int64 `yaml:"max_filter_bytes_per_connection"`
+	// MaxReplyBytesInFlight bounds the remotes' replies being read at once,
+	// all chains together (enforced by the remotes, not here).
+	MaxReplyBytesInFlight int64 `yaml:"max_reply_bytes_in_flight"`
 }
 
 // DefaultLimits returns every limit at its default.
@@ -118,6 +125,8 @@ func DefaultLimits() Limits {
 		MaxFilterAddresses:     DefaultMaxFilterAddresses,
 		MaxFilterTopics:        DefaultMaxFilterTopics,
 		MaxFilterBytes:         DefaultMaxFilterBytes,
+
+		MaxReplyBytesInFlight: DefaultMaxReplyBytesInFlight,
 	}
 }
 
@@ -160,6 +169,7 @@ func (l *Limits) fields() []limitField {
 		field("max_filter_addresses", &l.MaxFilterAddresses, d.MaxFilterAddresses),
 		field("max_filter_topics", &l.MaxFilterTopics, d.MaxFilterTopics),
 		field("max_filter_bytes_per_connection", &l.MaxFilterBytes, d.MaxFilterBytes),
+		field("max_reply_bytes_in_flight", &l.MaxReplyBytesInFlight, d.MaxReplyBytesInFlight),
 	}
 }
 

@@ -99,6 +99,9 @@ const (
 	ReasonLagging           Reason = "lagging"
 	ReasonMethodUnsupported Reason = "method_unsupported"
 	ReasonTxPoolPolicy      Reason = "tx_pool_policy"
+	// ReasonReplyBudget: venn's own budget of reply bytes in flight was
+	// full; the remote did nothing wrong.
+	ReasonReplyBudget Reason = "reply_budget"
 	// ReasonUnknown is a fault only for a Go error we cannot place (did the
 	// remote even answer?), not for a JSON-RPC error object.
 	ReasonUnknown Reason = "unknown"
@@ -176,6 +179,12 @@ func Classify(method string, err error) Verdict {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return Verdict{Class: ClassRetry, Reason: ReasonTimeout, Fault: true}
+	}
+	if _, ok := errors.AsType[*ReplyTooLargeError](err); ok {
+		return vResponse // the answer's size: another remote's is as large
+	}
+	if errors.Is(err, ErrReplyBudget) {
+		return vBudget
 	}
 	if errors.Is(err, ErrBadReply) {
 		return Verdict{Class: ClassRetry, Reason: ReasonBadReply, Fault: true}
@@ -284,6 +293,7 @@ var (
 	vUnsupported  = Verdict{Class: ClassRetry, Reason: ReasonMethodUnsupported}
 	vPool         = Verdict{Class: ClassRetry, Reason: ReasonTxPoolPolicy}
 	vUnknown      = Verdict{Class: ClassRetry, Reason: ReasonUnknown}
+	vBudget       = Verdict{Class: ClassRetry, Reason: ReasonReplyBudget}
 	vTimeout      = Verdict{Class: ClassRetry, Reason: ReasonTimeout, Fault: true}
 	vEVMTimeout   = Verdict{Class: ClassRetry, Reason: ReasonTimeout} // the call is heavy; the node is fine
 	vServer       = Verdict{Class: ClassRetry, Reason: ReasonServerError, Fault: true}

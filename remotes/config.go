@@ -138,4 +138,8 @@ type PoolConfig struct {
 	// serves newPendingTransactions without a WebSocket remote is polled
 	// (relay_poll.go); 0 takes DefaultPendingPollInterval.
 	PendingPollInterval time.Duration
+	// Replies bounds the bytes of replies being read (replies.go). The app
+	// gives every chain's pool the same one; nil: the pool has its own of
+	// DefaultReplyBytesInFlight.
+	Replies *ReplyBudget
 }

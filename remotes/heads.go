@@ -44,7 +44,7 @@ func watchHeads(ctx context.Context, opts transportOptions, onHead func(*headRep
 type headWatcher struct {
 	name     string
 	url      string // never in an error or log
-	red      redactor
+	red      *redactor
 	maxBytes int64
 	dialOpts *websocket.DialOptions
 	log      *slog.Logger
@@ -68,7 +68,7 @@ func newHeadWatcher(opts transportOptions, onHead func(*headReport)) (*headWatch
 	return &headWatcher{
 		name:         opts.Name,
 		url:          opts.URL,
-		red:          newRedactor(opts.URL, u),
+		red:          opts.redactor(),
 		maxBytes:     opts.MaxResponseBytes,
 		dialOpts:     wsDialOptions(opts),
 		log:          opts.Logger,

@@ -71,7 +71,7 @@ func (r *Remote) pollChecked(ctx context.Context, onHead func()) {
 
 // watch follows the remote's newHeads over its ws url until ctx ends.
 func (r *Remote) watch(ctx context.Context, onHead func()) {
-	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(),
+	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), OtherURLs: []string{r.cfg.URL, r.cfg.WSURL},
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
 	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
 	watchHeads(ctx, opts, func(h *headReport) {

@@ -26,6 +26,11 @@ type Metrics struct {
 	hs        *hedgeScoreMetrics       // hedge.go, score.go
 	ig        *integrityMetrics        // integrity.go
 	cc        *chainCheckMetrics       // chaincheck.go
+
+	// The reply budget (replies.go): one series each, summed over the
+	// budgets given these metrics.
+	replyBytes           prometheus.Gauge
+	replyBudgetExhausted prometheus.Counter
 }
 
 // NewMetrics registers the remotes' series on reg; a nil reg registers
@@ -59,6 +64,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Calls answered by an identical call already in flight."}, []string{"chain"}),
 		attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "call_attempts",
 			Help: "Remotes tried per client call.", Buckets: []float64{1, 2, 3, 4, 6, 8}}, []string{"chain"}),
+		replyBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "reply_bytes_in_flight",
+			Help: "Bytes of remotes' replies being read, against limits.max_reply_bytes_in_flight."}),
+		replyBudgetExhausted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "reply_budget_exhausted_total",
+			Help: "Replies left unread because the reply budget stayed full for longer than a reply may wait."}),
 	}
 	m.mb = newMisbehaviourMetrics(reg)
 	m.hs = newHedgeScoreMetrics(reg)
@@ -66,7 +75,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.cc = newChainCheckMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.head, m.lag, m.healthy, m.breaker,
-			m.inFlight, m.throttled, m.chainHead, m.splits, m.shared, m.attempts)
+			m.inFlight, m.throttled, m.chainHead, m.splits, m.shared, m.attempts,
+			m.replyBytes, m.replyBudgetExhausted)
 	}
 	return m
 }

@@ -76,6 +76,9 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	if m == nil {
 		m = NewMetrics(nil)
 	}
+	if cfg.Replies == nil {
+		cfg.Replies = NewReplyBudget(DefaultReplyBytesInFlight, m)
+	}
 	log = log.With("chain", cfg.Chain)
 	p := &Pool{
 		cfg: cfg, log: log, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{})},
@@ -92,10 +95,13 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 			if rc.MaxResponseBytes <= 0 {
 				rc.MaxResponseBytes = DefaultMaxResponseBytes
 			}
+			// No larger reply could be read.
+			rc.MaxResponseBytes = min(rc.MaxResponseBytes, cfg.Replies.Size())
 			var r *Remote // set before any call: the transport dials on its first
 			t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
 				Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
-				MaxResponseBytes: rc.MaxResponseBytes, Logger: log,
+				MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
+				OtherURLs: []string{rc.WSURL}, Logger: log,
 				OnRedial: func() { r.recheckSoon() }})
 			if err != nil {
 				return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
@@ -419,6 +425,11 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 				}
 				return nil, &tooLargeError{span: v.MaxSpan, err: err}
 			}
+			// Over our own cap: every remote sends the same answer, so only
+			// one allowed a larger reply is worth trying.
+			if over, ok := errors.AsType[*ReplyTooLargeError](err); ok && !p.allowsLarger(over.Limit, tried) {
+				return nil, replyTooLarge(over)
+			}
 		}
 		lastErr = err
 		if rt.once || ctx.Err() != nil {
@@ -502,10 +513,15 @@ func clientError(err error) error {
 // remote answered with a JSON-RPC error, that is the most useful answer (and
 // the node's own: a future block range, say); otherwise venn says why.
 func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr error) error {
-	var ue *UpstreamError
+	var (
+		ue   *UpstreamError
+		over *ReplyTooLargeError
+	)
 	switch {
 	case lastErr != nil && errors.As(lastErr, &ue):
 		return ue.Err
+	case lastErr != nil && errors.As(lastErr, &over):
+		return replyTooLarge(over)
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &jrpc.Error{Code: jrpc.CodeTimeout,
 			Message: fmt.Sprintf("request timed out after trying %d remote(s)", tried)}

@@ -267,7 +267,7 @@ func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage,
 		maxBytes = c
 	}
 	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), Headers: headerOf(r.cfg.Headers),
-		MaxResponseBytes: maxBytes, Logger: r.log}
+		MaxResponseBytes: maxBytes, OtherURLs: []string{r.cfg.URL, r.cfg.WSURL}, Logger: r.log}
 	u, err := opts.normalize()
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
@@ -275,7 +275,7 @@ func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage,
 	if u.Scheme != "ws" && u.Scheme != "wss" {
 		return fmt.Errorf("remote %s: relay: url: a ws or wss scheme is needed", r.cfg.Name)
 	}
-	red := newRedactor(opts.URL, u)
+	red := opts.redactor()
 
 	dctx, cancel := context.WithTimeout(ctx, wsDialTimeout)
 	ws, _, err := websocket.Dial(dctx, opts.URL, wsDialOptions(opts))

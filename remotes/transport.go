@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -31,8 +30,13 @@ const (
 	// maxPooledBuf keeps request buffers that once held a huge params
 	// (a blob transaction, say) from staying in the pool forever.
 	maxPooledBuf = 64 << 10
-	// statusBodyMax is how much of a non-JSON-RPC error body HTTPStatusError keeps.
+	// statusBodyMax is how much of a non-JSON-RPC error body HTTPStatusError
+	// keeps, redacted first.
 	statusBodyMax = 256
+	// maxErrorText bounds an upstream error's message and its data. Node
+	// errors are short (revert data included); a remote must not make venn
+	// redact and forward megabytes of text.
+	maxErrorText = 1 << 20
 )
 
 // transport calls one remote. Implementations are safe for concurrent use.
@@ -42,10 +46,12 @@ type transport interface {
 	//
 	// Errors: *UpstreamError when the remote sent an error object (HTTPStatus
 	// set over HTTP, 0 over WebSocket); *HTTPStatusError for a non-2xx reply
-	// whose body is not a JSON-RPC error; ErrBadReply (wrapped) for an empty,
-	// non-JSON, oversize or wrong-shape reply; ErrTransport (wrapped) when the
-	// remote could not be reached or its reply not read; ctx.Err() (wrapped)
-	// when ctx ends first. No error ever contains the remote's URL.
+	// whose body is not a JSON-RPC error; *ReplyTooLargeError for a reply
+	// over MaxResponseBytes; ErrReplyBudget (wrapped) when the process's
+	// reply budget stayed full; ErrBadReply (wrapped) for an empty,
+	// non-JSON or wrong-shape reply; ErrTransport (wrapped) when the remote
+	// could not be reached or its reply not read; ctx.Err() (wrapped) when
+	// ctx ends first. No error ever contains the remote's secrets.
 	call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	// close releases connections. Calls in flight fail or finish; later
 	// calls fail with ErrTransport.
@@ -63,9 +69,17 @@ type transportOptions struct {
 	Headers http.Header
 	// MaxIdleConns is the HTTP keep-alive pool size (default 256).
 	MaxIdleConns int
-	// MaxResponseBytes caps a reply body or WebSocket message (default 256 MiB).
+	// MaxResponseBytes caps a reply body or WebSocket message (default 256
+	// MiB), on the wire and inflated.
 	MaxResponseBytes int64
-	Logger           *slog.Logger
+	// Budget bounds the bytes of replies being read across the process; nil
+	// is unlimited. MaxResponseBytes is cut to its size.
+	Budget *ReplyBudget
+	// OtherURLs are the remote's other URLs (its ws_url, or its url for the
+	// heads connection): a remote may echo any of its keys, so the
+	// redactor knows them all.
+	OtherURLs []string
+	Logger    *slog.Logger
 	// OnRedial, when set, is called when a WebSocket transport's new
 	// connection replaces a lost one; OnSubscribed, when a heads watcher's
 	// subscription is confirmed (the first one too). Either may be another
@@ -101,6 +115,10 @@ func (o *transportOptions) normalize() (*url.URL, error) {
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
+	if o.Budget != nil {
+		// A larger reply could never get budget: say it is too large.
+		o.MaxResponseBytes = min(o.MaxResponseBytes, o.Budget.Size())
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -123,58 +141,17 @@ func (o *transportOptions) normalize() (*url.URL, error) {
 	return u, nil
 }
 
-// redactor removes a URL's secret-bearing parts from error text. The
-// standard library quotes URLs in its errors (url.Error, the WebSocket
-// handshake); unwrapping is the first defence, this is the second.
-type redactor []string
-
-func newRedactor(raw string, u *url.URL) redactor {
-	r := redactor{raw}
-	add := func(s string) {
-		if len(s) > 1 {
-			r = append(r, s)
-		}
-	}
-	// Hosts go too: some providers put the key in a subdomain, and DNS
-	// errors quote the host ("lookup KEY.provider.example: no such host").
-	// A bare name or an IP (http://node:8545) carries no key, and redacting
-	// it would mangle ordinary words in node errors ("missing trie node").
-	if h := u.Hostname(); strings.Contains(h, ".") && net.ParseIP(h) == nil {
-		add(u.Host)
-		add(h)
-	}
-	add(u.RawQuery)
-	add(u.EscapedPath())
-	add(u.Path)
-	if u.User != nil {
-		add(u.User.Username())
-		if p, ok := u.User.Password(); ok {
-			add(p)
-		}
-	}
-	return r
-}
-
-func (r redactor) redact(s string) string {
-	for _, secret := range r {
-		if strings.Contains(s, secret) {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
-}
-
 // failure turns a network-level error into the transport's error: ctx's own
 // error when ctx has ended (the caller gave up, the remote did not fail),
 // else ErrTransport with the cause stripped of any URL.
-func failure(ctx context.Context, name string, red redactor, op string, err error) error {
+func failure(ctx context.Context, name string, red *redactor, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("remote %s: %s: %w", name, op, ctxErr)
 	}
 	return transportFailure(name, red, op, err)
 }
 
-func transportFailure(name string, red redactor, op string, err error) error {
+func transportFailure(name string, red *redactor, op string, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
@@ -191,7 +168,7 @@ func badReply(name, detail string) error {
 }
 
 func tooLarge(name string, limit int64) error {
-	return fmt.Errorf("remote %s: reply over %d bytes: %w", name, limit, ErrBadReply)
+	return &ReplyTooLargeError{Remote: name, Limit: limit}
 }
 
 // bufPool recycles request encoding buffers.
@@ -330,9 +307,10 @@ func (e *envelope) idIs(id uint64) bool {
 func (e *envelope) idIsNull() bool { return e.id == nil || string(e.id) == "null" }
 
 // outcome turns a reply for this call into call's return values. status is
-// the HTTP status (0 over WebSocket). An error's text goes to clients, so
-// whatever of the remote's URL it echoes is redacted.
-func (e *envelope) outcome(name string, red redactor, status int) (json.RawMessage, error) {
+// the HTTP status (0 over WebSocket). An error's text goes to clients and
+// logs, so whatever of the remote's secrets it echoes is redacted; an error
+// that holds none is the remote's, unchanged.
+func (e *envelope) outcome(name string, red *redactor, status int) (json.RawMessage, error) {
 	switch {
 	case e.errObj != nil && e.hasResult:
 		return nil, badReply(name, "reply has both result and error")
@@ -340,17 +318,23 @@ func (e *envelope) outcome(name string, red redactor, status int) (json.RawMessa
 		if e.errObj[0] != '{' {
 			return nil, badReply(name, "reply error is not an object")
 		}
+		obj := e.errObj
+		if len(obj) > 2*maxErrorText+4096 {
+			obj = boundError(obj) // decoding it whole would cost several times its size
+		}
 		var je jrpc.Error
-		if err := json.Unmarshal(e.errObj, &je); err != nil {
+		if err := json.Unmarshal(obj, &je); err != nil {
 			return nil, badReply(name, "reply error is malformed")
 		}
+		if len(je.Message) > maxErrorText {
+			je.Message = strings.ToValidUTF8(je.Message[:maxErrorText], "") + "..."
+		}
 		je.Message = red.redact(je.Message)
+		if len(je.Data) > maxErrorText {
+			je.Data = json.RawMessage(droppedData)
+		}
 		if len(je.Data) > 0 {
-			if clean := red.redact(string(je.Data)); clean != string(je.Data) && json.Valid([]byte(clean)) {
-				je.Data = json.RawMessage(clean)
-			} else if clean != string(je.Data) {
-				je.Data = nil
-			}
+			je.Data = red.redactJSON(je.Data)
 		}
 		return nil, &UpstreamError{Remote: name, HTTPStatus: status, Err: &je}
 	case e.hasResult:
@@ -358,4 +342,48 @@ func (e *envelope) outcome(name string, red redactor, status int) (json.RawMessa
 	default:
 		return nil, badReply(name, "reply has neither result nor error")
 	}
+}
+
+// droppedData stands for error data over maxErrorText.
+var droppedData = `"[error data over ` + strconv.Itoa(maxErrorText) + ` bytes dropped]"`
+
+// boundError rebuilds an error object too large to decode whole: its code,
+// its message cut to about maxErrorText bytes, and its data unless that is
+// over maxErrorText too.
+func boundError(obj []byte) []byte {
+	b := make([]byte, 0, maxErrorText+256)
+	b = append(b, '{')
+	if code := jsonscan.Member(obj, "code"); code != nil {
+		b = append(b, `"code":`...)
+		b = append(b, code...)
+		b = append(b, ',')
+	}
+	if msg := jsonscan.Member(obj, "message"); len(msg) > 1 && msg[0] == '"' {
+		b = append(b, `"message":"`...)
+		// Whole escapes only, so that the cut string is still JSON.
+		for i := 1; i < len(msg)-1 && len(b) < maxErrorText; {
+			n := 1
+			if msg[i] == '\\' {
+				n = 2
+				if msg[i+1] == 'u' {
+					n = 6
+				}
+			}
+			b = append(b, msg[i:i+n]...)
+			i += n
+		}
+		b = append(b, `...",`...)
+	}
+	if data := jsonscan.Member(obj, "data"); data != nil {
+		b = append(b, `"data":`...)
+		if len(data) > maxErrorText {
+			data = []byte(droppedData)
+		}
+		b = append(b, data...)
+		b = append(b, ',')
+	}
+	if b[len(b)-1] == ',' {
+		b = b[:len(b)-1]
+	}
+	return append(b, '}')
 }

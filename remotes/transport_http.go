@@ -1,16 +1,17 @@
 package remotes
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,13 +27,6 @@ const (
 	// httpDrainMax is how much of an unread reply tail is read so that the
 	// connection goes back to the pool; beyond it, closing is cheaper.
 	httpDrainMax = 64 << 10
-	// httpPreallocMax bounds the buffer allocated up front from a
-	// Content-Length: a larger reply grows its buffer as bytes arrive, so a
-	// lying header cannot make venn allocate before data is there.
-	httpPreallocMax = 4 << 20
-	// maxPooledReadBuf keeps buffers of unusually large chunked replies out
-	// of the pool.
-	maxPooledReadBuf = 4 << 20
 )
 
 // httpTransport calls one remote over HTTP(S) with a tuned keep-alive pool.
@@ -41,15 +35,15 @@ const (
 // holds the URL and its API key.
 type httpTransport struct {
 	name     string
-	red      redactor
+	red      *redactor
 	maxBytes int64
+	budget   *ReplyBudget
 	rt       *http.Transport
 	// tmpl is shared read-only by every request: URL, Header and Host are
 	// never written after construction, and RoundTrip only reads them.
 	tmpl   *http.Request
 	ids    atomic.Uint64
 	bodies sync.Pool // *httpBody
-	reads  sync.Pool // *bytes.Buffer, for replies of unknown length
 }
 
 var _ transport = (*httpTransport)(nil)
@@ -65,6 +59,9 @@ func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
 		IdleConnTimeout:       httpIdleConnTimeout,
 		TLSHandshakeTimeout:   httpTLSHandshakeTimeout,
 		ExpectContinueTimeout: time.Second,
+		// Replies are inflated by readBody, which caps the wire bytes and
+		// the inflated ones; Go's transparent gzip would hide the former.
+		DisableCompression: true,
 	}
 
 	h := make(http.Header, len(opts.Headers)+2)
@@ -72,6 +69,9 @@ func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
 		h[http.CanonicalHeaderKey(k)] = slices.Clone(v)
 	}
 	h.Set("Content-Type", "application/json")
+	if h.Get("Accept-Encoding") == "" {
+		h.Set("Accept-Encoding", "gzip") // as Go's transport would: big replies shrink several-fold
+	}
 	if h.Get("User-Agent") == "" {
 		// Some providers sit behind filters that refuse Go's default agent.
 		h.Set("User-Agent", "venn")
@@ -92,8 +92,9 @@ func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
 
 	return &httpTransport{
 		name:     opts.Name,
-		red:      newRedactor(opts.URL, u),
+		red:      opts.redactor(),
 		maxBytes: opts.MaxResponseBytes,
+		budget:   opts.Budget,
 		rt:       rt,
 		tmpl: &http.Request{
 			Method:     http.MethodPost,
@@ -122,13 +123,13 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 		return nil, failure(ctx, t.name, t.red, "send", err)
 	}
 
-	data, pooled, err := t.readBody(ctx, resp)
+	data, taken, err := t.readBody(ctx, resp)
 	if err != nil {
 		return nil, err
 	}
-	if pooled != nil {
-		defer t.putReadBuf(pooled)
-	}
+	// The result is a slice of data, which is the caller's from here on:
+	// the budget covers the reading.
+	defer t.budget.give(taken)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, t.statusError(id, resp.StatusCode, data)
 	}
@@ -140,16 +141,13 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 	if !env.idIs(id) && (env.errObj == nil || !env.idIsNull()) {
 		return nil, badReply(t.name, "reply id does not match the call")
 	}
-	result, err := env.outcome(t.name, t.red, resp.StatusCode)
-	if err == nil && pooled != nil {
-		result = bytes.Clone(result)
-	}
-	return result, err
+	return env.outcome(t.name, t.red, resp.StatusCode)
 }
 
 // statusError is the error for a non-2xx reply: the remote's own JSON-RPC
 // error when the body is one (providers send 429, 400 and 413 that way),
-// else an HTTPStatusError holding the start of the body.
+// else an HTTPStatusError holding the start of the body, redacted before
+// it is cut so that no part of a secret survives at the cut.
 func (t *httpTransport) statusError(id uint64, status int, body []byte) error {
 	if env, err := parseEnvelope(body); err == nil && !env.hasResult && (env.idIs(id) || env.idIsNull()) {
 		var ue *UpstreamError
@@ -157,53 +155,80 @@ func (t *httpTransport) statusError(id uint64, status int, body []byte) error {
 			return ue
 		}
 	}
-	n := min(len(body), statusBodyMax)
-	return &HTTPStatusError{Remote: t.name, Status: status, Body: strings.ToValidUTF8(string(body[:n]), "")}
+	text := t.red.redact(strings.ToValidUTF8(string(body), ""))
+	if len(text) > statusBodyMax {
+		text = strings.ToValidUTF8(text[:statusBodyMax], "")
+	}
+	return &HTTPStatusError{Remote: t.name, Status: status, Body: text}
 }
 
-// readBody reads the whole reply, at most maxBytes, and closes the body so
-// that the connection can be reused. A non-nil pooled buffer backs data and
-// must go back with putReadBuf once data is no longer referenced.
-func (t *httpTransport) readBody(ctx context.Context, resp *http.Response) (data []byte, pooled *bytes.Buffer, err error) {
+// readBody reads the whole reply and closes the body, so that the
+// connection can be reused. A 2xx reply is at most maxBytes, on the wire
+// and inflated, and must be a JSON object; of any other only the start is
+// read. taken is the reply budget data holds, for the caller to give back.
+func (t *httpTransport) readBody(ctx context.Context, resp *http.Response) (data []byte, taken int64, err error) {
 	body := resp.Body
+	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
+	rr := replyRead{max: t.maxBytes, budget: t.budget, object: ok, truncate: !ok}
+	if !ok {
+		rr.max = min(rr.max, statusReadMax)
+	}
 	cl := resp.ContentLength
-	if cl > t.maxBytes {
+	if ok && cl > t.maxBytes {
 		body.Close()
-		return nil, nil, tooLarge(t.name, t.maxBytes)
+		return nil, 0, tooLarge(t.name, t.maxBytes)
 	}
-	if cl >= 0 && cl <= httpPreallocMax {
-		data = make([]byte, cl)
-		if _, err := io.ReadFull(body, data); err != nil {
-			body.Close()
-			return nil, nil, failure(ctx, t.name, t.red, "read reply", err)
+	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+		if cl >= 0 && cl <= rr.max {
+			data, taken, err = rr.readSized(ctx, body, cl)
+		} else {
+			data, taken, err = rr.read(ctx, body)
 		}
-		drainAndClose(body)
-		return data, nil, nil
-	}
-
-	var buf *bytes.Buffer
-	if cl > 0 {
-		// Owned, not pooled: the result aliases it, saving a copy of a big reply.
-		buf = bytes.NewBuffer(make([]byte, 0, httpPreallocMax))
-	} else {
-		buf = t.getReadBuf()
-		pooled = buf
-	}
-	_, err = buf.ReadFrom(&io.LimitedReader{R: body, N: t.maxBytes + 1})
-	if err == nil && int64(buf.Len()) > t.maxBytes {
-		err = tooLarge(t.name, t.maxBytes)
-	} else if err != nil {
-		err = failure(ctx, t.name, t.red, "read reply", err)
+	case "gzip", "x-gzip":
+		var gz *gzipBody
+		if gz, err = openGzip(body, t.maxBytes); err == nil {
+			data, taken, err = rr.read(ctx, gz)
+			if err != nil && !errors.Is(err, errOverCap) && !errors.Is(err, errNotObject) &&
+				!errors.Is(err, ErrReplyBudget) && ctx.Err() == nil {
+				err = gz.fault(err) // the body's own error, the wire cap, or bad gzip
+			}
+			gz.release()
+		}
+	default:
+		body.Close()
+		if !ok {
+			return nil, 0, nil // the status says enough: its body is not read
+		}
+		if len(enc) > 32 {
+			enc = enc[:32] + "..."
+		}
+		return nil, 0, badReply(t.name, "reply content-encoding "+strconv.Quote(t.red.redact(enc))+" is not supported")
 	}
 	if err != nil {
 		body.Close()
-		if pooled != nil {
-			t.putReadBuf(pooled)
+		if !ok && (errors.Is(err, errOverCap) || errors.Is(err, errBadGzip)) {
+			return nil, 0, nil // the status says enough
 		}
-		return nil, nil, err
+		return nil, 0, t.readFault(ctx, err)
 	}
 	drainAndClose(body)
-	return buf.Bytes(), pooled, nil
+	return data, taken, nil
+}
+
+// readFault is the transport's error for a failed read of a reply.
+func (t *httpTransport) readFault(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, errOverCap):
+		return tooLarge(t.name, t.maxBytes)
+	case errors.Is(err, errNotObject):
+		return badReply(t.name, err.Error())
+	case errors.Is(err, errBadGzip):
+		return badReply(t.name, err.Error())
+	case errors.Is(err, ErrReplyBudget):
+		return fmt.Errorf("remote %s: read reply: %w", t.name, err)
+	}
+	return failure(ctx, t.name, t.red, "read reply", err)
 }
 
 // drainAndClose reads what is left of a body, if little, so that the
@@ -211,21 +236,6 @@ func (t *httpTransport) readBody(ctx context.Context, resp *http.Response) (data
 func drainAndClose(body io.ReadCloser) {
 	_, _ = io.CopyN(io.Discard, body, httpDrainMax)
 	body.Close()
-}
-
-func (t *httpTransport) getReadBuf() *bytes.Buffer {
-	if b, ok := t.reads.Get().(*bytes.Buffer); ok {
-		return b
-	}
-	return new(bytes.Buffer)
-}
-
-func (t *httpTransport) putReadBuf(b *bytes.Buffer) {
-	if b.Cap() > maxPooledReadBuf {
-		return
-	}
-	b.Reset()
-	t.reads.Put(b)
 }
 
 func (t *httpTransport) getBody() *httpBody {

@@ -87,6 +87,12 @@ func TestHTTPTransportReplies(t *testing.T) {
 		chunked  bool   // no Content-Length
 		gzip     bool
 		truncate bool // promise more bytes than sent, then hang up
+		// gzipCorrupt: a gzip body whose checksum is wrong
+		gzipCorrupt bool
+		encoding    string // a Content-Encoding venn did not ask for
+
+		wantTooLarge bool   // a *ReplyTooLargeError
+		wantBody     string // HTTPStatusError's body when not give; "-" for none
 
 		want           string // the result, when the call succeeds
 		wantIs         []error
@@ -139,9 +145,17 @@ func TestHTTPTransportReplies(t *testing.T) {
 		{name: "neither result nor error", status: 200, give: `{"jsonrpc":"2.0","id":ID}`, wantIs: []error{ErrBadReply}},
 		{name: "other call's id", status: 200, give: `{"jsonrpc":"2.0","id":987654321,"result":"0x1"}`, wantIs: []error{ErrBadReply}},
 		{name: "error not an object", status: 200, give: `{"jsonrpc":"2.0","id":ID,"error":"boom"}`, wantIs: []error{ErrBadReply}},
-		{name: "oversize", status: 200, give: `{"jsonrpc":"2.0","id":ID,"result":` + big + `}`, wantIs: []error{ErrBadReply}},
-		{name: "oversize chunked", status: 200, chunked: true, give: `{"jsonrpc":"2.0","id":ID,"result":` + big + `}`, wantIs: []error{ErrBadReply}},
-		{name: "oversize error status", status: 500, give: big, wantIs: []error{ErrBadReply}},
+		{name: "oversize", status: 200, give: `{"jsonrpc":"2.0","id":ID,"result":` + big + `}`, wantTooLarge: true},
+		{name: "oversize chunked", status: 200, chunked: true, give: `{"jsonrpc":"2.0","id":ID,"result":` + big + `}`, wantTooLarge: true},
+		{name: "oversize gzip", status: 200, gzip: true, give: `{"jsonrpc":"2.0","id":ID,"result":` + big + `}`, wantTooLarge: true},
+		{name: "at the cap", status: 200, chunked: true, give: `{"jsonrpc":"2.0","id":ID,"result":"` + strings.Repeat("a", limit-len(`{"jsonrpc":"2.0","id":1,"result":""}`)) + `"}`,
+			want: `"` + strings.Repeat("a", limit-len(`{"jsonrpc":"2.0","id":1,"result":""}`)) + `"`},
+		// A huge error page is still the status it came with: only its start is read.
+		{name: "oversize error status", status: 500, give: big, wantStatusErr: true, wantHTTPStatus: 500, wantBody: big[:statusBodyMax]},
+		{name: "garbage 200 chunked", status: 200, chunked: true, give: "  <html>" + big, wantIs: []error{ErrBadReply}},
+		{name: "corrupt gzip", status: 200, gzipCorrupt: true, give: `{"jsonrpc":"2.0","id":ID,"result":"0x3"}`, wantIs: []error{ErrBadReply}},
+		{name: "unsupported encoding", status: 200, encoding: "br", give: "\x1b\x00", wantIs: []error{ErrBadReply}},
+		{name: "error page in an unsupported encoding", status: 503, encoding: "br", give: "\x1b\x00", wantStatusErr: true, wantHTTPStatus: 503, wantBody: "-"},
 		{name: "body cut short", status: 200, truncate: true, give: `{"jsonrpc":"2.0","id":ID,"res`, wantIs: []error{ErrTransport}},
 	}
 	for _, tt := range tests {
@@ -168,6 +182,16 @@ func TestHTTPTransportReplies(t *testing.T) {
 					zw := gzip.NewWriter(w)
 					io.WriteString(zw, body)
 					zw.Close()
+				case tt.gzipCorrupt:
+					var zb bytes.Buffer
+					zw := gzip.NewWriter(&zb)
+					io.WriteString(zw, body)
+					zw.Close()
+					z := zb.Bytes()
+					z[len(z)-5] ^= 0xff // the CRC-32
+					w.Header().Set("Content-Encoding", "gzip")
+					w.WriteHeader(tt.status)
+					w.Write(z)
 				case tt.chunked:
 					w.WriteHeader(tt.status)
 					half := len(body) / 2
@@ -176,6 +200,9 @@ func TestHTTPTransportReplies(t *testing.T) {
 					io.WriteString(w, body[half:])
 				default:
 					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+					if tt.encoding != "" {
+						w.Header().Set("Content-Encoding", tt.encoding)
+					}
 					if tt.status == http.StatusFound {
 						w.Header().Set("Location", "/elsewhere")
 					}
@@ -206,8 +233,21 @@ func TestHTTPTransportReplies(t *testing.T) {
 				if !errors.As(err, &se) {
 					t.Fatalf("err = %v; want *HTTPStatusError", err)
 				}
-				if se.Status != tt.wantHTTPStatus || se.Body != tt.give {
-					t.Errorf("HTTPStatusError = %+v; want status %d body %q", se, tt.wantHTTPStatus, tt.give)
+				wantBody := tt.give
+				switch tt.wantBody {
+				case "":
+				case "-": // none
+					wantBody = ""
+				default:
+					wantBody = tt.wantBody
+				}
+				if se.Status != tt.wantHTTPStatus || se.Body != wantBody {
+					t.Errorf("HTTPStatusError = %+v; want status %d body %q", se, tt.wantHTTPStatus, wantBody)
+				}
+			case tt.wantTooLarge:
+				var over *ReplyTooLargeError
+				if !errors.As(err, &over) || over.Limit != limit || over.Remote != "alpha" {
+					t.Fatalf("err = %v; want a *ReplyTooLargeError of remote alpha over %d bytes", err, limit)
 				}
 			default:
 				for _, want := range tt.wantIs {
@@ -542,12 +582,14 @@ func TestWSTransportCall(t *testing.T) {
 		want     string
 		wantIs   []error
 		wantCode int
+		// wantTooLarge: a *ReplyTooLargeError, and the remote is not blamed
+		wantTooLarge bool
 	}{
 		{method: "echo", params: `["0x1",{"a":[true,null]}]`, want: `["0x1",{"a":[true,null]}]`},
 		{method: "null", want: `null`},
 		{method: "notify", want: `"after notify"`},
 		{method: "fail", wantCode: -32000},
-		{method: "big", wantIs: []error{ErrBadReply}},
+		{method: "big", wantTooLarge: true},
 		{method: "echo", params: `[1]`, want: `[1]`}, // the connection survived the oversize reply
 	}
 	for _, tt := range tests {
@@ -565,6 +607,10 @@ func TestWSTransportCall(t *testing.T) {
 				var ue *UpstreamError
 				if !errors.As(err, &ue) || ue.Err.Code != tt.wantCode || ue.HTTPStatus != 0 {
 					t.Fatalf("err = %v; want UpstreamError %d with no HTTP status", err, tt.wantCode)
+				}
+			case tt.wantTooLarge:
+				if _, ok := errors.AsType[*ReplyTooLargeError](err); !ok {
+					t.Fatalf("err = %v; want a *ReplyTooLargeError", err)
 				}
 			default:
 				for _, want := range tt.wantIs {
@@ -622,7 +668,7 @@ func TestWSTransportConnectionLoss(t *testing.T) {
 		// A call pending on the connection fails with it, at once.
 		{name: "remote hangs up", method: "drop", wantIs: []error{ErrTransport}, wantConns: 1},
 		// The next call redials.
-		{name: "oversize with id last", method: "bigidlast", wantIs: []error{ErrTransport, ErrBadReply}, wantConns: 2},
+		{name: "oversize with id last", method: "bigidlast", wantIs: []error{ErrTransport}, wantConns: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -887,7 +933,8 @@ func TestRedactorHidesHostKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	cause := errors.New("dial tcp: lookup SUBDOMAINKEY789.provider.example: no such host")
-	failed := transportFailure("alpha", newRedactor(raw, u), "post", cause)
+	_ = u
+	failed := transportFailure("alpha", opts.redactor(), "post", cause)
 	got := failed.Error()
 	if strings.Contains(got, "SUBDOMAINKEY789") {
 		t.Fatalf("host key leaked: %q", got)
@@ -929,7 +976,8 @@ func TestRedactorKeepsBareHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 		const msg = "missing trie node 0xab (path ) state 127 is not available"
-		if got := newRedactor(raw, u).redact(msg); got != msg {
+		_ = u
+		if got := opts.redactor().redact(msg); got != msg {
 			t.Errorf("%s: %q became %q", raw, msg, got)
 		}
 	}

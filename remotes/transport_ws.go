@@ -1,7 +1,6 @@
 package remotes
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +31,11 @@ const (
 	wsPingTimeout  = 15 * time.Second
 	// wsOutQueue is how many encoded calls may wait for the writer.
 	wsOutQueue = 64
+	// wsDiscardFactor caps how much of a message that cannot be kept (over
+	// the cap, not an object, no budget) is read and thrown away, as a
+	// multiple of the cap, so that the connection stays usable; a message
+	// that goes on past it closes the connection instead.
+	wsDiscardFactor = 4
 )
 
 // errTransportClosed is the cause for calls on a closed transport.
@@ -44,8 +48,9 @@ var errTransportClosed = errors.New("transport closed")
 type wsTransport struct {
 	name     string
 	url      string // never in an error or log
-	red      redactor
+	red      *redactor
 	maxBytes int64
+	budget   *ReplyBudget
 	dialOpts *websocket.DialOptions
 	log      *slog.Logger
 	ids      atomic.Uint64
@@ -78,8 +83,9 @@ func newWSTransport(opts transportOptions, u *url.URL) *wsTransport {
 	return &wsTransport{
 		name:     opts.Name,
 		url:      opts.URL,
-		red:      newRedactor(opts.URL, u),
+		red:      opts.redactor(),
 		maxBytes: opts.MaxResponseBytes,
+		budget:   opts.Budget,
 		dialOpts: wsDialOptions(opts),
 		log:      opts.Logger,
 		onRedial: opts.OnRedial,
@@ -305,12 +311,18 @@ func (c *wsConn) fail(err error) {
 func (c *wsConn) readLoop() {
 	defer c.t.wg.Done()
 	for {
-		data, err := c.readMessage()
-		if errors.Is(err, errMessageTooLarge) {
-			c.rejectTooLarge(data)
-			continue
-		}
-		if err != nil {
+		data, taken, err := c.readMessage()
+		switch {
+		case err == nil:
+			c.route(data)
+			c.t.budget.give(taken) // the caller has its result
+		case errors.Is(err, errOverCap):
+			c.reject(data, tooLarge(c.t.name, c.t.maxBytes))
+		case errors.Is(err, ErrReplyBudget):
+			c.reject(data, fmt.Errorf("remote %s: read reply: %w", c.t.name, err))
+		case errors.Is(err, errNotObject):
+			c.t.log.Debug("remote websocket sent a malformed message", "remote", c.t.name, "err", err)
+		default:
 			err = transportFailure(c.t.name, c.t.red, "read", err)
 			if c.alive() {
 				c.t.log.Debug("remote websocket connection lost", "remote", c.t.name, "err", err)
@@ -318,31 +330,38 @@ func (c *wsConn) readLoop() {
 			c.fail(err)
 			return
 		}
-		c.route(data)
 	}
 }
 
-var errMessageTooLarge = errors.New("message too large")
-
-// readMessage reads one message of at most maxBytes. A larger one is read
-// to its end and discarded, so that the connection stays usable; its first
-// maxBytes+1 bytes are returned with errMessageTooLarge for the id.
-func (c *wsConn) readMessage() ([]byte, error) {
+// readMessage reads one message of at most maxBytes, as replyRead does. A
+// message it cannot keep (errOverCap, errNotObject, ErrReplyBudget) is read
+// to its end and thrown away, so that the connection stays usable, and
+// returned with its first bytes, which may hold its id.
+func (c *wsConn) readMessage() (data []byte, taken int64, err error) {
 	_, r, err := c.ws.Reader(c.ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(&io.LimitedReader{R: r, N: c.t.maxBytes + 1}); err != nil {
-		return nil, err
-	}
-	if int64(buf.Len()) > c.t.maxBytes {
-		if _, err := io.Copy(io.Discard, r); err != nil {
-			return nil, err
+	rr := replyRead{max: c.t.maxBytes, budget: c.t.budget, object: true}
+	data, taken, err = rr.read(c.ctx, r)
+	if errors.Is(err, errOverCap) || errors.Is(err, errNotObject) || errors.Is(err, ErrReplyBudget) {
+		if derr := discardMessage(r, wsDiscardFactor*c.t.maxBytes); derr != nil {
+			return nil, 0, derr
 		}
-		return buf.Bytes(), errMessageTooLarge
 	}
-	return buf.Bytes(), nil
+	return data, taken, err
+}
+
+// discardMessage reads the rest of a message, at most limit bytes.
+func discardMessage(r io.Reader, limit int64) error {
+	_, err := io.CopyN(io.Discard, r, limit)
+	switch {
+	case err == io.EOF:
+		return nil
+	case err == nil:
+		return fmt.Errorf("a message venn could not keep goes on past %d more bytes", limit)
+	}
+	return err
 }
 
 // route hands a reply to its caller. Notifications (no id) and replies to
@@ -361,17 +380,17 @@ func (c *wsConn) route(data []byte) {
 	c.deliver(id, wsReply{result: result, err: err})
 }
 
-// rejectTooLarge fails the call an oversize reply belongs to. Its id is
-// looked for in the retained prefix; when it comes after the result, the
-// call cannot be named and the connection is dropped instead, failing all
-// calls rather than leaving one to hang until its deadline.
-func (c *wsConn) rejectTooLarge(prefix []byte) {
-	err := tooLarge(c.t.name, c.t.maxBytes)
+// reject fails the call a reply it could not keep belongs to. Its id is
+// looked for in the reply's first bytes; when it comes later, the call
+// cannot be named and the connection is dropped instead, failing every
+// call on it rather than leaving one to hang until its deadline.
+func (c *wsConn) reject(prefix []byte, err error) {
 	if id, ok := parseID(scanID(prefix)); ok {
 		c.deliver(id, wsReply{err: err})
 		return
 	}
-	c.fail(fmt.Errorf("%w (%w)", err, ErrTransport))
+	c.fail(fmt.Errorf("remote %s: %w: dropped the connection after a reply it could not match to a call (%v)",
+		c.t.name, ErrTransport, err))
 }
 
 func (c *wsConn) writeLoop() {

@@ -122,7 +122,7 @@ func runBackfill(ctx context.Context, cfg *app.Config, cc app.ChainConfig, from,
 		return errors.New("postgres.url: cannot be used (check its host and options)")
 	}
 	defer pg.Close()
-	pool, err := cc.NewPool(log, remotes.NewMetrics(nil))
+	pool, err := cc.NewPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, nil))
 	if err != nil {
 		return err
 	}

@@ -239,7 +239,7 @@ func runVerify(ctx context.Context, cfg *app.Config, cc app.ChainConfig, a verif
 		return sum, errors.New("postgres.url: cannot be used (check its host and options)")
 	}
 	defer pg.Close()
-	pool, err := cc.NewPool(log, remotes.NewMetrics(nil))
+	pool, err := cc.NewPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, nil))
 	if err != nil {
 		return sum, err
 	}

@@ -76,6 +76,9 @@ func (n *Node) serveCall(c *call, f *faults, method string, params []byte) ([]by
 	if f.rpcErr != nil {
 		return nil, f.rpcErr
 	}
+	if f.echo != nil && c.req != nil {
+		return nil, f.echo(c.req)
+	}
 	if h := n.hook.Load(); h != nil {
 		// A copy: params point into a pooled buffer the hook may outlive.
 		res, rerr, handled := (*h)(method, append(json.RawMessage(nil), params...))

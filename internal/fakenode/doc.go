@@ -56,6 +56,9 @@
 //     not JSON.
 //   - SetRPCError(code, msg) / SetRPCErrorData: every call is answered
 //     with this JSON-RPC error (each item of a batch). Code 0 turns it off.
+//   - SetEcho(fn): every call is answered with the error fn makes from the
+//     request that carried it (its URL and headers; for WebSocket, the
+//     handshake's), as from a provider that repeats the caller's key.
 //   - SetHook(fn): fn sees every call first and may answer it (handled);
 //     it must be safe for concurrent use.
 //   - SetChainID(id): eth_chainId and net_version report id.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,7 @@ type faults struct {
 	failStatus int
 	failBody   string
 	rpcErr     *jrpc.Error
+	echo       func(r *http.Request) *jrpc.Error
 	chainID    uint64 // reported chain id; 0 means the real one
 	maxLogs    uint64 // eth_getLogs range cap in blocks; 0 off
 	bogusHead  uint64 // head claimed but not served; 0 off
@@ -80,6 +82,14 @@ func (n *Node) SetRPCErrorData(code int, msg string, data json.RawMessage) {
 		e = &jrpc.Error{Code: code, Message: msg, Data: data}
 	}
 	n.setFault(func(f *faults) { f.rpcErr = e })
+}
+
+// SetEcho answers every call with the error fn makes from the request that
+// carried it (for WebSocket, the handshake): a provider that repeats the
+// caller's URL, key or headers in its errors. fn must be safe for
+// concurrent use and must not keep r; nil turns it off.
+func (n *Node) SetEcho(fn func(r *http.Request) *jrpc.Error) {
+	n.setFault(func(f *faults) { f.echo = fn })
 }
 
 // SetChainID makes eth_chainId and net_version report id; 0 reports the

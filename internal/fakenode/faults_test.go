@@ -61,6 +61,17 @@ func TestFaults(t *testing.T) {
 			wantBody:   garbageBody,
 		},
 		{
+			name: "echo",
+			set: func(n *Node) {
+				n.SetEcho(func(r *http.Request) *jrpc.Error {
+					return &jrpc.Error{Code: -32000, Message: "bad key in " + r.Method + " " + r.URL.Path + " (" + r.Header.Get("Content-Type") + ")"}
+				})
+			},
+			give:       chainIDCall,
+			wantStatus: http.StatusOK,
+			wantBody:   `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"bad key in POST / (application/json)"}}`,
+		},
+		{
 			name:    "drop",
 			set:     func(n *Node) { n.SetDrop(true) },
 			give:    chainIDCall,

@@ -128,7 +128,7 @@ func (n *Node) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	respBuf := n.getBuf()
 	defer n.putBuf(respBuf)
-	c := &call{ctx: ctx, view: n.view.Load()}
+	c := &call{ctx: ctx, view: n.view.Load(), req: r}
 	resp := n.answer(c, f, msgs, batch, parsed, (*respBuf)[:0])
 	*respBuf = resp[:0]
 	w.Header().Set("Content-Length", strconv.Itoa(len(resp)))
@@ -209,6 +209,9 @@ type call struct {
 	ctx  context.Context
 	view *chainView
 	ws   *wsConn // nil over HTTP
+	// req is the HTTP request, or the WebSocket handshake (nil in
+	// benchmarks of the dispatcher alone).
+	req *http.Request
 	// subs were created by this request; they start delivering once its
 	// answer is queued, so that no notification precedes the subscription
 	// id.

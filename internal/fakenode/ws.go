@@ -32,6 +32,7 @@ type wsConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	out    chan []byte
+	req    *http.Request // the handshake: valid while run runs in its handler
 	once   sync.Once
 	wg     sync.WaitGroup // writer and message goroutines
 
@@ -56,7 +57,7 @@ func (n *Node) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	c.SetReadLimit(MaxWSMessageBytes)
 	ctx, cancel := context.WithCancel(context.Background())
-	wc := &wsConn{n: n, c: c, ctx: ctx, cancel: cancel, out: make(chan []byte, SendQueue)}
+	wc := &wsConn{n: n, c: c, ctx: ctx, cancel: cancel, out: make(chan []byte, SendQueue), req: r}
 	if !n.addConn(wc) {
 		wc.close()
 		return
@@ -140,7 +141,7 @@ func (wc *wsConn) handle(data []byte) {
 	case empty:
 		return
 	}
-	c := &call{ctx: wc.ctx, view: n.view.Load(), ws: wc}
+	c := &call{ctx: wc.ctx, view: n.view.Load(), ws: wc, req: wc.req}
 	resp := n.answer(c, f, msgs, batch, parsed, nil)
 	if len(c.subs) > 0 {
 		n.activate(c, resp)

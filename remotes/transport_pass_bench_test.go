@@ -1,0 +1,145 @@
+package remotes
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// ptServer is a keep-alive HTTP/1.1 JSON-RPC server that hardly allocates
+// and answers every call with result framed as mode says: with a
+// Content-Length, chunked (as geth sends anything over 2 KB), or gzipped
+// and chunked (as a CDN in front of a provider does).
+func ptServer(b *testing.B, result, mode string) (url string, stop func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { ptServe(c, result, mode) })
+		}
+	})
+	return "http://" + ln.Addr().String(), func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
+}
+
+func ptServe(c net.Conn, result, mode string) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	bw := bufio.NewWriter(c)
+	zw := gzip.NewWriter(io.Discard)
+	var body, out, head []byte
+	var zb bytes.Buffer
+	for {
+		n := -1
+		for {
+			line, err := br.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			if len(line) <= 2 {
+				break
+			}
+			if len(line) > 15 && bytes.EqualFold(line[:15], []byte("content-length:")) {
+				n, _ = strconv.Atoi(string(bytes.TrimSpace(line[15:])))
+			}
+		}
+		if n < 0 {
+			return
+		}
+		body = append(body[:0], make([]byte, n)...)
+		if _, err := io.ReadFull(br, body); err != nil {
+			return
+		}
+		out = append(out[:0], `{"jsonrpc":"2.0","id":`...)
+		out = append(out, scanID(body)...)
+		out = append(out, `,"result":`...)
+		out = append(out, result...)
+		out = append(out, '}')
+		head = append(head[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"...)
+		switch mode {
+		case "length":
+			head = append(head, "Content-Length: "...)
+			head = strconv.AppendInt(head, int64(len(out)), 10)
+			head = append(head, "\r\n\r\n"...)
+		case "gzip":
+			zb.Reset()
+			zw.Reset(&zb)
+			zw.Write(out)
+			zw.Close()
+			out = append(out[:0], zb.Bytes()...)
+			head = append(head, "Content-Encoding: gzip\r\n"...)
+			fallthrough
+		case "chunked":
+			head = append(head, "Transfer-Encoding: chunked\r\n\r\n"...)
+			head = strconv.AppendInt(head, int64(len(out)), 16)
+			head = append(head, "\r\n"...)
+			out = append(out, "\r\n0\r\n\r\n"...)
+		}
+		bw.Write(head)
+		bw.Write(out)
+		if bw.Flush() != nil {
+			return
+		}
+	}
+}
+
+// BenchmarkHTTPTransportPassThrough is one call through the HTTP transport
+// against a local server, by reply size and framing: the cost of reading
+// and checking a reply.
+func BenchmarkHTTPTransportPassThrough(b *testing.B) {
+	for _, size := range []int{32, 4 << 10, 64 << 10, 1 << 20} {
+		result := `"0x` + strings.Repeat("ab", size/2) + `"`
+		for _, mode := range []string{"length", "chunked", "gzip"} {
+			b.Run(strconv.Itoa(size)+"B-"+mode, func(b *testing.B) {
+				url, stop := ptServer(b, result, mode)
+				defer stop()
+				tr, err := newTransport(transportOptions{Name: "bench", URL: url})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.close()
+				params := json.RawMessage(`["0x5b38da6a701c568545dcfcb03fcb875f56beddc4","latest"]`)
+				b.SetBytes(int64(len(result)))
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						res, err := tr.call(context.Background(), "eth_getBalance", params)
+						if err != nil || len(res) != len(result) {
+							b.Errorf("call = %d bytes, %v", len(res), err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
