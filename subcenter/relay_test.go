@@ -70,6 +70,27 @@ func startRelayCenter(t *testing.T, relay Relay, opts Options) *Center {
 	return c
 }
 
+// waitRelaySubs waits until the relay group of params has n subscribers.
+func waitRelaySubs(t *testing.T, c *Center, params string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		got := 0
+		if g := c.pending[params]; g != nil {
+			got = len(g.subs)
+		}
+		c.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("relay group %s has %d subscribers, want %d", params, got, n)
+		}
+		time.Sleep(time.Millisecond) // a poll interval
+	}
+}
+
 func txHash(i int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`"0x%064x"`, i)) }
 
 // When no remote serves newPendingTransactions (the relay says so before
@@ -102,15 +123,18 @@ func TestPendingRefusedWhenNoRemoteServesIt(t *testing.T) {
 func TestPendingSharedAndOnce(t *testing.T) {
 	relay := newFakeRelay()
 	c := startRelayCenter(t, relay, Options{})
-	relay.script <- relayTurn{results: []json.RawMessage{txHash(1), txHash(2), txHash(1)}}
-	relay.script <- relayTurn{results: []json.RawMessage{txHash(2), txHash(3),
-		json.RawMessage(`{"hash":` + string(txHash(3)) + `,"nonce":"0x1"}`)}, hold: true}
 
 	a, b := newNotifier(), newNotifier()
 	var wg sync.WaitGroup
 	for _, n := range []*notifier{a, b} {
 		wg.Go(func() { subscribe(t, c, n, `["newPendingTransactions"]`) })
 	}
+	// The upstream sends only once both have joined: a subscriber that
+	// comes later misses what was sent before it, as from any node.
+	waitRelaySubs(t, c, `["newPendingTransactions"]`, 2)
+	relay.script <- relayTurn{results: []json.RawMessage{txHash(1), txHash(2), txHash(1)}}
+	relay.script <- relayTurn{results: []json.RawMessage{txHash(2), txHash(3),
+		json.RawMessage(`{"hash":` + string(txHash(3)) + `,"nonce":"0x1"}`)}, hold: true}
 	wg.Wait()
 	for _, n := range []*notifier{a, b} {
 		got := n.collect(t, 3)
