@@ -30,7 +30,6 @@ type fakeRelay struct {
 type relayTurn struct {
 	err     error             // returned at once when set
 	results []json.RawMessage // delivered after up
-	gate    chan struct{}     // non-nil: results wait after up until it is closed
 	hold    bool              // after delivering, block until ctx ends
 }
 
@@ -48,13 +47,6 @@ func (f *fakeRelay) Relay(ctx context.Context, _ json.RawMessage, up func(), fn 
 		return turn.err
 	}
 	up()
-	if turn.gate != nil {
-		select {
-		case <-turn.gate:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	for _, r := range turn.results {
 		fn(r)
 	}
@@ -76,6 +68,27 @@ func startRelayCenter(t *testing.T, relay Relay, opts Options) *Center {
 	t.Cleanup(func() { cancel(); <-done })
 	waitView(t, c, 2) // Run has begun: relays end with it
 	return c
+}
+
+// waitRelaySubs waits until the relay group of params has n subscribers.
+func waitRelaySubs(t *testing.T, c *Center, params string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		got := 0
+		if g := c.pending[params]; g != nil {
+			got = len(g.subs)
+		}
+		c.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("relay group %s has %d subscribers, want %d", params, got, n)
+		}
+		time.Sleep(time.Millisecond) // a poll interval
+	}
 }
 
 func txHash(i int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`"0x%064x"`, i)) }
@@ -110,20 +123,19 @@ func TestPendingRefusedWhenNoRemoteServesIt(t *testing.T) {
 func TestPendingSharedAndOnce(t *testing.T) {
 	relay := newFakeRelay()
 	c := startRelayCenter(t, relay, Options{})
-	// The first results wait until both have subscribed: a subscriber
-	// gets the transactions that come after it joined.
-	joined := make(chan struct{})
-	relay.script <- relayTurn{results: []json.RawMessage{txHash(1), txHash(2), txHash(1)}, gate: joined}
-	relay.script <- relayTurn{results: []json.RawMessage{txHash(2), txHash(3),
-		json.RawMessage(`{"hash":` + string(txHash(3)) + `,"nonce":"0x1"}`)}, hold: true}
 
 	a, b := newNotifier(), newNotifier()
 	var wg sync.WaitGroup
 	for _, n := range []*notifier{a, b} {
 		wg.Go(func() { subscribe(t, c, n, `["newPendingTransactions"]`) })
 	}
+	// The upstream sends only once both have joined: a subscriber that
+	// comes later misses what was sent before it, as from any node.
+	waitRelaySubs(t, c, `["newPendingTransactions"]`, 2)
+	relay.script <- relayTurn{results: []json.RawMessage{txHash(1), txHash(2), txHash(1)}}
+	relay.script <- relayTurn{results: []json.RawMessage{txHash(2), txHash(3),
+		json.RawMessage(`{"hash":` + string(txHash(3)) + `,"nonce":"0x1"}`)}, hold: true}
 	wg.Wait()
-	close(joined)
 	for _, n := range []*notifier{a, b} {
 		got := n.collect(t, 3)
 		for i, x := range got {

@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // ChainID is the chain id of every geth --dev chain.
@@ -244,15 +246,14 @@ func (e *RPCError) Error() string {
 
 // Call makes one JSON-RPC call over HTTP and returns the raw result. An
 // error answer is returned as *RPCError.
+//
+// geth bounds a call over HTTP by its server's write timeout (30 s), after
+// which it answers -32002 "request timed out" however long the caller would
+// wait; CallWS has no such bound.
 func (g *Geth) Call(ctx context.Context, method string, params ...any) (json.RawMessage, error) {
-	if params == nil {
-		params = []any{}
-	}
-	body, err := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": g.nextID.Add(1), "method": method, "params": params,
-	})
+	body, err := g.request(method, params)
 	if err != nil {
-		return nil, fmt.Errorf("%s: encode: %w", method, err)
+		return nil, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -273,17 +274,70 @@ func (g *Geth) Call(ctx context.Context, method string, params ...any) (json.Raw
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %w", method, err)
 	}
-	var reply struct {
+	return reply(method, fmt.Sprintf("HTTP %d", resp.StatusCode), raw)
+}
+
+// CallWS is Call over a WebSocket of its own, bounded only by ctx (and by
+// callTimeout when ctx has none): geth puts no deadline on a call over
+// WebSocket, so a call that is slow on a loaded machine (the first blob
+// transaction geth signs loads its KZG setup) is waited for, not cut off
+// by geth's HTTP server.
+func (g *Geth) CallWS(ctx context.Context, method string, params ...any) (json.RawMessage, error) {
+	body, err := g.request(method, params)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+	}
+	conn, _, err := websocket.Dial(ctx, g.wsURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: dial: %w", method, err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(maxReplyBytes)
+	if err := conn.Write(ctx, websocket.MessageText, body); err != nil {
+		return nil, fmt.Errorf("%s: write: %w", method, err)
+	}
+	// The connection carries this one call and no subscription: the first
+	// message is its answer.
+	_, raw, err := conn.Read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read: %w", method, err)
+	}
+	_ = conn.Close(websocket.StatusNormalClosure, "")
+	return reply(method, "WebSocket", raw)
+}
+
+// request encodes one call with the next id.
+func (g *Geth) request(method string, params []any) ([]byte, error) {
+	if params == nil {
+		params = []any{}
+	}
+	body, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": g.nextID.Add(1), "method": method, "params": params,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode: %w", method, err)
+	}
+	return body, nil
+}
+
+// reply decodes one answer; via says how it came, for the error.
+func reply(method, via string, raw []byte) (json.RawMessage, error) {
+	var r struct {
 		Result json.RawMessage `json:"result"`
 		Error  *RPCError       `json:"error"`
 	}
-	if err := json.Unmarshal(raw, &reply); err != nil {
-		return nil, fmt.Errorf("%s: HTTP %d: decode %.200q: %w", method, resp.StatusCode, raw, err)
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("%s: %s: decode %.200q: %w", method, via, raw, err)
 	}
-	if reply.Error != nil {
-		return nil, reply.Error
+	if r.Error != nil {
+		return nil, r.Error
 	}
-	return reply.Result, nil
+	return r.Result, nil
 }
 
 // CallJSON is Call with the params given as one JSON array, as a client

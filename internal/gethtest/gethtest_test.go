@@ -26,10 +26,18 @@ func TestStartAnswersAndKill(t *testing.T) {
 		t.Fatalf("urls %s %s, want loopback", g.HTTPURL(), g.WSURL())
 	}
 
-	_, err := g.Call(context.Background(), "no_such_method")
-	rpcErr, ok := err.(*RPCError)
-	if !ok || rpcErr.Code != -32601 {
-		t.Fatalf("unknown method error = %v, want *RPCError -32601", err)
+	calls := []struct {
+		name string
+		call func(context.Context, string, ...any) (json.RawMessage, error)
+	}{{"Call", g.Call}, {"CallWS", g.CallWS}}
+	for _, c := range calls {
+		if res, err := c.call(context.Background(), "eth_chainId"); err != nil || string(res) != `"0x539"` {
+			t.Errorf("%s eth_chainId = %s, %v; want \"0x539\"", c.name, res, err)
+		}
+		_, err := c.call(context.Background(), "no_such_method")
+		if rpcErr, ok := err.(*RPCError); !ok || rpcErr.Code != -32601 {
+			t.Errorf("%s: unknown method error = %v, want *RPCError -32601", c.name, err)
+		}
 	}
 
 	g.Kill()
