@@ -3,7 +3,7 @@ package remotes
 // Upstream error classification.
 //
 // The patterns, codes and statuses come from the provider and client
-// catalogue /work/shared/PROVIDER-ERRORS.md (tables (a)-(d), §2, §3);
+// catalogue ../shared/PROVIDER-ERRORS.md (tables (a)-(d), §2, §3);
 // classify_test.go has a case or more for every row. Patterns are substrings
 // of the lower-cased message + " " + data; the first match wins, in erpc's
 // order (§2), with the changes the catalogue's facts force:
