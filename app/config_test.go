@@ -69,10 +69,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v\nwant %+v", got, wantPool)
 	}
-	rc, err := c.Chains[0].Remotes[0].RemoteConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := c.Chains[0].Remotes[0]
 	wantRemote := remotes.Config{
 		Name:        "a",
 		URL:         "http://127.0.0.1:18545",
@@ -165,15 +162,12 @@ chains:
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v", got)
 	}
-	rc, err := c.Chains[0].Remotes[0].RemoteConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := c.Chains[0].Remotes[0]
 	wantRemote := remotes.Config{
 		Name: "Provider.A_1", URL: "wss://example.com/v1", WSURL: "wss://example.com/ws",
 		Tier: remotes.TierSecondary, Timeout: 3 * time.Second, MaxInFlight: 7,
-		RateLimit: 2.5, RateBurst: 3, // ceil(rps)
-		Allow: []string{"eth_", "net_version"}, Deny: []string{"debug_*"},
+		RateLimit:    remotes.RateLimit{RPS: 2.5, Burst: 3}, // ceil(rps)
+		Methods:      remotes.MethodFilter{Allow: []string{"eth_", "net_version"}, Deny: []string{"debug_*"}},
 		Headers:      map[string]string{"Authorization": "Bearer x"},
 		MaxLogsRange: 2000, MaxResponseBytes: 1 << 20,
 	}
@@ -641,7 +635,7 @@ func TestLoad(t *testing.T) {
 		}
 		tiers := map[string]int{}
 		for _, r := range c.Chains[0].Remotes {
-			tiers[r.Tier]++
+			tiers[r.Tier.String()]++
 		}
 		if tiers["fallback"] == 0 || tiers["primary"] == 0 {
 			t.Errorf("tiers = %v, want primaries and a fallback", tiers)

@@ -253,17 +253,9 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 // Start the pool before calling through it. replies is the process's reply
 // budget, shared by every chain's pool (nil: the pool gets its own).
 func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget) (*remotes.Pool, error) {
-	rs := make([]remotes.Config, 0, len(c.Remotes))
-	for _, r := range c.Remotes {
-		rc, err := r.RemoteConfig()
-		if err != nil {
-			return nil, fmt.Errorf("chain %s: %w", c.Name, err)
-		}
-		rs = append(rs, rc)
-	}
 	pc := c.PoolConfig()
 	pc.Replies = replies
-	pool, err := remotes.NewPool(pc, rs, log, m)
+	pool, err := remotes.NewPool(pc, c.Remotes, log, m)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", c.Name, err)
 	}
@@ -285,11 +277,9 @@ func (c ChainConfig) settledLine(w *headstore.Window) func() (uint64, bool) {
 // StalkerConfig is the chain's stalker settings; archive is where settled
 // blocks go (nil: not archived).
 func (c ChainConfig) StalkerConfig(archive stalker.Archive, m *stalker.ArchiveMetrics) stalker.Config {
-	sc := stalker.Config{Chain: c.Name, Backfill: c.Head.Backfill,
-		FinalityInterval: c.Head.FinalityInterval, Window: c.Head.Window, Integrity: c.Integrity.StalkerOn()}
+	sc := stalker.Config{Chain: c.Name, HeadConfig: c.Head, Integrity: c.Integrity.StalkerOn()}
 	if archive != nil {
-		sc.Archive = stalker.ArchiveConfig{Store: archive, Confirmations: c.History.Confirmations,
-			Batch: c.History.Batch, Metrics: m}
+		sc.Archive = stalker.ArchiveConfig{Store: archive, HistoryConfig: c.History, Metrics: m}
 	}
 	return sc
 }

@@ -477,8 +477,8 @@ func TestCanRelay(t *testing.T) {
 		want bool
 	}{
 		{name: "http only", give: Config{URL: "http://127.0.0.1:1/key"}, want: true},
-		{name: "http only, filters denied", give: Config{URL: "http://127.0.0.1:1/key", Deny: []string{"eth_newPendingTransactionFilter"}}},
-		{name: "http only, filters not allowed", give: Config{URL: "http://127.0.0.1:1/key", Allow: []string{"eth_call"}}},
+		{name: "http only, filters denied", give: Config{URL: "http://127.0.0.1:1/key", Methods: MethodFilter{Deny: []string{"eth_newPendingTransactionFilter"}}}},
+		{name: "http only, filters not allowed", give: Config{URL: "http://127.0.0.1:1/key", Methods: MethodFilter{Allow: []string{"eth_call"}}}},
 		{name: "ws url", give: Config{URL: "http://127.0.0.1:1/key", WSURL: "ws://127.0.0.1:1/key"}, want: true},
 		{name: "ws main url", give: Config{URL: "WSS://127.0.0.1:1/key"}, want: true},
 	}

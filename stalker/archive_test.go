@@ -132,8 +132,8 @@ func newLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, hist 
 // a failover, with the window still in the head store).
 func (l *leader) start(conf uint64) {
 	log := slog.New(slog.NewTextHandler(l.logs, nil))
-	st := New(Config{Chain: "test", Window: l.size, FinalityInterval: 100 * time.Millisecond,
-		Archive: ArchiveConfig{Store: l.arch, Confirmations: conf, Batch: 5, Metrics: l.am}},
+	st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: l.size, FinalityInterval: 100 * time.Millisecond},
+		Archive: ArchiveConfig{Store: l.arch, HistoryConfig: HistoryConfig{Confirmations: conf, Batch: 5}, Metrics: l.am}},
 		l.pool, l.store, log, l.sm)
 	fol := headstore.NewFollower("test", l.store, l.window, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())

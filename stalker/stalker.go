@@ -37,16 +37,9 @@ type Upstream interface {
 // block time.
 type Config struct {
 	Chain string
-	// Backfill bounds how many blocks a leader fetches to fill a gap
-	// between the published head and the remotes' (after a restart, a
-	// failover or lag), so that subscribers miss none; deeper gaps start
-	// a fresh window. 0: 4 windows.
-	Backfill int
-	// FinalityInterval is how often safe and finalized are read;
-	// 0: 8 block times (as the upstream knows it then), at least 10 s.
-	FinalityInterval time.Duration
-	// Window is the head window's size; 0: headstore.DefaultWindow.
-	Window int
+	// HeadConfig is the window and how gaps and finality are followed
+	// (config.go); zero fields take the defaults.
+	HeadConfig
 	// Integrity checks every block and its receipts against themselves
 	// (evm.VerifyBlock, evm.VerifyReceipts) and fetches what fails from
 	// another remote. Off for chains whose data venn can't encode at all,
@@ -81,12 +74,9 @@ type Stalker struct {
 
 // New returns a chain's stalker. It does no I/O.
 func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Metrics) *Stalker {
-	if cfg.Window <= 0 {
-		cfg.Window = headstore.DefaultWindow
-	}
-	if cfg.Backfill <= 0 {
-		cfg.Backfill = 4 * cfg.Window
-	}
+	// Validate refuses less; unset takes the default.
+	cfg.Window, cfg.Backfill = max(cfg.Window, 0), max(cfg.Backfill, 0)
+	cfg.HeadConfig = cfg.HeadConfig.WithDefaults(0)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -177,7 +167,7 @@ func (s *Stalker) finalityInterval() time.Duration {
 	if s.cfg.FinalityInterval > 0 {
 		return s.cfg.FinalityInterval
 	}
-	return max(8*s.up.BlockTime(), 10*time.Second)
+	return DefaultFinalityInterval(s.up.BlockTime())
 }
 
 // step brings the published chain up to the remotes' head.
