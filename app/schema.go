@@ -132,7 +132,7 @@ func textScalar(path string, key, val *yaml.Node, t reflect.Type, errs *[]error)
 	}
 	u := reflect.New(t).Interface().(encoding.TextUnmarshaler)
 	if err := u.UnmarshalText([]byte(val.Value)); err != nil {
-		*errs = append(*errs, fmt.Errorf("%s: %v (line %d)", path, err, nodeLine(key, val)))
+		*errs = append(*errs, fmt.Errorf("%s (line %d): %v", path, nodeLine(key, val), err))
 		val.Tag, val.Value, val.Style = "!!null", "", 0
 		return false
 	}

@@ -30,11 +30,11 @@ chains:
 	}
 	want := []string{
 		`listen: must be host:port`,
-		`log.level: must be debug, info, warn or error, not "loud" (line 3)`,
-		`log.format: must be text or json, not "xml" (line 3)`,
-		`chains[0].remotes[0].tier: unknown tier "gold" (want primary, secondary or fallback) (line 10)`,
-		`chains[0].consensus[0].on_dispute: unknown dispute policy "vote" (want error, most_common or prefer_tier) (line 14)`,
-		`chains[0].consensus[0].trusted_tier: unknown tier "silver" (want primary, secondary or fallback) (line 15)`,
+		`log.level (line 3): must be debug, info, warn or error, not "loud"`,
+		`log.format (line 3): must be text or json, not "xml"`,
+		`chains[0].remotes[0].tier (line 10): unknown tier "gold" (want primary, secondary or fallback)`,
+		`chains[0].consensus[0].on_dispute (line 14): unknown dispute policy "vote" (want error, most_common or prefer_tier)`,
+		`chains[0].consensus[0].trusted_tier (line 15): unknown tier "silver" (want primary, secondary or fallback)`,
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
