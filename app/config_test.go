@@ -311,7 +311,7 @@ chains:
 				`chains[0].remotes[0].name: must match [A-Za-z0-9_.-]+`,
 				`chains[0].remotes[0].url: must be http(s):// or ws(s)://`,
 				`chains[0].remotes[0].ws_url: must be ws(s)://`,
-				`chains[0].remotes[0].tier (line 10): unknown tier "gold"`,
+				`chains[0].remotes[0].tier (line 9): unknown tier "gold"`,
 				`chains[0].remotes[0].timeout: must be positive`,
 				`chains[0].remotes[0].max_in_flight: must be positive`,
 				`chains[0].remotes[0].rate_limit.rps: must be a finite number >= 0`,
@@ -351,7 +351,7 @@ chains:
 			lines := strings.Split(err.Error(), "\n")
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("missing %q", w)
+					t.Errorf("missing %q in\n%v", w, err)
 				}
 			}
 			if len(lines) != len(tt.want) {
