@@ -114,124 +114,186 @@ func classifyUpstream(method string, e *UpstreamError) Verdict {
 }
 
 // classifyRPC classifies a JSON-RPC error object that came with HTTP status
-// status (0 over WebSocket).
+// status (0 over WebSocket), by the steps of the file comment in order: the
+// first that decides wins.
 func classifyRPC(method string, status int, e *jrpc.Error) Verdict {
-	code := e.Code
-	// 1. Reverts: definitive, and their reason text is the contract's. The
-	// most common error, decided on the message alone: revert data can be
-	// long and is never lower-cased.
-	if hasPrefixFold(e.Message, "execution reverted") || hasPrefixFold(e.Message, "vm exception") {
-		return vRevert
-	}
-	if code == 3 {
-		if containsFold(e.Message, "unknown block") || containsFold(e.Message, "block not found with number") {
-			return vHeader // Alchemy reuses code 3 for a block near the tip
-		}
-		return vRevert
-	}
-	t := newScanText(lowerText(e.Message, e.Data))
-
-	// eth_simulateV1 validation (geth internal/ethapi/errors.go).
-	if code <= -38000 && code > -38100 {
-		switch code {
-		case -38010:
-			return vNonceLow
-		case -38014:
-			return vFunds
-		case -38011, -38012, -38013, -38015, -38024, -38025:
-			return vInvalidTx
-		}
-		return vParams
-	}
-	if t.contains("notifications not supported") {
-		return vNotifyUnsup // geth over HTTP, -32601 (or -32001 before v1.12.1)
-	}
-	// 2. Caps.
-	if v, ok := match(t, tooLargeRules); ok {
-		if v.Reason == ReasonRangeTooLarge || v.Reason == ReasonTooManyResults {
-			v.MaxSpan = suggestedSpan(t.s, v.Reason == ReasonRangeTooLarge)
-		}
+	if v, ok := revertVerdict(e); ok {
 		return v
+	}
+	f := rpcFailure{method: method, status: status, code: e.Code, t: newScanText(lowerText(e.Message, e.Data))}
+	if v, ok := f.callersOwn(); ok {
+		return v
+	}
+	if v, ok := f.tooLarge(); ok {
+		return v
+	}
+	if v, ok := f.throttled(); ok {
+		return v
+	}
+	if v, ok := f.missing(); ok {
+		return v
+	}
+	if v, ok := f.malformed(); ok {
+		return v
+	}
+	if v, ok := f.outcome(); ok {
+		return v
+	}
+	return f.fallback()
+}
+
+// rpcFailure is a JSON-RPC error object being classified: the method
+// called, the HTTP status it came with, its code and its lower-cased text.
+type rpcFailure struct {
+	method string
+	status int
+	code   int
+	t      *scanText
+}
+
+// revertVerdict is step 1: reverts are definitive, and their reason text is
+// the contract's. The most common error, decided on the message alone:
+// revert data can be long and is never lower-cased.
+func revertVerdict(e *jrpc.Error) (Verdict, bool) {
+	if hasPrefixFold(e.Message, "execution reverted") || hasPrefixFold(e.Message, "vm exception") {
+		return vRevert, true
+	}
+	if e.Code != 3 {
+		return Verdict{}, false
+	}
+	if containsFold(e.Message, "unknown block") || containsFold(e.Message, "block not found with number") {
+		return vHeader, true // Alchemy reuses code 3 for a block near the tip
+	}
+	return vRevert, true
+}
+
+// callersOwn is the rest of step 1: eth_simulateV1's validation codes (geth
+// internal/ethapi/errors.go) and a subscription over HTTP.
+func (f *rpcFailure) callersOwn() (Verdict, bool) {
+	if f.code <= -38000 && f.code > -38100 {
+		switch f.code {
+		case -38010:
+			return vNonceLow, true
+		case -38014:
+			return vFunds, true
+		case -38011, -38012, -38013, -38015, -38024, -38025:
+			return vInvalidTx, true
+		}
+		return vParams, true
+	}
+	if f.t.contains("notifications not supported") {
+		return vNotifyUnsup, true // geth over HTTP, -32601 (or -32001 before v1.12.1)
+	}
+	return Verdict{}, false
+}
+
+// tooLarge is step 2, the caps, with the span a range or result cap names.
+func (f *rpcFailure) tooLarge() (Verdict, bool) {
+	if v, ok := match(f.t, tooLargeRules); ok {
+		if v.Reason == ReasonRangeTooLarge || v.Reason == ReasonTooManyResults {
+			v.MaxSpan = suggestedSpan(f.t.s, v.Reason == ReasonRangeTooLarge)
+		}
+		return v, true
 	}
 	switch {
-	case code == -32614 || code == 35: // QuickNode, dRPC range codes
-		return vRange
-	case status == 413:
-		return vReqSize
+	case f.code == -32614 || f.code == 35: // QuickNode, dRPC range codes
+		return vRange, true
+	case f.status == 413:
+		return vReqSize, true
 	}
-	// 3. Sender limit, billing, rate limits.
-	if code == -32017 || t.contains("sender is over rate limit") {
-		return vSenderLimit // every remote reaches the same sequencer
+	return Verdict{}, false
+}
+
+// throttled is step 3: the sender limit, billing, rate limits.
+func (f *rpcFailure) throttled() (Verdict, bool) {
+	if f.code == -32017 || f.t.contains("sender is over rate limit") {
+		return vSenderLimit, true // every remote reaches the same sequencer
 	}
-	if v, ok := match(t, billingRules); ok {
-		return v
+	if v, ok := match(f.t, billingRules); ok {
+		return v, true
 	}
-	if status == 402 || code == 402 {
-		return vBilling
+	if f.status == 402 || f.code == 402 {
+		return vBilling, true
 	}
-	if v, ok := match(t, rateRules); ok {
-		return v
+	if v, ok := match(f.t, rateRules); ok {
+		return v, true
 	}
-	if status == 429 || code == 429 {
-		return vRateLimited
+	if f.status == 429 || f.code == 429 {
+		return vRateLimited, true
 	}
-	// 4. Tags, lagging, missing data.
-	if v, ok := match(t, missingRules); ok {
-		return v
+	return Verdict{}, false
+}
+
+// missing is step 4: block tags, a lagging remote, missing data.
+func (f *rpcFailure) missing() (Verdict, bool) {
+	if v, ok := match(f.t, missingRules); ok {
+		return v, true
 	}
-	switch code {
+	switch f.code {
 	case 4444:
-		return vPruned
+		return vPruned, true
 	case -39001:
-		return vHeader
+		return vHeader, true
 	case -32019:
-		return vLagging
+		return vLagging, true
 	}
-	// 5. The code itself says the request is malformed. The text then
-	// describes the caller's input and may name anything (a tracer config's
-	// "timeout" field, say), so only auth dressed as -32600 overrides it.
-	if code == jrpc.CodeInvalidParams || code == jrpc.CodeInvalidRequest || code == jrpc.CodeParseError {
-		if v, ok := match(t, authRules); ok {
-			return v
-		}
-		if status == 401 || status == 403 {
-			return vUnauthorized
-		}
-		if v, ok := match(t, paramsRules); ok {
-			return v
-		}
-		v, _ := codeVerdict(code)
-		return v
+	return Verdict{}, false
+}
+
+// malformed is step 5: the code itself says the request is malformed. The
+// text then describes the caller's input and may name anything (a tracer
+// config's "timeout" field, say), so only auth dressed as -32600 overrides
+// it.
+func (f *rpcFailure) malformed() (Verdict, bool) {
+	switch f.code {
+	case jrpc.CodeInvalidParams, jrpc.CodeInvalidRequest, jrpc.CodeParseError:
+	default:
+		return Verdict{}, false
 	}
-	// 6. Outcomes, unsupported methods, auth, "not found", invalid params.
-	if v, ok := match(t, outcomeRules); ok {
-		if v.Reason == ReasonInsufficientFunds && isReplay(method) {
+	if v, ok := match(f.t, authRules); ok {
+		return v, true
+	}
+	if f.status == 401 || f.status == 403 {
+		return vUnauthorized, true
+	}
+	if v, ok := match(f.t, paramsRules); ok {
+		return v, true
+	}
+	return codeVerdict(f.code)
+}
+
+// outcome is step 6: outcomes, unsupported methods, auth, "not found",
+// invalid params.
+func (f *rpcFailure) outcome() (Verdict, bool) {
+	if v, ok := match(f.t, outcomeRules); ok {
+		if v.Reason == ReasonInsufficientFunds && isReplay(f.method) {
 			// A trace/debug replay that runs out of funds is an artefact of
 			// the remote's state reconstruction: another may do better.
-			return Verdict{Class: ClassRetry, Reason: ReasonInsufficientFunds}
+			return Verdict{Class: ClassRetry, Reason: ReasonInsufficientFunds}, true
 		}
-		return v
+		return v, true
 	}
-	if v, ok := match(t, authRules); ok {
-		return v
+	if v, ok := match(f.t, authRules); ok {
+		return v, true
 	}
-	if v, ok := notFound(t); ok {
-		return v
+	if v, ok := notFound(f.t); ok {
+		return v, true
 	}
-	if v, ok := match(t, paramsRules); ok {
-		return v
-	}
-	// 7. Status, code, default.
-	switch status {
+	return match(f.t, paramsRules)
+}
+
+// fallback is step 7: the status, the code, the default.
+func (f *rpcFailure) fallback() Verdict {
+	switch f.status {
 	case 401, 403:
 		return vUnauthorized
 	case 405, 415:
 		return vUnsupported
 	}
-	if v, ok := codeVerdict(code); ok {
+	if v, ok := codeVerdict(f.code); ok {
 		return v
 	}
-	if status == 499 || status >= 500 {
+	if f.status == 499 || f.status >= 500 {
 		return vHTTP5xx
 	}
 	// A well-formed answer we do not recognise says little about the remote's
