@@ -1,6 +1,8 @@
 package remotes
 
-// Upstream error classification.
+// Upstream error classification: Classify and the order of its steps here,
+// the verdicts in verdict.go, the rule table in rules.go, the span a cap
+// names in span.go.
 //
 // The patterns, codes and statuses come from the provider and client
 // catalogue ../shared/PROVIDER-ERRORS.md (tables (a)-(d), §2, §3);
@@ -265,6 +267,11 @@ func (f *rpcFailure) malformed() (Verdict, bool) {
 // outcome is step 6: outcomes, unsupported methods, auth, "not found",
 // invalid params.
 func (f *rpcFailure) outcome() (Verdict, bool) {
+	if f.t.s == "rejected" {
+		// Monad's pool policy (§3.4); only the whole text: Infura's origin
+		// refusal and EIP-1474's "transaction rejected" say it too.
+		return vPool, true
+	}
 	if v, ok := match(f.t, outcomeRules); ok {
 		if v.Reason == ReasonInsufficientFunds && isReplay(f.method) {
 			// A trace/debug replay that runs out of funds is an artefact of

@@ -172,6 +172,7 @@ var outcomeRules = []rule{
 	{pat: "out of capacity", v: vPool},
 	{pat: "already reserved", v: vPool},
 	{pat: "in-flight transaction limit", v: vPool},
+	{pat: "not authorized to send transactions", v: vPool}, // Besu -32007: a node's account permissioning, not a rate limit
 	{pat: "insufficient funds", v: vFunds},
 	{pat: "insufficient balance", v: vFunds},
 	{pat: "insufficientfunds", v: vFunds},
