@@ -154,7 +154,10 @@ func (r *relayRun) expectOnce(t *testing.T, key func(json.RawMessage) string, wa
 	}
 }
 
-// relayGoroutines counts the goroutines of relay sessions.
+// relayGoroutines counts the goroutines of relay sessions: those running
+// relayFrom, and those of a subscription session (subscription.go) started
+// by one of them or by a goroutine gone, a session that outlived its owner.
+// The sessions of the pool's own newHeads followers are not relays.
 func relayGoroutines() int {
 	buf := make([]byte, 64<<10)
 	for {
@@ -165,10 +168,25 @@ func relayGoroutines() int {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	c := 0
+	stacks := make(map[string]string) // by goroutine id
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "remotes.(*Pool).relayFrom") {
+		if id, _, ok := strings.Cut(strings.TrimPrefix(g, "goroutine "), " "); ok {
+			stacks[id] = g
+		}
+	}
+	const relay, session = "remotes.(*Pool).relayFrom", "remotes.(*wsSubscription)."
+	c := 0
+	for _, g := range stacks {
+		switch {
+		case strings.Contains(g, relay):
 			c++
+		case strings.Contains(g, session):
+			_, by, _ := strings.Cut(g, "\ncreated by ")
+			_, creator, _ := strings.Cut(by, " in goroutine ")
+			creator, _, _ = strings.Cut(creator, "\n")
+			if s, alive := stacks[creator]; !alive || strings.Contains(s, relay) {
+				c++
+			}
 		}
 	}
 	return c
