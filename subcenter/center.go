@@ -482,11 +482,7 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 		return nil, err
 	}
 	if s.kind == kindPending {
-		if err := c.awaitRelay(ctx, s.group); err != nil {
-			c.mu.Lock()
-			c.removeLocked(s)
-			c.mu.Unlock()
-			cn.release()
+		if err := c.awaitPending(ctx, s); err != nil {
 			return nil, err
 		}
 	}

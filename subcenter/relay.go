@@ -109,6 +109,19 @@ func (c *Center) awaitRelay(ctx context.Context, g *relayGroup) error {
 	return nil
 }
 
+// awaitPending waits for s's relay group to settle (awaitRelay); a
+// subscription the group refuses is taken back, with its hold.
+func (c *Center) awaitPending(ctx context.Context, s *sub) error {
+	err := c.awaitRelay(ctx, s.group)
+	if err != nil {
+		c.mu.Lock()
+		c.removeLocked(s)
+		c.mu.Unlock()
+		s.c.release()
+	}
+	return err
+}
+
 // runRelay keeps the group's upstream subscription until its last client
 // leaves (or the Center stops). A group that no remote can serve, before
 // any subscriber was told yes, refuses its subscribers and ends.
