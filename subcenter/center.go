@@ -13,7 +13,9 @@
 // scratch (Redis lost the feed) is short for a while, and a block above
 // its top is not gone, only not back yet. Each subscription gets removed
 // logs only for logs it was sent. Each connection has a bounded queue; a
-// client that cannot keep up is disconnected, never waited for.
+// client that cannot keep up is disconnected, never waited for. Every
+// goroutine the Center starts (connection writers and close watchers,
+// relays) ends with it: Stop, or the end of Run, waits for them.
 package subcenter
 
 import (
