@@ -107,7 +107,13 @@ type wsConn struct {
 	slots      chan struct{}  // one per message in flight
 	writeMu    chan struct{}  // the writer's turn; a channel so waiters can give up
 	writeTimer *time.Timer    // closes the connection when a write outlasts WSWriteTimeout; guarded by writeMu
-	wg         sync.WaitGroup // message goroutines and the pinger
+	wg         sync.WaitGroup // message goroutines, the pinger and a Disconnect's close
+
+	// mu guards ended and disconnecting: a Disconnect's close joins wg only
+	// while serve has not begun waiting for it.
+	mu            sync.Mutex
+	ended         bool
+	disconnecting bool
 
 	// The pinger must not mistake a paused reader (which reads no pongs) for a
 	// dead peer.
@@ -250,6 +256,9 @@ func (c *wsConn) serve() {
 	go c.pingLoop()
 	err := c.readLoop()
 	c.cancel() // calls of a closed connection have no one to answer
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
 	c.wg.Wait()
 	_ = c.conn.CloseNow()
 	if c.s.log.Enabled(c.ctx, slog.LevelDebug) {
@@ -416,14 +425,23 @@ func (c *wsConn) NotifySubscription(ctx context.Context, id string, result json.
 
 // Disconnect implements Notifier. The close handshake runs in the
 // background: the peer being disconnected is often one that does not read.
+// The connection owns it: serve waits for it, and ending the connection
+// cuts it short. The first Disconnect's code and reason are the ones sent;
+// once the connection ended there is nothing left to close.
 func (c *wsConn) Disconnect(code int, reason string) {
 	if len(reason) > 123 {
 		reason = reason[:123]
 	}
-	go func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended || c.disconnecting {
+		return
+	}
+	c.disconnecting = true
+	c.wg.Go(func() {
 		_ = c.conn.Close(websocket.StatusCode(code), reason)
 		c.cancel()
-	}()
+	})
 }
 
 // Closed implements Notifier.
