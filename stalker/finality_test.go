@@ -119,7 +119,7 @@ func TestFailingFinalityReadIsCountedAndLogged(t *testing.T) {
 	logs := &lockedBuffer{}
 	m := NewMetrics(nil)
 	const interval = time.Minute
-	st := New(Config{Chain: "test", FinalityInterval: interval}, up, headstore.NewMemory(8),
+	st := New(Config{Chain: "test", HeadConfig: HeadConfig{FinalityInterval: interval}}, up, headstore.NewMemory(8),
 		slog.New(slog.NewTextHandler(logs, nil)), m)
 	now := time.Unix(1_000_000, 0)
 	st.now = func() time.Time { return now }
