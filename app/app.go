@@ -28,6 +28,7 @@ import (
 	"go.uber.org/fx/fxevent"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
@@ -70,6 +71,7 @@ var Module = fx.Module("app",
 		newChains,
 		newRPCOptions,
 		newRateLimiter,
+		newEdge,
 		newServers,
 	),
 	// Every chain's router is served by the JSON-RPC server; servers are
@@ -303,14 +305,13 @@ func (cs *chains) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, e *edge.Edge) jrpc.Options {
 	return jrpc.Options{
 		Limits:      cfg.JRPCLimits(),
 		Logger:      log,
 		Registerer:  reg,
 		MethodLabel: evm.MethodLabel,
-		Edge:        cfg.JRPCEdge(rl.limiter),
-		CORS:        cfg.JRPCCORS(),
+		Gate:        e,
 	}
 }
 
@@ -335,6 +336,7 @@ type serversParams struct {
 	Log        *slog.Logger
 	Registry   *prometheus.Registry
 	RPC        *jrpc.Server
+	Edge       *edge.Edge
 	Chains     *chains
 	History    *history
 }
@@ -368,7 +370,7 @@ func newServers(p serversParams) *servers {
 	}
 
 	s.rpc = &httpService{name: "rpc", addr: p.Config.Listen, log: p.Log, tls: p.Config.TLS, srv: &http.Server{
-		Handler:           p.RPC.Handler(),
+		Handler:           p.Edge.Wrap(p.RPC.Handler()), // CORS in front
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,

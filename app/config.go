@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -62,16 +63,10 @@ type Config struct {
 	Postgres PostgresConfig `yaml:"postgres"`
 	Chains   []ChainConfig  `yaml:"chains"`
 
-	// The edge (edge_config.go): who may call what, and how often, and
-	// TLS on listen.
-	Auth       AuthConfig         `yaml:"auth"`
-	Methods    MethodPolicyConfig `yaml:"methods"`
-	RateLimits RateLimitsConfig   `yaml:"rate_limits"`
-	// TrustedProxies are addresses or CIDRs whose X-Forwarded-For and
-	// X-Real-IP name the client.
-	TrustedProxies []string   `yaml:"trusted_proxies"`
-	CORS           CORSConfig `yaml:"cors"`
-	TLS            TLSConfig  `yaml:"tls"`
+	// Edge is who may call what, and how often: the top-level sections
+	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
+	Edge edge.Config `yaml:",inline"`
+	TLS  TLSConfig   `yaml:"tls"` // on listen (edge.go)
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no
@@ -501,12 +496,13 @@ var yamlTypeNames = strings.NewReplacer(
 	"type app.RemoteConfig", "a remote",
 	"type app.RateLimitConfig", "rate_limit",
 	"type app.MethodsConfig", "methods",
-	"[]app.APIKeyConfig", "a list of keys",
-	"type app.AuthConfig", "auth",
-	"type app.APIKeyConfig", "a key",
-	"type app.MethodPolicyConfig", "methods",
-	"type app.RateLimitsConfig", "rate_limits",
-	"type app.CORSConfig", "cors",
+	"[]edge.APIKey", "a list of keys",
+	"type edge.AuthConfig", "auth",
+	"type edge.APIKey", "a key",
+	"type edge.MethodPolicy", "methods",
+	"type edge.RateLimits", "rate_limits",
+	"type edge.Rate", "rate_limit",
+	"type edge.CORS", "cors",
 	"type app.TLSConfig", "tls",
 	"[]app.ConsensusConfig", "a list of consensus rules",
 	"type app.ConsensusConfig", "a consensus rule",
@@ -525,11 +521,12 @@ var yamlTypeNames = strings.NewReplacer(
 	"app.RemoteConfig", "a remote",
 	"app.RateLimitConfig", "rate_limit",
 	"app.MethodsConfig", "methods",
-	"app.AuthConfig", "auth",
-	"app.APIKeyConfig", "a key",
-	"app.MethodPolicyConfig", "methods",
-	"app.RateLimitsConfig", "rate_limits",
-	"app.CORSConfig", "cors",
+	"edge.AuthConfig", "auth",
+	"edge.APIKey", "a key",
+	"edge.MethodPolicy", "methods",
+	"edge.RateLimits", "rate_limits",
+	"edge.Rate", "rate_limit",
+	"edge.CORS", "cors",
 	"app.TLSConfig", "tls",
 	"app.ConsensusConfig", "a consensus rule",
 	"app.CordonConfig", "cordon",
@@ -612,7 +609,7 @@ func (c *Config) applyDefaults() {
 	}
 
 	c.Limits = c.Limits.WithZeroDefaults()
-	c.applyEdgeDefaults()
+	c.Edge = c.Edge.WithDefaults()
 	if c.Redis.URL != "" {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
 		if c.Redis.ReplicaID == "" {

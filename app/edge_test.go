@@ -29,6 +29,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/stalker"
@@ -281,7 +282,7 @@ func TestRateLimitsAcrossReplicas(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		keys, _ := rdb.Keys(ctx, "venn:{"+chain+"}:*").Result()
-		keys = append(keys, stalker.LeaderKey(chain), stalker.EpochKey(chain), jrpc.DefaultRateLimitPrefix+"key:"+keyName)
+		keys = append(keys, stalker.LeaderKey(chain), stalker.EpochKey(chain), edge.DefaultRateLimitPrefix+"key:"+keyName)
 		_ = rdb.Del(ctx, keys...).Err()
 		_ = rdb.Close()
 	})
