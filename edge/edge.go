@@ -88,7 +88,6 @@ func New(c Config, opts Options) *Edge {
 		failClosed: c.RateLimits.OnRedisError == "closed",
 		log:        log,
 		metrics:    newMetrics(opts.Registerer),
-		chains:     chains{byName: make(map[string]*chainEdge)},
 	}
 	e.bearer = e.keyHeader == "Authorization"
 	for _, s := range c.TrustedProxies {

@@ -3,7 +3,9 @@ package edge
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -84,26 +86,27 @@ func (c *chainEdge) rateLimited(sc scope) {
 }
 
 // chains holds a chainEdge per chain, made on the chain's first request:
-// the Server asks only about configured chains, a bounded set.
+// the Server asks only about configured chains, a bounded set. Readers
+// load the map lock-free (every request does); a new chain copies it.
 type chains struct {
-	mu     sync.RWMutex
-	byName map[string]*chainEdge
+	mu     sync.Mutex
+	byName atomic.Pointer[map[string]*chainEdge]
 }
 
-// get returns the chain's state, making it on first use.
+// chain returns the chain's state, making it on first use.
 func (e *Edge) chain(name string) *chainEdge {
-	e.chains.mu.RLock()
-	ch := e.chains.byName[name]
-	e.chains.mu.RUnlock()
-	if ch != nil {
-		return ch
+	if m := e.chains.byName.Load(); m != nil {
+		if ch := (*m)[name]; ch != nil {
+			return ch
+		}
 	}
 	e.chains.mu.Lock()
 	defer e.chains.mu.Unlock()
-	if ch = e.chains.byName[name]; ch != nil {
-		return ch
+	old := e.chains.byName.Load()
+	if old != nil && (*old)[name] != nil {
+		return (*old)[name]
 	}
-	ch = &chainEdge{name: name}
+	ch := &chainEdge{name: name}
 	ch.open = client{e: e, ch: ch}
 	if m := e.metrics; m != nil {
 		for r := range numAuthReasons {
@@ -113,6 +116,11 @@ func (e *Edge) chain(name string) *chainEdge {
 			ch.limited[sc] = m.rateLimited.WithLabelValues(name, sc.String())
 		}
 	}
-	e.chains.byName[name] = ch
+	next := make(map[string]*chainEdge, 1)
+	if old != nil {
+		next = maps.Clone(*old)
+	}
+	next[name] = ch
+	e.chains.byName.Store(&next)
 	return ch
 }
