@@ -28,6 +28,7 @@ import (
 	"go.uber.org/fx/fxevent"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
@@ -483,23 +484,18 @@ func metricsRouter(reg *prometheus.Registry, h *healthHandler) http.Handler {
 // same, and "degraded" while the process serves without it.
 type healthHandler struct {
 	chains   *chains
-	history  func() *historyReadiness // nil result without postgres.url
+	history  func() *blockstore.Readiness // nil result without postgres.url
 	draining *atomic.Bool
 }
 
 // readiness is /readyz's body. Remotes are listed by name only: their URLs
 // carry API keys.
 type readiness struct {
-	Ready    bool              `json:"ready"`
-	Draining bool              `json:"draining,omitempty"`
-	Degraded bool              `json:"degraded,omitempty"` // serving without the history store
-	History  *historyReadiness `json:"history,omitempty"`  // nil without postgres.url
-	Chains   []chainReadiness  `json:"chains"`
-}
-
-type historyReadiness struct {
-	State    string `json:"state"` // up, down or migrating
-	Required bool   `json:"required"`
+	Ready    bool                  `json:"ready"`
+	Draining bool                  `json:"draining,omitempty"`
+	Degraded bool                  `json:"degraded,omitempty"` // serving without the history store
+	History  *blockstore.Readiness `json:"history,omitempty"`  // nil without postgres.url
+	Chains   []chainReadiness      `json:"chains"`
 }
 
 // chainReadiness is one chain's part: whether it can serve, its head and
@@ -542,8 +538,8 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	}
 	if hr := h.history(); hr != nil {
 		body.History = hr
-		body.Degraded = hr.State != historyUp
-		body.Ready = body.Ready && (hr.State == historyUp || !hr.Required)
+		body.Degraded = hr.Degraded()
+		body.Ready = body.Ready && hr.Ready()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if !body.Ready {
