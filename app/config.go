@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/stalker"
@@ -54,16 +55,10 @@ type Config struct {
 	Postgres PostgresConfig `yaml:"postgres"`
 	Chains   []ChainConfig  `yaml:"chains"`
 
-	// The edge (edge_config.go): who may call what, and how often, and
-	// TLS on listen.
-	Auth       AuthConfig         `yaml:"auth"`
-	Methods    MethodPolicyConfig `yaml:"methods"`
-	RateLimits RateLimitsConfig   `yaml:"rate_limits"`
-	// TrustedProxies are addresses or CIDRs whose X-Forwarded-For and
-	// X-Real-IP name the client.
-	TrustedProxies []string   `yaml:"trusted_proxies"`
-	CORS           CORSConfig `yaml:"cors"`
-	TLS            TLSConfig  `yaml:"tls"`
+	// Edge is who may call what, and how often: the top-level sections
+	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
+	Edge edge.Config `yaml:",inline"`
+	TLS  TLSConfig   `yaml:"tls"` // on listen (edge.go)
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no

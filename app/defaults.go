@@ -23,7 +23,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 
 	c.Limits = c.Limits.WithZeroDefaults()
-	c.applyEdgeDefaults()
+	c.Edge = c.Edge.WithDefaults()
 	if c.Redis.URL != "" {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
 		if c.Redis.ReplicaID == "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
 )
 
 // ErrConnClosed is returned by Notify once the connection has ended.
@@ -95,8 +96,8 @@ func (r *reply) run() {
 type wsConn struct {
 	s    *Server
 	ch   *chainEntry
-	cl   *client // nil when the edge is open
-	ip   string  // what the connection counts against in max_connections_per_ip
+	cl   Caller // nil without a Gate
+	ip   string // what the connection counts against in max_connections_per_ip
 	conn *websocket.Conn
 
 	// ctx is the root of every call on the connection; cancel ends them all
@@ -122,20 +123,10 @@ type wsConn struct {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
-	// Browsers send Origin on every upgrade, and WebSocket has no
-	// preflight: the upgrade itself must be refused to an origin CORS does
-	// not allow. Other clients send none.
-	if origin := r.Header.Get("Origin"); origin != "" && !s.cors.allows(origin) {
-		ch.metrics.authRejected(authOrigin)
-		writeHTTPError(w, http.StatusForbidden, errOriginNotAllowed())
+	// WebSocket has no preflight: the Gate checks the upgrade's Origin.
+	cl, ok := s.admit(w, r, ch, TransportWS, chi.URLParam(r, "key"))
+	if !ok {
 		return
-	}
-	var cl *client
-	if s.edge != nil {
-		var ok bool
-		if cl, ok = s.admit(w, r, ch); !ok {
-			return
-		}
 	}
 	ip := connIP(cl, r)
 	if e, status := s.admitConn(ip); e != nil {
@@ -147,7 +138,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		InsecureSkipVerify: true, // the origin is checked above, against CORS
+		InsecureSkipVerify: true, // the origin is the Gate's to check
 		CompressionMode:    websocket.CompressionDisabled,
 	})
 	if err != nil {
@@ -171,7 +162,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 	}
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
-	ctx := context.WithValue(r.Context(), peerKey{}, cl.peer("ws", r))
+	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r))
 	ctx = ContextWithNotifier(ctx, c)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	defer c.cancel()
@@ -191,18 +182,20 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 }
 
 // connIP is the address a connection counts against for
-// max_connections_per_ip: the edge's client address (behind trusted
+// max_connections_per_ip: the Gate's client address (behind trusted
 // proxies) when it works one out, the peer's otherwise; an IPv6 client's
 // /64.
-func connIP(cl *client, r *http.Request) string {
-	if cl != nil && cl.ip.IsValid() {
-		return ipBucket(cl.ip)
+func connIP(cl Caller, r *http.Request) string {
+	if cl != nil {
+		if ip := cl.ClientIP(); ip.IsValid() {
+			return AddrBucket(ip)
+		}
 	}
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
-		return ipBucket(netip.Addr{})
+		return AddrBucket(netip.Addr{})
 	}
-	return ipBucket(ap.Addr().Unmap())
+	return AddrBucket(ap.Addr().Unmap())
 }
 
 // admitConn takes a connection slot for a client at ip, or says why there

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/headstore/keyspace"
 )
 
 // The cluster benches (head, propagation) run venn as a real cluster: a
@@ -59,9 +61,6 @@ chains:
         ws_url: %s
         max_in_flight: %d
 `
-
-// leaseKey is the Redis key of the chain's leader lease, "replicaID:epoch".
-const leaseKey = "venn:{" + clusterChain + "}:leader"
 
 // redisServer is a private redis-server for one run: nothing is saved, and
 // it goes away with the run.
@@ -112,7 +111,7 @@ func (r *redisServer) stop() {
 
 // leader reads the chain's lease holder; "" when nobody holds it.
 func (r *redisServer) leader(ctx context.Context) (string, error) {
-	v, err := r.rdb.Get(ctx, leaseKey).Result()
+	v, err := r.rdb.Get(ctx, keyspace.For(clusterChain).Lease).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/gethtest"
 )
@@ -122,7 +123,7 @@ func (r *redisServer) kill() {
 
 // leader returns the replica id holding the chain's lease and its epoch.
 func (r *redisServer) leader() (string, uint64) {
-	v, err := r.rdb.Get(context.Background(), "venn:{"+chain+"}:leader").Result()
+	v, err := r.rdb.Get(context.Background(), keyspace.For(chain).Lease).Result()
 	if err != nil {
 		return "", 0
 	}
