@@ -80,7 +80,7 @@ func (p *Pool) stateful(ctx context.Context, method string, params json.RawMessa
 		if r == nil {
 			return nil, p.exhausted(ctx, method, 0, nil)
 		}
-		res, err := p.do(ctx, method, params, route{once: true, only: r})
+		res, err := p.send(ctx, method, params, route{once: true, only: r})
 		if err == nil {
 			if id, uerr := strconv.Unquote(string(res)); uerr == nil {
 				p.filters.put(id, r, p.now())
@@ -91,7 +91,7 @@ func (p *Pool) stateful(ctx context.Context, method string, params json.RawMessa
 		var id string
 		if err := json.Unmarshal(evm.Param(params, 0), &id); err == nil {
 			if r := p.filters.get(id, p.now()); r != nil {
-				res, err := p.do(ctx, method, params, route{once: true, only: r})
+				res, err := p.send(ctx, method, params, route{once: true, only: r})
 				if err == nil && method == "eth_uninstallFilter" {
 					p.filters.remove(id)
 				}
@@ -99,5 +99,5 @@ func (p *Pool) stateful(ctx context.Context, method string, params json.RawMessa
 			}
 		}
 	}
-	return p.do(ctx, method, params, route{once: true})
+	return p.send(ctx, method, params, route{once: true})
 }

@@ -96,7 +96,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 				rt.need = from // a remote below fromBlock calls the range invalid
 			}
 		}
-		res, err := p.do(ctx, "eth_getLogs", params, rt)
+		res, err := p.send(ctx, "eth_getLogs", params, rt)
 		var tl *tooLargeError
 		if !errors.As(err, &tl) {
 			return res, err
@@ -121,7 +121,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 // forwardLogs sends an eth_getLogs venn does not split. A too-large answer
 // is the remote's own error.
 func (p *Pool) forwardLogs(ctx context.Context, params json.RawMessage, rt route) (json.RawMessage, error) {
-	res, err := p.do(ctx, "eth_getLogs", params, rt)
+	res, err := p.send(ctx, "eth_getLogs", params, rt)
 	return res, unwrapTooLarge(err)
 }
 
@@ -213,7 +213,7 @@ func (s *logsSplit) part(ctx context.Context, a, b uint64, depth int) (json.RawM
 		<-s.sem
 		return nil, fmt.Errorf("eth_getLogs part %d-%d: %w", a, b, err)
 	}
-	res, err := s.p.do(ctx, "eth_getLogs", sub, route{need: b, accept: fits(span), check: logsArray})
+	res, err := s.p.send(ctx, "eth_getLogs", sub, route{need: b, accept: fits(span), check: logsArray})
 	<-s.sem
 	var tl *tooLargeError
 	if errors.As(err, &tl) {

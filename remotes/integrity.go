@@ -111,14 +111,13 @@ func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawM
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 	defer cancel()
 	rt := p.readRoute(method, params)
-	rt.noVote = true
 	var (
 		accepted evm.Verdict
 		suspects []suspect
 		excused  = p.integ.excused(p.now())
 	)
-	// do calls verify for one answer at a time (verified calls are not
-	// hedged), in the order it tries remotes.
+	// The judge calls verify for one answer at a time (verified calls are
+	// neither hedged nor voted: single.go), in the order remotes are tried.
 	rt.verify = func(r *Remote, res json.RawMessage) error {
 		v := verify(res)
 		v.Excuse(excused, evm.SkipUnreproducible)
@@ -129,7 +128,7 @@ func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawM
 		suspects = append(suspects, suspect{r: r, res: res, v: v})
 		return fmt.Errorf("%w: %w", ErrBadReply, v.Err())
 	}
-	res, err := p.do(ctx, method, params, rt)
+	res, err := p.send(ctx, method, params, rt)
 	switch {
 	case len(suspects) == 0:
 	case err == nil && !isNull(res):

@@ -45,7 +45,6 @@ package remotes
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -305,51 +304,4 @@ func (p *Pool) rescore(now time.Time) {
 			}
 		}
 	}
-}
-
-// choose picks among the candidates of one tier (indices into p.remotes,
-// at least two): usually the less loaded of two random preferred ones;
-// with the probe share, a random one outside the preferred set; with no
-// preferred candidate, the best-scored.
-func (p *Pool) choose(cand []int) (*Remote, int) {
-	np := 0
-	for _, i := range cand {
-		if p.remotes[i].sc.preferred.Load() {
-			np++
-		}
-	}
-	no := len(cand) - np
-	switch {
-	case np == 0:
-		best := cand[0]
-		for _, i := range cand[1:] {
-			if p.remotes[i].score() < p.remotes[best].score() {
-				best = i
-			}
-		}
-		return p.remotes[best], best
-	case no > 0 && p.cfg.Scoring.ProbeShare > 0 && rand.Float64() < p.cfg.Scoring.ProbeShare:
-		i := nthWhere(p.remotes, cand, false, rand.IntN(no))
-		return p.remotes[i], i
-	}
-	a := nthWhere(p.remotes, cand, true, rand.IntN(np))
-	if np > 1 {
-		if b := nthWhere(p.remotes, cand, true, rand.IntN(np)); p.remotes[b].inFlight.Load() < p.remotes[a].inFlight.Load() {
-			a = b
-		}
-	}
-	return p.remotes[a], a
-}
-
-// nthWhere is the k-th candidate (from 0) whose preferred flag is pref.
-func nthWhere(rs []*Remote, cand []int, pref bool, k int) int {
-	for _, i := range cand {
-		if rs[i].sc.preferred.Load() == pref {
-			if k == 0 {
-				return i
-			}
-			k--
-		}
-	}
-	return cand[0] // the flags moved under us: any candidate will do
 }
