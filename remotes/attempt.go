@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/venn-gateway/venn/jrpc"
 )
+
+// maxRateLimitWait bounds how long a call waits for venn's own rate limit
+// of a remote when no other remote can serve it.
+const maxRateLimitWait = time.Second
 
 // attempt is one call on its way through the remotes: where it may go,
 // what it has tried, and what the failures so far leave it with. Every

@@ -159,7 +159,7 @@ func (p *Pool) headChanged() {
 	h.mu.Lock()
 	bt := p.judgingBlockTime()
 	for _, r := range p.remotes {
-		if hh, ok := p.judge(r, now, bt); ok {
+		if hh, ok := p.judgeHead(r, now, bt); ok {
 			held = append(held, hh)
 		}
 	}
@@ -190,9 +190,9 @@ func (p *Pool) headChanged() {
 	}
 }
 
-// judge decides whether r's latest report is corroborated. It reports a
+// judgeHead decides whether r's latest report is corroborated. It reports a
 // report that begins to be held. h.mu must be held.
-func (p *Pool) judge(r *Remote, now time.Time, bt time.Duration) (heldHead, bool) {
+func (p *Pool) judgeHead(r *Remote, now time.Time, bt time.Duration) (heldHead, bool) {
 	c := r.claim.Load()
 	j := &r.ht
 	if c == nil || !r.chainVerified() {

@@ -71,9 +71,10 @@ func (t *filterTable) get(id string, now time.Time) *Remote {
 	return e.r
 }
 
-// stateful serves the filter methods: creation goes to one remote (not
-// retried once sent), and every later call on that filter goes back to it.
-func (p *Pool) stateful(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// pinned is the pinned strategy of the filter methods: creation goes to
+// one remote (not retried once sent), and every later call on that filter
+// goes back to it.
+func (p *Pool) pinned(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	switch method {
 	case "eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter":
 		r, _ := p.pick(method, route{}, 0)

@@ -288,7 +288,7 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 	case evm.IsStateful(method):
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
-		return p.stateful(ctx, method, params)
+		return p.pinned(ctx, method, params)
 	case evm.IsWrite(method):
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()

@@ -2,14 +2,9 @@ package remotes
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/venn-gateway/venn/evm"
 )
-
-// maxRateLimitWait bounds how long a call waits for venn's own rate limit
-// of a remote when no other remote can serve it.
-const maxRateLimitWait = time.Second
 
 // route says how one call may be routed: which remotes selection may offer
 // it, and what the judge makes of their replies.
