@@ -116,7 +116,7 @@ func (a *attempt) take(ctx context.Context, j judged) {
 	case meanFault:
 		// Over our own cap: every remote sends the same answer, so only
 		// one allowed a larger reply is worth trying.
-		if j.over != nil && !a.p.allowsLarger(j.over.Limit, a.tried) {
+		if j.over != nil && !a.allowsLarger(j.over.Limit) {
 			a.finish(nil, replyTooLarge(j.over))
 			return
 		}
@@ -144,7 +144,7 @@ func (a *attempt) outcome(ctx context.Context) (json.RawMessage, error) {
 // exhausted is the error of a call no remote could serve.
 func (a *attempt) exhausted(ctx context.Context) error {
 	if a.n == 0 {
-		if err := a.p.unserved(a.method); err != nil {
+		if err := a.unserved(); err != nil {
 			return err
 		}
 	}
@@ -154,12 +154,24 @@ func (a *attempt) exhausted(ctx context.Context) error {
 // observe records how many sends the call made.
 func (a *attempt) observe() { a.p.attempts.Observe(float64(a.n)) }
 
+// allowsLarger reports whether a remote the call has not tried may send a
+// reply larger than limit.
+func (a *attempt) allowsLarger(limit int64) bool {
+	for i, r := range a.p.remotes {
+		if a.tried&(1<<i) == 0 && r.cfg.MaxResponseBytes > limit {
+			return true
+		}
+	}
+	return false
+}
+
 // unserved is the answer to a call no remote was asked: every remote said
 // it lacks the method (that answer, not "no remote"), or none is configured
 // for it; nil when some remote might serve it.
-func (p *Pool) unserved(method string) error {
+func (a *attempt) unserved() error {
+	method := a.method
 	configured := false
-	for _, r := range p.remotes {
+	for _, r := range a.p.remotes {
 		if err := r.lacks(method); err != nil {
 			return err
 		}

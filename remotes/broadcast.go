@@ -34,7 +34,7 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallDeadline)
 			p.wg.Go(func() {
 				defer cancel()
-				results <- p.sendTx(sctx, a, r, idx)
+				results <- a.sendTx(sctx, r, idx)
 			})
 		}
 	}
@@ -77,9 +77,9 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 // sendTx sends the transaction to r and judges the reply. "Nonce too low"
 // after an earlier broadcast may mean the transaction is already mined:
 // then it is an answer.
-func (p *Pool) sendTx(ctx context.Context, a *attempt, r *Remote, idx int) judged {
+func (a *attempt) sendTx(ctx context.Context, r *Remote, idx int) judged {
 	j := a.call(ctx, r, idx, false)
-	if j.v.Reason == ReasonNonceTooLow && p.known(ctx, r, a.params) {
+	if j.v.Reason == ReasonNonceTooLow && known(ctx, r, a.params) {
 		j = judged{r: r, idx: idx, mean: meanAnswer, res: txHash(a.params)}
 	}
 	return j
@@ -87,7 +87,7 @@ func (p *Pool) sendTx(ctx context.Context, a *attempt, r *Remote, idx int) judge
 
 // known asks the remote that said "nonce too low" whether the transaction
 // itself is already there: after an earlier broadcast it may be mined.
-func (p *Pool) known(ctx context.Context, r *Remote, params json.RawMessage) bool {
+func known(ctx context.Context, r *Remote, params json.RawMessage) bool {
 	h := txHash(params)
 	if h == nil {
 		return false
