@@ -30,7 +30,8 @@
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
 //     latency.go, health.go (chain id and head tracking), chaincheck.go,
 //     heads.go and relay.go, relay_poll.go (upstream subscriptions),
-//     chainhead.go (the chain's corroborated head and block time).
+//     chainhead.go (the chain's corroborated head), blocktime.go (its
+//     block time, learnt from head timestamps).
 //   - The wire: transport.go, transport_http.go, transport_ws.go,
 //     replies.go (bounded reads under one reply budget), redact.go (secrets
 //     out of every error), errors.go, and classify.go (the verdict of an
