@@ -22,7 +22,6 @@ type attempt struct {
 	method string
 	params json.RawMessage
 	rt     route
-	judge  judge
 
 	tried   uint64 // remotes tried, by index into p.remotes
 	n       int    // sends counted against MaxAttempts
@@ -48,11 +47,14 @@ type failures struct {
 	last     error
 }
 
-func (p *Pool) newAttempt(method string, params json.RawMessage, rt route) *attempt {
-	a := &attempt{p: p, method: method, params: params, rt: rt, limited: -1}
-	a.judge = judge{method: method, rt: &a.rt, log: p.log}
-	return a
+// newAttempt starts a call. The attempt is the caller's alone: goroutines
+// that outlive a send (hedges, votes) take a copy of its judge.
+func (p *Pool) newAttempt(method string, params json.RawMessage, rt route) attempt {
+	return attempt{p: p, method: method, params: params, rt: rt, limited: -1}
 }
+
+// judge is the judge of the call's replies.
+func (a *attempt) judge() judge { return judge{method: a.method, rt: a.rt, log: a.p.log} }
 
 // next is the remote for the call's next send, or nil. withToken is set
 // when nothing else could serve and the call waited for the rate-limit
@@ -92,7 +94,8 @@ func (a *attempt) call(ctx context.Context, r *Remote, idx int, withToken bool) 
 	} else {
 		res, err = r.call(ctx, a.method, a.params)
 	}
-	return a.judge.of(r, idx, res, err)
+	jg := a.judge()
+	return jg.of(r, idx, res, err)
 }
 
 // take acts on one judged reply: the call is done with an answer, or with

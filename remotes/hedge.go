@@ -227,12 +227,13 @@ func (a *attempt) hedged(ctx context.Context, g *HedgeGroup) (json.RawMessage, e
 // count under mu, in copies of the attempt's tried and n that the race
 // hands back when it ends.
 type hedgeRace struct {
-	a       *attempt
+	p       *Pool
+	jg      judge // the call's
+	params  json.RawMessage
 	rt      route // where hedges may go: the call's route minus the fallback tier
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	results chan raceResult // one per fired timer
-	got     [MaxHedges + 1]judged
 
 	mu       sync.Mutex
 	done     bool // the race has its answer (or gave up): no more hedges
@@ -259,9 +260,11 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 		a.take(ctx, a.call(ctx, r, idx, false))
 		return
 	}
-	rc := &hedgeRace{a: a, rt: a.rt, results: make(chan raceResult, k), tried: a.tried, n: a.n}
+	rc := &hedgeRace{p: p, jg: a.judge(), params: a.params, rt: a.rt,
+		results: make(chan raceResult, k), tried: a.tried, n: a.n}
+	accept := a.rt.accept
 	rc.rt.accept = func(c *Remote) bool {
-		return c.cfg.Tier != TierFallback && (a.rt.accept == nil || a.rt.accept(c))
+		return c.cfg.Tier != TierFallback && (accept == nil || accept(c))
 	}
 	rc.ctx, rc.cancel = context.WithCancelCause(ctx)
 	defer rc.cancel(errHedgeDone)
@@ -271,7 +274,7 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 		p.wg.Add(1)
 		timers[i] = time.AfterFunc(delay*time.Duration(i+1), rc.fire)
 	}
-	first := a.call(rc.ctx, r, idx, false)
+	first := rc.jg.ask(rc.ctx, r, idx, a.params)
 
 	rc.mu.Lock()
 	rc.done = true
@@ -284,7 +287,7 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 			pending++
 		}
 	}
-	got, won := rc.collect(ctx, first, pending)
+	win, rest, won := rc.collect(ctx, first, pending)
 
 	rc.mu.Lock()
 	a.tried, a.n = rc.tried, rc.n
@@ -296,7 +299,8 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 		launched--
 	}
 	p.hedge.lost.Add(float64(launched))
-	for _, j := range got {
+	a.take(ctx, win)
+	for _, j := range rest {
 		if a.stop {
 			break
 		}
@@ -305,30 +309,29 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 }
 
 // collect is the race's outcome: the first good reply (won when a hedge
-// gave it), or, without one, every reply in the order it came.
-func (rc *hedgeRace) collect(ctx context.Context, first judged, pending int) (got []judged, won bool) {
-	got = append(rc.got[:0], first)
+// gave it), or, without one, the first reply and then the rest in the
+// order they came.
+func (rc *hedgeRace) collect(ctx context.Context, first judged, pending int) (win judged, rest []judged, won bool) {
 	if first.good() || ctx.Err() != nil {
-		return got, false
+		return first, nil, false
 	}
 	for ; pending > 0; pending-- {
 		hr := <-rc.results
 		switch {
 		case !hr.sent:
 		case hr.j.good():
-			return append(got[:0], hr.j), true
+			return hr.j, nil, true
 		default:
-			got = append(got, hr.j)
+			rest = append(rest, hr.j)
 		}
 	}
-	return got, false
+	return first, rest, false
 }
 
 // fire sends one hedge, unless the race is over, the call is out of
 // attempts, no other remote can take it or the budget is spent.
 func (rc *hedgeRace) fire() {
-	a := rc.a
-	p := a.p
+	p := rc.p
 	defer p.wg.Done()
 	for {
 		rc.mu.Lock()
@@ -337,7 +340,7 @@ func (rc *hedgeRace) fire() {
 			rc.results <- raceResult{}
 			return
 		}
-		r, idx := p.pick(a.method, rc.rt, rc.tried)
+		r, idx := p.pick(rc.jg.method, rc.rt, rc.tried)
 		if r == nil {
 			rc.mu.Unlock()
 			p.hedge.skippedNoRemote.Inc()
@@ -355,7 +358,7 @@ func (rc *hedgeRace) fire() {
 		rc.launched++
 		rc.mu.Unlock()
 
-		j := a.call(rc.ctx, r, idx, false)
+		j := rc.jg.ask(rc.ctx, r, idx, rc.params)
 		if j.mean == meanLocal {
 			// Nothing went out: the token goes back and another remote may
 			// take the hedge.

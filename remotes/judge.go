@@ -59,12 +59,18 @@ func (j judged) good() bool { return j.mean == meanAnswer || j.mean == meanCalle
 // and a range cap a remote names is learnt here.
 type judge struct {
 	method string
-	rt     *route
+	rt     route
 	log    *slog.Logger
 }
 
+// ask sends the call to r (index idx) and judges the reply.
+func (jg *judge) ask(ctx context.Context, r *Remote, idx int, params json.RawMessage) judged {
+	res, err := r.call(ctx, jg.method, params)
+	return jg.of(r, idx, res, err)
+}
+
 // of judges one reply of remote r (index idx).
-func (jg judge) of(r *Remote, idx int, res json.RawMessage, err error) judged {
+func (jg *judge) of(r *Remote, idx int, res json.RawMessage, err error) judged {
 	j := judged{r: r, idx: idx, res: res, err: err}
 	if err == nil {
 		return jg.result(j)
@@ -77,8 +83,8 @@ func (jg judge) of(r *Remote, idx int, res json.RawMessage, err error) judged {
 }
 
 // result judges a result: the route's checks, then null as missing data.
-func (jg judge) result(j judged) judged {
-	rt := jg.rt
+func (jg *judge) result(j judged) judged {
+	rt := &jg.rt
 	if rt.check != nil {
 		if cerr := rt.check(j.res); cerr != nil {
 			j.err = fmt.Errorf("remote %s: %w", j.r.Name(), cerr)
@@ -100,7 +106,7 @@ func (jg judge) result(j judged) judged {
 }
 
 // failure judges an error by its class.
-func (jg judge) failure(j judged) judged {
+func (jg *judge) failure(j judged) judged {
 	j.v = Classify(jg.method, j.err)
 	v := j.v
 	if jg.log.Enabled(context.Background(), slog.LevelDebug) {

@@ -322,11 +322,13 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) 
 // (single.go). Each decides what to send from the judge's meaning of every
 // reply (judge.go).
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
+	if rule := p.voteRule(method, params, rt); rule != nil {
+		v := p.newVote(method, params, rt, rule)
+		defer v.observe()
+		return v.run(ctx)
+	}
 	a := p.newAttempt(method, params, rt)
 	defer a.observe()
-	if rule := p.voteRule(method, params, rt); rule != nil {
-		return a.vote(ctx, rule)
-	}
 	if g := p.hedgeGroup(method, rt); g != nil {
 		return a.hedged(ctx, g)
 	}

@@ -124,10 +124,11 @@ func (t *tally) lead() *answer {
 	return best
 }
 
-// vote is one call put to a vote: the attempt it sends for, the ballots
-// coming back and the tally of the answers.
+// vote is one call put to a vote: its attempt, the ballots coming back and
+// the tally of the answers. It lives on the heap: its calls outlive it.
 type vote struct {
-	a    *attempt
+	attempt
+	jg   judge // the attempt's, for the goroutines of the calls
 	rule *consensusRule
 	// The calls are detached from the caller, bounded by its deadline: once
 	// an answer is accepted the late ones still finish, to be judged.
@@ -139,27 +140,33 @@ type vote struct {
 	t       tally
 }
 
-// vote asks rule.Remotes remotes at once and returns the answer rule.Agree
+// newVote puts a call to the vote of rule.
+func (p *Pool) newVote(method string, params json.RawMessage, rt route, rule *consensusRule) *vote {
+	v := &vote{attempt: p.newAttempt(method, params, rt), rule: rule,
+		ballots: make(chan ballot, maxRemotes), spares: p.cfg.MaxAttempts - 1, t: tally{ignore: rule.ignore}}
+	v.jg = v.judge()
+	return v
+}
+
+// run asks rule.Remotes remotes at once and returns the answer rule.Agree
 // of them give. A remote that gives no answer is replaced, at most
 // MaxAttempts-1 times in all, and so is one whose answer leaves quorum out
 // of reach.
-func (a *attempt) vote(ctx context.Context, rule *consensusRule) (json.RawMessage, error) {
-	p := a.p
-	first, idx := p.pick(a.method, a.rt, 0)
+func (v *vote) run(ctx context.Context) (json.RawMessage, error) {
+	p, rule := v.p, v.rule
+	first, idx := p.pick(v.method, v.rt, 0)
 	if first == nil {
 		// Nothing to vote with: the answer of a call no remote can take
 		// (the method is unsupported everywhere, no remote).
-		return a.outcome(ctx)
+		return v.outcome(ctx)
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = p.now().Add(p.cfg.CallDeadline)
 	}
-	v := &vote{a: a, rule: rule, ballots: make(chan ballot, maxRemotes),
-		spares: p.cfg.MaxAttempts - 1, t: tally{ignore: rule.ignore}}
 	v.ctx, v.cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	v.ask(first, idx)
-	for a.n < rule.Remotes && v.another() {
+	for v.n < rule.Remotes && v.another() {
 	}
 	for v.pending > 0 {
 		var b ballot
@@ -167,8 +174,8 @@ func (a *attempt) vote(ctx context.Context, rule *consensusRule) (json.RawMessag
 		case b = <-v.ballots:
 		case <-ctx.Done():
 			v.cancel()
-			p.cons.outcome(a.method, "no_answer")
-			return nil, p.exhausted(ctx, a.method, a.n, a.last)
+			p.cons.outcome(v.method, "no_answer")
+			return nil, p.exhausted(ctx, v.method, v.n, v.last)
 		}
 		if acc := v.count(b); acc != nil {
 			return v.accept(acc)
@@ -180,14 +187,14 @@ func (a *attempt) vote(ctx context.Context, rule *consensusRule) (json.RawMessag
 
 // ask sends the call to r (index idx); its ballot comes back on v.ballots.
 func (v *vote) ask(r *Remote, idx int) {
-	v.a.sent(idx)
+	v.sent(idx)
 	v.pending++
-	v.a.p.wg.Go(func() { v.ballots <- cast(v.a.call(v.ctx, r, idx, false)) })
+	v.p.wg.Go(func() { v.ballots <- cast(v.jg.ask(v.ctx, r, idx, v.params)) })
 }
 
 // another asks one more remote, if selection has one.
 func (v *vote) another() bool {
-	r, idx := v.a.p.pick(v.a.method, v.a.rt, v.a.tried)
+	r, idx := v.p.pick(v.method, v.rt, v.tried)
 	if r == nil {
 		return false
 	}
@@ -198,20 +205,20 @@ func (v *vote) another() bool {
 // count takes one ballot, asking other remotes where it leaves the vote
 // short, and returns the answer once one has quorum.
 func (v *vote) count(b ballot) *answer {
-	a, t := v.a, &v.t
+	t := &v.t
 	v.pending--
 	switch b.mean {
 	case meanAnswer, meanCaller:
 		t.add(b)
 	case meanLocal:
-		a.n-- // nothing was sent: another remote costs no spare
+		v.n-- // nothing was sent: another remote costs no spare
 		v.another()
 	case meanMissing:
-		a.null = b.res
+		v.null = b.res
 	case meanTooLarge:
-		a.tooLarge = b.err
+		v.tooLarge = b.err
 	default:
-		a.last = b.err
+		v.last = b.err
 	}
 	if !b.good() && b.mean != meanLocal && v.spares > 0 && v.another() {
 		v.spares-- // keep Remotes asking
@@ -233,7 +240,7 @@ func (v *vote) count(b ballot) *answer {
 // accept returns the answer that has quorum, and judges the remotes that
 // gave another, now and, for the ballots still out, in the background.
 func (v *vote) accept(acc *answer) (json.RawMessage, error) {
-	v.a.p.cons.outcome(v.a.method, "agreed")
+	v.p.cons.outcome(v.method, "agreed")
 	for _, w := range v.t.answers {
 		if w != acc {
 			for _, r := range w.voters {
@@ -255,7 +262,7 @@ func (v *vote) accept(acc *answer) (json.RawMessage, error) {
 // caller only reads its result bytes.
 func (v *vote) judgeLate(acc *answer) {
 	agreed, voters, pending := len(acc.voters), v.t.voters, v.pending
-	v.a.p.wg.Go(func() {
+	v.p.wg.Go(func() {
 		defer v.cancel()
 		for range pending {
 			b := <-v.ballots
@@ -279,31 +286,31 @@ func (v *vote) disagreed(r *Remote, acc, w *answer, agreed, voters int) {
 	if w.null || acc.null {
 		return
 	}
-	p, ig := v.a.p, v.rule.ignore
+	p, ig := v.p, v.rule.ignore
 	acc.canonKey(ig) // digests of the same kind on both sides
 	w.canonKey(ig)
 	kind := kindDisagree
-	if need, grace := v.a.rt.need, max(p.cfg.MaxLag, 1); need > 0 && need+grace > p.best.Load() {
+	if need, grace := v.rt.need, max(p.cfg.MaxLag, 1); need > 0 && need+grace > p.best.Load() {
 		// Near the head the remotes may honestly be on different forks.
 		kind = kindDisagreeTip
 	}
-	p.misbehaved(r, kind, v.a.method, fmt.Sprintf("answered %s; %d of %d remotes agreed on %s",
+	p.misbehaved(r, kind, v.method, fmt.Sprintf("answered %s; %d of %d remotes agreed on %s",
 		w.digest(), agreed, voters, acc.digest()))
 }
 
 // settle answers a vote that ended without quorum.
 func (v *vote) settle(ctx context.Context) (json.RawMessage, error) {
-	a, t, rule := v.a, &v.t, v.rule
-	p, method := a.p, a.method
+	t, rule := &v.t, v.rule
+	p, method := v.p, v.method
 	if len(t.answers) == 0 {
 		p.cons.outcome(method, "no_answer")
 		switch {
-		case a.tooLarge != nil && method == "eth_getLogs":
-			return nil, a.tooLarge // split it: the parts are voted on
-		case a.null != nil:
-			return a.null, nil // every remote asked lacks it: as do answers
+		case v.tooLarge != nil && method == "eth_getLogs":
+			return nil, v.tooLarge // split it: the parts are voted on
+		case v.null != nil:
+			return v.null, nil // every remote asked lacks it: as do answers
 		}
-		return nil, p.exhausted(ctx, method, a.n, a.last)
+		return nil, p.exhausted(ctx, method, v.n, v.last)
 	}
 	var acc *answer
 	switch rule.OnDispute {
