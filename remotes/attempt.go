@@ -61,7 +61,8 @@ func (a *attempt) judge() judge { return judge{method: a.method, rt: a.rt, log: 
 // token of the remote it skipped for it: send with callWithToken.
 func (a *attempt) next(ctx context.Context) (r *Remote, idx int, withToken bool) {
 	p := a.p
-	if r, idx = p.pick(a.method, a.rt, a.tried); r != nil {
+	v := p.view()
+	if r, idx = p.sel.pick(&v, a.method, &a.rt, a.tried); r != nil {
 		return r, idx, false
 	}
 	// Nothing else can serve: a burst over the configured rate waits

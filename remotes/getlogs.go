@@ -75,7 +75,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	// those are split normally.
 	if to > head && to-head > p.cfg.MaxLag {
 		rt := route{need: from}
-		if p.sel.widestSpan(p.view()) == 0 {
+		if v := p.view(); p.sel.widestSpan(&v) == 0 {
 			// An uncapped remote is in play: it gives the node's own
 			// answer, where a capped one would only say "range too large".
 			rt.accept = fits(spanOf(from, to))
@@ -86,7 +86,8 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	span := spanOf(from, end)
 
 	var chunk uint64
-	if widest := p.sel.widestSpan(p.view()); widest == 0 || span <= widest {
+	v := p.view()
+	if widest := p.sel.widestSpan(&v); widest == 0 || span <= widest {
 		rt := route{need: end, accept: fits(span)}
 		if lr.To.Kind != evm.RefNumber {
 			// toBlock latest or absent: every remote in rotation answers up
@@ -265,7 +266,7 @@ func (s *selector) availableHead(now time.Time) uint64 {
 // Only remotes that could take the call count: an uncapped remote that is
 // down, lagging or denied eth_getLogs must not stop the split the capped
 // ones need. With none in rotation, every remote counts.
-func (s *selector) widestSpan(v view) uint64 {
+func (s *selector) widestSpan(v *view) uint64 {
 	if w, ok := widestOf(s.remotes, func(r *Remote) bool {
 		return r.healthy(v.now) && !v.lagging(r) && r.supports("eth_getLogs")
 	}); ok {

@@ -258,7 +258,8 @@ func (p *Pool) healthyBest(now time.Time) uint64 {
 }
 
 func (p *Pool) lagging(r *Remote, best uint64) bool {
-	return view{best: best, maxLag: p.cfg.MaxLag}.lagging(r)
+	v := view{best: best, maxLag: p.cfg.MaxLag}
+	return v.lagging(r)
 }
 
 // view is the pool's membership now, as selection reads it.
@@ -270,7 +271,8 @@ func (p *Pool) view() view {
 // pick is selection's next remote for a call on route rt that has not
 // tried the remotes in tried (select.go), or nil.
 func (p *Pool) pick(method string, rt route, tried uint64) (*Remote, int) {
-	return p.sel.pick(p.view(), method, rt, tried)
+	v := p.view()
+	return p.sel.pick(&v, method, &rt, tried)
 }
 
 // ServeRPC answers one client call through the remotes.

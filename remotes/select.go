@@ -21,7 +21,7 @@ type view struct {
 }
 
 // lagging reports a remote too far behind the best head to be in rotation.
-func (v view) lagging(r *Remote) bool { return r.Head()+v.maxLag < v.best }
+func (v *view) lagging(r *Remote) bool { return r.Head()+v.maxLag < v.best }
 
 // selector is a chain's selection over its remotes (by tier, then config
 // order).
@@ -32,7 +32,7 @@ type selector struct {
 
 // pick chooses the next remote for a call on route rt that has not tried
 // the remotes in tried, or nil.
-func (s *selector) pick(v view, method string, rt route, tried uint64) (*Remote, int) {
+func (s *selector) pick(v *view, method string, rt *route, tried uint64) (*Remote, int) {
 	need := min(rt.need, v.best)
 	// Above every remote's head (need > best): the remotes at the best head
 	// give the node's own answer (null, or an error).
@@ -57,7 +57,7 @@ func (s *selector) pick(v view, method string, rt route, tried uint64) (*Remote,
 }
 
 // admits is the candidate filter: r may take the call now.
-func (s *selector) admits(v view, r *Remote, method string, rt route, need uint64) bool {
+func (s *selector) admits(v *view, r *Remote, method string, rt *route, need uint64) bool {
 	switch {
 	case rt.only != nil && r != rt.only:
 		return false
