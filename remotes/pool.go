@@ -19,10 +19,13 @@ import (
 // it tried in a 64-bit mask.
 const maxRemotes = 64
 
-// Pool is one chain's load balancer over its remotes: tiers, health-scored
-// selection, height-aware routing, failover with error classification,
-// eth_getLogs splitting, raw transaction broadcast and deduplication of
-// identical concurrent reads. It implements jrpc.Handler.
+// Pool is one chain's load balancer over its remotes. It keeps the
+// membership (the remotes, by tier), the chain's head and each remote's
+// lag, starts and stops the trackers, and is the entry point of every call:
+// Call picks the call's strategy (broadcast, pinned, split, or send's
+// single, hedged and voted), which asks selection (select.go) for remotes
+// and the judge (judge.go) what their replies mean. Identical concurrent
+// reads share one call (dedup.go). It implements jrpc.Handler.
 type Pool struct {
 	cfg     PoolConfig
 	log     *slog.Logger
@@ -280,7 +283,10 @@ func (p *Pool) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage
 	return p.Call(ctx, req.Method, req.Params)
 }
 
-// Call sends method to the remotes within the chain's call deadline.
+// Call sends method to the remotes within the chain's call deadline, by
+// the strategy its kind of call takes: broadcast for raw transactions,
+// pinned for filters, single for other writes; reads are shared with
+// identical ones in flight.
 func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	switch {
 	case method == "eth_sendRawTransaction":
