@@ -4,83 +4,66 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 )
 
-type sendResult struct {
-	r   *Remote
-	res json.RawMessage
-	err error
-}
-
-// broadcast sends a raw transaction to several remotes at once and answers
-// with the first success. It is never retried blindly: a resend of the same
-// bytes is harmless, and "already known" counts as success (the hash is the
-// keccak of the raw bytes). Sends still in flight when the client is
-// answered finish in the background so the transaction spreads.
+// broadcast is the broadcast strategy: it sends a raw transaction to
+// several remotes at once and answers with the first success. It is never
+// retried blindly: a resend of the same bytes is harmless, and "already
+// known" counts as success (the hash is the keccak of the raw bytes). Sends
+// still in flight when the client is answered finish in the background so
+// the transaction spreads.
 func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	var (
-		tried   uint64
-		n       int
-		results = make(chan sendResult, maxRemotes)
-		pending int
-	)
+	const method = "eth_sendRawTransaction"
+	a := p.newAttempt(method, params, route{})
+	results := make(chan judged, maxRemotes)
+	pending := 0
 	send := func(k int) {
 		for ; k > 0; k-- {
-			r, idx := p.pick("eth_sendRawTransaction", route{}, tried)
+			r, idx := p.pick(method, a.rt, a.tried)
 			if r == nil {
 				return
 			}
-			tried |= 1 << idx
-			n++
+			a.sent(idx)
 			pending++
 			// Detached from the client: the send must complete even if the
 			// client is answered (or leaves) first.
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallDeadline)
 			p.wg.Go(func() {
 				defer cancel()
-				res, err := r.call(sctx, "eth_sendRawTransaction", params)
-				if err != nil && Classify("eth_sendRawTransaction", err).Reason == ReasonNonceTooLow && p.known(sctx, r, params) {
-					res, err = txHash(params), nil
-				}
-				results <- sendResult{r, res, err}
+				results <- a.sendTx(sctx, r, idx)
 			})
 		}
 	}
 	send(p.cfg.BroadcastFanout)
-	var callerErr, lastErr error
+	var callerErr error
 	for pending > 0 {
-		var sr sendResult
+		var j judged
 		select {
-		case sr = <-results:
+		case j = <-results:
 		case <-ctx.Done():
-			return nil, p.exhausted(ctx, "eth_sendRawTransaction", n, lastErr)
+			return nil, p.exhausted(ctx, method, a.n, a.last)
 		}
 		pending--
-		if sr.err == nil {
-			return sr.res, nil
-		}
-		if errors.Is(sr.err, errLocalLimit) {
-			send(1)
-			continue
-		}
-		v := Classify("eth_sendRawTransaction", sr.err)
 		switch {
-		case v.Reason == ReasonAlreadyKnown:
+		case j.mean == meanAnswer:
+			return j.res, nil
+		case j.mean == meanLocal:
+			send(1)
+		case j.v.Reason == ReasonAlreadyKnown:
 			if h := txHash(params); h != nil {
 				return h, nil
 			}
-		case v.Class == ClassCaller:
+		case j.mean == meanCaller:
 			if callerErr == nil {
-				callerErr = sr.err
+				callerErr = j.err
 			}
 		default:
-			lastErr = sr.err
-			if pending == 0 && callerErr == nil && n < p.cfg.MaxAttempts {
+			a.last = j.err
+			if pending == 0 && callerErr == nil && a.n < p.cfg.MaxAttempts {
 				send(1) // that remote could not take it: another one may
 			}
 		}
@@ -88,12 +71,23 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 	if callerErr != nil {
 		return nil, clientError(callerErr)
 	}
-	return nil, p.exhausted(ctx, "eth_sendRawTransaction", n, lastErr)
+	return nil, p.exhausted(ctx, method, a.n, a.last)
+}
+
+// sendTx sends the transaction to r and judges the reply. "Nonce too low"
+// after an earlier broadcast may mean the transaction is already mined:
+// then it is an answer.
+func (a *attempt) sendTx(ctx context.Context, r *Remote, idx int) judged {
+	j := a.call(ctx, r, idx, false)
+	if j.v.Reason == ReasonNonceTooLow && known(ctx, r, a.params) {
+		j = judged{r: r, idx: idx, mean: meanAnswer, res: txHash(a.params)}
+	}
+	return j
 }
 
 // known asks the remote that said "nonce too low" whether the transaction
 // itself is already there: after an earlier broadcast it may be mined.
-func (p *Pool) known(ctx context.Context, r *Remote, params json.RawMessage) bool {
+func known(ctx context.Context, r *Remote, params json.RawMessage) bool {
 	h := txHash(params)
 	if h == nil {
 		return false

@@ -242,19 +242,19 @@ func (p *Pool) ConfirmHash(ctx context.Context, n uint64, hash string) (agree, d
 	defer cancel()
 	const method = "eth_getBlockByNumber"
 	params := json.RawMessage(`["` + evm.Quantity(n) + `",false]`)
-	var tried uint64
+	a := p.newAttempt(method, params, route{need: n, nullIsMissing: true})
 	for range confirmRemotes {
-		r, idx := p.pick(method, route{need: n}, tried)
+		r, idx := p.pick(method, a.rt, a.tried)
 		if r == nil || ctx.Err() != nil {
 			break
 		}
-		tried |= 1 << idx
-		res, err := r.call(ctx, method, params)
-		if err != nil || isNull(res) {
-			continue
+		a.sent(idx)
+		j := a.call(ctx, r, idx, false)
+		if j.mean != meanAnswer {
+			continue // no block, or no answer: neither
 		}
 		var got string
-		if json.Unmarshal(jsonscan.Member(res, "hash"), &got) != nil {
+		if json.Unmarshal(jsonscan.Member(j.res, "hash"), &got) != nil {
 			continue
 		}
 		if strings.EqualFold(got, hash) {

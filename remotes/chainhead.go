@@ -10,15 +10,12 @@ package remotes
 // and is counted a misbehaviour. The same head hash replaced at the same
 // height is a reorg: the tip moves to the sibling and HeadChanged fires.
 //
-// The block time is learned from the timestamps of the chain's heads
-// (blockClock); block_time in config overrides it for the polling cadence.
+// The block time the heads are judged and polled by is blocktime.go's.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -48,20 +45,6 @@ const (
 	// corroborates, is followed once it has stood by it this long (its
 	// timestamps may be right and the learned block time stale).
 	headHoldFor = 30 * time.Second
-)
-
-// Block time learning limits.
-const (
-	// blockTimeSamples bounds the heads whose timestamps are kept.
-	blockTimeSamples = 64
-	// blockTimeMinSpan is the chain time one measured interval spans at
-	// least: timestamps tick in whole seconds, and blocks may come faster.
-	blockTimeMinSpan = 2
-	// blockTimeBootstrap: at the first head, the block this far below it
-	// is fetched once, so the block time is known at once.
-	blockTimeBootstrap = 64
-	// minBlockTime floors what the timestamps say.
-	minBlockTime = 50 * time.Millisecond
 )
 
 // headReport is one head a remote reported. It is immutable once stored.
@@ -159,7 +142,7 @@ func (p *Pool) headChanged() {
 	h.mu.Lock()
 	bt := p.judgingBlockTime()
 	for _, r := range p.remotes {
-		if hh, ok := p.judge(r, now, bt); ok {
+		if hh, ok := p.judgeHead(r, now, bt); ok {
 			held = append(held, hh)
 		}
 	}
@@ -190,9 +173,9 @@ func (p *Pool) headChanged() {
 	}
 }
 
-// judge decides whether r's latest report is corroborated. It reports a
+// judgeHead decides whether r's latest report is corroborated. It reports a
 // report that begins to be held. h.mu must be held.
-func (p *Pool) judge(r *Remote, now time.Time, bt time.Duration) (heldHead, bool) {
+func (p *Pool) judgeHead(r *Remote, now time.Time, bt time.Duration) (heldHead, bool) {
 	c := r.claim.Load()
 	j := &r.ht
 	if c == nil || !r.chainVerified() {
@@ -371,56 +354,6 @@ func (p *Pool) moveTip(now time.Time) {
 	h.wake = make(chan struct{})
 }
 
-// setLearned records the block time the timestamps say, and the fastest
-// pace they showed. When the block time moves the poll interval by more
-// than a fifth, the trackers are told, so that a remote polled every 12 s
-// by default moves to the chain's pace at once. h.mu must be held.
-func (p *Pool) setLearned(d, fastest time.Duration) {
-	p.fastest.Store(int64(fastest))
-	old := time.Duration(p.learned.Swap(int64(d)))
-	if p.cfg.BlockTime > 0 || old != 0 && d >= old*4/5 && d <= old*5/4 {
-		return
-	}
-	close(p.heads.retime)
-	p.heads.retime = make(chan struct{})
-}
-
-// judgingBlockTime is the block time plausible judges by: the fastest
-// pace the timestamps showed (a chain that makes blocks in bursts must not
-// look like it lies in each), or, until they have, minBlockTime, which
-// lets through all but the grossest jumps.
-func (p *Pool) judgingBlockTime() time.Duration {
-	if d := time.Duration(p.fastest.Load()); d > 0 {
-		return d
-	}
-	return minBlockTime
-}
-
-// Block time sources, as HeadStatus reports them.
-const (
-	BlockTimeConfig  = "config"
-	BlockTimeLearned = "learned"
-	BlockTimeDefault = "default"
-)
-
-// BlockTime is the chain's block time: block_time from config when set,
-// else what the block timestamps say, else DefaultBlockTime until they
-// have said. Heads are polled at this cadence.
-func (p *Pool) BlockTime() time.Duration {
-	d, _ := p.blockTime()
-	return d
-}
-
-func (p *Pool) blockTime() (time.Duration, string) {
-	if p.cfg.BlockTime > 0 {
-		return p.cfg.BlockTime, BlockTimeConfig
-	}
-	if d := time.Duration(p.learned.Load()); d > 0 {
-		return d, BlockTimeLearned
-	}
-	return DefaultBlockTime, BlockTimeDefault
-}
-
 // Tip is the chain's head block: its number and hash ("" before the
 // first head).
 func (p *Pool) Tip() (uint64, string) {
@@ -456,161 +389,4 @@ func (p *Pool) HeadStatus() HeadStatus {
 		s.Number, s.Hash, s.Time = t.Number, t.Hash, time.Unix(int64(min(t.Time, 1<<62)), 0)
 	}
 	return s
-}
-
-// pollInterval is how often a remote's head is polled.
-func (p *Pool) pollInterval() time.Duration { return p.BlockTime() }
-
-// pollCadence is the poll interval and a channel closed when it next
-// moves.
-func (p *Pool) pollCadence() (time.Duration, <-chan struct{}) {
-	p.heads.mu.Lock()
-	ch := p.heads.retime
-	p.heads.mu.Unlock()
-	return p.pollInterval(), ch
-}
-
-// learnBlockTime fetches, at the first head, the block blockTimeBootstrap
-// below it, so that the block time is known at once rather than after a
-// few blocks. While the timestamps have not told it, it tries again at a
-// later head, at most every bootstrapRetry.
-func (p *Pool) learnBlockTime(ctx context.Context) {
-	var last time.Time
-	for {
-		wake := p.HeadChanged()
-		if tip := p.tip.Load(); tip != nil && tip.Number > 1 && p.learned.Load() == 0 &&
-			(last.IsZero() || time.Since(last) >= bootstrapRetry) {
-			last = time.Now()
-			p.bootstrapBlockTime(ctx, tip)
-			p.bootstraps.Add(1)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		}
-	}
-}
-
-// bootstrapRetry spaces the fetches of an older block that failed.
-const bootstrapRetry = time.Minute
-
-func (p *Pool) bootstrapBlockTime(ctx context.Context, tip *headReport) {
-	// Not genesis: its timestamp is often made up.
-	below := tip.Number - min(tip.Number-1, blockTimeBootstrap)
-	// Asked of the remotes that have the block, directly, the tip's
-	// reporter first: a client call's votes and hedges have no business
-	// here.
-	var from []*Remote
-	now := p.now()
-	p.heads.mu.Lock()
-	for _, r := range p.remotes {
-		if v := r.ht.vouched; v != nil && v.Number >= below && r.available(now) {
-			if v == tip {
-				from = append([]*Remote{r}, from...)
-			} else {
-				from = append(from, r)
-			}
-		}
-	}
-	p.heads.mu.Unlock()
-	for _, r := range from {
-		old, err := r.blockAt(ctx, below)
-		if err != nil || old.Time > tip.Time {
-			p.log.Debug("block time: older block unusable", "remote", r.Name(), "number", below, "err", err)
-			continue
-		}
-		h := &p.heads
-		h.mu.Lock()
-		h.clock.below(old.Number, old.Time)
-		d, fastest, ok := h.clock.estimate()
-		if ok {
-			p.setLearned(d, fastest)
-		}
-		h.mu.Unlock()
-		if ok {
-			p.log.Info("block time learned from block timestamps", "block_time", d, "poll_interval", p.pollInterval())
-			p.headChanged() // judge again by the block time now known
-		}
-		return
-	}
-}
-
-// blockAt fetches block n's header fields from the remote.
-func (r *Remote) blockAt(ctx context.Context, n uint64) (*headReport, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
-	defer cancel()
-	res, err := r.call(ctx, "eth_getBlockByNumber", json.RawMessage(`["`+evm.Quantity(n)+`",false]`))
-	if err != nil {
-		return nil, err
-	}
-	if isNull(res) {
-		return nil, fmt.Errorf("block %d: null", n)
-	}
-	b, err := parseHeadReport(res)
-	if err != nil {
-		return nil, err
-	}
-	if b.Number != n {
-		return nil, fmt.Errorf("block %d: got %d", n, b.Number)
-	}
-	return b, nil
-}
-
-// blockClock learns the block time from the timestamps of the chain's
-// heads: the median of the intervals between them, each measured over at
-// least blockTimeMinSpan seconds so that one-second timestamps resolve
-// sub-second blocks, and a median so that one halt or burst does not move
-// it.
-type blockClock struct {
-	samples []blockSample // ascending by number
-}
-
-type blockSample struct{ number, time uint64 }
-
-// tip records the chain's new tip. Samples at or above it belong to a
-// view the chain left (a reorg, a head that healed down); a tip older than
-// the samples below it starts over.
-func (c *blockClock) tip(number, ts uint64) {
-	i := len(c.samples)
-	for i > 0 && c.samples[i-1].number >= number {
-		i--
-	}
-	c.samples = c.samples[:i]
-	if i > 0 && c.samples[i-1].time > ts {
-		c.samples = c.samples[:0]
-	}
-	c.samples = append(c.samples, blockSample{number, ts})
-	if n := len(c.samples); n > blockTimeSamples {
-		c.samples = slices.Delete(c.samples, 0, n-blockTimeSamples)
-	}
-}
-
-// below records an older block's timestamp, below every sample; one that
-// does not fit their order is ignored.
-func (c *blockClock) below(number, ts uint64) {
-	if len(c.samples) == 0 || c.samples[0].number <= number || c.samples[0].time < ts {
-		return
-	}
-	c.samples = slices.Insert(c.samples, 0, blockSample{number, ts})
-}
-
-// estimate is the block time the samples say, and the shortest of the
-// intervals it is the median of; ok is false until they span
-// blockTimeMinSpan seconds.
-func (c *blockClock) estimate() (median, fastest time.Duration, ok bool) {
-	var ivs []time.Duration
-	for i, j := 0, 1; j < len(c.samples); j++ {
-		a, b := c.samples[i], c.samples[j]
-		if b.time-a.time < blockTimeMinSpan {
-			continue
-		}
-		ivs = append(ivs, time.Duration(b.time-a.time)*time.Second/time.Duration(b.number-a.number))
-		i = j
-	}
-	if len(ivs) == 0 {
-		return 0, 0, false
-	}
-	slices.Sort(ivs)
-	return max(ivs[len(ivs)/2], minBlockTime), max(ivs[0], minBlockTime), true
 }

@@ -71,16 +71,17 @@ func (t *filterTable) get(id string, now time.Time) *Remote {
 	return e.r
 }
 
-// stateful serves the filter methods: creation goes to one remote (not
-// retried once sent), and every later call on that filter goes back to it.
-func (p *Pool) stateful(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// pinned is the pinned strategy of the filter methods: creation goes to
+// one remote (not retried once sent), and every later call on that filter
+// goes back to it.
+func (p *Pool) pinned(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	switch method {
 	case "eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter":
 		r, _ := p.pick(method, route{}, 0)
 		if r == nil {
 			return nil, p.exhausted(ctx, method, 0, nil)
 		}
-		res, err := p.do(ctx, method, params, route{once: true, only: r})
+		res, err := p.send(ctx, method, params, route{once: true, only: r})
 		if err == nil {
 			if id, uerr := strconv.Unquote(string(res)); uerr == nil {
 				p.filters.put(id, r, p.now())
@@ -91,7 +92,7 @@ func (p *Pool) stateful(ctx context.Context, method string, params json.RawMessa
 		var id string
 		if err := json.Unmarshal(evm.Param(params, 0), &id); err == nil {
 			if r := p.filters.get(id, p.now()); r != nil {
-				res, err := p.do(ctx, method, params, route{once: true, only: r})
+				res, err := p.send(ctx, method, params, route{once: true, only: r})
 				if err == nil && method == "eth_uninstallFilter" {
 					p.filters.remove(id)
 				}
@@ -99,5 +100,5 @@ func (p *Pool) stateful(ctx context.Context, method string, params json.RawMessa
 			}
 		}
 	}
-	return p.do(ctx, method, params, route{once: true})
+	return p.send(ctx, method, params, route{once: true})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -56,7 +57,7 @@ func splitHelps(r Reason) bool {
 func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	lr, err := evm.ParseLogRange(params)
 	if err != nil || lr.ByHash || !isObject(evm.Param(params, 0)) {
-		return p.forwardLogs(ctx, params, route{})
+		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, route{}))
 	}
 	head := p.Head()
 	from, okFrom := resolve(lr.From, head)
@@ -64,7 +65,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	if head == 0 || !okFrom || !okTo || from > to || from > head {
 		// Tags we cannot pin, no head yet, a reversed range, or one that
 		// starts above every head: nothing to split, the node answers.
-		return p.forwardLogs(ctx, params, route{need: from})
+		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, route{need: from}))
 	}
 	// A range ending far above the best head is the node's to refuse (geth:
 	// "block range extends beyond current head block"): venn must not
@@ -74,18 +75,19 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	// those are split normally.
 	if to > head && to-head > p.cfg.MaxLag {
 		rt := route{need: from}
-		if p.widestSpan() == 0 {
+		if v := p.view(); p.sel.widestSpan(&v) == 0 {
 			// An uncapped remote is in play: it gives the node's own
 			// answer, where a capped one would only say "range too large".
 			rt.accept = fits(spanOf(from, to))
 		}
-		return p.forwardLogs(ctx, params, rt)
+		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, rt))
 	}
 	end := to
 	span := spanOf(from, end)
 
 	var chunk uint64
-	if widest := p.widestSpan(); widest == 0 || span <= widest {
+	v := p.view()
+	if widest := p.sel.widestSpan(&v); widest == 0 || span <= widest {
 		rt := route{need: end, accept: fits(span)}
 		if lr.To.Kind != evm.RefNumber {
 			// toBlock latest or absent: every remote in rotation answers up
@@ -96,7 +98,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 				rt.need = from // a remote below fromBlock calls the range invalid
 			}
 		}
-		res, err := p.do(ctx, "eth_getLogs", params, rt)
+		res, err := p.send(ctx, "eth_getLogs", params, rt)
 		var tl *tooLargeError
 		if !errors.As(err, &tl) {
 			return res, err
@@ -111,18 +113,11 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	if lr.To.Kind != evm.RefNumber {
 		// The last part must find a remote: end at the best head among the
 		// remotes that can take a call now, not at a busy remote's.
-		if h := p.availableHead(); h >= from && h < end {
+		if h := p.sel.availableHead(p.now()); h >= from && h < end {
 			end = h
 		}
 	}
-	return p.splitLogs(ctx, params, from, end, chunk)
-}
-
-// forwardLogs sends an eth_getLogs venn does not split. A too-large answer
-// is the remote's own error.
-func (p *Pool) forwardLogs(ctx context.Context, params json.RawMessage, rt route) (json.RawMessage, error) {
-	res, err := p.do(ctx, "eth_getLogs", params, rt)
-	return res, unwrapTooLarge(err)
+	return newLogsSplit(p, params, from, end).run(ctx, from, end, chunk, 0)
 }
 
 // logsSplit is one client call's split eth_getLogs. Its budgets are shared
@@ -141,14 +136,13 @@ type logsSplit struct {
 	maxBytes int64
 }
 
-func (p *Pool) splitLogs(ctx context.Context, params json.RawMessage, from, to, chunk uint64) (json.RawMessage, error) {
-	s := &logsSplit{
+func newLogsSplit(p *Pool, params json.RawMessage, from, to uint64) *logsSplit {
+	return &logsSplit{
 		p: p, params: params, span: spanOf(from, to),
 		sem:      make(chan struct{}, p.cfg.GetLogsConcurrency),
 		maxParts: uint64(p.cfg.GetLogsMaxParts),
-		maxBytes: p.maxLogsBytes(),
+		maxBytes: p.sel.maxLogsBytes(),
 	}
-	return s.run(ctx, from, to, chunk, 0)
 }
 
 // run answers [from, to] in parts of at most chunk blocks, merged in order.
@@ -213,7 +207,7 @@ func (s *logsSplit) part(ctx context.Context, a, b uint64, depth int) (json.RawM
 		<-s.sem
 		return nil, fmt.Errorf("eth_getLogs part %d-%d: %w", a, b, err)
 	}
-	res, err := s.p.do(ctx, "eth_getLogs", sub, route{need: b, accept: fits(span), check: logsArray})
+	res, err := s.p.send(ctx, "eth_getLogs", sub, route{need: b, accept: fits(span), check: logsArray})
 	<-s.sem
 	var tl *tooLargeError
 	if errors.As(err, &tl) {
@@ -244,9 +238,9 @@ func logsArray(res json.RawMessage) error {
 
 // maxLogsBytes caps a split's merged result: no more than the largest reply
 // one remote may send, so a split never builds what one call could not.
-func (p *Pool) maxLogsBytes() int64 {
+func (s *selector) maxLogsBytes() int64 {
 	var n int64
-	for _, r := range p.remotes {
+	for _, r := range s.remotes {
 		n = max(n, r.cfg.MaxResponseBytes)
 	}
 	if n <= 0 {
@@ -257,10 +251,9 @@ func (p *Pool) maxLogsBytes() int64 {
 
 // availableHead is the best head among remotes that can take an eth_getLogs
 // call now (0 if none).
-func (p *Pool) availableHead() uint64 {
-	now := p.now()
+func (s *selector) availableHead(now time.Time) uint64 {
 	var h uint64
-	for _, r := range p.remotes {
+	for _, r := range s.remotes {
 		if r.available(now) && r.supports("eth_getLogs") {
 			h = max(h, r.Head())
 		}
@@ -273,15 +266,13 @@ func (p *Pool) availableHead() uint64 {
 // Only remotes that could take the call count: an uncapped remote that is
 // down, lagging or denied eth_getLogs must not stop the split the capped
 // ones need. With none in rotation, every remote counts.
-func (p *Pool) widestSpan() uint64 {
-	now := p.now()
-	best := p.healthyBest(now)
-	if w, ok := widestOf(p.remotes, func(r *Remote) bool {
-		return r.healthy(now) && !p.lagging(r, best) && r.supports("eth_getLogs")
+func (s *selector) widestSpan(v *view) uint64 {
+	if w, ok := widestOf(s.remotes, func(r *Remote) bool {
+		return r.healthy(v.now) && !v.lagging(r) && r.supports("eth_getLogs")
 	}); ok {
 		return w
 	}
-	w, _ := widestOf(p.remotes, func(*Remote) bool { return true })
+	w, _ := widestOf(s.remotes, func(*Remote) bool { return true })
 	return w
 }
 
@@ -327,12 +318,14 @@ func nextSpan(span, suggested uint64) uint64 {
 	return max(1, span/2)
 }
 
-func unwrapTooLarge(err error) error {
+// unwrapTooLarge is the answer to an eth_getLogs venn does not split: a
+// too-large answer is the remote's own error.
+func unwrapTooLarge(res json.RawMessage, err error) (json.RawMessage, error) {
 	var tl *tooLargeError
 	if errors.As(err, &tl) {
-		return clientError(tl.err)
+		return nil, clientError(tl.err)
 	}
-	return err
+	return res, err
 }
 
 // resolve pins a block reference to a number against the best head. Tags

@@ -6,17 +6,17 @@ package remotes
 // A chain lists groups of methods, each with when to hedge: after a fixed
 // delay, or after a quantile of the remote being waited on (its p90, say,
 // from latency.go; never before the group's delay), and how many hedges one
-// call may send. The hedge goes where a failover attempt would go (pick:
-// tiers, health, height, limits), to a remote the call has not tried, and
-// never to the fallback tier, which is only for when nothing else can
-// serve. A good answer is one the failover loop would return: a result it
-// accepts, or the caller's own error (a revert is the answer, from either
-// remote). The first good answer is returned and the other attempts are
-// cancelled; a cancelled attempt is cut by its caller, which the remote is
-// not blamed for (send), though its slowness still counts in its latency.
-// When no attempt of the race answers well, its most useful failure goes
-// back to the failover loop, which goes on within call_deadline with the
-// hedged remotes counted as tried.
+// call may send. The hedge goes where a failover attempt would go
+// (selection: tiers, health, height, limits), to a remote the call has not
+// tried, and never to the fallback tier, which is only for when nothing
+// else can serve. A good answer is one the judge (judge.go) calls an answer
+// or the caller's own error (a revert is the answer, from either remote).
+// The first good answer is returned and the other attempts are cancelled;
+// a cancelled attempt is cut by its caller, which the remote is not blamed
+// for (send), though its slowness still counts in its latency. When no
+// attempt of the race answers well, the attempt takes every reply in the
+// order it came, as the failover loop (single.go) takes one, and goes on
+// within call_deadline with the hedged remotes counted as tried.
 //
 // Never hedged: writes and stateful methods (evm.IsWrite, evm.IsStateful),
 // of which eth_sendRawTransaction already goes to several remotes at once;
@@ -217,13 +217,20 @@ func hedgeDelay(g *HedgeGroup, r *Remote) (time.Duration, bool) {
 // answered, or the race returned.
 var errHedgeDone = errors.New("hedge race over")
 
-// hedgeRace is one attempt with its hedges.
+// hedged is the hedged strategy: the failover loop (single.go), each send
+// of which is a race while the call has hedges left.
+func (a *attempt) hedged(ctx context.Context, g *HedgeGroup) (json.RawMessage, error) {
+	return a.failover(ctx, g)
+}
+
+// hedgeRace is one send with its hedges. Its fire goroutines pick and
+// count under mu, in copies of the attempt's tried and n that the race
+// hands back when it ends.
 type hedgeRace struct {
 	p       *Pool
-	method  string
+	jg      judge // the call's
 	params  json.RawMessage
 	rt      route // where hedges may go: the call's route minus the fallback tier
-	check   route // the call's own route, to judge answers
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	results chan raceResult // one per fired timer
@@ -236,33 +243,29 @@ type hedgeRace struct {
 }
 
 type raceResult struct {
-	r   *Remote
-	idx int
-	res json.RawMessage
-	err error
+	j judged
 	// sent: the hedge went out; false when it was skipped (no token, no
 	// remote, the race was over).
 	sent bool
 }
 
-// race sends one attempt to r (the caller's pick, index idx) and arms up to
-// g.Max-*hedges hedges after the group's delay. It returns the remote
-// whose answer it returns. tried, n and hedges are the failover loop's,
-// brought up to date.
-func (p *Pool) race(ctx context.Context, g *HedgeGroup, method string, params json.RawMessage, rt route,
-	r *Remote, idx int, tried *uint64, n, hedges *int) (*Remote, int, json.RawMessage, error) {
-	k := min(g.Max-*hedges, p.cfg.MaxAttempts-*n)
+// race sends the call to r (index idx, counted as sent) and arms up to
+// g.Max-a.hedges hedges after the group's delay. The first good reply
+// wins; without one, the attempt takes every reply in the order they came.
+func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
+	p := a.p
+	k := min(g.Max-a.hedges, p.cfg.MaxAttempts-a.n)
 	delay, ok := hedgeDelay(g, r)
 	if !ok || k <= 0 {
-		res, err := r.call(ctx, method, params)
-		return r, idx, res, err
+		a.take(ctx, a.call(ctx, r, idx, false))
+		return
 	}
-	hrt := rt
-	hrt.accept = func(c *Remote) bool {
-		return c.cfg.Tier != TierFallback && (rt.accept == nil || rt.accept(c))
+	rc := &hedgeRace{p: p, jg: a.judge(), params: a.params, rt: a.rt,
+		results: make(chan raceResult, k), tried: a.tried, n: a.n}
+	accept := a.rt.accept
+	rc.rt.accept = func(c *Remote) bool {
+		return c.cfg.Tier != TierFallback && (accept == nil || accept(c))
 	}
-	rc := &hedgeRace{p: p, method: method, params: params, rt: hrt, check: rt,
-		results: make(chan raceResult, k), tried: *tried, n: *n}
 	rc.ctx, rc.cancel = context.WithCancelCause(ctx)
 	defer rc.cancel(errHedgeDone)
 
@@ -271,7 +274,7 @@ func (p *Pool) race(ctx context.Context, g *HedgeGroup, method string, params js
 		p.wg.Add(1)
 		timers[i] = time.AfterFunc(delay*time.Duration(i+1), rc.fire)
 	}
-	res, err := r.call(rc.ctx, method, params)
+	first := rc.jg.ask(rc.ctx, r, idx, a.params)
 
 	rc.mu.Lock()
 	rc.done = true
@@ -284,31 +287,45 @@ func (p *Pool) race(ctx context.Context, g *HedgeGroup, method string, params js
 			pending++
 		}
 	}
-	win, hedgeWon := raceResult{r: r, idx: idx, res: res, err: err, sent: true}, false
-	if !rc.good(res, err) && ctx.Err() == nil {
-		for ; pending > 0 && !hedgeWon; pending-- {
-			hr := <-rc.results
-			switch {
-			case !hr.sent:
-			case rc.good(hr.res, hr.err):
-				win, hedgeWon = hr, true
-			default:
-				win = rc.worse(win, hr)
-			}
-		}
-	}
+	win, rest, won := rc.collect(ctx, first, pending)
 
 	rc.mu.Lock()
-	*tried, *n = rc.tried, rc.n
+	a.tried, a.n = rc.tried, rc.n
 	launched := rc.launched
 	rc.mu.Unlock()
-	*hedges += launched
-	if hedgeWon {
+	a.hedges += launched
+	if won {
 		p.hedge.won.Inc()
 		launched--
 	}
 	p.hedge.lost.Add(float64(launched))
-	return win.r, win.idx, win.res, win.err
+	a.take(ctx, win)
+	for _, j := range rest {
+		if a.stop {
+			break
+		}
+		a.take(ctx, j)
+	}
+}
+
+// collect is the race's outcome: the first good reply (won when a hedge
+// gave it), or, without one, the first reply and then the rest in the
+// order they came.
+func (rc *hedgeRace) collect(ctx context.Context, first judged, pending int) (win judged, rest []judged, won bool) {
+	if first.good() || ctx.Err() != nil {
+		return first, nil, false
+	}
+	for ; pending > 0; pending-- {
+		hr := <-rc.results
+		switch {
+		case !hr.sent:
+		case hr.j.good():
+			return hr.j, nil, true
+		default:
+			rest = append(rest, hr.j)
+		}
+	}
+	return first, rest, false
 }
 
 // fire sends one hedge, unless the race is over, the call is out of
@@ -323,7 +340,7 @@ func (rc *hedgeRace) fire() {
 			rc.results <- raceResult{}
 			return
 		}
-		r, idx := p.pick(rc.method, rc.rt, rc.tried)
+		r, idx := p.pick(rc.jg.method, rc.rt, rc.tried)
 		if r == nil {
 			rc.mu.Unlock()
 			p.hedge.skippedNoRemote.Inc()
@@ -341,8 +358,8 @@ func (rc *hedgeRace) fire() {
 		rc.launched++
 		rc.mu.Unlock()
 
-		res, err := r.call(rc.ctx, rc.method, rc.params)
-		if errors.Is(err, errLocalLimit) {
+		j := rc.jg.ask(rc.ctx, r, idx, rc.params)
+		if j.mean == meanLocal {
 			// Nothing went out: the token goes back and another remote may
 			// take the hedge.
 			p.hedge.budget.refund()
@@ -352,56 +369,10 @@ func (rc *hedgeRace) fire() {
 			rc.mu.Unlock()
 			continue
 		}
-		if rc.good(res, err) {
+		if j.good() {
 			rc.cancel(errHedgeDone) // the others lost
 		}
-		rc.results <- raceResult{r: r, idx: idx, res: res, err: err, sent: true}
+		rc.results <- raceResult{j: j, sent: true}
 		return
 	}
-}
-
-// good reports an answer the failover loop would return as it is.
-func (rc *hedgeRace) good(res json.RawMessage, err error) bool {
-	if err == nil {
-		if rc.check.nullIsMissing && isNull(res) {
-			return false
-		}
-		return rc.check.check == nil || rc.check.check(res) == nil
-	}
-	if errors.Is(err, errLocalLimit) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	return Classify(rc.method, err).Class == ClassCaller
-}
-
-// worse picks which of two answers that are not good the failover loop
-// should see: a null (the loop keeps it as the answer of last resort), then
-// a too-large error (eth_getLogs splits on it), then a failure of a call
-// that went out over a local limit. The other one is dropped, and a result
-// the route's check rejects is charged to its remote here, since the loop
-// will not see it.
-func (rc *hedgeRace) worse(a, b raceResult) raceResult {
-	rank := func(x raceResult) int {
-		switch {
-		case x.err == nil && isNull(x.res) && rc.check.nullIsMissing:
-			return 3
-		case x.err == nil:
-			return 0 // rejected by the check
-		case Classify(rc.method, x.err).Class == ClassTooLarge:
-			return 2
-		case errors.Is(x.err, errLocalLimit) || errors.Is(x.err, context.Canceled):
-			return -1
-		}
-		return 1
-	}
-	keep, drop := a, b
-	if rank(b) > rank(a) {
-		keep, drop = b, a
-	}
-	if drop.err == nil && drop.r != nil && rc.check.check != nil {
-		if cerr := rc.check.check(drop.res); cerr != nil {
-			drop.r.rejected(rc.method, cerr)
-		}
-	}
-	return keep
 }

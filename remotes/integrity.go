@@ -110,68 +110,85 @@ type suspect struct {
 func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 	defer cancel()
+	vc := &verifiedCall{p: p, method: method, verify: verify, excused: p.integ.excused(p.now())}
 	rt := p.readRoute(method, params)
-	rt.noVote = true
-	var (
-		accepted evm.Verdict
-		suspects []suspect
-		excused  = p.integ.excused(p.now())
-	)
-	// do calls verify for one answer at a time (verified calls are not
-	// hedged), in the order it tries remotes.
-	rt.verify = func(r *Remote, res json.RawMessage) error {
-		v := verify(res)
-		v.Excuse(excused, evm.SkipUnreproducible)
-		if len(v.Failed) == 0 {
-			accepted = v
-			return nil
-		}
-		suspects = append(suspects, suspect{r: r, res: res, v: v})
-		return fmt.Errorf("%w: %w", ErrBadReply, v.Err())
-	}
-	res, err := p.do(ctx, method, params, rt)
+	// The judge calls check for one answer at a time (verified calls are
+	// neither hedged nor voted: single.go), in the order remotes are tried.
+	rt.verify = vc.check
+	res, err := p.send(ctx, method, params, rt)
 	switch {
-	case len(suspects) == 0:
+	case len(vc.suspects) == 0:
 	case err == nil && !isNull(res):
-		for _, s := range suspects {
-			if fs := s.v.FailedSet(); accepted.Passed&fs == fs {
-				p.lied(s.r, method, s.v)
-			} else {
-				// The answer served skipped a check this one failed (it
-				// had a member this one lacked, say): no proof either way.
-				p.log.Debug("integrity check failed where the answer served skipped it: not blamed",
-					"remote", s.r.Name(), "method", method, "err", s.v.Err())
-			}
-		}
+		vc.blame()
 	default:
-		res, err = suspects[0].res, nil
-		accepted = p.unreproducible(method, suspects)
+		res, err = vc.suspects[0].res, nil
+		vc.accepted = vc.unreproducible()
 	}
 	if err == nil {
-		for _, s := range accepted.Skipped {
+		for _, s := range vc.accepted.Skipped {
 			p.integ.m.skipped.WithLabelValues(p.cfg.Chain, s.Check.String(), string(s.Reason)).Inc()
 		}
 	}
-	return res, accepted, err
+	return res, vc.accepted, err
+}
+
+// verifiedCall is one CallVerified: the verdict of the answer served and
+// the answers that failed a check.
+type verifiedCall struct {
+	p        *Pool
+	method   string
+	verify   func(json.RawMessage) evm.Verdict
+	excused  evm.CheckSet // checks skipped on the chain for now
+	accepted evm.Verdict
+	suspects []suspect
+}
+
+// check is the route's verify: an answer that fails a check is a bad
+// reply, kept as a suspect.
+func (vc *verifiedCall) check(r *Remote, res json.RawMessage) error {
+	v := vc.verify(res)
+	v.Excuse(vc.excused, evm.SkipUnreproducible)
+	if len(v.Failed) == 0 {
+		vc.accepted = v
+		return nil
+	}
+	vc.suspects = append(vc.suspects, suspect{r: r, res: res, v: v})
+	return fmt.Errorf("%w: %w", ErrBadReply, v.Err())
+}
+
+// blame charges the suspects that failed a check the served answer passed.
+func (vc *verifiedCall) blame() {
+	for _, s := range vc.suspects {
+		if fs := s.v.FailedSet(); vc.accepted.Passed&fs == fs {
+			vc.lied(s.r, s.v)
+		} else {
+			// The answer served skipped a check this one failed (it
+			// had a member this one lacked, say): no proof either way.
+			vc.p.log.Debug("integrity check failed where the answer served skipped it: not blamed",
+				"remote", s.r.Name(), "method", vc.method, "err", s.v.Err())
+		}
+	}
 }
 
 // lied charges r for an answer that failed checks another answer passed.
-func (p *Pool) lied(r *Remote, method string, v evm.Verdict) {
+func (vc *verifiedCall) lied(r *Remote, v evm.Verdict) {
+	p := vc.p
 	names := make([]string, len(v.Failed))
 	for i, f := range v.Failed {
 		names[i] = f.Check.String()
 		p.integ.m.failures.WithLabelValues(p.cfg.Chain, r.Name(), names[i]).Inc()
 	}
 	err := v.Err()
-	r.rejected(method, fmt.Errorf("remote %s: %w: %w", r.Name(), ErrBadReply, err))
-	p.misbehaved(r, kindIntegrity, method, strings.TrimPrefix(err.Error(), "integrity: "))
+	r.rejected(vc.method, fmt.Errorf("remote %s: %w: %w", r.Name(), ErrBadReply, err))
+	p.misbehaved(r, kindIntegrity, vc.method, strings.TrimPrefix(err.Error(), "integrity: "))
 }
 
 // unreproducible serves the first of answers that all failed a check: no
 // remote asked could show that the others lied. The failed checks become
 // skips; a check that two remotes or more failed alike is skipped at once
 // on the chain for a while.
-func (p *Pool) unreproducible(method string, suspects []suspect) evm.Verdict {
+func (vc *verifiedCall) unreproducible() evm.Verdict {
+	p, method, suspects := vc.p, vc.method, vc.suspects
 	v := suspects[0].v
 	alike := v.FailedSet()
 	for _, s := range suspects[1:] {

@@ -3,7 +3,6 @@ package remotes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -20,14 +19,18 @@ import (
 // it tried in a 64-bit mask.
 const maxRemotes = 64
 
-// Pool is one chain's load balancer over its remotes: tiers, health-scored
-// selection, height-aware routing, failover with error classification,
-// eth_getLogs splitting, raw transaction broadcast and deduplication of
-// identical concurrent reads. It implements jrpc.Handler.
+// Pool is one chain's load balancer over its remotes. It keeps the
+// membership (the remotes, by tier), the chain's head and each remote's
+// lag, starts and stops the trackers, and is the entry point of every call:
+// Call picks the call's strategy (broadcast, pinned, split, or send's
+// single, hedged and voted), which asks selection (select.go) for remotes
+// and the judge (judge.go) what their replies mean. Identical concurrent
+// reads share one call (dedup.go). It implements jrpc.Handler.
 type Pool struct {
 	cfg     PoolConfig
 	log     *slog.Logger
 	remotes []*Remote // by tier, then config order
+	sel     selector  // select.go: which remote takes a call's next send
 	now     func() time.Time
 	flights flights
 	filters *filterTable
@@ -115,6 +118,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	if err := p.initConsensus(m); err != nil {
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
+	p.sel = selector{remotes: p.remotes, probe: cfg.Scoring.ProbeShare}
 	p.hedge = newHedger(cfg.Hedge, cfg.Chain, m)
 	p.initScoring(m)
 	p.integ.init(cfg.Chain, m)
@@ -257,7 +261,21 @@ func (p *Pool) healthyBest(now time.Time) uint64 {
 }
 
 func (p *Pool) lagging(r *Remote, best uint64) bool {
-	return r.Head()+p.cfg.MaxLag < best
+	v := view{best: best, maxLag: p.cfg.MaxLag}
+	return v.lagging(r)
+}
+
+// view is the pool's membership now, as selection reads it.
+func (p *Pool) view() view {
+	now := p.now()
+	return view{now: now, best: p.healthyBest(now), maxLag: p.cfg.MaxLag}
+}
+
+// pick is selection's next remote for a call on route rt that has not
+// tried the remotes in tried (select.go), or nil.
+func (p *Pool) pick(method string, rt route, tried uint64) (*Remote, int) {
+	v := p.view()
+	return p.sel.pick(&v, method, &rt, tried)
 }
 
 // ServeRPC answers one client call through the remotes.
@@ -265,7 +283,10 @@ func (p *Pool) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage
 	return p.Call(ctx, req.Method, req.Params)
 }
 
-// Call sends method to the remotes within the chain's call deadline.
+// Call sends method to the remotes within the chain's call deadline, by
+// the strategy its kind of call takes: broadcast for raw transactions,
+// pinned for filters, single for other writes; reads are shared with
+// identical ones in flight.
 func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	switch {
 	case method == "eth_sendRawTransaction":
@@ -275,11 +296,11 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 	case evm.IsStateful(method):
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
-		return p.stateful(ctx, method, params)
+		return p.pinned(ctx, method, params)
 	case evm.IsWrite(method):
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
-		return p.do(ctx, method, params, route{once: true})
+		return p.send(ctx, method, params, route{once: true})
 	}
 	// Identical concurrent reads share one upstream call (see flights).
 	key := method + "\x00" + string(params)
@@ -294,252 +315,30 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 	return res, err
 }
 
+// read serves a read: eth_getLogs by the split strategy (getlogs.go),
+// anything else as its route allows.
 func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	if method == "eth_getLogs" {
 		return p.getLogs(ctx, params)
 	}
-	return p.do(ctx, method, params, p.readRoute(method, params))
+	return p.send(ctx, method, params, p.readRoute(method, params))
 }
 
-// readRoute is how a read may be routed: to remotes that have its block.
-func (p *Pool) readRoute(method string, params json.RawMessage) route {
-	rt := route{}
-	if i, ok := evm.BlockParamIndex(method); ok {
-		if ref, err := evm.ParseBlockRef(evm.Param(params, i)); err == nil && ref.Kind == evm.RefNumber {
-			rt.need = ref.Number
-			// A null block from a remote that claims to have it is a
-			// lagging or inconsistent remote, not an answer. Above the
-			// best head null is the answer: indexers poll head+1 until it
-			// exists, and must not make every remote pay for each poll.
-			rt.nullIsMissing = (method == "eth_getBlockByNumber" || method == "eth_getBlockReceipts") &&
-				ref.Number <= p.best.Load()
-		}
-	}
-	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && isHashParam(evm.Param(params, 0)) {
-		rt.nullIsMissing = true
-	}
-	return rt
-}
-
-// maxRateLimitWait bounds how long a call waits for venn's own rate limit
-// of a remote when no other remote can serve it.
-const maxRateLimitWait = time.Second
-
-// route says how one call may be routed.
-type route struct {
-	need          uint64             // the remote's head must reach this block (0: any)
-	accept        func(*Remote) bool // extra filter (eth_getLogs span caps)
-	once          bool               // writes: no failover once a remote may have acted
-	nullIsMissing bool               // a null result means "try another remote"
-	only          *Remote            // stateful calls: this remote and no other
-	check         resultCheck        // a result it rejects is a bad reply: fail over
-	noVote        bool               // consensus.go: one remote's answer, never a vote
-	// verify (integrity.go) is like check, but its caller judges the
-	// answers and blames remotes once it has seen the others': a
-	// rejected answer fails over and is not charged here.
-	verify func(*Remote, json.RawMessage) error
-}
-
-// do sends one call with failover: the caller's own errors return at once,
-// upstream faults move to the next remote until the attempts or the
-// deadline run out.
-func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
-	var (
-		tried   uint64
-		n       int
-		lastErr error
-		null    json.RawMessage
-		limited = -1 // a remote skipped for venn's own rate limit
-		waited  bool
-	)
+// send sends a call on route rt by the one strategy that fits it, chosen
+// here and only here: voted when a consensus rule puts it to a vote
+// (vote.go), hedged when a hedge group takes it (hedge.go), else single
+// (single.go). Each decides what to send from the judge's meaning of every
+// reply (judge.go).
+func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
 	if rule := p.voteRule(method, params, rt); rule != nil {
-		return p.consensus(ctx, method, params, rt, rule)
+		v := p.newVote(method, params, rt, rule)
+		defer v.observe()
+		return v.run(ctx)
 	}
-	defer func() { p.attempts.Observe(float64(n)) }()
-	hg, hedges := p.hedgeGroup(method, rt), 0 // hedge.go; nil: not hedged
-	for n < p.cfg.MaxAttempts {
-		r, idx := p.pick(method, rt, tried)
-		if r == nil {
-			// Nothing else can serve: a burst over the configured rate
-			// waits briefly for a token rather than failing at once.
-			if limited < 0 || waited || !p.remotes[limited].available(p.now()) || !p.remotes[limited].waitForToken(ctx, maxRateLimitWait) {
-				break
-			}
-			waited = true
-			r, idx = p.remotes[limited], limited
-		}
-		tried |= 1 << idx
-		n++
-		var (
-			res json.RawMessage
-			err error
-		)
-		switch {
-		case waited && idx == limited:
-			res, err = r.callWithToken(ctx, method, params)
-		case hg != nil && hedges < hg.Max:
-			r, idx, res, err = p.race(ctx, hg, method, params, rt, r, idx, &tried, &n, &hedges)
-		default:
-			res, err = r.call(ctx, method, params)
-		}
-		if err == nil && rt.check != nil {
-			if cerr := rt.check(res); cerr != nil {
-				err = fmt.Errorf("remote %s: %w", r.Name(), cerr)
-				r.rejected(method, err) // it answered, but nothing usable
-			}
-		}
-		if err == nil && rt.verify != nil {
-			if verr := rt.verify(r, res); verr != nil {
-				err = fmt.Errorf("remote %s: %w", r.Name(), verr)
-			}
-		}
-		if err == nil {
-			if rt.nullIsMissing && isNull(res) {
-				null = res
-				continue
-			}
-			return res, nil
-		}
-		if errors.Is(err, errOwnRateLimit) {
-			limited = idx
-		}
-		if errors.Is(err, errLocalLimit) {
-			n-- // nothing was sent
-			continue
-		}
-		v := Classify(method, err)
-		if p.log.Enabled(ctx, slog.LevelDebug) {
-			p.log.Debug("remote call failed", "remote", r.Name(), "method", method,
-				"class", v.Class.String(), "reason", string(v.Reason), "err", err)
-		}
-		switch v.Class {
-		case ClassCaller:
-			return nil, clientError(err)
-		case ClassTooLarge:
-			// Only these can be cured by a smaller block range; other caps
-			// (addresses, request or batch size) fail over, and the last
-			// remote's own error is the answer.
-			if method == "eth_getLogs" && splitHelps(v.Reason) {
-				if v.Reason == ReasonRangeTooLarge && v.MaxSpan > 0 {
-					r.learnSpan(v.MaxSpan) // a cap; a result-count hint is not
-				}
-				return nil, &tooLargeError{span: v.MaxSpan, err: err}
-			}
-			// Over our own cap: every remote sends the same answer, so only
-			// one allowed a larger reply is worth trying.
-			if over, ok := errors.AsType[*ReplyTooLargeError](err); ok && !p.allowsLarger(over.Limit, tried) {
-				return nil, replyTooLarge(over)
-			}
-		}
-		lastErr = err
-		if rt.once || ctx.Err() != nil {
-			break
-		}
+	a := p.newAttempt(method, params, rt)
+	defer a.observe()
+	if g := p.hedgeGroup(method, rt); g != nil {
+		return a.hedged(ctx, g)
 	}
-	if null != nil {
-		return null, nil
-	}
-	if n == 0 {
-		// Every remote said it lacks the method: that answer, not "no remote".
-		configured := false
-		for _, r := range p.remotes {
-			if err := r.lacks(method); err != nil {
-				return nil, err
-			}
-			configured = configured || r.configuredFor(method)
-		}
-		if !configured {
-			return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound,
-				Message: fmt.Sprintf("the method %s does not exist/is not available", method)}
-		}
-	}
-	return nil, p.exhausted(ctx, method, n, lastErr)
-}
-
-// pick chooses the next remote for a call: the first tier with a candidate
-// wins (fallback only when nothing else can serve); within a tier, choose
-// (score.go): the tier's preferred remotes share the calls, the others get
-// a probe share and serve when no preferred one can.
-func (p *Pool) pick(method string, rt route, tried uint64) (*Remote, int) {
-	now := p.now()
-	best := p.healthyBest(now)
-	need := rt.need
-	if need > best {
-		// Above every remote's head: the remotes at the best head give the
-		// node's own answer (null, or an error).
-		need = best
-	}
-	var cand [maxRemotes]int
-	for tier := TierPrimary; tier <= TierFallback; tier++ {
-		k := 0
-		for i, r := range p.remotes {
-			if r.cfg.Tier != tier || tried&(1<<i) != 0 {
-				continue
-			}
-			if rt.only != nil && r != rt.only {
-				continue
-			}
-			if !r.available(now) || p.lagging(r, best) || r.Head() < need || !r.supports(method) {
-				continue
-			}
-			if rt.accept != nil && !rt.accept(r) {
-				continue
-			}
-			cand[k] = i
-			k++
-		}
-		switch k {
-		case 0:
-			continue
-		case 1:
-			return p.remotes[cand[0]], cand[0]
-		}
-		return p.choose(cand[:k]) // score.go
-	}
-	return nil, 0
-}
-
-// clientError is what the client sees of an upstream error: the remote's
-// own JSON-RPC error, verbatim, so answers match the node's.
-func clientError(err error) error {
-	var ue *UpstreamError
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// exhausted builds the error for a call no remote could serve. When the last
-// remote answered with a JSON-RPC error, that is the most useful answer (and
-// the node's own: a future block range, say); otherwise venn says why.
-func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr error) error {
-	var (
-		ue   *UpstreamError
-		over *ReplyTooLargeError
-	)
-	switch {
-	case lastErr != nil && errors.As(lastErr, &ue):
-		return ue.Err
-	case lastErr != nil && errors.As(lastErr, &over):
-		return replyTooLarge(over)
-	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &jrpc.Error{Code: jrpc.CodeTimeout,
-			Message: fmt.Sprintf("request timed out after trying %d remote(s)", tried)}
-	case tried == 0:
-		return &jrpc.Error{Code: jrpc.CodeNoRemote,
-			Message: fmt.Sprintf("no remote available for %s on %s", method, p.cfg.Chain)}
-	}
-	return &jrpc.Error{Code: jrpc.CodeNoRemote,
-		Message: fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)",
-			tried, method, p.cfg.Chain, Classify(method, lastErr).Reason)}
-}
-
-// isHashParam reports a block parameter that names a block by hash.
-func isHashParam(raw json.RawMessage) bool {
-	ref, err := evm.ParseBlockRef(raw)
-	return err == nil && ref.Kind == evm.RefHash
-}
-
-func isNull(b json.RawMessage) bool {
-	return len(b) == 4 && string(b) == "null"
+	return a.single(ctx)
 }

@@ -160,17 +160,6 @@ func (b *ReplyBudget) give(n int64) {
 	}
 }
 
-// allowsLarger reports whether a remote not yet tried (tried is the
-// failover mask) may send a reply larger than limit.
-func (p *Pool) allowsLarger(limit int64, tried uint64) bool {
-	for i, r := range p.remotes {
-		if tried&(1<<i) == 0 && r.cfg.MaxResponseBytes > limit {
-			return true
-		}
-	}
-	return false
-}
-
 // replyTooLarge is what the client gets for an answer over the cap: venn's
 // limit, named, and no remote's name.
 func replyTooLarge(e *ReplyTooLargeError) *jrpc.Error {

@@ -20,10 +20,10 @@ package remotes
 // whose latency is not known yet (too few samples) is taken to be as fast
 // as the best of its tier, so only its penalties count.
 //
-// Routing uses the score through each tier's preferred set, with
-// hysteresis: a remote joins the set when its score is within Margin of the
-// tier's best score among the remotes in rotation, and leaves it only when
-// it is more than twice Margin behind. Calls go to the preferred remotes of
+// Routing (select.go's chooser) uses the score through each tier's
+// preferred set, with hysteresis: a remote joins the set when its score is
+// within Margin of the tier's best score among the remotes in rotation,
+// and leaves it only when it is more than twice Margin behind. Calls go to the preferred remotes of
 // the first tier that has one (the less loaded of two random ones, so
 // near-equal remotes share the load evenly and do not trade it back and
 // forth), then to the others of the tier in score order. A single
@@ -45,7 +45,6 @@ package remotes
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,17 +225,31 @@ func (p *Pool) scoreLoop(ctx context.Context) {
 
 // rescore computes every remote's score and updates the preferred sets.
 func (p *Pool) rescore(now time.Time) {
+	s := scoring{p: p, now: now, best: p.healthyBest(now)}
+	s.measure()
+	for tier := TierPrimary; tier <= TierFallback; tier++ {
+		s.rank(tier)
+	}
+}
+
+// scoring is one rescore: its inputs and scores, by remote index.
+type scoring struct {
+	p      *Pool
+	now    time.Time
+	best   uint64
+	lat    [maxRemotes]float64 // latency term
+	known  [maxRemotes]bool
+	pen    [maxRemotes]float64 // product of the penalty terms
+	inRot  [maxRemotes]bool
+	scores [maxRemotes]float64
+}
+
+// measure reads every remote's latency and penalty terms.
+func (s *scoring) measure() {
+	p, now, best := s.p, s.now, s.best
 	w := p.cfg.Scoring.Weights
-	best := p.healthyBest(now)
 	maxLag := float64(max(p.cfg.MaxLag, 1))
-	var (
-		lat    [maxRemotes]float64 // latency term
-		known  [maxRemotes]bool
-		pen    [maxRemotes]float64 // product of the penalty terms
-		inRot  [maxRemotes]bool
-		scores [maxRemotes]float64
-		q      [len(scoreQuantiles)]time.Duration
-	)
+	var q [len(scoreQuantiles)]time.Duration
 	for i, r := range p.remotes {
 		// A head not known yet is no lag; a lag past max_lag already keeps
 		// the remote out of rotation, and counting all of it would keep it
@@ -250,106 +263,62 @@ func (p *Pool) rescore(now time.Time) {
 		}
 		if r.lat.quantiles(scoreQuantiles[:], q[:]) {
 			ms := float64(q[0]+q[1]) / 2 / float64(time.Millisecond)
-			lat[i], known[i] = math.Pow(max(ms, 0.001), w.Latency), true
+			s.lat[i], s.known[i] = math.Pow(max(ms, 0.001), w.Latency), true
 		}
 		errs := math.Float64frombits(r.errorEWMA.Load())
 		thr := math.Float64frombits(r.sc.throttles.Load())
 		lagAvg := math.Float64frombits(r.sc.lagAvg.Load())
-		pen[i] = (1 + w.Errors*errs) * (1 + w.Throttle*thr) * (1 + w.Lag*lagAvg/maxLag) *
+		s.pen[i] = (1 + w.Errors*errs) * (1 + w.Throttle*thr) * (1 + w.Lag*lagAvg/maxLag) *
 			(1 + w.Misbehaviour*r.misbehaviour(now))
-		inRot[i] = r.healthy(now) && !p.lagging(r, best) && !r.cordoned(now)
+		s.inRot[i] = r.healthy(now) && !p.lagging(r, best) && !r.cordoned(now)
 	}
-	margin := p.cfg.Scoring.Margin
-	for tier := TierPrimary; tier <= TierFallback; tier++ {
-		// The tier's best latency stands in for the unknown ones.
-		bestLat := math.Inf(1)
-		for pass := 0; pass < 2 && math.IsInf(bestLat, 1); pass++ {
-			for i, r := range p.remotes {
-				if r.cfg.Tier == tier && known[i] && (inRot[i] || pass == 1) {
-					bestLat = min(bestLat, lat[i])
-				}
+}
+
+// rank scores the remotes of one tier and updates its preferred set.
+func (s *scoring) rank(tier Tier) {
+	rs := s.p.remotes
+	// The tier's best latency stands in for the unknown ones.
+	bestLat := math.Inf(1)
+	for pass := 0; pass < 2 && math.IsInf(bestLat, 1); pass++ {
+		for i, r := range rs {
+			if r.cfg.Tier == tier && s.known[i] && (s.inRot[i] || pass == 1) {
+				bestLat = min(bestLat, s.lat[i])
 			}
 		}
-		if math.IsInf(bestLat, 1) {
-			bestLat = 1
-		}
-		bestScore := math.Inf(1)
-		for pass := 0; pass < 2 && math.IsInf(bestScore, 1); pass++ {
-			for i, r := range p.remotes {
-				if r.cfg.Tier != tier {
-					continue
-				}
-				l := lat[i]
-				if !known[i] {
-					l = bestLat
-				}
-				scores[i] = l * pen[i]
-				if inRot[i] || pass == 1 {
-					bestScore = min(bestScore, scores[i])
-				}
-			}
-		}
-		for i, r := range p.remotes {
+	}
+	if math.IsInf(bestLat, 1) {
+		bestLat = 1
+	}
+	bestScore := math.Inf(1)
+	for pass := 0; pass < 2 && math.IsInf(bestScore, 1); pass++ {
+		for i, r := range rs {
 			if r.cfg.Tier != tier {
 				continue
 			}
-			s := scores[i]
-			r.sc.score.Store(math.Float64bits(s))
-			r.sc.gauge.Set(s)
-			was := r.sc.preferred.Load()
-			is := s <= bestScore*(1+margin) || was && s <= bestScore*(1+2*margin)
-			if is != was {
-				r.sc.preferred.Store(is)
-				r.sc.switches.Add(1)
-				r.log.Debug("remote preferred set", "preferred", is, "score", s, "best", bestScore)
+			l := s.lat[i]
+			if !s.known[i] {
+				l = bestLat
+			}
+			s.scores[i] = l * s.pen[i]
+			if s.inRot[i] || pass == 1 {
+				bestScore = min(bestScore, s.scores[i])
 			}
 		}
 	}
-}
-
-// choose picks among the candidates of one tier (indices into p.remotes,
-// at least two): usually the less loaded of two random preferred ones;
-// with the probe share, a random one outside the preferred set; with no
-// preferred candidate, the best-scored.
-func (p *Pool) choose(cand []int) (*Remote, int) {
-	np := 0
-	for _, i := range cand {
-		if p.remotes[i].sc.preferred.Load() {
-			np++
+	margin := s.p.cfg.Scoring.Margin
+	for i, r := range rs {
+		if r.cfg.Tier != tier {
+			continue
+		}
+		sc := s.scores[i]
+		r.sc.score.Store(math.Float64bits(sc))
+		r.sc.gauge.Set(sc)
+		was := r.sc.preferred.Load()
+		is := sc <= bestScore*(1+margin) || was && sc <= bestScore*(1+2*margin)
+		if is != was {
+			r.sc.preferred.Store(is)
+			r.sc.switches.Add(1)
+			r.log.Debug("remote preferred set", "preferred", is, "score", sc, "best", bestScore)
 		}
 	}
-	no := len(cand) - np
-	switch {
-	case np == 0:
-		best := cand[0]
-		for _, i := range cand[1:] {
-			if p.remotes[i].score() < p.remotes[best].score() {
-				best = i
-			}
-		}
-		return p.remotes[best], best
-	case no > 0 && p.cfg.Scoring.ProbeShare > 0 && rand.Float64() < p.cfg.Scoring.ProbeShare:
-		i := nthWhere(p.remotes, cand, false, rand.IntN(no))
-		return p.remotes[i], i
-	}
-	a := nthWhere(p.remotes, cand, true, rand.IntN(np))
-	if np > 1 {
-		if b := nthWhere(p.remotes, cand, true, rand.IntN(np)); p.remotes[b].inFlight.Load() < p.remotes[a].inFlight.Load() {
-			a = b
-		}
-	}
-	return p.remotes[a], a
-}
-
-// nthWhere is the k-th candidate (from 0) whose preferred flag is pref.
-func nthWhere(rs []*Remote, cand []int, pref bool, k int) int {
-	for _, i := range cand {
-		if rs[i].sc.preferred.Load() == pref {
-			if k == 0 {
-				return i
-			}
-			k--
-		}
-	}
-	return cand[0] // the flags moved under us: any candidate will do
 }

@@ -1,0 +1,40 @@
+// Package remotes is venn's load balancer over a chain's upstream RPC
+// endpoints. It owns the remotes (their settings, health, limits and
+// transports) and one Pool per chain: membership, the chain's head and
+// each remote's lag, selection, the one judge of what a reply means, and
+// one strategy per kind of call. It knows nothing of the components above
+// it (router, head window, history); they call it through Pool.Call,
+// CallVerified, Relay and the head accessors. It never names a remote by
+// its URL: URLs carry keys.
+//
+// The rooms, in the spirit of Caddy's reverseproxy:
+//
+//   - pool.go: the Pool (membership, heads and lag, Start/Stop) and the
+//     entry points; Pool.send chooses a call's strategy, once.
+//   - route.go: what a call may be routed to (route, readRoute).
+//   - select.go: selection: the tier walk, the candidate filter, the score
+//     chooser; score.go computes the scores and preferred sets it reads.
+//   - judge.go: the judge: answer, caller error, cut, missing data, a range
+//     too large (with the span a remote named), venn's own limit, fault.
+//   - attempt.go: one call's retry state and what it does with each
+//     judged reply; the errors of a call no remote could serve.
+//   - The strategies: single.go (failover, one remote at a time), hedge.go
+//     (hedged: a slow send raced against others, under a budget), vote.go
+//     with consensus.go and canonical.go (voted: rules, ballots, tally,
+//     disputes), getlogs.go (split eth_getLogs), broadcast.go (raw
+//     transactions to several remotes), filters.go (pinned: a filter's
+//     calls go to the remote that made it).
+//   - Beside the calls: dedup.go (identical concurrent reads share one),
+//     integrity.go and integrity_client.go (answers checked locally, liars
+//     blamed), misbehave.go (misbehaviour log and cordons).
+//   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
+//     latency.go, health.go (chain id and head tracking), chaincheck.go,
+//     heads.go and relay.go, relay_poll.go (upstream subscriptions),
+//     chainhead.go (the chain's corroborated head), blocktime.go (its
+//     block time, learnt from head timestamps).
+//   - The wire: transport.go, transport_http.go, transport_ws.go,
+//     replies.go (bounded reads under one reply budget), redact.go (secrets
+//     out of every error), errors.go, and classify.go (the verdict of an
+//     upstream error by its class, reason and span).
+//   - config.go, metrics.go, module.go: settings, Prometheus series, fx.
+package remotes

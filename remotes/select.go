@@ -1,0 +1,116 @@
+package remotes
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Selection: which remote takes a call's next send. The tier walk goes
+// from primary to fallback and stops at the first tier with a candidate
+// (fallback only when nothing else can serve); the candidate filter keeps
+// the remotes of that tier the route allows and the pool's view puts in
+// reach of the call; the score chooser picks among them (score.go keeps
+// the preferred sets it reads).
+
+// view is the pool's membership at one moment: what the candidate filter
+// reads.
+type view struct {
+	now    time.Time
+	best   uint64 // the highest head among the remotes in rotation
+	maxLag uint64
+}
+
+// lagging reports a remote too far behind the best head to be in rotation.
+func (v *view) lagging(r *Remote) bool { return r.Head()+v.maxLag < v.best }
+
+// selector is a chain's selection over its remotes (by tier, then config
+// order).
+type selector struct {
+	remotes []*Remote
+	probe   float64 // ScoringConfig.ProbeShare
+}
+
+// pick chooses the next remote for a call on route rt that has not tried
+// the remotes in tried, or nil.
+func (s *selector) pick(v *view, method string, rt *route, tried uint64) (*Remote, int) {
+	need := min(rt.need, v.best)
+	// Above every remote's head (need > best): the remotes at the best head
+	// give the node's own answer (null, or an error).
+	var cand [maxRemotes]int
+	for tier := TierPrimary; tier <= TierFallback; tier++ {
+		k := 0
+		for i, r := range s.remotes {
+			if r.cfg.Tier == tier && tried&(1<<i) == 0 && s.admits(v, r, method, rt, need) {
+				cand[k] = i
+				k++
+			}
+		}
+		switch k {
+		case 0:
+			continue
+		case 1:
+			return s.remotes[cand[0]], cand[0]
+		}
+		return s.choose(cand[:k])
+	}
+	return nil, 0
+}
+
+// admits is the candidate filter: r may take the call now.
+func (s *selector) admits(v *view, r *Remote, method string, rt *route, need uint64) bool {
+	switch {
+	case rt.only != nil && r != rt.only:
+		return false
+	case !r.available(v.now) || v.lagging(r) || r.Head() < need || !r.supports(method):
+		return false
+	}
+	return rt.accept == nil || rt.accept(r)
+}
+
+// choose is the score chooser among the candidates of one tier (indices
+// into remotes, at least two): usually the less loaded of two random
+// preferred ones; with the probe share, a random one outside the preferred
+// set; with no preferred candidate, the best-scored.
+func (s *selector) choose(cand []int) (*Remote, int) {
+	rs := s.remotes
+	np := 0
+	for _, i := range cand {
+		if rs[i].sc.preferred.Load() {
+			np++
+		}
+	}
+	no := len(cand) - np
+	switch {
+	case np == 0:
+		best := cand[0]
+		for _, i := range cand[1:] {
+			if rs[i].score() < rs[best].score() {
+				best = i
+			}
+		}
+		return rs[best], best
+	case no > 0 && s.probe > 0 && rand.Float64() < s.probe:
+		i := nthWhere(rs, cand, false, rand.IntN(no))
+		return rs[i], i
+	}
+	a := nthWhere(rs, cand, true, rand.IntN(np))
+	if np > 1 {
+		if b := nthWhere(rs, cand, true, rand.IntN(np)); rs[b].inFlight.Load() < rs[a].inFlight.Load() {
+			a = b
+		}
+	}
+	return rs[a], a
+}
+
+// nthWhere is the k-th candidate (from 0) whose preferred flag is pref.
+func nthWhere(rs []*Remote, cand []int, pref bool, k int) int {
+	for _, i := range cand {
+		if rs[i].sc.preferred.Load() == pref {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+	}
+	return cand[0] // the flags moved under us: any candidate will do
+}
