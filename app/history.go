@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/migrations"
 	"github.com/venn-gateway/venn/remotes"
@@ -189,7 +190,7 @@ type historyChain struct {
 var _ stalker.Archive = (*historyChain)(nil)
 
 // Put stores settled blocks.
-func (g *historyChain) Put(ctx context.Context, blocks []*headstore.Block) error {
+func (g *historyChain) Put(ctx context.Context, blocks []*evm.Block) error {
 	if !g.h.ready.Load() {
 		return errHistoryPending
 	}

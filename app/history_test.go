@@ -18,7 +18,6 @@ import (
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/jrpc"
@@ -287,10 +286,10 @@ func TestAppHistoryWithoutAHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	var blocks []*headstore.Block
+	var blocks []*evm.Block
 	for n := uint64(10); n <= 20; n++ {
 		raw := nodeResult(t, node, "eth_getBlockByNumber", `["`+evm.Quantity(n)+`",true]`)
-		b, err := headstore.ParseBlock(raw, nodeResult(t, node, "eth_getBlockReceipts", `["`+node.BlockHash(n)+`"]`))
+		b, err := evm.ParseBlock(raw, nodeResult(t, node, "eth_getBlockReceipts", `["`+node.BlockHash(n)+`"]`))
 		if err != nil {
 			t.Fatalf("block %d: %v", n, err)
 		}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -224,7 +223,7 @@ func ofBlock(receipts []byte, hash string) error {
 // Block fetches block number n with full transactions and its receipts (by
 // the block's hash) and checks that they belong together: what the history
 // store keeps. A block the remotes do not have is ErrNoBlock.
-func (f *Forger) Block(ctx context.Context, n uint64) (*headstore.Block, error) {
+func (f *Forger) Block(ctx context.Context, n uint64) (*evm.Block, error) {
 	call := func(ctx context.Context, method string, params json.RawMessage,
 		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
 		res, err := f.up(ctx, method, params, verify)
@@ -251,7 +250,7 @@ type VerdictCall func(ctx context.Context, method string, params json.RawMessage
 // receipts against the block, when call verifies. A block no remote has is
 // ErrNoBlock. The leader, the backfill and the write-through fetch blocks
 // this way.
-func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref string) (*headstore.Block, error) {
+func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref string) (*evm.Block, error) {
 	params := json.RawMessage("[" + ref + ",true]")
 	want, _ := evm.ParseBlockRef(json.RawMessage(ref))
 	var lastErr error
@@ -265,7 +264,7 @@ func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref 
 		if string(raw) == "null" {
 			return nil, fmt.Errorf("%s(%s): %w", method, ref, ErrNoBlock)
 		}
-		b, txs, err := headstore.TxHashes(raw)
+		b, txs, err := evm.TxHashes(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s(%s): %w", method, ref, err)
 		}
@@ -273,7 +272,7 @@ func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref 
 		if err != nil {
 			return nil, fmt.Errorf("receipts of block %d: %w", b.Number, err)
 		}
-		if b, err = headstore.ParseBlock(raw, receipts); err == nil {
+		if b, err = evm.ParseBlock(raw, receipts); err == nil {
 			return b, nil
 		}
 		lastErr = err

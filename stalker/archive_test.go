@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
@@ -47,7 +48,7 @@ type watchedArchive struct {
 	perBlock map[uint64]int
 }
 
-func (w *watchedArchive) Put(ctx context.Context, blocks []*headstore.Block) error {
+func (w *watchedArchive) Put(ctx context.Context, blocks []*evm.Block) error {
 	head := w.node.Head()
 	w.mu.Lock()
 	for _, b := range blocks {

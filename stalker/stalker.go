@@ -259,14 +259,14 @@ func (s *Stalker) advance(ctx context.Context, l *leading, target uint64) error 
 
 // link publishes b on top of the chain: as a new head when its parent is
 // the top, as a reorg when it is not.
-func (s *Stalker) link(ctx context.Context, l *leading, b *headstore.Block) error {
+func (s *Stalker) link(ctx context.Context, l *leading, b *evm.Block) error {
 	top, ok := l.top()
 	if ok && b.Number <= top.Number {
 		// The range was fetched before a reorg this loop already handled.
 		return nil
 	}
 	if !ok || b.Number != top.Number+1 || b.Parent == top.Hash {
-		return s.publish(ctx, l, &headstore.Event{Added: []*headstore.Block{b}})
+		return s.publish(ctx, l, &headstore.Event{Added: []*evm.Block{b}})
 	}
 	return s.reorg(ctx, l, b)
 }
@@ -293,7 +293,7 @@ func (s *Stalker) checkTip(ctx context.Context, l *leading, number uint64, hash 
 // reorg publishes b, whose parent is not the published block below it, with
 // its branch down to the common ancestor in place of the blocks it
 // replaces.
-func (s *Stalker) reorg(ctx context.Context, l *leading, b *headstore.Block) error {
+func (s *Stalker) reorg(ctx context.Context, l *leading, b *evm.Block) error {
 	branch, dropped, err := s.walkBack(ctx, l, b)
 	if err != nil {
 		return err
@@ -309,8 +309,8 @@ func (s *Stalker) reorg(ctx context.Context, l *leading, b *headstore.Block) err
 // the common ancestor. It returns the new branch above the ancestor and the
 // published blocks it replaces. When the ancestor is below the window the
 // whole window is dropped.
-func (s *Stalker) walkBack(ctx context.Context, l *leading, b *headstore.Block) ([]*headstore.Block, []headstore.Ref, error) {
-	branch := []*headstore.Block{b}
+func (s *Stalker) walkBack(ctx context.Context, l *leading, b *evm.Block) ([]*evm.Block, []headstore.Ref, error) {
+	branch := []*evm.Block{b}
 	low := l.chain[0].Number
 	for cur := b; cur.Number > low; {
 		at := l.chain[cur.Number-1-low]
@@ -364,8 +364,8 @@ func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) 
 }
 
 // fetchRange fetches blocks from..to, a few at once, in order.
-func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*headstore.Block, error) {
-	out := make([]*headstore.Block, to-from+1)
+func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*evm.Block, error) {
+	out := make([]*evm.Block, to-from+1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(fetchConcurrency)
 	for n := from; n <= to; n++ {
@@ -384,7 +384,7 @@ func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*headstore
 // fetchBlock fetches one block with full transactions and its receipts,
 // and checks that they belong together and, with Integrity, that each is
 // what its hashes say.
-func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstore.Block, error) {
+func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*evm.Block, error) {
 	start := time.Now()
 	b, err := forger.FetchBlock(ctx, s.call, s.receipts, method, ref)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 )
 
 // maxTopics is geth's bound on a filter's topic positions (eth/filters):
@@ -52,7 +51,7 @@ type logFilter struct {
 
 // matches is geth's filterLogs check for one log of block number n, but
 // for the address, which the subscriptions' index matches.
-func (f *logFilter) matches(l *headstore.Log, n uint64) bool {
+func (f *logFilter) matches(l *evm.Log, n uint64) bool {
 	if f.hasFrom && n < f.from || f.hasTo && n > f.to {
 		return false
 	}
