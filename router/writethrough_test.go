@@ -18,6 +18,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
+	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -25,7 +26,7 @@ import (
 // inProcess is an Upstream that serves calls from a fake node's handler
 // without a listener.
 func inProcess(n *fakenode.Node) forger.Upstream {
-	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
 		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + string(params) + `}`
 		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/integrity"
 )
 
 // Upstream is what the stalker follows the chain through: the chain's
@@ -27,7 +28,7 @@ import (
 type Upstream interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	CallVerified(ctx context.Context, method string, params json.RawMessage,
-		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error)
+		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error)
 	Tip() (number uint64, hash string)
 	HeadChanged() <-chan struct{}
 	BlockTime() time.Duration
@@ -48,7 +49,7 @@ type Config struct {
 	// Window is the head window's size; 0: headstore.DefaultWindow.
 	Window int
 	// Integrity checks every block and its receipts against themselves
-	// (evm.VerifyBlock, evm.VerifyReceipts) and fetches what fails from
+	// (integrity.VerifyBlock, integrity.VerifyReceipts) and fetches what fails from
 	// another remote. Off for chains whose data venn can't encode at all,
 	// and for fake nodes whose hashes are synthetic.
 	Integrity bool
@@ -95,7 +96,7 @@ func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Me
 	}
 	s := &Stalker{cfg: cfg, up: up, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain)}
 	s.receipts = forger.NewReceipts(func(ctx context.Context, method string, params json.RawMessage,
-		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
 		res, _, err := s.call(ctx, method, params, verify)
 		return res, err
 	}, s.log)
@@ -396,10 +397,10 @@ func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*evm.Bloc
 
 // call is a call through the remotes, checked by verify with Integrity.
 func (s *Stalker) call(ctx context.Context, method string, params json.RawMessage,
-	verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+	verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
 	if !s.cfg.Integrity {
 		res, err := s.up.Call(ctx, method, params)
-		return res, evm.Verdict{}, err
+		return res, integrity.Verdict{}, err
 	}
 	return s.up.CallVerified(ctx, method, params, verify)
 }
