@@ -30,6 +30,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/stalker"
 )
@@ -307,7 +308,7 @@ chains:
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	for _, r := range replicas {
-		waitUntil(t, "replica ready", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "replica ready", func() bool {
 			code, _ := get(t, client, "http://"+r.metrics.bound.String()+"/readyz")
 			return code == http.StatusOK
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/remotes"
 )
 
@@ -83,27 +84,10 @@ type leader struct {
 	arch   *watchedArchive
 	am     *ArchiveMetrics
 	sm     *Metrics
-	logs   *lockedBuffer
+	logs   *testkit.Buffer
 	size   int
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func newLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, hist *blockstore.Chain) *leader {
@@ -119,7 +103,7 @@ func newLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, hist 
 	}
 	l := &leader{t: t, pool: pool, store: headstore.NewMemory(window), window: headstore.NewWindow(window),
 		arch: &watchedArchive{Chain: hist, node: node, conf: conf, perBlock: map[uint64]int{}},
-		am:   NewArchiveMetrics(nil), sm: NewMetrics(nil), logs: &lockedBuffer{}, size: window}
+		am:   NewArchiveMetrics(nil), sm: NewMetrics(nil), logs: &testkit.Buffer{}, size: window}
 	t.Cleanup(func() {
 		l.stop()
 		_ = pool.Stop(context.Background())

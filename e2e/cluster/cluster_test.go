@@ -28,6 +28,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 const (
@@ -107,7 +108,7 @@ func (r *redisServer) start(t *testing.T) {
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if !poll(5*time.Second, func() bool { return r.rdb.Ping(context.Background()).Err() == nil }) {
+	if !testkit.Poll(5*time.Second, func() bool { return r.rdb.Ping(context.Background()).Err() == nil }) {
 		t.Fatal("redis-server did not start")
 	}
 }
@@ -279,7 +280,7 @@ func (c *cluster) waitLeader(t *testing.T, not string) (string, uint64, time.Dur
 	start := time.Now()
 	var id string
 	var epoch uint64
-	if !poll(waitLimit, func() bool {
+	if !testkit.Poll(waitLimit, func() bool {
 		id, epoch = c.redis.leader()
 		return id != "" && id != not
 	}) {
@@ -296,7 +297,7 @@ func (c *cluster) waitConverged(t *testing.T, live []*replica) {
 	want := c.nodes[0].Head()
 	for _, r := range live {
 		var got, window float64
-		if !poll(waitLimit, func() bool {
+		if !testkit.Poll(waitLimit, func() bool {
 			got = float64(blockNumber(r))
 			window, _ = metric(r, "venn_head_number", `chain="dev"`)
 			return got >= float64(want) && window >= float64(want)
@@ -517,7 +518,7 @@ func TestRedisRestarted(t *testing.T) {
 	head := c.nodes[0].Head()
 	for _, r := range c.replicas {
 		var got uint64
-		if !poll(waitLimit, func() bool { got = blockNumber(r); return got >= head }) {
+		if !testkit.Poll(waitLimit, func() bool { got = blockNumber(r); return got >= head }) {
 			t.Fatalf("Redis down: replica %s serves head %d, the chain is at %d", r.id, got, head)
 		}
 	}
@@ -594,7 +595,7 @@ func (c *cluster) without(id string) []*replica {
 // waitBlocks waits until node has mined k more blocks.
 func waitBlocks(node *fakenode.Node, k uint64) {
 	target := node.Head() + k
-	poll(waitLimit, func() bool { return node.Head() >= target })
+	testkit.Poll(waitLimit, func() bool { return node.Head() >= target })
 }
 
 var client = &http.Client{Timeout: 5 * time.Second}
@@ -645,19 +646,6 @@ func metric(r *replica, name, label string) (float64, bool) {
 }
 
 func hexq(n uint64) string { return "0x" + strconv.FormatUint(n, 16) }
-
-func poll(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
 
 func tail(s string, n int) string {
 	if len(s) > n {
