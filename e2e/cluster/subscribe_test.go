@@ -360,9 +360,9 @@ func TestSubscribersAcrossRedisRestart(t *testing.T) {
 	}
 
 	downAt := c.nodes[0].Head()
-	c.redis.kill()
+	c.redis.Kill()
 	waitBlocks(c.nodes[0], 5)
-	c.redis.start(t) // empty: Redis keeps nothing on disk here
+	c.restartRedis(t)
 	upAt := c.nodes[0].Head()
 	next, _, took := c.waitLeader(t, "")
 	t.Logf("Redis down from block %d to %d (window %d); %s leads %v after the restart", downAt, upAt, window, next, took)
