@@ -28,6 +28,8 @@ import (
 	"go.uber.org/fx/fxevent"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
@@ -70,6 +72,7 @@ var Module = fx.Module("app",
 		newChains,
 		newRPCOptions,
 		newRateLimiter,
+		newEdge,
 		newServers,
 	),
 	// Every chain's router is served by the JSON-RPC server; servers are
@@ -303,14 +306,13 @@ func (cs *chains) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, e *edge.Edge) jrpc.Options {
 	return jrpc.Options{
 		Limits:      cfg.JRPCLimits(),
 		Logger:      log,
 		Registerer:  reg,
 		MethodLabel: evm.MethodLabel,
-		Edge:        cfg.JRPCEdge(rl.limiter),
-		CORS:        cfg.JRPCCORS(),
+		Gate:        e,
 	}
 }
 
@@ -335,6 +337,7 @@ type serversParams struct {
 	Log        *slog.Logger
 	Registry   *prometheus.Registry
 	RPC        *jrpc.Server
+	Edge       *edge.Edge
 	Chains     *chains
 	History    *history
 }
@@ -368,7 +371,7 @@ func newServers(p serversParams) *servers {
 	}
 
 	s.rpc = &httpService{name: "rpc", addr: p.Config.Listen, log: p.Log, tls: p.Config.TLS, srv: &http.Server{
-		Handler:           p.RPC.Handler(),
+		Handler:           p.Edge.Wrap(p.RPC.Handler()), // CORS in front
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -481,23 +484,18 @@ func metricsRouter(reg *prometheus.Registry, h *healthHandler) http.Handler {
 // same, and "degraded" while the process serves without it.
 type healthHandler struct {
 	chains   *chains
-	history  func() *historyReadiness // nil result without postgres.url
+	history  func() *blockstore.Readiness // nil result without postgres.url
 	draining *atomic.Bool
 }
 
 // readiness is /readyz's body. Remotes are listed by name only: their URLs
 // carry API keys.
 type readiness struct {
-	Ready    bool              `json:"ready"`
-	Draining bool              `json:"draining,omitempty"`
-	Degraded bool              `json:"degraded,omitempty"` // serving without the history store
-	History  *historyReadiness `json:"history,omitempty"`  // nil without postgres.url
-	Chains   []chainReadiness  `json:"chains"`
-}
-
-type historyReadiness struct {
-	State    string `json:"state"` // up, down or migrating
-	Required bool   `json:"required"`
+	Ready    bool                  `json:"ready"`
+	Draining bool                  `json:"draining,omitempty"`
+	Degraded bool                  `json:"degraded,omitempty"` // serving without the history store
+	History  *blockstore.Readiness `json:"history,omitempty"`  // nil without postgres.url
+	Chains   []chainReadiness      `json:"chains"`
 }
 
 // chainReadiness is one chain's part: whether it can serve, its head and
@@ -540,8 +538,8 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	}
 	if hr := h.history(); hr != nil {
 		body.History = hr
-		body.Degraded = hr.State != historyUp
-		body.Ready = body.Ready && (hr.State == historyUp || !hr.Required)
+		body.Degraded = hr.Degraded()
+		body.Ready = body.Ready && hr.Ready()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if !body.Ready {

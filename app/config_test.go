@@ -69,10 +69,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v\nwant %+v", got, wantPool)
 	}
-	rc, err := c.Chains[0].Remotes[0].RemoteConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := c.Chains[0].Remotes[0]
 	wantRemote := remotes.Config{
 		Name:        "a",
 		URL:         "http://127.0.0.1:18545",
@@ -165,15 +162,12 @@ chains:
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v", got)
 	}
-	rc, err := c.Chains[0].Remotes[0].RemoteConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := c.Chains[0].Remotes[0]
 	wantRemote := remotes.Config{
 		Name: "Provider.A_1", URL: "wss://example.com/v1", WSURL: "wss://example.com/ws",
 		Tier: remotes.TierSecondary, Timeout: 3 * time.Second, MaxInFlight: 7,
-		RateLimit: 2.5, RateBurst: 3, // ceil(rps)
-		Allow: []string{"eth_", "net_version"}, Deny: []string{"debug_*"},
+		RateLimit:    remotes.RateLimit{RPS: 2.5, Burst: 3}, // ceil(rps)
+		Methods:      remotes.MethodFilter{Allow: []string{"eth_", "net_version"}, Deny: []string{"debug_*"}},
 		Headers:      map[string]string{"Authorization": "Bearer x"},
 		MaxLogsRange: 2000, MaxResponseBytes: 1 << 20,
 	}
@@ -228,8 +222,8 @@ limits: {max_body_bytes: -1, ws_ping_interval: -1s, max_reply_bytes_in_flight: -
 			want: []string{
 				`listen: must be host:port`,
 				`metrics_listen: must be host:port`,
-				`log.level: must be debug, info, warn or error`,
-				`log.format: must be text or json`,
+				`log.level (line 4): must be debug, info, warn or error`,
+				`log.format (line 4): must be text or json`,
 				`shutdown_timeout: must be positive`,
 				`limits.max_body_bytes: must be positive`,
 				`limits.ws_ping_interval: must be positive`,
@@ -317,7 +311,7 @@ chains:
 				`chains[0].remotes[0].name: must match [A-Za-z0-9_.-]+`,
 				`chains[0].remotes[0].url: must be http(s):// or ws(s)://`,
 				`chains[0].remotes[0].ws_url: must be ws(s)://`,
-				`chains[0].remotes[0].tier: unknown tier "gold"`,
+				`chains[0].remotes[0].tier (line 9): unknown tier "gold"`,
 				`chains[0].remotes[0].timeout: must be positive`,
 				`chains[0].remotes[0].max_in_flight: must be positive`,
 				`chains[0].remotes[0].rate_limit.rps: must be a finite number >= 0`,
@@ -357,7 +351,7 @@ chains:
 			lines := strings.Split(err.Error(), "\n")
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("missing %q", w)
+					t.Errorf("missing %q in\n%v", w, err)
 				}
 			}
 			if len(lines) != len(tt.want) {
@@ -641,7 +635,7 @@ func TestLoad(t *testing.T) {
 		}
 		tiers := map[string]int{}
 		for _, r := range c.Chains[0].Remotes {
-			tiers[r.Tier]++
+			tiers[r.Tier.String()]++
 		}
 		if tiers["fallback"] == 0 || tiers["primary"] == 0 {
 			t.Errorf("tiers = %v, want primaries and a fallback", tiers)

@@ -85,8 +85,8 @@ func TestConsensusConfigNamesField(t *testing.T) {
 			p + "consensus[0].remotes: is 4, but the chain has 3 remote(s)",
 			p + "consensus[0].agree: must be a majority of remotes (4): 3 to 4",
 			p + `consensus[0].ignore_fields[0]: must be a field name or a dotted path, not "a..b"`,
-			p + `consensus[0].on_dispute: unknown dispute policy "vote"`,
-			p + `consensus[0].trusted_tier: unknown tier "gold"`,
+			p + `consensus[0].on_dispute (line 10): unknown dispute policy "vote"`,
+			p + `consensus[0].trusted_tier (line 10): unknown tier "gold"`,
 		}},
 		{name: "methods that cannot be voted on", give: `    consensus:
       - {methods: [eth_sendRawTransaction, eth_newFilter, "eth_*", eth_call]}

@@ -9,17 +9,57 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
-	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/edge"
 )
+
+// The edge's configuration is package edge's (edge.Config, inline at the
+// top level of the file); app adds what spans sections (a key's chains
+// must be configured) and TLS on listen, which the listener serves.
+
+// TLSConfig is the tls section: TLS on listen, with client certificates
+// required when ClientCAFile is set.
+type TLSConfig struct {
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Enabled reports whether listen serves TLS.
+func (t TLSConfig) Enabled() bool { return t.CertFile != "" }
+
+// validateEdge checks the edge's sections and tls. Key values are never
+// quoted.
+func (c *Config) validateEdge(p *problems) {
+	chains := make([]string, len(c.Chains))
+	for i, ch := range c.Chains {
+		chains[i] = ch.Name
+	}
+	*p = append(*p, unwrapJoined(c.Edge.Validate(chains))...)
+	switch t := c.TLS; {
+	case t.CertFile == "" && t.KeyFile != "":
+		p.add("tls.cert_file", "required with tls.key_file")
+	case t.CertFile != "" && t.KeyFile == "":
+		p.add("tls.key_file", "required with tls.cert_file")
+	case t.CertFile == "" && t.ClientCAFile != "":
+		p.add("tls.client_ca_file", "needs tls.cert_file and tls.key_file: client certificates are checked over TLS")
+	}
+}
+
+// newEdge builds the JSON-RPC server's gate from the edge's sections.
+func newEdge(cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter) *edge.Edge {
+	return edge.New(cfg.Edge, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg})
+}
 
 // rateLimiter is where the edge keeps rate-limit state: the cluster's
 // Redis when redis.url is set and a rate limit is configured, so that
-// limits hold across replicas; otherwise nil, and jrpc keeps it in memory.
+// limits hold across replicas; otherwise nil, and the edge keeps it in
+// memory.
 type rateLimiter struct {
-	limiter jrpc.Limiter // nil: in memory
+	limiter edge.Limiter // nil: in memory
 }
 
 // newRateLimiter gives the limiter its own Redis client: its calls are on
@@ -27,7 +67,7 @@ type rateLimiter struct {
 // without the retries the head feed's client makes. The client is closed
 // after the JSON-RPC server has drained (its hook is appended first).
 func newRateLimiter(lc fx.Lifecycle, cfg *Config, log *slog.Logger) (*rateLimiter, error) {
-	if cfg.Redis.URL == "" || !cfg.rateLimited() {
+	if cfg.Redis.URL == "" || !cfg.Edge.RateLimited() {
 		return &rateLimiter{}, nil
 	}
 	opts, err := redis.ParseURL(cfg.Redis.URL)
@@ -38,7 +78,7 @@ func newRateLimiter(lc fx.Lifecycle, cfg *Config, log *slog.Logger) (*rateLimite
 	opts.MaxRetries = -1 // a failed decision fails open or closed at once
 	opts.DialerRetries = 1
 	rdb := redis.NewClient(opts)
-	l := jrpc.NewRedisLimiter(rdb, jrpc.RedisLimiterOptions{Timeout: cfg.RateLimits.RedisTimeout})
+	l := edge.NewRedisLimiter(rdb, edge.RedisLimiterOptions{Timeout: cfg.Edge.RateLimits.RedisTimeout})
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			// Best effort: with Redis down venn still starts, and its calls

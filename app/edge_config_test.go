@@ -1,13 +1,12 @@
 package app
 
 import (
-	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/edge"
 )
 
 func TestEdgeConfig(t *testing.T) {
@@ -38,50 +37,43 @@ cors:
   max_age: 1h
 tls: {cert_file: /etc/venn/cert.pem, key_file: /etc/venn/key.pem, client_ca_file: /etc/venn/ca.pem}
 `)
-	want := jrpc.Edge{
-		KeyHeader: "Authorization",
-		Keys: []jrpc.APIKey{
-			{Name: "alice", Secret: "alice-0123456789abcdef", Chains: []string{"ethereum"},
+	want := edge.Config{
+		Auth: edge.AuthConfig{Header: "Authorization", Keys: []edge.APIKey{
+			{Name: "alice", Key: "alice-0123456789abcdef", Chains: []string{"ethereum"},
 				Methods: []string{"eth_", "net_version"}, Enable: []string{"debug_trace*"},
-				Rate: jrpc.Rate{PerSecond: 2.5, Burst: 3}, IPExempt: true},
-			{Name: "bob", Secret: "bob-0123456789abcdef01"},
-		},
-		Methods:    jrpc.MethodPolicy{Enable: []string{"debug_getRaw*"}, Block: []string{"eth_sendRawTransaction"}},
-		IPRate:     jrpc.Rate{PerSecond: 10, Burst: 50},
-		KeyRate:    jrpc.Rate{PerSecond: 100, Burst: 100},
-		FailClosed: true,
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.1/32"),
-			netip.MustParsePrefix("2001:db8::/32")},
+				RateLimit: edge.Rate{RPS: 2.5, Burst: 3}, IPExempt: true},
+			{Name: "bob", Key: "bob-0123456789abcdef01"},
+		}},
+		Methods: edge.MethodPolicy{Enable: []string{"debug_getRaw*"}, Block: []string{"eth_sendRawTransaction"}},
+		RateLimits: edge.RateLimits{IP: edge.Rate{RPS: 10, Burst: 50}, Key: edge.Rate{RPS: 100, Burst: 100},
+			OnRedisError: "closed", RedisTimeout: 50 * time.Millisecond},
+		TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1", "2001:db8::/32"},
+		CORS: edge.CORS{AllowedOrigins: []string{"https://app.example.com", "https://*.example.org"},
+			AllowedHeaders: []string{"X-Client"}, MaxAge: time.Hour},
 	}
-	if got := c.JRPCEdge(nil); !reflect.DeepEqual(got, want) {
-		t.Errorf("edge = %+v\nwant %+v", got, want)
+	if !reflect.DeepEqual(c.Edge, want) {
+		t.Errorf("edge = %+v\nwant %+v", c.Edge, want)
 	}
-	wantCORS := jrpc.CORS{AllowedOrigins: []string{"https://app.example.com", "https://*.example.org"},
-		AllowedHeaders: []string{"X-Client"}, MaxAge: time.Hour}
-	if got := c.JRPCCORS(); !reflect.DeepEqual(got, wantCORS) {
-		t.Errorf("cors = %+v", got)
+	if !c.TLS.Enabled() || c.TLS.ClientCAFile != "/etc/venn/ca.pem" {
+		t.Errorf("tls = %+v", c.TLS)
 	}
-	if c.RateLimits.RedisTimeout != 50*time.Millisecond || !c.TLS.Enabled() || c.TLS.ClientCAFile != "/etc/venn/ca.pem" {
-		t.Errorf("rate_limits = %+v, tls = %+v", c.RateLimits, c.TLS)
-	}
-	if !c.rateLimited() {
-		t.Error("rateLimited = false")
+	if !c.Edge.RateLimited() {
+		t.Error("RateLimited = false")
 	}
 }
 
 func TestEdgeConfigDefaults(t *testing.T) {
 	c := mustParse(t, minimal)
-	if got := c.JRPCEdge(nil); !reflect.DeepEqual(got, jrpc.Edge{KeyHeader: jrpc.DefaultKeyHeader}) {
-		t.Errorf("default edge = %+v, want open with the default header", got)
+	want := edge.Config{
+		Auth:       edge.AuthConfig{Header: edge.DefaultKeyHeader},
+		RateLimits: edge.RateLimits{OnRedisError: "open", RedisTimeout: edge.DefaultRedisLimitTimeout},
+		CORS:       edge.CORS{MaxAge: edge.DefaultCORSMaxAge},
 	}
-	if c.RateLimits.OnRedisError != "open" || c.RateLimits.RedisTimeout != jrpc.DefaultRedisLimitTimeout {
-		t.Errorf("rate_limits = %+v", c.RateLimits)
+	if !reflect.DeepEqual(c.Edge, want) {
+		t.Errorf("default edge = %+v, want open with the default header", c.Edge)
 	}
-	if got := c.JRPCCORS(); len(got.AllowedOrigins) != 0 || got.MaxAge != jrpc.DefaultCORSMaxAge {
-		t.Errorf("cors = %+v, want no origin", got)
-	}
-	if c.TLS.Enabled() || c.rateLimited() {
-		t.Errorf("tls = %+v, rate limited = %v", c.TLS, c.rateLimited())
+	if c.TLS.Enabled() || c.Edge.RateLimited() {
+		t.Errorf("tls = %+v, rate limited = %v", c.TLS, c.Edge.RateLimited())
 	}
 }
 

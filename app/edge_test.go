@@ -29,10 +29,11 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/venn-gateway/venn/edge"
+	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/stalker"
 )
 
 // testRedisURL is the Redis every package's tests share.
@@ -282,7 +283,7 @@ func TestRateLimitsAcrossReplicas(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		keys, _ := rdb.Keys(ctx, "venn:{"+chain+"}:*").Result()
-		keys = append(keys, stalker.LeaderKey(chain), stalker.EpochKey(chain), jrpc.DefaultRateLimitPrefix+"key:"+keyName)
+		keys = append(keys, keyspace.For(chain).Lease, keyspace.For(chain).Epoch, edge.DefaultRateLimitPrefix+"key:"+keyName)
 		_ = rdb.Del(ctx, keys...).Err()
 		_ = rdb.Close()
 	})

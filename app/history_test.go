@@ -171,10 +171,10 @@ chains:
 		return func() bool {
 			code, r := readyz()
 			return code == http.StatusOK && r.Ready && r.History != nil && r.History.State == state &&
-				r.Degraded == (state != historyUp)
+				r.Degraded == (state != blockstore.StateUp)
 		}
 	}
-	testkit.WaitFor(t, 10*time.Second, "readyz to say the history store is up", historyIs(historyUp))
+	testkit.WaitFor(t, 10*time.Second, "readyz to say the history store is up", historyIs(blockstore.StateUp))
 	defer proxy.Resume() // before the app stops: what a stall holds is let go
 	// The leader archived up to its settled line: the head is known.
 	testkit.WaitFor(t, 10*time.Second, "the leader to archive", func() bool {
@@ -202,7 +202,7 @@ chains:
 			took.Round(time.Millisecond), readTimeout, callDeadline)
 	}
 	if code, r := readyz(); code != http.StatusOK || !r.Ready || !r.Degraded || r.History == nil ||
-		r.History.State != historyDown || r.History.Required {
+		r.History.State != blockstore.StateDown || r.History.Required {
 		t.Fatalf("readyz on a stalled store = %d %+v %+v; want 200, ready, degraded, history down and not required", code, r, r.History)
 	}
 	for range 3 {
@@ -214,7 +214,7 @@ chains:
 	}
 
 	proxy.Resume()
-	testkit.WaitFor(t, 10*time.Second, "readyz to say the history store is up again", historyIs(historyUp))
+	testkit.WaitFor(t, 10*time.Second, "readyz to say the history store is up again", historyIs(blockstore.StateUp))
 }
 
 // TestReadinessWithHistory: a history store that is not up makes /readyz
@@ -225,17 +225,17 @@ func TestReadinessWithHistory(t *testing.T) {
 		required  bool
 		wantReady bool
 	}{
-		{historyUp, false, true},
-		{historyUp, true, true},
-		{historyDown, false, true},
-		{historyDown, true, false},
-		{historyMigrating, false, true},
-		{historyMigrating, true, false},
+		{blockstore.StateUp, false, true},
+		{blockstore.StateUp, true, true},
+		{blockstore.StateDown, false, true},
+		{blockstore.StateDown, true, false},
+		{blockstore.StateMigrating, false, true},
+		{blockstore.StateMigrating, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s required %v", tt.give, tt.required), func(t *testing.T) {
-			h := &healthHandler{chains: &chains{}, draining: new(atomic.Bool), history: func() *historyReadiness {
-				return &historyReadiness{State: tt.give, Required: tt.required}
+			h := &healthHandler{chains: &chains{}, draining: new(atomic.Bool), history: func() *blockstore.Readiness {
+				return &blockstore.Readiness{State: tt.give, Required: tt.required}
 			}}
 			rec := httptest.NewRecorder()
 			h.ready(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
@@ -247,7 +247,7 @@ func TestReadinessWithHistory(t *testing.T) {
 			if !tt.wantReady {
 				wantCode = http.StatusServiceUnavailable
 			}
-			if rec.Code != wantCode || r.Ready != tt.wantReady || r.Degraded != (tt.give != historyUp) ||
+			if rec.Code != wantCode || r.Ready != tt.wantReady || r.Degraded != (tt.give != blockstore.StateUp) ||
 				r.History == nil || r.History.State != tt.give || r.History.Required != tt.required {
 				t.Fatalf("readyz = %d %s", rec.Code, rec.Body.Bytes())
 			}
@@ -320,7 +320,7 @@ chains:
 	testkit.WaitFor(t, 10*time.Second, "the history store to be ready", func() bool {
 		_, body := get(t, client, "http://"+s.metrics.bound.String()+"/readyz")
 		var r readiness
-		return json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == historyUp
+		return json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == blockstore.StateUp
 	})
 	call := func(method, params string) wireResponse {
 		return post(t, client, rpc, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`)
@@ -389,15 +389,15 @@ chains:
 			return got == code && json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == state
 		}
 	}
-	testkit.WaitFor(t, 10*time.Second, "readyz: ready, the history store down", historyIs(http.StatusOK, historyDown))
+	testkit.WaitFor(t, 10*time.Second, "readyz: ready, the history store down", historyIs(http.StatusOK, blockstore.StateDown))
 	r := post(t, client, "http://"+s.rpc.bound.String()+"/test", `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x5",false]}`)
 	if r.Error != nil || !strings.Contains(string(r.Result), node.BlockHash(5)) {
 		t.Fatalf("block 5 with the store stalled = %.200s %+v", r.Result, r.Error)
 	}
 
 	proxy.Resume()
-	deadline := time.Now().Add(migrateBackoffMax + 10*time.Second) // the retry's backoff, then the migrations
-	for !historyIs(http.StatusOK, historyUp)() {
+	deadline := time.Now().Add(blockstore.MaxMigrateBackoff + 10*time.Second) // the retry's backoff, then the migrations
+	for !historyIs(http.StatusOK, blockstore.StateUp)() {
 		if time.Now().After(deadline) {
 			t.Fatal("the history store was not up after the stall ended")
 		}

@@ -6,7 +6,9 @@
 //
 // The store never decides what is settled: callers hand it only blocks at
 // or below their settled line, and Put refuses a block that disagrees with
-// a stored neighbour. The schema is package migrations'.
+// a stored neighbour. The schema's SQL is package migrations'; History
+// (history.go) applies it when a process starts, keeps each chain's store
+// shut until it is in place, and reports the store's readiness.
 package blockstore
 
 import (

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore/keyspace"
 )
 
 const (
@@ -30,28 +31,13 @@ const (
 	redisFollowCount = 64
 )
 
-// Redis is a chain's head window in Redis, shared by every replica.
-//
-// Keys share the hash tag {CHAIN}, so they sit in one Redis Cluster slot
-// and one script may touch all of them:
-//
-//	venn:{CHAIN}:epoch     fencing epoch (INCR by leader election; read here)
-//	venn:{CHAIN}:state     HASH gen, seq, head, safe, finalized
-//	venn:{CHAIN}:canon     ZSET block hash scored by number: the window
-//	venn:{CHAIN}:blk:HASH  JSON of one Block
-//	venn:{CHAIN}:events    STREAM, entry ID SEQ-0, fields e (event with refs
-//	                       only) and g (the gen it belongs to)
-//
-// Bodies live only in blk keys so that the stream stays small.
+// Redis is a chain's head window in Redis, shared by every replica, under
+// the chain's keys (package keyspace: epoch, state, canon, blk:HASH,
+// events). Bodies live only in blk keys so that the stream stays small.
 type Redis struct {
 	rdb    redis.UniversalClient
 	window int
-
-	epochKey  string
-	stateKey  string
-	canonKey  string
-	eventsKey string
-	blkPrefix string
+	keys   keyspace.Chain
 }
 
 var _ Store = (*Redis)(nil)
@@ -62,21 +48,12 @@ func NewRedis(rdb redis.UniversalClient, chain string, window int) *Redis {
 	if window <= 0 {
 		window = DefaultWindow
 	}
-	p := "venn:{" + chain + "}:"
-	return &Redis{
-		rdb:       rdb,
-		window:    window,
-		epochKey:  p + "epoch",
-		stateKey:  p + "state",
-		canonKey:  p + "canon",
-		eventsKey: p + "events",
-		blkPrefix: p + "blk:",
-	}
+	return &Redis{rdb: rdb, window: window, keys: keyspace.For(chain)}
 }
 
 // Epoch reads the chain's current fencing epoch; 0 if none was set.
 func (r *Redis) Epoch(ctx context.Context) (uint64, error) {
-	n, err := r.rdb.Get(ctx, r.epochKey).Uint64()
+	n, err := r.rdb.Get(ctx, r.keys.Epoch).Uint64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -85,103 +62,6 @@ func (r *Redis) Epoch(ctx context.Context) (uint64, error) {
 	}
 	return n, nil
 }
-
-// redisPublish applies one event. Redis does not roll a script back when
-// it fails half way, so every check that can fail runs before the first
-// write.
-//
-// KEYS: epoch, state, canon, events
-// ARGV: epoch, gen, window, maxlen, blk prefix, event JSON, safe, finalized,
-// ndropped, dropped hash..., nadded, (number, hash, parent, body)...
-var redisPublish = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur ~= ARGV[1] then
-  return redis.error_reply('FENCED epoch is ' .. (cur or 'unset') .. ', writer has ' .. ARGV[1])
-end
-local window = tonumber(ARGV[3])
-local prefix = ARGV[5]
-local function num(n) return string.format('%d', n) end
-
--- A state without gen is a new history (fresh Redis, or one that lost its
--- data); so is a stream already past the next seq, which XADD would refuse.
-local st = redis.call('HMGET', KEYS[2], 'gen', 'seq')
-local gen = st[1]
-local fresh = not gen
-if not fresh then
-  local top = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)[1]
-  if top and tonumber(string.match(top[1], '^%d+')) > (tonumber(st[2]) or 0) then
-    fresh = true
-  end
-end
-if fresh then
-  gen = ARGV[2]
-  redis.call('DEL', KEYS[4])
-  redis.call('HSET', KEYS[2], 'gen', gen, 'seq', '0')
-end
-
-local i = 9
-local ndropped = tonumber(ARGV[i]); i = i + 1
-for _ = 1, ndropped do
-  redis.call('ZREM', KEYS[3], ARGV[i])
-  redis.call('DEL', prefix .. ARGV[i])
-  i = i + 1
-end
-
-local nadded = tonumber(ARGV[i]); i = i + 1
-local head = 0
-if nadded > 0 then
-  local n0, parent = tonumber(ARGV[i]), ARGV[i + 2]
-  local readded = {}
-  for j = 0, nadded - 1 do readded[ARGV[i + 4 * j + 1]] = true end
-  local function cut(lo, hi)
-    for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], lo, hi)) do
-      if not readded[h] then redis.call('DEL', prefix .. h) end
-    end
-    redis.call('ZREMRANGEBYSCORE', KEYS[3], lo, hi)
-  end
-  -- The window stays contiguous and parent-linked: a gap below the new
-  -- blocks, or a parent that is not the block there, drops all below.
-  local linked = false
-  if n0 > 0 then
-    for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], num(n0 - 1), num(n0 - 1))) do
-      if h == parent then linked = true end
-    end
-  end
-  if not linked then cut('-inf', '(' .. num(n0)) end
-  cut(num(n0), '+inf')
-  for _ = 1, nadded do
-    redis.call('SET', prefix .. ARGV[i + 1], ARGV[i + 3])
-    redis.call('ZADD', KEYS[3], ARGV[i], ARGV[i + 1])
-    head = tonumber(ARGV[i])
-    i = i + 4
-  end
-else
-  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-  if top[2] then head = tonumber(top[2]) end
-end
-
-if head >= window then
-  local lim = num(head - window)
-  for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', lim)) do
-    redis.call('DEL', prefix .. h)
-  end
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', lim)
-end
-
-local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
-redis.call('HSET', KEYS[2], 'head', num(head))
-if ARGV[7] ~= '0' then redis.call('HSET', KEYS[2], 'safe', ARGV[7]) end
-if ARGV[8] ~= '0' then redis.call('HSET', KEYS[2], 'finalized', ARGV[8]) end
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], num(seq) .. '-0', 'e', ARGV[6], 'g', gen)
-return seq
-`)
-
-// redisSnapshot reads the state and the canonical window at one instant.
-// KEYS: state, canon
-var redisSnapshot = redis.NewScript(`
-local st = redis.call('HMGET', KEYS[1], 'gen', 'seq', 'safe', 'finalized')
-return {st[1], st[2], st[3], st[4], redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
-`)
 
 // redisEvent is an Event as the stream holds it: added blocks reduced to
 // refs, no seq (the entry ID carries it).
@@ -232,7 +112,7 @@ func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
 		hex.EncodeToString(g[:]),
 		r.window,
 		4*r.window,
-		r.blkPrefix,
+		r.keys.BlockPrefix,
 		e,
 		strconv.FormatUint(ev.Safe, 10),
 		strconv.FormatUint(ev.Finalized, 10),
@@ -250,8 +130,7 @@ func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
 		args = append(args, strconv.FormatUint(b.Number, 10), b.Hash, b.Parent, body)
 	}
 
-	keys := []string{r.epochKey, r.stateKey, r.canonKey, r.eventsKey}
-	seq, err := redisPublish.Run(ctx, r.rdb, keys, args...).Int64()
+	seq, err := keyspace.Publish.Run(ctx, r.rdb, r.keys.PublishKeys(), args...).Int64()
 	if redis.HasErrorPrefix(err, "FENCED") {
 		return fmt.Errorf("publish: %w (%v)", ErrFenced, err)
 	}
@@ -328,7 +207,7 @@ func (r *Redis) blocks(ctx context.Context, hashes []string) ([]*evm.Block, erro
 		chunk := hashes[start:min(start+redisChunk, len(hashes))]
 		keys = keys[:0]
 		for _, h := range chunk {
-			keys = append(keys, r.blkPrefix+h)
+			keys = append(keys, r.keys.BlockPrefix+h)
 		}
 		vals, err := r.rdb.MGet(ctx, keys...).Result()
 		if err != nil {
@@ -372,7 +251,7 @@ func (r *Redis) Snapshot(ctx context.Context) (*Snapshot, error) {
 }
 
 func (r *Redis) snapshot(ctx context.Context) (*Snapshot, error) {
-	res, err := redisSnapshot.Run(ctx, r.rdb, []string{r.stateKey, r.canonKey}).Slice()
+	res, err := keyspace.Snapshot.Run(ctx, r.rdb, r.keys.SnapshotKeys()).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -425,7 +304,7 @@ func (r *Redis) Follow(ctx context.Context, gen string, seq uint64, fn func(*Eve
 			return err
 		}
 		res, err := r.rdb.XRead(ctx, &redis.XReadArgs{
-			Streams: []string{r.eventsKey, strconv.FormatUint(last, 10) + "-0"},
+			Streams: []string{r.keys.Events, strconv.FormatUint(last, 10) + "-0"},
 			Count:   redisFollowCount,
 			Block:   redisFollowBlock,
 		}).Result()
@@ -480,7 +359,7 @@ func (r *Redis) Follow(ctx context.Context, gen string, seq uint64, fn func(*Eve
 // checkState catches a history that restarted behind an idle stream: the
 // stored gen is not ours, or its seq is below ours.
 func (r *Redis) checkState(ctx context.Context, gen string, last uint64) error {
-	vals, err := r.rdb.HMGet(ctx, r.stateKey, "gen", "seq").Result()
+	vals, err := r.rdb.HMGet(ctx, r.keys.State, "gen", "seq").Result()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

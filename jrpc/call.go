@@ -17,14 +17,14 @@ import (
 // maxLoggedMethod bounds how much of a client's method name reaches a log.
 const maxLoggedMethod = 64
 
-// serveMessage decodes msg, serves its calls under ctx for cl (nil when the
-// edge is open) and appends the answer to buf. buf comes back unchanged when
+// serveMessage decodes msg, serves its calls under ctx for cl (nil without
+// a Gate) and appends the answer to buf. buf comes back unchanged when
 // nothing is to be answered (only notifications). Calls of a message that
 // beginCalls did not admit are answered CodeShuttingDown; the transport holds
 // the admission until the answer is written, so that Shutdown waits for
 // answers, not just results. A message the rate limits refuse has every call
 // answered with the refusal's error, which is also returned.
-func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl *client, msg, buf []byte, admitted bool) ([]byte, *refusal) {
+func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, msg, buf []byte, admitted bool) ([]byte, *Refusal) {
 	items, batch, werr := decode(msg, s.limits.MaxBatchItems)
 	if werr != nil {
 		if werr.Code == CodeLimitExceeded {
@@ -38,13 +38,13 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl *client, m
 
 	// A batch costs one call per item, taken at once (all or none): it
 	// weighs what it makes venn do, and one limiter round trip serves it.
-	var refused *refusal
-	if admitted && cl != nil && s.edge.limiter != nil {
-		refused = s.limit(ctx, ch, cl, len(items))
+	var refused *Refusal
+	if admitted && cl != nil {
+		refused = cl.Take(ctx, len(items))
 	}
 	switch {
 	case refused != nil:
-		s.answerAll(ctx, ch, items, refused.err)
+		s.answerAll(ctx, ch, items, refused.Err)
 	case admitted:
 		s.serveItems(ctx, ch, cl, items)
 	default:
@@ -89,7 +89,7 @@ func (s *Server) answerAll(ctx context.Context, ch *chainEntry, items []item, e 
 
 // serveItems serves every item, at most BatchConcurrency at once. The calling
 // goroutine is one of the workers, so a single call starts no goroutine.
-func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl *client, items []item) {
+func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl Caller, items []item) {
 	if len(items) == 1 {
 		s.serveItem(ctx, ch, cl, &items[0]) // the common case, without a closure
 		return
@@ -115,18 +115,11 @@ func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl *client, ite
 
 // serveItem calls the handler for a valid item and records the answer.
 // Notifications are served too; only their answer is dropped. A method the
-// caller may not call is answered as geth answers one it does not expose,
-// and never reaches the handler.
-func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl *client, it *item) {
-	if it.err == nil {
-		var k *apiKey
-		if cl != nil {
-			k = cl.key
-		}
-		if reason, ok := s.methods.check(it.req.Method, k); !ok {
-			ch.metrics.authRejected(reason)
-			it.err = errNoMethod(it.req.Method)
-		}
+// caller may not call is answered with the Gate's error, and never reaches
+// the handler.
+func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *item) {
+	if it.err == nil && cl != nil {
+		it.err = cl.Check(it.req.Method)
 	}
 	var start time.Time
 	if it.err == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -173,4 +174,24 @@ func wsRead(t *testing.T, c *websocket.Conn) string {
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testkit.WaitFor(t, 5*time.Second, what, cond)
+}
+
+func callOf(method string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":[]}`
+}
+
+// aliceSecret is the one key pathKeyGate lets in.
+const aliceSecret = "alice-0123456789abcdef"
+
+// pathKeyGate is a Gate that takes keys in the path (/CHAIN/KEY) and lets
+// in only aliceSecret there, as package edge does with one key.
+type pathKeyGate struct{}
+
+func (pathKeyGate) KeysInPath() bool { return true }
+
+func (pathKeyGate) Admit(_ *http.Request, a Admission) (Caller, *Refusal) {
+	if a.PathKey != aliceSecret {
+		return nil, &Refusal{Status: http.StatusUnauthorized, Err: &Error{Code: CodeUnauthorized, Message: "unauthorized"}}
+	}
+	return nil, nil
 }

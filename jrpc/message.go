@@ -18,10 +18,9 @@
 // than a dropped connection wherever an answer is possible. A WebSocket call
 // finds the connection's Notifier in its context, for subscriptions.
 //
-// The edge (edge.go) runs before a call reaches its Handler: API keys, the
-// method blocklist and per-key allowlists, rate limits per key and client
-// address (in memory, or shared through Redis by RedisLimiter), trusted
-// proxies, and CORS.
+// Who may call what, and how often, is a Gate's to decide (gate.go; venn's
+// is package edge), asked before a call reaches its Handler. jrpc knows no
+// component of venn, no go-ethereum and no Redis.
 package jrpc
 
 import (

@@ -108,11 +108,6 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	wsConns  prometheus.Gauge
 	limits   *prometheus.CounterVec
-
-	// The edge (edge.go).
-	auth            *prometheus.CounterVec
-	rateLimited     *prometheus.CounterVec
-	limiterFailures prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -141,21 +136,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name:      "limit_rejections_total",
 			Help:      "Requests refused for breaking a limit, by chain and limit.",
 		}, []string{"chain", "limit"})),
-		auth: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "venn",
-			Name:      "auth_rejections_total",
-			Help:      "Requests and calls refused by API keys, the method blocklist or CORS, by chain and reason.",
-		}, []string{"chain", "reason"})),
-		rateLimited: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "venn",
-			Name:      "ratelimit_rejections_total",
-			Help:      "Requests refused by a rate limit, by chain and the limit's scope (key or ip).",
-		}, []string{"chain", "scope"})),
-		limiterFailures: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "venn",
-			Name:      "ratelimit_redis_errors_total",
-			Help:      "Rate-limit decisions Redis could not make; their calls were served (fail open) or refused (fail closed).",
-		})),
 	}
 }
 
@@ -182,12 +162,6 @@ func (m *metrics) wsConnOpened() {
 	}
 }
 
-func (m *metrics) limiterFailed() {
-	if m != nil {
-		m.limiterFailures.Inc()
-	}
-}
-
 func (m *metrics) wsConnClosed() {
 	if m != nil {
 		m.wsConns.Dec()
@@ -197,11 +171,9 @@ func (m *metrics) wsConnClosed() {
 // chainMetrics caches one chain's label children, so a call costs a map
 // lookup under a read lock instead of hashing label values.
 type chainMetrics struct {
-	m       *metrics
-	chain   string
-	limits  [numLimits]prometheus.Counter
-	auth    [numAuthReasons]prometheus.Counter
-	limited [numScopes]prometheus.Counter
+	m      *metrics
+	chain  string
+	limits [numLimits]prometheus.Counter
 
 	mu       sync.RWMutex
 	byMethod map[string]*methodMetrics // by method label, a bounded set
@@ -220,12 +192,6 @@ func (m *metrics) forChain(chain string) *chainMetrics {
 	c := &chainMetrics{m: m, chain: chain, byMethod: make(map[string]*methodMetrics)}
 	for l := range numLimits {
 		c.limits[l] = m.limits.WithLabelValues(chain, l.String())
-	}
-	for r := range numAuthReasons {
-		c.auth[r] = m.auth.WithLabelValues(chain, r.String())
-	}
-	for sc := range numScopes {
-		c.limited[sc] = m.rateLimited.WithLabelValues(chain, sc.String())
 	}
 	return c
 }
@@ -277,19 +243,4 @@ func (c *chainMetrics) rejected(l limit) {
 	}
 	c.limits[l].Inc()
 	c.count(otherMethod, outcomeLimited)
-}
-
-// authRejected records a request or call refused by the edge for reason.
-func (c *chainMetrics) authRejected(r authReason) {
-	if c != nil {
-		c.auth[r].Inc()
-	}
-}
-
-// rateLimited records a request refused by the rate limit of scope sc; its
-// calls are counted, with outcome limited, as they are answered.
-func (c *chainMetrics) rateLimited(sc scope) {
-	if c != nil {
-		c.limited[sc].Inc()
-	}
 }

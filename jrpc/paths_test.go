@@ -122,7 +122,7 @@ func TestChainPaths(t *testing.T) {
 	one := pathServer(t, Options{}, "test")
 	two := pathServer(t, Options{}, "test", "other-chain")
 	both := []string{"/other-chain", "/test"}
-	keyed := pathServer(t, Options{Edge: Edge{Keys: []APIKey{{Name: "alice", Secret: aliceSecret}}}}, "test", "other-chain")
+	keyed := pathServer(t, Options{Gate: pathKeyGate{}}, "test", "other-chain")
 	tests := []struct {
 		name string
 		s    *testServer

@@ -1,7 +1,6 @@
 package jrpc
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,12 +43,9 @@ type Options struct {
 	// MethodLabel maps a client's method to a metric label from a bounded
 	// set ("" for none of them); nil labels every method "other".
 	MethodLabel func(method string) string
-	// Edge decides who may call what, and how often (API keys, the method
-	// blocklist, rate limits, trusted proxies); the zero value is open
-	// but for DefaultBlockedMethods.
-	Edge Edge
-	// CORS lets browser pages call; the zero value allows no origin.
-	CORS CORS
+	// Gate decides who may call what, and how often (package edge); nil:
+	// every caller may call every method.
+	Gate Gate
 }
 
 // Peer describes the client of a call. Handlers find it in their context.
@@ -60,9 +56,8 @@ type Peer struct {
 	// Key is the name of the caller's API key ("" without keys); never the
 	// key itself.
 	Key string
-	// ClientIP is the client's address as the edge works it out (behind
-	// trusted proxies); valid only when rate limits or trusted proxies are
-	// configured.
+	// ClientIP is the client's address as the Gate works it out (behind
+	// trusted proxies); invalid when it works none out.
 	ClientIP netip.Addr
 }
 
@@ -86,11 +81,10 @@ type Server struct {
 	log         *slog.Logger
 	metrics     *metrics
 	methodLabel func(string) string
-	router      http.Handler // with CORS around it, when configured
+	router      http.Handler
 
-	edge    *edge // nil: open
-	methods MethodPolicy
-	cors    *cors // nil: no origin allowed
+	gate     Gate // nil: open
+	pathKeys bool // /CHAIN/KEY is routed: the gate takes keys in the path
 
 	handleMu sync.Mutex // serializes Handle; readers load chains lock-free
 	chains   atomic.Pointer[chainSet]
@@ -154,9 +148,8 @@ func NewServer(opts Options) *Server {
 		log:         log,
 		metrics:     newMetrics(opts.Registerer),
 		methodLabel: opts.MethodLabel,
-		edge:        newEdge(opts.Edge),
-		methods:     opts.Edge.Methods,
-		cors:        newCORS(opts.CORS, cmp.Or(opts.Edge.KeyHeader, DefaultKeyHeader)),
+		gate:        opts.Gate,
+		pathKeys:    opts.Gate != nil && opts.Gate.KeysInPath(),
 		idle:        make(chan struct{}, 1),
 		conns:       make(map[*wsConn]struct{}),
 		connsByIP:   make(map[string]int),
@@ -171,15 +164,12 @@ func NewServer(opts Options) *Server {
 	r.Use(middleware.StripSlashes) // /CHAIN/ is /CHAIN
 	r.HandleFunc("/", s.serveHTTP) // the only chain, when there is one
 	r.HandleFunc("/{chain}", s.serveHTTP)
-	if s.edge != nil && s.edge.keys != nil {
+	if s.pathKeys {
 		r.HandleFunc("/{chain}/{key}", s.serveHTTP) // the key in the path
 	}
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 	s.router = r
-	if s.cors != nil {
-		s.router = s.cors.wrap(r)
-	}
 	return s
 }
 
@@ -222,7 +212,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "chain")
 	ch := s.chain(name)
 	if ch == nil {
-		if s.edge != nil && s.edge.keys != nil && chi.URLParam(r, "key") != "" {
+		if s.pathKeys && chi.URLParam(r, "key") != "" {
 			// The path holds a key: repeat only the chain.
 			writeHTTPError(w, http.StatusNotFound, errUnknownChain("/"+name, s.chains.Load().paths))
 			return
@@ -257,12 +247,9 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 	}
 	defer s.httpInFlight.Add(-1)
 
-	var cl *client
-	if s.edge != nil {
-		var ok bool
-		if cl, ok = s.admit(w, r, ch); !ok {
-			return
-		}
+	cl, ok := s.admit(w, r, ch, TransportHTTP, chi.URLParam(r, "key"))
+	if !ok {
+		return
 	}
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		ch.metrics.count(otherMethod, outcomeInvalid)
@@ -274,7 +261,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 		return
 	}
 
-	ctx := context.WithValue(r.Context(), peerKey{}, cl.peer("http", r))
+	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportHTTP, r))
 	admitted := s.beginCalls()
 	if admitted {
 		defer s.endCalls()
@@ -326,7 +313,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 // server is shutting down are answered with HTTP 503 (and the connection
 // closed), which load balancers and clients retry elsewhere; a 200 they
 // would take as final.
-func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, cl *client, body []byte, admitted bool) {
+func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, cl Caller, body []byte, admitted bool) {
 	status := http.StatusOK
 	if !admitted {
 		status = http.StatusServiceUnavailable
@@ -338,9 +325,9 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	if refused != nil {
 		// The rate limits refused every call of the request: say so in
 		// HTTP too, which clients and proxies back off on.
-		status = refused.status
-		if refused.retryAfter != "" {
-			w.Header().Set("Retry-After", refused.retryAfter)
+		status = refused.Status
+		if refused.RetryAfter != "" {
+			w.Header().Set("Retry-After", refused.RetryAfter)
 		}
 	}
 	// The deadline starts once the answer is built, so a long call is never

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
 )
 
 // ErrConnClosed is returned by Notify once the connection has ended.
@@ -95,8 +96,8 @@ func (r *reply) run() {
 type wsConn struct {
 	s    *Server
 	ch   *chainEntry
-	cl   *client // nil when the edge is open
-	ip   string  // what the connection counts against in max_connections_per_ip
+	cl   Caller // nil without a Gate
+	ip   string // what the connection counts against in max_connections_per_ip
 	conn *websocket.Conn
 
 	// ctx is the root of every call on the connection; cancel ends them all
@@ -107,7 +108,13 @@ type wsConn struct {
 	slots      chan struct{}  // one per message in flight
 	writeMu    chan struct{}  // the writer's turn; a channel so waiters can give up
 	writeTimer *time.Timer    // closes the connection when a write outlasts WSWriteTimeout; guarded by writeMu
-	wg         sync.WaitGroup // message goroutines and the pinger
+	wg         sync.WaitGroup // message goroutines, the pinger and a Disconnect's close
+
+	// mu guards ended and disconnecting: a Disconnect's close joins wg only
+	// while serve has not begun waiting for it.
+	mu            sync.Mutex
+	ended         bool
+	disconnecting bool
 
 	// The pinger must not mistake a paused reader (which reads no pongs) for a
 	// dead peer.
@@ -116,20 +123,10 @@ type wsConn struct {
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
-	// Browsers send Origin on every upgrade, and WebSocket has no
-	// preflight: the upgrade itself must be refused to an origin CORS does
-	// not allow. Other clients send none.
-	if origin := r.Header.Get("Origin"); origin != "" && !s.cors.allows(origin) {
-		ch.metrics.authRejected(authOrigin)
-		writeHTTPError(w, http.StatusForbidden, errOriginNotAllowed())
+	// WebSocket has no preflight: the Gate checks the upgrade's Origin.
+	cl, ok := s.admit(w, r, ch, TransportWS, chi.URLParam(r, "key"))
+	if !ok {
 		return
-	}
-	var cl *client
-	if s.edge != nil {
-		var ok bool
-		if cl, ok = s.admit(w, r, ch); !ok {
-			return
-		}
 	}
 	ip := connIP(cl, r)
 	if e, status := s.admitConn(ip); e != nil {
@@ -141,7 +138,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
-		InsecureSkipVerify: true, // the origin is checked above, against CORS
+		InsecureSkipVerify: true, // the origin is the Gate's to check
 		CompressionMode:    websocket.CompressionDisabled,
 	})
 	if err != nil {
@@ -165,7 +162,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 	}
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
-	ctx := context.WithValue(r.Context(), peerKey{}, cl.peer("ws", r))
+	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r))
 	ctx = ContextWithNotifier(ctx, c)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	defer c.cancel()
@@ -185,18 +182,20 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 }
 
 // connIP is the address a connection counts against for
-// max_connections_per_ip: the edge's client address (behind trusted
+// max_connections_per_ip: the Gate's client address (behind trusted
 // proxies) when it works one out, the peer's otherwise; an IPv6 client's
 // /64.
-func connIP(cl *client, r *http.Request) string {
-	if cl != nil && cl.ip.IsValid() {
-		return ipBucket(cl.ip)
+func connIP(cl Caller, r *http.Request) string {
+	if cl != nil {
+		if ip := cl.ClientIP(); ip.IsValid() {
+			return AddrBucket(ip)
+		}
 	}
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
-		return ipBucket(netip.Addr{})
+		return AddrBucket(netip.Addr{})
 	}
-	return ipBucket(ap.Addr().Unmap())
+	return AddrBucket(ap.Addr().Unmap())
 }
 
 // admitConn takes a connection slot for a client at ip, or says why there
@@ -250,6 +249,9 @@ func (c *wsConn) serve() {
 	go c.pingLoop()
 	err := c.readLoop()
 	c.cancel() // calls of a closed connection have no one to answer
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
 	c.wg.Wait()
 	_ = c.conn.CloseNow()
 	if c.s.log.Enabled(c.ctx, slog.LevelDebug) {
@@ -416,14 +418,23 @@ func (c *wsConn) NotifySubscription(ctx context.Context, id string, result json.
 
 // Disconnect implements Notifier. The close handshake runs in the
 // background: the peer being disconnected is often one that does not read.
+// The connection owns it: serve waits for it, and ending the connection
+// cuts it short. The first Disconnect's code and reason are the ones sent;
+// once the connection ended there is nothing left to close.
 func (c *wsConn) Disconnect(code int, reason string) {
 	if len(reason) > 123 {
 		reason = reason[:123]
 	}
-	go func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended || c.disconnecting {
+		return
+	}
+	c.disconnecting = true
+	c.wg.Go(func() {
 		_ = c.conn.Close(websocket.StatusCode(code), reason)
 		c.cancel()
-	}()
+	})
 }
 
 // Closed implements Notifier.

@@ -356,3 +356,47 @@ func TestWSPeer(t *testing.T) {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
+
+// TestWSDisconnect: a handler's Disconnect reaches the client as its close
+// code and reason and ends the connection; the close belongs to the
+// connection, so once Shutdown has waited for the connection it is over,
+// and a Disconnect after that has nothing to close.
+func TestWSDisconnect(t *testing.T) {
+	notifiers := make(chan Notifier, 1)
+	h := HandlerFunc(func(ctx context.Context, req *Request) (json.RawMessage, error) {
+		n, _ := NotifierFromContext(ctx)
+		notifiers <- n
+		n.Disconnect(4000, "bye")
+		n.Disconnect(4001, "ignored: the first close wins")
+		return json.RawMessage(`true`), nil
+	})
+	s := newTestServer(t, Options{}, h)
+	c := s.dial(t)
+	wsWrite(t, c, call(1, "bye"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	for err == nil {
+		_, _, err = c.Read(ctx) // the reply may or may not come first
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 4000 || ce.Reason != "bye" {
+		t.Fatalf("read = %v, want close 4000 %q", err, "bye")
+	}
+	n := <-notifiers
+	select {
+	case <-n.Closed():
+	case <-ctx.Done():
+		t.Fatal("notifier not closed by its Disconnect")
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	n.Disconnect(4002, "after the end")
+	wc := n.(*wsConn)
+	wc.mu.Lock()
+	defer wc.mu.Unlock()
+	if !wc.ended || !wc.disconnecting {
+		t.Errorf("ended %v, disconnecting %v: want both", wc.ended, wc.disconnecting)
+	}
+}

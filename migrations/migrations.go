@@ -4,8 +4,8 @@
 // together apply each version once. goose records the versions applied in
 // its table, goose_db_version.
 //
-// The package owns the schema and nothing else; the blockstore reads and
-// writes the tables.
+// The package holds the schema and nothing else; the blockstore applies it
+// (blockstore.History) and reads and writes the tables.
 package migrations
 
 import (

@@ -99,22 +99,22 @@ const DefaultConsensusRemotes = 3
 type ConsensusRule struct {
 	// Methods are exact method names (no prefixes: the name is a metric
 	// label). Writes and stateful methods cannot be voted on.
-	Methods []string
+	Methods []string `yaml:"methods"`
 	// Remotes are asked at once (N); 0 is min(3, the chain's remotes).
-	Remotes int
+	Remotes int `yaml:"remotes"`
 	// Agree is how many must give the same answer (K); 0 is a majority of
 	// Remotes. It must be a majority, or two answers could both win.
-	Agree int
+	Agree int `yaml:"agree"`
 	// IgnoreFields are left out of the comparison. A plain name ("size")
 	// is dropped at any depth; a dotted path ("transactions.v") is followed
 	// from the result's root, through arrays as if they were not there,
 	// and "*" matches any key. The answer returned is one agreeing
 	// remote's, ignored fields as that remote sent them.
-	IgnoreFields []string
-	OnDispute    DisputePolicy
+	IgnoreFields []string      `yaml:"ignore_fields"`
+	OnDispute    DisputePolicy `yaml:"on_dispute"`
 	// TrustedTier: for DisputePreferTier, remotes of this tier or a better
 	// one are trusted (primary trusts only primary).
-	TrustedTier Tier
+	TrustedTier Tier `yaml:"trusted_tier"`
 }
 
 // consensusRule is a ConsensusRule with defaults applied and its ignore
@@ -130,36 +130,18 @@ func compileRules(rules []ConsensusRule, nRemotes int) (map[string]*consensusRul
 	if len(rules) == 0 {
 		return nil, nil
 	}
+	rules = ConsensusDefaults(rules, nRemotes)
+	if err := ValidateConsensus(rules, nRemotes); err != nil {
+		return nil, err
+	}
 	out := make(map[string]*consensusRule)
 	for i, r := range rules {
-		if r.Remotes == 0 {
-			r.Remotes = min(DefaultConsensusRemotes, nRemotes)
-		}
-		if r.Agree == 0 {
-			r.Agree = r.Remotes/2 + 1
-		}
-		switch {
-		case r.Remotes < 2:
-			return nil, fmt.Errorf("consensus[%d]: remotes must be at least 2", i)
-		case r.Remotes > nRemotes:
-			return nil, fmt.Errorf("consensus[%d]: remotes is %d, the chain has %d", i, r.Remotes, nRemotes)
-		case r.Agree <= r.Remotes/2 || r.Agree > r.Remotes:
-			return nil, fmt.Errorf("consensus[%d]: agree must be a majority of remotes (%d..%d)", i, r.Remotes/2+1, r.Remotes)
-		case len(r.Methods) == 0:
-			return nil, fmt.Errorf("consensus[%d]: no methods", i)
-		}
 		ig, err := compileIgnore(r.IgnoreFields)
 		if err != nil {
 			return nil, fmt.Errorf("consensus[%d]: %w", i, err)
 		}
 		cr := &consensusRule{ConsensusRule: r, ignore: ig}
 		for _, m := range r.Methods {
-			if err := Votable(m); err != nil {
-				return nil, fmt.Errorf("consensus[%d]: %w", i, err)
-			}
-			if _, dup := out[m]; dup {
-				return nil, fmt.Errorf("consensus[%d]: %s is in two rules", i, m)
-			}
 			out[m] = cr
 		}
 	}

@@ -73,11 +73,11 @@ func TestCompileRules(t *testing.T) {
 		{name: "more remotes than the chain", give: []ConsensusRule{{Methods: m, Remotes: 4}}, remotes: 3, wantErr: "the chain has 3"},
 		{name: "not a majority", give: []ConsensusRule{{Methods: m, Remotes: 4, Agree: 2}}, remotes: 4, wantErr: "majority"},
 		{name: "agree above remotes", give: []ConsensusRule{{Methods: m, Remotes: 3, Agree: 4}}, remotes: 4, wantErr: "majority"},
-		{name: "no methods", give: []ConsensusRule{{}}, remotes: 3, wantErr: "no methods"},
+		{name: "no methods", give: []ConsensusRule{{}}, remotes: 3, wantErr: "at least one method"},
 		{name: "a prefix", give: []ConsensusRule{{Methods: []string{"eth_*"}}}, remotes: 3, wantErr: "exact"},
 		{name: "a write", give: []ConsensusRule{{Methods: []string{"eth_sendRawTransaction"}}}, remotes: 3, wantErr: "write"},
 		{name: "stateful", give: []ConsensusRule{{Methods: []string{"eth_getFilterChanges"}}}, remotes: 3, wantErr: "stateful"},
-		{name: "a method twice", give: []ConsensusRule{{Methods: m}, {Methods: m}}, remotes: 3, wantErr: "two rules"},
+		{name: "a method twice", give: []ConsensusRule{{Methods: m}, {Methods: m}}, remotes: 3, wantErr: "already voted on"},
 		{name: "an empty path segment", give: []ConsensusRule{{Methods: m, IgnoreFields: []string{"a..b"}}}, remotes: 3, wantErr: "ignore_fields"},
 	}
 	for _, tt := range tests {

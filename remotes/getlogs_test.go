@@ -444,7 +444,7 @@ func TestGetLogsSplitIgnoresRemotesOutOfPlay(t *testing.T) {
 	capped := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: head})
 	p := testPool(t, PoolConfig{}, []*fakenode.Node{uncapped, capped}, func(i int, c *Config) {
 		if i == 0 {
-			c.Deny = []string{"eth_getLogs"}
+			c.Methods.Deny = []string{"eth_getLogs"}
 		} else {
 			c.MaxLogsRange = 50
 		}

@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // Head-following limits.
@@ -19,8 +16,6 @@ const (
 	// headsHealthyAfter is how long a subscription must have lived for its
 	// loss to count as a new outage, restarting the backoff from the minimum.
 	headsHealthyAfter = 30 * time.Second
-	// headsSubscribeID is the id of the one call sent on a heads connection.
-	headsSubscribeID = 1
 )
 
 // watchHeads follows eth_subscribe("newHeads") on opts.URL, a ws(s) URL,
@@ -39,56 +34,43 @@ func watchHeads(ctx context.Context, opts transportOptions, onHead func(*headRep
 	w.run(ctx)
 }
 
-// headWatcher is one remote's newHeads follower. Its timings are fields so
-// that tests can shorten them.
+// headWatcher is one remote's newHeads follower: a wsSubscription run
+// again after each loss. Its timings are fields so that tests can shorten
+// them.
 type headWatcher struct {
-	name     string
-	url      string // never in an error or log
-	red      *redactor
-	maxBytes int64
-	dialOpts *websocket.DialOptions
-	log      *slog.Logger
-	onHead   func(*headReport)
-	onSub    func() // nil: none
+	name   string
+	log    *slog.Logger
+	sub    *wsSubscription
+	onHead func(*headReport)
+	onSub  func() // nil: none
+	outage bool   // logged at Warn, and not yet over
 
 	backoffMin, backoffMax time.Duration
 	healthyAfter           time.Duration
-	pingInterval           time.Duration
-	pingTimeout            time.Duration
 }
 
 func newHeadWatcher(opts transportOptions, onHead func(*headReport)) (*headWatcher, error) {
-	u, err := opts.normalize()
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "ws" && u.Scheme != "wss" {
-		return nil, fmt.Errorf("remote %s: url: heads need a ws or wss scheme", opts.Name)
-	}
-	return &headWatcher{
+	w := &headWatcher{
 		name:         opts.Name,
-		url:          opts.URL,
-		red:          opts.redactor(),
-		maxBytes:     opts.MaxResponseBytes,
-		dialOpts:     wsDialOptions(opts),
-		log:          opts.Logger,
 		onHead:       onHead,
 		onSub:        opts.OnSubscribed,
 		backoffMin:   headsBackoffMin,
 		backoffMax:   headsBackoffMax,
 		healthyAfter: headsHealthyAfter,
-		pingInterval: wsPingInterval,
-		pingTimeout:  wsPingTimeout,
-	}, nil
+	}
+	sub, err := newWSSubscription("heads", opts, json.RawMessage(`["newHeads"]`),
+		subHooks{subscribed: w.subscribed, result: w.result})
+	if err != nil {
+		return nil, err
+	}
+	w.sub, w.log = sub, sub.log
+	return w, nil
 }
 
 func (w *headWatcher) run(ctx context.Context) {
-	var (
-		attempt int
-		outage  bool // logged at Warn, and not yet over
-	)
+	attempt := 0
 	for {
-		subscribed, err := w.session(ctx, &outage)
+		subscribed, err := w.session(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -97,9 +79,9 @@ func (w *headWatcher) run(ctx context.Context) {
 		} else {
 			attempt = 1
 		}
-		if !outage {
+		if !w.outage {
 			w.log.Warn("remote heads connection lost", "remote", w.name, "err", err)
-			outage = true
+			w.outage = true
 		} else {
 			w.log.Debug("remote heads reconnect failed", "remote", w.name, "err", err)
 		}
@@ -127,88 +109,34 @@ func (w *headWatcher) backoff(n int) time.Duration {
 	return half + rand.N(half+1)
 }
 
-// session dials, subscribes and delivers heads until the connection fails or
-// ctx ends. It returns when the subscription was confirmed (zero if never)
-// and why the session ended. It clears *outage once subscribed.
-func (w *headWatcher) session(ctx context.Context, outage *bool) (subscribed time.Time, err error) {
+// session runs one subscription: a panic in it (onHead's, say) ends the
+// session like a lost connection rather than the process.
+func (w *headWatcher) session(ctx context.Context) (subscribed time.Time, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("remote %s: heads: panic: %v", w.name, p)
 		}
 	}()
+	return w.sub.run(ctx)
+}
 
-	dctx, cancel := context.WithTimeout(ctx, wsDialTimeout)
-	ws, _, err := websocket.Dial(dctx, w.url, w.dialOpts)
-	cancel()
-	if err != nil {
-		return time.Time{}, failure(ctx, w.name, w.red, "heads dial", err)
+// subscribed is the subscription confirmed: it ends an outage.
+func (w *headWatcher) subscribed() {
+	if w.onSub != nil {
+		w.onSub()
 	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(w.maxBytes)
-
-	sctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer stop()
-	wg.Go(func() { w.ping(sctx, ws) })
-
-	req := appendRequest(nil, headsSubscribeID, "eth_subscribe", json.RawMessage(`["newHeads"]`))
-	wctx, cancel := context.WithTimeout(sctx, wsWriteTimeout)
-	err = ws.Write(wctx, websocket.MessageText, req)
-	cancel()
-	if err != nil {
-		return time.Time{}, failure(ctx, w.name, w.red, "heads subscribe", err)
-	}
-
-	for {
-		_, data, err := ws.Read(sctx)
-		if err != nil {
-			return subscribed, failure(ctx, w.name, w.red, "heads read", err)
-		}
-		env, err := parseEnvelope(data)
-		if err != nil {
-			w.log.Debug("remote heads: malformed message", "remote", w.name, "err", err)
-			continue
-		}
-		switch {
-		case env.idIs(headsSubscribeID):
-			if _, err := env.outcome(w.name, w.red, 0); err != nil {
-				return subscribed, fmt.Errorf("heads subscribe: %w", err)
-			}
-			subscribed = time.Now()
-			if w.onSub != nil {
-				w.onSub()
-			}
-			if *outage {
-				w.log.Info("remote heads connection restored", "remote", w.name)
-				*outage = false
-			}
-		case string(env.method) == `"eth_subscription"`:
-			// The connection carries one subscription, so its id needs no check.
-			h, err := parseHeadParams(env.params)
-			if err != nil {
-				w.log.Debug("remote heads: malformed head", "remote", w.name, "err", err)
-				continue
-			}
-			w.onHead(h)
-		}
+	if w.outage {
+		w.log.Info("remote heads connection restored", "remote", w.name)
+		w.outage = false
 	}
 }
 
-// ping detects a connection that died silently; closing it ends the read.
-func (w *headWatcher) ping(ctx context.Context, ws *websocket.Conn) {
-	if pingUntil(ctx, ws, w.pingInterval, w.pingTimeout) != nil {
-		ws.CloseNow()
+// result is a notification's header.
+func (w *headWatcher) result(res json.RawMessage) {
+	h, err := parseHeadReport(res)
+	if err != nil {
+		w.log.Debug("remote heads: malformed head", "remote", w.name, "err", err)
+		return
 	}
-}
-
-// parseHeadParams reads the header of an eth_subscription's params.
-func parseHeadParams(params []byte) (*headReport, error) {
-	var p struct {
-		Result json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, err
-	}
-	return parseHeadReport(p.Result)
+	w.onHead(h)
 }

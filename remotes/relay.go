@@ -9,10 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/coder/websocket"
-
-	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // Relay limits.
@@ -32,8 +28,6 @@ const (
 	// MaxResponseBytes is lower): a full pending transaction is at most a
 	// few hundred KB, and each one is queued for every subscriber.
 	relayMaxMessage = 4 << 20
-	// relaySubscribeID is the id of the one call sent on a relay connection.
-	relaySubscribeID = 1
 )
 
 // relayState remembers the remotes whose relay failed lately: their
@@ -268,87 +262,23 @@ func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage,
 	}
 	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), Headers: headerOf(r.cfg.Headers),
 		MaxResponseBytes: maxBytes, OtherURLs: []string{r.cfg.URL, r.cfg.WSURL}, Logger: r.log}
-	u, err := opts.normalize()
-	if err != nil {
-		return fmt.Errorf("relay: %w", err)
-	}
-	if u.Scheme != "ws" && u.Scheme != "wss" {
-		return fmt.Errorf("remote %s: relay: url: a ws or wss scheme is needed", r.cfg.Name)
-	}
-	red := opts.redactor()
-
-	dctx, cancel := context.WithTimeout(ctx, wsDialTimeout)
-	ws, _, err := websocket.Dial(dctx, opts.URL, wsDialOptions(opts))
-	cancel()
-	if err != nil {
-		return failure(ctx, r.cfg.Name, red, "relay dial", err)
-	}
-	defer ws.CloseNow() // the subscription ends with the connection
-	ws.SetReadLimit(maxBytes)
-
-	sctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer stop()
-	wg.Go(func() {
-		// A connection that died silently is closed, ending the read.
-		if pingUntil(sctx, ws, wsPingInterval, wsPingTimeout) != nil {
-			ws.CloseNow()
-		}
-	})
-
-	req := appendRequest(nil, relaySubscribeID, "eth_subscribe", params)
-	wctx, cancel := context.WithTimeout(sctx, wsWriteTimeout)
-	err = ws.Write(wctx, websocket.MessageText, req)
-	cancel()
-	if err != nil {
-		return failure(ctx, r.cfg.Name, red, "relay subscribe", err)
-	}
-
-	answerBy := time.Now().Add(relaySubscribeTimeout)
-	subscribed := false
-	for {
-		var data []byte
-		if subscribed {
-			_, data, err = ws.Read(sctx)
-		} else {
-			rctx, cancel := context.WithDeadline(sctx, answerBy)
-			_, data, err = ws.Read(rctx)
-			late := errors.Is(rctx.Err(), context.DeadlineExceeded)
-			cancel()
-			if err != nil && late && ctx.Err() == nil {
-				return fmt.Errorf("remote %s: relay subscribe: no answer within %v: %w",
-					r.cfg.Name, relaySubscribeTimeout, ErrTransport)
-			}
-		}
-		if err != nil {
-			return failure(ctx, r.cfg.Name, red, "relay read", err)
-		}
-		env, err := parseEnvelope(data)
-		if err != nil {
-			r.log.Debug("remote relay: malformed message", "err", err)
-			continue
-		}
-		switch {
-		case env.idIs(relaySubscribeID):
-			if _, err := env.outcome(r.cfg.Name, red, 0); err != nil {
-				if Classify("eth_subscribe", err).Reason == ReasonMethodUnsupported {
-					r.markUnsupported(key, err)
-				}
-				return fmt.Errorf("relay subscribe: %w", err)
-			}
-			subscribed = true
+	sub, err := newWSSubscription("relay", opts, params, subHooks{
+		subscribed: func() {
 			r.log.Debug("remote relay subscribed")
 			up()
-		case string(env.method) == `"eth_subscription"`:
-			// The connection carries one subscription, so its id needs no check.
-			res := jsonscan.Member(env.params, "result")
-			if res == nil {
-				r.log.Debug("remote relay: notification without a result")
-				continue
+		},
+		refused: func(err error) {
+			if Classify("eth_subscribe", err).Reason == ReasonMethodUnsupported {
+				r.markUnsupported(key, err)
 			}
-			// A copy: the subscriber queues it, and must not pin the message.
-			fn(bytes.Clone(res))
-		}
+		},
+		// A copy: the subscriber queues it, and must not pin the message.
+		result: func(res json.RawMessage) { fn(bytes.Clone(res)) },
+	})
+	if err != nil {
+		return err
 	}
+	sub.answerWithin = relaySubscribeTimeout
+	_, err = sub.run(ctx)
+	return err
 }

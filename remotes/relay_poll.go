@@ -163,9 +163,10 @@ func (p *Pool) pollPending(ctx context.Context, full bool, key string, wsWaits b
 			}
 			continue
 		}
-		err = p.pollFilter(ctx, r, full, key, &id, up, fn)
+		f := pendingPoll{r: r, id: id, full: full, key: key, up: up, fn: fn}
+		err = p.pollFilter(ctx, &f)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pollUninstallTimeout)
-		if _, uerr := r.call(uctx, uninstallMethod, quotedParam(id)); uerr != nil {
+		if _, uerr := r.call(uctx, uninstallMethod, quotedParam(f.id)); uerr != nil {
 			r.log.Debug("pending transactions: uninstall filter", "err", uerr)
 		}
 		cancel()
@@ -200,12 +201,24 @@ func (p *Pool) newPendingFilter(ctx context.Context, r *Remote, full bool) (stri
 	return id, nil
 }
 
-// pollFilter polls the filter *id on r every poll interval and hands each
-// transaction to fn. A filter the remote forgot is made again (*id then
+// pendingPoll is one pending-transaction filter polled for a relay: its
+// remote and id, and what the relay asked for.
+type pendingPoll struct {
+	r    *Remote
+	id   string // a new one once the remote forgot the filter and it was made again
+	full bool   // full transactions, not hashes
+	key  string // the subscription's: a WebSocket remote that can relay it ends the poll
+	up   func()
+	fn   func(json.RawMessage)
+}
+
+// pollFilter polls f's filter every poll interval and hands each
+// transaction to f.fn. A filter the remote forgot is made again (f.id then
 // holds the new one). It returns the error of pollMaxFailures failed polls
 // in a row, or of a failed remake, or errYieldToWS.
-func (p *Pool) pollFilter(ctx context.Context, r *Remote, full bool, key string, id *string, up func(), fn func(json.RawMessage)) error {
-	up()
+func (p *Pool) pollFilter(ctx context.Context, f *pendingPoll) error {
+	r, full, fn := f.r, f.full, f.fn
+	f.up()
 	t := time.NewTicker(p.pendingPollInterval())
 	defer t.Stop()
 	failures := 0
@@ -216,9 +229,9 @@ func (p *Pool) pollFilter(ctx context.Context, r *Remote, full bool, key string,
 		case <-t.C:
 		}
 		now := p.now()
-		ws, failed, wsOK := p.pickRelay(key, now)
+		ws, failed, wsOK := p.pickRelay(f.key, now)
 		yield := wsOK && !failed.retryAt().After(now)
-		res, err := r.call(ctx, filterChangesMethod, quotedParam(*id))
+		res, err := r.call(ctx, filterChangesMethod, quotedParam(f.id))
 		if yield {
 			// What came since the last poll still goes out; what comes
 			// until the subscription is in place is lost, as on any
@@ -244,7 +257,7 @@ func (p *Pool) pollFilter(ctx context.Context, r *Remote, full bool, key string,
 			if err != nil {
 				return err
 			}
-			*id = nid
+			f.id = nid
 			failures = 0
 		default:
 			if failures++; failures >= pollMaxFailures {

@@ -81,14 +81,12 @@ func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remot
 		log:         log.With("remote", cfg.Name),
 		unsupported: make(map[string]unsupportedEntry),
 	}
-	if cfg.RateLimit > 0 {
-		burst := cfg.RateBurst
-		if burst <= 0 {
-			burst = int(math.Max(1, math.Ceil(cfg.RateLimit)))
-		}
-		r.lim = rate.NewLimiter(rate.Limit(cfg.RateLimit), burst)
+	if rl := cfg.RateLimit; rl.RPS > 0 {
+		rl.Burst = max(rl.Burst, 0) // Validate refuses less; unset takes the default
+		rl = rl.withDefaults()
+		r.lim = rate.NewLimiter(rate.Limit(rl.RPS), rl.Burst)
 	}
-	r.allow, r.deny = cfg.Allow, cfg.Deny
+	r.allow, r.deny = cfg.Methods.Allow, cfg.Methods.Deny
 	r.cc.init(m)
 	r.latencyEWMA.Store(math.Float64bits(0.05)) // a neutral prior until measured
 	return r

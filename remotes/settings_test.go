@@ -62,7 +62,7 @@ func TestRateLimitSendsExcessElsewhere(t *testing.T) {
 	// BlockTime keeps polls (which spend tokens too) to the first one.
 	rs := testConfigs([]string{n0.URL(), n1.URL()}, func(i int, c *Config) {
 		if i == 0 {
-			c.RateLimit, c.RateBurst = 0.01, burst
+			c.RateLimit = RateLimit{RPS: 0.01, Burst: burst}
 		} else {
 			c.Tier = TierSecondary
 		}
@@ -95,7 +95,7 @@ func TestRateLimitSendsExcessElsewhere(t *testing.T) {
 // wait briefly for a token instead of failing; a wait past the limit fails.
 func TestRateLimitWaitsWhenAlone(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-	rs := testConfigs([]string{n0.URL()}, func(_ int, c *Config) { c.RateLimit, c.RateBurst = 10, 1 })
+	rs := testConfigs([]string{n0.URL()}, func(_ int, c *Config) { c.RateLimit = RateLimit{RPS: 10, Burst: 1} })
 	p := startPool(t, PoolConfig{BlockTime: time.Hour}, rs, nil)
 	waitFor(t, "the start-up poll's token back", func() bool { return p.remotes[0].lim.Tokens() >= 1 })
 
@@ -202,10 +202,10 @@ func TestMethodAllowAndDeny(t *testing.T) {
 		name  string
 		tweak func(c *Config) // n0's lists; n1 has none
 	}{
-		{name: "deny by name", tweak: func(c *Config) { c.Deny = []string{"eth_getBalance"} }},
-		{name: "deny by prefix", tweak: func(c *Config) { c.Deny = []string{"eth_getBal*"} }},
-		{name: "deny by namespace", tweak: func(c *Config) { c.Deny = []string{"eth_"} }},
-		{name: "not in allow list", tweak: func(c *Config) { c.Allow = []string{"eth_call", "debug_"} }},
+		{name: "deny by name", tweak: func(c *Config) { c.Methods.Deny = []string{"eth_getBalance"} }},
+		{name: "deny by prefix", tweak: func(c *Config) { c.Methods.Deny = []string{"eth_getBal*"} }},
+		{name: "deny by namespace", tweak: func(c *Config) { c.Methods.Deny = []string{"eth_"} }},
+		{name: "not in allow list", tweak: func(c *Config) { c.Methods.Allow = []string{"eth_call", "debug_"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,9 +237,9 @@ func TestMethodDeniedEverywhere(t *testing.T) {
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	p := startPool(t, PoolConfig{}, testConfigs([]string{n0.URL(), n1.URL()}, func(i int, c *Config) {
 		if i == 0 {
-			c.Deny = []string{"debug_"}
+			c.Methods.Deny = []string{"debug_"}
 		} else {
-			c.Allow = []string{"eth_"}
+			c.Methods.Allow = []string{"eth_"}
 		}
 	}), nil)
 	n0.ResetCalls()

@@ -45,13 +45,9 @@ var _ Archive = (*blockstore.Chain)(nil)
 type ArchiveConfig struct {
 	// Store receives the settled blocks; nil: no archiving.
 	Store Archive
-	// Confirmations: a block at least this far below the published head
-	// is settled (and at most the finalized block, when known); 0:
-	// DefaultConfirmations. It must be below the window: the leader
-	// archives from the blocks it published.
-	Confirmations uint64
-	// Batch is how many blocks one Put stores; 0: DefaultArchiveBatch.
-	Batch int
+	// HistoryConfig is the settled line and the batch (config.go); zero
+	// fields take the defaults.
+	HistoryConfig
 	// Metrics receives the archive's series; nil keeps unregistered ones.
 	Metrics *ArchiveMetrics
 }
@@ -113,12 +109,8 @@ type archiver struct {
 
 func (s *Stalker) newArchiver() *archiver {
 	cfg := s.cfg.Archive
-	if cfg.Confirmations == 0 {
-		cfg.Confirmations = DefaultConfirmations
-	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = DefaultArchiveBatch
-	}
+	cfg.Batch = max(cfg.Batch, 0) // Validate refuses less; unset takes the default
+	cfg.HistoryConfig = cfg.HistoryConfig.WithDefaults(s.cfg.Window)
 	m := cfg.Metrics
 	if m == nil {
 		m = NewArchiveMetrics(nil)

@@ -86,11 +86,38 @@ type leader struct {
 	sm     *Metrics
 	logs   *testkit.Buffer
 	size   int
+	now    func() time.Time // the stalkers' clock; nil: the real one
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
+// testClock is a clock that moves only when the test moves it.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 func newLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, hist *blockstore.Chain) *leader {
+	t.Helper()
+	l := newIdleLeader(t, node, window, conf, hist)
+	l.start(conf)
+	return l
+}
+
+// newIdleLeader is newLeader before its first start.
+func newIdleLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, hist *blockstore.Chain) *leader {
 	t.Helper()
 	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "test", ChainID: testChainID,
 		BlockTime: 50 * time.Millisecond, CallDeadline: 3 * time.Second},
@@ -109,7 +136,6 @@ func newLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, hist 
 		_ = pool.Stop(context.Background())
 		l.arch.check(t)
 	})
-	l.start(conf)
 	return l
 }
 
@@ -117,9 +143,12 @@ func newLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, hist 
 // a failover, with the window still in the head store).
 func (l *leader) start(conf uint64) {
 	log := slog.New(slog.NewTextHandler(l.logs, nil))
-	st := New(Config{Chain: "test", Window: l.size, FinalityInterval: 100 * time.Millisecond,
-		Archive: ArchiveConfig{Store: l.arch, Confirmations: conf, Batch: 5, Metrics: l.am}},
+	st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: l.size, FinalityInterval: 100 * time.Millisecond},
+		Archive: ArchiveConfig{Store: l.arch, HistoryConfig: HistoryConfig{Confirmations: conf, Batch: 5}, Metrics: l.am}},
 		l.pool, l.store, log, l.sm)
+	if l.now != nil {
+		st.now = l.now
+	}
 	fol := headstore.NewFollower("test", l.store, l.window, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
@@ -246,9 +275,22 @@ func TestArchiveFinalizedBindsTheSettledLine(t *testing.T) {
 	// finalized = head-20 is below head-8: it is the line.
 	node := startNode(t, fakenode.Options{ChainID: testChainID, Head: 100, FinalizedDepth: 20, SafeDepth: 10})
 	hist := testHistory(t)
-	l := newLeader(t, node, 32, 8, hist)
+	l := newIdleLeader(t, node, 32, 8, hist)
+	clock := &testClock{t: time.Unix(1_000_000, 0)}
+	l.now = clock.now
+	l.start(8)
 	l.waitArchived(blockstore.Range{From: 69, To: 80})
+
+	// The line is the finalized block the leader read, not the node's: it
+	// stays while the stalker's clock does, however far the head moves...
 	node.Mine(5)
+	waitPublished(t, l.window, node)
+	if got, err := l.arch.Covered(context.Background(), 0, 1<<40); err != nil ||
+		fmt.Sprint(got) != fmt.Sprint([]blockstore.Range{{From: 69, To: 80}}) {
+		t.Fatalf("store covers %v (err %v) before finality was read again, want [{69 80}]", got, err)
+	}
+	// ... and moves with the next read, a finality interval later.
+	clock.add(100 * time.Millisecond)
 	l.waitArchived(blockstore.Range{From: 69, To: 85})
 }
 

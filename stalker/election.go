@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/headstore/keyspace"
 )
 
 // DefaultLeaseTTL is how long a leader's lease lives in Redis without renewal.
@@ -56,60 +58,6 @@ type ElectionConfig struct {
 	Metrics *ElectionMetrics
 }
 
-// LeaderKey is the Redis key of a chain's lease. The braces are a Redis
-// Cluster hash tag: the lease and the epoch live in one slot, so one script
-// can move both.
-func LeaderKey(chain string) string { return "venn:{" + chain + "}:leader" }
-
-// EpochKey is the Redis key of a chain's fencing counter. The headstore's
-// write script compares a writer's epoch with it.
-func EpochKey(chain string) string { return "venn:{" + chain + "}:epoch" }
-
-// acquireScript takes the lease and bumps the epoch in one step, so no
-// leader ever holds a lease without its own epoch. The lease value is
-// "replica:epoch", unique per leadership, so renew and release by an old
-// leader can never touch a newer lease, even one of the same replica.
-//
-// A missing epoch counter (a fresh Redis, or one that lost its data)
-// starts from Redis's clock in microseconds, not from 1: a leader elected
-// before the loss holds a smaller epoch than any elected after it, so its
-// late writes are fenced even before its next renew finds the lease gone.
-//
-// KEYS[1] lease, KEYS[2] epoch; ARGV[1] replica, ARGV[2] TTL in ms.
-var acquireScript = redis.NewScript(`
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	return false
-end
-if redis.call('EXISTS', KEYS[2]) == 0 then
-	local t = redis.call('TIME')
-	redis.call('SET', KEYS[2], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
-end
-local epoch = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%.0f', epoch), 'PX', ARGV[2])
-return epoch
-`)
-
-// renewScript extends the lease only while it is still ours.
-//
-// KEYS[1] lease; ARGV[1] our value, ARGV[2] TTL in ms.
-var renewScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	redis.call('PEXPIRE', KEYS[1], ARGV[2])
-	return 1
-end
-return 0
-`)
-
-// releaseScript deletes the lease only while it is still ours.
-//
-// KEYS[1] lease; ARGV[1] our value.
-var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-	return redis.call('DEL', KEYS[1])
-end
-return 0
-`)
-
 // Why a term ended; the cause of the lead context.
 var (
 	errLeaseLost     = errors.New("lease no longer ours")
@@ -133,28 +81,26 @@ var (
 // Options.ContextTimeoutEnabled; without it a hung call lasts up to the
 // client's ReadTimeout, and so may Run's return.
 type RedisElector struct {
-	rdb      redis.UniversalClient
-	id       string
-	ttl      time.Duration
-	leaseKey string
-	epochKey string
-	log      *slog.Logger
-	leader   prometheus.Gauge
-	changes  prometheus.Counter
+	rdb     redis.UniversalClient
+	id      string
+	ttl     time.Duration
+	keys    keyspace.Chain // the lease and the epoch it fences with
+	log     *slog.Logger
+	leader  prometheus.Gauge
+	changes prometheus.Counter
 }
 
 // NewRedisElector returns an elector for cfg.Chain on rdb. It does no I/O.
 func NewRedisElector(rdb redis.UniversalClient, cfg ElectionConfig) *RedisElector {
 	cfg = cfg.withDefaults()
 	return &RedisElector{
-		rdb:      rdb,
-		id:       cfg.ReplicaID,
-		ttl:      cfg.TTL,
-		leaseKey: LeaderKey(cfg.Chain),
-		epochKey: EpochKey(cfg.Chain),
-		log:      cfg.Logger.With("chain", cfg.Chain, "replica", cfg.ReplicaID),
-		leader:   cfg.Metrics.leader.WithLabelValues(cfg.Chain),
-		changes:  cfg.Metrics.changes.WithLabelValues(cfg.Chain),
+		rdb:     rdb,
+		id:      cfg.ReplicaID,
+		ttl:     cfg.TTL,
+		keys:    keyspace.For(cfg.Chain),
+		log:     cfg.Logger.With("chain", cfg.Chain, "replica", cfg.ReplicaID),
+		leader:  cfg.Metrics.leader.WithLabelValues(cfg.Chain),
+		changes: cfg.Metrics.changes.WithLabelValues(cfg.Chain),
 	}
 }
 
@@ -197,15 +143,15 @@ func (e *RedisElector) safeFor() time.Duration { return e.ttl - e.ttl/4 }
 // Acquire takes the lease if it is free and returns the new epoch. ok is
 // false, with a nil error, when another leadership holds the lease.
 func (e *RedisElector) Acquire(ctx context.Context) (epoch uint64, ok bool, err error) {
-	n, err := acquireScript.Run(ctx, e.rdb, []string{e.leaseKey, e.epochKey},
+	n, err := keyspace.Acquire.Run(ctx, e.rdb, e.keys.LeaseKeys(),
 		e.id, e.ttl.Milliseconds()).Int64()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return 0, false, nil
 	case err != nil:
-		return 0, false, fmt.Errorf("acquire lease %s: %w", e.leaseKey, err)
+		return 0, false, fmt.Errorf("acquire lease %s: %w", e.keys.Lease, err)
 	case n <= 0:
-		return 0, false, fmt.Errorf("acquire lease %s: bad epoch %d", e.leaseKey, n)
+		return 0, false, fmt.Errorf("acquire lease %s: bad epoch %d", e.keys.Lease, n)
 	}
 	return uint64(n), true, nil
 }
@@ -213,10 +159,10 @@ func (e *RedisElector) Acquire(ctx context.Context) (epoch uint64, ok bool, err 
 // Renew extends the lease of the leadership with epoch. It reports false
 // when the lease is no longer that leadership's: expired, deleted, or taken.
 func (e *RedisElector) Renew(ctx context.Context, epoch uint64) (bool, error) {
-	n, err := renewScript.Run(ctx, e.rdb, []string{e.leaseKey},
+	n, err := keyspace.Renew.Run(ctx, e.rdb, []string{e.keys.Lease},
 		e.value(epoch), e.ttl.Milliseconds()).Int64()
 	if err != nil {
-		return false, fmt.Errorf("renew lease %s: %w", e.leaseKey, err)
+		return false, fmt.Errorf("renew lease %s: %w", e.keys.Lease, err)
 	}
 	return n == 1, nil
 }
@@ -224,8 +170,8 @@ func (e *RedisElector) Renew(ctx context.Context, epoch uint64) (bool, error) {
 // Release deletes the lease if the leadership with epoch still holds it;
 // a lease taken by someone else is left alone.
 func (e *RedisElector) Release(ctx context.Context, epoch uint64) error {
-	if err := releaseScript.Run(ctx, e.rdb, []string{e.leaseKey}, e.value(epoch)).Err(); err != nil {
-		return fmt.Errorf("release lease %s: %w", e.leaseKey, err)
+	if err := keyspace.Release.Run(ctx, e.rdb, []string{e.keys.Lease}, e.value(epoch)).Err(); err != nil {
+		return fmt.Errorf("release lease %s: %w", e.keys.Lease, err)
 	}
 	return nil
 }

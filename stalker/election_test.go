@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
 
@@ -49,7 +50,7 @@ func testChain(t *testing.T, rdb *redis.Client) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	chain := "test-" + strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + "-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() { rdb.Del(context.Background(), LeaderKey(chain), EpochKey(chain)) })
+	t.Cleanup(func() { rdb.Del(context.Background(), keyspace.For(chain).Lease, keyspace.For(chain).Epoch) })
 	return chain
 }
 
@@ -165,24 +166,6 @@ func (tr *tracker) current() (term, bool) {
 	return ts[len(ts)-1], true
 }
 
-func TestKeys(t *testing.T) {
-	tests := []struct {
-		give                 string
-		wantLease, wantEpoch string
-	}{
-		{give: "mainnet", wantLease: "venn:{mainnet}:leader", wantEpoch: "venn:{mainnet}:epoch"},
-		{give: "base-sepolia", wantLease: "venn:{base-sepolia}:leader", wantEpoch: "venn:{base-sepolia}:epoch"},
-	}
-	for _, tt := range tests {
-		if got := LeaderKey(tt.give); got != tt.wantLease {
-			t.Errorf("LeaderKey(%q) = %q, want %q", tt.give, got, tt.wantLease)
-		}
-		if got := EpochKey(tt.give); got != tt.wantEpoch {
-			t.Errorf("EpochKey(%q) = %q, want %q", tt.give, got, tt.wantEpoch)
-		}
-	}
-}
-
 // Three replicas that keep handing leadership over: never two leaders, and
 // every new leadership has a higher epoch.
 func TestOneLeaderAtATime(t *testing.T) {
@@ -287,7 +270,7 @@ func TestCleanShutdownHandsOver(t *testing.T) {
 	if got := tr.snapshot()[0]; got.end.IsZero() {
 		t.Fatal("Run returned before lead did")
 	}
-	v, err := rdb.Get(t.Context(), LeaderKey(chain)).Result()
+	v, err := rdb.Get(t.Context(), keyspace.For(chain).Lease).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
 	}
@@ -436,7 +419,7 @@ func TestPausedLeader(t *testing.T) {
 			if err := b.Release(ctx, epochB); err != nil {
 				t.Fatal(err)
 			}
-			if n, _ := rdb.Exists(ctx, LeaderKey(chain)).Result(); n != 0 {
+			if n, _ := rdb.Exists(ctx, keyspace.For(chain).Lease).Result(); n != 0 {
 				t.Error("lease still there after b's release")
 			}
 		})
@@ -461,7 +444,7 @@ func TestRedisDataLoss(t *testing.T) {
 	eventually(t, 2*time.Second, func() (ok bool) { old, ok = tr.current(); return ok }, "a leader")
 
 	t0 := time.Now()
-	if err := rdb.Del(t.Context(), LeaderKey(chain), EpochKey(chain)).Err(); err != nil {
+	if err := rdb.Del(t.Context(), keyspace.For(chain).Lease, keyspace.For(chain).Epoch).Err(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, ttl, func() bool { return !tr.snapshot()[0].end.IsZero() }, "the old leader to step down")
@@ -480,7 +463,7 @@ func TestRedisDataLoss(t *testing.T) {
 	if next.epoch <= old.epoch {
 		t.Errorf("new epoch %d after %d: the old leader's writes would pass the fence", next.epoch, old.epoch)
 	}
-	v, err := rdb.Get(t.Context(), LeaderKey(chain)).Result()
+	v, err := rdb.Get(t.Context(), keyspace.For(chain).Lease).Result()
 	if want := next.who + ":" + strconv.FormatUint(next.epoch, 10); err != nil || v != want {
 		t.Errorf("lease = %q, %v; want %q", v, err, want)
 	}
@@ -553,8 +536,8 @@ func TestDeposedByClock(t *testing.T) {
 				<-ctx.Done()
 				// What Redis holds at the moment a stops leading.
 				s := stepDown{at: time.Now(), cause: context.Cause(ctx)}
-				s.pttl = rdb.PTTL(context.Background(), LeaderKey(chain)).Val()
-				s.lease = rdb.Get(context.Background(), LeaderKey(chain)).Val()
+				s.pttl = rdb.PTTL(context.Background(), keyspace.For(chain).Lease).Val()
+				s.lease = rdb.Get(context.Background(), keyspace.For(chain).Lease).Val()
 				down <- s
 			})
 			var epoch uint64
@@ -605,7 +588,7 @@ func TestLeadPanics(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("Run did not panic")
 	}
-	if n, _ := rdb.Exists(t.Context(), LeaderKey(chain)).Result(); n != 0 {
+	if n, _ := rdb.Exists(t.Context(), keyspace.For(chain).Lease).Result(); n != 0 {
 		t.Error("lease not released after lead panicked")
 	}
 }

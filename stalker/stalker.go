@@ -38,16 +38,9 @@ type Upstream interface {
 // block time.
 type Config struct {
 	Chain string
-	// Backfill bounds how many blocks a leader fetches to fill a gap
-	// between the published head and the remotes' (after a restart, a
-	// failover or lag), so that subscribers miss none; deeper gaps start
-	// a fresh window. 0: 4 windows.
-	Backfill int
-	// FinalityInterval is how often safe and finalized are read;
-	// 0: 8 block times (as the upstream knows it then), at least 10 s.
-	FinalityInterval time.Duration
-	// Window is the head window's size; 0: headstore.DefaultWindow.
-	Window int
+	// HeadConfig is the window and how gaps and finality are followed
+	// (config.go); zero fields take the defaults.
+	HeadConfig
 	// Integrity checks every block and its receipts against themselves
 	// (integrity.VerifyBlock, integrity.VerifyReceipts) and fetches what fails from
 	// another remote. Off for chains whose data venn can't encode at all,
@@ -74,6 +67,9 @@ type Stalker struct {
 	store headstore.Store
 	log   *slog.Logger
 	m     stalkerMetrics
+	// now is the stalker's clock: it stamps published events and paces
+	// the finality reads. Tests set their own.
+	now func() time.Time
 
 	// receipts fetches blocks' receipts: eth_getBlockReceipts, or one
 	// eth_getTransactionReceipt per transaction where no remote has it.
@@ -82,19 +78,17 @@ type Stalker struct {
 
 // New returns a chain's stalker. It does no I/O.
 func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Metrics) *Stalker {
-	if cfg.Window <= 0 {
-		cfg.Window = headstore.DefaultWindow
-	}
-	if cfg.Backfill <= 0 {
-		cfg.Backfill = 4 * cfg.Window
-	}
+	// Validate refuses less; unset takes the default.
+	cfg.Window, cfg.Backfill = max(cfg.Window, 0), max(cfg.Backfill, 0)
+	cfg.HeadConfig = cfg.HeadConfig.WithDefaults(0)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	s := &Stalker{cfg: cfg, up: up, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain)}
+	s := &Stalker{cfg: cfg, up: up, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain),
+		now: time.Now}
 	s.receipts = forger.NewReceipts(func(ctx context.Context, method string, params json.RawMessage,
 		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
 		res, _, err := s.call(ctx, method, params, verify)
@@ -109,6 +103,14 @@ type leading struct {
 	chain     []headstore.Ref // ascending, contiguous, at most Window
 	safe      uint64
 	finalized uint64
+
+	// loaded: chain, safe and finalized are the store's. Cleared when a
+	// publish may have landed without the leader knowing.
+	loaded bool
+	// finalityAt is when safe and finalized were last read; finalityFailing
+	// that the last read failed (its failures are logged once per run).
+	finalityAt      time.Time
+	finalityFailing bool
 
 	// With archiving: the chain's blocks in full, and the archiver they
 	// are handed to after every publish.
@@ -138,14 +140,12 @@ func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 		go func() { defer close(done); l.arch.run(actx) }()
 		defer func() { cancel(); <-done }()
 	}
-	loaded := false
 	poll := time.NewTimer(s.up.BlockTime())
 	defer poll.Stop()
-	var finalityAt time.Time
 	backoff := time.Duration(0)
 	for {
 		wake := s.up.HeadChanged()
-		err := s.step(ctx, l, &loaded, &finalityAt)
+		err := s.step(ctx, l)
 		bt := s.up.BlockTime()
 		switch {
 		case ctx.Err() != nil:
@@ -178,30 +178,19 @@ func (s *Stalker) finalityInterval() time.Duration {
 	if s.cfg.FinalityInterval > 0 {
 		return s.cfg.FinalityInterval
 	}
-	return max(8*s.up.BlockTime(), 10*time.Second)
+	return DefaultFinalityInterval(s.up.BlockTime())
 }
 
 // step brings the published chain up to the remotes' head.
-func (s *Stalker) step(ctx context.Context, l *leading, loaded *bool, finalityAt *time.Time) error {
-	if !*loaded {
-		snap, err := s.store.Snapshot(ctx)
-		if err != nil {
-			return fmt.Errorf("load window: %w", err)
+func (s *Stalker) step(ctx context.Context, l *leading) error {
+	if !l.loaded {
+		if err := s.load(ctx, l); err != nil {
+			return err
 		}
-		l.chain = l.chain[:0]
-		for _, b := range snap.Blocks {
-			l.chain = append(l.chain, headstore.Ref{Number: b.Number, Hash: b.Hash})
-		}
-		l.safe, l.finalized = snap.Safe, snap.Finalized
-		if l.arch != nil {
-			l.full.reset(snap.Blocks)
-			l.arch.offer(l.full.blocksOf(l.chain), l.finalized)
-		}
-		*loaded = true
 	}
-	if time.Since(*finalityAt) >= s.finalityInterval() {
+	if s.now().Sub(l.finalityAt) >= s.finalityInterval() {
 		s.readFinality(ctx, l)
-		*finalityAt = time.Now()
+		l.finalityAt = s.now()
 		if l.arch != nil {
 			// A higher finalized block may settle more of the chain.
 			l.arch.offer(l.full.blocksOf(l.chain), l.finalized)
@@ -218,9 +207,28 @@ func (s *Stalker) step(ctx context.Context, l *leading, loaded *bool, finalityAt
 	if err != nil && !errors.Is(err, errDeposed) && !errors.Is(err, errFetch) {
 		// A publish that failed on the wire may have landed: read the
 		// store's chain again before going on.
-		*loaded = false
+		l.loaded = false
 	}
 	return err
+}
+
+// load reads the published chain from the store.
+func (s *Stalker) load(ctx context.Context, l *leading) error {
+	snap, err := s.store.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("load window: %w", err)
+	}
+	l.chain = l.chain[:0]
+	for _, b := range snap.Blocks {
+		l.chain = append(l.chain, headstore.Ref{Number: b.Number, Hash: b.Hash})
+	}
+	l.safe, l.finalized = snap.Safe, snap.Finalized
+	if l.arch != nil {
+		l.full.reset(snap.Blocks)
+		l.arch.offer(l.full.blocksOf(l.chain), l.finalized)
+	}
+	l.loaded = true
+	return nil
 }
 
 // errFetch marks failures to fetch from the remotes: nothing was written.
@@ -348,7 +356,7 @@ func (s *Stalker) walkBack(ctx context.Context, l *leading, b *evm.Block) ([]*ev
 // leader's chain the same way every window moves.
 func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) error {
 	ev.Safe, ev.Finalized = l.safe, l.finalized
-	ev.Time = time.Now().UnixNano()
+	ev.Time = s.now().UnixNano()
 	if err := s.store.Publish(ctx, l.epoch, ev); err != nil {
 		if errors.Is(err, headstore.ErrFenced) {
 			return errDeposed
@@ -386,12 +394,12 @@ func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*evm.Block
 // and checks that they belong together and, with Integrity, that each is
 // what its hashes say.
 func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*evm.Block, error) {
-	start := time.Now()
+	start := s.now()
 	b, err := forger.FetchBlock(ctx, s.call, s.receipts, method, ref)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errFetch, err)
 	}
-	s.m.fetch.Observe(time.Since(start).Seconds())
+	s.m.fetch.Observe(s.now().Sub(start).Seconds())
 	return b, nil
 }
 
@@ -405,27 +413,55 @@ func (s *Stalker) call(ctx context.Context, method string, params json.RawMessag
 	return s.up.CallVerified(ctx, method, params, verify)
 }
 
-// readFinality reads the safe and finalized numbers; a chain or remote
-// without them leaves them unknown (0).
+// readFinality reads the safe and finalized numbers into l; they never
+// go down. A chain without them ("null") leaves them unknown (0), and a
+// read that fails leaves its number as it was. Each failed read is
+// counted; a run of them is logged once, at its start, and its end once:
+// a chain whose remotes refuse the tags refuses them at every read.
 func (s *Stalker) readFinality(ctx context.Context, l *leading) {
-	for _, tag := range []struct {
-		name string
-		to   *uint64
-	}{{"safe", &l.safe}, {"finalized", &l.finalized}} {
-		res, err := s.up.Call(ctx, "eth_getBlockByNumber", json.RawMessage(`["`+tag.name+`",false]`))
-		if err != nil || string(res) == "null" {
-			continue
-		}
-		var h struct {
-			Number string `json:"number"`
-		}
-		if json.Unmarshal(res, &h) != nil {
-			continue
-		}
-		if n, err := evm.ParseQuantity(h.Number); err == nil && n >= *tag.to {
-			*tag.to = n
+	safe, errSafe := s.readTag(ctx, "safe")
+	final, errFinal := s.readTag(ctx, "finalized")
+	l.safe, l.finalized = max(l.safe, safe), max(l.finalized, final)
+	if ctx.Err() != nil {
+		return // stopping: not the remotes' failure
+	}
+	for _, err := range []error{errSafe, errFinal} {
+		if err != nil {
+			s.m.finalityErrors.Inc()
 		}
 	}
+	switch err := errors.Join(errSafe, errFinal); {
+	case err != nil && !l.finalityFailing:
+		l.finalityFailing = true
+		s.log.Warn("stalker: reading safe and finalized failed; keeping the last known",
+			"err", err, "safe", l.safe, "finalized", l.finalized)
+	case err == nil && l.finalityFailing:
+		l.finalityFailing = false
+		s.log.Info("stalker: reading safe and finalized again", "safe", l.safe, "finalized", l.finalized)
+	}
+}
+
+// readTag reads the number of the block tag names: 0 when the chain has
+// no such block.
+func (s *Stalker) readTag(ctx context.Context, tag string) (uint64, error) {
+	res, err := s.up.Call(ctx, "eth_getBlockByNumber", json.RawMessage(`["`+tag+`",false]`))
+	if err != nil {
+		return 0, fmt.Errorf("%s block: %w", tag, err)
+	}
+	if string(res) == "null" {
+		return 0, nil
+	}
+	var h struct {
+		Number string `json:"number"`
+	}
+	if err := json.Unmarshal(res, &h); err != nil {
+		return 0, fmt.Errorf("%s block: %w", tag, err)
+	}
+	n, err := evm.ParseQuantity(h.Number)
+	if err != nil {
+		return 0, fmt.Errorf("%s block number %q: %w", tag, h.Number, err)
+	}
+	return n, nil
 }
 
 // sleep waits d unless ctx ends first; it reports whether ctx is alive.
@@ -448,6 +484,8 @@ type Metrics struct {
 	published  *prometheus.CounterVec
 	head       *prometheus.GaugeVec
 	errors     *prometheus.CounterVec
+	// finalityErrors counts the safe and finalized reads that failed.
+	finalityErrors *prometheus.CounterVec
 }
 
 // NewMetrics registers the stalkers' metrics on reg (nil: unregistered).
@@ -466,9 +504,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Head the leader's stalker last published."}, []string{"chain"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "stalker_errors_total",
 			Help: "Stalker rounds that failed (fetch or publish) and were retried."}, []string{"chain"}),
+		finalityErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn",
+			Name: "stalker_finality_errors_total",
+			Help: "Reads of the safe or finalized block that failed; the last known number was kept."},
+			[]string{"chain"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reorgs, m.reorgDepth, m.fetch, m.published, m.head, m.errors)
+		reg.MustRegister(m.reorgs, m.reorgDepth, m.fetch, m.published, m.head, m.errors, m.finalityErrors)
 	}
 	return m
 }
@@ -480,6 +522,8 @@ type stalkerMetrics struct {
 	published  prometheus.Counter
 	head       prometheus.Gauge
 	errors     prometheus.Counter
+
+	finalityErrors prometheus.Counter
 }
 
 func (m *Metrics) forChain(chain string) stalkerMetrics {
@@ -487,5 +531,6 @@ func (m *Metrics) forChain(chain string) stalkerMetrics {
 		reorgs: m.reorgs.WithLabelValues(chain), reorgDepth: m.reorgDepth.WithLabelValues(chain),
 		fetch: m.fetch.WithLabelValues(chain), published: m.published.WithLabelValues(chain),
 		head: m.head.WithLabelValues(chain), errors: m.errors.WithLabelValues(chain),
+		finalityErrors: m.finalityErrors.WithLabelValues(chain),
 	}
 }

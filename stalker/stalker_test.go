@@ -73,7 +73,7 @@ func newFeed(t *testing.T, window int, ws bool, nodes ...*fakenode.Node) *feed {
 // the test ends.
 func (f *feed) lead(t *testing.T) (stop func()) {
 	t.Helper()
-	st := New(Config{Chain: "test", Window: f.size}, f.pool, f.store, nil, f.m)
+	st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: f.size}}, f.pool, f.store, nil, f.m)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); st.Lead(ctx, headstore.MemoryEpoch) }()

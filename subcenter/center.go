@@ -13,7 +13,9 @@
 // scratch (Redis lost the feed) is short for a while, and a block above
 // its top is not gone, only not back yet. Each subscription gets removed
 // logs only for logs it was sent. Each connection has a bounded queue; a
-// client that cannot keep up is disconnected, never waited for.
+// client that cannot keep up is disconnected, never waited for. Every
+// goroutine the Center starts (connection writers and close watchers,
+// relays) ends with it: Stop, or the end of Run, waits for them.
 package subcenter
 
 import (
@@ -81,10 +83,13 @@ type Center struct {
 	log   *slog.Logger
 	m     chainMetrics
 
-	ctx context.Context // ends when Run returns; relays run under it
-	wg  sync.WaitGroup  // relays
+	// ctx ends when the Center stops; what crew runs ends with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	crew   crew
 
 	mu      sync.Mutex
+	stopped bool // Stop began: no new subscription
 	conns   map[jrpc.Notifier]*conn
 	heads   map[*sub]struct{}
 	logs    logIndex
@@ -166,6 +171,7 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 	if m == nil {
 		m = NewMetrics(nil)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Center{
 		chain:   chain,
 		w:       w,
@@ -173,7 +179,8 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 		opts:    opts,
 		log:     log.With("chain", chain),
 		m:       m.forChain(chain),
-		ctx:     context.Background(),
+		ctx:     ctx,
+		cancel:  cancel,
 		conns:   map[jrpc.Notifier]*conn{},
 		heads:   map[*sub]struct{}{},
 		logs:    newLogIndex(),
@@ -181,12 +188,10 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 	}
 }
 
-// Run dispatches the window's changes to subscribers until ctx ends.
+// Run dispatches the window's changes to subscribers until ctx ends, then
+// stops the Center (Stop).
 func (c *Center) Run(ctx context.Context) {
-	c.mu.Lock()
-	c.ctx = ctx // relays started from now on end with it
-	c.mu.Unlock()
-	defer c.wg.Wait()
+	defer c.Stop()
 	for {
 		changed := c.w.Changed()
 		c.sync()
@@ -196,6 +201,18 @@ func (c *Center) Run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// Stop ends every goroutine the Center started and waits for them: the
+// relays, and each connection's writer and close watcher. A subscribe
+// after it is refused. Run stops the Center when its ctx ends; a Center
+// used without Run must be stopped by its user.
+func (c *Center) Stop() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.cancel()
+	c.crew.stop()
 }
 
 // sync delivers the difference between the chain subscribers were told and
@@ -395,6 +412,7 @@ func (c *Center) removeLocked(s *sub) {
 var (
 	errNotifications = &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: "notifications not supported"}
 	errNotFound      = &jrpc.Error{Code: -32000 /* geth's plain error */, Message: "subscription not found"}
+	errStopped       = &jrpc.Error{Code: jrpc.CodeShuttingDown, Message: "server is shutting down"}
 )
 
 func invalidParams(msg string) *jrpc.Error {
@@ -467,11 +485,7 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 		return nil, err
 	}
 	if s.kind == kindPending {
-		if err := c.awaitRelay(ctx, s.group); err != nil {
-			c.mu.Lock()
-			c.removeLocked(s)
-			c.mu.Unlock()
-			cn.release()
+		if err := c.awaitPending(ctx, s); err != nil {
 			return nil, err
 		}
 	}
@@ -489,16 +503,14 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, errStopped
+	}
 	cn := c.conns[n]
 	if cn == nil {
 		cn = newConn(c, n)
 		c.conns[n] = cn
-		go func() {
-			<-n.Closed()
-			c.mu.Lock()
-			c.dropLocked(cn)
-			c.mu.Unlock()
-		}()
+		c.crew.Go(func() { c.watch(cn) })
 	}
 	if len(cn.subs) >= c.opts.MaxPerConn {
 		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: "too many subscriptions on this connection: " +
@@ -527,6 +539,18 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 		c.joinRelayLocked(s)
 	}
 	return cn, nil
+}
+
+// watch forgets cn's subscriptions once its connection closes, or ends
+// with the Center.
+func (c *Center) watch(cn *conn) {
+	select {
+	case <-cn.n.Closed():
+		c.mu.Lock()
+		c.dropLocked(cn)
+		c.mu.Unlock()
+	case <-c.ctx.Done():
+	}
 }
 
 // Unsubscribe serves eth_unsubscribe: true, or geth's "subscription not

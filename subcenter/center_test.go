@@ -458,6 +458,7 @@ func TestReorgDuringARebuildRemovesOnlyWhatWasSent(t *testing.T) {
 	f := newFeed(t, 16)
 	f.extend("a", 1, 20, "a")
 	c := New("test", f.w, nil, Options{}, nil, nil) // synced by hand
+	t.Cleanup(c.Stop)
 	c.sync()
 	first, second := newNotifier(), newNotifier()
 	subscribe(t, c, first, `["logs",{}]`)
@@ -507,6 +508,7 @@ func TestRemovedLogsOnlyForLogsSent(t *testing.T) {
 	f := newFeed(t, 16)
 	f.extend("a", 1, 8, "a")
 	c := New("test", f.w, nil, Options{}, nil, nil)
+	t.Cleanup(c.Stop)
 	c.sync()
 	f.extend("a", 9, 10, "a")
 	c.sync()

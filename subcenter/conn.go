@@ -1,7 +1,6 @@
 package subcenter
 
 import (
-	"context"
 	"sync"
 
 	"github.com/venn-gateway/venn/jrpc"
@@ -11,7 +10,8 @@ import (
 // notifications. The dispatcher only appends to the queue; a writer
 // goroutine, started when there is something to write and gone when the
 // queue is empty, drains it, so an idle subscriber costs no goroutine and
-// a slow one never holds up the dispatcher.
+// a slow one never holds up the dispatcher. The Center's crew owns the
+// writer, and a watcher that forgets the connection once it closes.
 type conn struct {
 	center *Center
 	n      jrpc.Notifier
@@ -62,7 +62,7 @@ func (cn *conn) push(s *sub, payload []byte) bool {
 	start := cn.startLocked()
 	cn.mu.Unlock()
 	if start {
-		go cn.drain()
+		cn.center.crew.Go(cn.drain) // refused once the Center stopped: nothing is written then
 	}
 	return true
 }
@@ -91,7 +91,7 @@ func (cn *conn) release() {
 	start := cn.startLocked()
 	cn.mu.Unlock()
 	if start {
-		go cn.drain()
+		cn.center.crew.Go(cn.drain) // refused once the Center stopped: nothing is written then
 	}
 }
 
@@ -138,7 +138,10 @@ func (cn *conn) drain() {
 		if it.s.gone.Load() {
 			continue // unsubscribed: geth sends nothing after the reply
 		}
-		if err := cn.n.NotifySubscription(context.Background(), it.s.id, it.payload); err != nil {
+		if err := cn.n.NotifySubscription(c.ctx, it.s.id, it.payload); err != nil {
+			if c.ctx.Err() != nil {
+				return // the Center stopped
+			}
 			c.mu.Lock()
 			c.dropLocked(cn)
 			c.mu.Unlock()

@@ -28,6 +28,7 @@ func FuzzSubscribe(f *testing.F) {
 	}
 	fe := newFeed(&testing.T{}, 8)
 	c := New("fuzz", fe.w, nil, Options{MaxPerConn: 1 << 30}, nil, nil)
+	f.Cleanup(c.Stop)
 	n := newNotifier()
 	ctx := ctxFor(n)
 	f.Fuzz(func(t *testing.T, params []byte) {

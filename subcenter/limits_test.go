@@ -71,6 +71,7 @@ func TestFilterLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := New("test", f.w, nil, tt.opts, nil, nil)
+			t.Cleanup(c.Stop)
 			n := newNotifier()
 			params := tt.give
 			if tt.filter != "" {
@@ -141,6 +142,7 @@ func BenchmarkLogsFilterMemory(b *testing.B) {
 	f := &feed{t: t, w: newFeed(t, 16).w}
 	f.extend("a", 1, 1, "a")
 	c := New("test", f.w, nil, Options{MaxFilterBytes: 1 << 40}, nil, nil)
+	t.Cleanup(c.Stop)
 	const addrs = 1000
 	params := make([]string, 100)
 	for i := range params {

@@ -82,8 +82,8 @@ func (c *Center) joinRelayLocked(s *sub) {
 		g = &relayGroup{key: key, subs: map[*sub]struct{}{}, cancel: cancel,
 			seen: newRecent(pendingDedupWindow), ready: make(chan struct{})}
 		c.pending[key] = g
-		c.wg.Add(1)
-		go c.runRelay(ctx, g, s.params)
+		params := s.params
+		c.crew.Go(func() { c.runRelay(ctx, g, params) }) // not stopped: add holds mu
 	}
 	s.group = g
 	g.subs[s] = struct{}{}
@@ -109,11 +109,23 @@ func (c *Center) awaitRelay(ctx context.Context, g *relayGroup) error {
 	return nil
 }
 
+// awaitPending waits for s's relay group to settle (awaitRelay); a
+// subscription the group refuses is taken back, with its hold.
+func (c *Center) awaitPending(ctx context.Context, s *sub) error {
+	err := c.awaitRelay(ctx, s.group)
+	if err != nil {
+		c.mu.Lock()
+		c.removeLocked(s)
+		c.mu.Unlock()
+		s.c.release()
+	}
+	return err
+}
+
 // runRelay keeps the group's upstream subscription until its last client
 // leaves (or the Center stops). A group that no remote can serve, before
 // any subscriber was told yes, refuses its subscribers and ends.
 func (c *Center) runRelay(ctx context.Context, g *relayGroup, params json.RawMessage) {
-	defer c.wg.Done()
 	up := func() { g.settle(nil) }
 	warned := false
 	for ctx.Err() == nil {

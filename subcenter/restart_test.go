@@ -135,6 +135,7 @@ func TestRedisRestartIsNotAReorg(t *testing.T) {
 	// The dispatcher is driven by hand: it looks at every state the
 	// window goes through, the worst a running one can do.
 	c := New("test", w, nil, Options{}, nil, nil)
+	t.Cleanup(c.Stop)
 	c.sync()
 	early := newNotifier() // subscribed at 30: sent 31 on
 	subscribe(t, c, early, `["newHeads"]`)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/app"
+	"github.com/venn-gateway/venn/headstore/keyspace"
 )
 
 // TestConfigYAML: what Config writes is what venn reads.
@@ -45,7 +46,7 @@ func TestRedis(t *testing.T) {
 	if id, _, err := r.Leader(ctx, "dev"); err != nil || id != "" {
 		t.Fatalf("no lease: %q, %v", id, err)
 	}
-	if err := r.Client.Set(ctx, LeaseKey("dev"), "r1:7", 0).Err(); err != nil {
+	if err := r.Client.Set(ctx, keyspace.For("dev").Lease, "r1:7", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if id, epoch, err := r.Leader(ctx, "dev"); err != nil || id != "r1" || epoch != 7 {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/headstore/keyspace"
 )
 
 // Redis start limits.
@@ -114,13 +116,10 @@ func (r *Redis) Close() {
 	_ = r.Client.Close()
 }
 
-// LeaseKey is the Redis key of chain's leader lease, "replicaID:epoch".
-func LeaseKey(chain string) string { return "venn:{" + chain + "}:leader" }
-
-// Leader reads chain's leader lease: the replica holding it and its
+// Leader reads chain's leader lease ("replicaID:epoch"): the replica holding it and its
 // fencing epoch; "" when nobody holds it.
 func (r *Redis) Leader(ctx context.Context, chain string) (string, uint64, error) {
-	v, err := r.Client.Get(ctx, LeaseKey(chain)).Result()
+	v, err := r.Client.Get(ctx, keyspace.For(chain).Lease).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", 0, nil
 	}

@@ -1,4 +1,4 @@
-package jrpc
+package edge
 
 import (
 	"strings"
@@ -28,16 +28,6 @@ func defaultBlocked(method string) bool {
 		return true
 	}
 	return false
-}
-
-// MethodPolicy adjusts the method blocklist for every caller. Entries
-// ending in "_" or "*" are prefixes ("debug_trace*"); others are exact.
-type MethodPolicy struct {
-	// Enable lets everyone call these otherwise blocked methods.
-	Enable []string
-	// Block refuses these methods to everyone, whatever Enable or a key's
-	// Enable say.
-	Block []string
 }
 
 // check says whether a caller holding key k (nil: none) may call method,

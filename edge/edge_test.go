@@ -1,4 +1,4 @@
-package jrpc
+package edge
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 // Secrets of the test keys. They must never come back in an answer.
@@ -22,9 +24,9 @@ const (
 
 // edgeHandler serves the methods of echoHandler plus a few that look like
 // the node's, and counts what reaches it: a blocked call must not.
-func edgeHandler(reached *[]string, mu chan struct{}) Handler {
+func edgeHandler(reached *[]string, mu chan struct{}) jrpc.Handler {
 	echo := echoHandler()
-	return HandlerFunc(func(ctx context.Context, req *Request) (json.RawMessage, error) {
+	return jrpc.HandlerFunc(func(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
 		mu <- struct{}{}
 		*reached = append(*reached, req.Method)
 		<-mu
@@ -33,7 +35,7 @@ func edgeHandler(reached *[]string, mu chan struct{}) Handler {
 			strings.HasPrefix(req.Method, "admin_"), strings.HasPrefix(req.Method, "net_"):
 			return json.RawMessage(`"ok"`), nil
 		case req.Method == "test_key":
-			p, _ := PeerFromContext(ctx)
+			p, _ := jrpc.PeerFromContext(ctx)
 			return json.Marshal(p.Key)
 		}
 		return echo.ServeRPC(ctx, req)
@@ -87,14 +89,11 @@ func TestAPIKeys(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var reached []string
 	mu := make(chan struct{}, 1)
-	s := newTestServer(t, Options{
-		Registerer: reg,
-		Edge: Edge{Keys: []APIKey{
-			{Name: "alice", Secret: aliceSecret},
-			{Name: "bob", Secret: bobSecret, Chains: []string{"other"}},
-			{Name: "carol", Secret: carolSecret, Methods: []string{"eth_", "test_key", "debug_traceCall"}, Enable: []string{"debug_trace*"}},
-		}},
-	}, edgeHandler(&reached, mu))
+	s := newTestServer(t, Config{Auth: AuthConfig{Keys: []APIKey{
+		{Name: "alice", Key: aliceSecret},
+		{Name: "bob", Key: bobSecret, Chains: []string{"other"}},
+		{Name: "carol", Key: carolSecret, Methods: []string{"eth_", "test_key", "debug_traceCall"}, Enable: []string{"debug_trace*"}},
+	}}}, Options{Registerer: reg}, edgeHandler(&reached, mu))
 	s.Handle("other", edgeHandler(&reached, mu))
 
 	tests := []struct {
@@ -114,29 +113,29 @@ func TestAPIKeys(t *testing.T) {
 			wantStatus: 200, wantBody: `{"jsonrpc":"2.0","id":1,"result":"alice"}`},
 		{name: "two different keys", give: httpCall{path: "/test/" + aliceSecret,
 			header: map[string]string{"X-Api-Key": carolSecret}, body: callOf("test_key")},
-			wantStatus: 401, wantCode: CodeUnauthorized, wantMsg: "invalid API key"},
+			wantStatus: 401, wantCode: jrpc.CodeUnauthorized, wantMsg: "invalid API key"},
 		{name: "no key", give: httpCall{body: callOf("test_key")},
-			wantStatus: 401, wantCode: CodeUnauthorized, wantMsg: "X-Api-Key header"},
+			wantStatus: 401, wantCode: jrpc.CodeUnauthorized, wantMsg: "X-Api-Key header"},
 		{name: "wrong key", give: httpCall{header: map[string]string{"X-Api-Key": aliceSecret + "x"}, body: callOf("test_key")},
-			wantStatus: 401, wantCode: CodeUnauthorized, wantMsg: "invalid API key"},
+			wantStatus: 401, wantCode: jrpc.CodeUnauthorized, wantMsg: "invalid API key"},
 		{name: "wrong key in path", give: httpCall{path: "/test/nope", body: callOf("test_key")},
-			wantStatus: 401, wantCode: CodeUnauthorized, wantMsg: "invalid API key"},
+			wantStatus: 401, wantCode: jrpc.CodeUnauthorized, wantMsg: "invalid API key"},
 		{name: "key refused before the body is read", give: httpCall{body: `{`},
-			wantStatus: 401, wantCode: CodeUnauthorized},
+			wantStatus: 401, wantCode: jrpc.CodeUnauthorized},
 		{name: "unknown chain hides the path key", give: httpCall{path: "/nochain/" + aliceSecret, body: callOf("test_key")},
-			wantStatus: 404, wantCode: CodeUnknownChain, wantMsg: `"/nochain"`},
+			wantStatus: 404, wantCode: jrpc.CodeUnknownChain, wantMsg: `"/nochain"`},
 		{name: "key limited to other chains", give: httpCall{header: map[string]string{"X-Api-Key": bobSecret}, body: callOf("test_key")},
-			wantStatus: 403, wantCode: CodeUnauthorized, wantMsg: "may not use chain test"},
+			wantStatus: 403, wantCode: jrpc.CodeUnauthorized, wantMsg: "may not use chain test"},
 		{name: "key on its chain", give: httpCall{path: "/other", header: map[string]string{"X-Api-Key": bobSecret}, body: callOf("test_key")},
 			wantStatus: 200, wantBody: `{"jsonrpc":"2.0","id":1,"result":"bob"}`},
 		{name: "allowlist lets eth_ through", give: httpCall{header: map[string]string{"X-Api-Key": carolSecret}, body: callOf("eth_call")},
 			wantStatus: 200, wantBody: `{"jsonrpc":"2.0","id":1,"result":"ok"}`},
 		{name: "not on the key's allowlist", give: httpCall{header: map[string]string{"X-Api-Key": carolSecret}, body: callOf("net_version")},
-			wantStatus: 200, wantCode: CodeMethodNotFound, wantMsg: "the method net_version does not exist/is not available"},
+			wantStatus: 200, wantCode: jrpc.CodeMethodNotFound, wantMsg: "the method net_version does not exist/is not available"},
 		{name: "blocked method the key enables", give: httpCall{header: map[string]string{"X-Api-Key": carolSecret}, body: callOf("debug_traceCall")},
 			wantStatus: 200, wantBody: `{"jsonrpc":"2.0","id":1,"result":"ok"}`},
 		{name: "blocked method for other keys", give: httpCall{header: map[string]string{"X-Api-Key": aliceSecret}, body: callOf("debug_traceCall")},
-			wantStatus: 200, wantCode: CodeMethodNotFound, wantMsg: "the method debug_traceCall does not exist/is not available"},
+			wantStatus: 200, wantCode: jrpc.CodeMethodNotFound, wantMsg: "the method debug_traceCall does not exist/is not available"},
 		{name: "batch answers each call", give: httpCall{header: map[string]string{"X-Api-Key": carolSecret},
 			body: `[{"jsonrpc":"2.0","id":1,"method":"eth_call"},{"jsonrpc":"2.0","id":2,"method":"admin_peers"}]`},
 			wantStatus: 200, wantBody: `[{"jsonrpc":"2.0","id":1,"result":"ok"},{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"the method admin_peers does not exist/is not available"}}]`},
@@ -158,7 +157,7 @@ func TestAPIKeys(t *testing.T) {
 				}
 				return
 			}
-			var resp struct{ Error *Error }
+			var resp struct{ Error *jrpc.Error }
 			if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Error == nil {
 				t.Fatalf("body %s: want an error (%v)", body, err)
 			}
@@ -176,15 +175,15 @@ func TestAPIKeys(t *testing.T) {
 	for reason, want := range map[string]float64{
 		"missing_key": 2, "invalid_key": 3, "chain_not_allowed": 1, "method_not_allowed": 1, "method_blocked": 2,
 	} {
-		if got := metricValue(t, reg, "venn_auth_rejections_total", map[string]string{"chain": "test", "reason": reason}); got != want {
+		if got := counterValue(t, reg, "venn_auth_rejections_total", map[string]string{"chain": "test", "reason": reason}); got != want {
 			t.Errorf("venn_auth_rejections_total{reason=%q} = %v, want %v", reason, got, want)
 		}
 	}
 }
 
 func TestAPIKeyInAuthorization(t *testing.T) {
-	s := newTestServer(t, Options{Edge: Edge{KeyHeader: "authorization",
-		Keys: []APIKey{{Name: "alice", Secret: aliceSecret}}}}, echoHandler())
+	s := newTestServer(t, Config{Auth: AuthConfig{Header: "authorization",
+		Keys: []APIKey{{Name: "alice", Key: aliceSecret}}}}, Options{}, echoHandler())
 	tests := []struct {
 		give       string
 		wantStatus int
@@ -205,7 +204,7 @@ func TestAPIKeyInAuthorization(t *testing.T) {
 // TestOpenWithoutKeys: no keys, venn is open as before, and /CHAIN/x is no
 // route.
 func TestOpenWithoutKeys(t *testing.T) {
-	s := newTestServer(t, Options{}, echoHandler())
+	s := newTestServer(t, Config{}, Options{}, echoHandler())
 	if status, _, body := do(t, s, httpCall{body: callOf("test_echo")}); status != 200 || strings.Contains(body, "error") {
 		t.Errorf("open call = %d %s", status, body)
 	}
@@ -258,7 +257,7 @@ func TestMethodBlocklist(t *testing.T) {
 	// handler call.
 	var reached []string
 	mu := make(chan struct{}, 1)
-	s := newTestServer(t, Options{}, edgeHandler(&reached, mu))
+	s := newTestServer(t, Config{}, Options{}, edgeHandler(&reached, mu))
 	_, _, body := do(t, s, httpCall{body: callOf("admin_nodeInfo")})
 	if want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"the method admin_nodeInfo does not exist/is not available"}}`; body != want {
 		t.Errorf("admin_nodeInfo = %s, want %s", body, want)
@@ -269,9 +268,9 @@ func TestMethodBlocklist(t *testing.T) {
 }
 
 func TestWSAuth(t *testing.T) {
-	s := newTestServer(t, Options{Edge: Edge{Keys: []APIKey{
-		{Name: "alice", Secret: aliceSecret, Methods: []string{"test_echo"}},
-	}}}, echoHandler())
+	s := newTestServer(t, Config{Auth: AuthConfig{Keys: []APIKey{
+		{Name: "alice", Key: aliceSecret, Methods: []string{"test_echo"}},
+	}}}, Options{}, echoHandler())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 

@@ -1,4 +1,4 @@
-package jrpc
+package edge
 
 import (
 	"net/http"
@@ -6,26 +6,6 @@ import (
 	"strings"
 	"time"
 )
-
-// DefaultCORSMaxAge is how long a browser may reuse a preflight answer.
-const DefaultCORSMaxAge = 10 * time.Minute
-
-// CORS lets browser pages on other origins call venn. venn authenticates
-// by API key, never by cookie, so it never allows credentials; what CORS
-// guards against here is a page a user visits reading from a venn the user
-// can reach (on localhost or an internal network) and the page cannot. So
-// the default allows no origin, as geth does.
-type CORS struct {
-	// AllowedOrigins may call from a browser: "*" (any),
-	// "https://app.example.com", or "https://*.example.com" for that
-	// domain's subdomains. Empty: browsers get no CORS headers, and a
-	// WebSocket upgrade with an Origin header is refused.
-	AllowedOrigins []string
-	// AllowedHeaders may be sent besides Content-Type and the key header.
-	AllowedHeaders []string
-	// MaxAge is how long a preflight answer may be cached (default 10m).
-	MaxAge time.Duration
-}
 
 // cors is a CORS ready to use; nil when no origin is allowed.
 type cors struct {
@@ -93,7 +73,11 @@ func (c *cors) allows(origin string) bool {
 
 // wrap answers preflights itself and marks answers to allowed origins.
 // Requests without an Origin (every non-browser client) pass untouched.
+// A nil cors adds nothing.
 func (c *cors) wrap(next http.Handler) http.Handler {
+	if c == nil {
+		return next
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		if origin == "" {

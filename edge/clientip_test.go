@@ -1,16 +1,15 @@
-package jrpc
+package edge
 
 import (
 	"net/http/httptest"
 	"net/netip"
 	"testing"
+
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 func TestClientIP(t *testing.T) {
-	e := newEdge(Edge{TrustedProxies: []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("2001:db8:ffff::/48"),
-	}})
+	e := New(Config{TrustedProxies: []string{"10.0.0.0/8", "2001:db8:ffff::/48"}}, Options{})
 	tests := []struct {
 		name   string
 		peer   string
@@ -59,11 +58,11 @@ func TestIPBucket(t *testing.T) {
 		{give: "fe80::1%eth0", want: "ip:fe80::/64"},
 	}
 	for _, tt := range tests {
-		if got := ipBucket(netip.MustParseAddr(tt.give)); got != tt.want {
-			t.Errorf("ipBucket(%s) = %s, want %s", tt.give, got, tt.want)
+		if got := jrpc.AddrBucket(netip.MustParseAddr(tt.give)); got != tt.want {
+			t.Errorf("jrpc.AddrBucket(%s) = %s, want %s", tt.give, got, tt.want)
 		}
 	}
-	if got := ipBucket(netip.Addr{}); got != "ip:unknown" {
-		t.Errorf("ipBucket(invalid) = %s", got)
+	if got := jrpc.AddrBucket(netip.Addr{}); got != "ip:unknown" {
+		t.Errorf("jrpc.AddrBucket(invalid) = %s", got)
 	}
 }

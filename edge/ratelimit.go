@@ -1,4 +1,4 @@
-package jrpc
+package edge
 
 import (
 	"context"
@@ -19,26 +19,26 @@ import (
 // same subtraction (Retry-After). MemoryLimiter and RedisLimiter run the
 // same arithmetic, in Go and in one Lua script.
 
-// Rate is a sustained rate with a burst: PerSecond calls a second on
-// average, and up to Burst at once after a quiet spell. A zero PerSecond is
-// no limit; a Burst below 1 means max(1, ceil(PerSecond)).
+// Rate is a sustained rate with a burst: RPS calls a second on average,
+// and up to Burst at once after a quiet spell. A zero RPS is no limit; a
+// Burst below 1 means max(1, ceil(RPS)).
 type Rate struct {
-	PerSecond float64
-	Burst     int
+	RPS   float64 `yaml:"rps"`
+	Burst int     `yaml:"burst"`
 }
 
 // Limited reports whether r limits anything.
-func (r Rate) Limited() bool { return r.PerSecond > 0 && !math.IsInf(r.PerSecond, 1) }
+func (r Rate) Limited() bool { return r.RPS > 0 && !math.IsInf(r.RPS, 1) }
 
 func (r Rate) burst() int {
 	if r.Burst >= 1 {
 		return r.Burst
 	}
-	return max(1, int(math.Ceil(r.PerSecond)))
+	return max(1, int(math.Ceil(r.RPS)))
 }
 
 // interval is what one call costs, in nanoseconds.
-func (r Rate) interval() float64 { return float64(time.Second) / r.PerSecond }
+func (r Rate) interval() float64 { return float64(time.Second) / r.RPS }
 
 // Bucket is one client's rate: all calls made under ID count against Rate.
 type Bucket struct {
@@ -63,7 +63,7 @@ type Verdict struct {
 
 // A Limiter keeps rate-limit state. Take takes n calls from every bucket
 // at once, or from none of them: a refusal by one bucket leaves the others
-// untouched. An error means the state could not be reached; the Server then
+// untouched. An error means the state could not be reached; the edge then
 // fails open or closed as configured.
 type Limiter interface {
 	Take(ctx context.Context, n int, buckets []Bucket) (Verdict, error)
@@ -119,7 +119,7 @@ func NewMemoryLimiter(now func() time.Time) *MemoryLimiter {
 // Take implements Limiter; it never fails.
 func (m *MemoryLimiter) Take(_ context.Context, n int, buckets []Bucket) (Verdict, error) {
 	if len(buckets) > maxBuckets {
-		panic("jrpc: too many rate-limit buckets")
+		panic("edge: too many rate-limit buckets")
 	}
 	now := m.now().UnixNano()
 	m.mu.Lock()

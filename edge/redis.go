@@ -1,4 +1,4 @@
-package jrpc
+package edge
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/headstore/keyspace"
 )
 
 // Defaults of RedisLimiterOptions.
 const (
-	DefaultRateLimitPrefix = "venn:ratelimit:"
+	DefaultRateLimitPrefix = keyspace.RateLimitPrefix
 	// DefaultRedisLimitTimeout bounds one decision: a Redis on the same
 	// network answers in well under a millisecond, and every call waits for
 	// it.
@@ -28,52 +30,6 @@ const redisRetryAfter = 500 * time.Millisecond
 // ErrLimiterDown is returned, wrapped, by a RedisLimiter that has just
 // failed and is not asking Redis until a short pause has passed.
 var ErrLimiterDown = errors.New("rate limiter: redis recently failed")
-
-// gcraScript is gcra over every bucket in KEYS at once: all take n calls,
-// or none does. Times are microseconds; Redis's own clock (TIME) is used
-// unless ARGV[2] gives one (tests), so replicas' clocks need not agree.
-// ARGV: n, now or "", then interval and burst per key. It returns {0, 0}
-// when taken, else {i, wait}: the (1-based) bucket that would make the
-// calls wait longest and its wait, -1 when they can never fit. A bucket's
-// key expires when it would be full again: a full bucket and no key are
-// the same.
-var gcraScript = redis.NewScript(`
-local n = tonumber(ARGV[1])
-local now = tonumber(ARGV[2])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-local nexts = {}
-local worst, wait = 0, 0
-for i, key in ipairs(KEYS) do
-  local interval = tonumber(ARGV[2 * i + 1])
-  local burst = tonumber(ARGV[2 * i + 2])
-  if n > burst then
-    return {i, -1}
-  end
-  local tat = tonumber(redis.call('GET', key)) or now
-  if tat < now then
-    tat = now
-  end
-  local nxt = tat + n * interval
-  local over = nxt - now - burst * interval
-  if over > 0 then
-    if over > wait then
-      worst, wait = i, over
-    end
-  else
-    nexts[i] = nxt
-  end
-end
-if worst > 0 then
-  return {worst, math.ceil(wait)}
-end
-for i, key in ipairs(KEYS) do
-  redis.call('SET', key, string.format('%.0f', nexts[i]), 'PX', math.ceil((nexts[i] - now) / 1000) + 1)
-end
-return {0, 0}
-`)
 
 // RedisLimiterOptions configure a RedisLimiter; zero fields take defaults.
 type RedisLimiterOptions struct {
@@ -114,7 +70,7 @@ func NewRedisLimiter(rdb redis.Scripter, opts RedisLimiterOptions) *RedisLimiter
 // Warm loads the script into Redis (and so opens a connection), so that
 // the first calls need not: each has only the limiter's timeout.
 func (l *RedisLimiter) Warm(ctx context.Context) error {
-	if err := gcraScript.Load(ctx, l.rdb).Err(); err != nil {
+	if err := keyspace.Limit.Load(ctx, l.rdb).Err(); err != nil {
 		return fmt.Errorf("rate limiter: load script: %w", err)
 	}
 	return nil
@@ -140,7 +96,7 @@ func (l *RedisLimiter) Take(ctx context.Context, n int, buckets []Bucket) (Verdi
 	}
 	tctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	res, err := gcraScript.Run(tctx, l.rdb, keys, args...).Int64Slice()
+	res, err := keyspace.Limit.Run(tctx, l.rdb, keys, args...).Int64Slice()
 	if err == nil && (len(res) != 2 || res[0] < 0 || res[0] > int64(len(buckets))) {
 		err = fmt.Errorf("script answered %v", res)
 	}

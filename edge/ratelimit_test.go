@@ -1,4 +1,4 @@
-package jrpc
+package edge
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 // redisAddr is the test Redis every package shares.
@@ -73,8 +73,8 @@ func testRedis(t *testing.T) (*redis.Client, string) {
 // TestLimiters runs the same GCRA steps against MemoryLimiter and
 // RedisLimiter, both on a clock the test moves.
 func TestLimiters(t *testing.T) {
-	fast := Rate{PerSecond: 10, Burst: 5} // 100ms a call
-	slow := Rate{PerSecond: 1, Burst: 2}
+	fast := Rate{RPS: 10, Burst: 5} // 100ms a call
+	slow := Rate{RPS: 1, Burst: 2}
 	type step struct {
 		advance time.Duration
 		n       int
@@ -129,8 +129,8 @@ func TestLimiters(t *testing.T) {
 			{n: 1, buckets: []Bucket{key, ip}, want: Verdict{Refused: 1, RetryAfter: time.Second}},
 		}},
 		{name: "fractional rate", steps: []step{
-			{n: 1, buckets: []Bucket{{ID: "key:half", Rate: Rate{PerSecond: 0.5}}}, want: Verdict{OK: true}},
-			{n: 1, buckets: []Bucket{{ID: "key:half", Rate: Rate{PerSecond: 0.5}}}, want: Verdict{Refused: 0, RetryAfter: 2 * time.Second}},
+			{n: 1, buckets: []Bucket{{ID: "key:half", Rate: Rate{RPS: 0.5}}}, want: Verdict{OK: true}},
+			{n: 1, buckets: []Bucket{{ID: "key:half", Rate: Rate{RPS: 0.5}}}, want: Verdict{Refused: 0, RetryAfter: 2 * time.Second}},
 		}},
 	}
 	limiters := []struct {
@@ -168,7 +168,7 @@ func TestLimiters(t *testing.T) {
 func TestRedisLimiterOwnClock(t *testing.T) {
 	rdb, prefix := testRedis(t)
 	l := NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: prefix})
-	b := []Bucket{{ID: "key:x", Rate: Rate{PerSecond: 1, Burst: 3}}}
+	b := []Bucket{{ID: "key:x", Rate: Rate{RPS: 1, Burst: 3}}}
 	v, err := l.Take(context.Background(), 3, b)
 	if err != nil || !v.OK {
 		t.Fatalf("first burst = %+v, %v", v, err)
@@ -183,30 +183,30 @@ func TestRedisLimiterOwnClock(t *testing.T) {
 	}
 }
 
-// limitedServer is a test server with the given edge, whose rate-limit
-// state is in memory on a clock the test moves unless e.Limiter is set.
-func limitedServer(t *testing.T, e Edge, reg *prometheus.Registry) (*testServer, *fakeClock) {
+// limitedServer is a test server with the edge c, whose rate-limit state
+// is in memory on a clock the test moves unless limiter is set.
+func limitedServer(t *testing.T, c Config, limiter Limiter, reg *prometheus.Registry) (*testServer, *fakeClock) {
 	t.Helper()
 	clock := newFakeClock()
-	if e.Limiter == nil {
-		e.Limiter = NewMemoryLimiter(clock.Now)
+	if limiter == nil {
+		limiter = NewMemoryLimiter(clock.Now)
 	}
-	opts := Options{Edge: e}
+	opts := Options{Limiter: limiter}
 	if reg != nil {
 		opts.Registerer = reg // not a typed nil
 	}
-	return newTestServer(t, opts, echoHandler()), clock
+	return newTestServer(t, c, opts, echoHandler()), clock
 }
 
 func TestRateLimitPerKey(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s, clock := limitedServer(t, Edge{
-		Keys: []APIKey{
-			{Name: "alice", Secret: aliceSecret},
-			{Name: "bob", Secret: bobSecret, Rate: Rate{PerSecond: 100, Burst: 100}},
-		},
-		KeyRate: Rate{PerSecond: 2, Burst: 3},
-	}, reg)
+	s, clock := limitedServer(t, Config{
+		Auth: AuthConfig{Keys: []APIKey{
+			{Name: "alice", Key: aliceSecret},
+			{Name: "bob", Key: bobSecret, RateLimit: Rate{RPS: 100, Burst: 100}},
+		}},
+		RateLimits: RateLimits{Key: Rate{RPS: 2, Burst: 3}},
+	}, nil, reg)
 	as := func(secret, body string) (int, http.Header, string) {
 		return do(t, s, httpCall{header: map[string]string{"X-Api-Key": secret}, body: body})
 	}
@@ -235,13 +235,13 @@ func TestRateLimitPerKey(t *testing.T) {
 	}
 	var answers []struct {
 		ID    json.RawMessage
-		Error *Error
+		Error *jrpc.Error
 	}
 	if err := json.Unmarshal([]byte(body), &answers); err != nil || len(answers) != 2 {
 		t.Fatalf("batch answer %s: want two answers (%v)", body, err)
 	}
 	for i, a := range answers {
-		if string(a.ID) != strconv.Itoa(i+1) || a.Error == nil || a.Error.Code != CodeRateLimited {
+		if string(a.ID) != strconv.Itoa(i+1) || a.Error == nil || a.Error.Code != jrpc.CodeRateLimited {
 			t.Errorf("answer %d = %s %+v, want id %d and -32055", i, a.ID, a.Error, i+1)
 		}
 	}
@@ -254,10 +254,10 @@ func TestRateLimitPerKey(t *testing.T) {
 		t.Errorf("batch over the burst = %d, Retry-After %q, %s; want 429 without Retry-After", status, h.Get("Retry-After"), body)
 	}
 
-	if got := metricValue(t, reg, "venn_ratelimit_rejections_total", map[string]string{"chain": "test", "scope": "key"}); got != 3 {
+	if got := counterValue(t, reg, "venn_ratelimit_rejections_total", map[string]string{"chain": "test", "scope": "key"}); got != 3 {
 		t.Errorf("key rejections = %v, want 3", got)
 	}
-	if got := metricValue(t, reg, "venn_requests_total", map[string]string{"chain": "test", "method": "other", "outcome": "limited"}); got != 8 {
+	if got := counterValue(t, reg, "venn_requests_total", map[string]string{"chain": "test", "method": "other", "outcome": "limited"}); got != 8 {
 		t.Errorf("limited calls = %v, want 8 (1, then 3 with the notification, then 4)", got)
 	}
 }
@@ -266,25 +266,25 @@ func TestRateLimitPerIP(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	tests := []struct {
 		name    string
-		trusted []netip.Prefix
+		trusted []string
 		// Addresses the calls claim in X-Forwarded-For, in order; the
 		// burst is 2 per address.
 		give []string
 		want []int
 	}{
-		{name: "trusted proxy: limited per forwarded address", trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		{name: "trusted proxy: limited per forwarded address", trusted: []string{"127.0.0.0/8"},
 			give: []string{"198.51.100.1", "198.51.100.1", "198.51.100.2", "198.51.100.1", "198.51.100.2", "198.51.100.2"},
 			want: []int{200, 200, 200, 429, 200, 429}},
 		{name: "untrusted peer: X-Forwarded-For ignored",
 			give: []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"},
 			want: []int{200, 200, 429}},
-		{name: "trusted proxy for another network", trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		{name: "trusted proxy for another network", trusted: []string{"10.0.0.0/8"},
 			give: []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"},
 			want: []int{200, 200, 429}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := limitedServer(t, Edge{IPRate: Rate{PerSecond: 1, Burst: 2}, TrustedProxies: tt.trusted}, reg)
+			s, _ := limitedServer(t, Config{RateLimits: RateLimits{IP: Rate{RPS: 1, Burst: 2}}, TrustedProxies: tt.trusted}, nil, reg)
 			for i, addr := range tt.give {
 				status, _, body := do(t, s, httpCall{header: map[string]string{"X-Forwarded-For": addr}, body: callOf("test_echo")})
 				if status != tt.want[i] {
@@ -299,13 +299,13 @@ func TestRateLimitPerIP(t *testing.T) {
 // key exempt from the per-address one.
 func TestRateLimitKeyAndIP(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s, _ := limitedServer(t, Edge{
-		Keys: []APIKey{
-			{Name: "alice", Secret: aliceSecret, Rate: Rate{PerSecond: 100, Burst: 100}},
-			{Name: "backend", Secret: bobSecret, Rate: Rate{PerSecond: 100, Burst: 100}, IPExempt: true},
-		},
-		IPRate: Rate{PerSecond: 1, Burst: 2},
-	}, reg)
+	s, _ := limitedServer(t, Config{
+		Auth: AuthConfig{Keys: []APIKey{
+			{Name: "alice", Key: aliceSecret, RateLimit: Rate{RPS: 100, Burst: 100}},
+			{Name: "backend", Key: bobSecret, RateLimit: Rate{RPS: 100, Burst: 100}, IPExempt: true},
+		}},
+		RateLimits: RateLimits{IP: Rate{RPS: 1, Burst: 2}},
+	}, nil, reg)
 	var got []int
 	for range 3 {
 		status, _, _ := do(t, s, httpCall{header: map[string]string{"X-Api-Key": aliceSecret}, body: callOf("test_echo")})
@@ -318,7 +318,7 @@ func TestRateLimitKeyAndIP(t *testing.T) {
 	if want := []int{200, 200, 429, 200, 200, 200}; !equalInts(got, want) {
 		t.Errorf("statuses = %v, want %v", got, want)
 	}
-	if got := metricValue(t, reg, "venn_ratelimit_rejections_total", map[string]string{"chain": "test", "scope": "ip"}); got != 1 {
+	if got := counterValue(t, reg, "venn_ratelimit_rejections_total", map[string]string{"chain": "test", "scope": "ip"}); got != 1 {
 		t.Errorf("ip rejections = %v, want 1", got)
 	}
 }
@@ -336,7 +336,7 @@ func equalInts(a, b []int) bool {
 }
 
 func TestRateLimitWS(t *testing.T) {
-	s, _ := limitedServer(t, Edge{IPRate: Rate{PerSecond: 1, Burst: 2}}, nil)
+	s, _ := limitedServer(t, Config{RateLimits: RateLimits{IP: Rate{RPS: 1, Burst: 2}}}, nil, nil)
 	c := s.dial(t)
 	want := []string{
 		`{"jsonrpc":"2.0","id":1,"result":[]}`,
@@ -358,10 +358,9 @@ func TestRateLimitSharedByServers(t *testing.T) {
 	clock := newFakeClock()
 	var servers []*testServer
 	for range 2 {
-		s, _ := limitedServer(t, Edge{
-			Keys:    []APIKey{{Name: "alice", Secret: aliceSecret, Rate: Rate{PerSecond: 1, Burst: 4}}},
-			Limiter: NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: prefix, Clock: clock.Now}),
-		}, nil)
+		s, _ := limitedServer(t, Config{
+			Auth: AuthConfig{Keys: []APIKey{{Name: "alice", Key: aliceSecret, RateLimit: Rate{RPS: 1, Burst: 4}}}},
+		}, NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: prefix, Clock: clock.Now}), nil)
 		servers = append(servers, s)
 	}
 	ok := 0
@@ -408,14 +407,14 @@ func TestRateLimitRedisDown(t *testing.T) {
 			defer rdb.Close()
 			reg := prometheus.NewRegistry()
 			var logs testkit.Buffer
-			s := newTestServer(t, Options{
+			c := Config{RateLimits: RateLimits{IP: Rate{RPS: 1, Burst: 1}, OnRedisError: "open"}}
+			if tt.failClosed {
+				c.RateLimits.OnRedisError = "closed"
+			}
+			s := newTestServer(t, c, Options{
 				Registerer: reg,
 				Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
-				Edge: Edge{
-					IPRate:     Rate{PerSecond: 1, Burst: 1},
-					Limiter:    NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: "venn-test:down:"}),
-					FailClosed: tt.failClosed,
-				},
+				Limiter:    NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: "venn-test:down:"}),
 			}, echoHandler())
 			for i := range 3 {
 				status, h, body := do(t, s, httpCall{body: callOf("test_echo")})
@@ -426,7 +425,7 @@ func TestRateLimitRedisDown(t *testing.T) {
 					t.Errorf("call %d: Retry-After = %q, want 1", i, h.Get("Retry-After"))
 				}
 			}
-			if got := metricValue(t, reg, "venn_ratelimit_redis_errors_total", nil); got != 3 {
+			if got := counterValue(t, reg, "venn_ratelimit_redis_errors_total", nil); got != 3 {
 				t.Errorf("venn_ratelimit_redis_errors_total = %v, want 3", got)
 			}
 			if n := strings.Count(logs.String(), "rate limiter unavailable"); n != 1 {

@@ -1,4 +1,4 @@
-package jrpc
+package edge
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 )
 
 func TestCORS(t *testing.T) {
-	s := newTestServer(t, Options{
+	s := newTestServer(t, Config{
 		CORS: CORS{
 			AllowedOrigins: []string{"https://app.example.com", "https://*.dapp.example"},
 			AllowedHeaders: []string{"x-client-version"},
 			MaxAge:         time.Hour,
 		},
-		Edge: Edge{Keys: []APIKey{{Name: "alice", Secret: aliceSecret}}},
-	}, echoHandler())
+		Auth: AuthConfig{Keys: []APIKey{{Name: "alice", Key: aliceSecret}}},
+	}, Options{}, echoHandler())
 	preflight := func(origin string) map[string]string {
 		return map[string]string{"Origin": origin, "Access-Control-Request-Method": "POST",
 			"Access-Control-Request-Headers": "content-type, x-api-key"}
@@ -72,7 +72,7 @@ func TestCORS(t *testing.T) {
 }
 
 func TestCORSDefault(t *testing.T) {
-	s := newTestServer(t, Options{}, echoHandler())
+	s := newTestServer(t, Config{}, Options{}, echoHandler())
 	status, h, _ := do(t, s, httpCall{method: "OPTIONS", header: map[string]string{
 		"Origin": "https://app.example.com", "Access-Control-Request-Method": "POST"}})
 	if status != http.StatusMethodNotAllowed || h.Get("Access-Control-Allow-Origin") != "" {
@@ -83,7 +83,7 @@ func TestCORSDefault(t *testing.T) {
 		t.Errorf("call without cors = %d, ACAO %q; want 200 and none", status, h.Get("Access-Control-Allow-Origin"))
 	}
 
-	any := newTestServer(t, Options{CORS: CORS{AllowedOrigins: []string{"*"}}}, echoHandler())
+	any := newTestServer(t, Config{CORS: CORS{AllowedOrigins: []string{"*"}}}, Options{}, echoHandler())
 	status, h, _ = do(t, any, httpCall{method: "OPTIONS", header: map[string]string{
 		"Origin": "https://anything.example", "Access-Control-Request-Method": "POST"}})
 	if status != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != "*" || h.Get("Access-Control-Max-Age") != "600" {
@@ -94,8 +94,8 @@ func TestCORSDefault(t *testing.T) {
 // TestWSOrigin: browsers cannot preflight a WebSocket, so the upgrade is
 // refused to an origin CORS does not allow; clients without Origin pass.
 func TestWSOrigin(t *testing.T) {
-	open := newTestServer(t, Options{}, echoHandler())
-	allowing := newTestServer(t, Options{CORS: CORS{AllowedOrigins: []string{"https://app.example.com"}}}, echoHandler())
+	open := newTestServer(t, Config{}, Options{}, echoHandler())
+	allowing := newTestServer(t, Config{CORS: CORS{AllowedOrigins: []string{"https://app.example.com"}}}, Options{}, echoHandler())
 	tests := []struct {
 		name   string
 		s      *testServer

@@ -1,4 +1,4 @@
-package jrpc
+package edge
 
 import (
 	"net/http"
@@ -13,7 +13,7 @@ import (
 // the client claimed and are ignored. Without X-Forwarded-For, X-Real-IP
 // names the client. Any other peer is the client itself, whatever it
 // sends, so a client cannot choose the address it is limited under.
-func (e *edge) clientIP(r *http.Request) netip.Addr {
+func (e *Edge) clientIP(r *http.Request) netip.Addr {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		return netip.Addr{}
@@ -31,7 +31,7 @@ func (e *edge) clientIP(r *http.Request) netip.Addr {
 	return peer
 }
 
-func (e *edge) trusts(ip netip.Addr) bool {
+func (e *Edge) trusts(ip netip.Addr) bool {
 	for _, p := range e.trusted {
 		if p.Contains(ip) {
 			return true

@@ -1,0 +1,91 @@
+package app
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/stalker"
+)
+
+// applyDefaults fills every zero field with its documented default. The
+// packages decide their own sections' defaults (WithDefaults); this is the
+// only place the rest are decided.
+func (c *Config) applyDefaults() {
+	setDefault(&c.Listen, DefaultListen)
+	if c.MetricsListen == nil {
+		addr := DefaultMetricsListen
+		c.MetricsListen = &addr
+	}
+	setDefault(&c.Log.Level, DefaultLogLevel)
+	setDefault(&c.Log.Format, DefaultLogFormat)
+	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+
+	c.Limits = c.Limits.WithZeroDefaults()
+	c.Edge = c.Edge.WithDefaults()
+	if c.Redis.URL != "" {
+		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
+		if c.Redis.ReplicaID == "" {
+			host, _ := os.Hostname()
+			c.Redis.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		}
+	}
+	for i := range c.Chains {
+		c.Chains[i].applyDefaults()
+	}
+	c.applyPostgresDefaults()
+}
+
+func (ch *ChainConfig) applyDefaults() {
+	// block_time stays 0 unless set: the pool learns it from block
+	// timestamps (remotes.DefaultBlockTime until they have told it).
+	setDefault(&ch.ChainRecheck, remotes.DefaultChainRecheck)
+	setDefault(&ch.MaxLag, remotes.DefaultMaxLag)
+	setDefault(&ch.CallDeadline, remotes.DefaultCallDeadline)
+	setDefault(&ch.MaxAttempts, remotes.DefaultMaxAttempts)
+	setDefault(&ch.GetLogsConcurrency, remotes.DefaultGetLogsConcurrency)
+	setDefault(&ch.GetLogsMaxParts, remotes.DefaultGetLogsMaxParts)
+	setDefault(&ch.BroadcastFanout, remotes.DefaultBroadcastFanout)
+	setDefault(&ch.PendingPollInterval, remotes.DefaultPendingPollInterval)
+	setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
+	setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
+	setDefault(&ch.Cordon.Strikes, remotes.DefaultCordonStrikes)
+	setDefault(&ch.Cordon.Within, remotes.DefaultCordonWithin)
+	setDefault(&ch.Cordon.Period, remotes.DefaultCordonPeriod)
+	ch.Consensus = remotes.ConsensusDefaults(ch.Consensus, len(ch.Remotes))
+	ch.Head = ch.Head.WithDefaults(ch.BlockTime)
+	ch.History = ch.History.WithDefaults(ch.Head.Window)
+	ch.applyHedgeScoringDefaults()
+	if ch.Integrity.Stalker == nil {
+		on := true
+		ch.Integrity.Stalker = &on
+	}
+	for j := range ch.Remotes {
+		ch.Remotes[j] = ch.Remotes[j].WithDefaults(ch.CallDeadline)
+	}
+}
+
+// applyPostgresDefaults runs after the chains' defaults: the read timeout
+// fits inside every chain's call deadline, as a remote's timeout does.
+func (c *Config) applyPostgresDefaults() {
+	if c.Postgres.URL == "" {
+		return
+	}
+	if c.Postgres.ReadTimeout == 0 {
+		c.Postgres.ReadTimeout = blockstore.DefaultReadTimeout
+		for _, ch := range c.Chains {
+			if ch.CallDeadline > 0 {
+				c.Postgres.ReadTimeout = min(c.Postgres.ReadTimeout, ch.CallDeadline/2)
+			}
+		}
+	}
+	setDefault(&c.Postgres.WriteTimeout, blockstore.DefaultWriteTimeout)
+}
+
+func setDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
+}

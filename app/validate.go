@@ -1,0 +1,241 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes"
+)
+
+// maxGetLogsParts bounds getlogs_max_parts: one split call keeps a slot per
+// part, so the setting is also a memory bound.
+const maxGetLogsParts = 100_000
+
+// minChainRecheck bounds chain_recheck from below: each check is a call
+// to every remote of the chain, and providers bill them.
+const minChainRecheck = 100 * time.Millisecond
+
+// maxPendingPollInterval bounds pending_poll_interval: nodes drop a
+// filter that is not polled for a while (geth after 5 minutes).
+const maxPendingPollInterval = time.Minute
+
+var (
+	chainNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // the edge's
+)
+
+// problems collects validation errors, each prefixed with its field path.
+type problems []error
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+// under adds the problems a package's Validate found, each field path
+// prefixed with path.
+func (p *problems) under(path string, err error) {
+	for _, e := range unwrapJoined(err) {
+		*p = append(*p, fmt.Errorf("%s.%w", path, e))
+	}
+}
+
+// Validate reports every problem of an already defaulted config, each
+// naming its field path (chains[0].remotes[1].url). Messages never include
+// a URL or header value: those carry API keys.
+func (c *Config) Validate() error {
+	var p problems
+	checkAddr(&p, "listen", c.Listen, true)
+	if c.MetricsListen != nil && *c.MetricsListen != "" {
+		checkAddr(&p, "metrics_listen", *c.MetricsListen, false)
+		if *c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+			p.add("metrics_listen", "must differ from listen")
+		}
+	}
+	// Parse has checked what it decoded; a Config built in code has not.
+	if err := new(LogLevel).UnmarshalText([]byte(c.Log.Level)); err != nil {
+		p.add("log.level", "%v", err)
+	}
+	if err := new(LogFormat).UnmarshalText([]byte(c.Log.Format)); err != nil {
+		p.add("log.format", "%v", err)
+	}
+	if c.ShutdownTimeout < 0 {
+		p.add("shutdown_timeout", "must be positive")
+	}
+	if c.ShutdownDelay < 0 {
+		p.add("shutdown_delay", "must not be negative")
+	}
+	validateLimits(&p, c.Limits)
+	c.validateEdge(&p)
+	if c.Redis.URL != "" {
+		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
+			// go-redis's message can quote the URL, password included.
+			p.add("redis.url", "must be redis://[:password@]host:port[/db] or rediss://...")
+		}
+		if c.Redis.LeaseTTL < 300*time.Millisecond {
+			p.add("redis.lease_ttl", "must be at least 300ms")
+		}
+	}
+	c.validatePostgres(&p)
+
+	if len(c.Chains) == 0 {
+		p.add("chains", "at least one chain is required")
+	}
+	seen := make(map[string]int, len(c.Chains))
+	for i := range c.Chains {
+		ch := &c.Chains[i]
+		path := fmt.Sprintf("chains[%d]", i)
+		if first, dup := seen[ch.Name]; dup && ch.Name != "" {
+			p.add(path+".name", "%q is already used by chains[%d]", ch.Name, first)
+		} else {
+			seen[ch.Name] = i
+		}
+		ch.validate(&p, path)
+		for j, r := range ch.Remotes {
+			// No larger reply could ever be read.
+			if budget := c.Limits.MaxReplyBytesInFlight; budget > 0 && r.MaxResponseBytes > budget {
+				p.add(fmt.Sprintf("%s.remotes[%d].max_response_bytes", path, j),
+					"must not exceed limits.max_reply_bytes_in_flight (%d)", budget)
+			}
+		}
+	}
+	return errors.Join(p...)
+}
+
+// validatePostgres checks the history store's section.
+func (c *Config) validatePostgres(p *problems) {
+	if c.Postgres.URL == "" {
+		return
+	}
+	// Only the shape: pgx's own parse reads certificate and password
+	// files, which check-config must not (they are often mounted only
+	// where venn runs); the store reports the rest at start.
+	// A URL without a host is fine: ?host=/run/postgresql is a socket.
+	if u, err := url.Parse(c.Postgres.URL); err != nil ||
+		(!strings.EqualFold(u.Scheme, "postgres") && !strings.EqualFold(u.Scheme, "postgresql")) {
+		p.add("postgres.url", "must be postgres://user[:password]@host:port/db")
+	}
+	if c.Postgres.ReadTimeout < 0 {
+		p.add("postgres.read_timeout", "must be positive")
+	}
+	if c.Postgres.WriteTimeout < 0 {
+		p.add("postgres.write_timeout", "must be positive")
+	}
+	for i, ch := range c.Chains {
+		if ch.CallDeadline > 0 && c.Postgres.ReadTimeout >= ch.CallDeadline {
+			// History is read before the remotes are asked: a read as
+			// long as the call would leave them nothing.
+			p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.CallDeadline)
+		}
+	}
+}
+
+func checkAddr(p *problems, path, addr string, required bool) {
+	if addr == "" {
+		if required {
+			p.add(path, "required")
+		}
+		return
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		p.add(path, "must be host:port, not %q", addr)
+	}
+}
+
+func validateLimits(p *problems, l jrpc.Limits) { p.under("limits", l.Validate()) }
+
+func (c *ChainConfig) validate(p *problems, path string) {
+	if !chainNameRE.MatchString(c.Name) {
+		p.add(path+".name", "must match [a-z0-9_-]+, not %q", c.Name)
+	}
+	if c.ChainID == 0 {
+		p.add(path+".chain_id", "required, must be > 0")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"block_time", c.BlockTime},
+		{"call_deadline", c.CallDeadline},
+		{"pending_poll_interval", c.PendingPollInterval},
+		{"breaker.cooldown", c.Breaker.Cooldown},
+	} {
+		if d.v < 0 {
+			p.add(path+"."+d.name, "must be positive")
+		}
+	}
+	if c.PendingPollInterval > maxPendingPollInterval {
+		// Nodes drop a filter nobody polls (geth after 5 minutes).
+		p.add(path+".pending_poll_interval", "must be at most %v, not %v", maxPendingPollInterval, c.PendingPollInterval)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"max_attempts", c.MaxAttempts},
+		{"getlogs_concurrency", c.GetLogsConcurrency},
+		{"getlogs_max_parts", c.GetLogsMaxParts},
+		{"broadcast_fanout", c.BroadcastFanout},
+		{"breaker.failures", c.Breaker.Failures},
+	} {
+		if n.v < 0 {
+			p.add(path+"."+n.name, "must be positive")
+		}
+	}
+	if c.ChainRecheck < 0 {
+		p.add(path+".chain_recheck", "must be positive")
+	} else if c.ChainRecheck > 0 && c.ChainRecheck < minChainRecheck {
+		p.add(path+".chain_recheck", "must be at least %v", minChainRecheck)
+	}
+	p.under(path+".head", c.Head.Validate())
+	p.under(path+".history", c.History.Validate(c.Head.Window))
+	if c.GetLogsMaxParts > maxGetLogsParts {
+		p.add(path+".getlogs_max_parts", "must be at most %d", maxGetLogsParts)
+	}
+	c.validateConsensus(p, path)
+	c.validateHedgeScoring(p, path)
+
+	if len(c.Remotes) == 0 {
+		p.add(path+".remotes", "at least one remote is required")
+	}
+	seen := make(map[string]int, len(c.Remotes))
+	for j := range c.Remotes {
+		r := &c.Remotes[j]
+		rpath := fmt.Sprintf("%s.remotes[%d]", path, j)
+		if first, dup := seen[r.Name]; dup && r.Name != "" {
+			p.add(rpath+".name", "%q is already used by remotes[%d]", r.Name, first)
+		} else {
+			seen[r.Name] = j
+		}
+		p.under(rpath, r.Validate())
+		if r.Timeout > 0 && c.CallDeadline > 0 && r.Timeout >= c.CallDeadline {
+			// Only an attempt that hits its own timeout counts against the
+			// remote; one cut by call_deadline does not. A timeout that can
+			// never fire would let a hung remote stay in rotation.
+			p.add(rpath+".timeout", "must be shorter than the chain's call_deadline (%v)", c.CallDeadline)
+		}
+	}
+}
+
+// validateConsensus checks the chain's vote rules and cordon.
+func (c *ChainConfig) validateConsensus(p *problems, path string) {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"cordon.within", c.Cordon.Within}, {"cordon.period", c.Cordon.Period}} {
+		if d.v < 0 {
+			p.add(path+"."+d.name, "must be positive")
+		}
+	}
+	if c.Cordon.Strikes < 0 {
+		p.add(path+".cordon.strikes", "must be positive")
+	}
+	p.under(path, remotes.ValidateConsensus(c.Consensus, len(c.Remotes)))
+}

@@ -1,0 +1,233 @@
+package blockstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/migrations"
+)
+
+// Migration retries while Postgres is unreachable at start: the first
+// after migrateBackoffMin, each later one twice as long after the last, up
+// to MaxMigrateBackoff.
+const (
+	migrateBackoffMin = time.Second
+	MaxMigrateBackoff = 30 * time.Second
+	// migrateAttemptTimeout bounds one attempt, so that a Postgres that
+	// stops answering mid-way is tried again rather than waited on for
+	// ever. It is past the migrations' own wait for another replica's
+	// lock (five minutes).
+	migrateAttemptTimeout = 10 * time.Minute
+)
+
+// ErrNotMigrated is returned by a History's chains before the schema is
+// in place.
+var ErrNotMigrated = errors.New("history store not ready: migrations have not run yet (is Postgres up?)")
+
+// History is the history store as a process serves it: a Postgres store
+// whose schema (package migrations) is applied in the background from
+// Start, and again with backoff until Postgres answers, so that the
+// process starts and serves without it. Until the schema is in place each
+// chain's store (Chain) stores nothing and answers nothing, so callers
+// fall through to the remotes.
+type History struct {
+	pg       *Postgres
+	url      string
+	required bool
+	log      *slog.Logger
+	ready    atomic.Bool // migrated
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// OpenHistory opens the store at url (see Open) for a process; required
+// (postgres.required) makes its outage one of the process's (Readiness).
+// It does no I/O.
+func OpenHistory(ctx context.Context, url string, required bool, opts Options) (*History, error) {
+	pg, err := Open(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &History{pg: pg, url: url, required: required, log: log}, nil
+}
+
+// Start migrates in the background until the schema is in place or Stop.
+func (h *History) Start(context.Context) error {
+	bg, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.wg.Go(func() { h.migrate(bg) })
+	return nil
+}
+
+// migrate applies the migrations, retrying with backoff until they succeed
+// or ctx ends.
+func (h *History) migrate(ctx context.Context) {
+	backoff := migrateBackoffMin
+	for {
+		applied, err := h.migrateOnce(ctx)
+		if err == nil {
+			h.ready.Store(true)
+			h.log.Info("history store ready", "migrations_applied", len(applied))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("history store unavailable: serving without it until migrations succeed",
+			"err", err, "retry_in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, MaxMigrateBackoff)
+	}
+}
+
+// migrateOnce is one attempt: only against a Postgres that answers (the
+// store's ping is bounded; the migrations' connection is not), and bounded
+// itself.
+func (h *History) migrateOnce(ctx context.Context) ([]int64, error) {
+	if err := h.pg.Ping(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, migrateAttemptTimeout)
+	defer cancel()
+	return migrations.Up(ctx, h.url, h.log)
+}
+
+// Stop ends the migration retries and closes the pool; call it once no
+// chain writes any more. Closing the pool waits for its connections to
+// close, each up to 15 s on a Postgres that stopped answering: ctx's
+// deadline comes first, and the rest close on their own.
+func (h *History) Stop(ctx context.Context) error {
+	if h.cancel != nil {
+		h.cancel()
+	}
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("history: stop: %w", ctx.Err())
+	}
+	closed := make(chan struct{})
+	go func() { h.pg.Close(); close(closed) }()
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("history: close: %w", ctx.Err())
+	}
+}
+
+// States of the history store, as /readyz shows them.
+const (
+	StateUp        = "up"        // migrated, and Postgres answers
+	StateDown      = "down"      // Postgres refuses or does not answer in time
+	StateMigrating = "migrating" // Postgres answers; the schema is not in place yet
+)
+
+// Readiness is the history store's part of /readyz.
+type Readiness struct {
+	State    string `json:"state"` // StateUp, StateDown or StateMigrating
+	Required bool   `json:"required"`
+}
+
+// Ready reports whether the store lets the process be ready: it is up, or
+// not required. The replicas of a cluster share it, so by default its
+// outage is no reason to take them all out of a load balancer at once.
+func (r Readiness) Ready() bool { return r.State == StateUp || !r.Required }
+
+// Degraded reports whether the process serves without the store.
+func (r Readiness) Degraded() bool { return r.State != StateUp }
+
+// Readiness is the store's state now.
+func (h *History) Readiness() Readiness {
+	r := Readiness{State: StateUp, Required: h.required}
+	switch {
+	case !h.pg.Up():
+		r.State = StateDown
+	case !h.ready.Load():
+		r.State = StateMigrating
+	}
+	return r
+}
+
+// Chain returns one chain's store, gated on the schema.
+func (h *History) Chain(chainID uint64, name string) *HistoryChain {
+	return &HistoryChain{h: h, c: h.pg.Chain(chainID, name)}
+}
+
+// HistoryChain is one chain's store as the stalker and the router use it:
+// the Chain's, once the schema is migrated; before that it stores nothing
+// and answers nothing, so callers fall through.
+type HistoryChain struct {
+	h *History
+	c *Chain
+}
+
+// Put stores settled blocks (Chain.Put).
+func (g *HistoryChain) Put(ctx context.Context, blocks []*evm.Block) error {
+	if !g.h.ready.Load() {
+		return ErrNotMigrated
+	}
+	return g.c.Put(ctx, blocks)
+}
+
+// Covered returns the stored sub-ranges of [from, to]; none before the
+// schema is migrated.
+func (g *HistoryChain) Covered(ctx context.Context, from, to uint64) ([]Range, error) {
+	if !g.h.ready.Load() {
+		return nil, nil
+	}
+	return g.c.Covered(ctx, from, to)
+}
+
+// Highest returns the highest stored block number.
+func (g *HistoryChain) Highest(ctx context.Context) (uint64, bool, error) {
+	if !g.h.ready.Load() {
+		return 0, false, ErrNotMigrated
+	}
+	return g.c.Highest(ctx)
+}
+
+// Links reports whether a block links by hash to its stored neighbours;
+// nothing links before the schema is migrated.
+func (g *HistoryChain) Links(ctx context.Context, n uint64, hash, parent string) (bool, error) {
+	if !g.h.ready.Load() {
+		return false, nil
+	}
+	return g.c.Links(ctx, n, hash, parent)
+}
+
+// Answer answers a call from stored data; ok is false before the schema
+// is migrated.
+func (g *HistoryChain) Answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
+	if !g.h.ready.Load() {
+		return nil, false, nil
+	}
+	return g.c.Answer(ctx, method, params)
+}
+
+// Logs returns the stored logs in [from, to] matching filter.
+func (g *HistoryChain) Logs(ctx context.Context, filter json.RawMessage, from, to uint64) (json.RawMessage, error) {
+	if !g.h.ready.Load() {
+		return nil, ErrNotMigrated
+	}
+	return g.c.Logs(ctx, filter, from, to)
+}

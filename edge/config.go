@@ -1,0 +1,302 @@
+package edge
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Config is the edge's part of venn's configuration file, and its YAML
+// schema: the top-level sections auth, methods, rate_limits,
+// trusted_proxies and cors. Key values never appear in a message: keys
+// are named.
+type Config struct {
+	Auth    AuthConfig   `yaml:"auth"`
+	Methods MethodPolicy `yaml:"methods"`
+	// RateLimits are shared through Redis when the process has one (see
+	// NewRedisLimiter), per process otherwise.
+	RateLimits RateLimits `yaml:"rate_limits"`
+	// TrustedProxies are addresses or CIDRs whose X-Forwarded-For and
+	// X-Real-IP name the client; any other peer is the client itself.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	CORS           CORS     `yaml:"cors"`
+}
+
+// Defaults of the edge's sections.
+const (
+	// DefaultKeyHeader carries an API key unless auth.header names another.
+	DefaultKeyHeader = "X-Api-Key"
+	// DefaultOnRedisError serves the calls a Redis limiter cannot decide.
+	DefaultOnRedisError = "open"
+	// DefaultCORSMaxAge is how long a browser may reuse a preflight answer.
+	DefaultCORSMaxAge = 10 * time.Minute
+	// minKeyLength keeps guessable keys out: a key is all that stands
+	// between the internet and the providers venn pays for.
+	minKeyLength = 16
+)
+
+// AuthConfig is the auth section: API keys. Without keys venn is open.
+type AuthConfig struct {
+	// Header carries a key (default X-Api-Key); with "Authorization" the
+	// key follows "Bearer ". A key may instead be the path's second
+	// segment: /CHAIN/KEY.
+	Header string `yaml:"header"`
+	// Keys, when there are any, are required: a request without a valid
+	// one gets HTTP 401 and CodeUnauthorized.
+	Keys []APIKey `yaml:"keys"`
+}
+
+// APIKey is one client's key. Key is a secret: give it as ${ENV}.
+type APIKey struct {
+	// Name stands for the key in logs and rate-limit state; the key itself
+	// is never shown, logged or stored.
+	Name string `yaml:"name"`
+	Key  string `yaml:"key"`
+	// Chains the key may use; empty: all.
+	Chains []string `yaml:"chains"`
+	// Methods the key may call; empty: any the blocklist lets through.
+	// Entries ending in "_" or "*" are prefixes.
+	Methods []string `yaml:"methods"`
+	// Enable lets the key call these blocked methods (same prefix rule);
+	// methods.block still wins.
+	Enable []string `yaml:"enable"`
+	// RateLimit limits the key's calls across every chain and address;
+	// zero: rate_limits.key.
+	RateLimit Rate `yaml:"rate_limit"`
+	// IPExempt: the key's calls are not limited per address (a back end
+	// behind one address).
+	IPExempt bool `yaml:"ip_exempt"`
+}
+
+// MethodPolicy is the methods section: it adjusts the blocklist every
+// caller gets (DefaultBlockedMethods). Entries ending in "_" or "*" are
+// prefixes ("debug_trace*"); others are exact.
+type MethodPolicy struct {
+	// Enable lets everyone call these otherwise blocked methods.
+	Enable []string `yaml:"enable"`
+	// Block refuses these methods to everyone, whatever Enable or a key's
+	// Enable say.
+	Block []string `yaml:"block"`
+}
+
+// RateLimits is the rate_limits section.
+type RateLimits struct {
+	// IP limits the calls from each client address (IPv6: each /64).
+	IP Rate `yaml:"ip"`
+	// Key limits the calls of each key that has no rate_limit of its own.
+	Key Rate `yaml:"key"`
+	// OnRedisError is what happens to the calls a Redis limiter cannot
+	// decide (Redis down): open serves them, closed refuses them with
+	// CodeRateLimited and HTTP 503.
+	OnRedisError string `yaml:"on_redis_error"`
+	// RedisTimeout bounds one decision.
+	RedisTimeout time.Duration `yaml:"redis_timeout"`
+}
+
+// CORS is the cors section. It lets browser pages on other origins call
+// venn. venn authenticates by API key, never by cookie, so it never allows
+// credentials; what CORS guards against here is a page a user visits
+// reading from a venn the user can reach (on localhost or an internal
+// network) and the page cannot. So the default allows no origin, as geth
+// does.
+type CORS struct {
+	// AllowedOrigins may call from a browser: "*" (any),
+	// "https://app.example.com", or "https://*.example.com" for that
+	// domain's subdomains. Empty: browsers get no CORS headers, and a
+	// WebSocket upgrade with an Origin header is refused.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowedHeaders may be sent besides Content-Type and the key header.
+	AllowedHeaders []string `yaml:"allowed_headers"`
+	// MaxAge is how long a preflight answer may be cached.
+	MaxAge time.Duration `yaml:"max_age"`
+}
+
+// WithDefaults returns c with every zero field at its documented default.
+// It is the only place the edge's defaults are decided.
+func (c Config) WithDefaults() Config {
+	if c.Auth.Header == "" {
+		c.Auth.Header = DefaultKeyHeader
+	}
+	keys := make([]APIKey, len(c.Auth.Keys))
+	for i, k := range c.Auth.Keys {
+		k.RateLimit = k.RateLimit.withBurst()
+		keys[i] = k
+	}
+	if c.Auth.Keys != nil {
+		c.Auth.Keys = keys
+	}
+	c.RateLimits.IP = c.RateLimits.IP.withBurst()
+	c.RateLimits.Key = c.RateLimits.Key.withBurst()
+	if c.RateLimits.OnRedisError == "" {
+		c.RateLimits.OnRedisError = DefaultOnRedisError
+	}
+	if c.RateLimits.RedisTimeout == 0 {
+		c.RateLimits.RedisTimeout = DefaultRedisLimitTimeout
+	}
+	if c.CORS.MaxAge == 0 {
+		c.CORS.MaxAge = DefaultCORSMaxAge
+	}
+	return c
+}
+
+// withBurst gives a rate without a burst max(1, ceil(rps)).
+func (r Rate) withBurst() Rate {
+	if r.RPS > 0 && r.Burst == 0 {
+		r.Burst = r.burst()
+	}
+	return r
+}
+
+// RateLimited reports whether any rate limit is configured: only then is
+// a Limiter needed.
+func (c Config) RateLimited() bool {
+	if c.RateLimits.IP.Limited() || c.RateLimits.Key.Limited() {
+		return true
+	}
+	for _, k := range c.Auth.Keys {
+		if k.RateLimit.Limited() {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	keyNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	// originRE is scheme://host[:port], host possibly "*.domain".
+	originRE     = regexp.MustCompile(`^[a-z][a-z0-9+.-]*://(\*\.)?[^/*?#\s@]+$`)
+	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// problems collects validation errors, each prefixed with its field path.
+type problems []error
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, fmt.Errorf(path+": "+format, args...))
+}
+
+// Validate reports every problem of an already defaulted c, each naming
+// its field path as the file spells it (auth.keys[0].name). chains are the
+// configured chain names, which a key's chains must be among. Key values
+// are never quoted.
+func (c Config) Validate(chains []string) error {
+	var p problems
+	if !headerNameRE.MatchString(c.Auth.Header) {
+		p.add("auth.header", "%q is not a valid header name", c.Auth.Header)
+	}
+	known := make(map[string]bool, len(chains))
+	for _, ch := range chains {
+		known[ch] = true
+	}
+	c.validateKeys(&p, known)
+	checkMethodList(&p, "methods.enable", c.Methods.Enable)
+	checkMethodList(&p, "methods.block", c.Methods.Block)
+	c.RateLimits.validate(&p)
+	for i, s := range c.TrustedProxies {
+		if _, err := parsePrefix(s); err != nil {
+			p.add(fmt.Sprintf("trusted_proxies[%d]", i), "must be an address or a CIDR (10.0.0.0/8), not %q", s)
+		}
+	}
+	c.CORS.validate(&p)
+	return errors.Join(p...)
+}
+
+func (c Config) validateKeys(p *problems, chains map[string]bool) {
+	names := make(map[string]int, len(c.Auth.Keys))
+	secrets := make(map[string]int, len(c.Auth.Keys))
+	for i, k := range c.Auth.Keys {
+		path := fmt.Sprintf("auth.keys[%d]", i)
+		switch first, dup := names[k.Name]; {
+		case !keyNameRE.MatchString(k.Name):
+			p.add(path+".name", "must match [A-Za-z0-9_.-]+, not %q", k.Name)
+		case dup:
+			p.add(path+".name", "%q is already used by auth.keys[%d]", k.Name, first)
+		default:
+			names[k.Name] = i
+		}
+		switch first, dup := secrets[k.Key]; {
+		case k.Key == "":
+			p.add(path+".key", "required")
+		case len(k.Key) < minKeyLength:
+			p.add(path+".key", "must be at least %d characters", minKeyLength)
+		case strings.ContainsFunc(k.Key, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("/?#%", r) }):
+			p.add(path+".key", "must be printable ASCII without spaces, /, ?, # or %% (keys also travel in the path)")
+		case dup:
+			p.add(path+".key", "is the same key as auth.keys[%d]", first)
+		default:
+			secrets[k.Key] = i
+		}
+		for j, ch := range k.Chains {
+			if !chains[ch] {
+				p.add(fmt.Sprintf("%s.chains[%d]", path, j), "%q is not a configured chain", ch)
+			}
+		}
+		checkMethodList(p, path+".methods", k.Methods)
+		checkMethodList(p, path+".enable", k.Enable)
+		k.RateLimit.validate(p, path+".rate_limit")
+	}
+}
+
+func (r RateLimits) validate(p *problems) {
+	r.IP.validate(p, "rate_limits.ip")
+	r.Key.validate(p, "rate_limits.key")
+	switch r.OnRedisError {
+	case "open", "closed":
+	default:
+		p.add("rate_limits.on_redis_error", "must be open or closed, not %q", r.OnRedisError)
+	}
+	if r.RedisTimeout < 0 {
+		p.add("rate_limits.redis_timeout", "must be positive")
+	}
+}
+
+func (c CORS) validate(p *problems) {
+	for i, o := range c.AllowedOrigins {
+		if o != "*" && !originRE.MatchString(strings.ToLower(strings.TrimSuffix(o, "/"))) {
+			p.add(fmt.Sprintf("cors.allowed_origins[%d]", i),
+				"must be *, an origin (https://app.example.com) or https://*.example.com, not %q", o)
+		}
+	}
+	for i, h := range c.AllowedHeaders {
+		if !headerNameRE.MatchString(h) {
+			p.add(fmt.Sprintf("cors.allowed_headers[%d]", i), "%q is not a valid header name", h)
+		}
+	}
+	if c.MaxAge < 0 {
+		p.add("cors.max_age", "must be positive")
+	}
+}
+
+func checkMethodList(p *problems, path string, list []string) {
+	for i, m := range list {
+		if strings.TrimSpace(m) == "" || strings.ContainsAny(m, " \t\r\n") {
+			p.add(fmt.Sprintf("%s[%d]", path, i), "must be a method name or prefix, not %q", m)
+		}
+	}
+}
+
+func (r Rate) validate(p *problems, path string) {
+	if r.RPS < 0 || math.IsNaN(r.RPS) || math.IsInf(r.RPS, 0) {
+		p.add(path+".rps", "must be a finite number >= 0")
+	}
+	if r.Burst < 0 {
+		p.add(path+".burst", "must be >= 0")
+	}
+}
+
+// parsePrefix reads a CIDR, or one address as a prefix of its own.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

@@ -1,0 +1,55 @@
+// Package keyspace owns venn's Redis keyspace: the name of every key a
+// replica reads or writes, and every Lua script that moves them (the
+// leader's lease, the head window's publish and snapshot, the edge's rate
+// limits). The stalker, the headstore and the edge run these scripts on
+// their own Redis clients; none of them spells a key.
+//
+// It lives under headstore, whose Redis adapter holds most of the
+// keyspace, as its own package so that the stalker and the edge use it
+// without the head window.
+package keyspace
+
+// Chain is the keys of one chain. They share the hash tag {CHAIN}, so they
+// sit in one Redis Cluster slot and one script may touch all of them:
+//
+//	venn:{CHAIN}:leader    the leader's lease: "replica:epoch", with a TTL
+//	venn:{CHAIN}:epoch     fencing epoch: bumped by Acquire, checked by Publish
+//	venn:{CHAIN}:state     HASH gen, seq, head, safe, finalized
+//	venn:{CHAIN}:canon     ZSET block hash scored by number: the window
+//	venn:{CHAIN}:blk:HASH  JSON of one Block
+//	venn:{CHAIN}:events    STREAM, entry ID SEQ-0, fields e (event with refs
+//	                       only) and g (the gen it belongs to)
+type Chain struct {
+	Lease       string
+	Epoch       string
+	State       string
+	Canon       string
+	Events      string
+	BlockPrefix string // + a block's hash
+}
+
+// For returns the keys of chain.
+func For(chain string) Chain {
+	p := "venn:{" + chain + "}:"
+	return Chain{
+		Lease:       p + "leader",
+		Epoch:       p + "epoch",
+		State:       p + "state",
+		Canon:       p + "canon",
+		Events:      p + "events",
+		BlockPrefix: p + "blk:",
+	}
+}
+
+// LeaseKeys are Acquire's KEYS.
+func (c Chain) LeaseKeys() []string { return []string{c.Lease, c.Epoch} }
+
+// PublishKeys are Publish's KEYS.
+func (c Chain) PublishKeys() []string { return []string{c.Epoch, c.State, c.Canon, c.Events} }
+
+// SnapshotKeys are Snapshot's KEYS.
+func (c Chain) SnapshotKeys() []string { return []string{c.State, c.Canon} }
+
+// RateLimitPrefix starts the key of every rate-limit bucket ("key:NAME",
+// "ip:ADDRESS"), unless the edge is given another.
+const RateLimitPrefix = "venn:ratelimit:"

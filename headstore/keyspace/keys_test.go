@@ -1,0 +1,27 @@
+package keyspace
+
+import "testing"
+
+func TestKeys(t *testing.T) {
+	tests := []struct {
+		give string
+		want Chain
+	}{
+		{give: "mainnet", want: Chain{Lease: "venn:{mainnet}:leader", Epoch: "venn:{mainnet}:epoch",
+			State: "venn:{mainnet}:state", Canon: "venn:{mainnet}:canon", Events: "venn:{mainnet}:events",
+			BlockPrefix: "venn:{mainnet}:blk:"}},
+		{give: "base-sepolia", want: Chain{Lease: "venn:{base-sepolia}:leader", Epoch: "venn:{base-sepolia}:epoch",
+			State: "venn:{base-sepolia}:state", Canon: "venn:{base-sepolia}:canon", Events: "venn:{base-sepolia}:events",
+			BlockPrefix: "venn:{base-sepolia}:blk:"}},
+	}
+	for _, tt := range tests {
+		if got := For(tt.give); got != tt.want {
+			t.Errorf("For(%q) = %+v, want %+v", tt.give, got, tt.want)
+		}
+	}
+	// The lease and the publish script are fenced by one key.
+	c := For("mainnet")
+	if c.LeaseKeys()[1] != c.Epoch || c.PublishKeys()[0] != c.Epoch {
+		t.Errorf("LeaseKeys %v and PublishKeys %v do not share the epoch %s", c.LeaseKeys(), c.PublishKeys(), c.Epoch)
+	}
+}

@@ -1,0 +1,199 @@
+package keyspace
+
+import "github.com/redis/go-redis/v9"
+
+// The scripts, each atomic in Redis. The lease scripts and Publish meet at
+// Chain.Epoch: Acquire bumps it, Publish refuses a writer whose epoch is
+// not it. Their test (scripts_test.go) runs them in that order on a real
+// Redis.
+
+// Acquire takes the lease and bumps the epoch in one step, so no
+// leader ever holds a lease without its own epoch. The lease value is
+// "replica:epoch", unique per leadership, so renew and release by an old
+// leader can never touch a newer lease, even one of the same replica.
+//
+// A missing epoch counter (a fresh Redis, or one that lost its data)
+// starts from Redis's clock in microseconds, not from 1: a leader elected
+// before the loss holds a smaller epoch than any elected after it, so its
+// late writes are fenced even before its next renew finds the lease gone.
+//
+// KEYS: Chain.LeaseKeys (lease, epoch); ARGV[1] replica, ARGV[2] TTL in
+// ms. It returns the new epoch, or nil when the lease is taken.
+var Acquire = redis.NewScript(`
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	return false
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+	local t = redis.call('TIME')
+	redis.call('SET', KEYS[2], string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+end
+local epoch = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%.0f', epoch), 'PX', ARGV[2])
+return epoch
+`)
+
+// Renew extends the lease only while it is still ours.
+//
+// KEYS: Chain.Lease; ARGV[1] our value, ARGV[2] TTL in ms.
+var Renew = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
+	return 1
+end
+return 0
+`)
+
+// Release deletes the lease only while it is still ours.
+//
+// KEYS: Chain.Lease; ARGV[1] our value.
+var Release = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// Publish applies one event of the head window, only if ARGV[1] is the
+// chain's current fencing epoch (else an error reply starting FENCED, and
+// nothing written). Redis does not roll a script back when
+// it fails half way, so every check that can fail runs before the first
+// write.
+//
+// KEYS: Chain.PublishKeys (epoch, state, canon, events)
+// ARGV: epoch, gen, window, maxlen, blk prefix, event JSON, safe, finalized,
+// ndropped, dropped hash..., nadded, (number, hash, parent, body)...
+var Publish = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur ~= ARGV[1] then
+  return redis.error_reply('FENCED epoch is ' .. (cur or 'unset') .. ', writer has ' .. ARGV[1])
+end
+local window = tonumber(ARGV[3])
+local prefix = ARGV[5]
+local function num(n) return string.format('%d', n) end
+
+-- A state without gen is a new history (fresh Redis, or one that lost its
+-- data); so is a stream already past the next seq, which XADD would refuse.
+local st = redis.call('HMGET', KEYS[2], 'gen', 'seq')
+local gen = st[1]
+local fresh = not gen
+if not fresh then
+  local top = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)[1]
+  if top and tonumber(string.match(top[1], '^%d+')) > (tonumber(st[2]) or 0) then
+    fresh = true
+  end
+end
+if fresh then
+  gen = ARGV[2]
+  redis.call('DEL', KEYS[4])
+  redis.call('HSET', KEYS[2], 'gen', gen, 'seq', '0')
+end
+
+local i = 9
+local ndropped = tonumber(ARGV[i]); i = i + 1
+for _ = 1, ndropped do
+  redis.call('ZREM', KEYS[3], ARGV[i])
+  redis.call('DEL', prefix .. ARGV[i])
+  i = i + 1
+end
+
+local nadded = tonumber(ARGV[i]); i = i + 1
+local head = 0
+if nadded > 0 then
+  local n0, parent = tonumber(ARGV[i]), ARGV[i + 2]
+  local readded = {}
+  for j = 0, nadded - 1 do readded[ARGV[i + 4 * j + 1]] = true end
+  local function cut(lo, hi)
+    for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], lo, hi)) do
+      if not readded[h] then redis.call('DEL', prefix .. h) end
+    end
+    redis.call('ZREMRANGEBYSCORE', KEYS[3], lo, hi)
+  end
+  -- The window stays contiguous and parent-linked: a gap below the new
+  -- blocks, or a parent that is not the block there, drops all below.
+  local linked = false
+  if n0 > 0 then
+    for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], num(n0 - 1), num(n0 - 1))) do
+      if h == parent then linked = true end
+    end
+  end
+  if not linked then cut('-inf', '(' .. num(n0)) end
+  cut(num(n0), '+inf')
+  for _ = 1, nadded do
+    redis.call('SET', prefix .. ARGV[i + 1], ARGV[i + 3])
+    redis.call('ZADD', KEYS[3], ARGV[i], ARGV[i + 1])
+    head = tonumber(ARGV[i])
+    i = i + 4
+  end
+else
+  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  if top[2] then head = tonumber(top[2]) end
+end
+
+if head >= window then
+  local lim = num(head - window)
+  for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', lim)) do
+    redis.call('DEL', prefix .. h)
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', lim)
+end
+
+local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
+redis.call('HSET', KEYS[2], 'head', num(head))
+if ARGV[7] ~= '0' then redis.call('HSET', KEYS[2], 'safe', ARGV[7]) end
+if ARGV[8] ~= '0' then redis.call('HSET', KEYS[2], 'finalized', ARGV[8]) end
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[4], num(seq) .. '-0', 'e', ARGV[6], 'g', gen)
+return seq
+`)
+
+// Snapshot reads the state and the canonical window at one instant.
+// KEYS: Chain.SnapshotKeys (state, canon)
+var Snapshot = redis.NewScript(`
+local st = redis.call('HMGET', KEYS[1], 'gen', 'seq', 'safe', 'finalized')
+return {st[1], st[2], st[3], st[4], redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
+`)
+
+// Limit is GCRA (package edge, ratelimit.go) over every bucket in KEYS at once: all take n calls,
+// or none does. Times are microseconds; Redis's own clock (TIME) is used
+// unless ARGV[2] gives one (tests), so replicas' clocks need not agree.
+// ARGV: n, now or "", then interval and burst per key. It returns {0, 0}
+// when taken, else {i, wait}: the (1-based) bucket that would make the
+// calls wait longest and its wait, -1 when they can never fit. A bucket's
+// key expires when it would be full again: a full bucket and no key are
+// the same.
+var Limit = redis.NewScript(`
+local n = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local nexts = {}
+local worst, wait = 0, 0
+for i, key in ipairs(KEYS) do
+  local interval = tonumber(ARGV[2 * i + 1])
+  local burst = tonumber(ARGV[2 * i + 2])
+  if n > burst then
+    return {i, -1}
+  end
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then
+    tat = now
+  end
+  local nxt = tat + n * interval
+  local over = nxt - now - burst * interval
+  if over > 0 then
+    if over > wait then
+      worst, wait = i, over
+    end
+  else
+    nexts[i] = nxt
+  end
+end
+if worst > 0 then
+  return {worst, math.ceil(wait)}
+end
+for i, key in ipairs(KEYS) do
+  redis.call('SET', key, string.format('%.0f', nexts[i]), 'PX', math.ceil((nexts[i] - now) / 1000) + 1)
+end
+return {0, 0}
+`)

@@ -1,0 +1,180 @@
+package remotes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/venn-gateway/venn/internal/jsonscan"
+)
+
+// subscribeID is the id of the one call sent on a subscription's connection.
+const subscribeID = 1
+
+// wsSubscription is one eth_subscribe upstream on a WebSocket connection of
+// its own, the session both the newHeads follower (heads.go) and the relay
+// of a client's subscription (relay.go) run: each run dials, subscribes,
+// hands over the notifications until the connection fails or ctx ends, and
+// returns after closing the connection and stopping its pinger. Redialling
+// is the caller's: it decides the backoff, and whether what answers the new
+// connection is still to be trusted (chaincheck.go).
+//
+// The connection carries this one subscription, so a notification's
+// subscription id needs no check. The hooks run on the reading goroutine:
+// while one blocks, pongs are not read, and a block longer than the ping
+// timeout costs the connection.
+type wsSubscription struct {
+	what     string // "heads", "relay": names the session in errors and logs
+	name     string
+	url      string // never in an error or log
+	params   json.RawMessage
+	red      *redactor
+	maxBytes int64
+	dialOpts *websocket.DialOptions
+	log      *slog.Logger
+	hooks    subHooks
+
+	// answerWithin bounds the wait for the answer to eth_subscribe; zero
+	// waits as long as the connection lives. The timings are fields so
+	// that tests can shorten them.
+	answerWithin              time.Duration
+	pingInterval, pingTimeout time.Duration
+}
+
+// subHooks are what a wsSubscription tells its owner. Any may be nil.
+type subHooks struct {
+	// subscribed runs each time the remote confirms the subscription,
+	// before its first notification.
+	subscribed func()
+	// refused runs with the remote's error answer to eth_subscribe; the
+	// run then ends with it.
+	refused func(error)
+	// result runs with each notification's result. It aliases the message
+	// read: a result kept must be copied.
+	result func(json.RawMessage)
+}
+
+// newWSSubscription prepares eth_subscribe(params) on opts.URL, a ws(s)
+// URL; it does no I/O. Its errors name the remote, never the URL.
+func newWSSubscription(what string, opts transportOptions, params json.RawMessage, h subHooks) (*wsSubscription, error) {
+	u, err := opts.normalize()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return nil, fmt.Errorf("remote %s: %s: url: a ws or wss scheme is needed", opts.Name, what)
+	}
+	return &wsSubscription{
+		what:         what,
+		name:         opts.Name,
+		url:          opts.URL,
+		params:       params,
+		red:          opts.redactor(),
+		maxBytes:     opts.MaxResponseBytes,
+		dialOpts:     wsDialOptions(opts),
+		log:          opts.Logger,
+		hooks:        h,
+		pingInterval: wsPingInterval,
+		pingTimeout:  wsPingTimeout,
+	}, nil
+}
+
+// run is one session: it returns when the subscription was last confirmed
+// (zero if never) and why the session ended, an error naming the remote.
+func (s *wsSubscription) run(ctx context.Context) (subscribed time.Time, err error) {
+	dctx, cancel := context.WithTimeout(ctx, wsDialTimeout)
+	ws, _, err := websocket.Dial(dctx, s.url, s.dialOpts)
+	cancel()
+	if err != nil {
+		return time.Time{}, failure(ctx, s.name, s.red, s.what+" dial", err)
+	}
+	defer ws.CloseNow() // the subscription ends with the connection
+	ws.SetReadLimit(s.maxBytes)
+
+	sctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	wg.Go(func() { s.ping(sctx, ws) })
+
+	req := appendRequest(nil, subscribeID, "eth_subscribe", s.params)
+	wctx, cancel := context.WithTimeout(sctx, wsWriteTimeout)
+	err = ws.Write(wctx, websocket.MessageText, req)
+	cancel()
+	if err != nil {
+		return time.Time{}, failure(ctx, s.name, s.red, s.what+" subscribe", err)
+	}
+	return s.read(ctx, sctx, ws)
+}
+
+// read hands over what the connection brings until it fails. ctx is the
+// run's, sctx the connection's (ended with it).
+func (s *wsSubscription) read(ctx, sctx context.Context, ws *websocket.Conn) (subscribed time.Time, err error) {
+	answerBy := time.Now().Add(s.answerWithin)
+	for {
+		data, err := s.next(ctx, sctx, ws, subscribed.IsZero(), answerBy)
+		if err != nil {
+			return subscribed, err
+		}
+		env, err := parseEnvelope(data)
+		if err != nil {
+			s.log.Debug("remote "+s.what+": malformed message", "err", err)
+			continue
+		}
+		switch {
+		case env.idIs(subscribeID):
+			if _, err := env.outcome(s.name, s.red, 0); err != nil {
+				if s.hooks.refused != nil {
+					s.hooks.refused(err)
+				}
+				return subscribed, fmt.Errorf("%s subscribe: %w", s.what, err)
+			}
+			subscribed = time.Now()
+			if s.hooks.subscribed != nil {
+				s.hooks.subscribed()
+			}
+		case string(env.method) == `"eth_subscription"`:
+			res := jsonscan.Member(env.params, "result")
+			if res == nil {
+				s.log.Debug("remote " + s.what + ": notification without a result")
+				continue
+			}
+			if s.hooks.result != nil {
+				s.hooks.result(res)
+			}
+		}
+	}
+}
+
+// next reads one message. Until the subscription is confirmed (waiting),
+// the read ends by answerBy when answerWithin bounds it.
+func (s *wsSubscription) next(ctx, sctx context.Context, ws *websocket.Conn, waiting bool, answerBy time.Time) ([]byte, error) {
+	rctx := sctx
+	if waiting && s.answerWithin > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithDeadline(sctx, answerBy)
+		defer cancel()
+	}
+	_, data, err := ws.Read(rctx)
+	if err == nil {
+		return data, nil
+	}
+	if rctx != sctx && errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, fmt.Errorf("remote %s: %s subscribe: no answer within %v: %w",
+			s.name, s.what, s.answerWithin, ErrTransport)
+	}
+	return nil, failure(ctx, s.name, s.red, s.what+" read", err)
+}
+
+// ping detects a connection that died silently; closing it ends the read.
+func (s *wsSubscription) ping(ctx context.Context, ws *websocket.Conn) {
+	if pingUntil(ctx, ws, s.pingInterval, s.pingTimeout) != nil {
+		ws.CloseNow()
+	}
+}
