@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -56,8 +56,7 @@ chains:
 }
 
 func TestAppServesWithoutRemotes(t *testing.T) {
-	var logBuf strings.Builder
-	logs := &syncWriter{w: &logBuf}
+	logs := &testkit.Buffer{}
 	cfg := testConfig(t, "127.0.0.1:0")
 	var s *servers
 	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(logs), fx.Populate(&s))
@@ -133,9 +132,7 @@ func TestAppServesWithoutRemotes(t *testing.T) {
 
 	client.CloseIdleConnections()
 	app.RequireStop()
-	logs.mu.Lock()
-	defer logs.mu.Unlock()
-	if strings.Contains(logBuf.String(), "SECRETKEY") {
+	if strings.Contains(logs.String(), "SECRETKEY") {
 		t.Errorf("logs show the remote's URL")
 	}
 }
@@ -174,7 +171,7 @@ chains:
 		}
 		return code, r
 	}
-	waitUntil(t, "readyz 200 with a live node", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "readyz 200 with a live node", func() bool {
 		code, _ := readyz()
 		return code == http.StatusOK
 	})
@@ -186,7 +183,7 @@ chains:
 		defer cancel()
 		stopped <- app.Stop(ctx)
 	}()
-	waitUntil(t, "readyz 503 once stopping", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "readyz 503 once stopping", func() bool {
 		code, r := readyz()
 		return code == http.StatusServiceUnavailable && r.Draining && !r.Ready
 	})
@@ -215,18 +212,6 @@ chains:
 	}
 	if took := time.Since(stopping); took < delay {
 		t.Errorf("stop took %v, want at least shutdown_delay (%v)", took, delay)
-	}
-}
-
-// waitUntil polls cond until it holds or a deadline passes.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -294,16 +279,4 @@ func post(t *testing.T, c *http.Client, url, body string) wireResponse {
 		t.Fatalf("status %d: %v", resp.StatusCode, err)
 	}
 	return r
-}
-
-// syncWriter lets the test read what concurrent loggers wrote.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // TestAppRemoteSwitchesChain runs venn with a history store over two
@@ -48,12 +49,9 @@ chains:
       - {name: sw, url: "`+sw.URL()+`"}
       - {name: good, url: "`+good.URL()+`"}
 `)
-	var logBuf strings.Builder
-	logs := &syncWriter{w: &logBuf}
+	logs := &testkit.Buffer{}
 	logged := func(s string) bool {
-		logs.mu.Lock()
-		defer logs.mu.Unlock()
-		return strings.Contains(logBuf.String(), s)
+		return strings.Contains(logs.String(), s)
 	}
 	var s *servers
 	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(logs), fx.Populate(&s))
@@ -80,7 +78,7 @@ chains:
 		}
 		return b.Hash
 	}
-	waitUntil(t, "the history store to be ready", func() bool { return logged("history store ready") })
+	testkit.WaitFor(t, 10*time.Second, "the history store to be ready", func() bool { return logged("history store ready") })
 	store, err := blockstore.Open(context.Background(), url, blockstore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +91,7 @@ chains:
 	for n := uint64(100); n < 110; n++ {
 		blockHash(n)
 	}
-	waitUntil(t, "blocks written through", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "blocks written through", func() bool {
 		cov, err := hist.Covered(context.Background(), 100, 109)
 		return err == nil && fmt.Sprint(cov) == "[{100 109}]"
 	})
@@ -127,7 +125,7 @@ chains:
 
 	// Every block the store holds is the chain's own: written through
 	// before the switch, archived from the window, or refused.
-	waitUntil(t, "the write-through queue to drain", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the write-through queue to drain", func() bool {
 		count := func(outcome string) int {
 			var n int
 			fmt.Sscan(metric(`venn_history_writethrough_total{chain="test",outcome="`+outcome+`"}`), &n)
@@ -159,7 +157,7 @@ chains:
 	t.Logf("%d stored blocks, all the chain's own", checked)
 
 	sw.SwitchChain(0)
-	waitUntil(t, "the remote back in rotation", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the remote back in rotation", func() bool {
 		return metric(wrong) == "0" && metric(`venn_remote_healthy{chain="test",remote="sw"}`) == "1"
 	})
 }

@@ -158,7 +158,7 @@ type ChainConfig struct {
 	Scoring ScoringConfig `yaml:"scoring"`
 }
 
-// IntegrityConfig says which fetches are checked (package evm, verify.go).
+// IntegrityConfig says which fetches are checked (package integrity).
 // Stalker is a pointer because absent (on) differs from false.
 type IntegrityConfig struct {
 	// Stalker checks every block the leader fetches, and its receipts;

@@ -32,6 +32,7 @@ import (
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -308,7 +309,7 @@ chains:
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	for _, r := range replicas {
-		waitUntil(t, "replica ready", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "replica ready", func() bool {
 			code, _ := get(t, client, "http://"+r.metrics.bound.String()+"/readyz")
 			return code == http.StatusOK
 		})

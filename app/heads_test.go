@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // Head tracking as a client sees it, through the whole of venn in process
@@ -91,7 +92,7 @@ func TestLyingRemoteDoesNotTakeOver(t *testing.T) {
 	mineAll(t, headsBlockTime, honest, liar)
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
-	waitUntil(t, "venn at the head", func() bool { return blockNumberOf(t, c, rpc) >= honest.Head()-2 })
+	testkit.WaitFor(t, 10*time.Second, "venn at the head", func() bool { return blockNumberOf(t, c, rpc) >= honest.Head()-2 })
 
 	liar.SetBogusHead(lie)
 	polls := liar.CallsAt("eth_getBlockByNumber", "latest")
@@ -110,7 +111,7 @@ func TestLyingRemoteDoesNotTakeOver(t *testing.T) {
 		}
 	}
 	liar.SetBogusHead(0)
-	waitUntil(t, "venn following the head after the lie", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "venn following the head after the lie", func() bool {
 		n := blockNumberOf(t, c, rpc)
 		if n >= lie {
 			t.Fatalf("eth_blockNumber %d after the lie ended", n)
@@ -143,8 +144,8 @@ func TestSiblingTipServedPromptly(t *testing.T) {
 			defer c.CloseIdleConnections()
 			// The window filled up to the head: not one within max_lag of it,
 			// which serves its own head as latest.
-			waitUntil(t, "the window at the head", func() bool { return readyzOf(t, c, metrics).WindowHead == n.Head() })
-			waitUntil(t, "venn at the head", func() bool { return latestHash(t, c, rpc) == n.BlockHash(n.Head()) })
+			testkit.WaitFor(t, 10*time.Second, "the window at the head", func() bool { return readyzOf(t, c, metrics).WindowHead == n.Head() })
+			testkit.WaitFor(t, 10*time.Second, "venn at the head", func() bool { return latestHash(t, c, rpc) == n.BlockHash(n.Head()) })
 
 			for i := range 4 {
 				old := n.BlockHash(n.Head())
@@ -182,7 +183,7 @@ func TestReadyzShowsHeadDetail(t *testing.T) {
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
 	var cr chainReadiness
-	waitUntil(t, "readyz with the learned block time and the window at the head", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "readyz with the learned block time and the window at the head", func() bool {
 		cr = readyzOf(t, c, metrics)
 		return cr.BlockTimeSource == "learned" && cr.WindowHead == n.Head()
 	})

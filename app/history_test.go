@@ -18,9 +18,9 @@ import (
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -56,12 +56,9 @@ chains:
     integrity: {stalker: false}
     remotes: [{name: node, url: "`+node.URL()+`"}]
 `)
-	var logBuf strings.Builder
-	logs := &syncWriter{w: &logBuf}
+	logs := &testkit.Buffer{}
 	logged := func(s string) bool {
-		logs.mu.Lock()
-		defer logs.mu.Unlock()
-		return strings.Contains(logBuf.String(), s)
+		return strings.Contains(logs.String(), s)
 	}
 	var s *servers
 	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(logs), fx.Populate(&s))
@@ -72,14 +69,14 @@ chains:
 	rpc := "http://" + s.rpc.bound.String() + "/test"
 
 	// Postgres is down: venn serves the head all the same.
-	waitUntil(t, "the migrations to fail", func() bool { return logged("history store unavailable") })
+	testkit.WaitFor(t, 10*time.Second, "the migrations to fail", func() bool { return logged("history store unavailable") })
 	if r := post(t, client, rpc, `{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}`); r.Error != nil {
 		t.Fatalf("eth_blockNumber with Postgres down: %+v", r.Error)
 	}
 
 	// Postgres comes up: the retry migrates, the leader archives.
 	proxy.Start()
-	waitUntil(t, "the history store to be ready", func() bool { return logged("history store ready") })
+	testkit.WaitFor(t, 10*time.Second, "the history store to be ready", func() bool { return logged("history store ready") })
 	store, err := blockstore.Open(context.Background(), direct, blockstore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +102,7 @@ chains:
 	// Below the window now, and stored: answered without the node.
 	node.Mine(20)
 	waitArchived(116)
-	waitUntil(t, "the window to move on", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the window to move on", func() bool {
 		r := post(t, client, rpc, `{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}`)
 		return string(r.Result) == `"0x78"`
 	})
@@ -177,10 +174,10 @@ chains:
 				r.Degraded == (state != blockstore.StateUp)
 		}
 	}
-	waitUntil(t, "readyz to say the history store is up", historyIs(blockstore.StateUp))
+	testkit.WaitFor(t, 10*time.Second, "readyz to say the history store is up", historyIs(blockstore.StateUp))
 	defer proxy.Resume() // before the app stops: what a stall holds is let go
 	// The leader archived up to its settled line: the head is known.
-	waitUntil(t, "the leader to archive", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the leader to archive", func() bool {
 		_, body := get(t, client, "http://"+s.metrics.bound.String()+"/metrics")
 		return strings.Contains(body, `venn_archive_height{chain="test"} 96`)
 	})
@@ -217,7 +214,7 @@ chains:
 	}
 
 	proxy.Resume()
-	waitUntil(t, "readyz to say the history store is up again", historyIs(blockstore.StateUp))
+	testkit.WaitFor(t, 10*time.Second, "readyz to say the history store is up again", historyIs(blockstore.StateUp))
 }
 
 // TestReadinessWithHistory: a history store that is not up makes /readyz
@@ -287,10 +284,10 @@ func TestAppHistoryWithoutAHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	var blocks []*headstore.Block
+	var blocks []*evm.Block
 	for n := uint64(10); n <= 20; n++ {
 		raw := nodeResult(t, node, "eth_getBlockByNumber", `["`+evm.Quantity(n)+`",true]`)
-		b, err := headstore.ParseBlock(raw, nodeResult(t, node, "eth_getBlockReceipts", `["`+node.BlockHash(n)+`"]`))
+		b, err := evm.ParseBlock(raw, nodeResult(t, node, "eth_getBlockReceipts", `["`+node.BlockHash(n)+`"]`))
 		if err != nil {
 			t.Fatalf("block %d: %v", n, err)
 		}
@@ -320,7 +317,7 @@ chains:
 	client := &http.Client{Timeout: time.Minute}
 	defer client.CloseIdleConnections()
 	rpc := "http://" + s.rpc.bound.String() + "/test"
-	waitUntil(t, "the history store to be ready", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the history store to be ready", func() bool {
 		_, body := get(t, client, "http://"+s.metrics.bound.String()+"/readyz")
 		var r readiness
 		return json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == blockstore.StateUp
@@ -392,7 +389,7 @@ chains:
 			return got == code && json.Unmarshal([]byte(body), &r) == nil && r.History != nil && r.History.State == state
 		}
 	}
-	waitUntil(t, "readyz: ready, the history store down", historyIs(http.StatusOK, blockstore.StateDown))
+	testkit.WaitFor(t, 10*time.Second, "readyz: ready, the history store down", historyIs(http.StatusOK, blockstore.StateDown))
 	r := post(t, client, "http://"+s.rpc.bound.String()+"/test", `{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x5",false]}`)
 	if r.Error != nil || !strings.Contains(string(r.Result), node.BlockHash(5)) {
 		t.Fatalf("block 5 with the store stalled = %.200s %+v", r.Result, r.Error)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/gethtest"
 )
 
@@ -31,7 +31,7 @@ const (
 
 // busyBlocks has geth (started with Period 1s) mine n blocks shaped like a
 // busy mainnet block: 180 transactions, 260 logs, mostly ERC-20 Transfers.
-func busyBlocks(tb testing.TB, g *gethtest.Geth, n int) []*headstore.Block {
+func busyBlocks(tb testing.TB, g *gethtest.Geth, n int) []*evm.Block {
 	tb.Helper()
 	ctx := context.Background()
 	call := func(method string, params ...any) json.RawMessage {
@@ -51,7 +51,7 @@ func busyBlocks(tb testing.TB, g *gethtest.Geth, n int) []*headstore.Block {
 	}
 	token, emitter := deploy(tokenRuntime), deploy(gethtest.EmitterRuntime)
 
-	var blocks []*headstore.Block
+	var blocks []*evm.Block
 	for b := 0; len(blocks) < n; b++ {
 		if b > 2*n {
 			tb.Fatalf("busy blocks: only %d of %d attempts were mined in one block", len(blocks), b)
@@ -170,7 +170,7 @@ func BenchmarkStorage(b *testing.B) {
 	p, u := open(b)
 	var jsonBytes, txs, logs int
 	for _, blk := range blocks {
-		parts, err := headstore.Split(blk)
+		parts, err := evm.Split(blk)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -63,7 +63,7 @@ const (
 var ErrConflict = errors.New("blockstore: block conflicts with a stored neighbour")
 
 // ErrInvalidBlock is returned by Put for a block the store cannot hold
-// exactly (not a block with receipts as headstore.ParseBlock checks them,
+// exactly (not a block with receipts as evm.ParseBlock checks them,
 // a log with more than four topics, control characters in its JSON);
 // nothing of the batch is stored. Retrying does not help.
 var ErrInvalidBlock = errors.New("blockstore: block cannot be stored")

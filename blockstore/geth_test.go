@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/gethtest"
 )
 
@@ -180,7 +179,7 @@ func TestAnswerMatchesGeth(t *testing.T) {
 	store := p.Chain(gethtest.ChainID, "dev")
 	ctx := context.Background()
 
-	blocks := make([]*headstore.Block, len(c.Blocks))
+	blocks := make([]*evm.Block, len(c.Blocks))
 	for i, b := range c.Blocks {
 		blocks[i] = parse(t, b.Raw, b.Receipts)
 	}

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/migrations"
 )
 
@@ -182,7 +182,7 @@ type HistoryChain struct {
 }
 
 // Put stores settled blocks (Chain.Put).
-func (g *HistoryChain) Put(ctx context.Context, blocks []*headstore.Block) error {
+func (g *HistoryChain) Put(ctx context.Context, blocks []*evm.Block) error {
 	if !g.h.ready.Load() {
 		return ErrNotMigrated
 	}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,25 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
-
-// logBuffer collects a logger's output.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
 
 const (
 	outageLog   = "postgres unreachable"
@@ -60,7 +41,7 @@ func TestOutage(t *testing.T) {
 	proxy := pgtest.NewProxy(t, pgtest.New(t))
 	proxy.Stop() // down before the store starts
 
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	reg := prometheus.NewRegistry()
 	p, err := Open(context.Background(), proxy.URL(), Options{
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), Registerer: reg})
@@ -70,9 +51,9 @@ func TestOutage(t *testing.T) {
 	t.Cleanup(p.Close)
 	c := p.Chain(1, "one")
 	ctx := context.Background()
-	if p.Up() || testutil.ToFloat64(p.m.up) != 0 || logs.count(outageLog) != 1 {
+	if p.Up() || testutil.ToFloat64(p.m.up) != 0 || logs.Count(outageLog) != 1 {
 		t.Fatalf("opened while down: Up %v, gauge %v, %d outage logs; want false, 0, 1",
-			p.Up(), testutil.ToFloat64(p.m.up), logs.count(outageLog))
+			p.Up(), testutil.ToFloat64(p.m.up), logs.Count(outageLog))
 	}
 	blocks := synthChain(t, "a", 0, 9, 4)
 	if err := c.Put(ctx, blocks); err == nil {
@@ -87,8 +68,8 @@ func TestOutage(t *testing.T) {
 	if !ok || !bytes.Equal(want, blocks[3].Raw) {
 		t.Fatalf("after recovery: %v %.200s", ok, want)
 	}
-	if logs.count(recoveryLog) != 1 || testutil.ToFloat64(p.m.up) != 1 {
-		t.Fatalf("%d recovery logs, gauge %v; want 1, 1", logs.count(recoveryLog), testutil.ToFloat64(p.m.up))
+	if logs.Count(recoveryLog) != 1 || testutil.ToFloat64(p.m.up) != 1 {
+		t.Fatalf("%d recovery logs, gauge %v; want 1, 1", logs.Count(recoveryLog), testutil.ToFloat64(p.m.up))
 	}
 
 	// Down while serving: every kind of call fails, and at once.
@@ -116,8 +97,8 @@ func TestOutage(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("Answer while known down took %v", took)
 	}
-	if p.Up() || logs.count(outageLog) != 2 {
-		t.Fatalf("Up %v, %d outage logs; want false, 2 (one per outage)", p.Up(), logs.count(outageLog))
+	if p.Up() || logs.Count(outageLog) != 2 {
+		t.Fatalf("Up %v, %d outage logs; want false, 2 (one per outage)", p.Up(), logs.Count(outageLog))
 	}
 	if got := testutil.ToFloat64(p.m.errors.WithLabelValues(opAnswer)) - before; got != 21 {
 		t.Fatalf("venn_blockstore_errors_total{op=answer} rose by %v, want 21", got)
@@ -129,10 +110,10 @@ func TestOutage(t *testing.T) {
 	if !ok || !bytes.Equal(got, want) {
 		t.Fatalf("after the second recovery: %v %.200s", ok, got)
 	}
-	if logs.count(recoveryLog) != 2 {
-		t.Fatalf("%d recovery logs, want 2", logs.count(recoveryLog))
+	if logs.Count(recoveryLog) != 2 {
+		t.Fatalf("%d recovery logs, want 2", logs.Count(recoveryLog))
 	}
-	if logs.count("root@") > 0 {
+	if logs.Count("root@") > 0 {
 		t.Fatal("a log names the connection string")
 	}
 }
@@ -141,7 +122,7 @@ func TestOutage(t *testing.T) {
 // (pg_terminate_backend, as on a failover or restart) costs no answer.
 func TestTerminatedBackends(t *testing.T) {
 	u := pgtest.New(t)
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	p, err := Open(context.Background(), u, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +187,7 @@ func within(t *testing.T, what string, d time.Duration, fn func()) {
 // background check notices a stall too.
 func TestStall(t *testing.T) {
 	proxy := pgtest.NewProxy(t, pgtest.New(t))
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	reg := prometheus.NewRegistry()
 	p, err := Open(context.Background(), proxy.URL(), Options{Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		Registerer: reg, ReadTimeout: stallRead, WriteTimeout: stallWrite})
@@ -232,9 +213,9 @@ func TestStall(t *testing.T) {
 			t.Fatal("Put succeeded on a stalled Postgres")
 		}
 	})
-	if p.Up() || testutil.ToFloat64(p.m.up) != 0 || logs.count(outageLog) != 1 {
+	if p.Up() || testutil.ToFloat64(p.m.up) != 0 || logs.Count(outageLog) != 1 {
 		t.Fatalf("after a write timed out: Up %v, gauge %v, %d outage logs; want false, 0, 1",
-			p.Up(), testutil.ToFloat64(p.m.up), logs.count(outageLog))
+			p.Up(), testutil.ToFloat64(p.m.up), logs.Count(outageLog))
 	}
 	within(t, "Answer while known down", time.Second, func() {
 		if _, _, err := c.Answer(ctx, "eth_getBlockByNumber", block); !errors.Is(err, errDown) {
@@ -257,8 +238,8 @@ func TestStall(t *testing.T) {
 			t.Fatalf("Answer on a stalled Postgres: ok %v, err %v; want an error", ok, err)
 		}
 	})
-	if p.Up() || logs.count(outageLog) != 2 {
-		t.Fatalf("after a read timed out: Up %v, %d outage logs; want false, 2", p.Up(), logs.count(outageLog))
+	if p.Up() || logs.Count(outageLog) != 2 {
+		t.Fatalf("after a read timed out: Up %v, %d outage logs; want false, 2", p.Up(), logs.Count(outageLog))
 	}
 	within(t, "reads while known down", time.Second, func() {
 		if _, err := c.Logs(ctx, []byte(`{}`), 0, 4); err == nil {
@@ -290,8 +271,8 @@ func TestStall(t *testing.T) {
 	}
 	proxy.Resume()
 	waitUp(t, p)
-	if logs.count(recoveryLog) != 3 {
-		t.Fatalf("%d recovery logs, want 3", logs.count(recoveryLog))
+	if logs.Count(recoveryLog) != 3 {
+		t.Fatalf("%d recovery logs, want 3", logs.Count(recoveryLog))
 	}
 }
 
@@ -301,7 +282,7 @@ func TestStall(t *testing.T) {
 // next read is answered.
 func TestSlowStatement(t *testing.T) {
 	u := pgtest.New(t)
-	logs := &logBuffer{}
+	logs := &testkit.Buffer{}
 	p, err := Open(context.Background(), u, Options{Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		ReadTimeout: stallRead, WriteTimeout: stallWrite})
 	if err != nil {
@@ -336,8 +317,8 @@ func TestSlowStatement(t *testing.T) {
 			t.Fatal("Put blocked on a lock succeeded")
 		}
 	})
-	if !p.Up() || logs.count(outageLog) != 0 {
-		t.Fatalf("Up %v, %d outage logs after slow statements; want true, 0", p.Up(), logs.count(outageLog))
+	if !p.Up() || logs.Count(outageLog) != 0 {
+		t.Fatalf("Up %v, %d outage logs after slow statements; want true, 0", p.Up(), logs.Count(outageLog))
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/evm"
 )
 
 // putAttempts bounds Put's retries of a transaction that lost a race with a
@@ -30,7 +30,7 @@ const lockSpan = 128
 // with a stored block: another hash at its number, or a parent link to a
 // stored or batched neighbour that does not hold. ErrInvalidBlock: a block
 // it cannot store. Any other error: Postgres failed.
-func (c *Chain) Put(ctx context.Context, blocks []*headstore.Block) error {
+func (c *Chain) Put(ctx context.Context, blocks []*evm.Block) error {
 	rows, err := prepare(blocks)
 	if err != nil || len(rows) == 0 {
 		return err
@@ -51,7 +51,7 @@ func (c *Chain) Put(ctx context.Context, blocks []*headstore.Block) error {
 
 // prepare encodes the batch, ascending and without repeats, and checks the
 // links between its own blocks.
-func prepare(blocks []*headstore.Block) ([]*blockRows, error) {
+func prepare(blocks []*evm.Block) ([]*blockRows, error) {
 	rows := make([]*blockRows, 0, len(blocks))
 	for _, b := range blocks {
 		r, err := encode(b)

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/pgtest"
 )
 
@@ -31,7 +30,7 @@ func answer(t testing.TB, c *Chain, method, params string) (json.RawMessage, boo
 }
 
 // wantBlock checks the store serves b exactly as it was put.
-func wantBlock(t testing.TB, c *Chain, b *headstore.Block) {
+func wantBlock(t testing.TB, c *Chain, b *evm.Block) {
 	t.Helper()
 	n := `"` + evm.Quantity(b.Number) + `"`
 	if got, ok := answer(t, c, "eth_getBlockByNumber", `[`+n+`,true]`); !ok || !bytes.Equal(got, b.Raw) {
@@ -148,19 +147,19 @@ func TestPutConflict(t *testing.T) {
 	mustPut(t, c, a[20:21]...) // 20
 
 	// Blocks of fork b, with chosen parents.
-	fork := func(n uint64, parent string) *headstore.Block { return synthBlock(t, "b", n, parent, 2) }
+	fork := func(n uint64, parent string) *evm.Block { return synthBlock(t, "b", n, parent, 2) }
 	tests := []struct {
 		name  string
-		batch []*headstore.Block
+		batch []*evm.Block
 	}{
-		{"another hash at a stored number", []*headstore.Block{fork(3, a[2].Hash)}},
-		{"parent is not the stored block below", []*headstore.Block{fork(5, synthHash("x"))}},
-		{"the stored block above names another parent", []*headstore.Block{fork(7, a[6].Hash)}},
-		{"both ends of a gap", []*headstore.Block{a[5], fork(6, a[5].Hash), fork(7, synthHash("b", 6))}},
-		{"parent is not the batch's block below", []*headstore.Block{a[13], fork(14, a[12].Hash)}},
-		{"two blocks at one number", []*headstore.Block{a[15], fork(15, a[14].Hash)}},
-		{"good blocks with one conflict", []*headstore.Block{a[12], a[13], a[14], a[15], fork(21, a[19].Hash)}},
-		{"the block below a stored one is not its parent", []*headstore.Block{fork(19, a[18].Hash)}},
+		{"another hash at a stored number", []*evm.Block{fork(3, a[2].Hash)}},
+		{"parent is not the stored block below", []*evm.Block{fork(5, synthHash("x"))}},
+		{"the stored block above names another parent", []*evm.Block{fork(7, a[6].Hash)}},
+		{"both ends of a gap", []*evm.Block{a[5], fork(6, a[5].Hash), fork(7, synthHash("b", 6))}},
+		{"parent is not the batch's block below", []*evm.Block{a[13], fork(14, a[12].Hash)}},
+		{"two blocks at one number", []*evm.Block{a[15], fork(15, a[14].Hash)}},
+		{"good blocks with one conflict", []*evm.Block{a[12], a[13], a[14], a[15], fork(21, a[19].Hash)}},
+		{"the block below a stored one is not its parent", []*evm.Block{fork(19, a[18].Hash)}},
 	}
 	before := rowCounts(t, u)
 	for _, tt := range tests {
@@ -252,26 +251,26 @@ func TestUnusualJSON(t *testing.T) {
 	p, _ := open(t)
 	c := p.Chain(1, "one")
 	b := synthChain(t, "a", 0, 2, 3)
-	spaced := func(b *headstore.Block) *headstore.Block {
+	spaced := func(b *evm.Block) *evm.Block {
 		raw := strings.Replace(string(b.Raw), `"transactions":[{`, `"transactions": [ {`, 1)
 		raw = strings.Replace(raw, `"hash":"0x`, `"hash":"0X`, 1)
 		rcs := strings.ReplaceAll(string(b.Receipts), `"logs":[{`, `"logs":[ {`)
 		return parse(t, []byte(raw), []byte(rcs))
 	}
-	odd := []*headstore.Block{b[0], spaced(b[1]), b[2]}
+	odd := []*evm.Block{b[0], spaced(b[1]), b[2]}
 	mustPut(t, c, odd...)
 	for _, b := range odd {
 		wantBlock(t, c, b)
 	}
 	hashOnly, ok := answer(t, c, "eth_getBlockByNumber", `["0x1",false]`)
-	parts, err := headstore.Split(odd[1])
+	parts, err := evm.Split(odd[1])
 	if err != nil || !ok || !bytes.Equal(hashOnly, parts.HashOnly) {
 		t.Fatalf("hash-only block: %v %v %.300s\nwant %.300s", ok, err, hashOnly, parts.HashOnly)
 	}
 
 	bad := synthChain(t, "c", 5, 5, 1)[0]
 	bad.Raw = bytes.Replace(bad.Raw, []byte(`"miner":`), []byte("\x01\"miner\":"), 1)
-	if err := c.Put(context.Background(), []*headstore.Block{bad}); !errors.Is(err, ErrInvalidBlock) {
+	if err := c.Put(context.Background(), []*evm.Block{bad}); !errors.Is(err, ErrInvalidBlock) {
 		t.Fatalf("Put of a block with a control character: %v, want ErrInvalidBlock", err)
 	}
 }

@@ -3,7 +3,7 @@ package blockstore
 import (
 	"fmt"
 
-	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
@@ -44,8 +44,8 @@ func blockDict(hash []byte, number, time uint64, parent []byte) dict {
 }
 
 // encode splits a block into its rows.
-func encode(b *headstore.Block) (*blockRows, error) {
-	p, err := headstore.Split(b)
+func encode(b *evm.Block) (*blockRows, error) {
+	p, err := evm.Split(b)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func encode(b *headstore.Block) (*blockRows, error) {
 	return r, nil
 }
 
-func encodeLog(l *headstore.Log, txIndex int, d dict) (logRow, error) {
+func encodeLog(l *evm.Log, txIndex int, d dict) (logRow, error) {
 	r := logRow{txIndex: txIndex}
 	var err error
 	if r.address, err = unhex(l.Address, 20); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/pgtest"
 )
 
@@ -30,16 +30,16 @@ func openURL(t testing.TB, u string, reg prometheus.Registerer) *Postgres {
 }
 
 // mustPut parses raw blocks and stores them.
-func mustPut(t testing.TB, c *Chain, blocks ...*headstore.Block) {
+func mustPut(t testing.TB, c *Chain, blocks ...*evm.Block) {
 	t.Helper()
 	if err := c.Put(context.Background(), blocks); err != nil {
 		t.Fatalf("Put: %v", err)
 	}
 }
 
-func parse(t testing.TB, raw, receipts json.RawMessage) *headstore.Block {
+func parse(t testing.TB, raw, receipts json.RawMessage) *evm.Block {
 	t.Helper()
-	b, err := headstore.ParseBlock(raw, receipts)
+	b, err := evm.ParseBlock(raw, receipts)
 	if err != nil {
 		t.Fatalf("ParseBlock: %v", err)
 	}

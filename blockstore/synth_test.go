@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 )
 
 // A synthetic chain in geth's JSON shapes, for the tests that need many
@@ -29,7 +28,7 @@ func synthTopic(n int) string { return fmt.Sprintf("0x%064x", n) }
 // synthBlock builds block n of fork with the given parent hash: txs
 // transactions, transaction i emitting i%4 logs (with 0 to 3 topics) from
 // contract i%3.
-func synthBlock(t testing.TB, fork string, n uint64, parent string, txs int) *headstore.Block {
+func synthBlock(t testing.TB, fork string, n uint64, parent string, txs int) *evm.Block {
 	t.Helper()
 	hash := synthHash(fork, n)
 	num, ts := `"`+evm.Quantity(n)+`"`, `"`+evm.Quantity(1_700_000_000+12*n)+`"`
@@ -65,9 +64,9 @@ func synthBlock(t testing.TB, fork string, n uint64, parent string, txs int) *he
 
 // synthChain builds blocks from..to of fork, each the parent of the next;
 // block from's parent is fork's block from-1.
-func synthChain(t testing.TB, fork string, from, to uint64, txs int) []*headstore.Block {
+func synthChain(t testing.TB, fork string, from, to uint64, txs int) []*evm.Block {
 	t.Helper()
-	var out []*headstore.Block
+	var out []*evm.Block
 	for n := from; n <= to; n++ {
 		parent := synthHash(fork, n-1)
 		if n == 0 {

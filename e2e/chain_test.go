@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // receiptTimeout bounds the wait for a dev transaction to be mined; with
@@ -114,7 +115,7 @@ func waitReceipt(t *testing.T, g *gethtest.Geth, tx string) receipt {
 	t.Helper()
 	var rc receipt
 	var last error
-	ok := pollUntil(receiptTimeout, func() bool {
+	ok := testkit.Poll(receiptTimeout, func() bool {
 		raw, err := g.Call(context.Background(), "eth_getTransactionReceipt", tx)
 		if err != nil {
 			// "transaction indexing is in progress" until the dev chain's

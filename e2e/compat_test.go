@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // wsTimeout bounds the whole WebSocket exchange of TestSameAnswersAsGeth.
@@ -296,7 +297,7 @@ func wsExchange(t *testing.T, url string, cases []compatCase) map[string][]byte 
 func waitVennHead(t *testing.T, v *venn, head uint64) {
 	t.Helper()
 	var last string
-	ok := pollUntil(readyTimeout, func() bool {
+	ok := testkit.Poll(readyTimeout, func() bool {
 		res, err := tryCall(v.URL(chainName), "eth_blockNumber")
 		if err != nil {
 			last = err.Error()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // The ethers test runs e2e/ethers/pending.mjs, a Node script using ethers
@@ -45,7 +46,7 @@ func TestEthersPendingOverHTTPOnlyRemote(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), viemRunTimeout)
 	defer cancel()
 	var stdout bytes.Buffer
-	stderr := &syncBuffer{}
+	stderr := &testkit.Buffer{}
 	cmd := exec.CommandContext(ctx, "node", ethersScript)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
@@ -78,7 +79,7 @@ func TestEthersPendingOverHTTPOnlyRemote(t *testing.T) {
 
 	// venn answers the subscribe once its filter is in place: from then
 	// on every transaction sent is ethers' to see.
-	if !pollUntil(viemSubscribeWait, func() bool {
+	if !testkit.Poll(viemSubscribeWait, func() bool {
 		n, _ := v.metric(t, "venn_subscriptions", `kind="newPendingTransactions"`)
 		return n >= 1 || exited()
 	}) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // Shape of the failover load.
@@ -131,7 +132,7 @@ func TestFailoverUnderLoad(t *testing.T) {
 func waitRemotesHealthy(t *testing.T, v *venn, names ...string) {
 	t.Helper()
 	var missing string
-	ok := pollUntil(readyTimeout, func() bool {
+	ok := testkit.Poll(readyTimeout, func() bool {
 		for _, n := range names {
 			h, found := v.metric(t, "venn_remote_healthy", `remote="`+n+`"`)
 			if !found || h != 1 {

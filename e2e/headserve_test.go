@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/gethtest"
 )
@@ -14,9 +15,9 @@ import (
 // hsWindow loads blocks from..head of c into a fresh window.
 func hsWindow(t *testing.T, c *gethtest.Chain, from uint64) *headstore.Window {
 	t.Helper()
-	var blocks []*headstore.Block
+	var blocks []*evm.Block
 	for _, b := range c.Blocks[from:] {
-		blk, err := headstore.ParseBlock(b.Raw, b.Receipts)
+		blk, err := evm.ParseBlock(b.Raw, b.Receipts)
 		if err != nil {
 			t.Fatalf("block %d: %v", b.Number, err)
 		}

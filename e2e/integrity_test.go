@@ -9,6 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/gethtest"
 )
 
@@ -21,16 +22,16 @@ func TestIntegrityGethChain(t *testing.T) {
 	g := gethtest.Start(t, gethtest.Options{})
 	c := gethtest.Produce(t, g)
 
-	infos := map[common.Hash]*evm.BlockInfo{}
-	lookup := func(h common.Hash) *evm.BlockInfo { return infos[h] }
+	infos := map[common.Hash]*integrity.BlockInfo{}
+	lookup := func(h common.Hash) *integrity.BlockInfo { return infos[h] }
 	counts := map[string]int{}
 	for _, b := range c.Blocks {
 		for _, want := range []evm.BlockRef{{Kind: evm.RefNumber, Number: b.Number}, {Kind: evm.RefHash, Hash: b.Hash}} {
-			v := evm.VerifyBlock(b.Raw, want)
+			v := integrity.VerifyBlock(b.Raw, want)
 			if len(v.Failed) > 0 || len(v.Skipped) > 0 {
 				t.Fatalf("block %d: failed %v, skipped %v", b.Number, v.Failed, v.Skipped)
 			}
-			for _, ch := range []evm.Check{evm.CheckBlockRef, evm.CheckBlockHash, evm.CheckTxRoot, evm.CheckWithdrawalsRoot} {
+			for _, ch := range []integrity.Check{integrity.CheckBlockRef, integrity.CheckBlockHash, integrity.CheckTxRoot, integrity.CheckWithdrawalsRoot} {
 				if !v.Passed.Has(ch) {
 					t.Errorf("block %d: %v not checked", b.Number, ch)
 				}
@@ -39,16 +40,16 @@ func TestIntegrityGethChain(t *testing.T) {
 		}
 		// The same block with transaction hashes only: the header still.
 		hashOnly := g.MustCall(t, "eth_getBlockByNumber", hex(b.Number), false)
-		if v := evm.VerifyBlock(hashOnly, evm.BlockRef{}); len(v.Failed) > 0 || !v.Passed.Has(evm.CheckBlockHash) {
+		if v := integrity.VerifyBlock(hashOnly, evm.BlockRef{}); len(v.Failed) > 0 || !v.Passed.Has(integrity.CheckBlockHash) {
 			t.Errorf("block %d without transactions: %+v", b.Number, v)
 		}
-		rv := evm.VerifyReceipts(b.Receipts, evm.BlockRef{Kind: evm.RefHash, Hash: b.Hash}, lookup)
-		if len(rv.Failed) > 0 || len(rv.Skipped) > 0 || !rv.Passed.Has(evm.CheckReceiptsRoot) {
+		rv := integrity.VerifyReceipts(b.Receipts, evm.BlockRef{Kind: evm.RefHash, Hash: b.Hash}, lookup)
+		if len(rv.Failed) > 0 || len(rv.Skipped) > 0 || !rv.Passed.Has(integrity.CheckReceiptsRoot) {
 			t.Fatalf("receipts of %d: %+v", b.Number, rv)
 		}
 		for _, tx := range b.Txs {
 			one := g.MustCall(t, "eth_getTransactionReceipt", tx)
-			if v := evm.VerifyReceipt(one); len(v.Failed) > 0 || !v.Passed.Has(evm.CheckLogsBloom) {
+			if v := integrity.VerifyReceipt(one); len(v.Failed) > 0 || !v.Passed.Has(integrity.CheckLogsBloom) {
 				t.Errorf("receipt of %s: %+v", tx, v)
 			}
 		}
@@ -115,7 +116,7 @@ func TestIntegrityGethChain(t *testing.T) {
 	for _, tc := range blockCases {
 		t.Run("block "+tc.name, func(t *testing.T) {
 			raw := retouch(t, tc.block.Raw, tc.give)
-			v := evm.VerifyBlock(raw, evm.BlockRef{Kind: evm.RefNumber, Number: tc.block.Number})
+			v := integrity.VerifyBlock(raw, evm.BlockRef{Kind: evm.RefNumber, Number: tc.block.Number})
 			if got := failedChecks(v); !slices.Equal(got, tc.want) {
 				t.Fatalf("failed %v, want %v", got, tc.want)
 			}
@@ -157,7 +158,7 @@ func TestIntegrityGethChain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := evm.VerifyReceipts(raw, evm.BlockRef{Kind: evm.RefHash, Hash: busy.Hash}, lookup)
+			v := integrity.VerifyReceipts(raw, evm.BlockRef{Kind: evm.RefHash, Hash: busy.Hash}, lookup)
 			if got := failedChecks(v); !slices.Equal(got, tc.want) {
 				t.Fatalf("failed %v, want %v", got, tc.want)
 			}
@@ -178,7 +179,7 @@ func retouch(t *testing.T, raw json.RawMessage, fn func(map[string]any)) json.Ra
 	return out
 }
 
-func failedChecks(v evm.Verdict) []string {
+func failedChecks(v integrity.Verdict) []string {
 	var out []string
 	for _, f := range v.Failed {
 		out = append(out, f.Check.String())

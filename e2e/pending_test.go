@@ -9,6 +9,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // Bounds of the pending-transaction tests.
@@ -99,7 +100,7 @@ func TestPendingTransactionsOverHTTPOnlyAtDefaultURL(t *testing.T) {
 	// polled from its first subscriber on, so the first sends may come
 	// before it).
 	warm := map[string]bool{}
-	if !pollUntil(pendingSettle, func() bool {
+	if !testkit.Poll(pendingSettle, func() bool {
 		warm[dev.send(t)] = true
 		for _, s := range subs {
 			seen := false
@@ -122,7 +123,7 @@ func TestPendingTransactionsOverHTTPOnlyAtDefaultURL(t *testing.T) {
 	}
 	for _, s := range subs {
 		var c map[string]int
-		if !pollUntil(pendingSettle, func() bool {
+		if !testkit.Poll(pendingSettle, func() bool {
 			c = count(s.notes)
 			for _, h := range want {
 				if c[h] == 0 {

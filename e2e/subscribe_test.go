@@ -25,6 +25,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/internal/simnode"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // Bounds of the subscription tests.
@@ -125,7 +126,7 @@ func TestSubscribeEthclientMatchesGeth(t *testing.T) {
 	// One block past the last transaction: an empty one is compared too.
 	end := last + 1
 	for _, s := range []*subSide{vs, gs} {
-		if !pollUntil(subSettle, func() bool {
+		if !testkit.Poll(subSettle, func() bool {
 			heads, _ := s.heads.list()
 			return len(heads) > 0 && subParse(t, heads[len(heads)-1]).block() > end
 		}) {
@@ -136,7 +137,7 @@ func TestSubscribeEthclientMatchesGeth(t *testing.T) {
 	// Notifications still on their way through the clients settle
 	// within moments; a difference that stays is a failure.
 	var diffs []error
-	pollUntil(5*time.Second, func() bool {
+	testkit.Poll(5*time.Second, func() bool {
 		diffs = subCompareLive(t, vs, gs, start+1, end)
 		return len(diffs) == 0
 	})
@@ -253,7 +254,7 @@ func TestSubscribeReorgsMatchSimulatedNode(t *testing.T) {
 	caughtUp := func() {
 		t.Helper()
 		head := sim.Head(t).Hash().Hex()
-		if !pollUntil(subSettle, func() bool {
+		if !testkit.Poll(subSettle, func() bool {
 			heads, _ := vs.heads.list()
 			return len(heads) > 0 && subParse(t, heads[len(heads)-1]).Hash == head
 		}) {
@@ -276,7 +277,7 @@ func TestSubscribeReorgsMatchSimulatedNode(t *testing.T) {
 		// The node's filter system handles one chain event at a time:
 		// once the removed logs are out, the next block's logs follow
 		// them on every subscription.
-		if !pollUntil(subSettle, func() bool { return subRemovedCount(t, ns.logs[0]) >= want }) {
+		if !testkit.Poll(subSettle, func() bool { return subRemovedCount(t, ns.logs[0]) >= want }) {
 			t.Fatalf("the node sent %d removed logs after a fork at %d, want %d",
 				subRemovedCount(t, ns.logs[0]), parent.Number, want)
 		}
@@ -315,7 +316,7 @@ func TestSubscribeReorgsMatchSimulatedNode(t *testing.T) {
 	top := sim.Head(t).Number.Uint64()
 
 	var diffs []error
-	pollUntil(5*time.Second, func() bool {
+	testkit.Poll(5*time.Second, func() bool {
 		diffs = subCompareReorgs(t, vs, ns, h0, forks)
 		return len(diffs) == 0
 	})
@@ -373,7 +374,7 @@ func subPrime(t *testing.T, s *subSide, mine func()) {
 		if mine != nil {
 			mine()
 		}
-		if pollUntil(subSettle/subPrimeAttempts, func() bool {
+		if testkit.Poll(subSettle/subPrimeAttempts, func() bool {
 			heads, _ := s.heads.list()
 			return len(heads) > 0
 		}) {

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/venn-gateway/venn/app"
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // Bounds of the helpers. The machine is small and shared: generous enough
@@ -32,7 +32,6 @@ const (
 	vennStartTimeout  = 15 * time.Second
 	vennStopTimeout   = 10 * time.Second
 	readyTimeout      = 15 * time.Second
-	pollInterval      = 50 * time.Millisecond
 	requestTimeout    = 10 * time.Second
 	maxReplyBytes     = 32 << 20
 )
@@ -45,7 +44,7 @@ type venn struct {
 	app         *fx.App
 	rpcAddr     string // host:port
 	metricsAddr string
-	logs        *syncBuffer
+	logs        *testkit.Buffer
 }
 
 // URL is the JSON-RPC over HTTP endpoint of chain.
@@ -102,7 +101,7 @@ func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn
 	v := &venn{
 		rpcAddr:     "127.0.0.1:" + strconv.Itoa(ports[0]),
 		metricsAddr: "127.0.0.1:" + strconv.Itoa(ports[1]),
-		logs:        &syncBuffer{},
+		logs:        &testkit.Buffer{},
 	}
 	var y strings.Builder
 	fmt.Fprintf(&y, "listen: %s\nmetrics_listen: %s\nlog: {level: warn}\nshutdown_timeout: 5s\n", v.rpcAddr, v.metricsAddr)
@@ -156,7 +155,7 @@ func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn
 func (v *venn) waitReady(t *testing.T) {
 	t.Helper()
 	var last string
-	ok := pollUntil(readyTimeout, func() bool {
+	ok := testkit.Poll(readyTimeout, func() bool {
 		status, body, err := httpGet("http://" + v.metricsAddr + "/readyz")
 		last = fmt.Sprintf("HTTP %d %s %v", status, body, err)
 		return err == nil && status == http.StatusOK
@@ -329,36 +328,4 @@ func quantity(t *testing.T, raw json.RawMessage) uint64 {
 		t.Fatalf("quantity %q: not a 0x hex number", s)
 	}
 	return n
-}
-
-// pollUntil calls cond every pollInterval until it holds or timeout passes.
-func pollUntil(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(pollInterval) // poll interval, not a wait for state
-	}
-}
-
-// syncBuffer collects venn's logs, shown when a test fails.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // The viem test runs e2e/viem/watch.mjs, a Node script using viem over
@@ -112,7 +113,7 @@ func TestViemOverWebSocket(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), viemRunTimeout)
 	defer cancel()
 	var stdout bytes.Buffer
-	stderr := &syncBuffer{}
+	stderr := &testkit.Buffer{}
 	cmd := exec.CommandContext(ctx, "node", viemScript)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
@@ -146,7 +147,7 @@ func TestViemOverWebSocket(t *testing.T) {
 
 	// viem's subscriptions (watchBlocks' and the raw newHeads, watchEvent's
 	// logs) must be open in venn before the first block.
-	if !pollUntil(viemSubscribeWait, func() bool {
+	if !testkit.Poll(viemSubscribeWait, func() bool {
 		heads, _ := v.metric(t, "venn_subscriptions", `kind="newHeads"`)
 		logs, _ := v.metric(t, "venn_subscriptions", `kind="logs"`)
 		return heads >= 2 && logs >= 1 || exited()

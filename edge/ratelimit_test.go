@@ -1,7 +1,6 @@
 package edge
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -406,7 +406,7 @@ func TestRateLimitRedisDown(t *testing.T) {
 			rdb := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1})
 			defer rdb.Close()
 			reg := prometheus.NewRegistry()
-			var logs syncBuffer
+			var logs testkit.Buffer
 			c := Config{RateLimits: RateLimits{IP: Rate{RPS: 1, Burst: 1}, OnRedisError: "open"}}
 			if tt.failClosed {
 				c.RateLimits.OnRedisError = "closed"
@@ -433,22 +433,4 @@ func TestRateLimitRedisDown(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,6 +1,8 @@
-// Package evm holds the EVM value types that several venn packages share:
-// block numbers and tags, the known JSON-RPC method set, and where each method
-// carries its block parameter; and the integrity checks of blocks and
-// receipts a remote sends (verify.go), which rebuild them with go-ethereum's
-// types. It imports nothing of the project but its JSON scanner.
+// Package evm holds the EVM values that several venn packages share: block
+// numbers, tags and refs, the known JSON-RPC method set and where each
+// method carries its block parameter, blocks as a remote sent them and the
+// parts they split into (transactions, receipts, logs), and log filters.
+// It is the leaf: it imports nothing of the project but its JSON scanner,
+// and no go-ethereum (the integrity checks, which need its types, are in
+// package integrity).
 package evm

@@ -298,15 +298,7 @@ func (f *LogFilter) Match(address string, topics []string) bool {
 	if f.Address.raw != nil && !f.Address.Match(address) {
 		return false
 	}
-	if f.NTopics > len(topics) {
-		return false
-	}
-	for i := range f.NTopics {
-		if c := &f.Topics[i]; c.raw != nil && !c.Match(topics[i]) {
-			return false
-		}
-	}
-	return true
+	return MatchTopics(f.Topics[:f.NTopics], topics)
 }
 
 // sameHex compares the hex v with the lowercase s, ignoring v's case when

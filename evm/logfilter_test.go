@@ -2,6 +2,7 @@ package evm
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -95,6 +96,50 @@ func TestLogFilterMatch(t *testing.T) {
 		for _, v := range vals {
 			if !bytes.HasPrefix(bytes.ToLower(v), []byte("0x")) || len(v) != AddressLen {
 				t.Errorf("%s: value %q", tt.filter, v)
+			}
+		}
+	}
+}
+
+// TestTopicCriteria: criteria built from a filter's values match every log
+// as the filter Parse read does, so a logs subscription and eth_getLogs
+// agree.
+func TestTopicCriteria(t *testing.T) {
+	t1, t2, t3 := "0x"+strings.Repeat("0", 62)+"b1", "0x"+strings.Repeat("0", 62)+"b2", "0x"+strings.Repeat("0", 62)+"b3"
+	q := func(s string) string { return `"` + s + `"` }
+	tests := []struct {
+		give   [][]string
+		filter string // the same topics, as eth_getLogs names them
+	}{
+		{give: nil, filter: `{}`},
+		{give: [][]string{nil}, filter: `{"topics":[null]}`},
+		{give: [][]string{{t1}}, filter: `{"topics":[` + q(t1) + `]}`},
+		{give: [][]string{nil, {t2, t1}}, filter: `{"topics":[null,[` + q(t2) + `,` + q(t1) + `]]}`},
+		{give: [][]string{{t1, t2, t3, t1, t2}}, filter: `{"topics":[[` + strings.Join([]string{q(t1), q(t2), q(t3), q(t1), q(t2)}, ",") + `]]}`},
+		{give: [][]string{{t3}, nil, {t2}, {t1}}, filter: `{"topics":[` + q(t3) + `,null,` + q(t2) + `,` + q(t1) + `]}`},
+	}
+	logs := [][]string{nil, {t1}, {t2}, {t3}, {t2, t1}, {t1, t2}, {t3, t1, t2, t1}, {t3, t3, t2, t1, t1}}
+	for _, tt := range tests {
+		var f LogFilter
+		if !f.Parse([]byte(tt.filter)) {
+			t.Fatalf("Parse(%s) failed", tt.filter)
+		}
+		c := TopicCriteria(tt.give)
+		if len(c) != f.NTopics {
+			t.Fatalf("%v: %d positions, the filter has %d", tt.give, len(c), f.NTopics)
+		}
+		for i := range c {
+			var got []string
+			for v := range c[i].Values() {
+				got = append(got, string(v))
+			}
+			if !slices.Equal(got, tt.give[i]) || c[i].Any() != (len(tt.give[i]) == 0) {
+				t.Errorf("%v: position %d holds %v (any %v)", tt.give, i, got, c[i].Any())
+			}
+		}
+		for _, l := range logs {
+			if got, want := MatchTopics(c, l), f.Match("0x"+strings.Repeat("0", 40), l); got != want {
+				t.Errorf("%v on topics %v: %v, the filter says %v", tt.give, l, got, want)
 			}
 		}
 	}

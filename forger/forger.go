@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -34,7 +34,7 @@ func New(up Upstream, log *slog.Logger) *Forger {
 // sees them) to an Upstream. verify is not applied: a handler that checks
 // answers (remotes.VerifiedClient) does so on its own.
 func HandlerUpstream(h jrpc.Handler) Upstream {
-	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
 		return h.ServeRPC(ctx, &jrpc.Request{Method: method, Params: params})
 	}
 }
@@ -224,11 +224,11 @@ func ofBlock(receipts []byte, hash string) error {
 // Block fetches block number n with full transactions and its receipts (by
 // the block's hash) and checks that they belong together: what the history
 // store keeps. A block the remotes do not have is ErrNoBlock.
-func (f *Forger) Block(ctx context.Context, n uint64) (*headstore.Block, error) {
+func (f *Forger) Block(ctx context.Context, n uint64) (*evm.Block, error) {
 	call := func(ctx context.Context, method string, params json.RawMessage,
-		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
 		res, err := f.up(ctx, method, params, verify)
-		return res, evm.Verdict{}, err
+		return res, integrity.Verdict{}, err
 	}
 	b, err := FetchBlock(ctx, call, f.receipts, "eth_getBlockByNumber", `"`+evm.Quantity(n)+`"`)
 	if err == nil && b.Number != n {
@@ -240,24 +240,24 @@ func (f *Forger) Block(ctx context.Context, n uint64) (*headstore.Block, error) 
 // VerdictCall is a call through the remotes whose answer verify checks; the
 // verdict is the served answer's (zero when nothing was checked).
 type VerdictCall func(ctx context.Context, method string, params json.RawMessage,
-	verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error)
+	verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error)
 
 // FetchBlock fetches one block with full transactions (method
 // eth_getBlockByNumber or eth_getBlockByHash, ref the number or hash as a
 // JSON string), then its receipts by the block's hash through r, and checks
 // that they belong together, asking again (at most buildAttempts times)
 // when a remote answered for another block between the two calls. The
-// block is checked against what it says it is (evm.VerifyBlock), and the
+// block is checked against what it says it is (integrity.VerifyBlock), and the
 // receipts against the block, when call verifies. A block no remote has is
 // ErrNoBlock. The leader, the backfill and the write-through fetch blocks
 // this way.
-func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref string) (*headstore.Block, error) {
+func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref string) (*evm.Block, error) {
 	params := json.RawMessage("[" + ref + ",true]")
 	want, _ := evm.ParseBlockRef(json.RawMessage(ref))
 	var lastErr error
 	for range buildAttempts {
-		raw, blk, err := call(ctx, method, params, func(res json.RawMessage) evm.Verdict {
-			return evm.VerifyBlock(res, want)
+		raw, blk, err := call(ctx, method, params, func(res json.RawMessage) integrity.Verdict {
+			return integrity.VerifyBlock(res, want)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%s(%s): %w", method, ref, err)
@@ -265,7 +265,7 @@ func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref 
 		if string(raw) == "null" {
 			return nil, fmt.Errorf("%s(%s): %w", method, ref, ErrNoBlock)
 		}
-		b, txs, err := headstore.TxHashes(raw)
+		b, txs, err := evm.TxHashes(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s(%s): %w", method, ref, err)
 		}
@@ -273,7 +273,7 @@ func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref 
 		if err != nil {
 			return nil, fmt.Errorf("receipts of block %d: %w", b.Number, err)
 		}
-		if b, err = headstore.ParseBlock(raw, receipts); err == nil {
+		if b, err = evm.ParseBlock(raw, receipts); err == nil {
 			return b, nil
 		}
 		lastErr = err

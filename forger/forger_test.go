@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -118,7 +118,7 @@ func TestBlockReceiptsBuiltPerTransactionEqualTheNodes(t *testing.T) {
 // direct is an Upstream straight to one node, without a pool (which keeps
 // its own memory of unsupported methods).
 func direct(t *testing.T, url string) Upstream {
-	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
 		res, rerr := call(t, url, method, string(params))
 		if rerr != nil {
 			return nil, rerr
@@ -213,7 +213,7 @@ type fakeChain struct {
 	maxFlight int
 }
 
-func (c *fakeChain) up(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+func (c *fakeChain) up(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
 	hash := "0x" + strings.Repeat("11", 32)
 	switch method {
 	case "eth_getBlockReceipts":

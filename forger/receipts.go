@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/remotes"
 )
@@ -22,7 +23,7 @@ import (
 // is served from another remote); an upstream without integrity checks
 // ignores it.
 type Upstream func(ctx context.Context, method string, params json.RawMessage,
-	verify func(json.RawMessage) evm.Verdict) (json.RawMessage, error)
+	verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, error)
 
 // Limits of the per-transaction receipt builder.
 const (
@@ -86,14 +87,14 @@ var emptyList = json.RawMessage("[]")
 // checked against it, one remote's answer at a time; receipts fetched one
 // by one only against themselves (their root would blame no remote in
 // particular).
-func (r *Receipts) OfBlock(ctx context.Context, hash string, txs []string, blk *evm.BlockInfo) (json.RawMessage, error) {
+func (r *Receipts) OfBlock(ctx context.Context, hash string, txs []string, blk *integrity.BlockInfo) (json.RawMessage, error) {
 	if len(txs) == 0 {
 		return emptyList, nil
 	}
 	if r.blockMethod() {
 		want := evm.BlockRef{Kind: evm.RefHash, Hash: hash}
-		res, err := r.up(ctx, "eth_getBlockReceipts", json.RawMessage(`["`+hash+`"]`), func(res json.RawMessage) evm.Verdict {
-			return evm.VerifyReceipts(res, want, func(h common.Hash) *evm.BlockInfo {
+		res, err := r.up(ctx, "eth_getBlockReceipts", json.RawMessage(`["`+hash+`"]`), func(res json.RawMessage) integrity.Verdict {
+			return integrity.VerifyReceipts(res, want, func(h common.Hash) *integrity.BlockInfo {
 				if blk != nil && h == blk.Hash {
 					return blk
 				}
@@ -123,7 +124,7 @@ func (r *Receipts) perTransaction(ctx context.Context, txs []string) (json.RawMe
 	g.SetLimit(ReceiptConcurrency)
 	for i, tx := range txs {
 		g.Go(func() error {
-			res, err := r.up(gctx, "eth_getTransactionReceipt", json.RawMessage(`["`+tx+`"]`), evm.VerifyReceipt)
+			res, err := r.up(gctx, "eth_getTransactionReceipt", json.RawMessage(`["`+tx+`"]`), integrity.VerifyReceipt)
 			if err == nil && string(res) == "null" {
 				err = fmt.Errorf("no remote has the receipt of %s yet", tx)
 			}

@@ -3,6 +3,8 @@ package headstore
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // FuzzParseBlock feeds arbitrary remote replies to the block parser: it
@@ -19,19 +21,19 @@ func FuzzParseBlock(f *testing.F) {
 		if !json.Valid(raw) || !json.Valid(receipts) {
 			return // remotes' replies are checked before they get here
 		}
-		e, err := index(&Block{Raw: raw, Receipts: receipts})
+		e, err := evm.Split(&evm.Block{Raw: raw, Receipts: receipts})
 		if err != nil {
 			return
 		}
-		if !json.Valid(e.hashOnly) {
-			t.Fatalf("hash-only form is not JSON: %s", e.hashOnly)
+		if !json.Valid(e.HashOnly) {
+			t.Fatalf("hash-only form is not JSON: %s", e.HashOnly)
 		}
-		for _, tx := range e.txs {
+		for _, tx := range e.Txs {
 			if !json.Valid(tx) {
 				t.Fatalf("transaction is not JSON: %s", tx)
 			}
 		}
-		for _, l := range e.logs {
+		for _, l := range e.Logs {
 			if !json.Valid(l.Raw) {
 				t.Fatalf("log is not JSON: %s", l.Raw)
 			}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"sync"
 	"time"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // Memory is a chain's head store inside one process: the embedded default,
@@ -16,7 +18,7 @@ type Memory struct {
 	mu        sync.Mutex
 	gen       string
 	seq       uint64
-	canon     []*Block
+	canon     []*evm.Block
 	safe      uint64
 	finalized uint64
 	events    []*Event      // the newest, at most 4×size
@@ -76,7 +78,7 @@ func (m *Memory) Publish(_ context.Context, epoch uint64, ev *Event) error {
 func (m *Memory) Snapshot(context.Context) (*Snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return &Snapshot{Gen: m.gen, Seq: m.seq, Blocks: append([]*Block(nil), m.canon...),
+	return &Snapshot{Gen: m.gen, Seq: m.seq, Blocks: append([]*evm.Block(nil), m.canon...),
 		Safe: m.safe, Finalized: m.finalized}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore/keyspace"
 )
 
@@ -167,7 +168,7 @@ func checkRedisEvent(ev *Event) error {
 // and HTML-escape Raw and Receipts, and they must reach clients byte for
 // byte as the remote sent them. Nil raw fields are left out, so they decode
 // as nil again.
-func encodeRedisBlock(b *Block) ([]byte, error) {
+func encodeRedisBlock(b *evm.Block) ([]byte, error) {
 	hash, err := json.Marshal(b.Hash)
 	if err != nil {
 		return nil, err
@@ -199,8 +200,8 @@ func encodeRedisBlock(b *Block) ([]byte, error) {
 var errRedisNoBody = errors.New("block body gone")
 
 // blocks reads the bodies of hashes, redisChunk at a time.
-func (r *Redis) blocks(ctx context.Context, hashes []string) ([]*Block, error) {
-	out := make([]*Block, 0, len(hashes))
+func (r *Redis) blocks(ctx context.Context, hashes []string) ([]*evm.Block, error) {
+	out := make([]*evm.Block, 0, len(hashes))
 	keys := make([]string, 0, min(len(hashes), redisChunk))
 	for start := 0; start < len(hashes); start += redisChunk {
 		chunk := hashes[start:min(start+redisChunk, len(hashes))]
@@ -217,7 +218,7 @@ func (r *Redis) blocks(ctx context.Context, hashes []string) ([]*Block, error) {
 			if !ok {
 				return nil, fmt.Errorf("%w: %s", errRedisNoBody, chunk[i])
 			}
-			b := new(Block)
+			b := new(evm.Block)
 			if err := json.Unmarshal([]byte(s), b); err != nil {
 				return nil, fmt.Errorf("block %s: %w", chunk[i], err)
 			}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // These tests run against the real Redis at 127.0.0.1:6379. Each test
@@ -102,10 +104,10 @@ func (rt *redisTest) publish(epoch uint64, ev *Event) uint64 {
 }
 
 // publishEach publishes each block as its own event.
-func (rt *redisTest) publishEach(epoch uint64, blocks []*Block) {
+func (rt *redisTest) publishEach(epoch uint64, blocks []*evm.Block) {
 	rt.t.Helper()
 	for _, b := range blocks {
-		rt.publish(epoch, &Event{Added: []*Block{b}})
+		rt.publish(epoch, &Event{Added: []*evm.Block{b}})
 	}
 }
 
@@ -178,8 +180,8 @@ func redisTestHash(fork string, n uint64) string {
 }
 
 // redisTestBlock is an empty block as a remote would send it.
-func redisTestBlock(n uint64, hash, parent string) *Block {
-	return &Block{
+func redisTestBlock(n uint64, hash, parent string) *evm.Block {
+	return &evm.Block{
 		Number:   n,
 		Hash:     hash,
 		Parent:   parent,
@@ -190,8 +192,8 @@ func redisTestBlock(n uint64, hash, parent string) *Block {
 
 // redisTestChain is blocks from..to of fork, the first one a child of
 // parent, each next one of the one before.
-func redisTestChain(fork, parent string, from, to uint64) []*Block {
-	var out []*Block
+func redisTestChain(fork, parent string, from, to uint64) []*evm.Block {
+	var out []*evm.Block
 	for n := from; n <= to; n++ {
 		b := redisTestBlock(n, redisTestHash(fork, n), parent)
 		out = append(out, b)
@@ -200,7 +202,7 @@ func redisTestChain(fork, parent string, from, to uint64) []*Block {
 	return out
 }
 
-func redisTestHashes(blocks []*Block) []string {
+func redisTestHashes(blocks []*evm.Block) []string {
 	out := make([]string, len(blocks))
 	for i, b := range blocks {
 		out[i] = b.Hash
@@ -307,7 +309,7 @@ func TestRedisSequence(t *testing.T) {
 	rt := newRedisTest(t, 0)
 	blocks := redisTestChain("a", redisTestHash("a", 0), 1, 3)
 	for i, b := range blocks {
-		ev := &Event{Added: []*Block{b}, Safe: b.Number - 1, Time: int64(1000 + i)}
+		ev := &Event{Added: []*evm.Block{b}, Safe: b.Number - 1, Time: int64(1000 + i)}
 		if got := rt.publish(1, ev); got != uint64(i+1) {
 			t.Fatalf("seq = %d, want %d", got, i+1)
 		}
@@ -383,7 +385,7 @@ func TestRedisFollowersJoinMidway(t *testing.T) {
 	}
 	start("", 0) // the store is still empty: any history will do
 	for i, b := range blocks {
-		rt.publish(1, &Event{Added: []*Block{b}})
+		rt.publish(1, &Event{Added: []*evm.Block{b}})
 		if i == 9 || i == 19 {
 			s := rt.snapshot()
 			start(s.Gen, s.Seq)
@@ -468,7 +470,7 @@ func TestRedisGap(t *testing.T) {
 	a := redisTestChain("a", redisTestHash("a", 0), 1, 5)
 	tests := []struct {
 		name string
-		give *Block
+		give *evm.Block
 		want []string
 	}{
 		{
@@ -497,7 +499,7 @@ func TestRedisGap(t *testing.T) {
 			t.Parallel()
 			rt := newRedisTest(t, 0)
 			rt.publishEach(1, a)
-			rt.publish(1, &Event{Added: []*Block{tt.give}})
+			rt.publish(1, &Event{Added: []*evm.Block{tt.give}})
 			if got := rt.canon(); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("canon = %v, want %v", got, tt.want)
 			}
@@ -760,23 +762,23 @@ func TestRedisBodyBytes(t *testing.T) {
 	h, p := redisTestHash("a", 1), redisTestHash("a", 0)
 	tests := []struct {
 		name string
-		give *Block
+		give *evm.Block
 	}{
-		{name: "spaces and html", give: &Block{Number: 1, Hash: h, Parent: p,
+		{name: "spaces and html", give: &evm.Block{Number: 1, Hash: h, Parent: p,
 			Raw:      json.RawMessage("{ \"number\" : \"0x1\",\n \"extraData\": \"<&>\u00e9\", \"transactions\": [] }"),
 			Receipts: json.RawMessage("[ ]")}},
-		{name: "no receipts", give: &Block{Number: 1, Hash: redisTestHash("b", 1), Parent: p, Raw: json.RawMessage(`{"number":"0x1"}`)}},
+		{name: "no receipts", give: &evm.Block{Number: 1, Hash: redisTestHash("b", 1), Parent: p, Raw: json.RawMessage(`{"number":"0x1"}`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev := &Event{Added: []*Block{tt.give}}
+			ev := &Event{Added: []*evm.Block{tt.give}}
 			rt.publish(1, ev)
 			got := rt.snapshot().Blocks
 			if len(got) != 1 || !bytes.Equal(got[0].Raw, tt.give.Raw) || !reflect.DeepEqual(got[0], tt.give) {
 				t.Fatalf("snapshot block = %+v, want %+v", got[0], tt.give)
 			}
 			evs, err := rt.follow(rt.snapshot().Gen, ev.Seq-1, ev.Seq)
-			if err != nil || len(evs) != 1 || !reflect.DeepEqual(evs[0].Added, []*Block{tt.give}) {
+			if err != nil || len(evs) != 1 || !reflect.DeepEqual(evs[0].Added, []*evm.Block{tt.give}) {
 				t.Fatalf("followed %+v, %v; want the block back", evs, err)
 			}
 		})
@@ -792,9 +794,9 @@ func TestRedisPublishInvalid(t *testing.T) {
 		give *Event
 	}{
 		{name: "nil", give: nil},
-		{name: "not contiguous", give: &Event{Added: []*Block{a[0], a[2]}}},
-		{name: "not linked", give: &Event{Added: []*Block{a[0], redisTestBlock(2, redisTestHash("x", 2), redisTestHash("x", 1))}}},
-		{name: "nil block", give: &Event{Added: []*Block{nil}}},
+		{name: "not contiguous", give: &Event{Added: []*evm.Block{a[0], a[2]}}},
+		{name: "not linked", give: &Event{Added: []*evm.Block{a[0], redisTestBlock(2, redisTestHash("x", 2), redisTestHash("x", 1))}}},
+		{name: "nil block", give: &Event{Added: []*evm.Block{nil}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -824,7 +826,7 @@ func TestRedisConcurrentPublishers(t *testing.T) {
 		blocks := redisTestChain("e"+strconv.FormatUint(epoch, 10), redisTestHash("genesis", 0), 1, each)
 		wg.Go(func() {
 			for _, b := range blocks {
-				err := rt.s.Publish(rt.ctx, epoch, &Event{Epoch: epoch, Added: []*Block{b}})
+				err := rt.s.Publish(rt.ctx, epoch, &Event{Epoch: epoch, Added: []*evm.Block{b}})
 				mu.Lock()
 				switch {
 				case errors.Is(err, ErrFenced):

@@ -128,7 +128,7 @@ func (w *Window) answerBlock(params []byte, byHash bool) (json.RawMessage, bool)
 	case full:
 		return e.Raw, true
 	default:
-		return e.hashOnly, true
+		return e.HashOnly, true
 	}
 }
 
@@ -153,7 +153,7 @@ func (w *Window) answerBlockReceipts(params []byte) (json.RawMessage, bool) {
 	case future:
 		return resultNull, true
 	}
-	return e.Receipts, true
+	return e.Block.Receipts, true
 }
 
 // answerTx: eth_getTransactionByHash(hash), eth_getTransactionReceipt(hash).
@@ -175,9 +175,9 @@ func (w *Window) answerTx(params []byte, receipt bool) (json.RawMessage, bool) {
 		return nil, false
 	}
 	if receipt {
-		return loc.e.receipts[loc.i], true
+		return loc.e.Receipts[loc.i], true
 	}
-	return loc.e.txs[loc.i], true
+	return loc.e.Txs[loc.i], true
 }
 
 // answerTxByIndex: eth_getTransactionByBlock{Number,Hash}AndIndex(block,
@@ -195,14 +195,14 @@ func (w *Window) answerTxByIndex(params []byte, byHash bool) (json.RawMessage, b
 	switch {
 	case !ok:
 		return nil, false
-	case e == nil || i >= uint64(len(e.txs)):
+	case e == nil || i >= uint64(len(e.Txs)):
 		return resultNull, true
 	}
-	return e.txs[i], true
+	return e.Txs[i], true
 }
 
 // answerCount: eth_get{BlockTransaction,Uncle}CountBy{Number,Hash}.
-func (w *Window) answerCount(params []byte, byHash bool, count func(*entry) (uint64, bool)) (json.RawMessage, bool) {
+func (w *Window) answerCount(params []byte, byHash bool, count func(*evm.Parts) (uint64, bool)) (json.RawMessage, bool) {
 	var a [1][]byte
 	if !evm.Args(params, a[:]) {
 		return nil, false
@@ -221,12 +221,12 @@ func (w *Window) answerCount(params []byte, byHash bool, count func(*entry) (uin
 	return quantityJSON(n), true
 }
 
-func txCount(e *entry) (uint64, bool) { return uint64(len(e.txs)), true }
+func txCount(e *evm.Parts) (uint64, bool) { return uint64(len(e.Txs)), true }
 
 // uncleCount counts the block's uncles array; the hash-only form is the
 // shorter one to scan.
-func uncleCount(e *entry) (uint64, bool) {
-	u := jsonscan.Member(e.hashOnly, "uncles")
+func uncleCount(e *evm.Parts) (uint64, bool) {
+	u := jsonscan.Member(e.HashOnly, "uncles")
 	if len(u) == 0 || u[0] != '[' {
 		return 0, false
 	}
@@ -244,7 +244,7 @@ func uncleCount(e *entry) (uint64, bool) {
 // rpc.BlockNumber, or a hash as common.Hash) and finds it in the window.
 // e is nil with ok true for a number above the head, which geth answers
 // with null.
-func (w *Window) blockArg(raw []byte, byHash bool) (e *entry, ok bool) {
+func (w *Window) blockArg(raw []byte, byHash bool) (e *evm.Parts, ok bool) {
 	var ref evm.BlockRef
 	var key [evm.HashLen]byte
 	if byHash {
@@ -267,7 +267,7 @@ func (w *Window) blockArg(raw []byte, byHash bool) (e *entry, ok bool) {
 // resolve finds ref's canonical entry; the caller holds mu. future is set
 // (with ok) for a number above the head. For a hash ref, key holds the
 // lowercase hash (ref.Hash is not read, so callers need not allocate it).
-func (w *Window) resolve(ref evm.BlockRef, key *[evm.HashLen]byte) (e *entry, future, ok bool) {
+func (w *Window) resolve(ref evm.BlockRef, key *[evm.HashLen]byte) (e *evm.Parts, future, ok bool) {
 	if ref.Kind == evm.RefHash {
 		e = w.byHash[string(key[:])]
 		return e, false, e != nil
@@ -325,7 +325,7 @@ func (w *Window) answerLogs(params []byte) (json.RawMessage, bool) {
 	}
 	// Entries are immutable once indexed: copy the range's pointers under
 	// the lock and match without it, so a long range never holds up Apply.
-	var buf [8]*entry
+	var buf [8]*evm.Parts
 	ents := buf[:0]
 	w.mu.RLock()
 	if f.ByHash {
@@ -364,18 +364,18 @@ func (w *Window) logRange(f *evm.LogFilter) (from, to uint64, ok bool) {
 }
 
 // collect joins the logs of ents that f matches into a JSON array.
-func collect(f *evm.LogFilter, ents []*entry) json.RawMessage {
+func collect(f *evm.LogFilter, ents []*evm.Parts) json.RawMessage {
 	unfiltered := f.Unfiltered()
 	size := 1
 	for _, e := range ents {
-		for i := range e.logs {
-			size += len(e.logs[i].Raw) + 1
+		for i := range e.Logs {
+			size += len(e.Logs[i].Raw) + 1
 		}
 	}
 	var out []byte
 	for _, e := range ents {
-		for i := range e.logs {
-			l := &e.logs[i]
+		for i := range e.Logs {
+			l := &e.Logs[i]
 			if !unfiltered && !f.Match(l.Address, l.Topics) {
 				continue
 			}

@@ -31,7 +31,7 @@ type serveTx struct {
 
 // serveChain collects every synthetic block and its parts by name.
 type serveChain struct {
-	blocks   map[string]*Block // by fork+number: "12", "13b"
+	blocks   map[string]*evm.Block // by fork+number: "12", "13b"
 	hashOnly map[string]string
 	txJSON   map[string]string // transaction objects by name
 	rcJSON   map[string]string // receipts by transaction name
@@ -41,7 +41,7 @@ type serveChain struct {
 
 func newServeChain() *serveChain {
 	return &serveChain{
-		blocks: map[string]*Block{}, hashOnly: map[string]string{}, txJSON: map[string]string{},
+		blocks: map[string]*evm.Block{}, hashOnly: map[string]string{}, txJSON: map[string]string{},
 		rcJSON: map[string]string{}, txHash: map[string]string{}, logJSON: map[string]string{},
 	}
 }
@@ -64,7 +64,7 @@ var (
 )
 
 // block adds block n of fork (its name is n, plus the fork when not "").
-func (c *serveChain) block(fork string, n uint64, parent string, uncles int, txs ...serveTx) *Block {
+func (c *serveChain) block(fork string, n uint64, parent string, uncles int, txs ...serveTx) *evm.Block {
 	name := strconv.FormatUint(n, 10) + fork
 	h := serveHash("block " + name)
 	num, ts := serveQty(n), serveQty(1_700_000_000+12*n)
@@ -104,7 +104,7 @@ func (c *serveChain) block(fork string, n uint64, parent string, uncles int, txs
 	head := `{"baseFeePerGas":"0x7","hash":"` + h + `","number":` + num + `,"parentHash":"` + parent +
 		`","timestamp":` + ts + `,"transactions":[`
 	tail := `],"uncles":[` + strings.Join(uncleHashes, ",") + `]}`
-	b := &Block{
+	b := &evm.Block{
 		Number: n, Hash: h, Parent: parent,
 		Raw:      json.RawMessage(head + strings.Join(full, ",") + tail),
 		Receipts: json.RawMessage(`[` + strings.Join(receipts, ",") + `]`),
@@ -121,9 +121,9 @@ func (c *serveChain) block(fork string, n uint64, parent string, uncles int, txs
 //	12: tc: L3 (A, T2 T3 T1), L4 (B, T1 T3)
 //	13: td: no logs; te: L5 (C, T3)
 //	14: tf: L6 (A, T1 T2 T3 T4)
-func serveMain(c *serveChain) []*Block {
+func serveMain(c *serveChain) []*evm.Block {
 	parent := serveHash("block 9")
-	var out []*Block
+	var out []*evm.Block
 	add := func(n uint64, uncles int, txs ...serveTx) {
 		b := c.block("", n, parent, uncles, txs...)
 		parent = b.Hash
@@ -139,7 +139,7 @@ func serveMain(c *serveChain) []*Block {
 	return out
 }
 
-func newServeWindow(t testing.TB, size int, blocks []*Block, safe, finalized uint64) *Window {
+func newServeWindow(t testing.TB, size int, blocks []*evm.Block, safe, finalized uint64) *Window {
 	t.Helper()
 	w := NewWindow(size)
 	if err := w.Reset(&Snapshot{Gen: "g", Seq: 1, Blocks: blocks, Safe: safe, Finalized: finalized}); err != nil {
@@ -303,7 +303,7 @@ func TestServeEarliest(t *testing.T) {
 	c := newServeChain()
 	genesis := c.block("", 0, serveHash("nothing"), 0)
 	one := c.block("", 1, genesis.Hash, 0, serveTx{"t1", []serveLog{{"G0", serveAddrA, []string{serveTopic1}}}})
-	w := newServeWindow(t, 4, []*Block{genesis, one}, 0, 0)
+	w := newServeWindow(t, 4, []*evm.Block{genesis, one}, 0, 0)
 	runServeCases(t, w, []serveCase{
 		{name: "earliest", method: "eth_getBlockByNumber", params: `["earliest",false]`, want: c.hashOnly["0"]},
 		{name: "zero", method: "eth_getBlockByNumber", params: `["0x0",true]`, want: string(genesis.Raw)},
@@ -440,7 +440,7 @@ func TestServeReorg(t *testing.T) {
 		serveTx{"tg", []serveLog{{"R0", serveAddrC, []string{serveTopic1}}}})
 	old13, old14 := c.blocks["13"], c.blocks["14"]
 	oldTe, oldTf := c.txHash["te"], c.txHash["tf"]
-	err := w.Apply(&Event{Seq: 2, Dropped: []Ref{{14, old14.Hash}, {13, old13.Hash}}, Added: []*Block{b13b}})
+	err := w.Apply(&Event{Seq: 2, Dropped: []Ref{{14, old14.Hash}, {13, old13.Hash}}, Added: []*evm.Block{b13b}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,7 @@ func TestServeReorg(t *testing.T) {
 
 	b14b := c.block("b", 14, b13b.Hash, 0)
 	b15b := c.block("b", 15, b14b.Hash, 0)
-	if err := w.Apply(&Event{Seq: 3, Added: []*Block{b14b, b15b}}); err != nil {
+	if err := w.Apply(&Event{Seq: 3, Added: []*evm.Block{b14b, b15b}}); err != nil {
 		t.Fatal(err)
 	}
 	runServeCases(t, w, []serveCase{
@@ -519,7 +519,7 @@ func TestServeBlockNumberConcurrent(t *testing.T) {
 			canon = canon[:len(canon)-1]
 		} else {
 			b := c.block("c"+strconv.Itoa(i), tip.Number+1, tip.Hash, 0)
-			ev.Added = []*Block{b}
+			ev.Added = []*evm.Block{b}
 			canon = append(canon[:len(canon):len(canon)], b)
 		}
 		if err := w.Apply(ev); err != nil {
@@ -555,7 +555,7 @@ func TestServeAnswersParse(t *testing.T) {
 func serveBench(b *testing.B) (*Window, *serveChain) {
 	c := newServeChain()
 	parent := serveHash("block 99")
-	var blocks []*Block
+	var blocks []*evm.Block
 	for n := uint64(100); n < 104; n++ {
 		txs := make([]serveTx, 150)
 		for i := range txs {

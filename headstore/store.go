@@ -2,22 +2,10 @@ package headstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-)
 
-// Block is one block as the stalker fetched it: the block with full
-// transaction objects (eth_getBlockByNumber(n, true)) and its receipts
-// (eth_getBlockReceipts), both exactly as a remote sent them. Number, Hash
-// and Parent are read from Raw by ParseBlock; Hash and Parent are lowercase
-// 0x-prefixed hex.
-type Block struct {
-	Number   uint64          `json:"number"`
-	Hash     string          `json:"hash"`
-	Parent   string          `json:"parent"`
-	Raw      json.RawMessage `json:"block"`
-	Receipts json.RawMessage `json:"receipts"`
-}
+	"github.com/venn-gateway/venn/evm"
+)
 
 // Ref names a block.
 type Ref struct {
@@ -36,11 +24,11 @@ type Event struct {
 	Epoch uint64 `json:"epoch"`
 	// Time is when the leader published, in Unix nanoseconds: followers
 	// measure their lag from it.
-	Time      int64    `json:"time"`
-	Dropped   []Ref    `json:"dropped,omitempty"`
-	Added     []*Block `json:"added"`
-	Safe      uint64   `json:"safe,omitempty"`
-	Finalized uint64   `json:"finalized,omitempty"`
+	Time      int64        `json:"time"`
+	Dropped   []Ref        `json:"dropped,omitempty"`
+	Added     []*evm.Block `json:"added"`
+	Safe      uint64       `json:"safe,omitempty"`
+	Finalized uint64       `json:"finalized,omitempty"`
 }
 
 // Head is the highest added block's number, or 0.
@@ -58,7 +46,7 @@ type Snapshot struct {
 	// its data (a Redis restart), and sequence numbers restart with it.
 	Gen       string
 	Seq       uint64
-	Blocks    []*Block // canonical, ascending
+	Blocks    []*evm.Block // canonical, ascending
 	Safe      uint64
 	Finalized uint64
 }

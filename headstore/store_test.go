@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // storeUnderTest is one Store implementation at epoch 1.
@@ -36,7 +38,7 @@ func TestStoreContract(t *testing.T) {
 			}
 			early := startFollower(t, s, 8)
 			for _, b := range main[:3] {
-				if err := s.Publish(ctx, 1, &Event{Added: []*Block{b}}); err != nil {
+				if err := s.Publish(ctx, 1, &Event{Added: []*evm.Block{b}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -47,14 +49,14 @@ func TestStoreContract(t *testing.T) {
 			b12 := c.block("b", 12, main[1].Hash, 0, serveTx{"xb", nil})
 			b13 := c.block("b", 13, b12.Hash, 0)
 			b14 := c.block("b", 14, b13.Hash, 0)
-			ev := &Event{Dropped: []Ref{{Number: 12, Hash: main[2].Hash}}, Added: []*Block{b12, b13, b14}, Safe: 12, Finalized: 11}
+			ev := &Event{Dropped: []Ref{{Number: 12, Hash: main[2].Hash}}, Added: []*evm.Block{b12, b13, b14}, Safe: 12, Finalized: 11}
 			if err := s.Publish(ctx, 1, ev); err != nil {
 				t.Fatal(err)
 			}
 			if ev.Seq != 4 {
 				t.Fatalf("fourth event has seq %d", ev.Seq)
 			}
-			want := []*Block{main[0], main[1], b12, b13, b14}
+			want := []*evm.Block{main[0], main[1], b12, b13, b14}
 			snap, err := s.Snapshot(ctx)
 			if err != nil || snap.Seq != 4 || !sameBlocks(snap.Blocks, want) || snap.Safe != 12 || snap.Finalized != 11 {
 				t.Fatalf("snapshot seq %d, %d blocks, safe %d, finalized %d, %v", snap.Seq, len(snap.Blocks), snap.Safe, snap.Finalized, err)
@@ -84,7 +86,7 @@ func startFollower(t *testing.T, s Store, size int) *Window {
 }
 
 // waitWindow waits until w holds exactly want and is live.
-func waitWindow(t *testing.T, w *Window, want []*Block) {
+func waitWindow(t *testing.T, w *Window, want []*evm.Block) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !sameBlocks(w.Blocks(), want) || !w.live.Load() {
@@ -98,7 +100,7 @@ func waitWindow(t *testing.T, w *Window, want []*Block) {
 	}
 }
 
-func sameBlocks(got, want []*Block) bool {
+func sameBlocks(got, want []*evm.Block) bool {
 	if len(got) != len(want) {
 		return false
 	}
@@ -117,7 +119,7 @@ func TestFollowerMetrics(t *testing.T) {
 	c := newServeChain()
 	blocks := serveMain(c)
 	for _, b := range blocks[:2] {
-		if err := s.Publish(t.Context(), 1, &Event{Added: []*Block{b}}); err != nil {
+		if err := s.Publish(t.Context(), 1, &Event{Added: []*evm.Block{b}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // DefaultWindow is how many blocks below and including the head a chain's
@@ -26,8 +28,8 @@ type Window struct {
 	mu        sync.RWMutex
 	gen       string
 	seq       uint64
-	canon     []*entry // ascending, contiguous, parent-linked
-	byHash    map[string]*entry
+	canon     []*evm.Parts // ascending, contiguous, parent-linked
+	byHash    map[string]*evm.Parts
 	byTx      map[string]txLoc
 	safe      uint64
 	finalized uint64
@@ -46,7 +48,7 @@ type Window struct {
 }
 
 type txLoc struct {
-	e *entry
+	e *evm.Parts
 	i int
 }
 
@@ -57,7 +59,7 @@ func NewWindow(size int) *Window {
 	}
 	return &Window{
 		size:    size,
-		byHash:  map[string]*entry{},
+		byHash:  map[string]*evm.Parts{},
 		byTx:    map[string]txLoc{},
 		changed: make(chan struct{}),
 	}
@@ -83,9 +85,9 @@ func (w *Window) Seq() (gen string, seq uint64) {
 
 // Reset replaces the whole window with a snapshot.
 func (w *Window) Reset(s *Snapshot) error {
-	es := make([]*entry, 0, len(s.Blocks))
+	es := make([]*evm.Parts, 0, len(s.Blocks))
 	for _, b := range s.Blocks {
-		e, err := index(b)
+		e, err := evm.Split(b)
 		if err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
@@ -95,7 +97,7 @@ func (w *Window) Reset(s *Snapshot) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.gen, w.seq, w.safe, w.finalized = s.Gen, s.Seq, s.Safe, s.Finalized
-	w.byHash = make(map[string]*entry, len(es))
+	w.byHash = make(map[string]*evm.Parts, len(es))
 	w.byTx = map[string]txLoc{}
 	w.canon = es
 	for _, e := range es {
@@ -107,9 +109,9 @@ func (w *Window) Reset(s *Snapshot) error {
 
 // Apply applies the event that follows the window's sequence number.
 func (w *Window) Apply(ev *Event) error {
-	added := make([]*entry, 0, len(ev.Added))
+	added := make([]*evm.Parts, 0, len(ev.Added))
 	for _, b := range ev.Added {
-		e, err := index(b)
+		e, err := evm.Split(b)
 		if err != nil {
 			return fmt.Errorf("event %d: %w", ev.Seq, err)
 		}
@@ -122,7 +124,7 @@ func (w *Window) Apply(ev *Event) error {
 	}
 	before := w.canon
 	w.canon = nextCanon(w.canon, ev.Dropped, added, firstParent(added), w.size)
-	kept := make(map[*entry]bool, len(w.canon))
+	kept := make(map[*evm.Parts]bool, len(w.canon))
 	for _, e := range w.canon {
 		kept[e] = true
 	}
@@ -154,18 +156,18 @@ func (w *Window) Apply(ev *Event) error {
 	return nil
 }
 
-func (w *Window) add(e *entry) {
+func (w *Window) add(e *evm.Parts) {
 	w.byHash[e.Hash] = e
-	for i, h := range e.txHashes {
+	for i, h := range e.TxHashes {
 		w.byTx[h] = txLoc{e, i}
 	}
 }
 
-func (w *Window) remove(e *entry) {
+func (w *Window) remove(e *evm.Parts) {
 	if w.byHash[e.Hash] == e {
 		delete(w.byHash, e.Hash)
 	}
-	for _, h := range e.txHashes {
+	for _, h := range e.TxHashes {
 		if w.byTx[h].e == e {
 			delete(w.byTx, h)
 		}
@@ -192,16 +194,16 @@ func (w *Window) notify() {
 func nextCanon[T canonical](cur []T, dropped []Ref, added []T, parent string, size int) []T {
 	out := make([]T, 0, len(cur)+len(added))
 	for _, e := range cur {
-		if !isDropped(dropped, e.ref().Hash) {
+		if !isDropped(dropped, refOf(e).Hash) {
 			out = append(out, e)
 		}
 	}
 	if len(added) > 0 {
-		first := added[0].ref()
-		for len(out) > 0 && out[len(out)-1].ref().Number >= first.Number {
+		first := refOf(added[0])
+		for len(out) > 0 && refOf(out[len(out)-1]).Number >= first.Number {
 			out = out[:len(out)-1]
 		}
-		if n := len(out); n > 0 && (out[n-1].ref().Number+1 != first.Number || out[n-1].ref().Hash != parent) {
+		if n := len(out); n > 0 && (refOf(out[n-1]).Number+1 != first.Number || refOf(out[n-1]).Hash != parent) {
 			out = out[:0]
 		}
 		out = append(out, added...)
@@ -217,26 +219,41 @@ func nextCanon[T canonical](cur []T, dropped []Ref, added []T, parent string, si
 func NextChain(cur []Ref, ev *Event, size int) []Ref {
 	added := make([]Ref, len(ev.Added))
 	for i, b := range ev.Added {
-		added[i] = b.ref()
+		added[i] = refOf(b)
 	}
 	return nextCanon(cur, ev.Dropped, added, firstParent(ev.Added), size)
 }
 
 // firstParent is the parent of the first of blocks, "" when there is none.
-func firstParent[T interface{ blk() *Block }](blocks []T) string {
+func firstParent[T *evm.Block | *evm.Parts](blocks []T) string {
 	if len(blocks) == 0 {
 		return ""
 	}
-	return blocks[0].blk().Parent
+	switch b := any(blocks[0]).(type) {
+	case *evm.Block:
+		return b.Parent
+	case *evm.Parts:
+		return b.Parent
+	}
+	return ""
 }
 
-// canonical is what nextCanon orders: a Ref, a *Block, or an *entry built
-// on one.
-type canonical interface{ ref() Ref }
+// canonical is what nextCanon orders: a Ref, a *evm.Block, or the
+// *evm.Parts split from one.
+type canonical interface{ Ref | *evm.Block | *evm.Parts }
 
-func (b *Block) blk() *Block { return b }
-func (b *Block) ref() Ref    { return Ref{Number: b.Number, Hash: b.Hash} }
-func (r Ref) ref() Ref       { return r }
+// refOf names v.
+func refOf[T canonical](v T) Ref {
+	switch v := any(v).(type) {
+	case *evm.Block:
+		return Ref{Number: v.Number, Hash: v.Hash}
+	case *evm.Parts:
+		return Ref{Number: v.Number, Hash: v.Hash}
+	case Ref:
+		return v
+	}
+	return Ref{}
+}
 
 func isDropped(dropped []Ref, hash string) bool {
 	for _, r := range dropped {
@@ -286,10 +303,10 @@ func (w *Window) Tags() (Tags, bool) {
 }
 
 // Blocks returns the canonical blocks, ascending.
-func (w *Window) Blocks() []*Block {
+func (w *Window) Blocks() []*evm.Block {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	out := make([]*Block, len(w.canon))
+	out := make([]*evm.Block, len(w.canon))
 	for i, e := range w.canon {
 		out[i] = e.Block
 	}
@@ -297,7 +314,7 @@ func (w *Window) Blocks() []*Block {
 }
 
 // byNumber returns the canonical entry at n; the caller holds mu.
-func (w *Window) byNumber(n uint64) *entry {
+func (w *Window) byNumber(n uint64) *evm.Parts {
 	if len(w.canon) == 0 {
 		return nil
 	}
@@ -309,7 +326,7 @@ func (w *Window) byNumber(n uint64) *entry {
 }
 
 // lookupHash returns the canonical entry with hash h; the caller holds mu.
-func (w *Window) lookupHash(h string) *entry {
+func (w *Window) lookupHash(h string) *evm.Parts {
 	return w.byHash[strings.ToLower(h)]
 }
 
@@ -321,7 +338,7 @@ func (w *Window) headTime() (n, time uint64, ok bool) {
 		return 0, 0, false
 	}
 	h := w.canon[len(w.canon)-1]
-	return h.Number, h.time, true
+	return h.Number, h.Time, true
 }
 
 // CanonicalHash is the hash of canonical block n as the window knows it: a

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // testChain is the chain every test server serves.
@@ -171,13 +173,7 @@ func wsRead(t *testing.T, c *websocket.Conn) string {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.WaitFor(t, 5*time.Second, what, cond)
 }
 
 func callOf(method string) string {

@@ -27,7 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/venn-gateway/venn/evm"
+	integ "github.com/venn-gateway/venn/integrity"
 )
 
 // unreproducibleTTL is how long a check that every remote asked failed
@@ -61,7 +61,7 @@ type integrity struct {
 	m     *integrityMetrics
 
 	mu      sync.Mutex
-	unrepro map[evm.Check]time.Time // until when a check every remote failed is skipped
+	unrepro map[integ.Check]time.Time // until when a check every remote failed is skipped
 }
 
 func (in *integrity) init(chain string, m *Metrics) {
@@ -69,14 +69,14 @@ func (in *integrity) init(chain string, m *Metrics) {
 	if in.m == nil {
 		in.m = newIntegrityMetrics(nil)
 	}
-	in.unrepro = make(map[evm.Check]time.Time)
+	in.unrepro = make(map[integ.Check]time.Time)
 }
 
 // excused is the set of checks currently skipped on the chain.
-func (in *integrity) excused(now time.Time) evm.CheckSet {
+func (in *integrity) excused(now time.Time) integ.CheckSet {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	var s evm.CheckSet
+	var s integ.CheckSet
 	for c, until := range in.unrepro {
 		if now.Before(until) {
 			s |= 1 << c
@@ -91,11 +91,11 @@ func (in *integrity) excused(now time.Time) evm.CheckSet {
 type suspect struct {
 	r   *Remote
 	res json.RawMessage
-	v   evm.Verdict
+	v   integ.Verdict
 }
 
 // CallVerified is Call for an answer that can be checked locally: each
-// remote's answer goes through verify (evm.VerifyBlock, evm.VerifyReceipts
+// remote's answer goes through verify (integ.VerifyBlock, integ.VerifyReceipts
 // and friends, with what the caller knows: the block asked for, the block
 // the receipts belong to; it must not keep the answer), and one that fails
 // a check is a bad reply, failed over to the next remote. It returns the answer served and
@@ -107,7 +107,7 @@ type suspect struct {
 // Verified calls are neither shared with identical calls in flight, nor
 // hedged, nor put to a vote: each of those would judge an answer without
 // its check.
-func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) integ.Verdict) (json.RawMessage, integ.Verdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 	defer cancel()
 	vc := &verifiedCall{p: p, method: method, verify: verify, excused: p.integ.excused(p.now())}
@@ -137,9 +137,9 @@ func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawM
 type verifiedCall struct {
 	p        *Pool
 	method   string
-	verify   func(json.RawMessage) evm.Verdict
-	excused  evm.CheckSet // checks skipped on the chain for now
-	accepted evm.Verdict
+	verify   func(json.RawMessage) integ.Verdict
+	excused  integ.CheckSet // checks skipped on the chain for now
+	accepted integ.Verdict
 	suspects []suspect
 }
 
@@ -147,7 +147,7 @@ type verifiedCall struct {
 // reply, kept as a suspect.
 func (vc *verifiedCall) check(r *Remote, res json.RawMessage) error {
 	v := vc.verify(res)
-	v.Excuse(vc.excused, evm.SkipUnreproducible)
+	v.Excuse(vc.excused, integ.SkipUnreproducible)
 	if len(v.Failed) == 0 {
 		vc.accepted = v
 		return nil
@@ -171,7 +171,7 @@ func (vc *verifiedCall) blame() {
 }
 
 // lied charges r for an answer that failed checks another answer passed.
-func (vc *verifiedCall) lied(r *Remote, v evm.Verdict) {
+func (vc *verifiedCall) lied(r *Remote, v integ.Verdict) {
 	p := vc.p
 	names := make([]string, len(v.Failed))
 	for i, f := range v.Failed {
@@ -187,7 +187,7 @@ func (vc *verifiedCall) lied(r *Remote, v evm.Verdict) {
 // remote asked could show that the others lied. The failed checks become
 // skips; a check that two remotes or more failed alike is skipped at once
 // on the chain for a while.
-func (vc *verifiedCall) unreproducible() evm.Verdict {
+func (vc *verifiedCall) unreproducible() integ.Verdict {
 	p, method, suspects := vc.p, vc.method, vc.suspects
 	v := suspects[0].v
 	alike := v.FailedSet()
@@ -198,7 +198,7 @@ func (vc *verifiedCall) unreproducible() evm.Verdict {
 		now := p.now()
 		var names []string
 		p.integ.mu.Lock()
-		for _, c := range evm.AllChecks() {
+		for _, c := range integ.AllChecks() {
 			if alike.Has(c) {
 				if _, known := p.integ.unrepro[c]; !known {
 					names = append(names, c.String())
@@ -213,6 +213,6 @@ func (vc *verifiedCall) unreproducible() evm.Verdict {
 				"err", v.Err())
 		}
 	}
-	v.Excuse(v.FailedSet(), evm.SkipUnreproducible)
+	v.Excuse(v.FailedSet(), integ.SkipUnreproducible)
 	return v
 }

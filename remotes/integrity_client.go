@@ -8,6 +8,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/venn-gateway/venn/evm"
+	integ "github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -44,7 +45,7 @@ func (c *VerifiedClient) Head() uint64 { return c.p.Head() }
 
 // ServeRPC answers one client call.
 func (c *VerifiedClient) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
-	var verify func(json.RawMessage) evm.Verdict
+	var verify func(json.RawMessage) integ.Verdict
 	switch req.Method {
 	case "eth_getBlockByNumber", "eth_getBlockByHash", "eth_getBlockReceipts":
 		want, err := evm.ParseBlockRef(evm.Param(req.Params, 0))
@@ -52,12 +53,12 @@ func (c *VerifiedClient) ServeRPC(ctx context.Context, req *jrpc.Request) (json.
 			return c.p.ServeRPC(ctx, req) // the node's own answer to a bad parameter
 		}
 		if req.Method == "eth_getBlockReceipts" {
-			verify = func(res json.RawMessage) evm.Verdict { return evm.VerifyReceipts(res, want, c.block) }
+			verify = func(res json.RawMessage) integ.Verdict { return integ.VerifyReceipts(res, want, c.block) }
 		} else {
-			verify = func(res json.RawMessage) evm.Verdict { return evm.VerifyBlock(res, want) }
+			verify = func(res json.RawMessage) integ.Verdict { return integ.VerifyBlock(res, want) }
 		}
 	case "eth_getTransactionReceipt":
-		verify = evm.VerifyReceipt
+		verify = integ.VerifyReceipt
 	default:
 		return c.p.ServeRPC(ctx, req)
 	}
@@ -75,7 +76,7 @@ func (c *VerifiedClient) ServeRPC(ctx context.Context, req *jrpc.Request) (json.
 
 // block finds a block in the head window, checked again here: the window
 // holds what the stalker served, and that may have been unverifiable.
-func (c *VerifiedClient) block(hash common.Hash) *evm.BlockInfo {
+func (c *VerifiedClient) block(hash common.Hash) *integ.BlockInfo {
 	if c.blocks == nil {
 		return nil
 	}
@@ -84,7 +85,7 @@ func (c *VerifiedClient) block(hash common.Hash) *evm.BlockInfo {
 	if !ok {
 		return nil
 	}
-	v := evm.VerifyBlock(raw, evm.BlockRef{Kind: evm.RefHash, Hash: h})
+	v := integ.VerifyBlock(raw, evm.BlockRef{Kind: evm.RefHash, Hash: h})
 	if v.Block == nil || v.Block.Hash != hash || len(v.Failed) > 0 {
 		return nil
 	}

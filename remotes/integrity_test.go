@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/evm"
+	integ "github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -22,7 +23,7 @@ import (
 // types, with logs).
 func gethFixture(t *testing.T, name string) json.RawMessage {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "evm", "testdata", "geth", name+".json"))
+	b, err := os.ReadFile(filepath.Join("..", "integrity", "testdata", "geth", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +80,12 @@ func TestCallVerified(t *testing.T) {
 	})
 	l2Block := edit(t, block, func(m map[string]any) { m["l1BlockNumber"] = "0x10" }) // an L2's extra member
 	l2Lying := edit(t, lyingBlock, func(m map[string]any) { m["l1BlockNumber"] = "0x10" })
-	verifyBlock := func(res json.RawMessage) evm.Verdict {
-		return evm.VerifyBlock(res, evm.BlockRef{Kind: evm.RefNumber, Number: 3})
+	verifyBlock := func(res json.RawMessage) integ.Verdict {
+		return integ.VerifyBlock(res, evm.BlockRef{Kind: evm.RefNumber, Number: 3})
 	}
-	blk := evm.VerifyBlock(block, evm.BlockRef{}).Block
-	verifyReceipts := func(res json.RawMessage) evm.Verdict {
-		return evm.VerifyReceipts(res, evm.BlockRef{Kind: evm.RefHash, Hash: hash}, func(common.Hash) *evm.BlockInfo { return blk })
+	blk := integ.VerifyBlock(block, evm.BlockRef{}).Block
+	verifyReceipts := func(res json.RawMessage) integ.Verdict {
+		return integ.VerifyReceipts(res, evm.BlockRef{Kind: evm.RefHash, Hash: hash}, func(common.Hash) *integ.BlockInfo { return blk })
 	}
 
 	type answers struct{ block, receipts json.RawMessage }

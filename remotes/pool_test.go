@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -114,15 +115,10 @@ func startPoolWith(t *testing.T, cfg PoolConfig, rs []Config, m *Metrics, before
 	return p
 }
 
+// waitFor polls cond until it holds, failing t after 5s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-	}
+	testkit.WaitFor(t, 5*time.Second, what, cond)
 }
 
 func call(t *testing.T, p *Pool, method, params string) (json.RawMessage, error) {

@@ -14,11 +14,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -237,24 +237,6 @@ func FuzzRedactor(f *testing.F) {
 	})
 }
 
-// lockedBuffer is a log sink for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A remote that echoes its URL, key and headers in its errors, in every
 // form seen from providers, never gets them to a client or into a log:
 // over HTTP and WebSocket, in the message and in the data, with the call's
@@ -302,7 +284,7 @@ func TestSecretsNeverReachClientsOrLogs(t *testing.T) {
 		for _, et := range echoes {
 			t.Run(rt.name+"/"+et.name, func(t *testing.T) {
 				t.Cleanup(n.Reset)
-				logs := &lockedBuffer{}
+				logs := &testkit.Buffer{}
 				log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 				cfg := rt.cfg
 				cfg.Name, cfg.Timeout = "alpha", 2*time.Second

@@ -28,7 +28,7 @@ type History interface {
 	// filter, in order; the range must be covered.
 	Logs(ctx context.Context, filter json.RawMessage, from, to uint64) (json.RawMessage, error)
 	// Put stores settled blocks with their receipts.
-	Put(ctx context.Context, blocks []*headstore.Block) error
+	Put(ctx context.Context, blocks []*evm.Block) error
 }
 
 var _ History = (*blockstore.Chain)(nil)

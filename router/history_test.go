@@ -62,7 +62,7 @@ func (h *fakeHistory) Logs(_ context.Context, _ json.RawMessage, from, to uint64
 	return logsOf("store", from, to), nil
 }
 
-func (h *fakeHistory) Put(context.Context, []*headstore.Block) error { return h.err }
+func (h *fakeHistory) Put(context.Context, []*evm.Block) error { return h.err }
 
 // logsOf is a fake log list naming its source and range.
 func logsOf(source string, from, to uint64) json.RawMessage {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -216,7 +215,7 @@ func (c *devChain) send(t *testing.T, txs []map[string]any) []json.RawMessage {
 
 // block fetches block n from geth as the stalker does: with full
 // transactions, and its receipts.
-func (c *devChain) block(t *testing.T, n uint64) *headstore.Block {
+func (c *devChain) block(t *testing.T, n uint64) *evm.Block {
 	t.Helper()
 	url := c.g.HTTPURL()
 	raw := mustCall(t, url, "eth_getBlockByNumber", `["`+evm.Quantity(n)+`",true]`)
@@ -226,7 +225,7 @@ func (c *devChain) block(t *testing.T, n uint64) *headstore.Block {
 	if err := json.Unmarshal(raw, &h); err != nil {
 		t.Fatal(err)
 	}
-	b, err := headstore.ParseBlock(raw, mustCall(t, url, "eth_getBlockReceipts", `["`+h.Hash+`"]`))
+	b, err := evm.ParseBlock(raw, mustCall(t, url, "eth_getBlockReceipts", `["`+h.Hash+`"]`))
 	if err != nil {
 		t.Fatalf("block %d: %v", n, err)
 	}
@@ -236,7 +235,7 @@ func (c *devChain) block(t *testing.T, n uint64) *headstore.Block {
 // archive stores blocks from..to (inclusive) of the dev chain.
 func (c *devChain) archive(t *testing.T, store *blockstore.Chain, from, to uint64) {
 	t.Helper()
-	var blocks []*headstore.Block
+	var blocks []*evm.Block
 	for n := from; n <= to; n++ {
 		blocks = append(blocks, c.block(t, n))
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
@@ -155,7 +154,7 @@ func (w *writeThrough) write(ctx context.Context, job wtJob) string {
 	if outcome := w.link(ctx, b); outcome != "" {
 		return outcome
 	}
-	if err := w.history.Put(ctx, []*headstore.Block{b}); err != nil {
+	if err := w.history.Put(ctx, []*evm.Block{b}); err != nil {
 		if errors.Is(err, blockstore.ErrConflict) {
 			w.log.Warn("write-through: the store refused a block", "block", job.number, "hash", b.Hash, "err", err)
 			return wtConflict
@@ -172,7 +171,7 @@ func (w *writeThrough) write(ctx context.Context, job wtJob) string {
 // hash. It returns "" when so, else the outcome to count. A remote on
 // another chain serves a chain whose every block links to its parent: only
 // what the cluster holds, or another remote, can tell.
-func (w *writeThrough) link(ctx context.Context, b *headstore.Block) string {
+func (w *writeThrough) link(ctx context.Context, b *evm.Block) string {
 	if w.links.canonical != nil {
 		if h, ok := w.links.canonical(b.Number); ok {
 			if h == b.Hash {

@@ -18,7 +18,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
-	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -26,7 +26,7 @@ import (
 // inProcess is an Upstream that serves calls from a fake node's handler
 // without a listener.
 func inProcess(n *fakenode.Node) forger.Upstream {
-	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
 		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + string(params) + `}`
 		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -50,12 +50,12 @@ func inProcess(n *fakenode.Node) forger.Upstream {
 type putHistory struct {
 	fakeHistory
 	mu     sync.Mutex
-	stored []*headstore.Block
-	put    func(b *headstore.Block) error
+	stored []*evm.Block
+	put    func(b *evm.Block) error
 	done   chan struct{} // one value per Put
 }
 
-func (h *putHistory) Put(_ context.Context, blocks []*headstore.Block) error {
+func (h *putHistory) Put(_ context.Context, blocks []*evm.Block) error {
 	defer func() { h.done <- struct{}{} }()
 	if err := h.put(blocks[0]); err != nil {
 		return err
@@ -70,7 +70,7 @@ func TestWriteThroughStoresCanonicalSettledBlocks(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	node := fakenode.New(fakenode.Options{ChainID: 1337, Head: 50})
 	defer node.Close()
-	h := &putHistory{done: make(chan struct{}, 8), put: func(b *headstore.Block) error {
+	h := &putHistory{done: make(chan struct{}, 8), put: func(b *evm.Block) error {
 		if b.Number == 7 {
 			return fmt.Errorf("put: %w", blockstore.ErrConflict)
 		}
@@ -109,7 +109,7 @@ func TestWriteThroughStoresCanonicalSettledBlocks(t *testing.T) {
 	if len(h.stored) != 2 || h.stored[0].Hash != node.BlockHash(5) || h.stored[1].Number != 8 {
 		t.Fatalf("stored %d blocks", len(h.stored))
 	}
-	if _, err := headstore.Split(h.stored[0]); err != nil {
+	if _, err := evm.Split(h.stored[0]); err != nil {
 		t.Fatalf("stored block is not whole: %v", err)
 	}
 	if len(w.pending) != 0 {
@@ -156,7 +156,7 @@ func TestWriteThroughStoresOnlyLinkedBlocks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &putHistory{done: make(chan struct{}, 1), put: func(*headstore.Block) error { return nil }}
+			h := &putHistory{done: make(chan struct{}, 1), put: func(*evm.Block) error { return nil }}
 			out := NewMetrics(nil).writeThrough.MustCurryWith(prometheus.Labels{"chain": "c"})
 			w := newWriteThrough(h, forger.New(inProcess(tt.from), nil), func(n uint64) bool { return n <= 40 }, 8, discard(), out)
 			w.links = tt.links

@@ -34,7 +34,7 @@ const (
 // chain's *blockstore.Chain (or a wrapper that refuses until the schema is
 // migrated).
 type Archive interface {
-	Put(ctx context.Context, blocks []*headstore.Block) error
+	Put(ctx context.Context, blocks []*evm.Block) error
 	Covered(ctx context.Context, from, to uint64) ([]blockstore.Range, error)
 	Highest(ctx context.Context) (uint64, bool, error)
 }
@@ -70,7 +70,7 @@ func Settled(head, finalized, confirmations uint64) (uint64, bool) {
 // remotes exactly as the leader does (receipts by the block's hash, per
 // transaction where no remote has eth_getBlockReceipts, checked with
 // Integrity). The backfill uses it; it needs no store.
-func (s *Stalker) FetchBlock(ctx context.Context, n uint64) (*headstore.Block, error) {
+func (s *Stalker) FetchBlock(ctx context.Context, n uint64) (*evm.Block, error) {
 	return s.fetchBlock(ctx, "eth_getBlockByNumber", `"`+evm.Quantity(n)+`"`)
 }
 
@@ -85,7 +85,7 @@ func (s *Stalker) Finalized(ctx context.Context) uint64 {
 // archiveView is what the leader last published: its canonical chain,
 // ascending and parent-linked, and the finalized number it knew.
 type archiveView struct {
-	blocks    []*headstore.Block
+	blocks    []*evm.Block
 	finalized uint64
 }
 
@@ -120,7 +120,7 @@ func (s *Stalker) newArchiver() *archiver {
 
 // offer hands the archiver the chain as just published. blocks must not be
 // modified afterwards (the leader builds a new slice for every event).
-func (a *archiver) offer(blocks []*headstore.Block, finalized uint64) {
+func (a *archiver) offer(blocks []*evm.Block, finalized uint64) {
 	a.mu.Lock()
 	a.view = archiveView{blocks: blocks, finalized: finalized}
 	a.mu.Unlock()
@@ -307,12 +307,12 @@ func (m *ArchiveMetrics) forChain(chain string) archiveMetrics {
 // fullChain tracks the published chain's blocks for the archiver: the
 // leader's refs only name them.
 type fullChain struct {
-	byHash map[string]*headstore.Block
+	byHash map[string]*evm.Block
 }
 
 // reset loads the chain from a snapshot.
-func (f *fullChain) reset(blocks []*headstore.Block) {
-	f.byHash = make(map[string]*headstore.Block, len(blocks))
+func (f *fullChain) reset(blocks []*evm.Block) {
+	f.byHash = make(map[string]*evm.Block, len(blocks))
 	for _, b := range blocks {
 		f.byHash[b.Hash] = b
 	}
@@ -320,15 +320,15 @@ func (f *fullChain) reset(blocks []*headstore.Block) {
 
 // apply records ev's blocks and returns chain's blocks (chain being the
 // refs after ev), dropping every other block it held.
-func (f *fullChain) apply(ev *headstore.Event, chain []headstore.Ref) []*headstore.Block {
+func (f *fullChain) apply(ev *headstore.Event, chain []headstore.Ref) []*evm.Block {
 	if f.byHash == nil {
-		f.byHash = map[string]*headstore.Block{}
+		f.byHash = map[string]*evm.Block{}
 	}
 	for _, b := range ev.Added {
 		f.byHash[b.Hash] = b
 	}
-	out := make([]*headstore.Block, 0, len(chain))
-	keep := make(map[string]*headstore.Block, len(chain))
+	out := make([]*evm.Block, 0, len(chain))
+	keep := make(map[string]*evm.Block, len(chain))
 	for _, r := range chain {
 		b, ok := f.byHash[r.Hash]
 		if !ok {
@@ -344,8 +344,8 @@ func (f *fullChain) apply(ev *headstore.Event, chain []headstore.Ref) []*headsto
 }
 
 // blocksOf returns chain's blocks as far as they are known.
-func (f *fullChain) blocksOf(chain []headstore.Ref) []*headstore.Block {
-	out := make([]*headstore.Block, 0, len(chain))
+func (f *fullChain) blocksOf(chain []headstore.Ref) []*evm.Block {
+	out := make([]*evm.Block, 0, len(chain))
 	for _, r := range chain {
 		b, ok := f.byHash[r.Hash]
 		if !ok {

@@ -13,9 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/remotes"
 )
 
@@ -47,7 +49,7 @@ type watchedArchive struct {
 	perBlock map[uint64]int
 }
 
-func (w *watchedArchive) Put(ctx context.Context, blocks []*headstore.Block) error {
+func (w *watchedArchive) Put(ctx context.Context, blocks []*evm.Block) error {
 	head := w.node.Head()
 	w.mu.Lock()
 	for _, b := range blocks {
@@ -82,7 +84,7 @@ type leader struct {
 	arch   *watchedArchive
 	am     *ArchiveMetrics
 	sm     *Metrics
-	logs   *lockedBuffer
+	logs   *testkit.Buffer
 	size   int
 	now    func() time.Time // the stalkers' clock; nil: the real one
 	cancel context.CancelFunc
@@ -107,23 +109,6 @@ func (c *testClock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func newLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, hist *blockstore.Chain) *leader {
 	t.Helper()
 	l := newIdleLeader(t, node, window, conf, hist)
@@ -145,7 +130,7 @@ func newIdleLeader(t *testing.T, node *fakenode.Node, window int, conf uint64, h
 	}
 	l := &leader{t: t, pool: pool, store: headstore.NewMemory(window), window: headstore.NewWindow(window),
 		arch: &watchedArchive{Chain: hist, node: node, conf: conf, perBlock: map[uint64]int{}},
-		am:   NewArchiveMetrics(nil), sm: NewMetrics(nil), logs: &lockedBuffer{}, size: window}
+		am:   NewArchiveMetrics(nil), sm: NewMetrics(nil), logs: &testkit.Buffer{}, size: window}
 	t.Cleanup(func() {
 		l.stop()
 		_ = pool.Stop(context.Background())

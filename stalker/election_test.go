@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/venn-gateway/venn/headstore/keyspace"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -99,17 +100,7 @@ func campaign(t *testing.T, e Elector, lead func(context.Context, uint64)) (stop
 // eventually polls cond until it holds or within passes.
 func eventually(t *testing.T, within time.Duration, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.NewTimer(within)
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("not within %v: %s", within, what)
-		case <-tick.C:
-		}
-	}
+	testkit.WaitFor(t, within, what, cond)
 }
 
 // term is one leadership as lead saw it.

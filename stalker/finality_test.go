@@ -12,8 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/integrity"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // answer is what the fake upstream says to a read of one block tag.
@@ -60,9 +61,9 @@ func (u *tagUpstream) Call(_ context.Context, method string, params json.RawMess
 }
 
 func (u *tagUpstream) CallVerified(ctx context.Context, method string, params json.RawMessage,
-	_ func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+	_ func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
 	res, err := u.Call(ctx, method, params)
-	return res, evm.Verdict{}, err
+	return res, integrity.Verdict{}, err
 }
 
 func (u *tagUpstream) Tip() (uint64, string)        { return 0, "" }
@@ -116,7 +117,7 @@ func TestFailingFinalityReadIsCountedAndLogged(t *testing.T) {
 		"safe":      {err: errors.New("safe block not found")},
 		"finalized": {res: `{"number":"0x10"}`},
 	}}
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	m := NewMetrics(nil)
 	const interval = time.Minute
 	st := New(Config{Chain: "test", HeadConfig: HeadConfig{FinalityInterval: interval}}, up, headstore.NewMemory(8),

@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/integrity"
 )
 
 // Upstream is what the stalker follows the chain through: the chain's
@@ -27,7 +28,7 @@ import (
 type Upstream interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	CallVerified(ctx context.Context, method string, params json.RawMessage,
-		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error)
+		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error)
 	Tip() (number uint64, hash string)
 	HeadChanged() <-chan struct{}
 	BlockTime() time.Duration
@@ -41,7 +42,7 @@ type Config struct {
 	// (config.go); zero fields take the defaults.
 	HeadConfig
 	// Integrity checks every block and its receipts against themselves
-	// (evm.VerifyBlock, evm.VerifyReceipts) and fetches what fails from
+	// (integrity.VerifyBlock, integrity.VerifyReceipts) and fetches what fails from
 	// another remote. Off for chains whose data venn can't encode at all,
 	// and for fake nodes whose hashes are synthetic.
 	Integrity bool
@@ -89,7 +90,7 @@ func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Me
 	s := &Stalker{cfg: cfg, up: up, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain),
 		now: time.Now}
 	s.receipts = forger.NewReceipts(func(ctx context.Context, method string, params json.RawMessage,
-		verify func(json.RawMessage) evm.Verdict) (json.RawMessage, error) {
+		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
 		res, _, err := s.call(ctx, method, params, verify)
 		return res, err
 	}, s.log)
@@ -267,14 +268,14 @@ func (s *Stalker) advance(ctx context.Context, l *leading, target uint64) error 
 
 // link publishes b on top of the chain: as a new head when its parent is
 // the top, as a reorg when it is not.
-func (s *Stalker) link(ctx context.Context, l *leading, b *headstore.Block) error {
+func (s *Stalker) link(ctx context.Context, l *leading, b *evm.Block) error {
 	top, ok := l.top()
 	if ok && b.Number <= top.Number {
 		// The range was fetched before a reorg this loop already handled.
 		return nil
 	}
 	if !ok || b.Number != top.Number+1 || b.Parent == top.Hash {
-		return s.publish(ctx, l, &headstore.Event{Added: []*headstore.Block{b}})
+		return s.publish(ctx, l, &headstore.Event{Added: []*evm.Block{b}})
 	}
 	return s.reorg(ctx, l, b)
 }
@@ -301,7 +302,7 @@ func (s *Stalker) checkTip(ctx context.Context, l *leading, number uint64, hash 
 // reorg publishes b, whose parent is not the published block below it, with
 // its branch down to the common ancestor in place of the blocks it
 // replaces.
-func (s *Stalker) reorg(ctx context.Context, l *leading, b *headstore.Block) error {
+func (s *Stalker) reorg(ctx context.Context, l *leading, b *evm.Block) error {
 	branch, dropped, err := s.walkBack(ctx, l, b)
 	if err != nil {
 		return err
@@ -317,8 +318,8 @@ func (s *Stalker) reorg(ctx context.Context, l *leading, b *headstore.Block) err
 // the common ancestor. It returns the new branch above the ancestor and the
 // published blocks it replaces. When the ancestor is below the window the
 // whole window is dropped.
-func (s *Stalker) walkBack(ctx context.Context, l *leading, b *headstore.Block) ([]*headstore.Block, []headstore.Ref, error) {
-	branch := []*headstore.Block{b}
+func (s *Stalker) walkBack(ctx context.Context, l *leading, b *evm.Block) ([]*evm.Block, []headstore.Ref, error) {
+	branch := []*evm.Block{b}
 	low := l.chain[0].Number
 	for cur := b; cur.Number > low; {
 		at := l.chain[cur.Number-1-low]
@@ -372,8 +373,8 @@ func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) 
 }
 
 // fetchRange fetches blocks from..to, a few at once, in order.
-func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*headstore.Block, error) {
-	out := make([]*headstore.Block, to-from+1)
+func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*evm.Block, error) {
+	out := make([]*evm.Block, to-from+1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(fetchConcurrency)
 	for n := from; n <= to; n++ {
@@ -392,7 +393,7 @@ func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*headstore
 // fetchBlock fetches one block with full transactions and its receipts,
 // and checks that they belong together and, with Integrity, that each is
 // what its hashes say.
-func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstore.Block, error) {
+func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*evm.Block, error) {
 	start := s.now()
 	b, err := forger.FetchBlock(ctx, s.call, s.receipts, method, ref)
 	if err != nil {
@@ -404,10 +405,10 @@ func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*headstor
 
 // call is a call through the remotes, checked by verify with Integrity.
 func (s *Stalker) call(ctx context.Context, method string, params json.RawMessage,
-	verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+	verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
 	if !s.cfg.Integrity {
 		res, err := s.up.Call(ctx, method, params)
-		return res, evm.Verdict{}, err
+		return res, integrity.Verdict{}, err
 	}
 	return s.up.CallVerified(ctx, method, params, verify)
 }

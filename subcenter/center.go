@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -109,7 +110,7 @@ type Center struct {
 
 // toldBlock is a block of the chain subscribers were told.
 type toldBlock struct {
-	*headstore.Parts
+	*evm.Parts
 	// at is the delivery that sent it: only subscriptions older than that
 	// got its logs. 0: the chain the dispatcher started from, sent to none.
 	at uint64
@@ -265,7 +266,7 @@ func (c *Center) sync() {
 // A told block the window does not reach proves nothing: above a window
 // being rebuilt it is not back yet; below the window it is settled. With
 // none proven gone, forkPoint is len(view).
-func forkPoint(view []toldBlock, canon []*headstore.Parts) int {
+func forkPoint(view []toldBlock, canon []*evm.Parts) int {
 	low, top := canon[0].Number, canon[len(canon)-1].Number
 	for i, v := range view {
 		switch n := v.Number; {
@@ -290,7 +291,7 @@ func forkPoint(view []toldBlock, canon []*headstore.Parts) int {
 // is still canonical: the canonical blocks above its head, ascending (none
 // while a rebuilt window is still below it), and how many blocks between
 // them the window no longer holds.
-func above(kept []toldBlock, canon []*headstore.Parts) (added []*headstore.Parts, missed uint64) {
+func above(kept []toldBlock, canon []*evm.Parts) (added []*evm.Parts, missed uint64) {
 	low, top := canon[0].Number, canon[len(canon)-1].Number
 	next := low
 	if len(kept) > 0 {
@@ -309,7 +310,7 @@ func above(kept []toldBlock, canon []*headstore.Parts) (added []*headstore.Parts
 // deliver queues the notifications of one change: the logs of dropped
 // blocks again, removed, to the subscriptions they were sent to, then each
 // added block's head and logs. It returns the change's delivery number.
-func (c *Center) deliver(dropped []toldBlock, added []*headstore.Parts) uint64 {
+func (c *Center) deliver(dropped []toldBlock, added []*evm.Parts) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deliveries++
@@ -674,7 +675,7 @@ func (x *logIndex) remove(s *sub) {
 }
 
 // match calls fn for each subscription that l, of block n, matches, once.
-func (x *logIndex) match(l *headstore.Log, n uint64, fn func(*sub)) {
+func (x *logIndex) match(l *evm.Log, n uint64, fn func(*sub)) {
 	if set, ok := x.byAddr[l.Address]; ok {
 		if set.one != nil && set.one.filter.matches(l, n) {
 			fn(set.one)

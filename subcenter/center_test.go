@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -36,7 +37,7 @@ func blockHash(fork string, n uint64) string {
 // block is block n of fork, whose parent is block n-1 of parentFork: a
 // hash of its own, one transaction, and one log from address addr(n%3)
 // with topic0 topic(n%2).
-func block(fork string, n uint64, parentFork string) *headstore.Block {
+func block(fork string, n uint64, parentFork string) *evm.Block {
 	h, p := blockHash(fork, n), blockHash(parentFork, n-1)
 	tx := hash32(fmt.Sprintf("tx %s/%d", fork, n))
 	q := fmt.Sprintf("0x%x", n)
@@ -48,7 +49,7 @@ func block(fork string, n uint64, parentFork string) *headstore.Block {
 	log := `{"address":"` + addr(n%3) + `","topics":["` + topic(n%2) + `"],"data":"0x","blockNumber":"` + q + `","transactionHash":"` + tx +
 		`","transactionIndex":"0x0","blockHash":"` + h + `","logIndex":"0x0","removed":false}`
 	rcpt := `[{"blockHash":"` + h + `","blockNumber":"` + q + `","logs":[` + log + `],"status":"0x1","transactionHash":"` + tx + `","transactionIndex":"0x0"}]`
-	b, err := headstore.ParseBlock([]byte(raw), []byte(rcpt))
+	b, err := evm.ParseBlock([]byte(raw), []byte(rcpt))
 	if err != nil {
 		panic(err)
 	}
@@ -66,7 +67,7 @@ func newFeed(t *testing.T, size int) *feed {
 	return &feed{t: t, w: headstore.NewWindow(size)}
 }
 
-func (f *feed) apply(dropped []headstore.Ref, added ...*headstore.Block) {
+func (f *feed) apply(dropped []headstore.Ref, added ...*evm.Block) {
 	f.t.Helper()
 	f.seq++
 	if err := f.w.Apply(&headstore.Event{Seq: f.seq, Dropped: dropped, Added: added}); err != nil {
@@ -472,7 +473,7 @@ func TestReorgDuringARebuildRemovesOnlyWhatWasSent(t *testing.T) {
 	logNotes(t, second, 1)
 
 	// The reload: a fresh window of a few blocks below what was told.
-	blocks := []*headstore.Block{block("a", 12, "a"), block("a", 13, "a"), block("a", 14, "a")}
+	blocks := []*evm.Block{block("a", 12, "a"), block("a", 13, "a"), block("a", 14, "a")}
 	f.seq = 1
 	if err := f.w.Reset(&headstore.Snapshot{Gen: "g2", Seq: f.seq, Blocks: blocks}); err != nil {
 		t.Fatal(err)
@@ -536,9 +537,9 @@ func TestRemovedLogsOnlyForLogsSent(t *testing.T) {
 // TestForkPoint: what the window proves about the chain told, whether it
 // holds the same numbers, fewer, or none of them.
 func TestForkPoint(t *testing.T) {
-	chain := func(spec ...string) []*headstore.Parts {
+	chain := func(spec ...string) []*evm.Parts {
 		// spec: "fork:from-to:parentFork"
-		var out []*headstore.Parts
+		var out []*evm.Parts
 		for _, sp := range spec {
 			var fork, parent string
 			var from, to uint64
@@ -546,7 +547,7 @@ func TestForkPoint(t *testing.T) {
 				t.Fatalf("spec %q: %v", sp, err)
 			}
 			for n := from; n <= to; n++ {
-				p, err := headstore.Split(block(fork, n, parent))
+				p, err := evm.Split(block(fork, n, parent))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -556,7 +557,7 @@ func TestForkPoint(t *testing.T) {
 		}
 		return out
 	}
-	told := func(ps []*headstore.Parts) []toldBlock {
+	told := func(ps []*evm.Parts) []toldBlock {
 		out := make([]toldBlock, len(ps))
 		for i, p := range ps {
 			out[i] = toldBlock{Parts: p, at: 1}
@@ -566,7 +567,7 @@ func TestForkPoint(t *testing.T) {
 	view := told(chain("a:10-20:a")) // index i is block 10+i
 	tests := []struct {
 		name      string
-		give      []*headstore.Parts
+		give      []*evm.Parts
 		wantFork  int
 		wantAdded string // first-last added, "" for none
 		missed    uint64

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 )
 
 // maxTopics is geth's bound on a filter's topic positions (eth/filters):
@@ -34,14 +33,14 @@ type limitError struct{ msg string }
 func (e *limitError) Error() string { return e.msg }
 
 // logFilter is a logs subscription's criteria, read the way geth's
-// FilterCriteria.UnmarshalJSON reads them and matched the way its
-// filterLogs matches: the address is one of addrs (any when empty); each
-// topic position is one of its list (any when nil); a log with fewer
-// topics than positions does not match; from and to bound the block
-// number when set.
+// FilterCriteria.UnmarshalJSON reads them and matched as eth_getLogs
+// matches (evm.MatchTopics): the address is one of addrs (any when empty),
+// which the subscriptions' index matches; each topic position is one of
+// its alternatives (any when it has none); a log with fewer topics than
+// positions does not match; from and to bound the block number when set.
 type logFilter struct {
-	addrs    []string // lowercase
-	topics   [][]string
+	addrs    []string        // lowercase
+	topics   []evm.Criterion // the positions, trailing wildcards kept
 	from, to uint64
 	hasFrom  bool
 	hasTo    bool
@@ -52,28 +51,11 @@ type logFilter struct {
 
 // matches is geth's filterLogs check for one log of block number n, but
 // for the address, which the subscriptions' index matches.
-func (f *logFilter) matches(l *headstore.Log, n uint64) bool {
+func (f *logFilter) matches(l *evm.Log, n uint64) bool {
 	if f.hasFrom && n < f.from || f.hasTo && n > f.to {
 		return false
 	}
-	if len(f.topics) > len(l.Topics) {
-		return false
-	}
-	for i, alts := range f.topics {
-		if alts != nil && !contains(alts, l.Topics[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return evm.MatchTopics(f.topics, l.Topics)
 }
 
 // parseLogFilter reads a logs subscription's filter object. Its errors are
@@ -111,19 +93,34 @@ func parseLogFilter(raw json.RawMessage, lim filterLimits) (*logFilter, error) {
 	if f.hasTo && (!f.hasFrom || f.to < f.from) {
 		return nil, errInvalidBlockRange
 	}
-	switch a := in.Addresses.(type) {
+	if f.addrs, err = parseAddresses(in.Addresses, lim); err != nil {
+		return nil, err
+	}
+	topics, err := parseTopics(in.Topics, lim)
+	if err != nil {
+		return nil, err
+	}
+	f.topics = evm.TopicCriteria(topics)
+	// Trailing wildcards constrain nothing but the topic count, which
+	// geth checks too: keep them.
+	return f, nil
+}
+
+// parseAddresses reads a filter's address: one, a list, or none (nil).
+func parseAddresses(addrs any, lim filterLimits) ([]string, error) {
+	switch a := addrs.(type) {
 	case nil:
 	case string:
 		if !isHex(a, 20) {
 			return nil, errors.New("invalid address: hex string has length " + fmt.Sprint(len(a)-2) + ", want 40 for common.Address")
 		}
-		f.addrs = []string{strings.ToLower(a)}
+		return []string{strings.ToLower(a)}, nil
 	case []any:
 		if len(a) > lim.addresses {
 			return nil, &limitError{fmt.Sprintf("%s: %d addresses, limits.max_filter_addresses is %d",
 				errLogQueryLimit, len(a), lim.addresses)}
 		}
-		f.addrs = make([]string, 0, len(a))
+		out := make([]string, 0, len(a))
 		for i, v := range a {
 			s, ok := v.(string)
 			if !ok {
@@ -132,23 +129,29 @@ func parseLogFilter(raw json.RawMessage, lim filterLimits) (*logFilter, error) {
 			if !isHex(s, 20) {
 				return nil, fmt.Errorf("invalid address at index %d: hex string has length %d, want 40 for common.Address", i, len(s)-2)
 			}
-			f.addrs = append(f.addrs, strings.ToLower(s))
+			out = append(out, strings.ToLower(s))
 		}
+		return out, nil
 	default:
 		return nil, errors.New("invalid addresses in query")
 	}
-	if len(in.Topics) > maxTopics {
+	return nil, nil
+}
+
+// parseTopics reads a filter's topic positions, each nil for any.
+func parseTopics(in []any, lim filterLimits) ([][]string, error) {
+	if len(in) > maxTopics {
 		return nil, errors.New("exceed max topics")
 	}
-	f.topics = make([][]string, len(in.Topics))
-	for i, t := range in.Topics {
+	topics := make([][]string, len(in))
+	for i, t := range in {
 		switch t := t.(type) {
 		case nil:
 		case string:
 			if !isHex(t, 32) {
 				return nil, errors.New("invalid topic(s)")
 			}
-			f.topics[i] = []string{strings.ToLower(t)}
+			topics[i] = []string{strings.ToLower(t)}
 		case []any:
 			if len(t) > lim.topics {
 				return nil, &limitError{fmt.Sprintf("%s: %d topics at position %d, limits.max_filter_topics is %d",
@@ -156,22 +159,20 @@ func parseLogFilter(raw json.RawMessage, lim filterLimits) (*logFilter, error) {
 			}
 			for _, v := range t {
 				if v == nil {
-					f.topics[i] = nil // a null alternative matches anything
+					topics[i] = nil // a null alternative matches anything
 					break
 				}
 				s, ok := v.(string)
 				if !ok || !isHex(s, 32) {
 					return nil, errors.New("invalid topic(s)")
 				}
-				f.topics[i] = append(f.topics[i], strings.ToLower(s))
+				topics[i] = append(topics[i], strings.ToLower(s))
 			}
 		default:
 			return nil, errors.New("invalid topic(s)")
 		}
 	}
-	// Trailing wildcards constrain nothing but the topic count, which
-	// geth checks too: keep them.
-	return f, nil
+	return topics, nil
 }
 
 // boundary reads fromBlock or toBlock: a number bounds the subscription;

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/gethtest"
 )
@@ -97,7 +98,7 @@ func TestRedisRestartIsNotAReorg(t *testing.T) {
 	publish := func(epoch, from, to uint64) {
 		t.Helper()
 		for n := from; n <= to; n++ {
-			if err := store.Publish(ctx, epoch, &headstore.Event{Added: []*headstore.Block{block("a", n, "a")}}); err != nil {
+			if err := store.Publish(ctx, epoch, &headstore.Event{Added: []*evm.Block{block("a", n, "a")}}); err != nil {
 				t.Fatalf("publish %d: %v", n, err)
 			}
 		}

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/blockstore"
-	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/evm"
 )
 
 // backfillChunk is the unit replicas claim: blocks n with the same
@@ -30,7 +30,7 @@ const busyRetry = time.Second
 
 // backfillStore is what the backfill needs of the chain's history store.
 type backfillStore interface {
-	Put(ctx context.Context, blocks []*headstore.Block) error
+	Put(ctx context.Context, blocks []*evm.Block) error
 	Covered(ctx context.Context, from, to uint64) ([]blockstore.Range, error)
 }
 
@@ -43,7 +43,7 @@ type backfillStore interface {
 type backfiller struct {
 	store backfillStore
 	locks *pgxpool.Pool // one session per chunk worker, holding its claim
-	fetch func(ctx context.Context, n uint64) (*headstore.Block, error)
+	fetch func(ctx context.Context, n uint64) (*evm.Block, error)
 	key   int32 // the chain's advisory lock key
 	batch int   // blocks per Put
 	conc  int   // blocks fetched at once
@@ -59,7 +59,7 @@ type backfillSummary struct {
 }
 
 func newBackfiller(ctx context.Context, url string, chainID uint64, store backfillStore,
-	fetch func(context.Context, uint64) (*headstore.Block, error), conc, batch int) (*backfiller, error) {
+	fetch func(context.Context, uint64) (*evm.Block, error), conc, batch int) (*backfiller, error) {
 	pc, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, errors.New("postgres.url: cannot be used (check its host and options)")
@@ -217,7 +217,7 @@ func (b *backfiller) holes(ctx context.Context, lo, hi uint64) ([]blockstore.Ran
 func (b *backfiller) fill(ctx context.Context, lo, hi uint64) error {
 	for start := lo; start <= hi; {
 		end := min(hi, start+uint64(b.batch)-1)
-		blocks := make([]*headstore.Block, end-start+1)
+		blocks := make([]*evm.Block, end-start+1)
 		g, gctx := errgroup.WithContext(ctx)
 	fetch:
 		for n := start; n <= end; n++ {

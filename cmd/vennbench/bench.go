@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/venn-gateway/venn/internal/cluster"
 )
 
 // The targets, in the order every round measures them.
@@ -32,7 +32,6 @@ const (
 	// vennStartAttempts retries venn's start when the port picked for it was
 	// taken in between.
 	vennStartAttempts = 3
-	vennPackage       = "github.com/venn-gateway/venn/cmd/venn"
 )
 
 // vennConfig is the bench chain: one remote, the upstream child, with room
@@ -88,7 +87,7 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer up.stop()
+	defer up.Stop()
 	if err := l.waitReady(ctx, upURL, up, childReadyTimeout); err != nil {
 		return err
 	}
@@ -103,14 +102,14 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 			if err != nil {
 				return err
 			}
-			defer p.stop()
+			defer p.Stop()
 			targets = append(targets, target{name: name, url: pURL, proc: p})
 		case targetVenn:
 			v, vURL, err := startVenn(ctx, l, vennBin, upURL, tmp)
 			if err != nil {
 				return err
 			}
-			defer v.stop()
+			defer v.Stop()
 			targets = append(targets, target{name: name, url: vURL, proc: v})
 		}
 	}
@@ -157,11 +156,11 @@ func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg 
 	var tCPU0, tCPU1 time.Duration
 	var err error
 	if t.proc != nil {
-		if tCPU0, err = cpuTime(t.proc.pid()); err != nil {
+		if tCPU0, err = cpuTime(t.proc.Pid()); err != nil {
 			return sample{}, err
 		}
 	}
-	upCPU0, err := cpuTime(up.pid())
+	upCPU0, err := cpuTime(up.Pid())
 	if err != nil {
 		return sample{}, err
 	}
@@ -171,11 +170,11 @@ func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg 
 	}
 	res := l.run(ctx, t.url, conc, cfg.Duration)
 	if t.proc != nil {
-		if tCPU1, err = cpuTime(t.proc.pid()); err != nil {
+		if tCPU1, err = cpuTime(t.proc.Pid()); err != nil {
 			return sample{}, err
 		}
 	}
-	upCPU1, err := cpuTime(up.pid())
+	upCPU1, err := cpuTime(up.Pid())
 	if err != nil {
 		return sample{}, err
 	}
@@ -190,8 +189,8 @@ func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg 
 		if c == nil {
 			continue
 		}
-		if done, werr := c.exited(); done {
-			return sample{}, fmt.Errorf("%s exited during the run: %v%s", c.name, werr, c.stderrNote())
+		if done, werr := c.Exited(); done {
+			return sample{}, fmt.Errorf("%s exited during the run: %v%s", c.Name, werr, c.StderrNote())
 		}
 	}
 
@@ -218,8 +217,6 @@ func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg 
 	return s, nil
 }
 
-// buildVenn builds cmd/venn once, so its build is not measured and the run
-// uses the tree as it is now.
 // startProxy starts the plain reverse proxy child in front of upURL and
 // waits until it serves.
 func startProxy(ctx context.Context, l *loader, exe, upURL string) (*child, string, error) {
@@ -228,18 +225,10 @@ func startProxy(ctx context.Context, l *loader, exe, upURL string) (*child, stri
 		return nil, "", err
 	}
 	if err := l.waitReady(ctx, pURL, p, childReadyTimeout); err != nil {
-		p.stop()
+		p.Stop()
 		return nil, "", err
 	}
 	return p, pURL, nil
-}
-
-func buildVenn(ctx context.Context, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, vennPackage)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", vennPackage, err, b)
-	}
-	return nil
 }
 
 // startVenn writes the bench config and starts venn on a free port, then
@@ -247,7 +236,7 @@ func buildVenn(ctx context.Context, out string) error {
 func startVenn(ctx context.Context, l *loader, bin, upURL, dir string) (*child, string, error) {
 	var lastErr error
 	for range vennStartAttempts {
-		port, err := freePort()
+		port, err := cluster.FreePort() // startVenn retries if it is taken in between
 		if err != nil {
 			return nil, "", err
 		}
@@ -265,29 +254,17 @@ func startVenn(ctx context.Context, l *loader, bin, upURL, dir string) (*child, 
 		if lastErr == nil {
 			return v, url, nil
 		}
-		v.stop()
+		v.Stop()
 		if ctx.Err() != nil {
 			return nil, "", ctx.Err()
 		}
 		// Only a process that died (a lost port race) is worth a retry;
 		// one that runs but never answers will not do better next time.
-		if done, _ := v.exited(); !done || !strings.Contains(v.stderr.String(), "address already in use") {
+		if done, _ := v.Exited(); !done || !strings.Contains(v.Stderr(), "address already in use") {
 			break
 		}
 	}
 	return nil, "", fmt.Errorf("start venn: %w", lastErr)
-}
-
-// freePort asks the kernel for a free loopback port. venn takes its listen
-// address from the config file and does not report the port it bound, so
-// the port is chosen here; startVenn retries if it is taken in between.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // loadAvg is the 1-minute load average: on a shared machine it says how

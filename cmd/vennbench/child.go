@@ -6,58 +6,41 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/venn-gateway/venn/internal/cluster"
 )
 
 // Child process limits.
 const (
 	// childStartTimeout bounds how long a child may take to print its URL.
 	childStartTimeout = 15 * time.Second
-	// childStopGrace is how long a child gets after SIGTERM before SIGKILL.
-	childStopGrace = 5 * time.Second
-	// stderrTail is how much of a child's stderr is kept to explain a failure.
-	stderrTail = 16 << 10
 	// userHZ is the unit of utime and stime in /proc/PID/stat. The kernel
 	// fixes it at 100 for user space on every architecture Go supports on
 	// Linux (sysconf(_SC_CLK_TCK)), whatever CONFIG_HZ is.
 	userHZ = 100
 )
 
-// child is one process vennbench started. It is stopped (and waited for) by
-// stop, which every path that starts one defers.
+// child is one process vennbench started, a cluster.Proc with the URL it
+// printed, if it prints one. It is stopped (and waited for) by Stop, which
+// every path that starts one defers.
 type child struct {
-	name   string
-	cmd    *exec.Cmd
-	stderr *tailBuffer
-	url    string // what the child printed, if it prints one
-
-	done    chan struct{} // closed when the process has been waited for
-	waitErr error         // set before done is closed
+	*cluster.Proc
+	url string
 }
 
 // startChild starts path with args. When printsURL is set it waits for the
 // first line of the child's stdout and returns it as the child's URL.
 func startChild(ctx context.Context, name string, printsURL bool, path string, args ...string) (*child, string, error) {
-	cmd := exec.Command(path, args...)
 	lines := &firstLine{ch: make(chan string, 1)}
-	c := &child{name: name, cmd: cmd, stderr: &tailBuffer{max: stderrTail}, done: make(chan struct{})}
-	cmd.Stdout = lines
-	cmd.Stderr = c.stderr
-	// If vennbench dies without running its defers (SIGKILL, a crash), the
-	// kernel kills the children too rather than leaving them listening.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start %s: %w", name, err)
+	p, err := cluster.Start(name, lines, nil, path, args...)
+	if err != nil {
+		return nil, "", err
 	}
-	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.done)
-	}()
+	c := &child{Proc: p}
 	if !printsURL {
 		return c, "", nil
 	}
@@ -68,58 +51,16 @@ func startChild(ctx context.Context, name string, printsURL bool, path string, a
 	case url := <-lines.ch:
 		c.url = strings.TrimSpace(url)
 		return c, c.url, nil
-	case <-c.done:
-		err := fmt.Errorf("%s exited before printing its URL: %v%s", name, c.waitErr, c.stderrNote())
-		return nil, "", err
+	case <-c.Done():
+		_, werr := c.Exited()
+		return nil, "", fmt.Errorf("%s exited before printing its URL: %v%s", name, werr, c.StderrNote())
 	case <-timer.C:
-		c.stop()
-		return nil, "", fmt.Errorf("%s printed no URL within %v%s", name, childStartTimeout, c.stderrNote())
+		c.Stop()
+		return nil, "", fmt.Errorf("%s printed no URL within %v%s", name, childStartTimeout, c.StderrNote())
 	case <-ctx.Done():
-		c.stop()
+		c.Stop()
 		return nil, "", ctx.Err()
 	}
-}
-
-// pid is the child's process id.
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// exited reports whether the child has exited, and why.
-func (c *child) exited() (bool, error) {
-	select {
-	case <-c.done:
-		return true, c.waitErr
-	default:
-		return false, nil
-	}
-}
-
-// stop asks the child to exit, kills it after childStopGrace and waits for
-// it either way. It is safe to call more than once.
-func (c *child) stop() {
-	if c == nil {
-		return
-	}
-	if done, _ := c.exited(); done {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	timer := time.NewTimer(childStopGrace)
-	defer timer.Stop()
-	select {
-	case <-c.done:
-	case <-timer.C:
-		_ = c.cmd.Process.Kill()
-		<-c.done
-	}
-}
-
-// stderrNote is the tail of the child's stderr, for an error message.
-func (c *child) stderrNote() string {
-	s := strings.TrimSpace(c.stderr.String())
-	if s == "" {
-		return ""
-	}
-	return "\n--- " + c.name + " stderr (tail) ---\n" + s
 }
 
 // cpuTime is the user plus system CPU time the process has used so far, all
@@ -179,27 +120,4 @@ func (w *firstLine) Write(p []byte) (int, error) {
 		w.buf = nil
 	}
 	return len(p), nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -9,16 +9,13 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/venn-gateway/venn/headstore/keyspace"
+	"github.com/venn-gateway/venn/internal/cluster"
 )
 
 // The cluster benches (head, propagation) run venn as a real cluster: a
@@ -32,8 +29,6 @@ const (
 	headWindow = 128
 	// leaderID is the replica started first, which takes the lease.
 	leaderID = "leader"
-	// redisReadyTimeout covers redis-server's start.
-	redisReadyTimeout = 10 * time.Second
 	// leaseTimeout bounds the wait for the leader to take the lease and
 	// for a replica to serve from its window.
 	leaseTimeout = 30 * time.Second
@@ -42,101 +37,30 @@ const (
 
 // replicaConfig is one cluster replica's configuration: the chain follows
 // the upstream's newHeads over WebSocket (detection does not wait for a
-// poll), metrics on their own port for the bench to scrape. Logs are at
-// info, which venn uses for events (elections, feed breaks), never per
-// call: when leadership moves, the replicas' log tails say why.
-const replicaConfig = `listen: 127.0.0.1:%d
-metrics_listen: 127.0.0.1:%d
-log: {level: info}
-limits: {max_connections: 30000, max_connections_per_ip: 30000}
-redis: {url: "redis://%s/0", replica_id: %s}
-chains:
-  - name: ` + clusterChain + `
-    chain_id: %d
-    block_time: 1s
-    head: {window: %d}
-    remotes:
-      - name: up
-        url: %s
-        ws_url: %s
-        max_in_flight: %d
-`
-
-// redisServer is a private redis-server for one run: nothing is saved, and
-// it goes away with the run.
-type redisServer struct {
-	proc *child
-	addr string
-	rdb  *redis.Client
-}
-
-func startRedis(ctx context.Context, dir string) (*redisServer, error) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, fmt.Errorf("redis-server not found: %w", err)
+// poll), metrics on their own port for the bench to scrape.
+func replicaConfig(port, mport int, redisAddr, id, upURL string) cluster.Config {
+	return cluster.Config{
+		Listen: "127.0.0.1:" + strconv.Itoa(port), MetricsListen: "127.0.0.1:" + strconv.Itoa(mport),
+		RedisAddr: redisAddr, ReplicaID: id, Chain: clusterChain, ChainID: benchChainID,
+		BlockTime: time.Second, Window: headWindow,
+		Remotes: []cluster.Remote{{Name: "up", URL: upURL, WSURL: "ws" + strings.TrimPrefix(upURL, "http"),
+			MaxInFlight: proxyIdlePerHost}},
+		Extra: "limits: {max_connections: 30000, max_connections_per_ip: 30000}",
 	}
-	var lastErr error
-	for range vennStartAttempts {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		proc, _, err := startChild(ctx, "redis-server", false, "redis-server",
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--loglevel", "warning")
-		if err != nil {
-			return nil, err
-		}
-		r := &redisServer{proc: proc, addr: "127.0.0.1:" + strconv.Itoa(port)}
-		r.rdb = redis.NewClient(&redis.Options{Addr: r.addr})
-		lastErr = waitFor(ctx, proc, redisReadyTimeout, func() error { return r.rdb.Ping(ctx).Err() })
-		if lastErr == nil {
-			return r, nil
-		}
-		r.stop()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-	return nil, fmt.Errorf("start redis-server: %w", lastErr)
-}
-
-// stop closes the client and ends the server.
-func (r *redisServer) stop() {
-	if r == nil {
-		return
-	}
-	_ = r.rdb.Close()
-	r.proc.stop()
-}
-
-// leader reads the chain's lease holder; "" when nobody holds it.
-func (r *redisServer) leader(ctx context.Context) (string, error) {
-	v, err := r.rdb.Get(ctx, keyspace.For(clusterChain).Lease).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read the lease: %w", err)
-	}
-	id, _, ok := cutLast(v, ':')
-	if !ok {
-		return "", fmt.Errorf("lease %q is not replicaID:epoch", v)
-	}
-	return id, nil
 }
 
 // checkLeader fails unless the chain's lease is held by leaderID: a run
 // whose load went to a replica that had become leader measured the wrong
 // thing. The error carries the log tails of replicas, which say why.
-func (r *redisServer) checkLeader(ctx context.Context, replicas ...*replica) error {
-	id, err := r.leader(ctx)
+func checkLeader(ctx context.Context, rs *cluster.Redis, replicas ...*replica) error {
+	id, _, err := rs.Leader(ctx, clusterChain)
 	if err != nil {
 		return err
 	}
 	if id != leaderID {
 		var logs strings.Builder
 		for _, rep := range replicas {
-			logs.WriteString(rep.proc.stderrNote())
+			logs.WriteString(rep.proc.StderrNote())
 		}
 		return fmt.Errorf("the lease is held by %q, not %q: leadership moved during the run%s", id, leaderID, logs.String())
 	}
@@ -161,7 +85,7 @@ type replica struct {
 
 func (r *replica) stop() {
 	if r != nil {
-		r.proc.stop()
+		r.proc.Stop()
 	}
 }
 
@@ -169,19 +93,18 @@ func (r *replica) stop() {
 // picked for it was taken in between; it returns once the process
 // answers eth_blockNumber (from the remotes or its window).
 func startReplica(ctx context.Context, l *loader, bin, dir, id, redisAddr, upURL string) (*replica, error) {
-	wsURL := "ws" + strings.TrimPrefix(upURL, "http")
 	var lastErr error
 	for range vennStartAttempts {
-		port, err := freePort()
+		port, err := cluster.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		mport, err := freePort()
+		mport, err := cluster.FreePort()
 		if err != nil {
 			return nil, err
 		}
 		path := filepath.Join(dir, id+".yaml")
-		conf := fmt.Sprintf(replicaConfig, port, mport, redisAddr, id, benchChainID, headWindow, upURL, wsURL, proxyIdlePerHost)
+		conf := replicaConfig(port, mport, redisAddr, id, upURL).YAML()
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			return nil, fmt.Errorf("write %s config: %w", id, err)
 		}
@@ -200,7 +123,7 @@ func startReplica(ctx context.Context, l *loader, bin, dir, id, redisAddr, upURL
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if done, _ := proc.exited(); !done || !strings.Contains(proc.stderr.String(), "address already in use") {
+		if done, _ := proc.Exited(); !done || !strings.Contains(proc.Stderr(), "address already in use") {
 			break
 		}
 	}
@@ -232,7 +155,7 @@ func waitWindow(ctx context.Context, l *loader, r *replica) error {
 // startCluster starts the leader, waits until it holds the lease and
 // serves from its window, then starts the followers and waits the same of
 // each. On error, whatever it started is stopped.
-func startCluster(ctx context.Context, l *loader, bin, dir string, rs *redisServer, upURL string, followers []string) (leader *replica, fs []*replica, err error) {
+func startCluster(ctx context.Context, l *loader, bin, dir string, rs *cluster.Redis, upURL string, followers []string) (leader *replica, fs []*replica, err error) {
 	defer func() {
 		if err != nil {
 			leader.stop()
@@ -242,17 +165,17 @@ func startCluster(ctx context.Context, l *loader, bin, dir string, rs *redisServ
 			leader, fs = nil, nil
 		}
 	}()
-	if leader, err = startReplica(ctx, l, bin, dir, leaderID, rs.addr, upURL); err != nil {
+	if leader, err = startReplica(ctx, l, bin, dir, leaderID, rs.Addr(), upURL); err != nil {
 		return nil, nil, err
 	}
-	if err = waitFor(ctx, leader.proc, leaseTimeout, func() error { return rs.checkLeader(ctx, leader) }); err != nil {
+	if err = waitFor(ctx, leader.proc, leaseTimeout, func() error { return checkLeader(ctx, rs, leader) }); err != nil {
 		return leader, nil, err
 	}
 	if err = waitWindow(ctx, l, leader); err != nil {
 		return leader, nil, err
 	}
 	for _, id := range followers {
-		f, err := startReplica(ctx, l, bin, dir, id, rs.addr, upURL)
+		f, err := startReplica(ctx, l, bin, dir, id, rs.Addr(), upURL)
 		if err != nil {
 			return leader, fs, err
 		}
@@ -261,7 +184,7 @@ func startCluster(ctx context.Context, l *loader, bin, dir string, rs *redisServ
 			return leader, fs, err
 		}
 	}
-	return leader, fs, rs.checkLeader(ctx, append([]*replica{leader}, fs...)...)
+	return leader, fs, checkLeader(ctx, rs, append([]*replica{leader}, fs...)...)
 }
 
 // waitFor polls cond until it returns nil, c exits, or timeout passes.
@@ -276,8 +199,8 @@ func waitFor(ctx context.Context, c *child, timeout time.Duration, cond func() e
 			return ctx.Err()
 		}
 		if c != nil {
-			if done, werr := c.exited(); done {
-				return fmt.Errorf("%s exited: %v%s", c.name, werr, c.stderrNote())
+			if done, werr := c.Exited(); done {
+				return fmt.Errorf("%s exited: %v%s", c.Name, werr, c.StderrNote())
 			}
 		}
 		if time.Now().After(deadline) {
@@ -297,8 +220,8 @@ func buildVennIfNeeded(ctx context.Context, bin, dir string, stderr io.Writer) (
 		return bin, nil
 	}
 	bin = filepath.Join(dir, "venn")
-	fmt.Fprintf(stderr, "building %s ...\n", vennPackage)
-	return bin, buildVenn(ctx, bin)
+	fmt.Fprintf(stderr, "building %s ...\n", cluster.VennPackage)
+	return bin, cluster.BuildVenn(ctx, bin)
 }
 
 // metrics is one scrape of a replica's /metrics: series (name with its
@@ -439,7 +362,7 @@ func (h histogram) quantile(q float64) float64 {
 // and followers, all in a temp dir removed by stop.
 type benchCluster struct {
 	l         *loader
-	rs        *redisServer
+	rs        *cluster.Redis
 	up        *child
 	upURL     string
 	leader    *replica
@@ -470,7 +393,7 @@ func startBenchCluster(ctx context.Context, name, vennBin string, stderr io.Writ
 	if b.l, err = newLoader(); err != nil {
 		return nil, err
 	}
-	if b.rs, err = startRedis(ctx, b.tmp); err != nil {
+	if b.rs, err = cluster.StartRedis(ctx, b.tmp, 0); err != nil {
 		return nil, err
 	}
 	args := append([]string{"upstream", "-listen", "127.0.0.1:0"}, upstreamArgs...)
@@ -489,9 +412,9 @@ func (b *benchCluster) replicas() []*replica { return append([]*replica{b.leader
 
 // exited reports the first process of the run that is gone.
 func (b *benchCluster) exited() error {
-	for _, c := range append([]*child{b.up, b.rs.proc}, procsOf(b.replicas())...) {
-		if done, werr := c.exited(); done {
-			return fmt.Errorf("%s exited during the run: %v%s", c.name, werr, c.stderrNote())
+	for _, c := range append([]*child{b.up, {Proc: b.rs.Proc}}, procsOf(b.replicas())...) {
+		if done, werr := c.Exited(); done {
+			return fmt.Errorf("%s exited during the run: %v%s", c.Name, werr, c.StderrNote())
 		}
 	}
 	return nil
@@ -503,10 +426,10 @@ func (b *benchCluster) stop() {
 	}
 	b.leader.stop()
 	if b.up != nil {
-		b.up.stop()
+		b.up.Stop()
 	}
 	if b.rs != nil {
-		b.rs.stop()
+		b.rs.Close()
 	}
 	if b.l != nil {
 		b.l.close()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 )
@@ -281,13 +282,13 @@ func headBench(ctx context.Context, cfg headConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	defer up.stop()
+	defer up.Stop()
 	if err := l.waitReady(ctx, upURL, up, childReadyTimeout); err != nil {
 		return err
 	}
 
 	var (
-		rs      *redisServer
+		rs      *cluster.Redis
 		leader  *replica
 		targets []headTarget
 	)
@@ -300,13 +301,13 @@ func headBench(ctx context.Context, cfg headConfig, stdout, stderr io.Writer) er
 			if err != nil {
 				return err
 			}
-			defer p.stop()
+			defer p.Stop()
 			targets = append(targets, headTarget{name: name, url: pURL, proc: p})
 		case targetFollower:
-			if rs, err = startRedis(ctx, tmp); err != nil {
+			if rs, err = cluster.StartRedis(ctx, tmp, 0); err != nil {
 				return err
 			}
-			defer rs.stop()
+			defer rs.Close()
 			var fs []*replica
 			leader, fs, err = startCluster(ctx, l, vennBin, tmp, rs, upURL, []string{followerID})
 			if err != nil {
@@ -358,8 +359,8 @@ type headRun struct {
 	cfg    headConfig
 	l      *loader
 	up     *child
-	leader *replica     // nil without the follower target
-	redis  *redisServer // nil without the follower target
+	leader *replica       // nil without the follower target
+	redis  *cluster.Redis // nil without the follower target
 }
 
 // load runs one window of call against url with the configured client.
@@ -402,7 +403,7 @@ func cpuOf(c *child) (time.Duration, error) {
 	if c == nil {
 		return 0, nil
 	}
-	return cpuTime(c.pid())
+	return cpuTime(c.Pid())
 }
 
 // measure warms t up, then measures one window of call at conc.
@@ -417,7 +418,7 @@ func (h *headRun) measure(ctx context.Context, t headTarget, call callKind, conc
 	follower := t.venn != nil
 	var clusterProcs []*child
 	if follower {
-		clusterProcs = []*child{h.leader.proc, h.redis.proc}
+		clusterProcs = []*child{h.leader.proc, {Proc: h.redis.Proc}}
 	}
 
 	// snapshot is every counter a window is the difference of.
@@ -471,12 +472,12 @@ func (h *headRun) measure(ctx context.Context, t headTarget, call callKind, conc
 		if c == nil {
 			continue
 		}
-		if done, werr := c.exited(); done {
-			return headSample{}, fmt.Errorf("%s exited during the run: %v%s", c.name, werr, c.stderrNote())
+		if done, werr := c.Exited(); done {
+			return headSample{}, fmt.Errorf("%s exited during the run: %v%s", c.Name, werr, c.StderrNote())
 		}
 	}
 	if follower {
-		if err := h.redis.checkLeader(ctx, h.leader, t.venn); err != nil {
+		if err := checkLeader(ctx, h.redis, h.leader, t.venn); err != nil {
 			return headSample{}, err
 		}
 	}

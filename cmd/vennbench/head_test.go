@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/venn-gateway/venn/internal/cluster"
 )
 
 var (
@@ -36,7 +38,7 @@ func vennBinary(t *testing.T) string {
 			return
 		}
 		vennBin = filepath.Join(vennDir, "venn")
-		vennErr = buildVenn(context.Background(), vennBin)
+		vennErr = cluster.BuildVenn(context.Background(), vennBin)
 	})
 	if vennErr != nil {
 		t.Fatal(vennErr)
@@ -227,7 +229,7 @@ func TestUpstreamControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer up.stop()
+	defer up.Stop()
 	l, err := newLoader()
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/migrations"
@@ -230,7 +229,7 @@ func fillHistory(ctx context.Context, node *fakenode.Node, hist *blockstore.Chai
 	client := &http.Client{Timeout: time.Minute}
 	defer client.CloseIdleConnections()
 	type batch struct {
-		blocks []*headstore.Block
+		blocks []*evm.Block
 		raw    int64
 	}
 	batches := make(chan batch, fillConcurrency)
@@ -281,7 +280,7 @@ func fillHistory(ctx context.Context, node *fakenode.Node, hist *blockstore.Chai
 
 // fetchBatch fetches blocks from..to (full transactions) and their
 // receipts in one HTTP batch.
-func fetchBatch(ctx context.Context, client *http.Client, nodeURL string, from, to uint64) ([]*headstore.Block, int64, error) {
+func fetchBatch(ctx context.Context, client *http.Client, nodeURL string, from, to uint64) ([]*evm.Block, int64, error) {
 	var body bytes.Buffer
 	body.WriteByte('[')
 	for n := from; n <= to; n++ {
@@ -320,9 +319,9 @@ func fetchBatch(ctx context.Context, client *http.Client, nodeURL string, from, 
 		raws[r.ID/2-from][r.ID%2] = r.Result
 		size += int64(len(r.Result))
 	}
-	out := make([]*headstore.Block, len(raws))
+	out := make([]*evm.Block, len(raws))
 	for i, r := range raws {
-		b, err := headstore.ParseBlock(r[0], r[1])
+		b, err := evm.ParseBlock(r[0], r[1])
 		if err != nil {
 			return nil, 0, fmt.Errorf("block %d: %w", from+uint64(i), err)
 		}

@@ -350,8 +350,8 @@ func (l *loader) waitServes(ctx context.Context, url string, c *child, timeout t
 			return ctx.Err()
 		}
 		if c != nil {
-			if done, err := c.exited(); done {
-				return fmt.Errorf("%s exited while starting: %v%s", c.name, err, c.stderrNote())
+			if done, err := c.Exited(); done {
+				return fmt.Errorf("%s exited while starting: %v%s", c.Name, err, c.StderrNote())
 			}
 		}
 		if time.Now().After(deadline) {

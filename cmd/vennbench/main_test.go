@@ -356,12 +356,12 @@ func TestChildStop(t *testing.T) {
 	if !strings.HasPrefix(u, "http://127.0.0.1:") {
 		t.Errorf("url %q", u)
 	}
-	c.stop()
-	if done, _ := c.exited(); !done {
+	c.Stop()
+	if done, _ := c.Exited(); !done {
 		t.Fatal("child still running after stop")
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(c.pid())); err == nil {
-		t.Errorf("process %d still exists", c.pid())
+	if _, err := os.Stat("/proc/" + strconv.Itoa(c.Pid())); err == nil {
+		t.Errorf("process %d still exists", c.Pid())
 	}
-	c.stop() // idempotent
+	c.Stop() // idempotent
 }

@@ -164,7 +164,7 @@ func propagationBench(ctx context.Context, cfg propConfig, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	if err := rs.checkLeader(ctx, replicas...); err != nil {
+	if err := checkLeader(ctx, rs, replicas...); err != nil {
 		return err
 	}
 	if err := bc.exited(); err != nil {

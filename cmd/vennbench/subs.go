@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 )
@@ -124,7 +125,7 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 
 	env := machineInfo()
 	loadBefore := loadAvg()
-	rssIdle, err := rssOf(f.proc.pid())
+	rssIdle, err := rssOf(f.proc.Pid())
 	if err != nil {
 		return err
 	}
@@ -185,14 +186,14 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	rssSubscribed, err := rssOf(f.proc.pid())
+	rssSubscribed, err := rssOf(f.proc.Pid())
 	if err != nil {
 		return err
 	}
 
 	// Time the next blocks, then stop.
 	start := published.startTiming()
-	cpuBefore, err := cpuTime(f.proc.pid())
+	cpuBefore, err := cpuTime(f.proc.Pid())
 	if err != nil {
 		return err
 	}
@@ -212,11 +213,11 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	}
 	time.Sleep(2 * time.Second) // the last block's notifications
 	elapsed := time.Since(wall)
-	cpuAfter, err := cpuTime(f.proc.pid())
+	cpuAfter, err := cpuTime(f.proc.Pid())
 	if err != nil {
 		return err
 	}
-	rssEnd, err := rssOf(f.proc.pid())
+	rssEnd, err := rssOf(f.proc.Pid())
 	if err != nil {
 		return err
 	}
@@ -301,8 +302,8 @@ func (p *publishLog) startTiming() int {
 
 func newPublishLog() *publishLog { return &publishLog{times: map[string]time.Time{}} }
 
-func (p *publishLog) follow(ctx context.Context, rs *redisServer) error {
-	store := headstore.NewRedis(rs.rdb, clusterChain, headWindow)
+func (p *publishLog) follow(ctx context.Context, rs *cluster.Redis) error {
+	store := headstore.NewRedis(rs.Client, clusterChain, headWindow)
 	snap, err := store.Snapshot(ctx)
 	if err != nil {
 		return err

@@ -15,7 +15,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,9 +25,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
+	harness "github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 const (
@@ -64,10 +64,7 @@ func vennBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "venn")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/venn-gateway/venn/cmd/venn").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binErr = harness.BuildVenn(context.Background(), binPath)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -75,64 +72,31 @@ func vennBinary(t *testing.T) string {
 	return binPath
 }
 
-// redisServer is a private redis-server, so that the test can restart it
-// without touching the machine's shared one.
-type redisServer struct {
-	port int
-	cmd  *exec.Cmd
-	rdb  *redis.Client
-}
-
-func startRedis(t *testing.T, port int) *redisServer {
+// startRedis starts the cluster's private redis-server, so that the test
+// can restart it without touching the machine's shared one.
+func startRedis(t *testing.T, port int) *harness.Redis {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("redis-server not found: install Debian's redis-server package (scripts/test.sh does)")
+	r, err := harness.StartRedis(context.Background(), t.TempDir(), port)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r := &redisServer{port: port}
-	r.rdb = redis.NewClient(&redis.Options{Addr: r.addr()})
-	r.start(t)
-	t.Cleanup(func() {
-		r.kill()
-		_ = r.rdb.Close()
-	})
+	t.Cleanup(r.Close)
 	return r
 }
 
-func (r *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-
-func (r *redisServer) start(t *testing.T) {
+// restartRedis starts the killed redis-server again: empty, since it keeps
+// nothing on disk.
+func (c *cluster) restartRedis(t *testing.T) {
 	t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
+	if err := c.redis.Start(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-	if !poll(5*time.Second, func() bool { return r.rdb.Ping(context.Background()).Err() == nil }) {
-		t.Fatal("redis-server did not start")
-	}
-}
-
-func (r *redisServer) kill() {
-	if r.cmd != nil && r.cmd.Process != nil {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-		r.cmd = nil
 	}
 }
 
 // leader returns the replica id holding the chain's lease and its epoch.
-func (r *redisServer) leader() (string, uint64) {
-	v, err := r.rdb.Get(context.Background(), keyspace.For(chain).Lease).Result()
-	if err != nil {
-		return "", 0
-	}
-	i := strings.LastIndexByte(v, ':')
-	if i < 0 {
-		return "", 0
-	}
-	e, _ := strconv.ParseUint(v[i+1:], 10, 64)
-	return v[:i], e
+func (c *cluster) leader() (string, uint64) {
+	id, epoch, _ := c.redis.Leader(context.Background(), chain)
+	return id, epoch
 }
 
 // replica is one venn process.
@@ -142,12 +106,11 @@ type replica struct {
 	metrics string
 	cfgPath string
 	logPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
+	proc    *harness.Proc
 }
 
 type cluster struct {
-	redis    *redisServer
+	redis    *harness.Redis
 	nodes    []*fakenode.Node
 	replicas []*replica
 }
@@ -183,15 +146,12 @@ func (c *cluster) newReplica(t *testing.T, id string, rpcPort, metricsPort int) 
 	r := &replica{id: id, rpc: "127.0.0.1:" + strconv.Itoa(rpcPort),
 		metrics: "127.0.0.1:" + strconv.Itoa(metricsPort),
 		cfgPath: filepath.Join(dir, "venn.yaml"), logPath: filepath.Join(dir, "venn.log")}
-	var y strings.Builder
-	fmt.Fprintf(&y, "listen: %s\nmetrics_listen: %s\nlog: {level: info}\nshutdown_timeout: 5s\n", r.rpc, r.metrics)
-	fmt.Fprintf(&y, "redis: {url: \"redis://%s/0\", replica_id: %s}\n", c.redis.addr(), id)
-	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: %s\n    head: {window: %d}\n    remotes:\n",
-		chain, chainID, blockTime, window)
+	conf := harness.Config{Listen: r.rpc, MetricsListen: r.metrics, RedisAddr: c.redis.Addr(), ReplicaID: id,
+		Chain: chain, ChainID: chainID, BlockTime: blockTime, Window: window, Extra: "shutdown_timeout: 5s"}
 	for i, n := range c.nodes {
-		fmt.Fprintf(&y, "      - {name: n%d, url: %q, ws_url: %q, timeout: 1s}\n", i, n.URL(), n.WSURL())
+		conf.Remotes = append(conf.Remotes, harness.Remote{Name: fmt.Sprintf("n%d", i), URL: n.URL(), WSURL: n.WSURL(), Timeout: time.Second})
 	}
-	if err := os.WriteFile(r.cfgPath, []byte(y.String()), 0o600); err != nil {
+	if err := os.WriteFile(r.cfgPath, []byte(conf.YAML()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -211,26 +171,17 @@ func (r *replica) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	r.cmd = exec.Command(vennBinary(t), "serve", "--config", r.cfgPath)
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := r.cmd.Start(); err != nil {
+	if r.proc, err = harness.Start("venn "+r.id, logFile, logFile, vennBinary(t), "serve", "--config", r.cfgPath); err != nil {
 		t.Fatal(err)
 	}
-	r.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(r.cmd, r.done)
 }
 
-func (r *replica) signal(sig syscall.Signal) { _ = r.cmd.Process.Signal(sig) }
+func (r *replica) signal(sig syscall.Signal) { r.proc.Signal(sig) }
 
+// kill is kill -9, paused or not: no cleanup, no lease release.
 func (r *replica) kill() {
-	if r.cmd == nil {
-		return
-	}
-	r.signal(syscall.SIGCONT)
-	_ = r.cmd.Process.Kill()
-	<-r.done
-	r.cmd = nil
+	r.proc.Kill()
+	r.proc = nil
 }
 
 func (c *cluster) replica(id string) *replica {
@@ -280,8 +231,8 @@ func (c *cluster) waitLeader(t *testing.T, not string) (string, uint64, time.Dur
 	start := time.Now()
 	var id string
 	var epoch uint64
-	if !poll(waitLimit, func() bool {
-		id, epoch = c.redis.leader()
+	if !testkit.Poll(waitLimit, func() bool {
+		id, epoch = c.leader()
 		return id != "" && id != not
 	}) {
 		t.Fatalf("no leader (other than %q) within %v", not, waitLimit)
@@ -297,7 +248,7 @@ func (c *cluster) waitConverged(t *testing.T, live []*replica) {
 	want := c.nodes[0].Head()
 	for _, r := range live {
 		var got, window float64
-		if !poll(waitLimit, func() bool {
+		if !testkit.Poll(waitLimit, func() bool {
 			got = float64(blockNumber(r))
 			window, _ = metric(r, "venn_head_number", `chain="dev"`)
 			return got >= float64(want) && window >= float64(want)
@@ -346,7 +297,7 @@ func (c *cluster) mark(t *testing.T) feedMark {
 	ctx := context.Background()
 	var canon *redis.ZSliceCmd
 	var state *redis.StringCmd
-	if _, err := c.redis.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	if _, err := c.redis.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		canon = p.ZRangeWithScores(ctx, "venn:{"+chain+"}:canon", 0, -1)
 		state = p.HGet(ctx, "venn:{"+chain+"}:state", "seq")
 		return nil
@@ -369,7 +320,7 @@ func (c *cluster) mark(t *testing.T) feedMark {
 // the result is the node's chain.
 func (c *cluster) checkFeed(t *testing.T, from feedMark) {
 	t.Helper()
-	entries, err := c.redis.rdb.XRange(context.Background(), "venn:{"+chain+"}:events",
+	entries, err := c.redis.Client.XRange(context.Background(), "venn:{"+chain+"}:events",
 		strconv.FormatUint(from.seq+1, 10)+"-0", "+").Result()
 	if err != nil || len(entries) == 0 {
 		t.Fatalf("read the head feed: %d entries, %v", len(entries), err)
@@ -499,7 +450,7 @@ func TestLeaderPausedPastItsLease(t *testing.T) {
 	if leaders != 1 {
 		t.Fatalf("%d replicas report leading the chain, want 1", leaders)
 	}
-	if id, _ := c.redis.leader(); id == leader {
+	if id, _ := c.leader(); id == leader {
 		t.Fatalf("the paused leader %s holds the lease again while %s's term is live", leader, next)
 	}
 }
@@ -511,18 +462,18 @@ func TestRedisRestarted(t *testing.T) {
 	c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)
 
-	c.redis.kill() // it had the only copy of the feed: there is no mark to check from
+	c.redis.Kill() // it had the only copy of the feed: there is no mark to check from
 	waitBlocks(c.nodes[0], 5)
 	// Without the feed the windows go stale: the replicas forward instead,
 	// and keep up with the chain.
 	head := c.nodes[0].Head()
 	for _, r := range c.replicas {
 		var got uint64
-		if !poll(waitLimit, func() bool { got = blockNumber(r); return got >= head }) {
+		if !testkit.Poll(waitLimit, func() bool { got = blockNumber(r); return got >= head }) {
 			t.Fatalf("Redis down: replica %s serves head %d, the chain is at %d", r.id, got, head)
 		}
 	}
-	c.redis.start(t) // empty: Redis keeps nothing on disk here
+	c.restartRedis(t)
 	leader, _, took := c.waitLeader(t, "")
 	t.Logf("Redis restarted; %s leads after %v", leader, took)
 	waitBlocks(c.nodes[0], 10)
@@ -595,7 +546,7 @@ func (c *cluster) without(id string) []*replica {
 // waitBlocks waits until node has mined k more blocks.
 func waitBlocks(node *fakenode.Node, k uint64) {
 	target := node.Head() + k
-	poll(waitLimit, func() bool { return node.Head() >= target })
+	testkit.Poll(waitLimit, func() bool { return node.Head() >= target })
 }
 
 var client = &http.Client{Timeout: 5 * time.Second}
@@ -646,19 +597,6 @@ func metric(r *replica, name, label string) (float64, bool) {
 }
 
 func hexq(n uint64) string { return "0x" + strconv.FormatUint(n, 16) }
-
-func poll(limit time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(limit)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
 
 func tail(s string, n int) string {
 	if len(s) > n {

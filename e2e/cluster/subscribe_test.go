@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // subscriber is one WebSocket client of a replica with two subscriptions,
@@ -84,7 +85,7 @@ func subscribe(t *testing.T, r *replica) *subscriber {
 		if err := ws.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
 			t.Fatalf("replica %s: subscribe: %v", r.id, err)
 		}
-		if !poll(5*time.Second, func() bool { return s.subscriptions() > i }) {
+		if !testkit.Poll(5*time.Second, func() bool { return s.subscriptions() > i }) {
 			t.Fatalf("replica %s: no answer to %s; ended: %v; unexpected: %q", r.id, req, s.ended(), s.unexpected())
 		}
 	}
@@ -199,7 +200,7 @@ func (s *subscriber) snapshot() ([]subHead, []subLog) {
 // waitHead waits until s has received block n's head.
 func (s *subscriber) waitHead(t *testing.T, n uint64) {
 	t.Helper()
-	if !poll(waitLimit, func() bool { return s.lastHead() >= n || s.ended() != nil }) || s.lastHead() < n {
+	if !testkit.Poll(waitLimit, func() bool { return s.lastHead() >= n || s.ended() != nil }) || s.lastHead() < n {
 		t.Fatalf("subscriber on %s: last head %d, want %d (connection ended: %v)", s.r.id, s.lastHead(), n, s.ended())
 	}
 }
@@ -318,7 +319,7 @@ func TestSubscribersAcrossLeaderKill(t *testing.T) {
 	c.replica(leader).kill()
 	next, _, took := c.waitLeader(t, leader)
 	t.Logf("leader %s killed at block %d; %s leads after %v", leader, killedAt, next, took)
-	if !poll(5*time.Second, func() bool { return onLeader.ended() != nil }) {
+	if !testkit.Poll(5*time.Second, func() bool { return onLeader.ended() != nil }) {
 		t.Errorf("the subscriber on the killed leader %s still has an open connection", leader)
 	} else {
 		t.Logf("the subscriber on the killed leader: connection ended: %v", onLeader.ended())
@@ -359,9 +360,9 @@ func TestSubscribersAcrossRedisRestart(t *testing.T) {
 	}
 
 	downAt := c.nodes[0].Head()
-	c.redis.kill()
+	c.redis.Kill()
 	waitBlocks(c.nodes[0], 5)
-	c.redis.start(t) // empty: Redis keeps nothing on disk here
+	c.restartRedis(t)
 	upAt := c.nodes[0].Head()
 	next, _, took := c.waitLeader(t, "")
 	t.Logf("Redis down from block %d to %d (window %d); %s leads %v after the restart", downAt, upAt, window, next, took)

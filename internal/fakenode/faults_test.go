@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -206,7 +207,7 @@ func TestLatencyEndsOnClose(t *testing.T) {
 		errc <- err
 	}()
 	// Close must not wait for the hour; wait for the request to arrive first.
-	waitFor(t, func() bool { return n.TotalCalls() == 1 })
+	testkit.WaitFor(t, testTimeout, "one call", func() bool { return n.TotalCalls() == 1 })
 	n.Close()
 	if err := <-errc; err == nil {
 		t.Errorf("request answered after Close, want a transport error")
@@ -330,18 +331,6 @@ func TestFaultsUnderLoad(t *testing.T) {
 	wg.Wait()
 	if n.TotalCalls() != workers*calls {
 		t.Errorf("TotalCalls = %d, want %d", n.TotalCalls(), workers*calls)
-	}
-}
-
-// waitFor polls cond until it holds or the test times out.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met before the deadline")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

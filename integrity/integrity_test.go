@@ -1,4 +1,4 @@
-package evm
+package integrity
 
 import (
 	"crypto/ecdsa"
@@ -15,6 +15,8 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/holiman/uint256"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // The fixtures in testdata/geth are blocks and receipts of a geth v1.17.10
@@ -103,7 +105,7 @@ func TestVerifyGethBlocks(t *testing.T) {
 			if err := json.Unmarshal(raw, &b); err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []BlockRef{{}, {Kind: RefHash, Hash: b.Hash}, {Kind: RefNumber, Number: hexutil.MustDecodeUint64(b.Number)}} {
+			for _, want := range []evm.BlockRef{{}, {Kind: evm.RefHash, Hash: b.Hash}, {Kind: evm.RefNumber, Number: hexutil.MustDecodeUint64(b.Number)}} {
 				v := VerifyBlock(raw, want)
 				if len(v.Failed) > 0 || len(v.Skipped) > 0 {
 					t.Fatalf("want %+v: failed %v, skipped %v", want, v.Failed, v.Skipped)
@@ -116,12 +118,12 @@ func TestVerifyGethBlocks(t *testing.T) {
 				if len(b.Txs) > 0 && !v.Passed.Has(CheckTxHash) {
 					t.Errorf("transaction hashes not checked: %v", passed(v))
 				}
-				if want.Kind != RefNone && !v.Passed.Has(CheckBlockRef) {
+				if want.Kind != evm.RefNone && !v.Passed.Has(CheckBlockRef) {
 					t.Errorf("want %+v: block ref not checked", want)
 				}
 			}
-			blk := VerifyBlock(raw, BlockRef{}).Block
-			rv := VerifyReceipts(fixture(t, "receipts-"+n), BlockRef{Kind: RefHash, Hash: b.Hash}, byHash(blk))
+			blk := VerifyBlock(raw, evm.BlockRef{}).Block
+			rv := VerifyReceipts(fixture(t, "receipts-"+n), evm.BlockRef{Kind: evm.RefHash, Hash: b.Hash}, byHash(blk))
 			if len(rv.Failed) > 0 || len(rv.Skipped) > 0 {
 				t.Fatalf("receipts: failed %v, skipped %v", rv.Failed, rv.Skipped)
 			}
@@ -137,7 +139,7 @@ func TestVerifyBlockTampered(t *testing.T) {
 	tests := []struct {
 		name  string
 		block string
-		want  BlockRef
+		want  evm.BlockRef
 		give  func(m obj)
 		fails []string
 	}{
@@ -173,9 +175,9 @@ func TestVerifyBlockTampered(t *testing.T) {
 		{name: "withdrawal added", block: "0x3", give: func(m obj) {
 			m["withdrawals"] = []any{obj{"index": "0x0", "validatorIndex": "0x1", "address": "0x" + strings.Repeat("11", 20), "amount": "0x64"}}
 		}, fails: []string{"withdrawals_root"}},
-		{name: "other number", block: "0x3", want: BlockRef{Kind: RefNumber, Number: 4}, give: func(obj) {},
+		{name: "other number", block: "0x3", want: evm.BlockRef{Kind: evm.RefNumber, Number: 4}, give: func(obj) {},
 			fails: []string{"block_ref"}},
-		{name: "other hash", block: "0x3", want: BlockRef{Kind: RefHash, Hash: otherHash}, give: func(obj) {},
+		{name: "other hash", block: "0x3", want: evm.BlockRef{Kind: evm.RefHash, Hash: otherHash}, give: func(obj) {},
 			fails: []string{"block_ref"}},
 	}
 	for _, tt := range tests {
@@ -222,14 +224,14 @@ func TestVerifyBlockEveryHeaderField(t *testing.T) {
 			}
 			changed = hexutil.EncodeBig(n.Add(n, big.NewInt(1)))
 		}
-		v := VerifyBlock(tamper(t, raw, func(m obj) { m[key] = changed }), BlockRef{})
+		v := VerifyBlock(tamper(t, raw, func(m obj) { m[key] = changed }), evm.BlockRef{})
 		if !slices.Contains(failed(v), "block_hash") {
 			t.Errorf("%s %s -> %s: block_hash not failed: %v", key, val, changed, failed(v))
 		}
 		// And a member dropped: the hash can't be rebuilt, or is another.
 		// (A zero fork field between two others encodes as if absent: the
 		// same header.)
-		v = VerifyBlock(tamper(t, raw, func(m obj) { delete(m, key) }), BlockRef{})
+		v = VerifyBlock(tamper(t, raw, func(m obj) { delete(m, key) }), evm.BlockRef{})
 		if v.Passed.Has(CheckBlockHash) && val != "0x0" {
 			t.Errorf("%s dropped: block_hash passed", key)
 		}
@@ -240,11 +242,11 @@ func TestVerifyBlockEveryHeaderField(t *testing.T) {
 }
 
 func TestVerifyReceiptsTampered(t *testing.T) {
-	block := VerifyBlock(fixture(t, "block-0x3"), BlockRef{}).Block
+	block := VerifyBlock(fixture(t, "block-0x3"), evm.BlockRef{}).Block
 	otherHash := "0x" + strings.Repeat("ab", 32)
 	tests := []struct {
 		name  string
-		want  BlockRef
+		want  evm.BlockRef
 		give  func(rs []any)
 		fails []string
 	}{
@@ -263,9 +265,9 @@ func TestVerifyReceiptsTampered(t *testing.T) {
 		{name: "receipt logsBloom", give: func(rs []any) { rs[4].(obj)["logsBloom"] = "0x" + strings.Repeat("ff", 256) },
 			fails: []string{"logs_bloom"}},
 		{name: "receipts swapped", give: func(rs []any) { rs[5], rs[6] = rs[6], rs[5] }, fails: []string{"receipts_root"}},
-		{name: "other block", want: BlockRef{Kind: RefHash, Hash: otherHash}, give: func([]any) {},
+		{name: "other block", want: evm.BlockRef{Kind: evm.RefHash, Hash: otherHash}, give: func([]any) {},
 			fails: []string{"block_ref"}},
-		{name: "other number", want: BlockRef{Kind: RefNumber, Number: 9}, give: func([]any) {},
+		{name: "other number", want: evm.BlockRef{Kind: evm.RefNumber, Number: 9}, give: func([]any) {},
 			fails: []string{"block_ref"}},
 	}
 	for _, tt := range tests {
@@ -282,18 +284,18 @@ func TestVerifyReceiptsTampered(t *testing.T) {
 // A receipts list that lost a receipt: the root, and when it had logs the
 // bloom, no longer match.
 func TestVerifyReceiptsShort(t *testing.T) {
-	block := VerifyBlock(fixture(t, "block-0x3"), BlockRef{}).Block
+	block := VerifyBlock(fixture(t, "block-0x3"), evm.BlockRef{}).Block
 	var rs []json.RawMessage
 	if err := json.Unmarshal(fixture(t, "receipts-0x3"), &rs); err != nil {
 		t.Fatal(err)
 	}
 	short, _ := json.Marshal(rs[:len(rs)-1])
-	v := VerifyReceipts(short, BlockRef{}, byHash(block))
+	v := VerifyReceipts(short, evm.BlockRef{}, byHash(block))
 	if !slices.Contains(failed(v), "receipts_root") {
 		t.Fatalf("failed %v", failed(v))
 	}
 	// None at all, for a block with transactions, asked for by hash.
-	v = VerifyReceipts(json.RawMessage(`[]`), BlockRef{Kind: RefHash, Hash: block.Hash.Hex()}, byHash(block))
+	v = VerifyReceipts(json.RawMessage(`[]`), evm.BlockRef{Kind: evm.RefHash, Hash: block.Hash.Hex()}, byHash(block))
 	if !slices.Contains(failed(v), "receipts_root") {
 		t.Fatalf("empty list: failed %v", failed(v))
 	}
@@ -364,7 +366,7 @@ func TestVerifySkipsWhatItCannotEncode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := VerifyBlock(tamper(t, fixture(t, "block-"+tt.block), tt.give), BlockRef{})
+			v := VerifyBlock(tamper(t, fixture(t, "block-"+tt.block), tt.give), evm.BlockRef{})
 			if len(v.Failed) > 0 {
 				t.Fatalf("failed %v", v.Failed)
 			}
@@ -379,10 +381,10 @@ func TestVerifySkipsWhatItCannotEncode(t *testing.T) {
 
 	t.Run("nothing to check", func(t *testing.T) {
 		for _, raw := range []string{`null`, `"0x1"`, `[]`, ``} {
-			if v := VerifyBlock(json.RawMessage(raw), BlockRef{Kind: RefNumber, Number: 1}); len(v.Failed)+len(v.Skipped) > 0 || v.Passed != 0 || v.Block != nil {
+			if v := VerifyBlock(json.RawMessage(raw), evm.BlockRef{Kind: evm.RefNumber, Number: 1}); len(v.Failed)+len(v.Skipped) > 0 || v.Passed != 0 || v.Block != nil {
 				t.Errorf("%s: %+v", raw, v)
 			}
-			if v := VerifyReceipts(json.RawMessage(raw), BlockRef{}, nil); len(v.Failed)+len(v.Skipped) > 0 || v.Passed != 0 {
+			if v := VerifyReceipts(json.RawMessage(raw), evm.BlockRef{}, nil); len(v.Failed)+len(v.Skipped) > 0 || v.Passed != 0 {
 				t.Errorf("receipts %s: %+v", raw, v)
 			}
 		}
@@ -391,12 +393,12 @@ func TestVerifySkipsWhatItCannotEncode(t *testing.T) {
 
 func TestVerifyReceiptsSkips(t *testing.T) {
 	raw := fixture(t, "receipts-0x3")
-	block := VerifyBlock(fixture(t, "block-0x3"), BlockRef{}).Block
-	untrusted := VerifyBlock(tamper(t, fixture(t, "block-0x3"), func(m obj) { m["l1BlockNumber"] = "0x1" }), BlockRef{}).Block
+	block := VerifyBlock(fixture(t, "block-0x3"), evm.BlockRef{}).Block
+	untrusted := VerifyBlock(tamper(t, fixture(t, "block-0x3"), func(m obj) { m["l1BlockNumber"] = "0x1" }), evm.BlockRef{}).Block
 	polygon := VerifyBlock(tamper(t, fixture(t, "block-0x3"), func(m obj) {
 		m["transactions"] = append(m["transactions"].([]any), obj{"type": "0x0", "nonce": "0x0", "gasPrice": "0x0",
 			"gas": "0x0", "to": "0x" + strings.Repeat("00", 20), "value": "0x0", "input": "0x", "v": "0x0", "r": "0x0", "s": "0x0"})
-	}), BlockRef{}).Block
+	}), evm.BlockRef{}).Block
 	depositReceipt := obj{"type": "0x7e", "status": "0x1", "cumulativeGasUsed": "0x1", "logs": []any{},
 		"logsBloom": "0x" + strings.Repeat("00", 256), "blockHash": block.Hash.Hex(), "depositNonce": "0x1"}
 	tests := []struct {
@@ -418,7 +420,7 @@ func TestVerifyReceiptsSkips(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lookup := func(common.Hash) *BlockInfo { return tt.block }
-			v := VerifyReceipts(tt.raw, BlockRef{}, lookup)
+			v := VerifyReceipts(tt.raw, evm.BlockRef{}, lookup)
 			if len(v.Failed) > 0 {
 				t.Fatalf("failed %v", v.Failed)
 			}
@@ -493,7 +495,7 @@ func TestVerifyEveryFork(t *testing.T) {
 			blk := types.NewBlock(hd, &types.Body{Transactions: txs, Withdrawals: ws}, receipts, &listHasher{})
 			for _, style := range []string{"rpc", "newHeads"} {
 				raw := rpcBlock(t, blk, style == "newHeads")
-				v := VerifyBlock(raw, BlockRef{Kind: RefNumber, Number: 1_000_000})
+				v := VerifyBlock(raw, evm.BlockRef{Kind: evm.RefNumber, Number: 1_000_000})
 				if len(v.Failed) > 0 || len(v.Skipped) > 0 {
 					t.Fatalf("%s: failed %v, skipped %v", style, v.Failed, v.Skipped)
 				}
@@ -508,7 +510,7 @@ func TestVerifyEveryFork(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				rv := VerifyReceipts(rraw, BlockRef{Kind: RefHash, Hash: blk.Hash().Hex()}, byHash(v.Block))
+				rv := VerifyReceipts(rraw, evm.BlockRef{Kind: evm.RefHash, Hash: blk.Hash().Hex()}, byHash(v.Block))
 				if len(rv.Failed) > 0 || len(rv.Skipped) > 0 || !rv.Passed.Has(CheckReceiptsRoot) || !rv.Passed.Has(CheckLogsBloom) {
 					t.Fatalf("receipts: %+v", rv)
 				}
@@ -649,7 +651,7 @@ func BenchmarkVerifyBlock(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		v := VerifyBlock(raw, BlockRef{})
-		VerifyReceipts(rs, BlockRef{}, byHash(v.Block))
+		v := VerifyBlock(raw, evm.BlockRef{})
+		VerifyReceipts(rs, evm.BlockRef{}, byHash(v.Block))
 	}
 }

@@ -1,27 +1,53 @@
-package headstore
+package evm
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
-// entry is a block indexed for serving: the block in both of geth's forms
-// and every transaction, receipt and log as a sub-slice of what the remote
-// sent, so answers are the node's own bytes.
-type entry struct {
+// Block is one block as the stalker fetched it: the block with full
+// transaction objects (eth_getBlockByNumber(n, true)) and its receipts
+// (eth_getBlockReceipts), both exactly as a remote sent them. Number, Hash
+// and Parent are read from Raw by ParseBlock; Hash and Parent are lowercase
+// 0x-prefixed hex.
+type Block struct {
+	Number   uint64          `json:"number"`
+	Hash     string          `json:"hash"`
+	Parent   string          `json:"parent"`
+	Raw      json.RawMessage `json:"block"`
+	Receipts json.RawMessage `json:"receipts"`
+}
+
+// Parts is a block split into what is served separately: the block in
+// both of geth's forms, and each transaction, receipt and log, every one a
+// sub-slice of the bytes the remote sent. The history store files blocks
+// by these parts; subscribers get the logs.
+type Parts struct {
 	*Block
-	time     uint64   // the block's timestamp
-	hashOnly []byte   // Raw with transactions as hashes
-	txs      [][]byte // transaction objects, by index
-	txHashes []string
-	receipts [][]byte // receipt objects, by index
-	logs     []Log
+	Time     uint64   // the block's timestamp
+	HashOnly []byte   // Raw with transactions as hashes (eth_getBlockBy*(…, false))
+	Txs      [][]byte // transaction objects, by index
+	TxHashes []string // lowercase, by index
+	Receipts [][]byte // receipt objects, by index
+	Logs     []Log    // every log of the block, in log index order
+}
+
+// Split checks b the way ParseBlock does and splits it into its parts.
+func Split(b *Block) (*Parts, error) {
+	e, err := indexBlock(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.indexReceipts(); err != nil {
+		return nil, fmt.Errorf("block %d %s: %w", b.Number, b.Hash, err)
+	}
+	return e, nil
 }
 
 // Log is one log of a block, as eth_getLogs returns it.
@@ -39,11 +65,11 @@ var errNotBlock = errors.New("not a block")
 // different block's receipts (it reorged or lags between the two calls)
 // fails here and the stalker asks again.
 func ParseBlock(raw, receipts []byte) (*Block, error) {
-	e, err := index(&Block{Raw: raw, Receipts: receipts})
+	p, err := Split(&Block{Raw: raw, Receipts: receipts})
 	if err != nil {
 		return nil, err
 	}
-	return e.Block, nil
+	return p.Block, nil
 }
 
 // TxHashes reads a block's number, hash and parent and its transactions'
@@ -53,26 +79,14 @@ func TxHashes(raw []byte) (*Block, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return e.Block, e.txHashes, nil
-}
-
-// index parses b into an entry whose Block has Number, Hash and Parent.
-func index(b *Block) (*entry, error) {
-	e, err := indexBlock(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.indexReceipts(); err != nil {
-		return nil, fmt.Errorf("block %d %s: %w", b.Number, b.Hash, err)
-	}
-	return e, nil
+	return e.Block, e.TxHashes, nil
 }
 
 // indexBlock parses the block itself, into a copy of b: a published
 // *Block may be shared by the store and every window of the process.
-func indexBlock(shared *Block) (*entry, error) {
+func indexBlock(shared *Block) (*Parts, error) {
 	b := &Block{Raw: shared.Raw, Receipts: shared.Receipts}
-	e := &entry{Block: b}
+	e := &Parts{Block: b}
 	raw := b.Raw
 	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
@@ -94,7 +108,7 @@ func indexBlock(shared *Block) (*entry, error) {
 			}
 			b.Number, haveNumber = n, true
 		case "timestamp":
-			e.time, _ = quantity(v)
+			e.Time, _ = quantity(v)
 		case "hash":
 			b.Hash = hash(v)
 		case "parentHash":
@@ -121,24 +135,24 @@ func indexBlock(shared *Block) (*entry, error) {
 		}
 		h := field(tx, "hash")
 		if len(h) != 66 {
-			return nil, fmt.Errorf("block %d: transaction %d has no hash (fetch full transactions)", b.Number, len(e.txs))
+			return nil, fmt.Errorf("block %d: transaction %d has no hash (fetch full transactions)", b.Number, len(e.Txs))
 		}
-		if len(e.txs) > 0 {
+		if len(e.Txs) > 0 {
 			hashOnly = append(hashOnly, ',')
 		}
 		hashOnly = append(hashOnly, '"')
 		hashOnly = append(hashOnly, h...)
 		hashOnly = append(hashOnly, '"')
-		e.txs = append(e.txs, tx)
-		e.txHashes = append(e.txHashes, h)
+		e.Txs = append(e.Txs, tx)
+		e.TxHashes = append(e.TxHashes, h)
 	}
 	hashOnly = append(hashOnly, ']')
-	e.hashOnly = append(hashOnly, raw[txEnd:]...)
+	e.HashOnly = append(hashOnly, raw[txEnd:]...)
 	return e, nil
 }
 
-func (e *entry) indexReceipts() error {
-	r := e.Receipts
+func (e *Parts) indexReceipts() error {
+	r := e.Block.Receipts
 	i := jsonscan.SkipSpace(r, 0)
 	if i >= len(r) || r[i] != '[' {
 		return errors.New("receipts are not an array")
@@ -149,28 +163,28 @@ func (e *entry) indexReceipts() error {
 		if !ok {
 			break
 		}
-		n := len(e.receipts)
-		if n >= len(e.txHashes) {
+		n := len(e.Receipts)
+		if n >= len(e.TxHashes) {
 			return errors.New("more receipts than transactions")
 		}
-		if got := field(rc, "transactionHash"); got != e.txHashes[n] {
-			return fmt.Errorf("receipt %d is for transaction %s, want %s", n, got, e.txHashes[n])
+		if got := field(rc, "transactionHash"); got != e.TxHashes[n] {
+			return fmt.Errorf("receipt %d is for transaction %s, want %s", n, got, e.TxHashes[n])
 		}
 		if got := field(rc, "blockHash"); got != e.Hash {
 			return fmt.Errorf("receipt %d is for block %s", n, got)
 		}
-		e.receipts = append(e.receipts, rc)
+		e.Receipts = append(e.Receipts, rc)
 		if err := e.indexLogs(rc); err != nil {
 			return fmt.Errorf("receipt %d: %w", n, err)
 		}
 	}
-	if len(e.receipts) != len(e.txHashes) {
-		return fmt.Errorf("%d receipts for %d transactions", len(e.receipts), len(e.txHashes))
+	if len(e.Receipts) != len(e.TxHashes) {
+		return fmt.Errorf("%d receipts for %d transactions", len(e.Receipts), len(e.TxHashes))
 	}
 	return nil
 }
 
-func (e *entry) indexLogs(receipt []byte) error {
+func (e *Parts) indexLogs(receipt []byte) error {
 	logs := jsonscan.Member(receipt, "logs")
 	if len(logs) == 0 || logs[0] != '[' {
 		return errors.New("logs missing")
@@ -192,7 +206,7 @@ func (e *entry) indexLogs(receipt []byte) error {
 				le.Topics = append(le.Topics, hash(t))
 			}
 		}
-		e.logs = append(e.logs, le)
+		e.Logs = append(e.Logs, le)
 	}
 }
 
@@ -216,5 +230,5 @@ func quantity(v []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return evm.ParseQuantity(s)
+	return ParseQuantity(s)
 }
