@@ -122,31 +122,32 @@ func TestNewHeadsStopPolling(t *testing.T) {
 }
 
 // Without a ws url the head is polled once per block time: neither a tight
-// loop nor a stale head.
+// loop nor a stale head. Each poll waits a block time after the one before
+// has its answer, so a busy machine can only space them further: polls
+// are counted until there are enough, and how long they took bounds their
+// pace from above.
 func TestPollingFollowsBlockTime(t *testing.T) {
-	const window = 600 * time.Millisecond
 	tests := []struct {
-		give time.Duration // block time
-		want int64         // polls expected in window
+		give  time.Duration // block time
+		polls int64
 	}{
-		{give: 30 * time.Millisecond, want: 20},
-		{give: 150 * time.Millisecond, want: 4},
+		{give: 30 * time.Millisecond, polls: 20},
+		{give: 150 * time.Millisecond, polls: 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give.String(), func(t *testing.T) {
 			n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 			p := startPool(t, PoolConfig{BlockTime: tt.give}, []Config{{Name: "n0", URL: n.URL(), Timeout: time.Second}}, nil)
+			start := time.Now() // before the count starts: no poll counted came before it
 			n.ResetCalls()
 			n.Mine(1)
-			time.Sleep(window) // counting calls over a window, not waiting for a state
+			waitFor(t, "the head polls", func() bool { return headPolls(n) >= tt.polls })
 			got := headPolls(n)
-			// Scheduling only delays polls, so the bound above is tight.
-			if got < tt.want/2 || got > tt.want+1 {
-				t.Errorf("%d head polls in %v at block time %v, want about %d", got, window, tt.give, tt.want)
+			took := time.Since(start) // after the count: every poll counted came before it
+			if took < time.Duration(got-1)*tt.give {
+				t.Errorf("%d head polls in %v at block time %v: faster than the block time", got, took, tt.give)
 			}
-			if p.Head() != n.Head() {
-				t.Errorf("pool head %d, node head %d", p.Head(), n.Head())
-			}
+			waitFor(t, "the mined head", func() bool { return p.Head() == n.Head() })
 		})
 	}
 }

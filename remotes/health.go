@@ -21,7 +21,8 @@ import (
 // current.
 func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time.Duration, <-chan struct{}), onChange func()) {
 	every, retimed := cadence()
-	// Spread the first polls of many remotes over a fraction of a block.
+	// Spread the polls of many remotes over a fraction of a block, from
+	// the first that follows the cadence (brisk retries are not put off).
 	jitter := time.Duration(rand.Int64N(int64(every)/4 + 1))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -36,15 +37,15 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 			timer.Stop()
 		}
 		every, retimed = cadence()
-		next := every
+		next, brisk := every, false
 		if r.chainCheckDue() {
 			// A failed check of a remote still verified polls anyway: the
 			// poll is what opens the breaker of a remote that went down.
 			if r.verifyChain(ctx, chainID) || r.chainVerified() {
 				r.pollChecked(ctx, onChange)
 			}
-			if d, brisk := r.chainRetry(every); brisk {
-				next = d // until the remote answers, retry briskly
+			if d, ok := r.chainRetry(every); ok {
+				next, brisk = d, true // until the remote answers, retry briskly
 			}
 		} else if r.chainVerified() {
 			// A head seen over newHeads within two block times makes the poll
@@ -55,9 +56,17 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 				r.pollChecked(ctx, onChange)
 			}
 		}
+		if !brisk && r.chainVerified() && r.claim.Load() == nil {
+			// No head yet (its first poll failed): out of rotation until
+			// it has one, so asked again as briskly, not a block time on.
+			next, brisk = min(every, chainRetryEvery), true
+		}
 		onChange() // health can change without a new head: keep the gauges true
-		timer.Reset(next + jitter)
-		jitter = 0
+		if !brisk {
+			next += jitter
+			jitter = 0
+		}
+		timer.Reset(next)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 // hedgePool starts a pool over nodes: n0 primary, the rest secondary, so
@@ -18,17 +19,30 @@ import (
 // kept out of the counts.
 func hedgePool(t *testing.T, cfg PoolConfig, nodes []*fakenode.Node, tweak func(i int, c *Config)) *Pool {
 	t.Helper()
+	return clockedHedgePool(t, nil, cfg, nodes, tweak)
+}
+
+// clockedHedgePool is hedgePool on clock c (nil: the wall clock), for
+// nodes made by clockedNodes on c.
+func clockedHedgePool(t *testing.T, c *testClock, cfg PoolConfig, nodes []*fakenode.Node, tweak func(i int, c *Config)) *Pool {
+	t.Helper()
 	if cfg.BlockTime == 0 {
 		cfg.BlockTime = time.Hour
 	}
-	p := testPool(t, cfg, nodes, func(i int, c *Config) {
+	tiers := func(i int, c *Config) {
 		if i > 0 {
 			c.Tier = TierSecondary
 		}
 		if tweak != nil {
 			tweak(i, c)
 		}
-	})
+	}
+	var p *Pool
+	if c != nil {
+		p = clockedPool(t, c, cfg, nodes, tiers)
+	} else {
+		p = testPool(t, cfg, nodes, tiers)
+	}
 	for _, n := range nodes {
 		n.ResetCalls()
 	}
@@ -55,7 +69,6 @@ func TestHedge(t *testing.T) {
 		method     string
 		params     string
 		wantErr    int
-		n0Racy     bool  // n0's attempt may be cancelled before it reaches n0
 		wantN1     int64 // calls of method that reached n1
 		want       hedgeCounts
 		minTook    time.Duration
@@ -67,7 +80,7 @@ func TestHedge(t *testing.T) {
 		{name: "fast first remote: no hedge", hedge: group(300*time.Millisecond, "eth_getBalance"),
 			method: "eth_getBalance", params: balanceOf(1), maxTook: 250 * time.Millisecond},
 		{name: "delay 0 asks both at once", hedge: group(0, "eth_getBalance"),
-			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1), n0Racy: true,
+			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1),
 			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: 500 * time.Millisecond},
 		{name: "prefix group", hedge: group(30*time.Millisecond, "eth_get*"),
 			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1),
@@ -91,6 +104,7 @@ func TestHedge(t *testing.T) {
 			p := hedgePool(t, PoolConfig{Hedge: tt.hedge}, nodes, nil)
 			nodes[0].SetLatency(tt.lat0)
 			nodes[1].SetLatency(tt.lat1)
+			answerAfter(t, nodes[1], nodes[0], tt.method)
 			start := time.Now()
 			_, err := call(t, p, tt.method, tt.params)
 			took := time.Since(start)
@@ -100,7 +114,7 @@ func TestHedge(t *testing.T) {
 			if took < tt.minTook || took > tt.maxTook {
 				t.Errorf("took %v, want %v..%v", took, tt.minTook, tt.maxTook)
 			}
-			if got := servedCalls(nodes[0], tt.method); got != 1 && !(tt.n0Racy && got == 0) {
+			if got := servedCalls(nodes[0], tt.method); got != 1 {
 				t.Errorf("n0 got %d calls, want 1", got)
 			}
 			if got := servedCalls(nodes[1], tt.method); got != tt.wantN1 {
@@ -113,15 +127,32 @@ func TestHedge(t *testing.T) {
 	}
 }
 
+// answerAfter holds n's answers to method until first has received that
+// method: a hedge is answered only after the attempt it hedges reached its
+// remote. Without it, a busy machine can deliver the hedge's answer before
+// the first attempt has even left, and the first remote is never asked.
+func answerAfter(t *testing.T, n, first *fakenode.Node, method string) {
+	t.Helper()
+	n.SetHook(func(m string, _ json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		deadline := time.Now().Add(5 * time.Second)
+		for m == method && servedCalls(first, method) == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond) // polling the other node's count, with a deadline
+		}
+		return nil, nil, false
+	})
+}
+
 // A quantile group waits for that quantile of the first remote's recent
-// latency, and follows it when the remote speeds up.
+// latency, and follows it when the remote speeds up. Latency is measured
+// on the nodes' clock, so it is the latency they were given; the second
+// remote is slower than the first ever is, so that a hedge never wins and
+// every latency measured is a whole answer's.
 func TestHedgeQuantileAdapts(t *testing.T) {
-	nodes := []*fakenode.Node{
-		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
-		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
-	}
-	p := hedgePool(t, PoolConfig{Hedge: HedgeConfig{Budget: 1, Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Quantile: 0.9}}}},
+	clk := newTestClock()
+	nodes := clockedNodes(t, clk, 2, nil)
+	p := clockedHedgePool(t, clk, PoolConfig{Hedge: HedgeConfig{Budget: 1, Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Quantile: 0.9}}}},
 		nodes, nil)
+	nodes[1].SetLatency(time.Second)
 	g, r0 := &p.hedge.groups[0], p.remotes[0]
 	if _, ok := hedgeDelay(g, r0); ok {
 		t.Fatal("a quantile delay before the remote is measured")
@@ -337,7 +368,11 @@ func TestHedgeWithDedup(t *testing.T) {
 
 // The scenario for hedging: the primary remote is slow on 5% of
 // its calls, two secondaries are not. Without hedging its tail is the
-// pool's p99; with a hedge at its p90 it is not.
+// pool's p99; with a hedge at its p90 it is not. The pool runs on the
+// wall clock and the nodes sleep for real, so the hedge races the slow
+// answer as it would; but a call's time is taken off the nodes' clock:
+// the delays of the answers it waited for, not the stalls of a busy
+// machine.
 func TestHedgeTakesTheSlowTailOut(t *testing.T) {
 	const (
 		calls = 300
@@ -353,20 +388,20 @@ func TestHedgeTakesTheSlowTailOut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			nodes := make([]*fakenode.Node, 3)
-			for i := range nodes {
-				nodes[i] = fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-				nodes[i].SetLatency(3 * time.Millisecond)
+			clk := newTestClock()
+			nodes := clockedNodes(t, clk, 3, nil)
+			for _, n := range nodes {
+				n.SetLatency(3 * time.Millisecond)
 			}
 			nodes[0].SetSlowTail(0.05, slow)
 			p := hedgePool(t, PoolConfig{Hedge: tt.hedge}, nodes, nil)
 			took := make([]time.Duration, calls)
 			for i := range calls {
-				start := time.Now()
+				start := clk.now()
 				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
 					t.Fatal(err)
 				}
-				took[i] = time.Since(start)
+				took[i] = clk.now().Sub(start)
 			}
 			slices.Sort(took)
 			got := took[calls*99/100]

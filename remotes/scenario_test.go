@@ -90,7 +90,10 @@ func TestScenarioLiarSlowRateLimited(t *testing.T) {
 	const (
 		calls   = 300
 		latency = 3 * time.Millisecond
-		slow    = 400 * time.Millisecond
+		// Far beyond what a busy machine's stalls add to a call (the
+		// honest pool's p99 reaches a few hundred ms under load), so that
+		// a p99 this long is the tail awaited and nothing else.
+		slow = time.Second
 	)
 	cfg := PoolConfig{MaxLag: 5, Consensus: []ConsensusRule{{Methods: []string{"eth_getBlockByNumber"}, Remotes: 3, Agree: 2}}}
 	truth := fakenode.New(fakenode.Options{ChainID: testChainID, Head: scenarioHead})
@@ -135,7 +138,7 @@ func TestScenarioLiarSlowRateLimited(t *testing.T) {
 	if got >= slow {
 		t.Errorf("p99 %v: the slow remote's %v tail is in it", got, slow)
 	}
-	if limit := 3*honestP99 + slow/2; got > limit {
+	if limit := 3*honestP99 + 200*time.Millisecond; got > limit {
 		t.Errorf("p99 %v, want within %v (honest p99 %v)", got, limit, honestP99)
 	}
 }

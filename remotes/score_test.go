@@ -178,15 +178,16 @@ func TestScoreHysteresis(t *testing.T) {
 }
 
 // The same against real calls: two near-equal fake nodes share the calls
-// evenly and the preferred set does not change.
+// evenly and the preferred set does not change. Their latencies are
+// measured on their own clock: on a busy machine the wall clock would add
+// scheduling stalls of several milliseconds, far beyond the 10% between
+// them.
 func TestScoreSharesNearEqualRemotes(t *testing.T) {
-	nodes := []*fakenode.Node{
-		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
-		fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
-	}
+	clk := newTestClock()
+	nodes := clockedNodes(t, clk, 2, nil)
 	nodes[0].SetLatency(2 * time.Millisecond)
 	nodes[1].SetLatency(2200 * time.Microsecond)
-	p := testPool(t, PoolConfig{BlockTime: time.Hour, Scoring: ScoringConfig{Interval: 10 * time.Millisecond}}, nodes, nil)
+	p := clockedPool(t, clk, PoolConfig{BlockTime: time.Hour, Scoring: ScoringConfig{Interval: 10 * time.Millisecond}}, nodes, nil)
 	for _, n := range nodes {
 		n.ResetCalls()
 	}

@@ -43,6 +43,7 @@
 //     Only for nodes started with Start; a mounted Handler is unaffected.
 //   - SetLatency(d): every answer (including the faulty ones below) waits d
 //     first. The wait ends early if the client goes away or the node closes.
+//     Options.Sleep replaces the wait (a test's clock).
 //   - SetSlowTail(fraction, d): every round(1/fraction)-th request waits d
 //     more, counted across the node, so the tail is deterministic.
 //   - SetDrop(true): the connection is closed without an answer (HTTP: the

@@ -182,6 +182,9 @@ func (n *Node) delay(ctx context.Context, f *faults) bool {
 	if d <= 0 {
 		return true
 	}
+	if n.opts.Sleep != nil {
+		return n.opts.Sleep(ctx, d)
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -214,24 +214,45 @@ func TestLatencyEndsOnClose(t *testing.T) {
 	}
 }
 
+// TestSlowTail counts the waits through Options.Sleep, which sees each
+// one: timing the answers would count a call a busy machine stalled as
+// slow.
 func TestSlowTail(t *testing.T) {
-	n := Start(t, Options{})
-	hc := httpClient(t)
 	const (
-		calls = 8
-		extra = 300 * time.Millisecond
+		calls   = 8
+		latency = 5 * time.Millisecond
+		extra   = 300 * time.Millisecond
 	)
+	var (
+		mu    sync.Mutex
+		waits []time.Duration
+	)
+	n := Start(t, Options{Sleep: func(ctx context.Context, d time.Duration) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		waits = append(waits, d)
+		return ctx.Err() == nil
+	}})
+	hc := httpClient(t)
+	n.SetLatency(latency)
 	n.SetSlowTail(0.25, extra)
-	slow := 0
-	for i := 0; i < calls; i++ {
-		start := time.Now()
+	for range calls {
 		mustRPC(t, hc, n.URL(), "eth_chainId")
-		if time.Since(start) >= extra {
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slow := 0
+	for _, d := range waits {
+		switch d {
+		case latency + extra:
 			slow++
+		case latency:
+		default:
+			t.Errorf("a wait of %v, want %v or %v", d, latency, latency+extra)
 		}
 	}
-	if slow != calls/4 {
-		t.Errorf("%d of %d calls slow, want %d", slow, calls, calls/4)
+	if len(waits) != calls || slow != calls/4 {
+		t.Errorf("%d of %d waits slow, want %d of %d", slow, len(waits), calls/4, calls)
 	}
 }
 

@@ -1,6 +1,7 @@
 package fakenode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,13 @@ type Options struct {
 	ClientVersion string
 	// Logger receives debug logs of faults and connections. Default: none.
 	Logger *slog.Logger
+	// Sleep waits out SetLatency and SetSlowTail: it returns once d has
+	// passed, or false as soon as ctx ends (then nothing is answered).
+	// Default: a timer, also cut short by Close. A test that wants the
+	// latency the code under test measures to be the latency it injected,
+	// however busy the machine, sleeps for real and then moves the clock
+	// the code reads by exactly d.
+	Sleep func(ctx context.Context, d time.Duration) bool
 }
 
 func (o Options) withDefaults() Options {
