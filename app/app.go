@@ -221,7 +221,7 @@ func newChains(p chainsParams) (*chains, error) {
 			QueueLen: cfg.Limits.SubscriptionQueue, QueueBytes: cfg.Limits.SubscriptionQueueBytes,
 			MaxAddresses: cfg.Limits.MaxFilterAddresses, MaxTopics: cfg.Limits.MaxFilterTopics,
 			MaxFilterBytes: cfg.Limits.MaxFilterBytes}, log, subm)
-		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag,
+		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
 			Logger: log}, h.window, up, rm)
 		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})

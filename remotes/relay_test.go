@@ -294,7 +294,7 @@ func relayPool(t *testing.T, nodes ...*fakenode.Node) *Pool {
 			rs[i].Tier = TierSecondary
 		}
 	}
-	return startPool(t, PoolConfig{BreakerCooldown: 100 * time.Millisecond}, rs, nil)
+	return startPool(t, PoolConfig{Breaker: BreakerConfig{Cooldown: 100 * time.Millisecond}}, rs, nil)
 }
 
 // sendRaw sends a new transaction through the pool (to every remote) and
