@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -52,8 +53,8 @@ type Config struct {
 	Redis RedisConfig `yaml:"redis"`
 	// Postgres is the history store: settled blocks, receipts and logs the
 	// replicas share. Without it venn keeps no history.
-	Postgres PostgresConfig `yaml:"postgres"`
-	Chains   []ChainConfig  `yaml:"chains"`
+	Postgres blockstore.Config `yaml:"postgres"`
+	Chains   []ChainConfig     `yaml:"chains"`
 
 	// Edge is who may call what, and how often: the top-level sections
 	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
@@ -71,22 +72,6 @@ type RedisConfig struct {
 	// ReplicaID names this replica in leases and logs (default: host name
 	// and process id).
 	ReplicaID string `yaml:"replica_id"`
-}
-
-// PostgresConfig is the history store. URL may carry a password: no
-// message prints it.
-type PostgresConfig struct {
-	URL string `yaml:"url"` // postgres://user[:password]@host:5432/db?sslmode=disable; "" no history
-	// ReadTimeout bounds one history read (connection included): a read
-	// Postgres does not answer in time fails, the call goes on to the
-	// remotes, and the store counts as down until a ping answers.
-	ReadTimeout time.Duration `yaml:"read_timeout"`
-	// WriteTimeout bounds one write (a batch of archived blocks).
-	WriteTimeout time.Duration `yaml:"write_timeout"`
-	// Required makes /readyz 503 while the history store is not up. By
-	// default it is optional: the replicas share it, so a 503 would take
-	// every replica out at once while the remotes could serve.
-	Required bool `yaml:"required"`
 }
 
 // LogConfig selects the slog handler.

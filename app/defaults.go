@@ -3,8 +3,8 @@ package app
 import (
 	"fmt"
 	"os"
+	"time"
 
-	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -50,20 +50,15 @@ func (ch *ChainConfig) applyDefaults() {
 }
 
 // applyPostgresDefaults runs after the chains' defaults: the read timeout
-// fits inside every chain's call deadline, as a remote's timeout does.
+// fits inside every chain's call deadline.
 func (c *Config) applyPostgresDefaults() {
-	if c.Postgres.URL == "" {
-		return
-	}
-	if c.Postgres.ReadTimeout == 0 {
-		c.Postgres.ReadTimeout = blockstore.DefaultReadTimeout
-		for _, ch := range c.Chains {
-			if ch.Pool.CallDeadline > 0 {
-				c.Postgres.ReadTimeout = min(c.Postgres.ReadTimeout, ch.Pool.CallDeadline/2)
-			}
+	var shortest time.Duration
+	for _, ch := range c.Chains {
+		if d := ch.Pool.CallDeadline; d > 0 && (shortest == 0 || d < shortest) {
+			shortest = d
 		}
 	}
-	setDefault(&c.Postgres.WriteTimeout, blockstore.DefaultWriteTimeout)
+	c.Postgres = c.Postgres.WithDefaults(shortest)
 }
 
 func setDefault[T comparable](field *T, def T) {

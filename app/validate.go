@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -96,25 +95,13 @@ func (c *Config) Validate() error {
 	return errors.Join(p...)
 }
 
-// validatePostgres checks the history store's section.
+// validatePostgres checks the history store's section, and that its
+// reads leave every chain's call time for the remotes.
 func (c *Config) validatePostgres(p *problems) {
 	if c.Postgres.URL == "" {
 		return
 	}
-	// Only the shape: pgx's own parse reads certificate and password
-	// files, which check-config must not (they are often mounted only
-	// where venn runs); the store reports the rest at start.
-	// A URL without a host is fine: ?host=/run/postgresql is a socket.
-	if u, err := url.Parse(c.Postgres.URL); err != nil ||
-		(!strings.EqualFold(u.Scheme, "postgres") && !strings.EqualFold(u.Scheme, "postgresql")) {
-		p.add("postgres.url", "must be postgres://user[:password]@host:port/db")
-	}
-	if c.Postgres.ReadTimeout < 0 {
-		p.add("postgres.read_timeout", "must be positive")
-	}
-	if c.Postgres.WriteTimeout < 0 {
-		p.add("postgres.write_timeout", "must be positive")
-	}
+	p.under("postgres", c.Postgres.Validate())
 	for i, ch := range c.Chains {
 		if ch.Pool.CallDeadline > 0 && c.Postgres.ReadTimeout >= ch.Pool.CallDeadline {
 			// History is read before the remotes are asked: a read as
