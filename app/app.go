@@ -217,10 +217,7 @@ func newChains(p chainsParams) (*chains, error) {
 		if pool.CanRelay() {
 			relay = pool
 		}
-		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.Options{MaxPerConn: cfg.Limits.MaxSubscriptions,
-			QueueLen: cfg.Limits.SubscriptionQueue, QueueBytes: cfg.Limits.SubscriptionQueueBytes,
-			MaxAddresses: cfg.Limits.MaxFilterAddresses, MaxTopics: cfg.Limits.MaxFilterTopics,
-			MaxFilterBytes: cfg.Limits.MaxFilterBytes}, log, subm)
+		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cfg.Limits), log, subm)
 		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
 			Logger: log}, h.window, up, rm)
