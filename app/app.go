@@ -164,6 +164,27 @@ type chains struct {
 	wg     sync.WaitGroup
 }
 
+// chainMetrics are the series every chain's parts register under.
+type chainMetrics struct {
+	head     *headstore.Metrics
+	stalker  *stalker.Metrics
+	election *stalker.ElectionMetrics
+	archive  *stalker.ArchiveMetrics
+	router   *router.Metrics
+	subs     *subcenter.Metrics
+}
+
+func newChainMetrics(reg prometheus.Registerer) chainMetrics {
+	return chainMetrics{
+		head:     headstore.NewMetrics(reg),
+		stalker:  stalker.NewMetrics(reg),
+		election: stalker.NewElectionMetrics(reg),
+		archive:  stalker.NewArchiveMetrics(reg),
+		router:   router.NewMetrics(reg),
+		subs:     subcenter.NewMetrics(reg),
+	}
+}
+
 type chainsParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle
@@ -187,12 +208,7 @@ func newChains(p chainsParams) (*chains, error) {
 		opts.ContextTimeoutEnabled = true
 		out.rdb = redis.NewClient(opts)
 	}
-	hm := headstore.NewMetrics(p.Registry)
-	sm := stalker.NewMetrics(p.Registry)
-	em := stalker.NewElectionMetrics(p.Registry)
-	rm := router.NewMetrics(p.Registry)
-	subm := subcenter.NewMetrics(p.Registry)
-	am := stalker.NewArchiveMetrics(p.Registry)
+	m := newChainMetrics(p.Registry)
 	replies := remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes) // one for the process
 	for _, cc := range cfg.Chains {
 		pool, err := cc.NewPool(log, p.Remotes, replies)
@@ -206,7 +222,7 @@ func newChains(p chainsParams) (*chains, error) {
 		if hc := p.History.chain(cc); hc != nil {
 			archive, hist = hc, hc
 		}
-		h := out.newHeadFeed(cfg, cc, cc.StalkerConfig(archive, am), pool, hm, sm, em)
+		h := out.newHeadFeed(cfg, cc, cc.StalkerConfig(archive, m.archive), pool, m)
 		var up jrpc.Handler = pool
 		if cc.Integrity.ClientCalls {
 			up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
@@ -217,13 +233,10 @@ func newChains(p chainsParams) (*chains, error) {
 		if pool.CanRelay() {
 			relay = pool
 		}
-		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.Options{MaxPerConn: cfg.Limits.MaxSubscriptions,
-			QueueLen: cfg.Limits.SubscriptionQueue, QueueBytes: cfg.Limits.SubscriptionQueueBytes,
-			MaxAddresses: cfg.Limits.MaxFilterAddresses, MaxTopics: cfg.Limits.MaxFilterTopics,
-			MaxFilterBytes: cfg.Limits.MaxFilterBytes}, log, subm)
-		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.MaxLag,
+		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cfg.Limits), log, m.subs)
+		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
-			Logger: log}, h.window, up, rm)
+			Logger: log}, h.window, up, m.router)
 		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
@@ -232,10 +245,9 @@ func newChains(p chainsParams) (*chains, error) {
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
 // there is one, in memory (this process leads) when not.
-func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, pool *remotes.Pool,
-	hm *headstore.Metrics, sm *stalker.Metrics, em *stalker.ElectionMetrics) *headFeed {
+func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, pool *remotes.Pool, m chainMetrics) *headFeed {
 	ec := stalker.ElectionConfig{Chain: cc.Name, ReplicaID: cfg.Redis.ReplicaID,
-		TTL: cfg.Redis.LeaseTTL, Logger: cs.log, Metrics: em}
+		TTL: cfg.Redis.LeaseTTL, Logger: cs.log, Metrics: m.election}
 	var (
 		store   headstore.Store
 		elector stalker.Elector
@@ -250,9 +262,9 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 	w := headstore.NewWindow(cc.Head.Window)
 	return &headFeed{
 		window:   w,
-		follower: headstore.NewFollower(cc.Name, store, w, cs.log, hm),
+		follower: headstore.NewFollower(cc.Name, store, w, cs.log, m.head),
 		elector:  elector,
-		stalker:  stalker.New(sc, pool, store, cs.log, sm),
+		stalker:  stalker.New(sc, pool, store, cs.log, m.stalker),
 	}
 }
 

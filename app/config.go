@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -52,8 +53,8 @@ type Config struct {
 	Redis RedisConfig `yaml:"redis"`
 	// Postgres is the history store: settled blocks, receipts and logs the
 	// replicas share. Without it venn keeps no history.
-	Postgres PostgresConfig `yaml:"postgres"`
-	Chains   []ChainConfig  `yaml:"chains"`
+	Postgres blockstore.Config `yaml:"postgres"`
+	Chains   []ChainConfig     `yaml:"chains"`
 
 	// Edge is who may call what, and how often: the top-level sections
 	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
@@ -71,22 +72,6 @@ type RedisConfig struct {
 	// ReplicaID names this replica in leases and logs (default: host name
 	// and process id).
 	ReplicaID string `yaml:"replica_id"`
-}
-
-// PostgresConfig is the history store. URL may carry a password: no
-// message prints it.
-type PostgresConfig struct {
-	URL string `yaml:"url"` // postgres://user[:password]@host:5432/db?sslmode=disable; "" no history
-	// ReadTimeout bounds one history read (connection included): a read
-	// Postgres does not answer in time fails, the call goes on to the
-	// remotes, and the store counts as down until a ping answers.
-	ReadTimeout time.Duration `yaml:"read_timeout"`
-	// WriteTimeout bounds one write (a batch of archived blocks).
-	WriteTimeout time.Duration `yaml:"write_timeout"`
-	// Required makes /readyz 503 while the history store is not up. By
-	// default it is optional: the replicas share it, so a 503 would take
-	// every replica out at once while the remotes could serve.
-	Required bool `yaml:"required"`
 }
 
 // LogConfig selects the slog handler.
@@ -125,37 +110,18 @@ func (f *LogFormat) UnmarshalText(b []byte) error {
 type ChainConfig struct {
 	Name    string `yaml:"name"`
 	ChainID uint64 `yaml:"chain_id"`
-	// BlockTime sets the head polling cadence; 0 (the default) learns it
-	// from block timestamps.
-	BlockTime          time.Duration `yaml:"block_time"`
-	ChainRecheck       time.Duration `yaml:"chain_recheck"`
-	MaxLag             uint64        `yaml:"max_lag"`
-	CallDeadline       time.Duration `yaml:"call_deadline"`
-	MaxAttempts        int           `yaml:"max_attempts"`
-	GetLogsConcurrency int           `yaml:"getlogs_concurrency"`
-	GetLogsMaxParts    int           `yaml:"getlogs_max_parts"`
-	BroadcastFanout    int           `yaml:"broadcast_fanout"`
-	// PendingPollInterval: how often the pending-transaction filter that
-	// serves newPendingTransactions without a WebSocket remote is polled.
-	PendingPollInterval time.Duration         `yaml:"pending_poll_interval"`
-	Breaker             BreakerConfig         `yaml:"breaker"`
-	Head                stalker.HeadConfig    `yaml:"head"`
-	History             stalker.HistoryConfig `yaml:"history"`
-	Remotes             []remotes.Config      `yaml:"remotes"`
-
-	// Consensus puts methods to a vote among remotes; none by default.
-	Consensus []remotes.ConsensusRule `yaml:"consensus"`
-	// Cordon takes a remote that keeps misbehaving out of rotation.
-	Cordon CordonConfig `yaml:"cordon"`
-	// MisbehaviourLog appends each misbehaviour as one JSON line; "" off.
-	MisbehaviourLog string `yaml:"misbehaviour_log"`
+	// Pool is the chain's remotes pool (package remotes), written inline
+	// in the chain: block_time, chain_recheck, max_lag, call_deadline,
+	// max_attempts, getlogs_concurrency, getlogs_max_parts,
+	// broadcast_fanout, pending_poll_interval, breaker, consensus, cordon,
+	// misbehaviour_log, hedge and scoring.
+	Pool    remotes.PoolConfig    `yaml:",inline"`
+	Head    stalker.HeadConfig    `yaml:"head"`
+	History stalker.HistoryConfig `yaml:"history"`
+	Remotes []remotes.Config      `yaml:"remotes"`
 	// Integrity checks blocks and receipts remotes send against their
 	// hashes and roots, and refetches what fails from another remote.
 	Integrity IntegrityConfig `yaml:"integrity"`
-	// Hedge sends slow reads to a second remote; Scoring orders the
-	// remotes of a tier (hedge_config.go).
-	Hedge   HedgeConfig   `yaml:"hedge"`
-	Scoring ScoringConfig `yaml:"scoring"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).
@@ -174,28 +140,6 @@ type IntegrityConfig struct {
 
 // StalkerOn reports whether the stalker's fetches are checked.
 func (i IntegrityConfig) StalkerOn() bool { return i.Stalker == nil || *i.Stalker }
-
-// BreakerConfig opens a remote's breaker after Failures consecutive faults,
-// for Cooldown.
-type BreakerConfig struct {
-	Failures int           `yaml:"failures"`
-	Cooldown time.Duration `yaml:"cooldown"`
-}
-
-// CordonConfig takes a remote out of rotation for Period after Strikes
-// misbehaviours within Within.
-type CordonConfig struct {
-	Strikes int           `yaml:"strikes"`
-	Within  time.Duration `yaml:"within"`
-	Period  time.Duration `yaml:"period"`
-}
-
-// RateLimitConfig is a client rate (the edge's rate_limits): RPS 0 is
-// unlimited.
-type RateLimitConfig struct {
-	RPS   float64 `yaml:"rps"`
-	Burst int     `yaml:"burst"`
-}
 
 // Load reads, expands, parses, defaults and validates the file at path; ""
 // loads the embedded default.
@@ -397,28 +341,10 @@ func (c *Config) RemoteCount() int {
 // JRPCLimits is the limits section, for jrpc.NewServer.
 func (c Config) JRPCLimits() jrpc.Limits { return c.Limits }
 
-// PoolConfig converts a chain for remotes.NewPool.
+// PoolConfig is the chain's pool settings with its name and id, for
+// remotes.NewPool.
 func (c ChainConfig) PoolConfig() remotes.PoolConfig {
-	return remotes.PoolConfig{
-		Chain:               c.Name,
-		ChainID:             c.ChainID,
-		BlockTime:           c.BlockTime,
-		ChainRecheck:        c.ChainRecheck,
-		MaxLag:              c.MaxLag,
-		CallDeadline:        c.CallDeadline,
-		MaxAttempts:         c.MaxAttempts,
-		GetLogsConcurrency:  c.GetLogsConcurrency,
-		GetLogsMaxParts:     c.GetLogsMaxParts,
-		BroadcastFanout:     c.BroadcastFanout,
-		PendingPollInterval: c.PendingPollInterval,
-		BreakerFailures:     c.Breaker.Failures,
-		BreakerCooldown:     c.Breaker.Cooldown,
-		Consensus:           c.Consensus,
-		CordonStrikes:       c.Cordon.Strikes,
-		CordonWithin:        c.Cordon.Within,
-		CordonPeriod:        c.Cordon.Period,
-		MisbehaviourLog:     c.MisbehaviourLog,
-		Hedge:               c.hedgeConfig(),
-		Scoring:             c.scoringConfig(),
-	}
+	pc := c.Pool
+	pc.Chain, pc.ChainID = c.Name, c.ChainID
+	return pc
 }

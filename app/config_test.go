@@ -58,11 +58,8 @@ func TestParseAppliesDefaults(t *testing.T) {
 		GetLogsMaxParts:     remotes.DefaultGetLogsMaxParts,
 		BroadcastFanout:     remotes.DefaultBroadcastFanout,
 		PendingPollInterval: remotes.DefaultPendingPollInterval,
-		BreakerFailures:     remotes.DefaultBreakerFailures,
-		BreakerCooldown:     remotes.DefaultBreakerCooldown,
-		CordonStrikes:       remotes.DefaultCordonStrikes,
-		CordonWithin:        remotes.DefaultCordonWithin,
-		CordonPeriod:        remotes.DefaultCordonPeriod,
+		Breaker:             remotes.BreakerConfig{Failures: remotes.DefaultBreakerFailures, Cooldown: remotes.DefaultBreakerCooldown},
+		Cordon:              defaultPoolCordon(),
 		Hedge:               defaultPoolHedge(),
 		Scoring:             defaultPoolScoring(),
 	}
@@ -155,9 +152,9 @@ chains:
 	wantPool := remotes.PoolConfig{
 		Chain: "base_sepolia-2", ChainID: 84532, BlockTime: 2 * time.Second, ChainRecheck: 30 * time.Second, MaxLag: 10,
 		CallDeadline: 5 * time.Second, MaxAttempts: 2, GetLogsConcurrency: 8, GetLogsMaxParts: 50, BroadcastFanout: 1,
-		PendingPollInterval: 500 * time.Millisecond, BreakerFailures: 3, BreakerCooldown: time.Second,
-		CordonStrikes: remotes.DefaultCordonStrikes, CordonWithin: remotes.DefaultCordonWithin, CordonPeriod: remotes.DefaultCordonPeriod,
-		Hedge: defaultPoolHedge(), Scoring: defaultPoolScoring(),
+		PendingPollInterval: 500 * time.Millisecond, Breaker: remotes.BreakerConfig{Failures: 3, Cooldown: time.Second},
+		Cordon: defaultPoolCordon(),
+		Hedge:  defaultPoolHedge(), Scoring: defaultPoolScoring(),
 	}
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v", got)

@@ -61,7 +61,7 @@ func TestConsensusConfig(t *testing.T) {
 			if !reflect.DeepEqual(pc.Consensus, tt.want) {
 				t.Errorf("consensus = %+v\nwant %+v", pc.Consensus, tt.want)
 			}
-			if got := [3]any{pc.CordonStrikes, pc.CordonWithin, pc.CordonPeriod}; got != tt.wantCordon {
+			if got := [3]any{pc.Cordon.Strikes, pc.Cordon.Within, pc.Cordon.Period}; got != tt.wantCordon {
 				t.Errorf("cordon = %v, want %v", got, tt.wantCordon)
 			}
 			if pc.MisbehaviourLog != tt.wantLog {

@@ -3,9 +3,8 @@ package app
 import (
 	"fmt"
 	"os"
+	"time"
 
-	"github.com/venn-gateway/venn/blockstore"
-	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -38,49 +37,28 @@ func (c *Config) applyDefaults() {
 }
 
 func (ch *ChainConfig) applyDefaults() {
-	// block_time stays 0 unless set: the pool learns it from block
-	// timestamps (remotes.DefaultBlockTime until they have told it).
-	setDefault(&ch.ChainRecheck, remotes.DefaultChainRecheck)
-	setDefault(&ch.MaxLag, remotes.DefaultMaxLag)
-	setDefault(&ch.CallDeadline, remotes.DefaultCallDeadline)
-	setDefault(&ch.MaxAttempts, remotes.DefaultMaxAttempts)
-	setDefault(&ch.GetLogsConcurrency, remotes.DefaultGetLogsConcurrency)
-	setDefault(&ch.GetLogsMaxParts, remotes.DefaultGetLogsMaxParts)
-	setDefault(&ch.BroadcastFanout, remotes.DefaultBroadcastFanout)
-	setDefault(&ch.PendingPollInterval, remotes.DefaultPendingPollInterval)
-	setDefault(&ch.Breaker.Failures, remotes.DefaultBreakerFailures)
-	setDefault(&ch.Breaker.Cooldown, remotes.DefaultBreakerCooldown)
-	setDefault(&ch.Cordon.Strikes, remotes.DefaultCordonStrikes)
-	setDefault(&ch.Cordon.Within, remotes.DefaultCordonWithin)
-	setDefault(&ch.Cordon.Period, remotes.DefaultCordonPeriod)
-	ch.Consensus = remotes.ConsensusDefaults(ch.Consensus, len(ch.Remotes))
-	ch.Head = ch.Head.WithDefaults(ch.BlockTime)
+	ch.Pool = ch.Pool.WithDefaults(len(ch.Remotes))
+	ch.Head = ch.Head.WithDefaults(ch.Pool.BlockTime)
 	ch.History = ch.History.WithDefaults(ch.Head.Window)
-	ch.applyHedgeScoringDefaults()
 	if ch.Integrity.Stalker == nil {
 		on := true
 		ch.Integrity.Stalker = &on
 	}
 	for j := range ch.Remotes {
-		ch.Remotes[j] = ch.Remotes[j].WithDefaults(ch.CallDeadline)
+		ch.Remotes[j] = ch.Remotes[j].WithDefaults(ch.Pool.CallDeadline)
 	}
 }
 
 // applyPostgresDefaults runs after the chains' defaults: the read timeout
-// fits inside every chain's call deadline, as a remote's timeout does.
+// fits inside every chain's call deadline.
 func (c *Config) applyPostgresDefaults() {
-	if c.Postgres.URL == "" {
-		return
-	}
-	if c.Postgres.ReadTimeout == 0 {
-		c.Postgres.ReadTimeout = blockstore.DefaultReadTimeout
-		for _, ch := range c.Chains {
-			if ch.CallDeadline > 0 {
-				c.Postgres.ReadTimeout = min(c.Postgres.ReadTimeout, ch.CallDeadline/2)
-			}
+	var shortest time.Duration
+	for _, ch := range c.Chains {
+		if d := ch.Pool.CallDeadline; d > 0 && (shortest == 0 || d < shortest) {
+			shortest = d
 		}
 	}
-	setDefault(&c.Postgres.WriteTimeout, blockstore.DefaultWriteTimeout)
+	c.Postgres = c.Postgres.WithDefaults(shortest)
 }
 
 func setDefault[T comparable](field *T, def T) {

@@ -112,9 +112,11 @@ auth:
 			`methods.block[0]: must be a method name or prefix, not "a b"`,
 		}},
 		{name: "rate limits", give: "rate_limits: {ip: {rps: -1}, key: {burst: -1}, on_redis_error: maybe, redis_timeout: -1s}", want: []string{
+			// An enum's value is checked as it is decoded, before the rest
+			// is validated: its problem comes first, with its line.
+			`rate_limits.on_redis_error (line 8): must be open or closed, not "maybe"`,
 			"rate_limits.ip.rps: must be a finite number >= 0",
 			"rate_limits.key.burst: must be >= 0",
-			`rate_limits.on_redis_error: must be open or closed, not "maybe"`,
 			"rate_limits.redis_timeout: must be positive",
 		}},
 		{name: "trusted proxies", give: "trusted_proxies: [10.0.0.0/8, 10.0.0.0/33, proxy.example]", want: []string{

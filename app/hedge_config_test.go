@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,13 +18,21 @@ func defaultPoolHedge() remotes.HedgeConfig {
 
 func defaultPoolScoring() remotes.ScoringConfig {
 	w := remotes.DefaultScoreWeights
-	return remotes.ScoringConfig{Weights: &w, Margin: remotes.DefaultScoreMargin,
-		Interval: remotes.DefaultScoreInterval, ProbeShare: remotes.DefaultProbeShare,
-		MisbehaviourHalfLife: remotes.DefaultMisbehaviourHalfLife}
+	return remotes.ScoringConfig{Latency: &w.Latency, Errors: &w.Errors, Throttle: &w.Throttle, Lag: &w.Lag,
+		Misbehaviour: &w.Misbehaviour, Margin: remotes.DefaultScoreMargin, Interval: remotes.DefaultScoreInterval,
+		ProbeShare: ptr(remotes.DefaultProbeShare), MisbehaviourHalfLife: remotes.DefaultMisbehaviourHalfLife}
 }
 
+// defaultPoolCordon is what a chain without a cordon section gives
+// remotes.NewPool.
+func defaultPoolCordon() remotes.CordonConfig {
+	return remotes.CordonConfig{Strikes: remotes.DefaultCordonStrikes, Within: remotes.DefaultCordonWithin,
+		Period: remotes.DefaultCordonPeriod}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 func TestHedgeScoringConfig(t *testing.T) {
-	defaultWeights := remotes.DefaultScoreWeights
 	defaultScoring := defaultPoolScoring()
 	tests := []struct {
 		name        string
@@ -45,16 +54,14 @@ func TestHedgeScoringConfig(t *testing.T) {
 				{Methods: []string{"eth_call", "eth_getBalance", "eth_get*"}, Quantile: 0.9, Delay: 5 * time.Millisecond, Max: 1},
 				{Methods: []string{"trace_"}, Delay: 250 * time.Millisecond, Max: 2},
 			}},
-			wantScoring: remotes.ScoringConfig{Weights: &remotes.ScoreWeights{Latency: 2, Errors: 0, Throttle: 1, Lag: 3, Misbehaviour: 50},
-				Margin: 0.5, Interval: 500 * time.Millisecond, ProbeShare: -1, MisbehaviourHalfLife: 10 * time.Minute}},
+			wantScoring: remotes.ScoringConfig{Latency: ptr(2.0), Errors: ptr(0.0), Throttle: ptr(1.0), Lag: ptr(3.0), Misbehaviour: ptr(50.0),
+				Margin: 0.5, Interval: 500 * time.Millisecond, ProbeShare: ptr(0.0), MisbehaviourHalfLife: 10 * time.Minute}},
 		{name: "one weight set, the others default", give: threeRemotes + `    scoring: {errors: 20}
 `,
 			wantHedge: defaultPoolHedge(),
 			wantScoring: func() remotes.ScoringConfig {
 				s := defaultScoring
-				w := defaultWeights
-				w.Errors = 20
-				s.Weights = &w
+				s.Errors = ptr(20.0)
 				return s
 			}()},
 	}
@@ -65,8 +72,7 @@ func TestHedgeScoringConfig(t *testing.T) {
 				t.Errorf("hedge = %+v\nwant %+v", pc.Hedge, tt.wantHedge)
 			}
 			if !reflect.DeepEqual(pc.Scoring, tt.wantScoring) {
-				t.Errorf("scoring = %+v (weights %+v)\nwant %+v (weights %+v)", pc.Scoring, *pc.Scoring.Weights,
-					tt.wantScoring, *tt.wantScoring.Weights)
+				t.Errorf("scoring = %s\nwant %s", scoringString(pc.Scoring), scoringString(tt.wantScoring))
 			}
 		})
 	}
@@ -90,7 +96,7 @@ func TestHedgeScoringConfigNamesField(t *testing.T) {
 			p + "hedge.burst: must be 1 to 1000000",
 			p + "hedge.groups[0].methods: at least one method is required",
 			p + "hedge.groups[0].delay: must not be negative",
-			p + "hedge.groups[0].quantile: " + hedgeQuantileHelp,
+			p + "hedge.groups[0].quantile: must be 0 (a fixed delay) or between 0 and 1, like 0.9 for the p90",
 			p + "hedge.groups[0].max: must be 1 to 4",
 			p + "hedge.groups[1].methods[0]: eth_sendRawTransaction is never hedged",
 			p + "hedge.groups[1].methods[1]: eth_newFilter is never hedged",
@@ -123,4 +129,16 @@ func TestHedgeScoringConfigNamesField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scoringString shows a scoring section's values, not its pointers.
+func scoringString(s remotes.ScoringConfig) string {
+	v := func(p *float64) string {
+		if p == nil {
+			return "absent"
+		}
+		return fmt.Sprint(*p)
+	}
+	return fmt.Sprintf("{latency %s errors %s throttle %s lag %s misbehaviour %s margin %v interval %v probe_share %s half_life %v}",
+		v(s.Latency), v(s.Errors), v(s.Throttle), v(s.Lag), v(s.Misbehaviour), s.Margin, s.Interval, v(s.ProbeShare), s.MisbehaviourHalfLife)
 }

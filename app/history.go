@@ -39,8 +39,7 @@ func newHistory(p historyParams) (*history, error) {
 	if pc.URL == "" {
 		return &history{}, nil
 	}
-	store, err := blockstore.OpenHistory(context.Background(), pc.URL, pc.Required, blockstore.Options{Logger: p.Log,
-		Registerer: p.Registry, ReadTimeout: pc.ReadTimeout, WriteTimeout: pc.WriteTimeout})
+	store, err := blockstore.OpenHistory(context.Background(), pc, blockstore.Options{Logger: p.Log, Registerer: p.Registry})
 	if err != nil {
 		// The error may quote the URL (password masked, the rest not).
 		return nil, errors.New("postgres.url: cannot be used (check its host and options)")

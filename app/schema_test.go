@@ -53,7 +53,7 @@ func TestEnumValuesDecode(t *testing.T) {
 	if got := c.Chains[0].Remotes[1].Tier.String(); got != "secondary" {
 		t.Errorf("tier = %q, want secondary", got)
 	}
-	r := c.Chains[0].Consensus[0]
+	r := c.Chains[0].Pool.Consensus[0]
 	if r.OnDispute.String() != "prefer_tier" || r.TrustedTier.String() != "secondary" {
 		t.Errorf("rule = %+v", r)
 	}

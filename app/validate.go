@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -12,20 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/remotes"
 )
-
-// maxGetLogsParts bounds getlogs_max_parts: one split call keeps a slot per
-// part, so the setting is also a memory bound.
-const maxGetLogsParts = 100_000
-
-// minChainRecheck bounds chain_recheck from below: each check is a call
-// to every remote of the chain, and providers bill them.
-const minChainRecheck = 100 * time.Millisecond
-
-// maxPendingPollInterval bounds pending_poll_interval: nodes drop a
-// filter that is not polled for a while (geth after 5 minutes).
-const maxPendingPollInterval = time.Minute
 
 var (
 	chainNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -109,30 +95,18 @@ func (c *Config) Validate() error {
 	return errors.Join(p...)
 }
 
-// validatePostgres checks the history store's section.
+// validatePostgres checks the history store's section, and that its
+// reads leave every chain's call time for the remotes.
 func (c *Config) validatePostgres(p *problems) {
 	if c.Postgres.URL == "" {
 		return
 	}
-	// Only the shape: pgx's own parse reads certificate and password
-	// files, which check-config must not (they are often mounted only
-	// where venn runs); the store reports the rest at start.
-	// A URL without a host is fine: ?host=/run/postgresql is a socket.
-	if u, err := url.Parse(c.Postgres.URL); err != nil ||
-		(!strings.EqualFold(u.Scheme, "postgres") && !strings.EqualFold(u.Scheme, "postgresql")) {
-		p.add("postgres.url", "must be postgres://user[:password]@host:port/db")
-	}
-	if c.Postgres.ReadTimeout < 0 {
-		p.add("postgres.read_timeout", "must be positive")
-	}
-	if c.Postgres.WriteTimeout < 0 {
-		p.add("postgres.write_timeout", "must be positive")
-	}
+	p.under("postgres", c.Postgres.Validate())
 	for i, ch := range c.Chains {
-		if ch.CallDeadline > 0 && c.Postgres.ReadTimeout >= ch.CallDeadline {
+		if ch.Pool.CallDeadline > 0 && c.Postgres.ReadTimeout >= ch.Pool.CallDeadline {
 			// History is read before the remotes are asked: a read as
 			// long as the call would leave them nothing.
-			p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.CallDeadline)
+			p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.Pool.CallDeadline)
 		}
 	}
 }
@@ -151,6 +125,8 @@ func checkAddr(p *problems, path, addr string, required bool) {
 
 func validateLimits(p *problems, l jrpc.Limits) { p.under("limits", l.Validate()) }
 
+// validate checks a chain: its name and id here, its head and history
+// settings in package stalker, its pool and remotes in package remotes.
 func (c *ChainConfig) validate(p *problems, path string) {
 	if !chainNameRE.MatchString(c.Name) {
 		p.add(path+".name", "must match [a-z0-9_-]+, not %q", c.Name)
@@ -158,84 +134,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	if c.ChainID == 0 {
 		p.add(path+".chain_id", "required, must be > 0")
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"block_time", c.BlockTime},
-		{"call_deadline", c.CallDeadline},
-		{"pending_poll_interval", c.PendingPollInterval},
-		{"breaker.cooldown", c.Breaker.Cooldown},
-	} {
-		if d.v < 0 {
-			p.add(path+"."+d.name, "must be positive")
-		}
-	}
-	if c.PendingPollInterval > maxPendingPollInterval {
-		// Nodes drop a filter nobody polls (geth after 5 minutes).
-		p.add(path+".pending_poll_interval", "must be at most %v, not %v", maxPendingPollInterval, c.PendingPollInterval)
-	}
-	for _, n := range []struct {
-		name string
-		v    int
-	}{
-		{"max_attempts", c.MaxAttempts},
-		{"getlogs_concurrency", c.GetLogsConcurrency},
-		{"getlogs_max_parts", c.GetLogsMaxParts},
-		{"broadcast_fanout", c.BroadcastFanout},
-		{"breaker.failures", c.Breaker.Failures},
-	} {
-		if n.v < 0 {
-			p.add(path+"."+n.name, "must be positive")
-		}
-	}
-	if c.ChainRecheck < 0 {
-		p.add(path+".chain_recheck", "must be positive")
-	} else if c.ChainRecheck > 0 && c.ChainRecheck < minChainRecheck {
-		p.add(path+".chain_recheck", "must be at least %v", minChainRecheck)
-	}
 	p.under(path+".head", c.Head.Validate())
 	p.under(path+".history", c.History.Validate(c.Head.Window))
-	if c.GetLogsMaxParts > maxGetLogsParts {
-		p.add(path+".getlogs_max_parts", "must be at most %d", maxGetLogsParts)
-	}
-	c.validateConsensus(p, path)
-	c.validateHedgeScoring(p, path)
-
-	if len(c.Remotes) == 0 {
-		p.add(path+".remotes", "at least one remote is required")
-	}
-	seen := make(map[string]int, len(c.Remotes))
-	for j := range c.Remotes {
-		r := &c.Remotes[j]
-		rpath := fmt.Sprintf("%s.remotes[%d]", path, j)
-		if first, dup := seen[r.Name]; dup && r.Name != "" {
-			p.add(rpath+".name", "%q is already used by remotes[%d]", r.Name, first)
-		} else {
-			seen[r.Name] = j
-		}
-		p.under(rpath, r.Validate())
-		if r.Timeout > 0 && c.CallDeadline > 0 && r.Timeout >= c.CallDeadline {
-			// Only an attempt that hits its own timeout counts against the
-			// remote; one cut by call_deadline does not. A timeout that can
-			// never fire would let a hung remote stay in rotation.
-			p.add(rpath+".timeout", "must be shorter than the chain's call_deadline (%v)", c.CallDeadline)
-		}
-	}
-}
-
-// validateConsensus checks the chain's vote rules and cordon.
-func (c *ChainConfig) validateConsensus(p *problems, path string) {
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"cordon.within", c.Cordon.Within}, {"cordon.period", c.Cordon.Period}} {
-		if d.v < 0 {
-			p.add(path+"."+d.name, "must be positive")
-		}
-	}
-	if c.Cordon.Strikes < 0 {
-		p.add(path+".cordon.strikes", "must be positive")
-	}
-	p.under(path, remotes.ValidateConsensus(c.Consensus, len(c.Remotes)))
+	p.under(path, c.Pool.Validate(c.Remotes))
 }

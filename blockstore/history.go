@@ -48,11 +48,11 @@ type History struct {
 	wg     sync.WaitGroup
 }
 
-// OpenHistory opens the store at url (see Open) for a process; required
-// (postgres.required) makes its outage one of the process's (Readiness).
-// It does no I/O.
-func OpenHistory(ctx context.Context, url string, required bool, opts Options) (*History, error) {
-	pg, err := Open(ctx, url, opts)
+// OpenHistory opens the store cfg names (see Config.Open) for a process;
+// cfg.Required makes its outage one of the process's (Readiness). It does
+// no I/O.
+func OpenHistory(ctx context.Context, cfg Config, opts Options) (*History, error) {
+	pg, err := cfg.Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func OpenHistory(ctx context.Context, url string, required bool, opts Options) (
 	if log == nil {
 		log = slog.Default()
 	}
-	return &History{pg: pg, url: url, required: required, log: log}, nil
+	return &History{pg: pg, url: cfg.URL, required: cfg.Required, log: log}, nil
 }
 
 // Start migrates in the background until the schema is in place or Stop.

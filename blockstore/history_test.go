@@ -15,7 +15,7 @@ import (
 // when required.
 func TestHistoryMigratesAndGates(t *testing.T) {
 	u := pgtest.Empty(t)
-	h, err := OpenHistory(context.Background(), u, true, Options{})
+	h, err := OpenHistory(context.Background(), Config{URL: u, Required: true}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

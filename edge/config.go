@@ -31,7 +31,7 @@ const (
 	// DefaultKeyHeader carries an API key unless auth.header names another.
 	DefaultKeyHeader = "X-Api-Key"
 	// DefaultOnRedisError serves the calls a Redis limiter cannot decide.
-	DefaultOnRedisError = "open"
+	DefaultOnRedisError = RedisErrorOpen
 	// DefaultCORSMaxAge is how long a browser may reuse a preflight answer.
 	DefaultCORSMaxAge = 10 * time.Minute
 	// minKeyLength keeps guessable keys out: a key is all that stands
@@ -92,9 +92,28 @@ type RateLimits struct {
 	// OnRedisError is what happens to the calls a Redis limiter cannot
 	// decide (Redis down): open serves them, closed refuses them with
 	// CodeRateLimited and HTTP 503.
-	OnRedisError string `yaml:"on_redis_error"`
+	OnRedisError RedisErrorPolicy `yaml:"on_redis_error"`
 	// RedisTimeout bounds one decision.
 	RedisTimeout time.Duration `yaml:"redis_timeout"`
+}
+
+// RedisErrorPolicy is rate_limits.on_redis_error: what happens to the
+// calls a Redis limiter cannot decide.
+type RedisErrorPolicy string
+
+const (
+	RedisErrorOpen   RedisErrorPolicy = "open"   // served, unlimited
+	RedisErrorClosed RedisErrorPolicy = "closed" // refused, HTTP 503
+)
+
+// UnmarshalText accepts open and closed; "" takes the default.
+func (r *RedisErrorPolicy) UnmarshalText(b []byte) error {
+	switch v := RedisErrorPolicy(b); v {
+	case "", RedisErrorOpen, RedisErrorClosed:
+		*r = v
+		return nil
+	}
+	return fmt.Errorf("must be open or closed, not %q", b)
 }
 
 // CORS is the cors section. It lets browser pages on other origins call
@@ -244,9 +263,8 @@ func (c Config) validateKeys(p *problems, chains map[string]bool) {
 func (r RateLimits) validate(p *problems) {
 	r.IP.validate(p, "rate_limits.ip")
 	r.Key.validate(p, "rate_limits.key")
-	switch r.OnRedisError {
-	case "open", "closed":
-	default:
+	// Parse has checked what it decoded; a Config built in code has not.
+	if err := new(RedisErrorPolicy).UnmarshalText([]byte(r.OnRedisError)); err != nil || r.OnRedisError == "" {
 		p.add("rate_limits.on_redis_error", "must be open or closed, not %q", r.OnRedisError)
 	}
 	if r.RedisTimeout < 0 {

@@ -85,7 +85,7 @@ func New(c Config, opts Options) *Edge {
 		methods:    c.Methods,
 		ipRate:     c.RateLimits.IP,
 		limiter:    opts.Limiter,
-		failClosed: c.RateLimits.OnRedisError == "closed",
+		failClosed: c.RateLimits.OnRedisError == RedisErrorClosed,
 		log:        log,
 		metrics:    newMetrics(opts.Registerer),
 	}

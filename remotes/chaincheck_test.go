@@ -107,7 +107,7 @@ func TestChainRecheckedOnReconnect(t *testing.T) {
 		},
 		{
 			name:   "breaker closing after an outage",
-			cfg:    PoolConfig{BreakerFailures: 1, BreakerCooldown: 200 * time.Millisecond},
+			cfg:    PoolConfig{Breaker: BreakerConfig{Failures: 1, Cooldown: 200 * time.Millisecond}},
 			outage: func(r *Remote) bool { return r.brk.state.Load() == breakerOpen },
 			calls:  true,
 		},

@@ -242,133 +242,20 @@ func (p *problems) negative(field string, bad bool) {
 
 func (p problems) err() error { return errors.Join(p...) }
 
-// Defaults for one chain's pool.
-const (
-	// DefaultBlockTime is the block time assumed until the chain's block
-	// timestamps have told it (PoolConfig.BlockTime 0).
-	DefaultBlockTime          = 12 * time.Second
-	DefaultMaxLag             = 5
-	DefaultCallDeadline       = 30 * time.Second
-	DefaultMaxAttempts        = 4
-	DefaultGetLogsConcurrency = 4
-	DefaultGetLogsMaxParts    = 1000
-	DefaultBroadcastFanout    = 3
-)
-
-// PoolConfig is one chain's pool.
-type PoolConfig struct {
-	Chain   string
-	ChainID uint64
-	// BlockTime sets the head polling cadence; 0 learns it from the block
-	// timestamps (chainhead.go). Remotes with a ws url are polled only
-	// while their newHeads are silent.
-	BlockTime time.Duration
-	// ChainRecheck is how often each remote's chain id is asked again
-	// (chaincheck.go); 0: DefaultChainRecheck.
-	ChainRecheck time.Duration
-	// MaxLag: a remote more than this many blocks behind the best head leaves
-	// rotation until it catches up.
-	MaxLag uint64
-	// CallDeadline bounds one client call across every failover attempt.
-	CallDeadline time.Duration
-	// MaxAttempts bounds the remotes tried for one call.
-	MaxAttempts int
-	// GetLogsConcurrency bounds the parts of a split eth_getLogs in flight.
-	GetLogsConcurrency int
-	// GetLogsMaxParts bounds the upstream calls one split eth_getLogs may
-	// make (nested splits included); a range that needs more is refused
-	// with -32052 before any call is sent.
-	GetLogsMaxParts int
-	// BroadcastFanout: eth_sendRawTransaction goes to this many remotes at once.
-	BroadcastFanout int
-	// BreakerFailures consecutive faults open a remote's breaker for
-	// BreakerCooldown, after which one probe call is let through.
-	BreakerFailures int
-	BreakerCooldown time.Duration
-	// Hedge sends slow reads of the listed methods to a second remote
-	// (hedge.go); no groups, no hedging.
-	Hedge HedgeConfig
-	// Scoring orders the remotes of a tier (score.go); zero fields take
-	// the defaults.
-	Scoring ScoringConfig
-	// Consensus puts the listed methods to a vote among several remotes
-	// (consensus.go); no method is voted on unless configured.
-	Consensus []ConsensusRule
-	// CordonStrikes misbehaviours within CordonWithin take a remote out of
-	// rotation for CordonPeriod (misbehave.go); 0 takes the defaults.
-	CordonStrikes int
-	CordonWithin  time.Duration
-	CordonPeriod  time.Duration
-	// MisbehaviourLog, when set, is a file each misbehaviour is appended to
-	// as one JSON line.
-	MisbehaviourLog string
-	// PendingPollInterval is how often the pending-transaction filter that
-	// serves newPendingTransactions without a WebSocket remote is polled
-	// (relay_poll.go); 0 takes DefaultPendingPollInterval.
-	PendingPollInterval time.Duration
-	// Replies bounds the bytes of replies being read (replies.go). The app
-	// gives every chain's pool the same one; nil: the pool has its own of
-	// DefaultReplyBytesInFlight.
-	Replies *ReplyBudget
-}
-
-// ConsensusDefaults returns rules with their zero fields filled for a
-// chain of nRemotes: Remotes min(DefaultConsensusRemotes, nRemotes), Agree
-// a majority of them. rules is not changed.
-func ConsensusDefaults(rules []ConsensusRule, nRemotes int) []ConsensusRule {
-	out := slices.Clone(rules)
-	for i := range out {
-		r := &out[i]
-		if r.Remotes == 0 {
-			r.Remotes = min(DefaultConsensusRemotes, nRemotes)
-		}
-		if r.Agree == 0 {
-			r.Agree = r.Remotes/2 + 1
-		}
+// under adds the problems another Validate found, each field prefixed
+// with prefix ("" adds them as they are).
+func (p *problems) under(prefix string, err error) {
+	if err == nil {
+		return
 	}
-	return out
-}
-
-// ValidateConsensus reports every problem of a chain's defaulted vote
-// rules, each naming its field (consensus[1].agree).
-func ValidateConsensus(rules []ConsensusRule, nRemotes int) error {
-	var p problems
-	voted := map[string]int{}
-	for k, r := range rules {
-		path := fmt.Sprintf("consensus[%d]", k)
-		if len(r.Methods) == 0 {
-			p.add(path+".methods", "at least one method is required")
-		}
-		for m, name := range r.Methods {
-			mpath := fmt.Sprintf("%s.methods[%d]", path, m)
-			if err := Votable(name); err != nil {
-				p.add(mpath, "%v", err)
-			} else if first, dup := voted[name]; dup {
-				p.add(mpath, "%s is already voted on by consensus[%d]", name, first)
-			} else {
-				voted[name] = k
-			}
-		}
-		switch {
-		case r.Remotes < 2:
-			p.add(path+".remotes", "must be at least 2")
-		case r.Remotes > nRemotes:
-			p.add(path+".remotes", "is %d, but the chain has %d remote(s)", r.Remotes, nRemotes)
-		}
-		if r.Agree <= r.Remotes/2 || r.Agree > r.Remotes {
-			p.add(path+".agree", "must be a majority of remotes (%d): %d to %d", r.Remotes, r.Remotes/2+1, max(r.Remotes, 1))
-		}
-		for f, field := range r.IgnoreFields {
-			if slices.Contains(strings.Split(field, "."), "") || strings.ContainsAny(field, " \t\r\n") {
-				p.add(fmt.Sprintf("%s.ignore_fields[%d]", path, f), "must be a field name or a dotted path, not %q", field)
-			}
-		}
-		if r.OnDispute > DisputePreferTier {
-			p.add(path+".on_dispute", "unknown dispute policy %d", r.OnDispute)
-		}
-		if r.TrustedTier > TierFallback {
-			p.add(path+".trusted_tier", "unknown tier %d", r.TrustedTier)
-		}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
 	}
-	return p.err()
+	for _, e := range errs {
+		if prefix != "" {
+			e = fmt.Errorf("%s.%w", prefix, e)
+		}
+		*p = append(*p, e)
+	}
 }

@@ -405,7 +405,7 @@ func TestConsensusGetLogsParts(t *testing.T) {
 	}
 	lie(t, nodes[1], head, "eth_getLogs", always("[]"))
 	const parts = 4
-	p := testPool(t, PoolConfig{BlockTime: time.Hour, CordonStrikes: parts + 1,
+	p := testPool(t, PoolConfig{BlockTime: time.Hour, Cordon: CordonConfig{Strikes: parts + 1},
 		Consensus: []ConsensusRule{{Methods: []string{"eth_getLogs"}}}},
 		nodes, func(_ int, c *Config) { c.MaxLogsRange = 50 })
 	params := `[{"fromBlock":"0x1","toBlock":"0xc8"}]` // 200 blocks: parts of 50

@@ -36,5 +36,7 @@
 //     replies.go (bounded reads under one reply budget), redact.go (secrets
 //     out of every error), errors.go, and classify.go (the verdict of an
 //     upstream error by its class, reason and span).
-//   - config.go, metrics.go, module.go: settings, Prometheus series, fx.
+//   - config.go (a remote), pool_config.go (a chain's pool, its consensus
+//     rules) and hedge_config.go (hedging, scoring): the YAML schema with
+//     defaults and checks; metrics.go, module.go: Prometheus series, fx.
 package remotes

@@ -44,57 +44,6 @@ import (
 	"github.com/venn-gateway/venn/evm"
 )
 
-// HedgeGroup is a set of methods hedged alike.
-type HedgeGroup struct {
-	// Methods are names; entries ending in "_" or "*" are prefixes.
-	Methods []string
-	// Delay is how long the first remote has before the hedge is sent; with
-	// a Quantile it is the least wait. 0 sends the hedge at once.
-	Delay time.Duration
-	// Quantile, when above 0, waits for this quantile of the first remote's
-	// recent latency (0.9: its p90). Until the remote has enough samples
-	// Delay is used, and without a Delay the call is not hedged.
-	Quantile float64
-	// Max is the hedges one call may send; 0 takes 1. Each waits another
-	// delay after the previous one.
-	Max int
-}
-
-// HedgeConfig is a chain's hedging; no groups, no hedging.
-type HedgeConfig struct {
-	// Groups in order: a method takes the first group that lists it.
-	Groups []HedgeGroup
-	// Budget: on average at most this fraction of the hedgeable calls gets
-	// a hedge. 0 takes the default.
-	Budget float64
-	// Burst: hedges allowed beyond the average in a burst. 0 takes the
-	// default.
-	Burst int
-}
-
-// Hedging defaults and limits.
-const (
-	DefaultHedgeBudget = 0.1
-	DefaultHedgeBurst  = 10
-	// MaxHedges bounds HedgeGroup.Max.
-	MaxHedges = 4
-)
-
-func (c *HedgeConfig) applyDefaults() {
-	if c.Budget <= 0 {
-		c.Budget = DefaultHedgeBudget
-	}
-	if c.Burst <= 0 {
-		c.Burst = DefaultHedgeBurst
-	}
-	for i := range c.Groups {
-		if c.Groups[i].Max <= 0 {
-			c.Groups[i].Max = 1
-		}
-		c.Groups[i].Max = min(c.Groups[i].Max, MaxHedges)
-	}
-}
-
 // Hedgeable reports whether a method may be hedged at all: not a write, and
 // not a method whose answer depends on one remote's state.
 func Hedgeable(method string) bool {

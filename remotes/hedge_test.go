@@ -240,7 +240,7 @@ func TestCancelledHedgeIsNotAFault(t *testing.T) {
 				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
 				fakenode.Start(t, fakenode.Options{ChainID: testChainID}),
 			}
-			p := hedgePool(t, PoolConfig{BreakerFailures: 2, Hedge: HedgeConfig{Budget: 1,
+			p := hedgePool(t, PoolConfig{Breaker: BreakerConfig{Failures: 2}, Hedge: HedgeConfig{Budget: 1,
 				Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Delay: 10 * time.Millisecond}}}}, nodes, nil)
 			nodes[0].SetLatency(tt.lat0)
 			nodes[1].SetLatency(tt.lat1)

@@ -4,8 +4,8 @@ package remotes
 // disagreed with an accepted consensus answer, or its data failed an
 // integrity check) is logged, counted, written to the chain's misbehaviour
 // log if one is configured, and punished: its score drops, and after
-// CordonStrikes misbehaviours within CordonWithin it is cordoned, out of
-// rotation for CordonPeriod. Its head is still polled meanwhile (the probe
+// Cordon.Strikes misbehaviours within Cordon.Within it is cordoned, out of
+// rotation for Cordon.Period. Its head is still polled meanwhile (the probe
 // traffic that keeps its state current), and when the period ends it comes
 // back on its own. A cordon never takes the chain's last remote in rotation.
 //
@@ -165,18 +165,7 @@ func (p *Pool) initConsensus(m *Metrics) error {
 	}
 	c := &p.cons
 	c.rules, c.chain, c.m = rules, p.cfg.Chain, mm
-	c.strikes = p.cfg.CordonStrikes
-	if c.strikes <= 0 {
-		c.strikes = DefaultCordonStrikes
-	}
-	c.within = p.cfg.CordonWithin
-	if c.within <= 0 {
-		c.within = DefaultCordonWithin
-	}
-	c.period = p.cfg.CordonPeriod
-	if c.period <= 0 {
-		c.period = DefaultCordonPeriod
-	}
+	c.strikes, c.within, c.period = p.cfg.Cordon.Strikes, p.cfg.Cordon.Within, p.cfg.Cordon.Period // defaulted by NewPool
 	for _, r := range p.remotes {
 		r.mb.cordonedGauge = mm.cordoned.WithLabelValues(p.cfg.Chain, r.Name())
 		r.mb.cordons = mm.cordons.WithLabelValues(p.cfg.Chain, r.Name())

@@ -89,7 +89,7 @@ func TestCordon(t *testing.T) {
 
 // A cordon never takes the last remote in rotation.
 func TestCordonSparesTheLastRemote(t *testing.T) {
-	p, now := idlePool(t, 3, PoolConfig{CordonStrikes: 1})
+	p, now := idlePool(t, 3, PoolConfig{Cordon: CordonConfig{Strikes: 1}})
 	p.misbehaved(p.remotes[0], kindIntegrity, "eth_getBlockByNumber", "bad root")
 	p.misbehaved(p.remotes[1], kindIntegrity, "eth_getBlockByNumber", "bad root")
 	p.misbehaved(p.remotes[2], kindIntegrity, "eth_getBlockByNumber", "bad root")

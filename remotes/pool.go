@@ -66,7 +66,7 @@ var _ jrpc.Handler = (*Pool)(nil)
 
 // NewPool builds a chain's pool. It does no I/O: Start dials.
 func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, error) {
-	cfg.applyDefaults()
+	cfg = cfg.WithDefaults(len(rs))
 	if len(rs) == 0 {
 		return nil, fmt.Errorf("chain %s: no remotes", cfg.Chain)
 	}
@@ -109,7 +109,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 			if err != nil {
 				return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 			}
-			brk := newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown)
+			brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 			r = newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk)
 			r.cc.every = cfg.ChainRecheck
 			p.remotes = append(p.remotes, r)
@@ -118,34 +118,11 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	if err := p.initConsensus(m); err != nil {
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
-	p.sel = selector{remotes: p.remotes, probe: cfg.Scoring.ProbeShare}
+	p.sel = selector{remotes: p.remotes, probe: cfg.Scoring.probeShare()}
 	p.hedge = newHedger(cfg.Hedge, cfg.Chain, m)
 	p.initScoring(m)
 	p.integ.init(cfg.Chain, m)
 	return p, nil
-}
-
-func (c *PoolConfig) applyDefaults() {
-	if c.CallDeadline <= 0 {
-		c.CallDeadline = DefaultCallDeadline
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.GetLogsConcurrency <= 0 {
-		c.GetLogsConcurrency = DefaultGetLogsConcurrency
-	}
-	if c.GetLogsMaxParts <= 0 {
-		c.GetLogsMaxParts = DefaultGetLogsMaxParts
-	}
-	if c.BroadcastFanout <= 0 {
-		c.BroadcastFanout = DefaultBroadcastFanout
-	}
-	if c.ChainRecheck <= 0 {
-		c.ChainRecheck = DefaultChainRecheck
-	}
-	c.Hedge.applyDefaults()
-	c.Scoring.applyDefaults()
 }
 
 // Start begins following every remote's chain id and head. It waits, at

@@ -203,7 +203,7 @@ func TestFallbackOnlyWhenNothingElse(t *testing.T) {
 func TestBreakerOpensAndProbesBack(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	b := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-	p := testPool(t, PoolConfig{BreakerFailures: 3, BreakerCooldown: 200 * time.Millisecond, BlockTime: time.Hour},
+	p := testPool(t, PoolConfig{Breaker: BreakerConfig{Failures: 3, Cooldown: 200 * time.Millisecond}, BlockTime: time.Hour},
 		[]*fakenode.Node{a, b}, func(i int, c *Config) {
 			if i == 1 {
 				c.Tier = TierSecondary

@@ -28,7 +28,7 @@ func httpPool(t *testing.T, nodes ...*fakenode.Node) *Pool {
 			rs[i].Tier = TierSecondary
 		}
 	}
-	return startPool(t, PoolConfig{BreakerCooldown: 100 * time.Millisecond, PendingPollInterval: testPollInterval}, rs, nil)
+	return startPool(t, PoolConfig{Breaker: BreakerConfig{Cooldown: 100 * time.Millisecond}, PendingPollInterval: testPollInterval}, rs, nil)
 }
 
 // lacking answers method with geth's -32601 for a method it does not have.

@@ -301,7 +301,7 @@ func relayPoolWith(t *testing.T, before func(*Pool), nodes ...*fakenode.Node) *P
 			rs[i].Tier = TierSecondary
 		}
 	}
-	return startPoolWith(t, PoolConfig{BreakerCooldown: 100 * time.Millisecond}, rs, nil, before)
+	return startPoolWith(t, PoolConfig{Breaker: BreakerConfig{Cooldown: 100 * time.Millisecond}}, rs, nil, before)
 }
 
 // sendRaw sends a new transaction through the pool (to every remote) and

@@ -54,7 +54,7 @@ func TestFilterTable(t *testing.T) {
 // remote: a client's too-short deadline cannot take a chain down.
 func TestCallDeadlineIsNotARemoteFault(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-	p := testPool(t, PoolConfig{CallDeadline: 40 * time.Millisecond, BreakerFailures: 2}, []*fakenode.Node{n0}, nil)
+	p := testPool(t, PoolConfig{CallDeadline: 40 * time.Millisecond, Breaker: BreakerConfig{Failures: 2}}, []*fakenode.Node{n0}, nil)
 	n0.SetLatency(150 * time.Millisecond) // under the remote's 2 s timeout
 	for i := range 6 {
 		if _, err := call(t, p, "eth_getBalance", fmt.Sprintf(`["0x%040x","latest"]`, i+1)); wireCode(err) != jrpc.CodeTimeout {

@@ -152,7 +152,7 @@ func TestScenarioCordonAndBack(t *testing.T) {
 	nodes := scenarioNodes(t, 3, 0)
 	liar := nodes[2]
 	lie(t, liar, scenarioHead, "eth_getBlockByNumber", wrongHash)
-	p := testPool(t, PoolConfig{MaxLag: 5, CordonPeriod: period, MisbehaviourLog: logPath,
+	p := testPool(t, PoolConfig{MaxLag: 5, Cordon: CordonConfig{Period: period}, MisbehaviourLog: logPath,
 		Consensus: []ConsensusRule{{Methods: []string{"eth_getBlockByNumber"}}}}, nodes, nil)
 	r := p.remotes[2]
 	truth := fakenode.New(fakenode.Options{ChainID: testChainID, Head: scenarioHead})

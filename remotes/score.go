@@ -65,53 +65,6 @@ type ScoreWeights struct {
 // DefaultScoreWeights are the weights when none are configured.
 var DefaultScoreWeights = ScoreWeights{Latency: 1, Errors: 8, Throttle: 4, Lag: 2, Misbehaviour: 16}
 
-// Scoring defaults.
-const (
-	DefaultScoreMargin          = 0.25
-	DefaultScoreInterval        = time.Second
-	DefaultProbeShare           = 0.01
-	DefaultMisbehaviourHalfLife = 2 * time.Minute
-)
-
-// ScoringConfig is a chain's remote scoring.
-type ScoringConfig struct {
-	// Weights of the score's terms; nil takes DefaultScoreWeights.
-	Weights *ScoreWeights
-	// Margin: a remote joins its tier's preferred set within this fraction
-	// of the best score, and leaves it past twice this. 0 takes the default.
-	Margin float64
-	// Interval between scorings. 0 takes the default.
-	Interval time.Duration
-	// ProbeShare of a tier's calls goes to its remotes outside the
-	// preferred set. 0 takes the default; a negative share sends none.
-	ProbeShare float64
-	// MisbehaviourHalfLife: a remote's misbehaviour level halves this often.
-	// 0 takes the default.
-	MisbehaviourHalfLife time.Duration
-}
-
-func (c *ScoringConfig) applyDefaults() {
-	if c.Weights == nil {
-		w := DefaultScoreWeights
-		c.Weights = &w
-	}
-	if c.Margin <= 0 {
-		c.Margin = DefaultScoreMargin
-	}
-	if c.Interval <= 0 {
-		c.Interval = DefaultScoreInterval
-	}
-	switch {
-	case c.ProbeShare == 0:
-		c.ProbeShare = DefaultProbeShare
-	case c.ProbeShare < 0:
-		c.ProbeShare = 0
-	}
-	if c.MisbehaviourHalfLife <= 0 {
-		c.MisbehaviourHalfLife = DefaultMisbehaviourHalfLife
-	}
-}
-
 // Smoothing of the score's inputs.
 const (
 	throttleAlpha = 0.05 // per call, like errorEWMA
@@ -247,7 +200,7 @@ type scoring struct {
 // measure reads every remote's latency and penalty terms.
 func (s *scoring) measure() {
 	p, now, best := s.p, s.now, s.best
-	w := p.cfg.Scoring.Weights
+	w := p.cfg.Scoring.weights()
 	maxLag := float64(max(p.cfg.MaxLag, 1))
 	var q [len(scoreQuantiles)]time.Duration
 	for i, r := range p.remotes {

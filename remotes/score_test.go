@@ -13,6 +13,18 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 )
 
+// weighed is a scoring section that sets every weight of w (nil: none,
+// the defaults).
+func weighed(w *ScoreWeights) ScoringConfig {
+	if w == nil {
+		return ScoringConfig{}
+	}
+	v := *w
+	return ScoringConfig{Latency: &v.Latency, Errors: &v.Errors, Throttle: &v.Throttle, Lag: &v.Lag, Misbehaviour: &v.Misbehaviour}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // offlinePool is a pool over n remotes that are never dialled: NewPool
 // does no I/O and the pool is not started. Its remotes are on the right
 // chain at head 100, so scoring sees them in rotation.
@@ -98,7 +110,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := offlinePool(t, PoolConfig{Scoring: ScoringConfig{Weights: tt.weights}}, 2, nil)
+			p := offlinePool(t, PoolConfig{Scoring: weighed(tt.weights)}, 2, nil)
 			a, b := p.remotes[0], p.remotes[1]
 			observeMs(a, 200, 2, 0)
 			observeMs(b, 200, 2, 0)
@@ -218,7 +230,7 @@ func TestScoreRoutesAwayFromSlowRemote(t *testing.T) {
 	nodes[1].SetLatency(15 * time.Millisecond)
 	reg := prometheus.NewRegistry()
 	rs := testConfigs([]string{nodes[0].URL(), nodes[1].URL()}, nil)
-	p := startPool(t, PoolConfig{BlockTime: time.Hour, Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: 0.02}}, rs, NewMetrics(reg))
+	p := startPool(t, PoolConfig{BlockTime: time.Hour, Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: ptr(0.02)}}, rs, NewMetrics(reg))
 	// Until measured, both share; then the slow one leaves.
 	waitFor(t, "the slow remote out of the preferred set", func() bool {
 		_, _ = call(t, p, "eth_getBalance", balanceOf(rand.IntN(1<<20)))
@@ -256,7 +268,7 @@ func TestProbeShareBringsRemoteBack(t *testing.T) {
 		within   time.Duration
 	}{
 		{name: "probe share", probe: 0.1, wantBack: true, within: 5 * time.Second},
-		{name: "no probe share", probe: -1, wantBack: false, within: time.Second},
+		{name: "no probe share", probe: 0, wantBack: false, within: time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,15 +281,15 @@ func TestProbeShareBringsRemoteBack(t *testing.T) {
 				// machine: the recovered remote's score recovers fully.
 				n.SetLatency(3 * time.Millisecond)
 			}
-			p := testPool(t, PoolConfig{BlockTime: time.Hour, BreakerFailures: 2, BreakerCooldown: 50 * time.Millisecond,
-				Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: tt.probe}}, nodes, nil)
+			p := testPool(t, PoolConfig{BlockTime: time.Hour, Breaker: BreakerConfig{Failures: 2, Cooldown: 50 * time.Millisecond},
+				Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: &tt.probe}}, nodes, nil)
 			bad := p.remotes[1]
 			nodes[1].SetFailStatus(503)
 			// Its faults take it out of the preferred set, perhaps before
 			// its breaker opens; with a probe share its breaker opens too.
 			waitFor(t, "n1 out of the preferred set", func() bool {
 				_, _ = call(t, p, "eth_getBalance", balanceOf(rand.IntN(1<<20)))
-				return !bad.Preferred() && (tt.probe < 0 || bad.brk.state.Load() == breakerOpen)
+				return !bad.Preferred() && (tt.probe == 0 || bad.brk.state.Load() == breakerOpen)
 			})
 			nodes[1].SetFailStatus(0)
 			nodes[1].ResetCalls()

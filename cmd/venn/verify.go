@@ -233,8 +233,7 @@ func runVerify(ctx context.Context, cfg *app.Config, cc app.ChainConfig, a verif
 	if _, err := migrations.Up(ctx, cfg.Postgres.URL, log); err != nil {
 		return sum, fmt.Errorf("migrations: %w", err)
 	}
-	pg, err := blockstore.Open(ctx, cfg.Postgres.URL, blockstore.Options{Logger: log,
-		ReadTimeout: cfg.Postgres.ReadTimeout, WriteTimeout: cfg.Postgres.WriteTimeout})
+	pg, err := cfg.Postgres.Open(ctx, blockstore.Options{Logger: log})
 	if err != nil {
 		return sum, errors.New("postgres.url: cannot be used (check its host and options)")
 	}

@@ -26,8 +26,8 @@ func TestConfigYAML(t *testing.T) {
 	switch {
 	case got.Listen != c.Listen || got.MetricsListen == nil || *got.MetricsListen != c.MetricsListen:
 		t.Errorf("listeners %q %v", got.Listen, got.MetricsListen)
-	case got.Redis.ReplicaID != "r1" || ch.Name != "dev" || ch.ChainID != 1337 || ch.BlockTime != c.BlockTime:
-		t.Errorf("redis %+v, chain %s %d %v", got.Redis, ch.Name, ch.ChainID, ch.BlockTime)
+	case got.Redis.ReplicaID != "r1" || ch.Name != "dev" || ch.ChainID != 1337 || ch.Pool.BlockTime != c.BlockTime:
+		t.Errorf("redis %+v, chain %s %d %v", got.Redis, ch.Name, ch.ChainID, ch.Pool.BlockTime)
 	case len(ch.Remotes) != 2 || ch.Remotes[0].WSURL != c.Remotes[0].WSURL || ch.Remotes[0].Timeout != time.Second ||
 		ch.Remotes[1].MaxInFlight != 64:
 		t.Errorf("remotes %+v", ch.Remotes)

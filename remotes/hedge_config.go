@@ -1,0 +1,216 @@
+package remotes
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// HedgeGroup is a set of methods hedged alike.
+type HedgeGroup struct {
+	// Methods are names; entries ending in "_" or "*" are prefixes.
+	Methods []string `yaml:"methods"`
+	// Delay is how long the first remote has before the hedge is sent; with
+	// a Quantile it is the least wait. 0 sends the hedge at once.
+	Delay time.Duration `yaml:"delay"`
+	// Quantile, when above 0, waits for this quantile of the first remote's
+	// recent latency (0.9: its p90). Until the remote has enough samples
+	// Delay is used, and without a Delay the call is not hedged.
+	Quantile float64 `yaml:"quantile"`
+	// Max is the hedges one call may send; 0 takes 1. Each waits another
+	// delay after the previous one.
+	Max int `yaml:"max"`
+}
+
+// HedgeConfig is a chain's hedging, the chain's hedge section; no groups,
+// no hedging.
+type HedgeConfig struct {
+	// Budget: on average at most this fraction of the hedgeable calls gets
+	// a hedge. 0 takes the default.
+	Budget float64 `yaml:"budget"`
+	// Burst: hedges allowed beyond the average in a burst. 0 takes the
+	// default.
+	Burst int `yaml:"burst"`
+	// Groups in order: a method takes the first group that lists it.
+	Groups []HedgeGroup `yaml:"groups"`
+}
+
+// Hedging defaults and limits.
+const (
+	DefaultHedgeBudget = 0.1
+	DefaultHedgeBurst  = 10
+	// MaxHedges bounds HedgeGroup.Max.
+	MaxHedges     = 4
+	maxHedgeBurst = 1_000_000
+)
+
+// WithDefaults returns c with its zero fields at their defaults; c's
+// groups are not changed.
+func (c HedgeConfig) WithDefaults() HedgeConfig {
+	setDefault(&c.Budget, DefaultHedgeBudget)
+	setDefault(&c.Burst, DefaultHedgeBurst)
+	c.Groups = slices.Clone(c.Groups)
+	for i := range c.Groups {
+		setDefault(&c.Groups[i].Max, 1)
+	}
+	return c
+}
+
+// Validate reports every problem of a defaulted c, each naming its field
+// (budget, groups[0].max); a chain tries at most maxAttempts remotes per
+// call (0: unknown).
+func (c HedgeConfig) Validate(maxAttempts int) error {
+	var p problems
+	if !(c.Budget > 0 && c.Budget <= 1) {
+		p.add("budget", "must be above 0 and at most 1 (a fraction of the calls)")
+	}
+	if c.Burst < 1 || c.Burst > maxHedgeBurst {
+		p.add("burst", "must be 1 to %d", maxHedgeBurst)
+	}
+	for k, g := range c.Groups {
+		p.under(fmt.Sprintf("groups[%d]", k), g.validate(maxAttempts))
+	}
+	return p.err()
+}
+
+func (g HedgeGroup) validate(maxAttempts int) error {
+	var p problems
+	if len(g.Methods) == 0 {
+		p.add("methods", "at least one method is required")
+	}
+	for m, name := range g.Methods {
+		mpath := fmt.Sprintf("methods[%d]", m)
+		switch {
+		case strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t\r\n"):
+			p.add(mpath, "must be a method name or prefix, not %q", name)
+		case !strings.HasSuffix(name, "*") && !strings.HasSuffix(name, "_") && !Hedgeable(name):
+			p.add(mpath, "%s is never hedged: writes and filter methods go to one remote (eth_sendRawTransaction already goes to broadcast_fanout remotes)", name)
+		}
+	}
+	if g.Delay < 0 {
+		p.add("delay", "must not be negative")
+	}
+	if math.IsNaN(g.Quantile) || g.Quantile < 0 || g.Quantile >= 1 {
+		p.add("quantile", "must be 0 (a fixed delay) or between 0 and 1, like 0.9 for the p90")
+	}
+	switch {
+	case g.Max < 1 || g.Max > MaxHedges:
+		p.add("max", "must be 1 to %d", MaxHedges)
+	case maxAttempts > 0 && g.Max >= maxAttempts:
+		p.add("max", "must be below max_attempts (%d): each hedge is an attempt", maxAttempts)
+	}
+	return p.err()
+}
+
+// Scoring defaults.
+const (
+	DefaultScoreMargin          = 0.25
+	DefaultScoreInterval        = time.Second
+	DefaultProbeShare           = 0.01
+	DefaultMisbehaviourHalfLife = 2 * time.Minute
+)
+
+// Bounds of the scoring settings.
+const (
+	maxProbeShare    = 0.5
+	maxScoreMargin   = 10
+	minScoreInterval = 10 * time.Millisecond
+	maxScoreWeight   = 1000
+)
+
+// ScoringConfig is a chain's remote scoring, the chain's scoring section.
+// The weights (see ScoreWeights) and ProbeShare are pointers because
+// absent, which takes the default, differs from 0, which switches the
+// term, or the probes, off.
+type ScoringConfig struct {
+	Latency      *float64 `yaml:"latency"`
+	Errors       *float64 `yaml:"errors"`
+	Throttle     *float64 `yaml:"throttle"`
+	Lag          *float64 `yaml:"lag"`
+	Misbehaviour *float64 `yaml:"misbehaviour"`
+	// Margin: a remote joins its tier's preferred set within this fraction
+	// of the best score, and leaves it past twice this. 0 takes the default.
+	Margin float64 `yaml:"margin"`
+	// Interval between scorings. 0 takes the default.
+	Interval time.Duration `yaml:"interval"`
+	// ProbeShare of a tier's calls goes to its remotes outside the
+	// preferred set.
+	ProbeShare *float64 `yaml:"probe_share"`
+	// MisbehaviourHalfLife: a remote's misbehaviour level halves this often.
+	// 0 takes the default.
+	MisbehaviourHalfLife time.Duration `yaml:"misbehaviour_half_life"`
+}
+
+// WithDefaults returns c with its absent weights and probe share and its
+// zero fields at their defaults.
+func (c ScoringConfig) WithDefaults() ScoringConfig {
+	d := DefaultScoreWeights
+	for _, f := range []struct {
+		field **float64
+		def   float64
+	}{
+		{&c.Latency, d.Latency}, {&c.Errors, d.Errors}, {&c.Throttle, d.Throttle},
+		{&c.Lag, d.Lag}, {&c.Misbehaviour, d.Misbehaviour}, {&c.ProbeShare, DefaultProbeShare},
+	} {
+		if *f.field == nil {
+			v := f.def
+			*f.field = &v
+		}
+	}
+	setDefault(&c.Margin, DefaultScoreMargin)
+	setDefault(&c.Interval, DefaultScoreInterval)
+	setDefault(&c.MisbehaviourHalfLife, DefaultMisbehaviourHalfLife)
+	return c
+}
+
+// Validate reports every problem of a defaulted c, each naming its field
+// (latency, probe_share).
+func (c ScoringConfig) Validate() error {
+	var p problems
+	for _, w := range []struct {
+		name string
+		v    *float64
+	}{
+		{"latency", c.Latency}, {"errors", c.Errors}, {"throttle", c.Throttle},
+		{"lag", c.Lag}, {"misbehaviour", c.Misbehaviour},
+	} {
+		if w.v != nil && !(*w.v >= 0 && *w.v <= maxScoreWeight) {
+			p.add(w.name, "must be 0 (off) to %d", maxScoreWeight)
+		}
+	}
+	if !(c.Margin > 0 && c.Margin <= maxScoreMargin) {
+		p.add("margin", "must be above 0 and at most %d", maxScoreMargin)
+	}
+	if c.Interval < minScoreInterval {
+		p.add("interval", "must be at least %v", minScoreInterval)
+	}
+	if c.ProbeShare != nil && !(*c.ProbeShare >= 0 && *c.ProbeShare <= maxProbeShare) {
+		p.add("probe_share", "must be 0 (off) to %v", maxProbeShare)
+	}
+	p.negative("misbehaviour_half_life", c.MisbehaviourHalfLife <= 0)
+	return p.err()
+}
+
+// weights are the score's weights, an absent one at its default.
+func (c ScoringConfig) weights() ScoreWeights {
+	d := DefaultScoreWeights
+	val := func(v *float64, def float64) float64 {
+		if v == nil {
+			return def
+		}
+		return *v
+	}
+	return ScoreWeights{Latency: val(c.Latency, d.Latency), Errors: val(c.Errors, d.Errors),
+		Throttle: val(c.Throttle, d.Throttle), Lag: val(c.Lag, d.Lag), Misbehaviour: val(c.Misbehaviour, d.Misbehaviour)}
+}
+
+// probeShare is the share of a tier's calls its remotes outside the
+// preferred set get; absent, the default.
+func (c ScoringConfig) probeShare() float64 {
+	if c.ProbeShare == nil {
+		return DefaultProbeShare
+	}
+	return *c.ProbeShare
+}

@@ -1,0 +1,265 @@
+package remotes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults for one chain's pool.
+const (
+	// DefaultBlockTime is the block time assumed until the chain's block
+	// timestamps have told it (PoolConfig.BlockTime 0).
+	DefaultBlockTime          = 12 * time.Second
+	DefaultMaxLag             = 5
+	DefaultCallDeadline       = 30 * time.Second
+	DefaultMaxAttempts        = 4
+	DefaultGetLogsConcurrency = 4
+	DefaultGetLogsMaxParts    = 1000
+	DefaultBroadcastFanout    = 3
+)
+
+// Bounds of a chain's pool settings.
+const (
+	// maxGetLogsParts bounds getlogs_max_parts: one split call keeps a
+	// slot per part, so the setting is also a memory bound.
+	maxGetLogsParts = 100_000
+	// minChainRecheck bounds chain_recheck from below: each check is a
+	// call to every remote of the chain, and providers bill them.
+	minChainRecheck = 100 * time.Millisecond
+	// maxPendingPollInterval bounds pending_poll_interval: nodes drop a
+	// filter that is not polled for a while (geth after 5 minutes).
+	maxPendingPollInterval = time.Minute
+)
+
+// PoolConfig is one chain's pool, and the YAML schema of the chain-level
+// settings it reads: the application inlines it into a chain of the
+// configuration file (chains[].call_deadline, chains[].breaker.failures),
+// the chain's name and id and the remotes list being the chain's own.
+// WithDefaults fills it, Validate names each problem's field.
+type PoolConfig struct {
+	Chain   string `yaml:"-"` // the chain's name
+	ChainID uint64 `yaml:"-"`
+	// BlockTime sets the head polling cadence; 0 learns it from the block
+	// timestamps (chainhead.go). Remotes with a ws url are polled only
+	// while their newHeads are silent.
+	BlockTime time.Duration `yaml:"block_time"`
+	// ChainRecheck is how often each remote's chain id is asked again
+	// (chaincheck.go).
+	ChainRecheck time.Duration `yaml:"chain_recheck"`
+	// MaxLag: a remote more than this many blocks behind the best head leaves
+	// rotation until it catches up.
+	MaxLag uint64 `yaml:"max_lag"`
+	// CallDeadline bounds one client call across every failover attempt.
+	CallDeadline time.Duration `yaml:"call_deadline"`
+	// MaxAttempts bounds the remotes tried for one call.
+	MaxAttempts int `yaml:"max_attempts"`
+	// GetLogsConcurrency bounds the parts of a split eth_getLogs in flight.
+	GetLogsConcurrency int `yaml:"getlogs_concurrency"`
+	// GetLogsMaxParts bounds the upstream calls one split eth_getLogs may
+	// make (nested splits included); a range that needs more is refused
+	// with -32052 before any call is sent.
+	GetLogsMaxParts int `yaml:"getlogs_max_parts"`
+	// BroadcastFanout: eth_sendRawTransaction goes to this many remotes at once.
+	BroadcastFanout int `yaml:"broadcast_fanout"`
+	// PendingPollInterval is how often the pending-transaction filter that
+	// serves newPendingTransactions without a WebSocket remote is polled
+	// (relay_poll.go).
+	PendingPollInterval time.Duration `yaml:"pending_poll_interval"`
+	Breaker             BreakerConfig `yaml:"breaker"`
+	// Consensus puts the listed methods to a vote among several remotes
+	// (consensus.go); no method is voted on unless configured.
+	Consensus []ConsensusRule `yaml:"consensus"`
+	// Cordon takes a remote that keeps misbehaving out of rotation
+	// (misbehave.go).
+	Cordon CordonConfig `yaml:"cordon"`
+	// MisbehaviourLog, when set, is a file each misbehaviour is appended to
+	// as one JSON line.
+	MisbehaviourLog string `yaml:"misbehaviour_log"`
+	// Hedge sends slow reads of the listed methods to a second remote
+	// (hedge.go); no groups, no hedging.
+	Hedge HedgeConfig `yaml:"hedge"`
+	// Scoring orders the remotes of a tier (score.go).
+	Scoring ScoringConfig `yaml:"scoring"`
+	// Replies bounds the bytes of replies being read (replies.go). The app
+	// gives every chain's pool the same one; nil: the pool has its own of
+	// DefaultReplyBytesInFlight.
+	Replies *ReplyBudget `yaml:"-"`
+}
+
+// BreakerConfig opens a remote's breaker after Failures consecutive
+// faults, for Cooldown, after which one probe call is let through.
+type BreakerConfig struct {
+	Failures int           `yaml:"failures"`
+	Cooldown time.Duration `yaml:"cooldown"`
+}
+
+// CordonConfig takes a remote out of rotation for Period after Strikes
+// misbehaviours within Within.
+type CordonConfig struct {
+	Strikes int           `yaml:"strikes"`
+	Within  time.Duration `yaml:"within"`
+	Period  time.Duration `yaml:"period"`
+}
+
+// WithDefaults returns c with every zero field at its documented default,
+// for a chain of nRemotes remotes. BlockTime stays 0 unless set: the pool
+// learns it from block timestamps (DefaultBlockTime until they have told
+// it). It is the only place the pool's defaults are decided.
+func (c PoolConfig) WithDefaults(nRemotes int) PoolConfig {
+	setDefault(&c.ChainRecheck, DefaultChainRecheck)
+	setDefault(&c.MaxLag, DefaultMaxLag)
+	setDefault(&c.CallDeadline, DefaultCallDeadline)
+	setDefault(&c.MaxAttempts, DefaultMaxAttempts)
+	setDefault(&c.GetLogsConcurrency, DefaultGetLogsConcurrency)
+	setDefault(&c.GetLogsMaxParts, DefaultGetLogsMaxParts)
+	setDefault(&c.BroadcastFanout, DefaultBroadcastFanout)
+	setDefault(&c.PendingPollInterval, DefaultPendingPollInterval)
+	setDefault(&c.Breaker.Failures, DefaultBreakerFailures)
+	setDefault(&c.Breaker.Cooldown, DefaultBreakerCooldown)
+	setDefault(&c.Cordon.Strikes, DefaultCordonStrikes)
+	setDefault(&c.Cordon.Within, DefaultCordonWithin)
+	setDefault(&c.Cordon.Period, DefaultCordonPeriod)
+	c.Consensus = ConsensusDefaults(c.Consensus, nRemotes)
+	c.Hedge = c.Hedge.WithDefaults()
+	c.Scoring = c.Scoring.WithDefaults()
+	return c
+}
+
+// Validate reports every problem of a defaulted c and of the chain's
+// defaulted remotes rs, each naming its field as the chain's section of
+// the file spells it (call_deadline, hedge.groups[0].max,
+// remotes[1].timeout). No message quotes a URL or header value.
+func (c PoolConfig) Validate(rs []Config) error {
+	var p problems
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"block_time", c.BlockTime}, {"call_deadline", c.CallDeadline},
+		{"pending_poll_interval", c.PendingPollInterval}, {"breaker.cooldown", c.Breaker.Cooldown},
+		{"cordon.within", c.Cordon.Within}, {"cordon.period", c.Cordon.Period},
+	} {
+		p.negative(d.name, d.v < 0)
+	}
+	if c.PendingPollInterval > maxPendingPollInterval {
+		// Nodes drop a filter nobody polls (geth after 5 minutes).
+		p.add("pending_poll_interval", "must be at most %v, not %v", maxPendingPollInterval, c.PendingPollInterval)
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"max_attempts", c.MaxAttempts}, {"getlogs_concurrency", c.GetLogsConcurrency},
+		{"getlogs_max_parts", c.GetLogsMaxParts}, {"broadcast_fanout", c.BroadcastFanout},
+		{"breaker.failures", c.Breaker.Failures}, {"cordon.strikes", c.Cordon.Strikes},
+	} {
+		p.negative(n.name, n.v < 0)
+	}
+	if c.ChainRecheck < 0 {
+		p.add("chain_recheck", "must be positive")
+	} else if c.ChainRecheck > 0 && c.ChainRecheck < minChainRecheck {
+		p.add("chain_recheck", "must be at least %v", minChainRecheck)
+	}
+	if c.GetLogsMaxParts > maxGetLogsParts {
+		p.add("getlogs_max_parts", "must be at most %d", maxGetLogsParts)
+	}
+	p.under("", ValidateConsensus(c.Consensus, len(rs)))
+	p.under("hedge", c.Hedge.Validate(c.MaxAttempts))
+	p.under("scoring", c.Scoring.Validate())
+	c.validateRemotes(&p, rs)
+	return p.err()
+}
+
+// validateRemotes checks the chain's remotes: each on its own, their
+// names unique, their timeouts inside the call deadline.
+func (c PoolConfig) validateRemotes(p *problems, rs []Config) {
+	if len(rs) == 0 {
+		p.add("remotes", "at least one remote is required")
+	}
+	seen := make(map[string]int, len(rs))
+	for j, r := range rs {
+		path := fmt.Sprintf("remotes[%d]", j)
+		if first, dup := seen[r.Name]; dup && r.Name != "" {
+			p.add(path+".name", "%q is already used by remotes[%d]", r.Name, first)
+		} else {
+			seen[r.Name] = j
+		}
+		p.under(path, r.Validate())
+		if r.Timeout > 0 && c.CallDeadline > 0 && r.Timeout >= c.CallDeadline {
+			// Only an attempt that hits its own timeout counts against the
+			// remote; one cut by call_deadline does not. A timeout that can
+			// never fire would let a hung remote stay in rotation.
+			p.add(path+".timeout", "must be shorter than the chain's call_deadline (%v)", c.CallDeadline)
+		}
+	}
+}
+
+// ConsensusDefaults returns rules with their zero fields filled for a
+// chain of nRemotes: Remotes min(DefaultConsensusRemotes, nRemotes), Agree
+// a majority of them. rules is not changed.
+func ConsensusDefaults(rules []ConsensusRule, nRemotes int) []ConsensusRule {
+	out := slices.Clone(rules)
+	for i := range out {
+		r := &out[i]
+		if r.Remotes == 0 {
+			r.Remotes = min(DefaultConsensusRemotes, nRemotes)
+		}
+		if r.Agree == 0 {
+			r.Agree = r.Remotes/2 + 1
+		}
+	}
+	return out
+}
+
+// ValidateConsensus reports every problem of a chain's defaulted vote
+// rules, each naming its field (consensus[1].agree).
+func ValidateConsensus(rules []ConsensusRule, nRemotes int) error {
+	var p problems
+	voted := map[string]int{}
+	for k, r := range rules {
+		path := fmt.Sprintf("consensus[%d]", k)
+		if len(r.Methods) == 0 {
+			p.add(path+".methods", "at least one method is required")
+		}
+		for m, name := range r.Methods {
+			mpath := fmt.Sprintf("%s.methods[%d]", path, m)
+			if err := Votable(name); err != nil {
+				p.add(mpath, "%v", err)
+			} else if first, dup := voted[name]; dup {
+				p.add(mpath, "%s is already voted on by consensus[%d]", name, first)
+			} else {
+				voted[name] = k
+			}
+		}
+		switch {
+		case r.Remotes < 2:
+			p.add(path+".remotes", "must be at least 2")
+		case r.Remotes > nRemotes:
+			p.add(path+".remotes", "is %d, but the chain has %d remote(s)", r.Remotes, nRemotes)
+		}
+		if r.Agree <= r.Remotes/2 || r.Agree > r.Remotes {
+			p.add(path+".agree", "must be a majority of remotes (%d): %d to %d", r.Remotes, r.Remotes/2+1, max(r.Remotes, 1))
+		}
+		for f, field := range r.IgnoreFields {
+			if slices.Contains(strings.Split(field, "."), "") || strings.ContainsAny(field, " \t\r\n") {
+				p.add(fmt.Sprintf("%s.ignore_fields[%d]", path, f), "must be a field name or a dotted path, not %q", field)
+			}
+		}
+		if r.OnDispute > DisputePreferTier {
+			p.add(path+".on_dispute", "unknown dispute policy %d", r.OnDispute)
+		}
+		if r.TrustedTier > TierFallback {
+			p.add(path+".trusted_tier", "unknown tier %d", r.TrustedTier)
+		}
+	}
+	return p.err()
+}
+
+func setDefault[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
+}
