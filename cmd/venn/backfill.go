@@ -58,9 +58,19 @@ type backfillSummary struct {
 	took            time.Duration
 }
 
-func newBackfiller(ctx context.Context, url string, chainID uint64, store backfillStore,
-	fetch func(context.Context, uint64) (*evm.Block, error), conc, batch int) (*backfiller, error) {
-	pc, err := pgxpool.ParseConfig(url)
+// backfillSpec is where and how a backfiller works: the history store's
+// URL (for its advisory-lock sessions), the chain, the blocks fetched at
+// once and the blocks per write.
+type backfillSpec struct {
+	url         string
+	chainID     uint64
+	conc, batch int
+}
+
+func newBackfiller(ctx context.Context, spec backfillSpec, store backfillStore,
+	fetch func(context.Context, uint64) (*evm.Block, error)) (*backfiller, error) {
+	conc := spec.conc
+	pc, err := pgxpool.ParseConfig(spec.url)
 	if err != nil {
 		return nil, errors.New("postgres.url: cannot be used (check its host and options)")
 	}
@@ -69,8 +79,8 @@ func newBackfiller(ctx context.Context, url string, chainID uint64, store backfi
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return &backfiller{store: store, locks: locks, fetch: fetch, key: lockKey(chainID),
-		batch: max(batch, 1), conc: conc, sem: make(chan struct{}, conc)}, nil
+	return &backfiller{store: store, locks: locks, fetch: fetch, key: lockKey(spec.chainID),
+		batch: max(spec.batch, 1), conc: conc, sem: make(chan struct{}, conc)}, nil
 }
 
 func (b *backfiller) close() { b.locks.Close() }

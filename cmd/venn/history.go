@@ -97,7 +97,7 @@ func backfill(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runBackfill(ctx, cfg, cc, *from, *to, *conc, stdout, stderr); err != nil {
+	if err := runBackfill(ctx, backfillJob{cfg: cfg, cc: cc, from: *from, to: *to, conc: *conc}, stdout, stderr); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "venn backfill: interrupted; run it again to resume")
 		} else {
@@ -108,10 +108,19 @@ func backfill(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// backfillJob is what `venn backfill` was asked: the chain of a loaded
+// configuration, the range and how many blocks to fetch at once.
+type backfillJob struct {
+	cfg      *app.Config
+	cc       app.ChainConfig
+	from, to uint64
+	conc     int
+}
+
 // runBackfill sets up what serve would for the chain (its remotes pool,
 // the history store, migrated) without the server, and backfills.
-func runBackfill(ctx context.Context, cfg *app.Config, cc app.ChainConfig, from, to uint64, conc int,
-	stdout, stderr io.Writer) (err error) {
+func runBackfill(ctx context.Context, job backfillJob, stdout, stderr io.Writer) (err error) {
+	cfg, cc, from, to := job.cfg, job.cc, job.from, job.to
 	log := cliLogger(cfg, stderr)
 	if _, err := migrations.Up(ctx, cfg.Postgres.URL, log); err != nil {
 		return fmt.Errorf("migrations: %w", err)
@@ -148,7 +157,8 @@ func runBackfill(ctx context.Context, cfg *app.Config, cc app.ChainConfig, from,
 		fmt.Fprintf(stderr, "venn backfill: blocks above the settled line %d are not stored: backfilling %d..%d\n", line, from, line)
 		to = line
 	}
-	b, err := newBackfiller(ctx, cfg.Postgres.URL, cc.ChainID, pg.Chain(cc.ChainID, cc.Name), st.FetchBlock, conc, cc.History.Batch)
+	b, err := newBackfiller(ctx, backfillSpec{url: cfg.Postgres.URL, chainID: cc.ChainID, conc: job.conc, batch: cc.History.Batch},
+		pg.Chain(cc.ChainID, cc.Name), st.FetchBlock)
 	if err != nil {
 		return err
 	}
