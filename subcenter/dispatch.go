@@ -1,0 +1,202 @@
+// The dispatcher: what subscribers are told when the window changes.
+
+package subcenter
+
+import (
+	"time"
+
+	"github.com/venn-gateway/venn/evm"
+)
+
+// sync delivers the difference between the chain subscribers were told and
+// the window's.
+func (c *Center) sync() {
+	canon := c.w.Canonical()
+	if len(canon) == 0 {
+		return // a window being rebuilt from nothing proves nothing yet
+	}
+	if c.view == nil {
+		// The first chain seen is where subscribers start.
+		c.view = make([]toldBlock, len(canon))
+		for i, p := range canon {
+			c.view[i] = toldBlock{Parts: p}
+		}
+		c.told.Store(canon[len(canon)-1].Number)
+		return
+	}
+	fork := forkPoint(c.view, canon)
+	dropped, kept := c.view[fork:], c.view[:fork]
+	added, missed := above(kept, canon)
+	if missed > 0 {
+		c.m.gaps.Add(float64(missed))
+		c.log.Warn("subscribers missed blocks: the window moved past more than it keeps",
+			"blocks", missed, "resumed_at", added[0].Number)
+		kept = nil // the view stays contiguous: it restarts at the window
+	}
+	if len(dropped) == 0 && len(added) == 0 {
+		return // nothing new, or a rebuilt window still below the chain told
+	}
+	start := time.Now()
+	at := c.deliver(dropped, added)
+	c.m.dispatch.Observe(time.Since(start).Seconds())
+
+	view := make([]toldBlock, 0, len(kept)+len(added))
+	view = append(view, kept...)
+	for _, p := range added {
+		view = append(view, toldBlock{Parts: p, at: at})
+	}
+	if n := c.w.Size(); len(view) > n {
+		view = view[len(view)-n:]
+	}
+	c.view = view
+	c.told.Store(view[len(view)-1].Number)
+}
+
+// forkPoint is the index in view (the chain told, ascending) of the lowest
+// block the window (canon, ascending) proves left the chain: another block
+// at its number, or below it one that is not its parent, or above it one
+// whose parent it is not. Every told block above that one left with it.
+// A told block the window does not reach proves nothing: above a window
+// being rebuilt it is not back yet; below the window it is settled. With
+// none proven gone, forkPoint is len(view).
+func forkPoint(view []toldBlock, canon []*evm.Parts) int {
+	low, top := canon[0].Number, canon[len(canon)-1].Number
+	for i, v := range view {
+		switch n := v.Number; {
+		case n >= low && n <= top:
+			if canon[n-low].Hash != v.Hash {
+				return i
+			}
+		case n+1 == low:
+			if canon[0].Parent != v.Hash {
+				return i
+			}
+		case n == top+1:
+			if canon[len(canon)-1].Hash != v.Parent {
+				return i
+			}
+		}
+	}
+	return len(view)
+}
+
+// above is what of canon comes after kept, the part of the chain told that
+// is still canonical: the canonical blocks above its head, ascending (none
+// while a rebuilt window is still below it), and how many blocks between
+// them the window no longer holds.
+func above(kept []toldBlock, canon []*evm.Parts) (added []*evm.Parts, missed uint64) {
+	low, top := canon[0].Number, canon[len(canon)-1].Number
+	next := low
+	if len(kept) > 0 {
+		next = kept[len(kept)-1].Number + 1
+	}
+	if next < low {
+		missed = low - next
+		next = low
+	}
+	if next > top {
+		return nil, 0
+	}
+	return canon[next-low:], missed
+}
+
+// deliver queues the notifications of one change: the logs of dropped
+// blocks again, removed, to the subscriptions they were sent to, then each
+// added block's head and logs. It returns the change's delivery number.
+func (c *Center) deliver(dropped []toldBlock, added []*evm.Parts) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deliveries++
+	var slow []*conn
+	push := func(s *sub, payload []byte) {
+		if !s.c.push(s, payload) {
+			slow = append(slow, s.c)
+		}
+	}
+	if c.logs.n > 0 {
+		for _, b := range dropped {
+			for i := range b.Logs {
+				l := &b.Logs[i]
+				var removed []byte // built once, for the first match
+				c.logs.match(l, b.Number, func(s *sub) {
+					if s.since >= b.at {
+						return // it started after this block was sent
+					}
+					if removed == nil {
+						removed = removedLog(l.Raw)
+					}
+					push(s, removed)
+				})
+			}
+		}
+	}
+	for _, b := range added {
+		if len(c.heads) > 0 {
+			head := newHead(b.HashOnly)
+			for s := range c.heads {
+				push(s, head)
+			}
+		}
+		if c.logs.n > 0 {
+			for i := range b.Logs {
+				l := &b.Logs[i]
+				c.logs.match(l, b.Number, func(s *sub) { push(s, l.Raw) })
+			}
+		}
+	}
+	for _, cn := range slow {
+		c.dropSlowLocked(cn)
+	}
+	return c.deliveries
+}
+
+// dropSlowLocked disconnects a connection whose queue overflowed.
+func (c *Center) dropSlowLocked(cn *conn) {
+	if _, ok := c.conns[cn.n]; !ok {
+		return // already dropped
+	}
+	queued, bytes := cn.queued()
+	c.m.slow.Inc()
+	c.log.Warn("disconnected a subscriber that could not keep up",
+		"subscriptions", len(cn.subs), "queued", queued, "queued_bytes", bytes)
+	c.dropLocked(cn)
+	cn.n.Disconnect(closeSlow, slowReason)
+}
+
+// dropLocked forgets a connection and every subscription on it.
+func (c *Center) dropLocked(cn *conn) {
+	if _, ok := c.conns[cn.n]; !ok {
+		return
+	}
+	delete(c.conns, cn.n)
+	for _, s := range cn.subs {
+		c.removeLocked(s)
+	}
+	cn.close()
+}
+
+// removeLocked takes one subscription out of every index.
+func (c *Center) removeLocked(s *sub) {
+	if s.gone.Swap(true) {
+		return
+	}
+	delete(s.c.subs, s.id)
+	c.m.subs[s.kind].Dec()
+	switch s.kind {
+	case kindHeads:
+		delete(c.heads, s)
+	case kindLogs:
+		c.logs.remove(s)
+		s.c.filterBytes -= s.filter.size
+		c.m.filterBytes.Sub(float64(s.filter.size))
+	case kindPending:
+		g := s.group
+		delete(g.subs, s)
+		if len(g.subs) == 0 {
+			g.cancel()
+			if c.pending[g.key] == g { // a refused group may have been replaced
+				delete(c.pending, g.key)
+			}
+		}
+	}
+}
