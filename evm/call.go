@@ -35,34 +35,56 @@ const (
 )
 
 // method is what the one method table knows of a method: its kind, the
-// number of positional arguments geth takes (for the exact reading), and
-// whether its block argument is a hash.
+// number of positional arguments geth takes (for the exact reading),
+// whether its block argument is a hash, and which param carries the block
+// it reads (-1: none) for routing. Every method in it is a read.
 type method struct {
 	kind   Kind
-	args   int
+	args   int8
+	block  int8
 	byHash bool
 }
 
-// methods is venn's table of the calls it answers itself. Which param
-// carries a block for routing is blockParam's (methods.go).
+// methods is venn's one method table: the calls it answers itself, and
+// every method that carries a block parameter.
 var methods = map[string]method{
-	"eth_blockNumber":                         {KindBlockNumber, 0, false},
-	"eth_getBlockByNumber":                    {KindBlock, 2, false},
-	"eth_getBlockByHash":                      {KindBlock, 2, true},
-	"eth_getBlockReceipts":                    {KindBlockReceipts, 1, false},
-	"eth_getTransactionByHash":                {KindTx, 1, true},
-	"eth_getTransactionReceipt":               {KindReceipt, 1, true},
-	"eth_getTransactionByBlockNumberAndIndex": {KindTxByIndex, 2, false},
-	"eth_getTransactionByBlockHashAndIndex":   {KindTxByIndex, 2, true},
-	"eth_getBlockTransactionCountByNumber":    {KindTxCount, 1, false},
-	"eth_getBlockTransactionCountByHash":      {KindTxCount, 1, true},
-	"eth_getUncleCountByBlockNumber":          {KindUncleCount, 1, false},
-	"eth_getUncleCountByBlockHash":            {KindUncleCount, 1, true},
-	"eth_getLogs":                             {KindLogs, 1, false},
-	"eth_getHeaderByNumber":                   {KindHeader, 1, false},
-	"eth_getHeaderByHash":                     {KindHeader, 1, true},
-	"eth_getUncleByBlockNumberAndIndex":       {KindUncleByIndex, 2, false},
-	"eth_getUncleByBlockHashAndIndex":         {KindUncleByIndex, 2, true},
+	"eth_blockNumber":                         {KindBlockNumber, 0, -1, false},
+	"eth_getBlockByNumber":                    {KindBlock, 2, 0, false},
+	"eth_getBlockByHash":                      {KindBlock, 2, -1, true},
+	"eth_getBlockReceipts":                    {KindBlockReceipts, 1, 0, false},
+	"eth_getTransactionByHash":                {KindTx, 1, -1, true},
+	"eth_getTransactionReceipt":               {KindReceipt, 1, -1, true},
+	"eth_getTransactionByBlockNumberAndIndex": {KindTxByIndex, 2, 0, false},
+	"eth_getTransactionByBlockHashAndIndex":   {KindTxByIndex, 2, -1, true},
+	"eth_getBlockTransactionCountByNumber":    {KindTxCount, 1, 0, false},
+	"eth_getBlockTransactionCountByHash":      {KindTxCount, 1, -1, true},
+	"eth_getUncleCountByBlockNumber":          {KindUncleCount, 1, 0, false},
+	"eth_getUncleCountByBlockHash":            {KindUncleCount, 1, -1, true},
+	"eth_getLogs":                             {KindLogs, 1, -1, false},
+	"eth_getHeaderByNumber":                   {KindHeader, 1, -1, false},
+	"eth_getHeaderByHash":                     {KindHeader, 1, -1, true},
+	"eth_getUncleByBlockNumberAndIndex":       {KindUncleByIndex, 2, 0, false},
+	"eth_getUncleByBlockHashAndIndex":         {KindUncleByIndex, 2, -1, true},
+
+	// Only routed by their block.
+	"debug_traceBlockByNumber":      {KindOther, 0, 0, false},
+	"debug_getRawBlock":             {KindOther, 0, 0, false},
+	"debug_getRawHeader":            {KindOther, 0, 0, false},
+	"debug_getRawReceipts":          {KindOther, 0, 0, false},
+	"trace_block":                   {KindOther, 0, 0, false},
+	"trace_replayBlockTransactions": {KindOther, 0, 0, false},
+	"eth_getBalance":                {KindOther, 0, 1, false},
+	"eth_getCode":                   {KindOther, 0, 1, false},
+	"eth_getTransactionCount":       {KindOther, 0, 1, false},
+	"eth_call":                      {KindOther, 0, 1, false},
+	"eth_estimateGas":               {KindOther, 0, 1, false},
+	"eth_createAccessList":          {KindOther, 0, 1, false},
+	"eth_feeHistory":                {KindOther, 0, 1, false},
+	"debug_traceCall":               {KindOther, 0, 1, false},
+	"eth_simulateV1":                {KindOther, 0, 1, false},
+	"eth_getStorageValues":          {KindOther, 0, 1, false},
+	"eth_getStorageAt":              {KindOther, 0, 2, false},
+	"eth_getProof":                  {KindOther, 0, 2, false},
 }
 
 // Call is one client call, parsed once by the router and read by every
@@ -121,25 +143,33 @@ type Call struct {
 
 // ParseCall reads a call once, for every part of venn that routes or
 // answers it.
-func ParseCall(method string, params json.RawMessage) Call {
-	c := Call{Method: method, Params: params, Class: classOf(method), BlockAt: -1}
-	if i, ok := BlockParamIndex(method); ok {
-		c.BlockAt = i
-		c.BlockRaw = Param(params, i)
+func ParseCall(method string, params json.RawMessage) (c Call) {
+	// Fields are set in the result, not copied into it: a Call is large.
+	c.Method, c.Params, c.BlockAt = method, params, -1
+	m, known := methods[method]
+	if !known {
+		c.Class = classOf(method)
+		return c
+	}
+	c.Kind, c.BlockAt = m.kind, int(m.block)
+	if m.block >= 0 {
+		c.BlockRaw = Param(params, c.BlockAt)
 		ref, err := ParseBlockRef(c.BlockRaw)
 		c.Block, c.BlockOK = ref, err == nil
 	}
-	if m, ok := methods[method]; ok {
-		c.Kind = m.kind
+	switch m.kind {
+	case KindOther:
+	case KindLogs:
 		c.readExact(m)
-	}
-	if c.Kind == KindLogs {
 		c.readRange()
+	default:
+		c.readExact(m)
 	}
 	return c
 }
 
-// classOf is how method may be sent to the remotes.
+// classOf is how a method the table does not know may be sent to the
+// remotes.
 func classOf(method string) Class {
 	switch {
 	case method == "eth_sendRawTransaction":
@@ -273,4 +303,47 @@ func (c *Call) WithRange(from, to uint64) (Call, error) {
 		return Call{}, err
 	}
 	return ParseCall(c.Method, params), nil
+}
+
+// BlockFetch is how the forger fetches the block an eth_getBlockReceipts
+// call names, to build its receipts: the eth_getBlockBy{Number,Hash}
+// method, the block argument as sent, and whether an EIP-1898 hash must be
+// canonical. ok is false for pending (no receipts to build), params of
+// another count, and anything that is not a block reference.
+func (c *Call) BlockFetch() (method string, ref []byte, canonical, ok bool) {
+	raw := c.arg0 // set when the params are one argument
+	if c.Kind != KindBlockReceipts || len(raw) == 0 {
+		return "", nil, false, false
+	}
+	block, err := c.Block, error(nil)
+	if !c.BlockOK {
+		err = errBadBlock
+	}
+	if raw[0] == '{' {
+		var obj struct {
+			BlockNumber      json.RawMessage `json:"blockNumber"`
+			BlockHash        json.RawMessage `json:"blockHash"`
+			RequireCanonical *bool           `json:"requireCanonical"`
+		}
+		if json.Unmarshal(raw, &obj) != nil {
+			return "", nil, false, false
+		}
+		switch {
+		case obj.BlockNumber != nil && obj.BlockHash != nil:
+			return "", nil, false, false
+		case obj.BlockHash != nil:
+			return "eth_getBlockByHash", obj.BlockHash, obj.RequireCanonical != nil && *obj.RequireCanonical, true
+		case obj.BlockNumber == nil:
+			return "", nil, false, false
+		}
+		raw = obj.BlockNumber
+		block, err = ParseBlockRef(raw)
+	}
+	switch {
+	case raw[0] != '"', err != nil, block.Kind == RefPending:
+		return "", nil, false, false
+	case block.Kind == RefHash:
+		return "eth_getBlockByHash", raw, false, true
+	}
+	return "eth_getBlockByNumber", raw, false, true
 }

@@ -172,3 +172,20 @@ func FuzzParseBlockRefString(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParseCall(b *testing.B) {
+	p := json.RawMessage(`["latest",false]`)
+	b.ReportAllocs()
+	for range b.N {
+		_ = ParseCall("eth_getBlockByNumber", p)
+	}
+}
+
+// Every method in the table is a read, as classOf would say.
+func TestMethodTableReads(t *testing.T) {
+	for name := range methods {
+		if c := classOf(name); c != ClassRead {
+			t.Errorf("%s: class %d", name, c)
+		}
+	}
+}

@@ -15,7 +15,7 @@ import (
 // against: the chain's head window. Answer answers a call from it, ok false
 // when it can't.
 type Blocks interface {
-	Answer(method string, params json.RawMessage) (res json.RawMessage, ok bool)
+	Answer(c evm.Call) (res json.RawMessage, ok bool)
 }
 
 // VerifiedClient serves a chain's client calls through its pool and checks
@@ -80,7 +80,7 @@ func (c *VerifiedClient) block(hash common.Hash) *evm.BlockInfo {
 		return nil
 	}
 	h := hash.Hex()
-	raw, ok := c.blocks.Answer("eth_getBlockByHash", json.RawMessage(`[`+strconv.Quote(h)+`,true]`))
+	raw, ok := c.blocks.Answer(evm.ParseCall("eth_getBlockByHash", json.RawMessage(`[`+strconv.Quote(h)+`,true]`)))
 	if !ok {
 		return nil
 	}
