@@ -255,6 +255,18 @@ func (c *Call) readRange() {
 	c.Range, c.RangeOK = lr, err == nil
 }
 
+// BlockParam is the routing reading of the first param of a block call
+// (eth_getBlockBy{Number,Hash}, eth_getBlockReceipts), by hash included;
+// ok is false when it does not read. A hash is read here, on demand: only
+// the caller that needs it pays for its copy.
+func (c *Call) BlockParam() (BlockRef, bool) {
+	if c.BlockAt == 0 {
+		return c.Block, c.BlockOK
+	}
+	ref, err := ParseBlockRef(Param(c.Params, 0))
+	return ref, err == nil
+}
+
 // ByHash reports a call that names its block by hash (exact reading).
 func (c *Call) ByHash() bool { return c.Ref.Kind == RefHash }
 

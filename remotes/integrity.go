@@ -108,9 +108,16 @@ type suspect struct {
 // hedged, nor put to a vote: each of those would judge an answer without
 // its check.
 func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+	c := evm.ParseCall(method, params)
+	return p.callVerified(ctx, &c, verify)
+}
+
+// callVerified is CallVerified of a parsed call.
+func (p *Pool) callVerified(ctx context.Context, c *evm.Call, verify func(json.RawMessage) evm.Verdict) (json.RawMessage, evm.Verdict, error) {
+	method, params := c.Method, c.Params
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 	defer cancel()
-	rt := p.readRoute(method, params)
+	rt := p.readRoute(method, viewOf(c))
 	rt.noVote = true
 	var (
 		accepted evm.Verdict

@@ -44,27 +44,32 @@ func (c *VerifiedClient) Head() uint64 { return c.p.Head() }
 
 // ServeRPC answers one client call.
 func (c *VerifiedClient) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	return c.ServeCall(ctx, evm.ParseCall(req.Method, req.Params))
+}
+
+// ServeCall answers one client call the router parsed.
+func (c *VerifiedClient) ServeCall(ctx context.Context, call evm.Call) (json.RawMessage, error) {
 	var verify func(json.RawMessage) evm.Verdict
-	switch req.Method {
-	case "eth_getBlockByNumber", "eth_getBlockByHash", "eth_getBlockReceipts":
-		want, err := evm.ParseBlockRef(evm.Param(req.Params, 0))
-		if err != nil {
-			return c.p.ServeRPC(ctx, req) // the node's own answer to a bad parameter
+	switch call.Kind {
+	case evm.KindBlock, evm.KindBlockReceipts:
+		want, ok := call.BlockParam()
+		if !ok {
+			return c.p.ServeCall(ctx, call) // the node's own answer to a bad parameter
 		}
-		if req.Method == "eth_getBlockReceipts" {
+		if call.Kind == evm.KindBlockReceipts {
 			verify = func(res json.RawMessage) evm.Verdict { return evm.VerifyReceipts(res, want, c.block) }
 		} else {
 			verify = func(res json.RawMessage) evm.Verdict { return evm.VerifyBlock(res, want) }
 		}
-	case "eth_getTransactionReceipt":
+	case evm.KindReceipt:
 		verify = evm.VerifyReceipt
 	default:
-		return c.p.ServeRPC(ctx, req)
+		return c.p.ServeCall(ctx, call)
 	}
 	// Identical verified calls share one, as plain reads do (dedup.go).
-	key := "verified\x00" + req.Method + "\x00" + string(req.Params)
+	key := "verified\x00" + call.Method + "\x00" + string(call.Params)
 	res, shared, err := c.p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
-		res, _, err := c.p.CallVerified(ctx, req.Method, req.Params, verify)
+		res, _, err := c.p.callVerified(ctx, &call, verify)
 		return res, err
 	})
 	if shared {

@@ -267,26 +267,33 @@ func (p *Pool) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage
 
 // Call sends method to the remotes within the chain's call deadline.
 func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	switch {
-	case method == "eth_sendRawTransaction":
+	c := evm.ParseCall(method, params)
+	return p.call(ctx, &c)
+}
+
+func (p *Pool) call(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
+	method, params := c.Method, c.Params
+	switch c.Class {
+	case evm.ClassBroadcast:
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
 		return p.broadcast(ctx, params)
-	case evm.IsStateful(method):
+	case evm.ClassStateful:
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
 		return p.stateful(ctx, method, params)
-	case evm.IsWrite(method):
+	case evm.ClassWrite:
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
 		return p.do(ctx, method, params, route{once: true})
 	}
+	cv := viewOf(c)
 	// Identical concurrent reads share one upstream call (see flights).
 	key := method + "\x00" + string(params)
 	res, shared, err := p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
-		return p.read(ctx, method, params)
+		return p.read(ctx, method, params, cv)
 	})
 	if shared {
 		p.shared.Inc()
@@ -294,28 +301,26 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 	return res, err
 }
 
-func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, cv callView) (json.RawMessage, error) {
 	if method == "eth_getLogs" {
-		return p.getLogs(ctx, params)
+		return p.getLogs(ctx, params, cv)
 	}
-	return p.do(ctx, method, params, p.readRoute(method, params))
+	return p.do(ctx, method, params, p.readRoute(method, cv))
 }
 
 // readRoute is how a read may be routed: to remotes that have its block.
-func (p *Pool) readRoute(method string, params json.RawMessage) route {
-	rt := route{}
-	if i, ok := evm.BlockParamIndex(method); ok {
-		if ref, err := evm.ParseBlockRef(evm.Param(params, i)); err == nil && ref.Kind == evm.RefNumber {
-			rt.need = ref.Number
-			// A null block from a remote that claims to have it is a
-			// lagging or inconsistent remote, not an answer. Above the
-			// best head null is the answer: indexers poll head+1 until it
-			// exists, and must not make every remote pay for each poll.
-			rt.nullIsMissing = (method == "eth_getBlockByNumber" || method == "eth_getBlockReceipts") &&
-				ref.Number <= p.best.Load()
-		}
+func (p *Pool) readRoute(method string, cv callView) route {
+	rt := route{}.withView(cv)
+	if cv.hasBlock && cv.blockOK && cv.block.Kind == evm.RefNumber {
+		rt.need = cv.block.Number
+		// A null block from a remote that claims to have it is a
+		// lagging or inconsistent remote, not an answer. Above the
+		// best head null is the answer: indexers poll head+1 until it
+		// exists, and must not make every remote pay for each poll.
+		rt.nullIsMissing = (method == "eth_getBlockByNumber" || method == "eth_getBlockReceipts") &&
+			cv.block.Number <= p.best.Load()
 	}
-	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && isHashParam(evm.Param(params, 0)) {
+	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && cv.blockOK && cv.block.Kind == evm.RefHash {
 		rt.nullIsMissing = true
 	}
 	return rt
@@ -334,6 +339,8 @@ type route struct {
 	only          *Remote            // stateful calls: this remote and no other
 	check         resultCheck        // a result it rejects is a bad reply: fail over
 	noVote        bool               // consensus.go: one remote's answer, never a vote
+	parsed        bool               // cv is the call's view (call.go); else view parses
+	cv            callView
 	// verify (integrity.go) is like check, but its caller judges the
 	// answers and blames remotes once it has seen the others': a
 	// rejected answer fails over and is not charged here.
@@ -352,7 +359,7 @@ func (p *Pool) do(ctx context.Context, method string, params json.RawMessage, rt
 		limited = -1 // a remote skipped for venn's own rate limit
 		waited  bool
 	)
-	if rule := p.voteRule(method, params, rt); rule != nil {
+	if rule := p.voteRule(method, params, &rt); rule != nil {
 		return p.consensus(ctx, method, params, rt, rule)
 	}
 	defer func() { p.attempts.Observe(float64(n)) }()
@@ -532,12 +539,6 @@ func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr 
 	return &jrpc.Error{Code: jrpc.CodeNoRemote,
 		Message: fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)",
 			tried, method, p.cfg.Chain, Classify(method, lastErr).Reason)}
-}
-
-// isHashParam reports a block parameter that names a block by hash.
-func isHashParam(raw json.RawMessage) bool {
-	ref, err := evm.ParseBlockRef(raw)
-	return err == nil && ref.Kind == evm.RefHash
 }
 
 func isNull(b json.RawMessage) bool {
