@@ -110,7 +110,7 @@ type Call struct {
 	// reads (BlockParamIndex), -1 when the method has none. BlockRaw is
 	// that param as sent (nil when absent), Block its routing reading and
 	// BlockOK whether that reading succeeded (absent or null reads
-	// RefNone).
+	// RefNone). A hash in Block may be left empty: BlockParam has it.
 	BlockAt  int
 	BlockRaw json.RawMessage
 	Block    BlockRef
@@ -152,19 +152,26 @@ func ParseCall(method string, params json.RawMessage) (c Call) {
 		return c
 	}
 	c.Kind, c.BlockAt = m.kind, int(m.block)
-	if m.block >= 0 {
-		c.BlockRaw = Param(params, c.BlockAt)
-		ref, err := ParseBlockRef(c.BlockRaw)
-		c.Block, c.BlockOK = ref, err == nil
-	}
-	switch m.kind {
-	case KindOther:
-	case KindLogs:
+	if m.kind != KindOther {
 		c.readExact(m)
-		c.readRange()
-	default:
-		c.readExact(m)
+		if m.kind == KindLogs {
+			c.readRange()
+		}
 	}
+	if m.block < 0 {
+		return c
+	}
+	if c.Exact && m.block == 0 && m.kind != KindUncleByIndex {
+		// Read exactly, the block param reads the same for routing
+		// (FuzzParseCallBlock): no second reading. A hash is left
+		// empty; BlockParam reads it for the one caller that needs it.
+		c.BlockRaw, c.BlockOK = c.arg0, true
+		c.Block = BlockRef{Kind: c.Ref.Kind, Number: c.Ref.Number}
+		return c
+	}
+	c.BlockRaw = Param(params, c.BlockAt)
+	ref, err := ParseBlockRef(c.BlockRaw)
+	c.Block, c.BlockOK = ref, err == nil
 	return c
 }
 
@@ -260,7 +267,7 @@ func (c *Call) readRange() {
 // ok is false when it does not read. A hash is read here, on demand: only
 // the caller that needs it pays for its copy.
 func (c *Call) BlockParam() (BlockRef, bool) {
-	if c.BlockAt == 0 {
+	if c.BlockAt == 0 && c.Block.Kind != RefHash {
 		return c.Block, c.BlockOK
 	}
 	ref, err := ParseBlockRef(Param(c.Params, 0))

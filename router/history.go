@@ -143,10 +143,14 @@ var errStore = errors.New("history store")
 // calls. done is false when history holds none of it (or failed, or the
 // filter is not one geth would read as venn does): the caller forwards the
 // call whole, and the node answers, errors included.
-func (rt *Router) logs(ctx context.Context, c *evm.Call) (res json.RawMessage, done bool, err error) {
-	if !c.Exact {
+func (rt *Router) logs(ctx context.Context, call *evm.Call) (res json.RawMessage, done bool, err error) {
+	if !call.Exact {
 		return nil, false, nil
 	}
+	// The parts below share the call: a copy of its own, so that the
+	// caller's (on its stack for every other call) stays there.
+	c := new(evm.Call)
+	*c = *call
 	f := &c.Filter
 	if f.ByHash {
 		res, ok, err := rt.history.Answer(ctx, *c)
