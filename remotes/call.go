@@ -13,17 +13,33 @@ import (
 // into the goroutines of a hedge).
 type callView struct {
 	class    evm.Class
-	hasBlock bool         // the method has a block param (evm.BlockParamIndex)
-	blockOK  bool         // and it reads
-	block    evm.BlockRef // as routing reads it; RefNone when absent
-	logsOK   bool         // eth_getLogs: the filter's span reads
-	logs     evm.LogRange
+	hasBlock bool // the method has a block param (evm.BlockParamIndex)
+	blockOK  bool // and it reads
+	logsOK   bool // eth_getLogs: the filter's span reads
+	byHash   bool // eth_getLogs by blockHash
+	block    blockAt
+	from, to blockAt // eth_getLogs
 }
+
+// blockAt is a block reference without its hash, which the pool never
+// reads.
+type blockAt struct {
+	kind evm.RefKind
+	n    uint64
+}
+
+func at(r evm.BlockRef) blockAt     { return blockAt{kind: r.Kind, n: r.Number} }
+func (b blockAt) ref() evm.BlockRef { return evm.BlockRef{Kind: b.kind, Number: b.n} }
 
 // viewOf is the pool's view of a parsed call.
 func viewOf(c *evm.Call) callView {
-	return callView{class: c.Class, hasBlock: c.BlockAt >= 0, blockOK: c.BlockOK, block: c.Block,
-		logsOK: c.RangeOK, logs: c.Range}
+	return callView{class: c.Class, hasBlock: c.BlockAt >= 0, blockOK: c.BlockOK, block: at(c.Block),
+		logsOK: c.RangeOK, byHash: c.Range.ByHash, from: at(c.Range.From), to: at(c.Range.To)}
+}
+
+// logRange is an eth_getLogs filter's span, as routing reads it.
+func (cv *callView) logRange() evm.LogRange {
+	return evm.LogRange{From: cv.from.ref(), To: cv.to.ref(), ByHash: cv.byHash}
 }
 
 // view is the one accessor through which the pool's internals read a

@@ -186,10 +186,10 @@ func fixedBlock(method string, cv callView) bool {
 		if !cv.logsOK {
 			return true // every node refuses it alike
 		}
-		return cv.logs.ByHash || fixed(cv.logs.From) && fixed(cv.logs.To)
+		return cv.byHash || fixed(cv.from.ref()) && fixed(cv.to.ref())
 	}
 	if cv.hasBlock {
-		return !cv.blockOK || fixed(cv.block)
+		return !cv.blockOK || fixed(cv.block.ref())
 	}
 	return true
 }

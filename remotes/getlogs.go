@@ -54,7 +54,7 @@ func splitHelps(r Reason) bool {
 // included) are at most GetLogsMaxParts, and the merged result is at most
 // the largest reply a remote may send.
 func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView) (json.RawMessage, error) {
-	lr := cv.logs
+	lr := cv.logRange()
 	if !cv.logsOK || lr.ByHash || !isObject(evm.Param(params, 0)) {
 		return p.forwardLogs(ctx, params, route{}.withView(cv))
 	}

@@ -311,16 +311,16 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, 
 // readRoute is how a read may be routed: to remotes that have its block.
 func (p *Pool) readRoute(method string, cv callView) route {
 	rt := route{}.withView(cv)
-	if cv.hasBlock && cv.blockOK && cv.block.Kind == evm.RefNumber {
-		rt.need = cv.block.Number
+	if cv.hasBlock && cv.blockOK && cv.block.kind == evm.RefNumber {
+		rt.need = cv.block.n
 		// A null block from a remote that claims to have it is a
 		// lagging or inconsistent remote, not an answer. Above the
 		// best head null is the answer: indexers poll head+1 until it
 		// exists, and must not make every remote pay for each poll.
 		rt.nullIsMissing = (method == "eth_getBlockByNumber" || method == "eth_getBlockReceipts") &&
-			cv.block.Number <= p.best.Load()
+			cv.block.n <= p.best.Load()
 	}
-	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && cv.blockOK && cv.block.Kind == evm.RefHash {
+	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && cv.blockOK && cv.block.kind == evm.RefHash {
 		rt.nullIsMissing = true
 	}
 	return rt
