@@ -22,12 +22,36 @@ const buildAttempts = 3
 // Safe for concurrent use.
 type Forger struct {
 	up       Upstream
+	calls    callServer // forwards a client's parsed call; nil: up
 	receipts *Receipts
 }
 
 // New returns a forger over up; log may be nil. It does no I/O.
 func New(up Upstream, log *slog.Logger) *Forger {
 	return &Forger{up: up, receipts: NewReceipts(up, log)}
+}
+
+// callServer is remotes that take a call the router parsed
+// (remotes.Pool.ServeCall), so that they do not read it again.
+type callServer interface {
+	ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error)
+}
+
+// ForHandler returns a forger over h (HandlerUpstream) that forwards the
+// client calls it does not build to h as the router parsed them, when h
+// takes parsed calls. log may be nil.
+func ForHandler(h jrpc.Handler, log *slog.Logger) *Forger {
+	f := New(HandlerUpstream(h), log)
+	f.calls, _ = h.(callServer)
+	return f
+}
+
+// forward sends the client's call c on as it is.
+func (f *Forger) forward(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
+	if f.calls != nil {
+		return f.calls.ServeCall(ctx, *c)
+	}
+	return f.up(ctx, c.Method, c.Params, nil)
 }
 
 // HandlerUpstream adapts a jrpc.Handler (the chain's remotes as the router
@@ -56,7 +80,7 @@ var errCannotBuild = errors.New("cannot build")
 func (f *Forger) BlockReceipts(ctx context.Context, c *evm.Call) (res json.RawMessage, built bool, err error) {
 	r := f.receipts
 	if r.blockMethod() {
-		res, err := f.up(ctx, "eth_getBlockReceipts", c.Params, nil)
+		res, err := f.forward(ctx, c)
 		if err == nil || !r.learn(err) {
 			return res, false, err
 		}
@@ -64,7 +88,7 @@ func (f *Forger) BlockReceipts(ctx context.Context, c *evm.Call) (res json.RawMe
 	res, err = f.buildReceipts(ctx, c)
 	if errors.Is(err, errCannotBuild) {
 		// pending, malformed params, …: the remotes' own answer.
-		res, err = f.up(ctx, "eth_getBlockReceipts", c.Params, nil)
+		res, err = f.forward(ctx, c)
 		return res, false, err
 	}
 	return res, err == nil, err

@@ -349,3 +349,31 @@ func receiptsCall(params string) *evm.Call {
 	c := evm.ParseCall("eth_getBlockReceipts", json.RawMessage(params))
 	return &c
 }
+
+// callRecorder is remotes that take parsed calls: it records how each
+// call arrived.
+type callRecorder struct{ parsed, raw []string }
+
+func (r *callRecorder) ServeCall(_ context.Context, c evm.Call) (json.RawMessage, error) {
+	r.parsed = append(r.parsed, c.Method)
+	return json.RawMessage(`[]`), nil
+}
+
+func (r *callRecorder) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	r.raw = append(r.raw, req.Method)
+	return json.RawMessage(`[]`), nil
+}
+
+// The client's own eth_getBlockReceipts reaches remotes that take parsed
+// calls as the router parsed it.
+func TestForHandlerForwardsTheParsedCall(t *testing.T) {
+	rec := &callRecorder{}
+	f := ForHandler(rec, nil)
+	res, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`))
+	if err != nil || built || string(res) != `[]` {
+		t.Fatalf("= %s, %v, %v", res, built, err)
+	}
+	if len(rec.parsed) != 1 || rec.parsed[0] != "eth_getBlockReceipts" || len(rec.raw) != 0 {
+		t.Fatalf("parsed %v, raw %v", rec.parsed, rec.raw)
+	}
+}

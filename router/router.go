@@ -151,7 +151,7 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		head:      head,
 		remotes:   remotes,
 		history:   cfg.History,
-		forge:     forger.New(forger.HandlerUpstream(remotes), log),
+		forge:     forger.ForHandler(remotes, log),
 		log:       log,
 		local:     m.answers.WithLabelValues(cfg.Chain, "local"),
 		fromHead:  m.answers.WithLabelValues(cfg.Chain, "head"),
