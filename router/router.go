@@ -1,5 +1,6 @@
-// Package router is a chain's front door: it decides, per call, which part
-// of venn answers it. venn itself answers what it knows from config
+// Package router is a chain's front door: it parses each call once
+// (evm.ParseCall) and decides which part of venn answers it; every part
+// takes the parsed call and none reads the params again. venn itself answers what it knows from config
 // (eth_chainId); subscriptions go to the subcenter; the head window answers
 // near-head blocks, receipts and logs; the history store answers settled
 // blocks, receipts and logs (history.go: parts of a log range it lacks come
