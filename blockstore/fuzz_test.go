@@ -50,7 +50,7 @@ func FuzzAnswer(f *testing.F) {
 			return
 		}
 		method := fuzzMethods[int(m)%len(fuzzMethods)]
-		res, ok, err := c.Answer(context.Background(), method, params)
+		res, ok, err := c.Answer(context.Background(), evm.ParseCall(method, params))
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, params, err)
 		}

@@ -191,7 +191,7 @@ func TestAnswerMatchesGeth(t *testing.T) {
 		t.Fatalf("Covered = %v, want %v", got, want)
 	}
 	gap := gethCase{method: "eth_getLogs", params: `[{"fromBlock":"0x0","toBlock":` + hexq(c.Head) + `}]`}
-	if res, ok, err := store.Answer(ctx, gap.method, json.RawMessage(gap.params)); ok || err != nil {
+	if res, ok, err := store.Answer(ctx, evm.ParseCall(gap.method, json.RawMessage(gap.params))); ok || err != nil {
 		t.Fatalf("%v over a gap: answered %.100s, %v", gap, res, err)
 	}
 	mustPut(t, store, blocks[mid-2:mid+1]...)
@@ -206,7 +206,7 @@ func TestAnswerMatchesGeth(t *testing.T) {
 	cases := gethCases(c)
 	answered := 0
 	for _, tc := range cases {
-		got, ok, err := store.Answer(ctx, tc.method, json.RawMessage(tc.params))
+		got, ok, err := store.Answer(ctx, evm.ParseCall(tc.method, json.RawMessage(tc.params)))
 		if err != nil {
 			t.Fatalf("%v: %v", tc, err)
 		}
@@ -245,7 +245,7 @@ func TestAnswerMatchesGeth(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("geth eth_getLogs %s: %v", filter, err)
 			}
-			got, err := store.Logs(ctx, json.RawMessage(`{`+f+`}`), r.From, r.To)
+			got, err := store.Logs(ctx, parseFilter(t, `{`+f+`}`), r.From, r.To)
 			if err != nil {
 				t.Fatalf("Logs %s: %v", filter, err)
 			}

@@ -217,15 +217,15 @@ func (g *HistoryChain) Links(ctx context.Context, n uint64, hash, parent string)
 
 // Answer answers a call from stored data; ok is false before the schema
 // is migrated.
-func (g *HistoryChain) Answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
+func (g *HistoryChain) Answer(ctx context.Context, c evm.Call) (json.RawMessage, bool, error) {
 	if !g.h.ready.Load() {
 		return nil, false, nil
 	}
-	return g.c.Answer(ctx, method, params)
+	return g.c.Answer(ctx, c)
 }
 
 // Logs returns the stored logs in [from, to] matching filter.
-func (g *HistoryChain) Logs(ctx context.Context, filter json.RawMessage, from, to uint64) (json.RawMessage, error) {
+func (g *HistoryChain) Logs(ctx context.Context, filter *evm.LogFilter, from, to uint64) (json.RawMessage, error) {
 	if !g.h.ready.Load() {
 		return nil, ErrNotMigrated
 	}

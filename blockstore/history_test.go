@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/pgtest"
 )
 
@@ -29,7 +30,7 @@ func TestHistoryMigratesAndGates(t *testing.T) {
 	if err := c.Put(ctx, blocks); !errors.Is(err, ErrNotMigrated) {
 		t.Errorf("Put before the migrations = %v, want ErrNotMigrated", err)
 	}
-	if _, ok, err := c.Answer(ctx, "eth_getBlockByNumber", []byte(`["0xa",false]`)); ok || err != nil {
+	if _, ok, err := c.Answer(ctx, evm.ParseCall("eth_getBlockByNumber", []byte(`["0xa",false]`))); ok || err != nil {
 		t.Errorf("Answer before the migrations = %v, %v; want not ok, no error", ok, err)
 	}
 	if _, _, err := c.Highest(ctx); !errors.Is(err, ErrNotMigrated) {

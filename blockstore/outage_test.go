@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -76,11 +77,11 @@ func TestOutage(t *testing.T) {
 	proxy.Stop()
 	before := testutil.ToFloat64(p.m.errors.WithLabelValues(opAnswer))
 	for range 20 {
-		if _, ok, err := c.Answer(ctx, "eth_getBlockByNumber", []byte(block)); err == nil || ok {
+		if _, ok, err := c.Answer(ctx, evm.ParseCall("eth_getBlockByNumber", []byte(block))); err == nil || ok {
 			t.Fatalf("Answer with Postgres down: ok %v, err %v; want an error", ok, err)
 		}
 	}
-	if _, err := c.Logs(ctx, []byte(`{}`), 0, 9); err == nil {
+	if _, err := c.Logs(ctx, &evm.LogFilter{}, 0, 9); err == nil {
 		t.Fatal("Logs with Postgres down: no error")
 	}
 	if _, err := c.Covered(ctx, 0, 9); err == nil {
@@ -90,7 +91,7 @@ func TestOutage(t *testing.T) {
 		t.Fatal("Highest with Postgres down: no error")
 	}
 	start := time.Now()
-	_, _, err = c.Answer(ctx, "eth_getBlockByNumber", []byte(block))
+	_, _, err = c.Answer(ctx, evm.ParseCall("eth_getBlockByNumber", []byte(block)))
 	if !errors.Is(err, errDown) {
 		t.Fatalf("Answer while known down: %v, want errDown without asking Postgres", err)
 	}
@@ -218,7 +219,7 @@ func TestStall(t *testing.T) {
 			p.Up(), testutil.ToFloat64(p.m.up), logs.Count(outageLog))
 	}
 	within(t, "Answer while known down", time.Second, func() {
-		if _, _, err := c.Answer(ctx, "eth_getBlockByNumber", block); !errors.Is(err, errDown) {
+		if _, _, err := c.Answer(ctx, evm.ParseCall("eth_getBlockByNumber", block)); !errors.Is(err, errDown) {
 			t.Fatalf("Answer while known down: %v, want errDown", err)
 		}
 	})
@@ -234,7 +235,7 @@ func TestStall(t *testing.T) {
 
 	proxy.Pause()
 	within(t, "Answer on a stalled Postgres", stallRead+stallSlack, func() {
-		if _, ok, err := c.Answer(ctx, "eth_getBlockByNumber", block); err == nil || ok {
+		if _, ok, err := c.Answer(ctx, evm.ParseCall("eth_getBlockByNumber", block)); err == nil || ok {
 			t.Fatalf("Answer on a stalled Postgres: ok %v, err %v; want an error", ok, err)
 		}
 	})
@@ -242,7 +243,7 @@ func TestStall(t *testing.T) {
 		t.Fatalf("after a read timed out: Up %v, %d outage logs; want false, 2", p.Up(), logs.Count(outageLog))
 	}
 	within(t, "reads while known down", time.Second, func() {
-		if _, err := c.Logs(ctx, []byte(`{}`), 0, 4); err == nil {
+		if _, err := c.Logs(ctx, &evm.LogFilter{}, 0, 4); err == nil {
 			t.Fatal("Logs on a stalled Postgres: no error")
 		}
 		if _, err := c.Covered(ctx, 0, 4); err == nil {
@@ -308,7 +309,7 @@ func TestSlowStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	within(t, "a read blocked on a lock", stallRead+stallSlack, func() {
-		if _, ok, err := c.Answer(ctx, "eth_getBlockByNumber", []byte(`["0x2",false]`)); err == nil || ok {
+		if _, ok, err := c.Answer(ctx, evm.ParseCall("eth_getBlockByNumber", []byte(`["0x2",false]`))); err == nil || ok {
 			t.Fatalf("Answer blocked on a lock: ok %v, err %v; want an error", ok, err)
 		}
 	})

@@ -22,7 +22,7 @@ import (
 // answer calls Answer and fails the test on a Postgres error.
 func answer(t testing.TB, c *Chain, method, params string) (json.RawMessage, bool) {
 	t.Helper()
-	res, ok, err := c.Answer(context.Background(), method, json.RawMessage(params))
+	res, ok, err := c.Answer(context.Background(), evm.ParseCall(method, json.RawMessage(params)))
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, params, err)
 	}

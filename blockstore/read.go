@@ -26,22 +26,24 @@ var (
 
 // Answer answers a call from stored data exactly as geth does. ok is false
 // when the store cannot (a block or transaction it does not hold, a range
-// not wholly covered, tags like latest, params it does not read); err is
-// set when Postgres failed. Methods: eth_getBlockByNumber/ByHash,
+// not wholly covered, tags like latest, a call not read Exact); err is set
+// when Postgres failed. Methods: eth_getBlockByNumber/ByHash,
 // eth_getBlockReceipts, eth_getTransactionByHash, eth_getTransactionReceipt,
 // eth_getTransactionByBlock{Hash,Number}AndIndex,
 // eth_getBlockTransactionCountBy{Hash,Number},
 // eth_getUncleCountByBlock{Hash,Number}, and eth_getLogs over a range of
-// explicit numbers wholly covered or by a stored blockHash.
-func (c *Chain) Answer(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
-	r, ok := parseRequest(method, params)
-	if !ok {
+// explicit numbers wholly covered or by a stored blockHash. call is taken
+// by value so that a caller behind an interface does not move it to the
+// heap.
+func (c *Chain) Answer(ctx context.Context, call evm.Call) (json.RawMessage, bool, error) {
+	if !answerable(&call) {
 		return nil, false, nil
 	}
 	var res json.RawMessage
+	ok := false
 	err := c.do(ctx, opAnswer, true, func(ctx context.Context) error {
 		var err error
-		res, ok, err = c.answer(ctx, &r)
+		res, ok, err = c.answer(ctx, &call)
 		return err
 	})
 	if err != nil {
@@ -53,19 +55,19 @@ func (c *Chain) Answer(ctx context.Context, method string, params json.RawMessag
 	return res, ok, nil
 }
 
-func (c *Chain) answer(ctx context.Context, r *request) (json.RawMessage, bool, error) {
-	switch r.kind {
-	case kindBlock:
+func (c *Chain) answer(ctx context.Context, r *evm.Call) (json.RawMessage, bool, error) {
+	switch r.Kind {
+	case evm.KindBlock:
 		return c.answerBlock(ctx, r)
-	case kindReceipts:
+	case evm.KindBlockReceipts:
 		return c.answerReceipts(ctx, r)
-	case kindTx, kindReceipt:
+	case evm.KindTx, evm.KindReceipt:
 		return c.answerTx(ctx, r)
-	case kindTxByIndex:
+	case evm.KindTxByIndex:
 		return c.answerTxByIndex(ctx, r)
-	case kindTxCount, kindUncleCount:
+	case evm.KindTxCount, evm.KindUncleCount:
 		return c.answerCount(ctx, r)
-	case kindLogs:
+	case evm.KindLogs:
 		return c.answerLogs(ctx, r)
 	}
 	return nil, false, nil
@@ -81,12 +83,12 @@ const (
 )
 
 // blockSel returns the request's block conditions and the value of $2.
-func blockSel(r *request) (inBlocks, inChild string, arg any) {
-	if r.byHash {
-		h, _ := hex.DecodeString(string(r.hash[2:])) // checked by evm.ArgHash
+func blockSel(r *evm.Call) (inBlocks, inChild string, arg any) {
+	if r.ByHash() {
+		h, _ := hex.DecodeString(string(r.Key[2:])) // checked by evm.ArgHash
 		return blockByHash, childByHash, h
 	}
-	return blockByNumber, childByNumber, int64(min(r.number, math.MaxInt64))
+	return blockByNumber, childByNumber, int64(min(r.Ref.Number, math.MaxInt64))
 }
 
 // blockRow is a row of blocks.
@@ -137,10 +139,10 @@ func (b *blockRow) fill(d *dict, txs [][]byte) ([]byte, error) {
 	return splice(make([]byte, 0, n), shell, start, end, txs), nil
 }
 
-func (c *Chain) answerBlock(ctx context.Context, r *request) (json.RawMessage, bool, error) {
+func (c *Chain) answerBlock(ctx context.Context, r *evm.Call) (json.RawMessage, bool, error) {
 	inBlocks, inChild, arg := blockSel(r)
 	cols := `hash`
-	if r.full {
+	if r.Full {
 		cols = `hash, tx`
 	}
 	var batch pgx.Batch
@@ -161,7 +163,7 @@ func (c *Chain) answerBlock(ctx context.Context, r *request) (json.RawMessage, b
 			for rows.Next() {
 				var h, tx []byte
 				dst := []any{&h}
-				if r.full {
+				if r.Full {
 					dst = append(dst, &tx)
 				}
 				if err := rows.Scan(dst...); err != nil {
@@ -177,7 +179,7 @@ func (c *Chain) answerBlock(ctx context.Context, r *request) (json.RawMessage, b
 	if !found {
 		return nil, false, nil
 	}
-	if !r.full {
+	if !r.Full {
 		res, err := b.hashOnly(hashes)
 		return res, err == nil, err
 	}
@@ -288,7 +290,7 @@ func receipt(stored []byte, d *dict, logs []logScan) ([]byte, error) {
 	return splice(nil, rc, start, end, parts), nil
 }
 
-func (c *Chain) answerReceipts(ctx context.Context, r *request) (json.RawMessage, bool, error) {
+func (c *Chain) answerReceipts(ctx context.Context, r *evm.Call) (json.RawMessage, bool, error) {
 	inBlocks, inChild, arg := blockSel(r)
 	var batch pgx.Batch
 	var number, time int64
@@ -347,10 +349,10 @@ func (c *Chain) answerReceipts(ctx context.Context, r *request) (json.RawMessage
 }
 
 // answerTx: eth_getTransactionByHash and eth_getTransactionReceipt.
-func (c *Chain) answerTx(ctx context.Context, r *request) (json.RawMessage, bool, error) {
-	h, _ := hex.DecodeString(string(r.hash[2:]))
+func (c *Chain) answerTx(ctx context.Context, r *evm.Call) (json.RawMessage, bool, error) {
+	h, _ := hex.DecodeString(string(r.Key[2:]))
 	col := `t.tx`
-	if r.kind == kindReceipt {
+	if r.Kind == evm.KindReceipt {
 		col = `t.receipt`
 	}
 	var batch pgx.Batch
@@ -373,7 +375,7 @@ func (c *Chain) answerTx(ctx context.Context, r *request) (json.RawMessage, bool
 			return rows.Err()
 		})
 	var logs []logScan
-	if r.kind == kindReceipt {
+	if r.Kind == evm.KindReceipt {
 		batch.Queue(`SELECT `+logCols+` FROM logs l
 			JOIN transactions t ON t.chain_id = l.chain_id AND t.block_number = l.block_number AND t.idx = l.tx_index
 			WHERE t.chain_id = $1 AND t.hash = $2 ORDER BY l.block_number, l.log_index`, c.id, h).
@@ -388,7 +390,7 @@ func (c *Chain) answerTx(ctx context.Context, r *request) (json.RawMessage, bool
 	x := hits[0]
 	d := blockDict(x.blockHash, uint64(x.number), uint64(x.time), nil)
 	d[slotTxHash] = quoteHex(nil, h)
-	if r.kind == kindTx {
+	if r.Kind == evm.KindTx {
 		res, err := expand(nil, x.stored, &d)
 		return res, err == nil, err
 	}
@@ -399,11 +401,11 @@ func (c *Chain) answerTx(ctx context.Context, r *request) (json.RawMessage, bool
 	return rc, err == nil, err
 }
 
-func (c *Chain) answerTxByIndex(ctx context.Context, r *request) (json.RawMessage, bool, error) {
+func (c *Chain) answerTxByIndex(ctx context.Context, r *evm.Call) (json.RawMessage, bool, error) {
 	inBlocks, _, arg := blockSel(r)
 	idx := int64(-1) // past every block's transactions
-	if r.index <= math.MaxInt32 {
-		idx = int64(r.index)
+	if r.Index <= math.MaxInt32 {
+		idx = int64(r.Index)
 	}
 	var number, time int64
 	var hash, txHash, tx []byte
@@ -425,7 +427,7 @@ func (c *Chain) answerTxByIndex(ctx context.Context, r *request) (json.RawMessag
 }
 
 // answerCount: eth_getBlockTransactionCountBy* and eth_getUncleCountBy*.
-func (c *Chain) answerCount(ctx context.Context, r *request) (json.RawMessage, bool, error) {
+func (c *Chain) answerCount(ctx context.Context, r *evm.Call) (json.RawMessage, bool, error) {
 	inBlocks, _, arg := blockSel(r)
 	var b blockRow
 	var n int64
@@ -439,7 +441,7 @@ func (c *Chain) answerCount(ctx context.Context, r *request) (json.RawMessage, b
 	case err != nil:
 		return nil, false, err
 	}
-	if r.kind == kindUncleCount {
+	if r.Kind == evm.KindUncleCount {
 		d := b.dict()
 		shell, err := expand(nil, b.shell, &d)
 		if err != nil {
@@ -456,11 +458,11 @@ func (c *Chain) answerCount(ctx context.Context, r *request) (json.RawMessage, b
 
 // answerLogs: eth_getLogs by a stored block's hash, or over a range wholly
 // covered.
-func (c *Chain) answerLogs(ctx context.Context, r *request) (json.RawMessage, bool, error) {
-	f := &r.filter
+func (c *Chain) answerLogs(ctx context.Context, r *evm.Call) (json.RawMessage, bool, error) {
+	f := &r.Filter
 	if f.ByHash {
 		var n int64
-		h, _ := hex.DecodeString(string(r.hash[2:]))
+		h, _ := hex.DecodeString(string(f.Hash[2:]))
 		err := c.p.pool.QueryRow(ctx, `SELECT number FROM blocks WHERE chain_id = $1 AND hash = $2`, c.id, h).Scan(&n)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
@@ -495,18 +497,14 @@ func (c *Chain) covers(ctx context.Context, from, to uint64) (bool, error) {
 // object (its address and topics; its block fields are ignored) as a JSON
 // array in (block, logIndex) order, the node's bytes. The caller ensures
 // [from, to] is covered. ErrTooLarge: the answer would pass 128 MiB.
-func (c *Chain) Logs(ctx context.Context, filter json.RawMessage, from, to uint64) (json.RawMessage, error) {
-	var f evm.LogFilter
-	if !f.Parse(filter) {
-		return nil, fmt.Errorf("%w: eth_getLogs filter %.100s", errMalformed, filter)
-	}
+func (c *Chain) Logs(ctx context.Context, f *evm.LogFilter, from, to uint64) (json.RawMessage, error) {
 	if from > to || to > math.MaxInt64 {
 		return resultEmptyList, nil
 	}
 	var res json.RawMessage
 	err := c.do(ctx, opLogs, true, func(ctx context.Context) error {
 		var err error
-		res, err = c.logs(ctx, &f, from, to)
+		res, err = c.logs(ctx, f, from, to)
 		return err
 	})
 	return res, err

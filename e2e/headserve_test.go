@@ -191,7 +191,7 @@ func TestHeadServeMatchesGeth(t *testing.T) {
 	answered := 0
 	for _, tc := range cases {
 		want, gethErr := g.CallJSON(context.Background(), tc.method, tc.params)
-		got, ok := w.Answer(tc.method, json.RawMessage(tc.params))
+		got, ok := w.Answer(evm.ParseCall(tc.method, json.RawMessage(tc.params)))
 		if tc.forward {
 			if ok {
 				t.Errorf("%v: window answered %s, want it forwarded (geth: %s, %v)", tc, truncate(string(got)), truncate(string(want)), gethErr)
@@ -233,7 +233,7 @@ func TestHeadServeMatchesGeth(t *testing.T) {
 		{method: "eth_getLogs", params: `[{"fromBlock":` + strconv.Quote(hex(low-1)) + `,"toBlock":"latest"}]`},
 		{method: "eth_getLogs", params: `[{"blockHash":` + strconv.Quote(c.Blocks[1].Hash) + `}]`},
 	} {
-		if got, ok := small.Answer(tc.method, json.RawMessage(tc.params)); ok {
+		if got, ok := small.Answer(evm.ParseCall(tc.method, json.RawMessage(tc.params))); ok {
 			t.Errorf("window from %d answered %v with %s, want it forwarded", low, tc, truncate(string(got)))
 		}
 	}
@@ -246,7 +246,7 @@ func TestHeadServeMatchesGeth(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: geth: %v", tc, err)
 		}
-		got, ok := small.Answer(tc.method, json.RawMessage(tc.params))
+		got, ok := small.Answer(evm.ParseCall(tc.method, json.RawMessage(tc.params)))
 		if !ok {
 			t.Errorf("window from %d forwarded %v", low, tc)
 			continue

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/venn-gateway/venn/internal/jsonscan"
 )
@@ -41,6 +42,10 @@ func ParseBlockRef(raw json.RawMessage) (BlockRef, error) {
 	}
 	switch raw[0] {
 	case '"':
+		if s, ok := plainString(raw); ok && utf8.Valid(s) {
+			// What Unquote would return, read without copying it.
+			return parseBlockBytes(s)
+		}
 		s, err := strconv.Unquote(string(raw))
 		if err != nil {
 			return BlockRef{}, errBadBlock
@@ -62,6 +67,30 @@ func ParseBlockRef(raw json.RawMessage) (BlockRef, error) {
 		}
 	}
 	return BlockRef{}, errBadBlock
+}
+
+// parseBlockBytes is parseBlockString on bytes: it allocates only the
+// hash it returns.
+func parseBlockBytes(s []byte) (BlockRef, error) {
+	if k, ok := tag(s); ok {
+		return BlockRef{Kind: k}, nil
+	}
+	if len(s) == 66 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		return BlockRef{Kind: RefHash, Hash: string(s)}, nil
+	}
+	// ParseQuantity's rule: 0x or 0X and 1 to 16 hex digits.
+	if len(s) < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || len(s) > 18 {
+		return BlockRef{}, errBadBlock
+	}
+	var n uint64
+	for _, c := range s[2:] {
+		v := unhex(c)
+		if v > 15 {
+			return BlockRef{}, errBadBlock
+		}
+		n = n<<4 | uint64(v)
+	}
+	return BlockRef{Kind: RefNumber, Number: n}, nil
 }
 
 func parseBlockString(s string) (BlockRef, error) {

@@ -1,4 +1,6 @@
-// Package evm holds the EVM values that several venn packages share: block
+// Package evm holds the EVM values that several venn packages share: the
+// parsed call (Call: the router reads each client call once, with the one
+// method table, and every package below it takes that value), block
 // numbers, tags and refs, the known JSON-RPC method set and where each
 // method carries its block parameter, blocks as a remote sent them and the
 // parts they split into (transactions, receipts, logs), and log filters.

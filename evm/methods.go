@@ -44,39 +44,12 @@ func MethodLabel(method string) string {
 	return "other"
 }
 
-// blockParam says where a method carries the block it reads: the index of
-// its block number, tag or EIP-1898 object in the positional params.
-var blockParam = map[string]int{
-	"eth_getBlockByNumber":                    0,
-	"eth_getBlockTransactionCountByNumber":    0,
-	"eth_getUncleCountByBlockNumber":          0,
-	"eth_getTransactionByBlockNumberAndIndex": 0,
-	"eth_getUncleByBlockNumberAndIndex":       0,
-	"eth_getBlockReceipts":                    0,
-	"debug_traceBlockByNumber":                0,
-	"debug_getRawBlock":                       0,
-	"debug_getRawHeader":                      0,
-	"debug_getRawReceipts":                    0,
-	"trace_block":                             0,
-	"trace_replayBlockTransactions":           0,
-	"eth_getBalance":                          1,
-	"eth_getCode":                             1,
-	"eth_getTransactionCount":                 1,
-	"eth_call":                                1,
-	"eth_estimateGas":                         1,
-	"eth_createAccessList":                    1,
-	"eth_feeHistory":                          1,
-	"debug_traceCall":                         1,
-	"eth_simulateV1":                          1,
-	"eth_getStorageValues":                    1,
-	"eth_getStorageAt":                        2,
-	"eth_getProof":                            2,
-}
-
-// BlockParamIndex returns where method carries its block parameter.
+// BlockParamIndex returns where method carries the block it reads: the
+// index of its block number, tag or EIP-1898 object in the positional
+// params.
 func BlockParamIndex(method string) (int, bool) {
-	i, ok := blockParam[method]
-	return i, ok
+	m, ok := methods[method]
+	return int(m.block), ok && m.block >= 0
 }
 
 // IsWrite reports methods that change state somewhere: they are never

@@ -9,63 +9,36 @@ import (
 
 // Source answers a call from blocks venn holds (the head window, the
 // history store); ok is false when it cannot answer exactly as the node.
-type Source func(method string, params json.RawMessage) (res json.RawMessage, ok bool)
-
-// derived maps each method Derive answers to the block call it reads and
-// its number of parameters.
-var derived = map[string]struct {
-	block string
-	args  int
-}{
-	"eth_getHeaderByNumber":             {"eth_getBlockByNumber", 1},
-	"eth_getHeaderByHash":               {"eth_getBlockByHash", 1},
-	"eth_getUncleByBlockNumberAndIndex": {"eth_getBlockByNumber", 2},
-	"eth_getUncleByBlockHashAndIndex":   {"eth_getBlockByHash", 2},
-}
-
-// Derives reports whether Derive may answer method.
-func Derives(method string) bool {
-	_, ok := derived[method]
-	return ok
-}
+type Source func(c evm.Call) (res json.RawMessage, ok bool)
 
 // bodyFields are what geth's RPCMarshalBlock adds to RPCMarshalHeader: a
 // block without them is the header, byte for byte (geth marshals both as
 // maps, with sorted keys).
 var bodyFields = [...]string{"size", "transactions", "uncles", "withdrawals"}
 
-// Derive answers method from a block src holds:
+// Derive answers c from a block src holds:
 //   - eth_getHeaderByNumber, eth_getHeaderByHash: the block without its body
 //     fields, or null where the block is null;
 //   - eth_getUncleByBlock{Number,Hash}AndIndex: null for a null block or an
 //     index past the block's uncles (every block since the merge has none);
 //     an uncle itself is not held, so that call is left to the node.
 //
-// The block parameter is handed to src as sent, so src's reading of it
-// (geth's) decides; ok is false whenever src cannot answer or the params
-// are not exactly what geth reads, and the call goes on.
-func Derive(method string, params json.RawMessage, src Source) (json.RawMessage, bool) {
-	d, ok := derived[method]
+// The block parameter is handed to src as sent (evm.Call.BlockCall), so
+// src's reading of it (geth's) decides; ok is false whenever src cannot
+// answer or the params are not exactly what geth reads, and the call goes
+// on.
+func Derive(c *evm.Call, src Source) (json.RawMessage, bool) {
+	b, ok := c.BlockCall()
 	if !ok {
 		return nil, false
 	}
-	var a [2][]byte
-	if !evm.Args(params, a[:d.args]) {
-		return nil, false
-	}
-	var index uint64
-	if d.args == 2 {
-		if index, ok = evm.ArgQuantity(a[1]); !ok {
-			return nil, false
-		}
-	}
-	block, ok := src(d.block, json.RawMessage("["+string(a[0])+",false]"))
+	block, ok := src(b)
 	switch {
 	case !ok:
 		return nil, false
 	case string(block) == "null":
 		return resultNull, true
-	case d.args == 1:
+	case c.Kind == evm.KindHeader:
 		return without(block, bodyFields[:])
 	}
 	uncles := jsonscan.Member(block, "uncles")
@@ -80,7 +53,7 @@ func Derive(method string, params json.RawMessage, src Source) (json.RawMessage,
 		}
 		count++
 	}
-	if index >= count {
+	if c.Index >= count {
 		return resultNull, true
 	}
 	return nil, false

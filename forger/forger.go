@@ -22,12 +22,36 @@ const buildAttempts = 3
 // Safe for concurrent use.
 type Forger struct {
 	up       Upstream
+	calls    callServer // forwards a client's parsed call; nil: up
 	receipts *Receipts
 }
 
 // New returns a forger over up; log may be nil. It does no I/O.
 func New(up Upstream, log *slog.Logger) *Forger {
 	return &Forger{up: up, receipts: NewReceipts(up, log)}
+}
+
+// callServer is remotes that take a call the router parsed
+// (remotes.Pool.ServeCall), so that they do not read it again.
+type callServer interface {
+	ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error)
+}
+
+// ForHandler returns a forger over h (HandlerUpstream) that forwards the
+// client calls it does not build to h as the router parsed them, when h
+// takes parsed calls. log may be nil.
+func ForHandler(h jrpc.Handler, log *slog.Logger) *Forger {
+	f := New(HandlerUpstream(h), log)
+	f.calls, _ = h.(callServer)
+	return f
+}
+
+// forward sends the client's call c on as it is.
+func (f *Forger) forward(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
+	if f.calls != nil {
+		return f.calls.ServeCall(ctx, *c)
+	}
+	return f.up(ctx, c.Method, c.Params, nil)
 }
 
 // HandlerUpstream adapts a jrpc.Handler (the chain's remotes as the router
@@ -48,36 +72,32 @@ var resultNull = json.RawMessage("null")
 // errCannotBuild: the params are of a shape the builder leaves to the node.
 var errCannotBuild = errors.New("cannot build")
 
-// BlockReceipts answers eth_getBlockReceipts(params) through the remotes:
+// BlockReceipts answers an eth_getBlockReceipts call through the remotes:
 // forwarded while some remote has the method, else assembled from the
 // block's transaction hashes and one eth_getTransactionReceipt each, which
 // is byte for byte what geth answers (null for a block it does not have).
 // built reports an assembled answer.
-func (f *Forger) BlockReceipts(ctx context.Context, params json.RawMessage) (res json.RawMessage, built bool, err error) {
+func (f *Forger) BlockReceipts(ctx context.Context, c *evm.Call) (res json.RawMessage, built bool, err error) {
 	r := f.receipts
 	if r.blockMethod() {
-		res, err := f.up(ctx, "eth_getBlockReceipts", params, nil)
+		res, err := f.forward(ctx, c)
 		if err == nil || !r.learn(err) {
 			return res, false, err
 		}
 	}
-	res, err = f.buildReceipts(ctx, params)
+	res, err = f.buildReceipts(ctx, c)
 	if errors.Is(err, errCannotBuild) {
 		// pending, malformed params, …: the remotes' own answer.
-		res, err = f.up(ctx, "eth_getBlockReceipts", params, nil)
+		res, err = f.forward(ctx, c)
 		return res, false, err
 	}
 	return res, err == nil, err
 }
 
-// buildReceipts assembles eth_getBlockReceipts from the block, read the
-// way geth reads the parameter (rpc.BlockNumberOrHash), and its receipts.
-func (f *Forger) buildReceipts(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	var a [1][]byte
-	if !evm.Args(params, a[:]) {
-		return nil, errCannotBuild
-	}
-	method, ref, canonical, ok := blockCall(a[0])
+// buildReceipts assembles eth_getBlockReceipts from the block the call
+// names (evm.Call.BlockFetch) and its receipts.
+func (f *Forger) buildReceipts(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
+	method, ref, canonical, ok := c.BlockFetch()
 	if !ok {
 		return nil, errCannotBuild
 	}
@@ -130,44 +150,6 @@ func (f *Forger) checkCanonical(ctx context.Context, n uint64, hash string) erro
 		return errNotCanonical
 	}
 	return nil
-}
-
-// blockCall maps an eth_getBlockReceipts block parameter to the call that
-// fetches that block: method, its block argument as sent, and whether an
-// EIP-1898 hash must be canonical. ok is false for pending (no receipts to
-// build) and anything that is not a block reference.
-func blockCall(raw []byte) (method string, ref []byte, canonical, ok bool) {
-	if len(raw) > 0 && raw[0] == '{' {
-		var obj struct {
-			BlockNumber      json.RawMessage `json:"blockNumber"`
-			BlockHash        json.RawMessage `json:"blockHash"`
-			RequireCanonical *bool           `json:"requireCanonical"`
-		}
-		if json.Unmarshal(raw, &obj) != nil {
-			return "", nil, false, false
-		}
-		switch {
-		case obj.BlockNumber != nil && obj.BlockHash != nil:
-			return "", nil, false, false
-		case obj.BlockHash != nil:
-			return "eth_getBlockByHash", obj.BlockHash, obj.RequireCanonical != nil && *obj.RequireCanonical, true
-		case obj.BlockNumber != nil:
-			raw = obj.BlockNumber
-		default:
-			return "", nil, false, false
-		}
-	}
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", nil, false, false
-	}
-	r, err := evm.ParseBlockRef(raw)
-	switch {
-	case err != nil, r.Kind == evm.RefPending:
-		return "", nil, false, false
-	case r.Kind == evm.RefHash:
-		return "eth_getBlockByHash", raw, false, true
-	}
-	return "eth_getBlockByNumber", raw, false, true
 }
 
 // blockTxs reads a block's number, hash (lowercase) and transaction hashes

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
@@ -98,7 +99,7 @@ func TestBlockReceiptsBuiltPerTransactionEqualTheNodes(t *testing.T) {
 			if werr != nil {
 				t.Fatalf("reference node: %v", werr)
 			}
-			got, built, err := f.BlockReceipts(context.Background(), json.RawMessage(tt.give))
+			got, built, err := f.BlockReceipts(context.Background(), receiptsCall(tt.give))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +135,7 @@ func TestBlockReceiptsLearnsAndRechecks(t *testing.T) {
 	f.receipts.now = func() time.Time { return now }
 	ctx := context.Background()
 	for range 3 {
-		if _, built, err := f.BlockReceipts(ctx, json.RawMessage(`["0x5"]`)); err != nil || !built {
+		if _, built, err := f.BlockReceipts(ctx, receiptsCall(`["0x5"]`)); err != nil || !built {
 			t.Fatalf("built %v, err %v", built, err)
 		}
 	}
@@ -144,7 +145,7 @@ func TestBlockReceiptsLearnsAndRechecks(t *testing.T) {
 	// A remote enables the method: found at the next recheck.
 	without.SetHook(nil)
 	now = now.Add(BlockReceiptsRecheck + time.Second)
-	if _, built, err := f.BlockReceipts(ctx, json.RawMessage(`["0x5"]`)); err != nil || built {
+	if _, built, err := f.BlockReceipts(ctx, receiptsCall(`["0x5"]`)); err != nil || built {
 		t.Fatalf("after the recheck: built %v, err %v; want the remote's own answer", built, err)
 	}
 	if got := without.Calls("eth_getBlockReceipts"); got != 2 {
@@ -165,7 +166,7 @@ func TestBlockReceiptsForwardedWhileARemoteHasThem(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
 	f := New(HandlerUpstream(pool), nil)
-	if _, built, err := f.BlockReceipts(context.Background(), json.RawMessage(`["0x5"]`)); err != nil || built {
+	if _, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`)); err != nil || built {
 		t.Fatalf("built %v, err %v", built, err)
 	}
 	if ref.Calls("eth_getTransactionReceipt") != 0 {
@@ -177,7 +178,7 @@ func TestBlockReceiptsLeavesWhatItCannotBuildToTheNode(t *testing.T) {
 	_, _, up := nodes(t)
 	f := New(up, nil)
 	for _, give := range []string{`["pending"]`, `[]`, `["0x1","0x2"]`, `[true]`} {
-		_, built, err := f.BlockReceipts(context.Background(), json.RawMessage(give))
+		_, built, err := f.BlockReceipts(context.Background(), receiptsCall(give))
 		if built || !Unsupported("eth_getBlockReceipts", err) {
 			t.Errorf("%s: built %v, err %v; want the remotes' own answer", give, built, err)
 		}
@@ -251,7 +252,7 @@ func (c *fakeChain) up(ctx context.Context, method string, params json.RawMessag
 func TestBlockReceiptsBoundsConcurrentCalls(t *testing.T) {
 	c := &fakeChain{txs: 60}
 	f := New(c.up, nil)
-	res, built, err := f.BlockReceipts(context.Background(), json.RawMessage(`["0x5"]`))
+	res, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`))
 	if err != nil || !built {
 		t.Fatalf("built %v, err %v", built, err)
 	}
@@ -276,7 +277,7 @@ func TestBlockReceiptsRefusesReceiptsOfAnotherBlock(t *testing.T) {
 	other := "0x" + strings.Repeat("22", 32)
 	c := &fakeChain{txs: 3, blockHash: func(int64) string { return other }}
 	f := New(c.up, nil)
-	if _, _, err := f.BlockReceipts(context.Background(), json.RawMessage(`["0x5"]`)); err == nil {
+	if _, _, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`)); err == nil {
 		t.Fatal("receipts of another block served as the block's")
 	}
 	if got := c.calls.Load(); got != 3*buildAttempts {
@@ -290,15 +291,15 @@ func TestBlockReceiptsRefusesReceiptsOfAnotherBlock(t *testing.T) {
 		return "0x" + strings.Repeat("11", 32)
 	}}
 	f = New(c.up, nil)
-	if _, built, err := f.BlockReceipts(context.Background(), json.RawMessage(`["0x5"]`)); err != nil || !built {
+	if _, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`)); err != nil || !built {
 		t.Fatalf("built %v, err %v", built, err)
 	}
 }
 
 func TestDerive(t *testing.T) {
 	block := `{"difficulty":"0x0","hash":"0xaa","number":"0x5","size":"0x10","transactions":["0x01"],"uncles":[],"withdrawals":[],"withdrawalsRoot":"0xbb"}`
-	src := func(method string, params json.RawMessage) (json.RawMessage, bool) {
-		switch string(params) {
+	src := func(c evm.Call) (json.RawMessage, bool) {
+		switch string(c.Params) {
 		case `["0x5",false]`, `["0x` + strings.Repeat("aa", 32) + `",false]`:
 			return json.RawMessage(block), true
 		case `["0x9",false]`:
@@ -324,19 +325,56 @@ func TestDerive(t *testing.T) {
 		{"eth_getBalance", `["0x5"]`, ``, false},
 	}
 	for _, tt := range tests {
-		got, ok := Derive(tt.method, json.RawMessage(tt.give), src)
+		c := evm.ParseCall(tt.method, json.RawMessage(tt.give))
+		got, ok := Derive(&c, src)
 		if ok != tt.ok || string(got) != tt.want {
 			t.Errorf("%s%s = %s, %v; want %s, %v", tt.method, tt.give, got, ok, tt.want, tt.ok)
 		}
 	}
 	// A block with uncles: an index within them is the node's to answer.
-	withUncles := func(string, json.RawMessage) (json.RawMessage, bool) {
+	withUncles := func(evm.Call) (json.RawMessage, bool) {
 		return json.RawMessage(`{"uncles":["0x01","0x02"]}`), true
 	}
-	if _, ok := Derive("eth_getUncleByBlockNumberAndIndex", json.RawMessage(`["0x5","0x1"]`), withUncles); ok {
+	one := evm.ParseCall("eth_getUncleByBlockNumberAndIndex", json.RawMessage(`["0x5","0x1"]`))
+	if _, ok := Derive(&one, withUncles); ok {
 		t.Error("an uncle the block has was answered without its header")
 	}
-	if got, ok := Derive("eth_getUncleByBlockNumberAndIndex", json.RawMessage(`["0x5","0x2"]`), withUncles); !ok || string(got) != "null" {
+	two := evm.ParseCall("eth_getUncleByBlockNumberAndIndex", json.RawMessage(`["0x5","0x2"]`))
+	if got, ok := Derive(&two, withUncles); !ok || string(got) != "null" {
 		t.Errorf("index past the uncles = %s, %v; want null", got, ok)
+	}
+}
+
+// receiptsCall is an eth_getBlockReceipts call as the router parses it.
+func receiptsCall(params string) *evm.Call {
+	c := evm.ParseCall("eth_getBlockReceipts", json.RawMessage(params))
+	return &c
+}
+
+// callRecorder is remotes that take parsed calls: it records how each
+// call arrived.
+type callRecorder struct{ parsed, raw []string }
+
+func (r *callRecorder) ServeCall(_ context.Context, c evm.Call) (json.RawMessage, error) {
+	r.parsed = append(r.parsed, c.Method)
+	return json.RawMessage(`[]`), nil
+}
+
+func (r *callRecorder) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	r.raw = append(r.raw, req.Method)
+	return json.RawMessage(`[]`), nil
+}
+
+// The client's own eth_getBlockReceipts reaches remotes that take parsed
+// calls as the router parsed it.
+func TestForHandlerForwardsTheParsedCall(t *testing.T) {
+	rec := &callRecorder{}
+	f := ForHandler(rec, nil)
+	res, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`))
+	if err != nil || built || string(res) != `[]` {
+		t.Fatalf("= %s, %v, %v", res, built, err)
+	}
+	if len(rec.parsed) != 1 || rec.parsed[0] != "eth_getBlockReceipts" || len(rec.raw) != 0 {
+		t.Fatalf("parsed %v, raw %v", rec.parsed, rec.raw)
 	}
 }

@@ -67,7 +67,7 @@ func FuzzAnswer(f *testing.F) {
 			return
 		}
 		method := methods[int(m)%len(methods)]
-		res, ok := w.Answer(method, params)
+		res, ok := w.Answer(evm.ParseCall(method, params))
 		if ok && !json.Valid(res) {
 			t.Fatalf("%s %s answered invalid JSON: %.200s", method, params, res)
 		}

@@ -9,12 +9,9 @@ import (
 )
 
 // The window answers a call only when it can give exactly the node's
-// answer, so its parameter parsing is geth's (v1.17.10), not venn's usual
-// leniency: quantities with leading zeros, escaped strings, params of the
-// wrong count or type, keys that encoding/json would fold onto a filter
-// field, all go to the node, which produces its own error or answer.
-// evm.ParseBlockRef and evm.ParseQuantity accept some of those, hence the
-// stricter evm.Arg readers and evm.LogFilter, shared with the history store.
+// answer, so it reads a call's exact (geth's) reading only: a call the
+// router parsed (evm.ParseCall) that is not Exact goes to the node, which
+// produces its own error or answer.
 
 // Fixed answers. Results are never written to by callers (they are the
 // remotes' own bytes), so these are shared.
@@ -27,39 +24,33 @@ var (
 // bytes (sub-slices of what the remotes sent, or small encodings like a hex
 // quantity or null). ok is false when the window cannot answer exactly what
 // the node would (unknown method, block below the window, a tag it does not
-// know, malformed or unusual params — the node produces those errors), and
-// the router forwards the call upstream.
+// know, params not read Exact — the node produces those errors), and the
+// router forwards the call upstream.
 //
-// params must be syntactically valid JSON (the jrpc decoder checks it) or
-// nil. res must not be modified: it shares memory with the window.
-func (w *Window) Answer(method string, params json.RawMessage) (res json.RawMessage, ok bool) {
-	switch method {
-	case "eth_blockNumber":
-		return w.answerBlockNumber(params)
-	case "eth_getBlockByNumber":
-		return w.answerBlock(params, false)
-	case "eth_getBlockByHash":
-		return w.answerBlock(params, true)
-	case "eth_getBlockReceipts":
-		return w.answerBlockReceipts(params)
-	case "eth_getTransactionByHash":
-		return w.answerTx(params, false)
-	case "eth_getTransactionReceipt":
-		return w.answerTx(params, true)
-	case "eth_getTransactionByBlockNumberAndIndex":
-		return w.answerTxByIndex(params, false)
-	case "eth_getTransactionByBlockHashAndIndex":
-		return w.answerTxByIndex(params, true)
-	case "eth_getBlockTransactionCountByNumber":
-		return w.answerCount(params, false, txCount)
-	case "eth_getBlockTransactionCountByHash":
-		return w.answerCount(params, true, txCount)
-	case "eth_getUncleCountByBlockNumber":
-		return w.answerCount(params, false, uncleCount)
-	case "eth_getUncleCountByBlockHash":
-		return w.answerCount(params, true, uncleCount)
-	case "eth_getLogs":
-		return w.answerLogs(params)
+// c is taken by value so that a caller behind an interface does not move
+// it to the heap. res must not be modified: it shares memory with the
+// window.
+func (w *Window) Answer(c evm.Call) (res json.RawMessage, ok bool) {
+	if !c.Exact {
+		return nil, false
+	}
+	switch c.Kind {
+	case evm.KindBlockNumber:
+		return w.answerBlockNumber()
+	case evm.KindBlock:
+		return w.answerBlock(&c)
+	case evm.KindBlockReceipts:
+		return w.answerBlockReceipts(&c)
+	case evm.KindTx, evm.KindReceipt:
+		return w.answerTx(&c)
+	case evm.KindTxByIndex:
+		return w.answerTxByIndex(&c)
+	case evm.KindTxCount:
+		return w.answerCount(&c, txCount)
+	case evm.KindUncleCount:
+		return w.answerCount(&c, uncleCount)
+	case evm.KindLogs:
+		return w.answerLogs(&c.Filter)
 	}
 	return nil, false
 }
@@ -67,10 +58,7 @@ func (w *Window) Answer(method string, params json.RawMessage) (res json.RawMess
 // answerBlockNumber answers the head, never below what this replica has
 // answered before: after a reorg to a shorter chain the number holds until
 // the chain grows past it.
-func (w *Window) answerBlockNumber(params []byte) (json.RawMessage, bool) {
-	if !evm.Args(params, nil) {
-		return nil, false
-	}
+func (w *Window) answerBlockNumber() (json.RawMessage, bool) {
 	head := w.latest.Load()
 	if head == 0 {
 		return nil, false
@@ -105,27 +93,14 @@ func (w *Window) Monotonic(n, ceiling uint64) uint64 {
 }
 
 // answerBlock: eth_getBlockByNumber(number, full), eth_getBlockByHash(hash, full).
-func (w *Window) answerBlock(params []byte, byHash bool) (json.RawMessage, bool) {
-	var a [2][]byte
-	if !evm.Args(params, a[:]) {
-		return nil, false
-	}
-	var full bool
-	switch string(a[1]) {
-	case "true":
-		full = true
-	case "false":
-	default:
-		// geth takes null as false; unusual enough to leave to it.
-		return nil, false
-	}
-	e, ok := w.blockArg(a[0], byHash)
+func (w *Window) answerBlock(c *evm.Call) (json.RawMessage, bool) {
+	e, ok := w.blockOf(c)
 	switch {
 	case !ok:
 		return nil, false
 	case e == nil:
 		return resultNull, true
-	case full:
+	case c.Full:
 		return e.Raw, true
 	default:
 		return e.HashOnly, true
@@ -134,23 +109,12 @@ func (w *Window) answerBlock(params []byte, byHash bool) (json.RawMessage, bool)
 
 // answerBlockReceipts: eth_getBlockReceipts(number, tag, hash or EIP-1898
 // object), the receipts exactly as the remote sent them.
-func (w *Window) answerBlockReceipts(params []byte) (json.RawMessage, bool) {
-	var a [1][]byte
-	if !evm.Args(params, a[:]) {
-		return nil, false
-	}
-	var key [evm.HashLen]byte
-	ref, ok := evm.ArgBlockNumberOrHash(a[0], &key)
-	if !ok {
-		return nil, false
-	}
-	w.mu.RLock()
-	e, future, ok := w.resolve(ref, &key)
-	w.mu.RUnlock()
+func (w *Window) answerBlockReceipts(c *evm.Call) (json.RawMessage, bool) {
+	e, ok := w.blockOf(c)
 	switch {
 	case !ok:
 		return nil, false
-	case future:
+	case e == nil:
 		return resultNull, true
 	}
 	return e.Block.Receipts, true
@@ -159,22 +123,14 @@ func (w *Window) answerBlockReceipts(params []byte) (json.RawMessage, bool) {
 // answerTx: eth_getTransactionByHash(hash), eth_getTransactionReceipt(hash).
 // A hash the window does not hold may be older, pending, or unknown: the
 // node knows which.
-func (w *Window) answerTx(params []byte, receipt bool) (json.RawMessage, bool) {
-	var a [1][]byte
-	if !evm.Args(params, a[:]) {
-		return nil, false
-	}
-	var key [evm.HashLen]byte
-	if !evm.ArgHash(a[0], &key) {
-		return nil, false
-	}
+func (w *Window) answerTx(c *evm.Call) (json.RawMessage, bool) {
 	w.mu.RLock()
-	loc, ok := w.byTx[string(key[:])]
+	loc, ok := w.byTx[string(c.Key[:])]
 	w.mu.RUnlock()
 	if !ok {
 		return nil, false
 	}
-	if receipt {
+	if c.Kind == evm.KindReceipt {
 		return loc.e.Receipts[loc.i], true
 	}
 	return loc.e.Txs[loc.i], true
@@ -182,32 +138,20 @@ func (w *Window) answerTx(params []byte, receipt bool) (json.RawMessage, bool) {
 
 // answerTxByIndex: eth_getTransactionByBlock{Number,Hash}AndIndex(block,
 // index). geth answers null for an index past the block's transactions.
-func (w *Window) answerTxByIndex(params []byte, byHash bool) (json.RawMessage, bool) {
-	var a [2][]byte
-	if !evm.Args(params, a[:]) {
-		return nil, false
-	}
-	i, ok := evm.ArgQuantity(a[1])
-	if !ok {
-		return nil, false
-	}
-	e, ok := w.blockArg(a[0], byHash)
+func (w *Window) answerTxByIndex(c *evm.Call) (json.RawMessage, bool) {
+	e, ok := w.blockOf(c)
 	switch {
 	case !ok:
 		return nil, false
-	case e == nil || i >= uint64(len(e.Txs)):
+	case e == nil || c.Index >= uint64(len(e.Txs)):
 		return resultNull, true
 	}
-	return e.Txs[i], true
+	return e.Txs[c.Index], true
 }
 
 // answerCount: eth_get{BlockTransaction,Uncle}CountBy{Number,Hash}.
-func (w *Window) answerCount(params []byte, byHash bool, count func(*evm.Parts) (uint64, bool)) (json.RawMessage, bool) {
-	var a [1][]byte
-	if !evm.Args(params, a[:]) {
-		return nil, false
-	}
-	e, ok := w.blockArg(a[0], byHash)
+func (w *Window) answerCount(c *evm.Call, count func(*evm.Parts) (uint64, bool)) (json.RawMessage, bool) {
+	e, ok := w.blockOf(c)
 	switch {
 	case !ok:
 		return nil, false
@@ -240,23 +184,11 @@ func uncleCount(e *evm.Parts) (uint64, bool) {
 	}
 }
 
-// blockArg reads a block argument as geth does (a number or tag as
-// rpc.BlockNumber, or a hash as common.Hash) and finds it in the window.
-// e is nil with ok true for a number above the head, which geth answers
-// with null.
-func (w *Window) blockArg(raw []byte, byHash bool) (e *evm.Parts, ok bool) {
-	var ref evm.BlockRef
-	var key [evm.HashLen]byte
-	if byHash {
-		if !evm.ArgHash(raw, &key) {
-			return nil, false
-		}
-		ref = evm.BlockRef{Kind: evm.RefHash}
-	} else if ref, ok = evm.ArgBlockNumber(raw); !ok {
-		return nil, false
-	}
+// blockOf finds the block c names in the window. e is nil with ok true
+// for a number above the head, which geth answers with null.
+func (w *Window) blockOf(c *evm.Call) (e *evm.Parts, ok bool) {
 	w.mu.RLock()
-	e, future, ok := w.resolve(ref, &key)
+	e, future, ok := w.resolve(c.Ref, &c.Key)
 	w.mu.RUnlock()
 	if future {
 		return nil, true
@@ -314,15 +246,7 @@ func (w *Window) number(ref evm.BlockRef) (n uint64, future, ok bool) {
 // answerLogs: eth_getLogs(filter) over blocks in the window, the log
 // objects of the receipts (geth's eth_getLogs objects are the same), in
 // block then log index order.
-func (w *Window) answerLogs(params []byte) (json.RawMessage, bool) {
-	var a [1][]byte
-	if !evm.Args(params, a[:]) {
-		return nil, false
-	}
-	var f evm.LogFilter
-	if !f.Parse(a[0]) {
-		return nil, false
-	}
+func (w *Window) answerLogs(f *evm.LogFilter) (json.RawMessage, bool) {
 	// Entries are immutable once indexed: copy the range's pointers under
 	// the lock and match without it, so a long range never holds up Apply.
 	var buf [8]*evm.Parts
@@ -332,7 +256,7 @@ func (w *Window) answerLogs(params []byte) (json.RawMessage, bool) {
 		if e := w.byHash[string(f.Hash[:])]; e != nil {
 			ents = append(ents, e)
 		}
-	} else if from, to, ok := w.logRange(&f); ok {
+	} else if from, to, ok := w.logRange(f); ok {
 		low := w.canon[0].Number
 		ents = append(ents, w.canon[from-low:to-low+1]...)
 	}
@@ -341,7 +265,7 @@ func (w *Window) answerLogs(params []byte) (json.RawMessage, bool) {
 		// An unknown hash, or a range the window does not cover.
 		return nil, false
 	}
-	return collect(&f, ents), true
+	return collect(f, ents), true
 }
 
 // logRange resolves the filter's range as geth does; ok is false for every

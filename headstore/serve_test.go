@@ -166,7 +166,7 @@ func runServeCases(t *testing.T, w *Window, tests []serveCase) {
 			if tt.params != "" {
 				params = json.RawMessage(tt.params)
 			}
-			got, ok := w.Answer(tt.method, params)
+			got, ok := w.Answer(evm.ParseCall(tt.method, params))
 			if tt.forward {
 				if ok {
 					t.Fatalf("%s %s answered %.200s, want forwarded", tt.method, tt.params, got)
@@ -326,7 +326,7 @@ func TestServeEmptyWindow(t *testing.T) {
 		{method: "eth_getBlockTransactionCountByNumber", params: `["0x5"]`},
 		{method: "eth_getLogs", params: `[{}]`},
 	} {
-		if got, ok := w.Answer(tt.method, json.RawMessage(tt.params)); ok {
+		if got, ok := w.Answer(evm.ParseCall(tt.method, json.RawMessage(tt.params))); ok {
 			t.Errorf("empty window answered %s %s with %s", tt.method, tt.params, got)
 		}
 	}
@@ -418,11 +418,11 @@ func TestServeLogs(t *testing.T) {
 
 	t.Run("address limit", func(t *testing.T) {
 		list := strings.Repeat(serveQ(serveAddrB)+",", evm.LogQueryLimit) + serveQ(serveAddrA)
-		if got, ok := w.Answer("eth_getLogs", json.RawMessage(`[{"address":[`+list+`]}]`)); ok {
+		if got, ok := w.Answer(evm.ParseCall("eth_getLogs", json.RawMessage(`[{"address":[`+list+`]}]`))); ok {
 			t.Fatalf("answered %d addresses with %.100s; geth refuses more than %d", evm.LogQueryLimit+1, got, evm.LogQueryLimit)
 		}
 		list = strings.Repeat(serveQ(serveAddrB)+",", evm.LogQueryLimit-1) + serveQ(serveAddrA)
-		if got, ok := w.Answer("eth_getLogs", json.RawMessage(`[{"address":[`+list+`]}]`)); !ok || string(got) != c.logsOf("L6") {
+		if got, ok := w.Answer(evm.ParseCall("eth_getLogs", json.RawMessage(`[{"address":[`+list+`]}]`))); !ok || string(got) != c.logsOf("L6") {
 			t.Fatalf("%d addresses: got %.100s, %v", evm.LogQueryLimit, got, ok)
 		}
 	})
@@ -431,7 +431,7 @@ func TestServeLogs(t *testing.T) {
 func TestServeReorg(t *testing.T) {
 	c := newServeChain()
 	w := newServeWindow(t, 8, serveMain(c), 13, 12)
-	if got, _ := w.Answer("eth_blockNumber", nil); string(got) != `"0xe"` {
+	if got, _ := w.Answer(evm.ParseCall("eth_blockNumber", nil)); string(got) != `"0xe"` {
 		t.Fatalf("blockNumber = %s", got)
 	}
 	// 13 and 14 are orphaned by a shorter branch: 13b holds tx "tg" with
@@ -495,7 +495,7 @@ func TestServeBlockNumberConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				got, ok := w.Answer("eth_blockNumber", nil)
+				got, ok := w.Answer(evm.ParseCall("eth_blockNumber", nil))
 				var s string
 				if !ok || json.Unmarshal(got, &s) != nil {
 					errs <- fmt.Errorf("blockNumber = %s, %v", got, ok)
@@ -544,7 +544,7 @@ func TestServeAnswersParse(t *testing.T) {
 		{"eth_getLogs", `[{"fromBlock":"0xa","toBlock":"0xe","topics":[null]}]`},
 		{"eth_getBlockReceipts", `["0xb"]`},
 	} {
-		got, ok := w.Answer(call[0], json.RawMessage(call[1]))
+		got, ok := w.Answer(evm.ParseCall(call[0], json.RawMessage(call[1])))
 		if !ok || !json.Valid(got) {
 			t.Errorf("%s %s = %.200s, %v: not JSON", call[0], call[1], got, ok)
 		}
@@ -575,14 +575,14 @@ func serveBench(b *testing.B) (*Window, *serveChain) {
 func benchAnswer(b *testing.B, method, params string) {
 	w, _ := serveBench(b)
 	p := json.RawMessage(params)
-	if _, ok := w.Answer(method, p); !ok {
+	if _, ok := w.Answer(evm.ParseCall(method, p)); !ok {
 		b.Fatalf("%s %s not answered", method, params)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, ok := w.Answer(method, p); !ok {
+			if _, ok := w.Answer(evm.ParseCall(method, p)); !ok {
 				b.Error("not answered")
 				return
 			}

@@ -63,7 +63,7 @@ func TestStoreContract(t *testing.T) {
 			}
 			for _, w := range []*Window{early, late} {
 				waitWindow(t, w, want)
-				if _, ok := w.Answer("eth_getBlockByHash", []byte(`["`+main[2].Hash+`",false]`)); ok {
+				if _, ok := w.Answer(evm.ParseCall("eth_getBlockByHash", []byte(`["`+main[2].Hash+`",false]`))); ok {
 					t.Fatal("a follower still serves the orphaned block")
 				}
 				if tags, _ := w.Tags(); tags.Safe != 12 || tags.Finalized != 11 {

@@ -159,12 +159,12 @@ func Votable(method string) error {
 // for the method, a call that must reach one remote only, a verified call
 // (integrity.go: its caller judges every answer with its check), or one
 // that names a moving block.
-func (p *Pool) voteRule(method string, params json.RawMessage, rt route) *consensusRule {
+func (p *Pool) voteRule(method string, params json.RawMessage, rt *route) *consensusRule {
 	if p.cons.rules == nil || rt.once || rt.only != nil || rt.verify != nil {
 		return nil
 	}
 	rule := p.cons.rules[method]
-	if rule == nil || !fixedBlock(method, params) {
+	if rule == nil || !fixedBlock(method, rt.view(method, params)) {
 		return nil
 	}
 	return rule
@@ -172,20 +172,18 @@ func (p *Pool) voteRule(method string, params json.RawMessage, rt route) *consen
 
 // fixedBlock reports whether every remote asked would answer for the same
 // block: the call names one by number or hash, or takes none.
-func fixedBlock(method string, params json.RawMessage) bool {
+func fixedBlock(method string, cv callView) bool {
 	fixed := func(r evm.BlockRef) bool {
 		return r.Kind == evm.RefNumber || r.Kind == evm.RefHash || r.Kind == evm.RefEarliest
 	}
 	if method == "eth_getLogs" {
-		lr, err := evm.ParseLogRange(params)
-		if err != nil {
+		if !cv.logsOK {
 			return true // every node refuses it alike
 		}
-		return lr.ByHash || fixed(lr.From) && fixed(lr.To)
+		return cv.byHash || fixed(cv.from.ref()) && fixed(cv.to.ref())
 	}
-	if i, ok := evm.BlockParamIndex(method); ok {
-		ref, err := evm.ParseBlockRef(evm.Param(params, i))
-		return err != nil || fixed(ref)
+	if cv.hasBlock {
+		return !cv.blockOK || fixed(cv.block.ref())
 	}
 	return true
 }

@@ -54,10 +54,10 @@ func splitHelps(r Reason) bool {
 // the range ends at the best head, the parts of one call (nested splits
 // included) are at most GetLogsMaxParts, and the merged result is at most
 // the largest reply a remote may send.
-func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-	lr, err := evm.ParseLogRange(params)
-	if err != nil || lr.ByHash || !isObject(evm.Param(params, 0)) {
-		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, route{}))
+func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView) (json.RawMessage, error) {
+	lr := cv.logRange()
+	if !cv.logsOK || lr.ByHash || !isObject(evm.Param(params, 0)) {
+		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, route{}.withView(cv)))
 	}
 	head := p.Head()
 	from, okFrom := resolve(lr.From, head)
@@ -65,7 +65,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	if head == 0 || !okFrom || !okTo || from > to || from > head {
 		// Tags we cannot pin, no head yet, a reversed range, or one that
 		// starts above every head: nothing to split, the node answers.
-		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, route{need: from}))
+		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, route{need: from}.withView(cv)))
 	}
 	// A range ending far above the best head is the node's to refuse (geth:
 	// "block range extends beyond current head block"): venn must not
@@ -74,7 +74,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	// above the head may exist on a remote venn has not heard from since;
 	// those are split normally.
 	if to > head && to-head > p.cfg.MaxLag {
-		rt := route{need: from}
+		rt := route{need: from}.withView(cv)
 		if v := p.view(); p.sel.widestSpan(&v) == 0 {
 			// An uncapped remote is in play: it gives the node's own
 			// answer, where a capped one would only say "range too large".
@@ -88,7 +88,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage) (json.RawMes
 	var chunk uint64
 	v := p.view()
 	if widest := p.sel.widestSpan(&v); widest == 0 || span <= widest {
-		rt := route{need: end, accept: fits(span)}
+		rt := route{need: end, accept: fits(span)}.withView(cv)
 		if lr.To.Kind != evm.RefNumber {
 			// toBlock latest or absent: every remote in rotation answers up
 			// to its own head, which max_lag keeps close to the best. Asking

@@ -100,7 +100,7 @@ func newHedger(cfg HedgeConfig, chain string, m *Metrics) *hedger {
 // hedgeGroup is the group that hedges method on this route, or nil; a
 // hedgeable call also earns the budget its share.
 func (p *Pool) hedgeGroup(method string, rt route) *HedgeGroup {
-	if p.hedge == nil || rt.once || rt.only != nil || rt.verify != nil || !Hedgeable(method) {
+	if p.hedge == nil || rt.once || rt.only != nil || rt.verify != nil || !rt.hedgeable(method) {
 		return nil
 	}
 	for i := range p.hedge.groups {

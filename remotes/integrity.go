@@ -27,6 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/venn-gateway/venn/evm"
 	integ "github.com/venn-gateway/venn/integrity"
 )
 
@@ -108,10 +109,17 @@ type suspect struct {
 // hedged, nor put to a vote: each of those would judge an answer without
 // its check.
 func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) integ.Verdict) (json.RawMessage, integ.Verdict, error) {
+	c := evm.ParseCall(method, params)
+	return p.callVerified(ctx, &c, verify)
+}
+
+// callVerified is CallVerified of a parsed call.
+func (p *Pool) callVerified(ctx context.Context, c *evm.Call, verify func(json.RawMessage) integ.Verdict) (json.RawMessage, integ.Verdict, error) {
+	method, params := c.Method, c.Params
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 	defer cancel()
 	vc := &verifiedCall{p: p, method: method, verify: verify, excused: p.integ.excused(p.now())}
-	rt := p.readRoute(method, params)
+	rt := p.readRoute(method, viewOf(c))
 	// The judge calls check for one answer at a time (verified calls are
 	// neither hedged nor voted: single.go), in the order remotes are tried.
 	rt.verify = vc.check

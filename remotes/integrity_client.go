@@ -16,7 +16,7 @@ import (
 // against: the chain's head window. Answer answers a call from it, ok false
 // when it can't.
 type Blocks interface {
-	Answer(method string, params json.RawMessage) (res json.RawMessage, ok bool)
+	Answer(c evm.Call) (res json.RawMessage, ok bool)
 }
 
 // VerifiedClient serves a chain's client calls through its pool and checks
@@ -45,27 +45,32 @@ func (c *VerifiedClient) Head() uint64 { return c.p.Head() }
 
 // ServeRPC answers one client call.
 func (c *VerifiedClient) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	return c.ServeCall(ctx, evm.ParseCall(req.Method, req.Params))
+}
+
+// ServeCall answers one client call the router parsed.
+func (c *VerifiedClient) ServeCall(ctx context.Context, call evm.Call) (json.RawMessage, error) {
 	var verify func(json.RawMessage) integ.Verdict
-	switch req.Method {
-	case "eth_getBlockByNumber", "eth_getBlockByHash", "eth_getBlockReceipts":
-		want, err := evm.ParseBlockRef(evm.Param(req.Params, 0))
-		if err != nil {
-			return c.p.ServeRPC(ctx, req) // the node's own answer to a bad parameter
+	switch call.Kind {
+	case evm.KindBlock, evm.KindBlockReceipts:
+		want, ok := call.BlockParam()
+		if !ok {
+			return c.p.ServeCall(ctx, call) // the node's own answer to a bad parameter
 		}
-		if req.Method == "eth_getBlockReceipts" {
+		if call.Kind == evm.KindBlockReceipts {
 			verify = func(res json.RawMessage) integ.Verdict { return integ.VerifyReceipts(res, want, c.block) }
 		} else {
 			verify = func(res json.RawMessage) integ.Verdict { return integ.VerifyBlock(res, want) }
 		}
-	case "eth_getTransactionReceipt":
+	case evm.KindReceipt:
 		verify = integ.VerifyReceipt
 	default:
-		return c.p.ServeRPC(ctx, req)
+		return c.p.ServeCall(ctx, call)
 	}
 	// Identical verified calls share one, as plain reads do (dedup.go).
-	key := "verified\x00" + req.Method + "\x00" + string(req.Params)
+	key := "verified\x00" + call.Method + "\x00" + string(call.Params)
 	res, shared, err := c.p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
-		res, _, err := c.p.CallVerified(ctx, req.Method, req.Params, verify)
+		res, _, err := c.p.callVerified(ctx, &call, verify)
 		return res, err
 	})
 	if shared {
@@ -81,7 +86,7 @@ func (c *VerifiedClient) block(hash common.Hash) *integ.BlockInfo {
 		return nil
 	}
 	h := hash.Hex()
-	raw, ok := c.blocks.Answer("eth_getBlockByHash", json.RawMessage(`[`+strconv.Quote(h)+`,true]`))
+	raw, ok := c.blocks.Answer(evm.ParseCall("eth_getBlockByHash", json.RawMessage(`[`+strconv.Quote(h)+`,true]`)))
 	if !ok {
 		return nil
 	}

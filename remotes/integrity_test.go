@@ -218,8 +218,8 @@ type fakeBlocks struct {
 	block json.RawMessage
 }
 
-func (f fakeBlocks) Answer(method string, params json.RawMessage) (json.RawMessage, bool) {
-	if method == "eth_getBlockByHash" && strings.Contains(string(params), f.hash) {
+func (f fakeBlocks) Answer(c evm.Call) (json.RawMessage, bool) {
+	if c.Method == "eth_getBlockByHash" && strings.Contains(string(c.Params), f.hash) {
 		return f.block, true
 	}
 	return nil, false

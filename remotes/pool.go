@@ -265,26 +265,35 @@ func (p *Pool) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage
 // pinned for filters, single for other writes; reads are shared with
 // identical ones in flight.
 func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	switch {
-	case method == "eth_sendRawTransaction":
+	c := evm.ParseCall(method, params)
+	return p.call(ctx, &c)
+}
+
+// call routes a parsed call: raw transactions to broadcast, filters to
+// their pinned remote, other writes to single, reads through dedup.
+func (p *Pool) call(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
+	method, params := c.Method, c.Params
+	switch c.Class {
+	case evm.ClassBroadcast:
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
 		return p.broadcast(ctx, params)
-	case evm.IsStateful(method):
+	case evm.ClassStateful:
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
 		return p.pinned(ctx, method, params)
-	case evm.IsWrite(method):
+	case evm.ClassWrite:
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
 		return p.send(ctx, method, params, route{once: true})
 	}
+	cv := viewOf(c)
 	// Identical concurrent reads share one upstream call (see flights).
 	key := method + "\x00" + string(params)
 	res, shared, err := p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
 		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
 		defer cancel()
-		return p.read(ctx, method, params)
+		return p.read(ctx, method, params, cv)
 	})
 	if shared {
 		p.shared.Inc()
@@ -294,11 +303,11 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 
 // read serves a read: eth_getLogs by the split strategy (getlogs.go),
 // anything else as its route allows.
-func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, cv callView) (json.RawMessage, error) {
 	if method == "eth_getLogs" {
-		return p.getLogs(ctx, params)
+		return p.getLogs(ctx, params, cv)
 	}
-	return p.send(ctx, method, params, p.readRoute(method, params))
+	return p.send(ctx, method, params, p.readRoute(method, cv))
 }
 
 // send sends a call on route rt by the one strategy that fits it, chosen
@@ -307,7 +316,7 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage) 
 // (single.go). Each decides what to send from the judge's meaning of every
 // reply (judge.go).
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
-	if rule := p.voteRule(method, params, rt); rule != nil {
+	if rule := p.voteRule(method, params, &rt); rule != nil {
 		v := p.newVote(method, params, rt, rule)
 		defer v.observe()
 		return v.run(ctx)

@@ -15,6 +15,8 @@ type route struct {
 	nullIsMissing bool               // a null result means "try another remote"
 	only          *Remote            // stateful calls: this remote and no other
 	check         resultCheck        // a result it rejects is a bad reply: fail over
+	parsed        bool               // cv is the call's view (call.go); else view parses
+	cv            callView
 	// verify (integrity.go) is like check, but its caller judges the
 	// answers and blames remotes once it has seen the others': a
 	// rejected answer fails over and is not charged here.
@@ -22,29 +24,21 @@ type route struct {
 }
 
 // readRoute is how a read may be routed: to remotes that have its block.
-func (p *Pool) readRoute(method string, params json.RawMessage) route {
-	rt := route{}
-	if i, ok := evm.BlockParamIndex(method); ok {
-		if ref, err := evm.ParseBlockRef(evm.Param(params, i)); err == nil && ref.Kind == evm.RefNumber {
-			rt.need = ref.Number
-			// A null block from a remote that claims to have it is a
-			// lagging or inconsistent remote, not an answer. Above the
-			// best head null is the answer: indexers poll head+1 until it
-			// exists, and must not make every remote pay for each poll.
-			rt.nullIsMissing = (method == "eth_getBlockByNumber" || method == "eth_getBlockReceipts") &&
-				ref.Number <= p.best.Load()
-		}
+func (p *Pool) readRoute(method string, cv callView) route {
+	rt := route{}.withView(cv)
+	if cv.hasBlock && cv.blockOK && cv.block.kind == evm.RefNumber {
+		rt.need = cv.block.n
+		// A null block from a remote that claims to have it is a
+		// lagging or inconsistent remote, not an answer. Above the
+		// best head null is the answer: indexers poll head+1 until it
+		// exists, and must not make every remote pay for each poll.
+		rt.nullIsMissing = (method == "eth_getBlockByNumber" || method == "eth_getBlockReceipts") &&
+			cv.block.n <= p.best.Load()
 	}
-	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && isHashParam(evm.Param(params, 0)) {
+	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && cv.blockOK && cv.block.kind == evm.RefHash {
 		rt.nullIsMissing = true
 	}
 	return rt
-}
-
-// isHashParam reports a block parameter that names a block by hash.
-func isHashParam(raw json.RawMessage) bool {
-	ref, err := evm.ParseBlockRef(raw)
-	return err == nil && ref.Kind == evm.RefHash
 }
 
 func isNull(b json.RawMessage) bool {

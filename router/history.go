@@ -21,12 +21,12 @@ import (
 type History interface {
 	// Answer answers a call from stored data exactly as the node would;
 	// ok is false when the store cannot, err when Postgres failed.
-	Answer(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, ok bool, err error)
+	Answer(ctx context.Context, c evm.Call) (res json.RawMessage, ok bool, err error)
 	// Covered returns the stored sub-ranges of [from, to], ascending.
 	Covered(ctx context.Context, from, to uint64) ([]blockstore.Range, error)
 	// Logs returns the logs in [from, to] matching an eth_getLogs
 	// filter, in order; the range must be covered.
-	Logs(ctx context.Context, filter json.RawMessage, from, to uint64) (json.RawMessage, error)
+	Logs(ctx context.Context, filter *evm.LogFilter, from, to uint64) (json.RawMessage, error)
 	// Put stores settled blocks with their receipts.
 	Put(ctx context.Context, blocks []*evm.Block) error
 }
@@ -103,30 +103,27 @@ func whole(ranges []blockstore.Range, from, to uint64) bool {
 // hash) the store did not hold: the remotes' answer is worth writing
 // through. A Postgres failure is neither answered nor missed: the remotes
 // answer, and the store's own metric and log tell of the outage.
-func (rt *Router) fromHistory(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, ok, missed bool) {
-	switch method {
-	case "eth_getBlockByNumber", "eth_getTransactionByBlockNumberAndIndex",
-		"eth_getBlockTransactionCountByNumber", "eth_getUncleCountByBlockNumber", "eth_getBlockReceipts":
-		ref, err := evm.ParseBlockRef(evm.Param(params, 0))
-		if err != nil {
-			return nil, false, false
+func (rt *Router) fromHistory(ctx context.Context, c *evm.Call) (res json.RawMessage, ok, missed bool) {
+	switch c.Kind {
+	case evm.KindBlock, evm.KindTxByIndex, evm.KindTxCount, evm.KindUncleCount, evm.KindBlockReceipts:
+		if c.BlockAt < 0 {
+			break // by hash: only settled blocks are stored, a hash found is settled
 		}
 		switch {
-		case ref.Kind == evm.RefNumber && rt.readable(ctx, ref.Number, ref.Number):
-		case ref.Kind == evm.RefHash && method == "eth_getBlockReceipts":
+		case !c.BlockOK:
+			return nil, false, false
+		case c.Block.Kind == evm.RefNumber && rt.readable(ctx, c.Block.Number, c.Block.Number):
+		case c.Block.Kind == evm.RefHash && c.Kind == evm.KindBlockReceipts:
 		default:
 			// A tag the head window could not pin, a block above the
 			// settled line: not history's.
 			return nil, false, false
 		}
-	case "eth_getBlockByHash", "eth_getTransactionByBlockHashAndIndex",
-		"eth_getBlockTransactionCountByHash", "eth_getUncleCountByBlockHash",
-		"eth_getTransactionByHash", "eth_getTransactionReceipt":
-		// Only settled blocks are stored: a hash found is settled.
+	case evm.KindTx, evm.KindReceipt:
 	default:
 		return nil, false, false
 	}
-	res, ok, err := rt.history.Answer(ctx, method, params)
+	res, ok, err := rt.history.Answer(ctx, *c)
 	switch {
 	case err != nil:
 		return nil, false, false
@@ -146,14 +143,17 @@ var errStore = errors.New("history store")
 // calls. done is false when history holds none of it (or failed, or the
 // filter is not one geth would read as venn does): the caller forwards the
 // call whole, and the node answers, errors included.
-func (rt *Router) logs(ctx context.Context, params json.RawMessage) (res json.RawMessage, done bool, err error) {
-	var a [1][]byte
-	var f evm.LogFilter
-	if !evm.Args(params, a[:]) || !f.Parse(a[0]) {
+func (rt *Router) logs(ctx context.Context, call *evm.Call) (res json.RawMessage, done bool, err error) {
+	if !call.Exact {
 		return nil, false, nil
 	}
+	// The parts below share the call: a copy of its own, so that the
+	// caller's (on its stack for every other call) stays there.
+	c := new(evm.Call)
+	*c = *call
+	f := &c.Filter
 	if f.ByHash {
-		res, ok, err := rt.history.Answer(ctx, "eth_getLogs", params)
+		res, ok, err := rt.history.Answer(ctx, *c)
 		return res, ok && err == nil, nil
 	}
 	line, known := rt.settledLine()
@@ -164,7 +164,7 @@ func (rt *Router) logs(ctx context.Context, params json.RawMessage) (res json.Ra
 		if f.From.Kind != evm.RefNumber || f.To.Kind != evm.RefNumber || from > to || !rt.readable(ctx, from, to) {
 			return nil, false, nil
 		}
-		res, err := rt.history.Logs(ctx, json.RawMessage(a[0]), from, to)
+		res, err := rt.history.Logs(ctx, f, from, to)
 		return res, err == nil, nil
 	}
 	from, to, ok := rt.logRange(f.From, f.To)
@@ -175,7 +175,6 @@ func (rt *Router) logs(ctx context.Context, params json.RawMessage) (res json.Ra
 	if cerr != nil || len(covered) == 0 {
 		return nil, false, nil
 	}
-	filter := json.RawMessage(a[0])
 	parts := logParts(from, to, covered)
 	out := make([]json.RawMessage, len(parts))
 	g, gctx := errgroup.WithContext(ctx)
@@ -184,12 +183,12 @@ func (rt *Router) logs(ctx context.Context, params json.RawMessage) (res json.Ra
 		g.Go(func() error {
 			var err error
 			if p.stored {
-				if out[i], err = rt.history.Logs(gctx, filter, p.from, p.to); err != nil {
+				if out[i], err = rt.history.Logs(gctx, f, p.from, p.to); err != nil {
 					return errors.Join(errStore, err)
 				}
 				return nil
 			}
-			if out[i], err = rt.upstreamLogs(gctx, params, p.from, p.to); err == nil && !isArray(out[i]) {
+			if out[i], err = rt.upstreamLogs(gctx, c, p.from, p.to); err == nil && !isArray(out[i]) {
 				err = errors.New("eth_getLogs part is not an array")
 			}
 			return err
@@ -275,17 +274,17 @@ func logParts(from, to uint64, covered []blockstore.Range) []logPart {
 // upstreamLogs answers eth_getLogs over [from, to] from the head window
 // when it holds the range, else from the remotes (which split it as they
 // must).
-func (rt *Router) upstreamLogs(ctx context.Context, params json.RawMessage, from, to uint64) (json.RawMessage, error) {
-	sub, err := evm.WithRange(params, from, to)
+func (rt *Router) upstreamLogs(ctx context.Context, c *evm.Call, from, to uint64) (json.RawMessage, error) {
+	sub, err := c.WithRange(from, to)
 	if err != nil {
 		return nil, err
 	}
 	if rt.fresh() {
-		if res, ok := rt.head.Answer("eth_getLogs", sub); ok {
+		if res, ok := rt.head.Answer(sub); ok {
 			return res, nil
 		}
 	}
-	return rt.remotes.ServeRPC(ctx, &jrpc.Request{Method: "eth_getLogs", Params: sub})
+	return rt.forward(ctx, nil, &sub)
 }
 
 func isArray(raw json.RawMessage) bool {
@@ -296,18 +295,18 @@ func isArray(raw json.RawMessage) bool {
 // stored answers what the history store and the forger can, and forwards
 // (writing through what the store lacked) what they cannot but know of.
 // handled is false for calls that are neither's: the caller forwards them.
-func (rt *Router) stored(ctx context.Context, req *jrpc.Request) (res json.RawMessage, handled bool, err error) {
-	if forger.Derives(req.Method) {
-		res, ok := forger.Derive(req.Method, req.Params, func(method string, params json.RawMessage) (json.RawMessage, bool) {
+func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (res json.RawMessage, handled bool, err error) {
+	if c.Kind == evm.KindHeader || c.Kind == evm.KindUncleByIndex {
+		res, ok := forger.Derive(c, func(b evm.Call) (json.RawMessage, bool) {
 			if rt.fresh() {
-				if res, ok := rt.head.Answer(method, params); ok {
+				if res, ok := rt.head.Answer(b); ok {
 					return res, true
 				}
 			}
 			if rt.history == nil {
 				return nil, false
 			}
-			res, ok, _ := rt.fromHistory(ctx, method, params)
+			res, ok, _ := rt.fromHistory(ctx, &b)
 			return res, ok
 		})
 		if ok {
@@ -317,14 +316,14 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request) (res json.RawMe
 	}
 	missed := false
 	if rt.history != nil {
-		if req.Method == "eth_getLogs" {
-			res, done, err := rt.logs(ctx, req.Params)
+		if c.Kind == evm.KindLogs {
+			res, done, err := rt.logs(ctx, c)
 			if done {
 				rt.fromStore.Inc()
 			}
 			return res, done, err
 		}
-		res, ok, m := rt.fromHistory(ctx, req.Method, req.Params)
+		res, ok, m := rt.fromHistory(ctx, c)
 		if ok {
 			rt.fromStore.Inc()
 			return res, true, nil
@@ -332,9 +331,9 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request) (res json.RawMe
 		missed = m
 	}
 	switch {
-	case req.Method == "eth_getBlockReceipts":
+	case c.Kind == evm.KindBlockReceipts:
 		var built bool
-		res, built, err = rt.forge.BlockReceipts(ctx, req.Params)
+		res, built, err = rt.forge.BlockReceipts(ctx, c)
 		if built {
 			rt.forged.Inc()
 		} else {
@@ -342,12 +341,12 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request) (res json.RawMe
 		}
 	case missed:
 		rt.forwarded.Inc()
-		res, err = rt.remotes.ServeRPC(ctx, req)
+		res, err = rt.forward(ctx, req, c)
 	default:
 		return nil, false, nil
 	}
 	if err == nil && missed {
-		rt.wt.offer(req.Method, req.Params, res)
+		rt.wt.offer(c, res)
 	}
 	return res, true, err
 }

@@ -29,14 +29,14 @@ type fakeHistory struct {
 	logs [][2]uint64 // Logs ranges asked
 }
 
-func (h *fakeHistory) Answer(_ context.Context, method string, params json.RawMessage) (json.RawMessage, bool, error) {
+func (h *fakeHistory) Answer(_ context.Context, c evm.Call) (json.RawMessage, bool, error) {
 	if h.err != nil {
 		return nil, false, h.err
 	}
 	if h.answer == nil {
 		return nil, false, nil
 	}
-	return h.answer(method, params)
+	return h.answer(c.Method, c.Params)
 }
 
 func (h *fakeHistory) Covered(_ context.Context, from, to uint64) ([]blockstore.Range, error) {
@@ -52,7 +52,7 @@ func (h *fakeHistory) Covered(_ context.Context, from, to uint64) ([]blockstore.
 	return out, nil
 }
 
-func (h *fakeHistory) Logs(_ context.Context, _ json.RawMessage, from, to uint64) (json.RawMessage, error) {
+func (h *fakeHistory) Logs(_ context.Context, _ *evm.LogFilter, from, to uint64) (json.RawMessage, error) {
 	if h.err != nil {
 		return nil, h.err
 	}
@@ -294,7 +294,7 @@ func TestRouterLogsFallBackWholeWhenAStorePartFails(t *testing.T) {
 // failingLogs is a store whose Logs fail (Postgres went down mid-call).
 type failingLogs struct{ *fakeHistory }
 
-func (failingLogs) Logs(context.Context, json.RawMessage, uint64, uint64) (json.RawMessage, error) {
+func (failingLogs) Logs(context.Context, *evm.LogFilter, uint64, uint64) (json.RawMessage, error) {
 	return nil, errors.New("connection reset")
 }
 
@@ -339,7 +339,7 @@ func TestBlockOf(t *testing.T) {
 		{"eth_getBalance", `["0x1","0x5"]`, `"0x0"`, wtJob{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := blockOf(tt.method, json.RawMessage(tt.params), json.RawMessage(tt.res))
+		got, ok := blockOf(parsed(tt.method, tt.params), json.RawMessage(tt.res))
 		if ok != tt.ok || got != tt.want {
 			t.Errorf("%s %s → %v, %v; want %v, %v", tt.method, tt.res, got, ok, tt.want, tt.ok)
 		}
@@ -354,7 +354,7 @@ func TestWriteThroughQueueIsBoundedAndDeduplicated(t *testing.T) {
 		return json.RawMessage(fmt.Sprintf(`{"number":"0x%x","hash":"0x%064x"}`, n, n))
 	}
 	for _, n := range []uint64{1, 1, 2, 3, 200} {
-		w.offer("eth_getBlockByNumber", nil, block(n))
+		w.offer(parsed("eth_getBlockByNumber", ""), block(n))
 	}
 	for outcome, want := range map[string]float64{wtQueued: 2, wtDuplicate: 1, wtDropped: 1} {
 		if got := testutil.ToFloat64(out.WithLabelValues(outcome)); got != want {
@@ -374,9 +374,9 @@ type logsHead struct {
 	low uint64
 }
 
-func (h logsHead) Answer(method string, params json.RawMessage) (json.RawMessage, bool) {
-	lr, err := evm.ParseLogRange(params)
-	if method != "eth_getLogs" || err != nil || lr.From.Kind != evm.RefNumber || lr.From.Number < h.low {
+func (h logsHead) Answer(c evm.Call) (json.RawMessage, bool) {
+	lr := c.Range
+	if c.Kind != evm.KindLogs || !c.RangeOK || lr.From.Kind != evm.RefNumber || lr.From.Number < h.low {
 		return nil, false
 	}
 	return logsOf("head", lr.From.Number, lr.To.Number), true
@@ -465,3 +465,13 @@ type headRemotes struct {
 }
 
 func (r *headRemotes) HealthyHead() uint64 { return r.head }
+
+// parsed is a call as the router parses it; "" params are none.
+func parsed(method, params string) *evm.Call {
+	var p json.RawMessage
+	if params != "" {
+		p = json.RawMessage(params)
+	}
+	c := evm.ParseCall(method, p)
+	return &c
+}

@@ -1,5 +1,6 @@
-// Package router is a chain's front door: it decides, per call, which part
-// of venn answers it. venn itself answers what it knows from config
+// Package router is a chain's front door: it parses each call once
+// (evm.ParseCall) and decides which part of venn answers it; every part
+// takes the parsed call and none reads the params again. venn itself answers what it knows from config
 // (eth_chainId); subscriptions go to the subcenter; the head window answers
 // near-head blocks, receipts and logs; the history store answers settled
 // blocks, receipts and logs (history.go: parts of a log range it lacks come
@@ -69,7 +70,7 @@ type Subscriptions interface {
 // Head is the chain's head window as the router uses it.
 type Head interface {
 	// Answer answers a call from the window; ok is false when it cannot.
-	Answer(method string, params json.RawMessage) (res json.RawMessage, ok bool)
+	Answer(c evm.Call) (res json.RawMessage, ok bool)
 	// Tags are the cluster's latest, safe and finalized numbers; ok is
 	// false while the window is empty.
 	Tags() (headstore.Tags, bool)
@@ -86,6 +87,13 @@ type Head interface {
 // and a number no remote could answer for: the best head among those in
 // rotation.
 type headOf interface{ HealthyHead() uint64 }
+
+// callServer is the remotes taking a call the router parsed, so that they
+// do not read its params again (remotes.Pool); a plain jrpc.Handler gets
+// the request.
+type callServer interface {
+	ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error)
+}
 
 // canonicalOf is the head window's view of the chain the cluster follows,
 // which the write-through checks blocks against.
@@ -105,6 +113,7 @@ type Router struct {
 	chainID json.RawMessage
 	head    Head // nil: no head window
 	remotes jrpc.Handler
+	calls   callServer    // remotes, when they take parsed calls; else nil
 	upHead  func() uint64 // the remotes' head; nil when they don't say
 	history History       // nil: no history store
 	forge   *forger.Forger
@@ -134,14 +143,16 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("chain", cfg.Chain)
+	calls, _ := remotes.(callServer)
 	rt := &Router{
+		calls:     calls,
 		upHead:    upHead,
 		cfg:       cfg,
 		chainID:   json.RawMessage(`"` + evm.Quantity(cfg.ChainID) + `"`),
 		head:      head,
 		remotes:   remotes,
 		history:   cfg.History,
-		forge:     forger.New(forger.HandlerUpstream(remotes), log),
+		forge:     forger.ForHandler(remotes, log),
 		log:       log,
 		local:     m.answers.WithLabelValues(cfg.Chain, "local"),
 		fromHead:  m.answers.WithLabelValues(cfg.Chain, "head"),
@@ -195,26 +206,40 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 			return subs.Unsubscribe(ctx, req.Params)
 		}
 	}
+	// The one reading of the call: every source below takes it.
+	c := evm.ParseCall(req.Method, req.Params)
 	if rt.fresh() {
-		if res, ok := rt.head.Answer(req.Method, req.Params); ok {
+		if res, ok := rt.head.Answer(c); ok {
 			rt.fromHead.Inc()
 			return res, nil
 		}
-		if params, ok := rt.pin(req.Method, req.Params); ok {
-			pinned := *req
-			pinned.Params = params
-			req = &pinned
+		if pinned, ok := rt.pin(&c); ok {
+			c = pinned
 		}
 	}
-	if res, handled, err := rt.stored(ctx, req); handled {
+	if res, handled, err := rt.stored(ctx, req, &c); handled {
 		return res, err
 	}
 	rt.forwarded.Inc()
-	res, err := rt.remotes.ServeRPC(ctx, req)
-	if err == nil && req.Method == "eth_blockNumber" && rt.head != nil {
+	res, err := rt.forward(ctx, req, &c)
+	if err == nil && c.Kind == evm.KindBlockNumber && rt.head != nil {
 		res = rt.blockNumber(res)
 	}
 	return res, err
+}
+
+// forward sends c to the remotes: parsed, when they take it so; else as
+// the client's request with c's params (which pinning may have rewritten).
+// req is nil for calls the router builds.
+func (rt *Router) forward(ctx context.Context, req *jrpc.Request, c *evm.Call) (json.RawMessage, error) {
+	if rt.calls != nil {
+		return rt.calls.ServeCall(ctx, *c)
+	}
+	r := jrpc.Request{Method: c.Method, Params: c.Params}
+	if req != nil {
+		r.ID = req.ID
+	}
+	return rt.remotes.ServeRPC(ctx, &r)
 }
 
 // blockNumber is what a client gets of a remote's eth_blockNumber: never
@@ -288,26 +313,23 @@ func (rt *Router) fresh() bool {
 // pin rewrites a latest, safe or finalized block parameter to the
 // cluster's number for it, so that every replica and every remote answers
 // for the same block, whichever remote the call lands on.
-func (rt *Router) pin(method string, params json.RawMessage) (json.RawMessage, bool) {
-	i, ok := evm.BlockParamIndex(method)
-	if !ok {
-		return nil, false
+func (rt *Router) pin(c *evm.Call) (evm.Call, bool) {
+	if c.BlockAt < 0 || len(c.BlockRaw) == 0 || c.BlockRaw[0] != '"' || !c.BlockOK {
+		// None, absent (the node's own default), an EIP-1898 object (as
+		// sent), or not a block: the node's to read.
+		return evm.Call{}, false
 	}
-	raw := evm.Param(params, i)
-	if len(raw) == 0 || raw[0] != '"' {
-		// Absent (the node's own default) or an EIP-1898 object: as sent.
-		return nil, false
-	}
-	ref, err := evm.ParseBlockRef(raw)
-	if err != nil {
-		return nil, false
+	var n uint64
+	switch c.Block.Kind {
+	case evm.RefLatest, evm.RefSafe, evm.RefFinalized:
+	default:
+		return evm.Call{}, false
 	}
 	tags, ok := rt.head.Tags()
 	if !ok {
-		return nil, false
+		return evm.Call{}, false
 	}
-	var n uint64
-	switch ref.Kind {
+	switch c.Block.Kind {
 	case evm.RefLatest:
 		n = tags.Latest
 	case evm.RefSafe:
@@ -318,9 +340,9 @@ func (rt *Router) pin(method string, params json.RawMessage) (json.RawMessage, b
 	if n == 0 || rt.upHead != nil && rt.upHead() < n {
 		// No remote in rotation has the block yet: the call keeps its
 		// tag rather than fail with "header not found" everywhere.
-		return nil, false
+		return evm.Call{}, false
 	}
-	return evm.WithParam(params, i, `"`+evm.Quantity(n)+`"`)
+	return c.WithBlock(n)
 }
 
 // Metrics count where calls were answered.

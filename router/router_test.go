@@ -30,8 +30,8 @@ type fakeHead struct {
 	ok   bool
 }
 
-func (h fakeHead) Answer(method string, _ json.RawMessage) (json.RawMessage, bool) {
-	if method == "eth_blockNumber" && h.ok {
+func (h fakeHead) Answer(c evm.Call) (json.RawMessage, bool) {
+	if c.Method == "eth_blockNumber" && h.ok {
 		return json.RawMessage(`"0x64"`), true
 	}
 	return nil, false

@@ -88,8 +88,8 @@ func newWriteThrough(h History, f *forger.Forger, settled func(uint64) bool, siz
 // offer queues the block that res (a remote's answer to method) is or
 // belongs to, when it is settled. number is the block the params named,
 // when they named one by number (an empty receipts list names no block).
-func (w *writeThrough) offer(method string, params, res json.RawMessage) {
-	job, ok := blockOf(method, params, res)
+func (w *writeThrough) offer(c *evm.Call, res json.RawMessage) {
+	job, ok := blockOf(c, res)
 	if !ok || !w.settled(job.number) {
 		return
 	}
@@ -210,25 +210,24 @@ func (w *writeThrough) link(ctx context.Context, b *evm.Block) string {
 // blockOf reads which block a remote's answer is or belongs to: a block's
 // number and hash, a receipt's or transaction's block, the block of a
 // receipts list (or the number the params named, for an empty one).
-func blockOf(method string, params, res json.RawMessage) (wtJob, bool) {
+func blockOf(c *evm.Call, res json.RawMessage) (wtJob, bool) {
 	if len(res) == 0 || res[0] == 'n' {
 		return wtJob{}, false
 	}
 	numKey, hashKey := "blockNumber", "blockHash"
 	obj := []byte(res)
-	switch method {
-	case "eth_getBlockByNumber", "eth_getBlockByHash":
+	switch c.Kind {
+	case evm.KindBlock:
 		numKey, hashKey = "number", "hash"
-	case "eth_getTransactionReceipt", "eth_getTransactionByHash":
-	case "eth_getBlockReceipts":
+	case evm.KindReceipt, evm.KindTx:
+	case evm.KindBlockReceipts:
 		it := jsonscan.Array{Data: res, I: jsonscan.SkipSpace(res, 0) + 1}
 		first, ok := it.Next()
 		if !ok {
-			ref, err := evm.ParseBlockRef(evm.Param(params, 0))
-			if err != nil || ref.Kind != evm.RefNumber {
+			if !c.BlockOK || c.Block.Kind != evm.RefNumber {
 				return wtJob{}, false
 			}
-			return wtJob{number: ref.Number}, true
+			return wtJob{number: c.Block.Number}, true
 		}
 		obj = first
 	default:

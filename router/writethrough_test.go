@@ -83,10 +83,10 @@ func TestWriteThroughStoresCanonicalSettledBlocks(t *testing.T) {
 	block := func(n uint64, hash string) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"number":"0x%x","hash":"%s"}`, n, hash))
 	}
-	w.offer("eth_getBlockByNumber", nil, block(5, node.BlockHash(5)))
-	w.offer("eth_getBlockByHash", nil, block(6, "0x"+strings.Repeat("ee", 32))) // a sibling of block 6
-	w.offer("eth_getBlockByNumber", nil, block(7, node.BlockHash(7)))
-	w.offer("eth_getBlockReceipts", json.RawMessage(`["0x8"]`), json.RawMessage(`[]`))
+	w.offer(parsed("eth_getBlockByNumber", ""), block(5, node.BlockHash(5)))
+	w.offer(parsed("eth_getBlockByHash", ""), block(6, "0x"+strings.Repeat("ee", 32))) // a sibling of block 6
+	w.offer(parsed("eth_getBlockByNumber", ""), block(7, node.BlockHash(7)))
+	w.offer(parsed("eth_getBlockReceipts", `["0x8"]`), json.RawMessage(`[]`))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

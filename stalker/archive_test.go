@@ -189,7 +189,7 @@ func checkStored(t *testing.T, hist *blockstore.Chain, node *fakenode.Node, r bl
 	ctx := context.Background()
 	for n := r.From; n <= r.To; n++ {
 		params := json.RawMessage(fmt.Sprintf(`["0x%x",true]`, n))
-		got, ok, err := hist.Answer(ctx, "eth_getBlockByNumber", params)
+		got, ok, err := hist.Answer(ctx, evm.ParseCall("eth_getBlockByNumber", params))
 		if err != nil || !ok {
 			t.Fatalf("block %d: not answered from the store (ok %v, err %v)", n, ok, err)
 		}
@@ -424,7 +424,7 @@ func TestArchiveDeeperReorgIsLoggedNotOverwritten(t *testing.T) {
 	if !strings.Contains(l.logs.String(), "archive: blocks conflict with stored neighbours; skipped, left to backfill") {
 		t.Errorf("the conflict is not logged:\n%s", l.logs.String())
 	}
-	res, ok, err := hist.Answer(context.Background(), "eth_getBlockByNumber", json.RawMessage(`["0x38",false]`))
+	res, ok, err := hist.Answer(context.Background(), evm.ParseCall("eth_getBlockByNumber", json.RawMessage(`["0x38",false]`)))
 	if err != nil || !ok || !strings.Contains(string(res), stored56) {
 		t.Errorf("stored block 56 changed: %v %v %.100s", ok, err, res)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
@@ -142,7 +143,7 @@ func TestStalkerFollowsHeadsAndReorgs(t *testing.T) {
 		{"eth_getTransactionByHash", `["` + orphanTx + `"]`},
 		{"eth_getTransactionReceipt", `["` + orphanTx + `"]`},
 	} {
-		if res, ok := f.window.Answer(c.method, json.RawMessage(c.params)); ok {
+		if res, ok := f.window.Answer(evm.ParseCall(c.method, json.RawMessage(c.params))); ok {
 			t.Errorf("%s(orphan) answered from the window: %.80s", c.method, res)
 		}
 	}
@@ -185,7 +186,7 @@ func TestStalkerFetchesReceiptsPerTransactionWithoutBlockReceipts(t *testing.T) 
 		t.Fatal("no per-transaction receipt calls")
 	}
 	top := f.window.Blocks()[3]
-	res, ok := f.window.Answer("eth_getBlockReceipts", json.RawMessage(`["`+top.Hash+`"]`))
+	res, ok := f.window.Answer(evm.ParseCall("eth_getBlockReceipts", json.RawMessage(`["`+top.Hash+`"]`)))
 	if !ok {
 		t.Fatal("window does not answer the receipts it assembled")
 	}

@@ -191,7 +191,7 @@ func TestBackfill(t *testing.T) {
 		}
 	}
 	for _, n := range []uint64{0, 10, 300, 436} {
-		res, ok, err := hist.Answer(context.Background(), "eth_getBlockByNumber", json.RawMessage(`["`+evm.Quantity(n)+`",false]`))
+		res, ok, err := hist.Answer(context.Background(), evm.ParseCall("eth_getBlockByNumber", json.RawMessage(`["`+evm.Quantity(n)+`",false]`)))
 		if err != nil || !ok || !strings.Contains(string(res), node.BlockHash(n)) {
 			t.Errorf("block %d from the store: ok %v err %v: %.100s", n, ok, err, res)
 		}

@@ -25,8 +25,7 @@ func runCode(t *testing.T, want int, args ...string) (stdout, stderr string) {
 // storedHash is the hash of the stored block n ("" when none).
 func storedHash(t *testing.T, url string, n uint64) string {
 	t.Helper()
-	res, ok, err := openHistory(t, url).Answer(context.Background(), "eth_getBlockByNumber",
-		json.RawMessage(`["`+evm.Quantity(n)+`",false]`))
+	res, ok, err := openHistory(t, url).Answer(context.Background(), evm.ParseCall("eth_getBlockByNumber", json.RawMessage(`["`+evm.Quantity(n)+`",false]`)))
 	if err != nil {
 		t.Fatal(err)
 	}

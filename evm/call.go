@@ -1,0 +1,368 @@
+package evm
+
+import (
+	"encoding/json"
+)
+
+// Kind is what a call reads, for the parts of venn that answer it from
+// blocks they hold (the head window, the history store, the forger).
+// KindOther is every call only a node answers.
+type Kind uint8
+
+const (
+	KindOther         Kind = iota
+	KindBlockNumber        // eth_blockNumber
+	KindBlock              // eth_getBlockBy{Number,Hash}
+	KindBlockReceipts      // eth_getBlockReceipts
+	KindTx                 // eth_getTransactionByHash
+	KindReceipt            // eth_getTransactionReceipt
+	KindTxByIndex          // eth_getTransactionByBlock{Number,Hash}AndIndex
+	KindTxCount            // eth_getBlockTransactionCountBy{Number,Hash}
+	KindUncleCount         // eth_getUncleCountByBlock{Number,Hash}
+	KindLogs               // eth_getLogs
+	KindHeader             // eth_getHeaderBy{Number,Hash}
+	KindUncleByIndex       // eth_getUncleByBlock{Number,Hash}AndIndex
+)
+
+// Class is how a call may be sent to the remotes.
+type Class uint8
+
+const (
+	ClassRead      Class = iota // may be retried, hedged, shared and voted on
+	ClassWrite                  // changes state somewhere: one remote, no failover once sent (IsWrite)
+	ClassStateful               // its answer belongs to one remote's state (IsStateful)
+	ClassBroadcast              // eth_sendRawTransaction: sent to every remote
+)
+
+// method is what the one method table knows of a method: its kind, the
+// number of positional arguments geth takes (for the exact reading),
+// whether its block argument is a hash, and which param carries the block
+// it reads (-1: none) for routing. Every method in it is a read.
+type method struct {
+	kind   Kind
+	args   int8
+	block  int8
+	byHash bool
+}
+
+// methods is venn's one method table: the calls it answers itself, and
+// every method that carries a block parameter.
+var methods = map[string]method{
+	"eth_blockNumber":                         {KindBlockNumber, 0, -1, false},
+	"eth_getBlockByNumber":                    {KindBlock, 2, 0, false},
+	"eth_getBlockByHash":                      {KindBlock, 2, -1, true},
+	"eth_getBlockReceipts":                    {KindBlockReceipts, 1, 0, false},
+	"eth_getTransactionByHash":                {KindTx, 1, -1, true},
+	"eth_getTransactionReceipt":               {KindReceipt, 1, -1, true},
+	"eth_getTransactionByBlockNumberAndIndex": {KindTxByIndex, 2, 0, false},
+	"eth_getTransactionByBlockHashAndIndex":   {KindTxByIndex, 2, -1, true},
+	"eth_getBlockTransactionCountByNumber":    {KindTxCount, 1, 0, false},
+	"eth_getBlockTransactionCountByHash":      {KindTxCount, 1, -1, true},
+	"eth_getUncleCountByBlockNumber":          {KindUncleCount, 1, 0, false},
+	"eth_getUncleCountByBlockHash":            {KindUncleCount, 1, -1, true},
+	"eth_getLogs":                             {KindLogs, 1, -1, false},
+	"eth_getHeaderByNumber":                   {KindHeader, 1, -1, false},
+	"eth_getHeaderByHash":                     {KindHeader, 1, -1, true},
+	"eth_getUncleByBlockNumberAndIndex":       {KindUncleByIndex, 2, 0, false},
+	"eth_getUncleByBlockHashAndIndex":         {KindUncleByIndex, 2, -1, true},
+
+	// Only routed by their block.
+	"debug_traceBlockByNumber":      {KindOther, 0, 0, false},
+	"debug_getRawBlock":             {KindOther, 0, 0, false},
+	"debug_getRawHeader":            {KindOther, 0, 0, false},
+	"debug_getRawReceipts":          {KindOther, 0, 0, false},
+	"trace_block":                   {KindOther, 0, 0, false},
+	"trace_replayBlockTransactions": {KindOther, 0, 0, false},
+	"eth_getBalance":                {KindOther, 0, 1, false},
+	"eth_getCode":                   {KindOther, 0, 1, false},
+	"eth_getTransactionCount":       {KindOther, 0, 1, false},
+	"eth_call":                      {KindOther, 0, 1, false},
+	"eth_estimateGas":               {KindOther, 0, 1, false},
+	"eth_createAccessList":          {KindOther, 0, 1, false},
+	"eth_feeHistory":                {KindOther, 0, 1, false},
+	"debug_traceCall":               {KindOther, 0, 1, false},
+	"eth_simulateV1":                {KindOther, 0, 1, false},
+	"eth_getStorageValues":          {KindOther, 0, 1, false},
+	"eth_getStorageAt":              {KindOther, 0, 2, false},
+	"eth_getProof":                  {KindOther, 0, 2, false},
+}
+
+// Call is one client call, parsed once by the router and read by every
+// part of venn that answers or routes it; no package below the router
+// reads its params again. Params stay the client's bytes, forwarded as
+// sent.
+//
+// A call is read two ways. The routing reading (Block, Range) is venn's
+// lenient one, which only chooses where a call goes: the node answers
+// whatever it accepts. The exact reading (Exact and the fields after it)
+// is geth's (v1.17.10): a store answers a call itself only when it reads
+// as geth reads it, so that its answer is the node's; quantities with
+// leading zeros, escaped strings, params of the wrong count or type,
+// filter keys encoding/json would fold onto a field, all read not Exact
+// and go to the node, which produces its own error or answer.
+type Call struct {
+	Method string
+	Params json.RawMessage
+	Kind   Kind
+	Class  Class
+
+	// BlockAt is the index of the param that carries the block the call
+	// reads (BlockParamIndex), -1 when the method has none. BlockRaw is
+	// that param as sent (nil when absent), Block its routing reading and
+	// BlockOK whether that reading succeeded (absent or null reads
+	// RefNone). A hash in Block may be left empty: BlockParam has it.
+	BlockAt  int
+	BlockRaw json.RawMessage
+	Block    BlockRef
+	BlockOK  bool
+
+	// Range is an eth_getLogs filter's span as routing reads it; RangeOK
+	// is false when the filter does not read (missing, malformed).
+	Range   LogRange
+	RangeOK bool
+
+	// Exact reports that the params read as geth reads them; the fields
+	// below are set only then.
+	Exact bool
+	// Ref is the block the call names: a tag or number, or RefHash with
+	// the hash in Key (Ref.Hash is left empty). KindHeader and
+	// KindUncleByIndex leave it unset: the eth_getBlockBy* call they are
+	// built from reads it (BlockCall).
+	Ref BlockRef
+	// Key is the lowercase hash of a block by hash or of a transaction.
+	Key [HashLen]byte
+	// Full is eth_getBlockBy*'s second param: transaction objects.
+	Full bool
+	// Index is a transaction's or uncle's index in its block.
+	Index uint64
+	// Filter is eth_getLogs' filter; its values are sub-slices of Params.
+	Filter LogFilter
+	// arg0 is the first positional param, for BlockCall.
+	arg0 []byte
+}
+
+// ParseCall reads a call once, for every part of venn that routes or
+// answers it.
+func ParseCall(method string, params json.RawMessage) (c Call) {
+	// Fields are set in the result, not copied into it: a Call is large.
+	c.Method, c.Params, c.BlockAt = method, params, -1
+	m, known := methods[method]
+	if !known {
+		c.Class = classOf(method)
+		return c
+	}
+	c.Kind, c.BlockAt = m.kind, int(m.block)
+	if m.kind != KindOther {
+		c.readExact(m)
+		if m.kind == KindLogs {
+			c.readRange()
+		}
+	}
+	if m.block < 0 {
+		return c
+	}
+	if c.Exact && m.block == 0 && m.kind != KindUncleByIndex {
+		// Read exactly, the block param reads the same for routing
+		// (FuzzParseCallBlock): no second reading. A hash is left
+		// empty; BlockParam reads it for the one caller that needs it.
+		c.BlockRaw, c.BlockOK = c.arg0, true
+		c.Block = BlockRef{Kind: c.Ref.Kind, Number: c.Ref.Number}
+		return c
+	}
+	c.BlockRaw = Param(params, c.BlockAt)
+	ref, err := ParseBlockRef(c.BlockRaw)
+	c.Block, c.BlockOK = ref, err == nil
+	return c
+}
+
+// classOf is how a method the table does not know may be sent to the
+// remotes.
+func classOf(method string) Class {
+	switch {
+	case method == "eth_sendRawTransaction":
+		return ClassBroadcast
+	case IsStateful(method):
+		return ClassStateful
+	case IsWrite(method):
+		return ClassWrite
+	}
+	return ClassRead
+}
+
+// readExact reads the params as geth does for m; Exact stays false for
+// anything geth would refuse or that this reader is not sure it reads the
+// same.
+func (c *Call) readExact(m method) {
+	var a [2][]byte
+	if !Args(c.Params, a[:m.args]) {
+		return
+	}
+	c.arg0 = a[0]
+	switch m.kind {
+	case KindBlockNumber:
+		c.Exact = true
+	case KindBlock:
+		switch string(a[1]) {
+		case "true":
+			c.Full = true
+		case "false":
+		default:
+			// geth takes null as false; unusual enough to leave to it.
+			return
+		}
+		c.Exact = c.blockArg(a[0], m.byHash)
+	case KindBlockReceipts:
+		c.Ref, c.Exact = ArgBlockNumberOrHash(a[0], &c.Key)
+	case KindTx, KindReceipt:
+		c.Exact = ArgHash(a[0], &c.Key)
+	case KindTxByIndex:
+		var ok bool
+		if c.Index, ok = ArgQuantity(a[1]); ok {
+			c.Exact = c.blockArg(a[0], m.byHash)
+		}
+	case KindTxCount, KindUncleCount:
+		c.Exact = c.blockArg(a[0], m.byHash)
+	case KindLogs:
+		c.Exact = c.Filter.Parse(a[0])
+	case KindHeader:
+		c.Exact = true
+	case KindUncleByIndex:
+		c.Index, c.Exact = ArgQuantity(a[1])
+	}
+	if !c.Exact {
+		c.Ref, c.Full, c.Index = BlockRef{}, false, 0
+	}
+}
+
+// blockArg reads a block argument as geth does: a number or tag as
+// rpc.BlockNumber, or a hash as common.Hash.
+func (c *Call) blockArg(raw []byte, byHash bool) bool {
+	if byHash {
+		c.Ref = BlockRef{Kind: RefHash}
+		return ArgHash(raw, &c.Key)
+	}
+	var ok bool
+	c.Ref, ok = ArgBlockNumber(raw)
+	return ok
+}
+
+// readRange sets the routing reading of an eth_getLogs filter's span. An
+// exactly read filter gives it at no cost; its absent bounds read latest,
+// which routing takes as it takes absent ones.
+func (c *Call) readRange() {
+	if c.Exact {
+		c.Range = LogRange{From: c.Filter.From, To: c.Filter.To, ByHash: c.Filter.ByHash}
+		if c.Filter.ByHash {
+			c.Range.From, c.Range.To = BlockRef{}, BlockRef{}
+		}
+		c.RangeOK = true
+		return
+	}
+	lr, err := ParseLogRange(c.Params)
+	c.Range, c.RangeOK = lr, err == nil
+}
+
+// BlockParam is the routing reading of the first param of a block call
+// (eth_getBlockBy{Number,Hash}, eth_getBlockReceipts), by hash included;
+// ok is false when it does not read. A hash is read here, on demand: only
+// the caller that needs it pays for its copy.
+func (c *Call) BlockParam() (BlockRef, bool) {
+	if c.BlockAt == 0 && c.Block.Kind != RefHash {
+		return c.Block, c.BlockOK
+	}
+	ref, err := ParseBlockRef(Param(c.Params, 0))
+	return ref, err == nil
+}
+
+// ByHash reports a call that names its block by hash (exact reading).
+func (c *Call) ByHash() bool { return c.Ref.Kind == RefHash }
+
+// BlockCall is, for KindHeader and KindUncleByIndex, the
+// eth_getBlockBy{Number,Hash}(block, false) call whose answer they are
+// built from, its block argument as the client sent it; ok is false for
+// any other call, or one not read Exact.
+func (c *Call) BlockCall() (Call, bool) {
+	if !c.Exact || c.Kind != KindHeader && c.Kind != KindUncleByIndex {
+		return Call{}, false
+	}
+	method := "eth_getBlockByNumber"
+	if methods[c.Method].byHash {
+		method = "eth_getBlockByHash"
+	}
+	return ParseCall(method, json.RawMessage("["+string(c.arg0)+",false]")), true
+}
+
+// WithBlock returns the call with its block param replaced by block n
+// (the router pins latest, safe and finalized to the cluster's numbers);
+// ok is false when the call has no block param to replace.
+func (c *Call) WithBlock(n uint64) (Call, bool) {
+	if c.BlockAt < 0 {
+		return Call{}, false
+	}
+	params, ok := WithParam(c.Params, c.BlockAt, `"`+Quantity(n)+`"`)
+	if !ok {
+		return Call{}, false
+	}
+	if c.Kind != KindOther {
+		// A store may answer it: read it again, as the new call it is.
+		return ParseCall(c.Method, params), true
+	}
+	p := *c
+	p.Params = params
+	p.BlockRaw = Param(params, c.BlockAt)
+	p.Block, p.BlockOK = BlockRef{Kind: RefNumber, Number: n}, true
+	return p, true
+}
+
+// WithRange returns an eth_getLogs call over [from, to] with c's filter,
+// every other field kept as sent (see the function WithRange).
+func (c *Call) WithRange(from, to uint64) (Call, error) {
+	params, err := WithRange(c.Params, from, to)
+	if err != nil {
+		return Call{}, err
+	}
+	return ParseCall(c.Method, params), nil
+}
+
+// BlockFetch is how the forger fetches the block an eth_getBlockReceipts
+// call names, to build its receipts: the eth_getBlockBy{Number,Hash}
+// method, the block argument as sent, and whether an EIP-1898 hash must be
+// canonical. ok is false for pending (no receipts to build), params of
+// another count, and anything that is not a block reference.
+func (c *Call) BlockFetch() (method string, ref []byte, canonical, ok bool) {
+	raw := c.arg0 // set when the params are one argument
+	if c.Kind != KindBlockReceipts || len(raw) == 0 {
+		return "", nil, false, false
+	}
+	block, err := c.Block, error(nil)
+	if !c.BlockOK {
+		err = errBadBlock
+	}
+	if raw[0] == '{' {
+		var obj struct {
+			BlockNumber      json.RawMessage `json:"blockNumber"`
+			BlockHash        json.RawMessage `json:"blockHash"`
+			RequireCanonical *bool           `json:"requireCanonical"`
+		}
+		if json.Unmarshal(raw, &obj) != nil {
+			return "", nil, false, false
+		}
+		switch {
+		case obj.BlockNumber != nil && obj.BlockHash != nil:
+			return "", nil, false, false
+		case obj.BlockHash != nil:
+			return "eth_getBlockByHash", obj.BlockHash, obj.RequireCanonical != nil && *obj.RequireCanonical, true
+		case obj.BlockNumber == nil:
+			return "", nil, false, false
+		}
+		raw = obj.BlockNumber
+		block, err = ParseBlockRef(raw)
+	}
+	switch {
+	case raw[0] != '"', err != nil, block.Kind == RefPending:
+		return "", nil, false, false
+	case block.Kind == RefHash:
+		return "eth_getBlockByHash", raw, false, true
+	}
+	return "eth_getBlockByNumber", raw, false, true
+}
