@@ -57,44 +57,73 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// rangeFlags are the flags of a subcommand that works on a range of a
+// configured chain's history: --config, --chain, --from, --to and
+// --concurrency.
+type rangeFlags struct {
+	fs            *flag.FlagSet
+	config, chain *string
+	from, to      *uint64
+	conc          *int
+}
+
+func newRangeFlags(fs *flag.FlagSet, toHelp, concHelp string) *rangeFlags {
+	return &rangeFlags{
+		fs:     fs,
+		config: fs.String("config", "", "configuration file with postgres.url (required)"),
+		chain:  fs.String("chain", "", "chain name from the configuration (required)"),
+		from:   fs.Uint64("from", 0, "first block number"),
+		to:     fs.Uint64("to", 0, toHelp),
+		conc:   fs.Int("concurrency", defaultBackfillConcurrency, concHelp),
+	}
+}
+
+// load checks the parsed flags and loads the configuration and its chain;
+// a nil configuration means exit with code, the problem told on stderr.
+func (rf *rangeFlags) load(stderr io.Writer) (*app.Config, app.ChainConfig, int) {
+	name := "venn " + rf.fs.Name()
+	set := map[string]bool{}
+	rf.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case *rf.chain == "":
+		fmt.Fprintf(stderr, "%s: --chain is required\n", name)
+		return nil, app.ChainConfig{}, exitUsage
+	case !set["to"]:
+		fmt.Fprintf(stderr, "%s: --to is required\n", name)
+		return nil, app.ChainConfig{}, exitUsage
+	case *rf.from > *rf.to:
+		fmt.Fprintf(stderr, "%s: --from %d is above --to %d\n", name, *rf.from, *rf.to)
+		return nil, app.ChainConfig{}, exitUsage
+	case *rf.conc < 1 || *rf.conc > maxBackfillConcurrency:
+		fmt.Fprintf(stderr, "%s: --concurrency must be in [1, %d]\n", name, maxBackfillConcurrency)
+		return nil, app.ChainConfig{}, exitUsage
+	}
+	cfg, code := loadHistoryConfig(*rf.config, rf.fs.Name(), stderr)
+	if cfg == nil {
+		return nil, app.ChainConfig{}, code
+	}
+	cc, ok := cfg.Chain(*rf.chain)
+	if !ok {
+		fmt.Fprintf(stderr, "%s: no chain %q in the configuration\n", name, *rf.chain)
+		return nil, app.ChainConfig{}, exitUsage
+	}
+	return cfg, cc, 0
+}
+
 // backfill stores a chain's settled blocks from..to, fetched through its
 // remotes, in the history store.
 func backfill(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "configuration file with postgres.url (required)")
-	chainName := fs.String("chain", "", "chain name from the configuration (required)")
-	from := fs.Uint64("from", 0, "first block number")
-	to := fs.Uint64("to", 0, "last block number (required; at most the settled line)")
-	conc := fs.Int("concurrency", defaultBackfillConcurrency, "blocks fetched at once")
+	rf := newRangeFlags(fs, "last block number (required; at most the settled line)", "blocks fetched at once")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch {
-	case *chainName == "":
-		fmt.Fprintln(stderr, "venn backfill: --chain is required")
-		return exitUsage
-	case !set["to"]:
-		fmt.Fprintln(stderr, "venn backfill: --to is required")
-		return exitUsage
-	case *from > *to:
-		fmt.Fprintf(stderr, "venn backfill: --from %d is above --to %d\n", *from, *to)
-		return exitUsage
-	case *conc < 1 || *conc > maxBackfillConcurrency:
-		fmt.Fprintf(stderr, "venn backfill: --concurrency must be in [1, %d]\n", maxBackfillConcurrency)
-		return exitUsage
-	}
-	cfg, code := loadHistoryConfig(*configPath, "backfill", stderr)
+	cfg, cc, code := rf.load(stderr)
 	if cfg == nil {
 		return code
 	}
-	cc, ok := cfg.Chain(*chainName)
-	if !ok {
-		fmt.Fprintf(stderr, "venn backfill: no chain %q in the configuration\n", *chainName)
-		return exitUsage
-	}
+	from, to, conc := rf.from, rf.to, rf.conc
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := runBackfill(ctx, backfillJob{cfg: cfg, cc: cc, from: *from, to: *to, conc: *conc}, stdout, stderr); err != nil {

@@ -58,40 +58,16 @@ func history(args []string, stdout, stderr io.Writer) int {
 func verify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("history verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "configuration file with postgres.url (required)")
-	chainName := fs.String("chain", "", "chain name from the configuration (required)")
-	from := fs.Uint64("from", 0, "first block number")
-	to := fs.Uint64("to", 0, "last block number (required)")
+	rf := newRangeFlags(fs, "last block number (required)", "blocks asked of the remotes at once")
 	purge := fs.Bool("purge", false, "remove the stored blocks of another chain, with their transactions and logs")
-	conc := fs.Int("concurrency", defaultBackfillConcurrency, "blocks asked of the remotes at once")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch {
-	case *chainName == "":
-		fmt.Fprintln(stderr, "venn history verify: --chain is required")
-		return exitUsage
-	case !set["to"]:
-		fmt.Fprintln(stderr, "venn history verify: --to is required")
-		return exitUsage
-	case *from > *to:
-		fmt.Fprintf(stderr, "venn history verify: --from %d is above --to %d\n", *from, *to)
-		return exitUsage
-	case *conc < 1 || *conc > maxBackfillConcurrency:
-		fmt.Fprintf(stderr, "venn history verify: --concurrency must be in [1, %d]\n", maxBackfillConcurrency)
-		return exitUsage
-	}
-	cfg, code := loadHistoryConfig(*configPath, "history verify", stderr)
+	cfg, cc, code := rf.load(stderr)
 	if cfg == nil {
 		return code
 	}
-	cc, ok := cfg.Chain(*chainName)
-	if !ok {
-		fmt.Fprintf(stderr, "venn history verify: no chain %q in the configuration\n", *chainName)
-		return exitUsage
-	}
+	from, to, conc := rf.from, rf.to, rf.conc
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := runVerify(ctx, cfg, cc, verifyArgs{from: *from, to: *to, purge: *purge, conc: *conc}, stderr)
