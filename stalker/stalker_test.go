@@ -48,8 +48,12 @@ func newFeed(t *testing.T, window int, ws bool, nodes ...*fakenode.Node) *feed {
 			rs[i].WSURL = n.WSURL()
 		}
 	}
+	// A remote taken down and brought back returns after its breaker's
+	// cooldown (10 s by default, as long as waitCanonical waits): keep it
+	// short, so a test waits for the stalker, not for the breaker.
 	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "test", ChainID: testChainID,
-		BlockTime: 50 * time.Millisecond, CallDeadline: 3 * time.Second}, rs, nil, nil)
+		BlockTime: 50 * time.Millisecond, CallDeadline: 3 * time.Second,
+		Breaker: remotes.BreakerConfig{Cooldown: 200 * time.Millisecond}}, rs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
