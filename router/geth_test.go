@@ -14,6 +14,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -208,6 +209,18 @@ func TestHistoryServesAsGeth(t *testing.T) {
 		// No window and an empty store: each block is confirmed by two
 		// remotes before it is stored.
 		two := startPool(t, c.g.HTTPURL(), c.g.HTTPURL())
+		// The pool starts once one remote is in rotation; a write waits for
+		// two to confirm it, and is not tried again if only one could.
+		var b2 struct {
+			Hash string `json:"hash"`
+		}
+		if err := json.Unmarshal(mustCall(t, c.g.HTTPURL(), "eth_getBlockByNumber", `["0x2",false]`), &b2); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitFor(t, 10*time.Second, "both remotes in rotation", func() bool {
+			agree, _ := two.ConfirmHash(context.Background(), 2, b2.Hash)
+			return agree == 2
+		})
 		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head - 1),
 			Confirm: two.ConfirmHash}, nil, up, m)
 		ctx, cancel := context.WithCancel(context.Background())

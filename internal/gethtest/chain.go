@@ -164,6 +164,10 @@ func Produce(t testing.TB, g *Geth) *Chain {
 	var blob string
 	decode(t, g.MustCall(t, "eth_sendRawTransaction", signed.Raw), &blob)
 	waitMined(t, g, blob)
+	// The blob pool reserves the sender until its own reset after the
+	// block, which can come after the receipt: a transaction sent before
+	// it gets "address already reserved".
+	waitPoolEmpty(t, g)
 
 	for quantity(t, g.MustCall(t, "eth_blockNumber")) < producedHead {
 		waitMined(t, g, Send(t, g, map[string]any{"from": c.Dev, "to": c.Dev, "value": "0x1"}))
@@ -292,6 +296,26 @@ func waitMined(t testing.TB, g *Geth, tx string) map[string]any {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("gethtest: transaction %s not mined within %v (last error %v)", tx, minedTimeout, err)
+		}
+		time.Sleep(minedPoll) // a poll interval, not a wait for state
+	}
+}
+
+// waitPoolEmpty waits until geth's transaction pools, the blob pool
+// included, hold nothing pending or queued.
+func waitPoolEmpty(t testing.TB, g *Geth) {
+	t.Helper()
+	deadline := time.Now().Add(minedTimeout)
+	for {
+		var st struct {
+			Pending, Queued string
+		}
+		decode(t, g.MustCall(t, "txpool_status"), &st)
+		if st.Pending == "0x0" && st.Queued == "0x0" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gethtest: the transaction pool still holds %s pending, %s queued after %v", st.Pending, st.Queued, minedTimeout)
 		}
 		time.Sleep(minedPoll) // a poll interval, not a wait for state
 	}
