@@ -59,31 +59,11 @@ func ptServe(c net.Conn, result, mode string) {
 	var body, out, head []byte
 	var zb bytes.Buffer
 	for {
-		n := -1
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			if len(line) <= 2 {
-				break
-			}
-			if len(line) > 15 && bytes.EqualFold(line[:15], []byte("content-length:")) {
-				n, _ = strconv.Atoi(string(bytes.TrimSpace(line[15:])))
-			}
-		}
-		if n < 0 {
+		var ok bool
+		if body, ok = readRawRequest(br, body); !ok {
 			return
 		}
-		body = append(body[:0], make([]byte, n)...)
-		if _, err := io.ReadFull(br, body); err != nil {
-			return
-		}
-		out = append(out[:0], `{"jsonrpc":"2.0","id":`...)
-		out = append(out, scanID(body)...)
-		out = append(out, `,"result":`...)
-		out = append(out, result...)
-		out = append(out, '}')
+		out = appendRawReply(out[:0], body, result)
 		head = append(head[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"...)
 		switch mode {
 		case "length":

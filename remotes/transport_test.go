@@ -837,31 +837,11 @@ func tpServeRaw(c net.Conn, result string) {
 	bw := bufio.NewWriter(c)
 	var body, out, head []byte
 	for {
-		n := -1
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			if len(line) <= 2 {
-				break
-			}
-			if len(line) > 15 && bytes.EqualFold(line[:15], []byte("content-length:")) {
-				n, _ = strconv.Atoi(string(bytes.TrimSpace(line[15:])))
-			}
-		}
-		if n < 0 {
+		var ok bool
+		if body, ok = readRawRequest(br, body); !ok {
 			return
 		}
-		body = append(body[:0], make([]byte, n)...)
-		if _, err := io.ReadFull(br, body); err != nil {
-			return
-		}
-		out = append(out[:0], `{"jsonrpc":"2.0","id":`...)
-		out = append(out, scanID(body)...)
-		out = append(out, `,"result":`...)
-		out = append(out, result...)
-		out = append(out, '}')
+		out = appendRawReply(out[:0], body, result)
 		head = append(head[:0], "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "...)
 		head = strconv.AppendInt(head, int64(len(out)), 10)
 		head = append(head, "\r\n\r\n"...)
@@ -981,4 +961,39 @@ func TestRedactorKeepsBareHosts(t *testing.T) {
 			t.Errorf("%s: %q became %q", raw, msg, got)
 		}
 	}
+}
+
+// readRawRequest reads one HTTP/1.1 request with a Content-Length from br,
+// its body into body's storage; ok false when the connection ends or the
+// request has no length.
+func readRawRequest(br *bufio.Reader, body []byte) ([]byte, bool) {
+	n := -1
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return body, false
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if len(line) > 15 && bytes.EqualFold(line[:15], []byte("content-length:")) {
+			n, _ = strconv.Atoi(string(bytes.TrimSpace(line[15:])))
+		}
+	}
+	if n < 0 {
+		return body, false
+	}
+	body = append(body[:0], make([]byte, n)...)
+	_, err := io.ReadFull(br, body)
+	return body, err == nil
+}
+
+// appendRawReply appends the JSON-RPC reply with result to the request
+// body asked.
+func appendRawReply(out, body []byte, result string) []byte {
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, scanID(body)...)
+	out = append(out, `,"result":`...)
+	out = append(out, result...)
+	return append(out, '}')
 }
