@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -293,12 +294,12 @@ func TestWSAuth(t *testing.T) {
 				t.Fatalf("dial: %v", err)
 			}
 			defer c.CloseNow()
-			wsWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"test_echo","params":[1]}`)
-			if got := wsRead(t, c); got != `{"jsonrpc":"2.0","id":1,"result":[1]}` {
+			testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"test_echo","params":[1]}`)
+			if got := testkit.WSRead(t, c); got != `{"jsonrpc":"2.0","id":1,"result":[1]}` {
 				t.Errorf("allowed call = %s", got)
 			}
-			wsWrite(t, c, `{"jsonrpc":"2.0","id":2,"method":"sum","params":[1]}`)
-			if got := wsRead(t, c); !strings.Contains(got, `"code":-32601`) {
+			testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":2,"method":"sum","params":[1]}`)
+			if got := testkit.WSRead(t, c); !strings.Contains(got, `"code":-32601`) {
 				t.Errorf("call off the key's allowlist = %s, want -32601", got)
 			}
 		})

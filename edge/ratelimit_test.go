@@ -344,8 +344,8 @@ func TestRateLimitWS(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32055,"message":"rate limited","data":{"retry_after_ms":1000}}}`,
 	}
 	for i, w := range want {
-		wsWrite(t, c, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i+1)+`,"method":"test_echo","params":[]}`)
-		if got := wsRead(t, c); got != w {
+		testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i+1)+`,"method":"test_echo","params":[]}`)
+		if got := testkit.WSRead(t, c); got != w {
 			t.Errorf("message %d = %s, want %s", i+1, got, w)
 		}
 	}

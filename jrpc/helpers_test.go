@@ -150,26 +150,6 @@ func (s *testServer) dial(t *testing.T) *websocket.Conn {
 	return c
 }
 
-func wsWrite(t *testing.T, c *websocket.Conn, msg string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-		t.Fatalf("ws write: %v", err)
-	}
-}
-
-func wsRead(t *testing.T, c *websocket.Conn) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, b, err := c.Read(ctx)
-	if err != nil {
-		t.Fatalf("ws read: %v", err)
-	}
-	return string(b)
-}
-
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // metricValue returns the value of the series name{labels}: a counter's or
@@ -72,8 +73,8 @@ func TestMetrics(t *testing.T) {
 		s.post(t, body)
 	}
 	c := s.dial(t)
-	wsWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"test_echo"}`)
-	wsRead(t, c)
+	testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"test_echo"}`)
+	testkit.WSRead(t, c)
 
 	tests := []struct {
 		name   string

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // chainHandler answers test_chain with its chain's name, so a test sees
@@ -108,8 +109,8 @@ func checkWSPath(t *testing.T, s *testServer, path string, want pathWant) {
 		return
 	}
 	defer c.CloseNow()
-	wsWrite(t, c, callOf("test_chain"))
-	if got, wantMsg := wsRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"`+want.chain+`"}`; got != wantMsg {
+	testkit.WSWrite(t, c, callOf("test_chain"))
+	if got, wantMsg := testkit.WSRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"`+want.chain+`"}`; got != wantMsg {
 		t.Errorf("WS %s: %s, want %s", path, got, wantMsg)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // Transcripts in testdata/*.txt replay a conversation, as go-ethereum's
@@ -80,15 +82,15 @@ func TestTranscripts(t *testing.T) {
 			const sentinel = `{"jsonrpc":"2.0","id":"sentinel","method":"test_echo","params":[]}`
 			const sentinelAnswer = `{"jsonrpc":"2.0","id":"sentinel","result":[]}`
 			for _, st := range steps {
-				wsWrite(t, c, st.send)
+				testkit.WSWrite(t, c, st.send)
 				want := st.want
 				if want == "" {
 					// Nothing may come back: the next answer must be the
 					// sentinel's.
-					wsWrite(t, c, sentinel)
+					testkit.WSWrite(t, c, sentinel)
 					want = sentinelAnswer
 				}
-				if got := wsRead(t, c); got != want {
+				if got := testkit.WSRead(t, c); got != want {
 					t.Errorf("%s:%d: sent %s\n got: %s\nwant: %s", path, st.line, st.send, got, want)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 func call(id int, method string) string {
@@ -40,11 +41,11 @@ func TestWSConcurrentCalls(t *testing.T) {
 	s := newTestServer(t, Options{}, h)
 	c := s.dial(t)
 	for i := range calls {
-		wsWrite(t, c, call(i, "m"))
+		testkit.WSWrite(t, c, call(i, "m"))
 	}
 	var got []string
 	for range calls {
-		got = append(got, wsRead(t, c))
+		got = append(got, testkit.WSRead(t, c))
 	}
 	sort.Strings(got)
 	var want []string
@@ -77,12 +78,12 @@ func TestWSInFlightBackpressure(t *testing.T) {
 	s := newTestServer(t, Options{Limits: Limits{WSInFlight: inFlight}}, h)
 	c := s.dial(t)
 	for i := range 5 {
-		wsWrite(t, c, call(i, "m"))
+		testkit.WSWrite(t, c, call(i, "m"))
 	}
 	waitFor(t, "the connection to fill its slots", func() bool { return active.Load() == inFlight })
 	close(gate)
 	for range 5 {
-		wsRead(t, c)
+		testkit.WSRead(t, c)
 	}
 	if p := peak.Load(); p != inFlight {
 		t.Errorf("peak calls in flight = %d, want %d", p, inFlight)
@@ -113,8 +114,8 @@ func TestWSMessageLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := s.dial(t)
-			wsWrite(t, c, tt.give)
-			if got := wsRead(t, c); got != tt.want {
+			testkit.WSWrite(t, c, tt.give)
+			if got := testkit.WSRead(t, c); got != tt.want {
 				t.Fatalf("got %.200s\nwant %.200s", got, tt.want)
 			}
 			if tt.wantClose != 0 {
@@ -127,8 +128,8 @@ func TestWSMessageLimit(t *testing.T) {
 				return
 			}
 			// The connection is still good.
-			wsWrite(t, c, `{"jsonrpc":"2.0","id":2,"method":"test_echo","params":[2]}`)
-			if got, want := wsRead(t, c), `{"jsonrpc":"2.0","id":2,"result":[2]}`; got != want {
+			testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":2,"method":"test_echo","params":[2]}`)
+			if got, want := testkit.WSRead(t, c), `{"jsonrpc":"2.0","id":2,"result":[2]}`; got != want {
 				t.Errorf("next call: got %s, want %s", got, want)
 			}
 		})
@@ -163,8 +164,8 @@ func TestWSConnectionLimit(t *testing.T) {
 		return s.nconns < limit
 	})
 	c = s.dial(t)
-	wsWrite(t, c, call(1, "test_echo"))
-	if got := wsRead(t, c); got != `{"jsonrpc":"2.0","id":1,"result":[1]}` {
+	testkit.WSWrite(t, c, call(1, "test_echo"))
+	if got := testkit.WSRead(t, c); got != `{"jsonrpc":"2.0","id":1,"result":[1]}` {
 		t.Errorf("got %s", got)
 	}
 }
@@ -208,7 +209,7 @@ func TestWSShutdown(t *testing.T) {
 	})
 	s := newTestServer(t, Options{}, h)
 	c := s.dial(t)
-	wsWrite(t, c, call(1, "slow"))
+	testkit.WSWrite(t, c, call(1, "slow"))
 	<-started
 
 	shut := make(chan error, 1)
@@ -217,12 +218,12 @@ func TestWSShutdown(t *testing.T) {
 
 	// While draining, new calls are refused and the call in flight is
 	// answered; then the connection is closed with 1001.
-	wsWrite(t, c, call(2, "fast"))
-	if got, want := wsRead(t, c), `{"jsonrpc":"2.0","id":2,"error":{"code":-32054,"message":"server is shutting down"}}`; got != want {
+	testkit.WSWrite(t, c, call(2, "fast"))
+	if got, want := testkit.WSRead(t, c), `{"jsonrpc":"2.0","id":2,"error":{"code":-32054,"message":"server is shutting down"}}`; got != want {
 		t.Errorf("call during shutdown: got %s, want %s", got, want)
 	}
 	close(release)
-	if got, want := wsRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"done"}`; got != want {
+	if got, want := testkit.WSRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"done"}`; got != want {
 		t.Errorf("call in flight: got %s, want %s", got, want)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -263,11 +264,11 @@ func TestWSNotifier(t *testing.T) {
 	})
 	s := newTestServer(t, Options{}, h)
 	c := s.dial(t)
-	wsWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}`)
-	if got, want := wsRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"0x1"}`; got != want {
+	testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}`)
+	if got, want := testkit.WSRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"0x1"}`; got != want {
 		t.Errorf("reply: got %s, want %s", got, want)
 	}
-	if got, want := wsRead(t, c), `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0x1","result":1}}`; got != want {
+	if got, want := testkit.WSRead(t, c), `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"0x1","result":1}}`; got != want {
 		t.Errorf("notification: got %s, want %s", got, want)
 	}
 
@@ -299,7 +300,7 @@ func TestWSCloseCancelsCalls(t *testing.T) {
 	})
 	s := newTestServer(t, Options{}, h)
 	c := s.dial(t)
-	wsWrite(t, c, call(1, "m"))
+	testkit.WSWrite(t, c, call(1, "m"))
 	<-started
 	c.CloseNow()
 	select {
@@ -351,8 +352,8 @@ func TestWSPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	wsWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"test_peer"}`)
-	if got, want := wsRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"ws hi"}`; got != want {
+	testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"test_peer"}`)
+	if got, want := testkit.WSRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"ws hi"}`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
@@ -372,7 +373,7 @@ func TestWSDisconnect(t *testing.T) {
 	})
 	s := newTestServer(t, Options{}, h)
 	c := s.dial(t)
-	wsWrite(t, c, call(1, "bye"))
+	testkit.WSWrite(t, c, call(1, "bye"))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var err error
