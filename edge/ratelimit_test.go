@@ -2,8 +2,6 @@ package edge
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -20,9 +18,6 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
-
-// redisAddr is the test Redis every package shares.
-const redisAddr = "127.0.0.1:6379"
 
 // fakeClock is a clock tests move by hand.
 type fakeClock struct {
@@ -48,26 +43,11 @@ func (c *fakeClock) Add(d time.Duration) {
 // other test uses; keys under it are deleted at cleanup.
 func testRedis(t *testing.T) (*redis.Client, string) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		_ = rdb.Close()
-		t.Fatalf("redis at %s: %v (scripts/test.sh starts one)", redisAddr, err)
+	prefix := func(token string) string {
+		return "venn-test:" + strings.ReplaceAll(t.Name(), "/", "_") + ":" + token + ":"
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	prefix := "venn-test:" + strings.ReplaceAll(t.Name(), "/", "_") + ":" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		keys, _ := rdb.Keys(ctx, prefix+"*").Result()
-		if len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
-		_ = rdb.Close()
-	})
-	return rdb, prefix
+	rdb, token := testkit.Redis(t, func(token string) string { return prefix(token) + "*" })
+	return rdb, prefix(token)
 }
 
 // TestLimiters runs the same GCRA steps against MemoryLimiter and

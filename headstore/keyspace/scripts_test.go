@@ -1,43 +1,20 @@
 package keyspace
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
-
-// redisAddr is the test Redis every package shares.
-const redisAddr = "127.0.0.1:6379"
 
 // testChain returns a chain name no other test uses on the shared Redis,
 // its keys deleted at cleanup, and a client for it.
 func testChain(t *testing.T) (*redis.Client, Chain) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		_ = rdb.Close()
-		t.Fatalf("redis at %s: %v (scripts/test.sh starts one)", redisAddr, err)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "keyspace-test-" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		keys, _ := rdb.Keys(ctx, "venn:{"+name+"}:*").Result()
-		if len(keys) > 0 {
-			_ = rdb.Del(ctx, keys...).Err()
-		}
-		_ = rdb.Close()
-	})
-	return rdb, For(name)
+	name := func(token string) string { return "keyspace-test-" + token }
+	rdb, token := testkit.Redis(t, func(token string) string { return "venn:{" + name(token) + "}:*" })
+	return rdb, For(name(token))
 }
 
 // acquire runs Acquire for replica and returns the epoch it took.

@@ -1,7 +1,8 @@
 // Package testkit holds what venn's tests share to wait for events without
 // sleeping for them: polling a condition until a deadline, and a buffer
 // concurrent loggers write to while a test reads it. It imports nothing of
-// the project. WSWrite and WSRead are one bounded WebSocket write and read.
+// the project. WSWrite and WSRead are one bounded WebSocket write and
+// read; Redis is a client of the machine's Redis whose keys are cleaned up.
 package testkit
 
 import (
