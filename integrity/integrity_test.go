@@ -17,6 +17,7 @@ import (
 	"github.com/holiman/uint256"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // The fixtures in testdata/geth are blocks and receipts of a geth v1.17.10
@@ -69,21 +70,6 @@ func passed(v Verdict) []string {
 		if v.Passed.Has(c) {
 			out = append(out, c.String())
 		}
-	}
-	return out
-}
-
-// tamper decodes raw, lets fn change it and encodes it again.
-func tamper[T any](t *testing.T, raw json.RawMessage, fn func(T)) json.RawMessage {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	fn(v)
-	out, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
@@ -182,7 +168,7 @@ func TestVerifyBlockTampered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := VerifyBlock(tamper(t, fixture(t, "block-"+tt.block), tt.give), tt.want)
+			v := VerifyBlock(testkit.EditJSON(t, fixture(t, "block-"+tt.block), tt.give), tt.want)
 			if got := failed(v); !slices.Equal(got, tt.fails) {
 				t.Fatalf("failed %v, want %v (%v)", got, tt.fails, v.Failed)
 			}
@@ -224,14 +210,14 @@ func TestVerifyBlockEveryHeaderField(t *testing.T) {
 			}
 			changed = hexutil.EncodeBig(n.Add(n, big.NewInt(1)))
 		}
-		v := VerifyBlock(tamper(t, raw, func(m obj) { m[key] = changed }), evm.BlockRef{})
+		v := VerifyBlock(testkit.EditJSON(t, raw, func(m obj) { m[key] = changed }), evm.BlockRef{})
 		if !slices.Contains(failed(v), "block_hash") {
 			t.Errorf("%s %s -> %s: block_hash not failed: %v", key, val, changed, failed(v))
 		}
 		// And a member dropped: the hash can't be rebuilt, or is another.
 		// (A zero fork field between two others encodes as if absent: the
 		// same header.)
-		v = VerifyBlock(tamper(t, raw, func(m obj) { delete(m, key) }), evm.BlockRef{})
+		v = VerifyBlock(testkit.EditJSON(t, raw, func(m obj) { delete(m, key) }), evm.BlockRef{})
 		if v.Passed.Has(CheckBlockHash) && val != "0x0" {
 			t.Errorf("%s dropped: block_hash passed", key)
 		}
@@ -272,7 +258,7 @@ func TestVerifyReceiptsTampered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			raw := tamper(t, fixture(t, "receipts-0x3"), tt.give)
+			raw := testkit.EditJSON(t, fixture(t, "receipts-0x3"), tt.give)
 			v := VerifyReceipts(raw, tt.want, byHash(block))
 			if got := failed(v); !slices.Equal(got, tt.fails) {
 				t.Fatalf("failed %v, want %v (%v)", got, tt.fails, v.Failed)
@@ -366,7 +352,7 @@ func TestVerifySkipsWhatItCannotEncode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := VerifyBlock(tamper(t, fixture(t, "block-"+tt.block), tt.give), evm.BlockRef{})
+			v := VerifyBlock(testkit.EditJSON(t, fixture(t, "block-"+tt.block), tt.give), evm.BlockRef{})
 			if len(v.Failed) > 0 {
 				t.Fatalf("failed %v", v.Failed)
 			}
@@ -394,8 +380,8 @@ func TestVerifySkipsWhatItCannotEncode(t *testing.T) {
 func TestVerifyReceiptsSkips(t *testing.T) {
 	raw := fixture(t, "receipts-0x3")
 	block := VerifyBlock(fixture(t, "block-0x3"), evm.BlockRef{}).Block
-	untrusted := VerifyBlock(tamper(t, fixture(t, "block-0x3"), func(m obj) { m["l1BlockNumber"] = "0x1" }), evm.BlockRef{}).Block
-	polygon := VerifyBlock(tamper(t, fixture(t, "block-0x3"), func(m obj) {
+	untrusted := VerifyBlock(testkit.EditJSON(t, fixture(t, "block-0x3"), func(m obj) { m["l1BlockNumber"] = "0x1" }), evm.BlockRef{}).Block
+	polygon := VerifyBlock(testkit.EditJSON(t, fixture(t, "block-0x3"), func(m obj) {
 		m["transactions"] = append(m["transactions"].([]any), obj{"type": "0x0", "nonce": "0x0", "gasPrice": "0x0",
 			"gas": "0x0", "to": "0x" + strings.Repeat("00", 20), "value": "0x0", "input": "0x", "v": "0x0", "r": "0x0", "s": "0x0"})
 	}), evm.BlockRef{}).Block
@@ -412,9 +398,9 @@ func TestVerifyReceiptsSkips(t *testing.T) {
 		{name: "header unverified", raw: raw, block: untrusted, skipped: []string{"receipts_root/header_unverified"}, passed: []string{"logs_bloom"}},
 		{name: "unsigned transaction in block", raw: raw, block: polygon, skipped: []string{"receipts_root/unsigned"}, passed: []string{"logs_bloom"}},
 		// Its logs (none) still count in the block's bloom.
-		{name: "deposit receipt", raw: tamper(t, raw, func(rs []any) { rs[0] = depositReceipt }), block: block,
+		{name: "deposit receipt", raw: testkit.EditJSON(t, raw, func(rs []any) { rs[0] = depositReceipt }), block: block,
 			skipped: []string{"receipts_root/unknown_type"}, passed: []string{"logs_bloom"}},
-		{name: "receipt without status", raw: tamper(t, raw, func(rs []any) { delete(rs[1].(obj), "status") }), block: block,
+		{name: "receipt without status", raw: testkit.EditJSON(t, raw, func(rs []any) { delete(rs[1].(obj), "status") }), block: block,
 			skipped: []string{"logs_bloom/missing_field", "receipts_root/missing_field"}},
 	}
 	for _, tt := range tests {
@@ -443,7 +429,7 @@ func TestVerifyReceipt(t *testing.T) {
 	if len(v.Failed) > 0 || !v.Passed.Has(CheckLogsBloom) || !slices.Equal(skipped(v), []string{"receipts_root/single_receipt"}) {
 		t.Fatalf("%+v", v)
 	}
-	bad := tamper(t, rs[0], func(m obj) { m["logs"].([]any)[1].(obj)["address"] = "0x" + strings.Repeat("33", 20) })
+	bad := testkit.EditJSON(t, rs[0], func(m obj) { m["logs"].([]any)[1].(obj)["address"] = "0x" + strings.Repeat("33", 20) })
 	if v := VerifyReceipt(bad); !slices.Equal(failed(v), []string{"logs_bloom"}) {
 		t.Fatalf("tampered: %+v", v)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	integ "github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -28,21 +29,6 @@ func gethFixture(t *testing.T, name string) json.RawMessage {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// edit decodes raw, lets fn change it and encodes it again.
-func edit[T any](t *testing.T, raw json.RawMessage, fn func(T)) json.RawMessage {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	fn(v)
-	out, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // serves makes a node answer the block methods with block and receipts,
@@ -74,12 +60,12 @@ func blockHashOf(t *testing.T, raw json.RawMessage) string {
 func TestCallVerified(t *testing.T) {
 	block, receipts := gethFixture(t, "block-0x3"), gethFixture(t, "receipts-0x3")
 	hash := blockHashOf(t, block)
-	lyingBlock := edit(t, block, func(m map[string]any) { m["stateRoot"] = "0x" + strings.Repeat("ab", 32) })
-	lyingReceipts := edit(t, receipts, func(rs []any) {
+	lyingBlock := testkit.EditJSON(t, block, func(m map[string]any) { m["stateRoot"] = "0x" + strings.Repeat("ab", 32) })
+	lyingReceipts := testkit.EditJSON(t, receipts, func(rs []any) {
 		rs[0].(map[string]any)["logs"].([]any)[0].(map[string]any)["data"] = "0x01"
 	})
-	l2Block := edit(t, block, func(m map[string]any) { m["l1BlockNumber"] = "0x10" }) // an L2's extra member
-	l2Lying := edit(t, lyingBlock, func(m map[string]any) { m["l1BlockNumber"] = "0x10" })
+	l2Block := testkit.EditJSON(t, block, func(m map[string]any) { m["l1BlockNumber"] = "0x10" }) // an L2's extra member
+	l2Lying := testkit.EditJSON(t, lyingBlock, func(m map[string]any) { m["l1BlockNumber"] = "0x10" })
 	verifyBlock := func(res json.RawMessage) integ.Verdict {
 		return integ.VerifyBlock(res, evm.BlockRef{Kind: evm.RefNumber, Number: 3})
 	}
@@ -132,7 +118,7 @@ func TestCallVerified(t *testing.T) {
 		},
 		{
 			name: "skips don't hide a failed root", method: "eth_getBlockByNumber",
-			give: []answers{{edit(t, l2Lying, func(m map[string]any) {
+			give: []answers{{testkit.EditJSON(t, l2Lying, func(m map[string]any) {
 				m["transactions"].([]any)[0].(map[string]any)["value"] = "0x5"
 			}), receipts}, {block, receipts}}, want: block,
 			blamed: map[string]string{"n0": "transaction_hash"}, wantN1: 1,
@@ -228,10 +214,10 @@ func (f fakeBlocks) Answer(c evm.Call) (json.RawMessage, bool) {
 func TestVerifiedClient(t *testing.T) {
 	block, receipts := gethFixture(t, "block-0x3"), gethFixture(t, "receipts-0x3")
 	hash := blockHashOf(t, block)
-	lyingBlock := edit(t, block, func(m map[string]any) {
+	lyingBlock := testkit.EditJSON(t, block, func(m map[string]any) {
 		m["transactions"].([]any)[1].(map[string]any)["value"] = "0x1"
 	})
-	lyingReceipts := edit(t, receipts, func(rs []any) { rs[3].(map[string]any)["status"] = "0x0" })
+	lyingReceipts := testkit.EditJSON(t, receipts, func(rs []any) { rs[3].(map[string]any)["status"] = "0x0" })
 
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 10})
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 10})
@@ -277,7 +263,7 @@ func TestVerifiedClient(t *testing.T) {
 	// Receipts of a block the window doesn't have: their root is skipped,
 	// and counted.
 	other := "0x" + strings.Repeat("cd", 32)
-	orphan := edit(t, lyingReceipts, func(rs []any) {
+	orphan := testkit.EditJSON(t, lyingReceipts, func(rs []any) {
 		for _, r := range rs {
 			r.(map[string]any)["blockHash"] = other
 		}

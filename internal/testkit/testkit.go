@@ -2,11 +2,13 @@
 // sleeping for them: polling a condition until a deadline, and a buffer
 // concurrent loggers write to while a test reads it. It imports nothing of
 // the project. WSWrite and WSRead are one bounded WebSocket write and
-// read; Redis is a client of the machine's Redis whose keys are cleaned up.
+// read; Redis is a client of the machine's Redis whose keys are cleaned up;
+// EditJSON changes one field of an answer.
 package testkit
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -72,4 +74,20 @@ func (b *Buffer) Count(s string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return strings.Count(b.buf.String(), s)
+}
+
+// EditJSON decodes raw into a T, lets fn change it and encodes it again:
+// one field of an upstream answer changed, the rest as it was.
+func EditJSON[T any](t testing.TB, raw json.RawMessage, fn func(T)) json.RawMessage {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	fn(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
