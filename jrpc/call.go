@@ -23,8 +23,9 @@ const maxLoggedMethod = 64
 // beginCalls did not admit are answered CodeShuttingDown; the transport holds
 // the admission until the answer is written, so that Shutdown waits for
 // answers, not just results. A message the rate limits refuse has every call
-// answered with the refusal's error, which is also returned.
-func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, msg, buf []byte, admitted bool) ([]byte, *Refusal) {
+// answered with the refusal's error, which is also returned, with a single
+// call's note.
+func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, msg, buf []byte, admitted bool) ([]byte, served) {
 	items, batch, werr := decode(msg, s.limits.MaxBatchItems)
 	if werr != nil {
 		if werr.Code == CodeLimitExceeded {
@@ -33,7 +34,7 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, ms
 			ch.metrics.count(otherMethod, outcomeInvalid)
 		}
 		s.logCall(ctx, ch, "", werr, 0)
-		return appendError(buf, nil, werr), nil
+		return appendError(buf, nil, werr), served{}
 	}
 
 	// A batch costs one call per item, taken at once (all or none): it
@@ -53,9 +54,9 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, ms
 
 	if !batch {
 		if !items[0].answered() {
-			return buf, refused
+			return buf, served{refused: refused}
 		}
-		return appendAnswer(buf, &items[0]), refused
+		return appendAnswer(buf, &items[0]), served{refused: refused, note: &items[0].note}
 	}
 	n := 0
 	for i := range items {
@@ -73,7 +74,16 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, ms
 	if n > 0 {
 		buf = append(buf, ']')
 	}
-	return buf, refused
+	return buf, served{refused: refused}
+}
+
+// served is what serving a message says besides its answer.
+type served struct {
+	// refused is the rate limits' refusal of every call; nil: admitted.
+	refused *Refusal
+	// note is a single call's note; nil for a batch, or a message that
+	// was invalid as a whole.
+	note *Note
 }
 
 // answerAll answers every valid item with e, without calling the handler.
@@ -126,7 +136,7 @@ func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *i
 		if ch.metrics != nil || s.log.Enabled(ctx, slog.LevelDebug) {
 			start = time.Now()
 		}
-		res, err := s.call(ctx, ch, &it.req)
+		res, err := s.call(withNote(ctx, &it.note), ch, &it.req)
 		if err != nil {
 			it.err = s.wireError(ctx, ch, &it.req, err)
 		} else {

@@ -21,6 +21,7 @@ type item struct {
 	err     *Error // set when invalid, or when the call failed
 	result  json.RawMessage
 	invalid bool
+	note    Note // what the parts that answered said of it
 }
 
 // answered reports whether the item gets an answer: every call with an id,

@@ -262,6 +262,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 	}
 
 	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportHTTP, r))
+	ctx = withSkipCache(ctx, r.Header, true)
 	admitted := s.beginCalls()
 	if admitted {
 		defer s.endCalls()
@@ -321,8 +322,8 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 		w.Header().Set("Retry-After", "1") // another replica, or this one restarted
 	}
 	bp := s.getBuf()
-	out, refused := s.serveMessage(ctx, ch, cl, body, *bp, admitted)
-	if refused != nil {
+	out, sv := s.serveMessage(ctx, ch, cl, body, *bp, admitted)
+	if refused := sv.refused; refused != nil {
 		// The rate limits refused every call of the request: say so in
 		// HTTP too, which clients and proxies back off on.
 		status = refused.Status
@@ -340,6 +341,9 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 		w.WriteHeader(status) // only notifications: nothing to say
 	} else {
 		h := w.Header()
+		if sv.note != nil {
+			writeNote(h, sv.note)
+		}
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(out)))
 		w.WriteHeader(status)

@@ -163,6 +163,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
 	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r))
+	ctx = withSkipCache(ctx, r.Header, false)
 	ctx = ContextWithNotifier(ctx, c)
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	defer c.cancel()

@@ -124,8 +124,8 @@ func compare(t *testing.T, c *devChain, rt *Router, calls []call) {
 	}
 }
 
-// source reads venn_answers_total for one source.
-func source(m *Metrics, s string) float64 {
+// answersFrom reads venn_answers_total for one source.
+func answersFrom(m *Metrics, s string) float64 {
 	return testutil.ToFloat64(m.answers.WithLabelValues("dev", s))
 }
 
@@ -155,7 +155,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 			t.Errorf("remotes got %v, want only the two refused filters", up.calls)
 		}
 		// Headers and uncles are the forger's, from stored blocks.
-		if h, f := source(m, "history"), source(m, "forger"); h+f != float64(len(calls)-2) || f == 0 {
+		if h, f := answersFrom(m, "history"), answersFrom(m, "forger"); h+f != float64(len(calls)-2) || f == 0 {
 			t.Errorf("%v answers from history and %v from the forger of %d calls", h, f, len(calls))
 		}
 		t.Logf("%d calls over %d blocks and %d transactions answered as geth does", len(calls), c.head+1, len(c.txs))
@@ -170,8 +170,8 @@ func TestHistoryServesAsGeth(t *testing.T) {
 		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head)}, nil, up, m)
 		compare(t, c, rt, c.logCalls(0, c.head))
 		compare(t, c, rt, c.logCalls(mid-1, c.head))
-		if up.calls["eth_getLogs"] == 0 || source(m, "history") == 0 {
-			t.Errorf("remotes got %v and history answered %v: want both in each range", up.calls, source(m, "history"))
+		if up.calls["eth_getLogs"] == 0 || answersFrom(m, "history") == 0 {
+			t.Errorf("remotes got %v and history answered %v: want both in each range", up.calls, answersFrom(m, "history"))
 		}
 		// A hole in the middle: stored, not, stored.
 		c.archive(t, store, mid+3, c.head)
@@ -192,9 +192,9 @@ func TestHistoryServesAsGeth(t *testing.T) {
 			t.Fatalf("remotes got %v while Postgres is up", up.calls)
 		}
 		proxy.Stop()
-		before := source(m, "history")
+		before := answersFrom(m, "history")
 		compare(t, c, rt, calls)
-		if source(m, "history") != before {
+		if answersFrom(m, "history") != before {
 			t.Errorf("history answered while Postgres is down")
 		}
 		if up.total() < len(calls) {
@@ -251,9 +251,9 @@ func TestHistoryServesAsGeth(t *testing.T) {
 		if cov, err := store.Covered(context.Background(), c.head, c.head); err != nil || len(cov) != 0 {
 			t.Errorf("block above the settled line stored: %v (%v)", cov, err)
 		}
-		before := source(m, "history")
+		before := answersFrom(m, "history")
 		compare(t, c, rt, append(calls[:3], c.blockCalls(t, 2, 3)...))
-		if source(m, "history") == before {
+		if answersFrom(m, "history") == before {
 			t.Error("written-through blocks not answered from history")
 		}
 	})
@@ -279,7 +279,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 		calls = append(calls, call{"eth_getBlockReceipts", `["0x` + strings.Repeat("ab", 32) + `"]`},
 			call{"eth_getBlockReceipts", `["latest"]`}, call{"eth_getBlockReceipts", `["earliest"]`})
 		compare(t, c, rt, calls)
-		if got := source(m, "forger"); got != float64(len(calls)) {
+		if got := answersFrom(m, "forger"); got != float64(len(calls)) {
 			t.Errorf("%v answers built by the forger, want %d", got, len(calls))
 		}
 	})

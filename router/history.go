@@ -310,7 +310,7 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 			return res, ok
 		})
 		if ok {
-			rt.forged.Inc()
+			rt.forged.answered(ctx)
 		}
 		return res, ok, nil
 	}
@@ -319,13 +319,13 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 		if c.Kind == evm.KindLogs {
 			res, done, err := rt.logs(ctx, c)
 			if done {
-				rt.fromStore.Inc()
+				rt.fromStore.answered(ctx)
 			}
 			return res, done, err
 		}
 		res, ok, m := rt.fromHistory(ctx, c)
 		if ok {
-			rt.fromStore.Inc()
+			rt.fromStore.answered(ctx)
 			return res, true, nil
 		}
 		missed = m
@@ -335,12 +335,12 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 		var built bool
 		res, built, err = rt.forge.BlockReceipts(ctx, c)
 		if built {
-			rt.forged.Inc()
+			rt.forged.answered(ctx)
 		} else {
-			rt.forwarded.Inc()
+			rt.forwarded.answered(ctx)
 		}
 	case missed:
-		rt.forwarded.Inc()
+		rt.forwarded.answered(ctx)
 		res, err = rt.forward(ctx, req, c)
 	default:
 		return nil, false, nil

@@ -124,7 +124,7 @@ type Router struct {
 	// MaxLag: logged once when it starts and once when it ends.
 	trailing atomic.Bool
 
-	local, fromHead, fromStore, forged, forwarded prometheus.Counter
+	local, fromHead, fromStore, forged, forwarded source
 }
 
 var _ jrpc.Handler = (*Router)(nil)
@@ -154,11 +154,11 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		history:   cfg.History,
 		forge:     forger.ForHandler(remotes, log),
 		log:       log,
-		local:     m.answers.WithLabelValues(cfg.Chain, "local"),
-		fromHead:  m.answers.WithLabelValues(cfg.Chain, "head"),
-		fromStore: m.answers.WithLabelValues(cfg.Chain, "history"),
-		forged:    m.answers.WithLabelValues(cfg.Chain, "forger"),
-		forwarded: m.answers.WithLabelValues(cfg.Chain, "remotes"),
+		local:     newSource(m, cfg.Chain, "local"),
+		fromHead:  newSource(m, cfg.Chain, "head"),
+		fromStore: newSource(m, cfg.Chain, "history"),
+		forged:    newSource(m, cfg.Chain, "forger"),
+		forwarded: newSource(m, cfg.Chain, "remotes"),
 	}
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
@@ -193,10 +193,10 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	switch req.Method {
 	case "eth_chainId":
 		// Every remote was verified to be on this chain: no upstream call.
-		rt.local.Inc()
+		rt.local.answered(ctx)
 		return rt.chainID, nil
 	case "eth_subscribe", "eth_unsubscribe":
-		rt.local.Inc()
+		rt.local.answered(ctx)
 		switch subs := rt.cfg.Subscriptions; {
 		case subs == nil:
 			return nil, errNotifications
@@ -210,7 +210,7 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	c := evm.ParseCall(req.Method, req.Params)
 	if rt.fresh() {
 		if res, ok := rt.head.Answer(c); ok {
-			rt.fromHead.Inc()
+			rt.fromHead.answered(ctx)
 			return res, nil
 		}
 		if pinned, ok := rt.pin(&c); ok {
@@ -220,7 +220,7 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	if res, handled, err := rt.stored(ctx, req, &c); handled {
 		return res, err
 	}
-	rt.forwarded.Inc()
+	rt.forwarded.answered(ctx)
 	res, err := rt.forward(ctx, req, &c)
 	if err == nil && c.Kind == evm.KindBlockNumber && rt.head != nil {
 		res = rt.blockNumber(res)
@@ -343,6 +343,23 @@ func (rt *Router) pin(c *evm.Call) (evm.Call, bool) {
 		return evm.Call{}, false
 	}
 	return c.WithBlock(n)
+}
+
+// source is one part of venn that answers calls, as the answers metric
+// and the call's note name it.
+type source struct {
+	name string
+	n    prometheus.Counter
+}
+
+func newSource(m *Metrics, chain, name string) source {
+	return source{name: name, n: m.answers.WithLabelValues(chain, name)}
+}
+
+// answered counts a call the source answered and notes it on the call.
+func (s source) answered(ctx context.Context) {
+	s.n.Inc()
+	jrpc.NoteOf(ctx).Answered(s.name)
 }
 
 // Metrics count where calls were answered.

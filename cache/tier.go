@@ -1,0 +1,63 @@
+// Package cache keeps the answers of state and trace calls at a fixed
+// block: by block hash, or at or below the settled line, forever; above
+// it, keyed by the hash of the canonical block at the call's number, so
+// that a reorg makes the entry unreachable and the window's reorg event
+// evicts it. Tiers: memory per replica, Redis shared by the cluster,
+// Postgres for settled answers of expensive methods.
+package cache
+
+import (
+	"context"
+	"encoding/hex"
+	"time"
+)
+
+// Key names one answer: the digest of the chain, the method and the
+// params with the block resolved (see the key derivation). Two calls that
+// mean the same share a key; two that differ in meaning never do.
+type Key [32]byte
+
+// String is the key in hex, as the Redis and Postgres tiers store it.
+func (k Key) String() string { return hex.EncodeToString(k[:]) }
+
+// Entry is one stored answer.
+type Entry struct {
+	// Value is the JSON-RPC result, or, when Error, the error object
+	// ({"code":…,"message":…,"data":…}) of a deterministic failure at a
+	// fixed block (a revert).
+	Value []byte
+	Error bool
+	// Settled is true when the answer can never change: by block hash,
+	// or at or below the settled line. Only settled entries are kept
+	// long (and in the Postgres tier).
+	Settled bool
+	// Method is the call's method, for the tiers' accounting and
+	// retention (bounded: one of the cache's method set).
+	Method string
+	// Block is the number of the block the answer is at; 0: unknown.
+	Block uint64
+}
+
+// Tier is one level of the cache. A Get that fails or a Set that fails
+// is a miss, never a client's error: the cache counts and logs it.
+type Tier interface {
+	// Name labels the tier in metrics: memory, redis or postgres.
+	Name() string
+	// Get returns the entry under k; ok is false on a miss.
+	Get(ctx context.Context, k Key) (e Entry, ok bool, err error)
+	// Set stores e under k for ttl (0: the tier's longest).
+	Set(ctx context.Context, k Key, e Entry, ttl time.Duration) error
+}
+
+// Claimer is a tier that can share one miss across the cluster: Claim
+// reports whether this replica is to ask upstream (mine), or another
+// replica already is and its answer should appear in the tier within hold.
+type Claimer interface {
+	Claim(ctx context.Context, k Key, hold time.Duration) (mine bool, err error)
+}
+
+// Sizer is a tier that can say how much it holds, for the bytes and
+// entries gauges.
+type Sizer interface {
+	Size(ctx context.Context) (entries, bytes int64, err error)
+}
