@@ -2,8 +2,6 @@ package deploy
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -53,7 +51,10 @@ var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 func startVenn(t *testing.T) *exported {
 	t.Helper()
 	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, BlockTime: time.Second, FinalizedDepth: 8, SafeDepth: 4})
-	chain := "ops" + randomHex(4) // the shared Redis: keys no other test uses
+	// The machine's Redis, shared: keys no other test uses, deleted at
+	// cleanup (after venn stops: cleanups run last first).
+	_, token := testkit.Redis(t, func(token string) string { return "venn:{ops" + token + "}:*" })
+	chain := "ops" + token
 	rpcAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	cfg, err := app.Parse([]byte(fmt.Sprintf(`
 listen: %s
@@ -189,10 +190,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
