@@ -54,23 +54,25 @@ func loadManifests(t *testing.T) *manifests {
 	}
 	m := &manifests{deployment: &appsv1.Deployment{}, configMap: &corev1.ConfigMap{}, secret: &corev1.Secret{},
 		service: &corev1.Service{}, pdb: &policyv1.PodDisruptionBudget{}, monitor: &monitoringv1.ServiceMonitor{}}
-	byFile := map[string]any{"deployment.yaml": m.deployment, "configmap.yaml": m.configMap, "secret.yaml": m.secret,
-		"service.yaml": m.service, "pdb.yaml": m.pdb, "servicemonitor.yaml": m.monitor}
+	byFile := []struct {
+		file, kind string // kind: "apiVersion Kind"
+		v          any
+		meta       *metav1.TypeMeta
+	}{
+		{"deployment.yaml", "apps/v1 Deployment", m.deployment, &m.deployment.TypeMeta},
+		{"configmap.yaml", "v1 ConfigMap", m.configMap, &m.configMap.TypeMeta},
+		{"secret.yaml", "v1 Secret", m.secret, &m.secret.TypeMeta},
+		{"service.yaml", "v1 Service", m.service, &m.service.TypeMeta},
+		{"pdb.yaml", "policy/v1 PodDisruptionBudget", m.pdb, &m.pdb.TypeMeta},
+		{"servicemonitor.yaml", "monitoring.coreos.com/v1 ServiceMonitor", m.monitor, &m.monitor.TypeMeta},
+	}
 	if len(files) != len(byFile) {
-		t.Errorf("kubernetes/ has %v, want exactly %d manifests the test decodes", files, len(byFile))
+		t.Errorf("kubernetes/ has %v, want exactly the %d manifests the test decodes", files, len(byFile))
 	}
-	for file, v := range byFile {
-		decodeStrict(t, file, v)
-	}
-	for file, tm := range map[string]metav1.TypeMeta{
-		"deployment.yaml": m.deployment.TypeMeta, "configmap.yaml": m.configMap.TypeMeta, "secret.yaml": m.secret.TypeMeta,
-		"service.yaml": m.service.TypeMeta, "pdb.yaml": m.pdb.TypeMeta, "servicemonitor.yaml": m.monitor.TypeMeta,
-	} {
-		want := map[string]string{"deployment.yaml": "apps/v1 Deployment", "configmap.yaml": "v1 ConfigMap",
-			"secret.yaml": "v1 Secret", "service.yaml": "v1 Service", "pdb.yaml": "policy/v1 PodDisruptionBudget",
-			"servicemonitor.yaml": "monitoring.coreos.com/v1 ServiceMonitor"}[file]
-		if got := tm.APIVersion + " " + tm.Kind; got != want {
-			t.Errorf("%s is %q, want %q", file, got, want)
+	for _, f := range byFile {
+		decodeStrict(t, f.file, f.v)
+		if got := f.meta.APIVersion + " " + f.meta.Kind; got != f.kind {
+			t.Errorf("%s is %q, want %q", f.file, got, f.kind)
 		}
 	}
 	return m
