@@ -34,6 +34,7 @@ const (
 func (p *Pool) setLearned(d, fastest time.Duration) {
 	p.fastest.Store(int64(fastest))
 	old := time.Duration(p.learned.Swap(int64(d)))
+	p.blockTimeG.Set(p.BlockTime().Seconds())
 	if p.cfg.BlockTime > 0 || old != 0 && d >= old*4/5 && d <= old*5/4 {
 		return
 	}

@@ -505,6 +505,9 @@ func TestPollsAtLearnedBlockTime(t *testing.T) {
 	if st.PollInterval != st.BlockTime {
 		t.Errorf("poll interval %v, want the block time %v", st.PollInterval, st.BlockTime)
 	}
+	if got := testutil.ToFloat64(p.blockTimeG); got != p.BlockTime().Seconds() {
+		t.Errorf("venn_block_time_seconds %v, want the learned %v", got, p.BlockTime().Seconds())
+	}
 }
 
 // block_time in config sets the cadence, whatever the timestamps say.
@@ -513,5 +516,8 @@ func TestConfiguredBlockTimeOverrides(t *testing.T) {
 	p := startPool(t, PoolConfig{BlockTime: 3 * time.Second}, testConfigs([]string{n.URL()}, nil), nil)
 	if st := p.HeadStatus(); st.BlockTime != 3*time.Second || st.BlockTimeSource != BlockTimeConfig || st.PollInterval != 3*time.Second {
 		t.Errorf("head status %+v, want block time and poll interval 3s from config", st)
+	}
+	if got := testutil.ToFloat64(p.blockTimeG); got != 3 {
+		t.Errorf("venn_block_time_seconds %v, want 3 from config", got)
 	}
 }

@@ -45,10 +45,11 @@ type Pool struct {
 	fastest    atomic.Int64
 	bootstraps atomic.Int32 // block time fetches tried
 
-	chainHead prometheus.Gauge
-	splits    prometheus.Counter
-	shared    prometheus.Counter
-	attempts  prometheus.Observer
+	chainHead  prometheus.Gauge
+	blockTimeG prometheus.Gauge // the block time blockTime gives, in seconds
+	splits     prometheus.Counter
+	shared     prometheus.Counter
+	attempts   prometheus.Observer
 
 	cons  consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
 	hedge *hedger        // hedge.go; nil: no hedging
@@ -85,10 +86,11 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	log = log.With("chain", cfg.Chain)
 	p := &Pool{
 		cfg: cfg, log: log, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{})},
-		chainHead: m.chainHead.WithLabelValues(cfg.Chain),
-		splits:    m.splits.WithLabelValues(cfg.Chain),
-		shared:    m.shared.WithLabelValues(cfg.Chain),
-		attempts:  m.attempts.WithLabelValues(cfg.Chain),
+		chainHead:  m.chainHead.WithLabelValues(cfg.Chain),
+		blockTimeG: m.blockTime.WithLabelValues(cfg.Chain),
+		splits:     m.splits.WithLabelValues(cfg.Chain),
+		shared:     m.shared.WithLabelValues(cfg.Chain),
+		attempts:   m.attempts.WithLabelValues(cfg.Chain),
 	}
 	for tier := TierPrimary; tier <= TierFallback; tier++ {
 		for _, rc := range rs {
@@ -122,6 +124,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	p.hedge = newHedger(cfg.Hedge, cfg.Chain, m)
 	p.initScoring(m)
 	p.integ.init(cfg.Chain, m)
+	p.blockTimeG.Set(p.BlockTime().Seconds())
 	return p, nil
 }
 

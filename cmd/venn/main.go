@@ -42,6 +42,9 @@ Usage:
                                check the stored blocks A..B against the chain's
                                remotes (hashes, parent links); --purge removes
                                those of another chain
+  venn probe [--timeout 2s] URL
+                               GET URL (e.g. http://127.0.0.1:9545/healthz); exit 0
+                               on a 2xx answer: a container health check
   venn version                 print the version
   venn help                    print this help
 `
@@ -67,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return backfill(rest, stdout, stderr)
 	case "history":
 		return history(rest, stdout, stderr)
+	case "probe":
+		return probe(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "venn", versionString())
 		return exitOK
