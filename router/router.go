@@ -23,6 +23,7 @@ import (
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // Config is one chain's routing settings.
@@ -59,6 +60,9 @@ type Config struct {
 	Confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
 	// Logger logs the write-through and the forger; nil: discarded.
 	Logger *slog.Logger
+	// Tracer traces the head, history and forger lookups of traced calls,
+	// and names each call's source on its span (trace.go); nil: off.
+	Tracer *tracing.Tracer
 }
 
 // Subscriptions is the chain's subcenter.
@@ -124,7 +128,7 @@ type Router struct {
 	// MaxLag: logged once when it starts and once when it ends.
 	trailing atomic.Bool
 
-	local, fromHead, fromStore, forged, forwarded prometheus.Counter
+	local, fromHead, fromStore, forged, forwarded origin
 }
 
 var _ jrpc.Handler = (*Router)(nil)
@@ -154,11 +158,11 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		history:   cfg.History,
 		forge:     forger.ForHandler(remotes, log),
 		log:       log,
-		local:     m.answers.WithLabelValues(cfg.Chain, "local"),
-		fromHead:  m.answers.WithLabelValues(cfg.Chain, "head"),
-		fromStore: m.answers.WithLabelValues(cfg.Chain, "history"),
-		forged:    m.answers.WithLabelValues(cfg.Chain, "forger"),
-		forwarded: m.answers.WithLabelValues(cfg.Chain, "remotes"),
+		local:     newSource(m, cfg.Chain, sourceLocal),
+		fromHead:  newSource(m, cfg.Chain, sourceHead),
+		fromStore: newSource(m, cfg.Chain, sourceHistory),
+		forged:    newSource(m, cfg.Chain, sourceForger),
+		forwarded: newSource(m, cfg.Chain, sourceRemotes),
 	}
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
@@ -193,10 +197,10 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	switch req.Method {
 	case "eth_chainId":
 		// Every remote was verified to be on this chain: no upstream call.
-		rt.local.Inc()
+		rt.local.answered(ctx)
 		return rt.chainID, nil
 	case "eth_subscribe", "eth_unsubscribe":
-		rt.local.Inc()
+		rt.local.answered(ctx)
 		switch subs := rt.cfg.Subscriptions; {
 		case subs == nil:
 			return nil, errNotifications
@@ -209,8 +213,11 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	// The one reading of the call: every source below takes it.
 	c := evm.ParseCall(req.Method, req.Params)
 	if rt.fresh() {
-		if res, ok := rt.head.Answer(c); ok {
-			rt.fromHead.Inc()
+		_, sp := rt.lookup(ctx, spanHead)
+		res, ok := rt.head.Answer(c)
+		endLookup(sp, ok)
+		if ok {
+			rt.fromHead.answered(ctx)
 			return res, nil
 		}
 		if pinned, ok := rt.pin(&c); ok {
@@ -220,7 +227,7 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	if res, handled, err := rt.stored(ctx, req, &c); handled {
 		return res, err
 	}
-	rt.forwarded.Inc()
+	rt.forwarded.answered(ctx)
 	res, err := rt.forward(ctx, req, &c)
 	if err == nil && c.Kind == evm.KindBlockNumber && rt.head != nil {
 		res = rt.blockNumber(res)
