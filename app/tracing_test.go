@@ -305,4 +305,3 @@ func checkNoSecrets(t *testing.T, spans tracetest.SpanStubs) {
 		}
 	}
 }
-
