@@ -36,9 +36,12 @@ func Open(cfg Config) (*Provider, error) {
 
 // NewProvider builds a provider with cfg's sampler and resource that sends
 // spans through proc (a batcher on any exporter; tests use an in-memory
-// one).
+// one; nil: spans are recorded and dropped).
 func NewProvider(cfg Config, proc sdktrace.TracerProviderOption) *Provider {
-	opts := []sdktrace.TracerProviderOption{proc, sdktrace.WithResource(newResource(cfg))}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(newResource(cfg))}
+	if proc != nil {
+		opts = append(opts, proc)
+	}
 	if r := cfg.SamplingRatio; r != nil {
 		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*r))))
 	}
