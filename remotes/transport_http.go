@@ -129,8 +129,10 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 	if err != nil {
 		return nil, failure(ctx, t.name, t.red, "send", err)
 	}
-	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
-		sp.SetAttributes(tracing.KeyHTTPStatus.Int(resp.StatusCode)) // the attempt's span
+	if t.tracer != nil {
+		if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+			sp.SetAttributes(tracing.KeyHTTPStatus.Int(resp.StatusCode)) // the attempt's span
+		}
 	}
 
 	data, taken, err := t.readBody(ctx, resp)

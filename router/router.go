@@ -158,11 +158,11 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		history:   cfg.History,
 		forge:     forger.ForHandler(remotes, log),
 		log:       log,
-		local:     newSource(m, cfg.Chain, sourceLocal),
-		fromHead:  newSource(m, cfg.Chain, sourceHead),
-		fromStore: newSource(m, cfg.Chain, sourceHistory),
-		forged:    newSource(m, cfg.Chain, sourceForger),
-		forwarded: newSource(m, cfg.Chain, sourceRemotes),
+		local:     newSource(m, cfg, sourceLocal),
+		fromHead:  newSource(m, cfg, sourceHead),
+		fromStore: newSource(m, cfg, sourceHistory),
+		forged:    newSource(m, cfg, sourceForger),
+		forwarded: newSource(m, cfg, sourceRemotes),
 	}
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,

@@ -36,16 +36,17 @@ const (
 type origin struct {
 	name    string
 	answers prometheus.Counter
+	tracer  *tracing.Tracer // nil: off
 }
 
-func newSource(m *Metrics, chain, name string) origin {
-	return origin{name: name, answers: m.answers.WithLabelValues(chain, name)}
+func newSource(m *Metrics, cfg Config, name string) origin {
+	return origin{name: name, answers: m.answers.WithLabelValues(cfg.Chain, name), tracer: cfg.Tracer}
 }
 
 // answered counts a call answered here and names the source on its span.
 func (s origin) answered(ctx context.Context) {
 	s.answers.Inc()
-	tracing.SetSource(ctx, s.name)
+	s.tracer.SetSource(ctx, s.name)
 }
 
 // lookup starts the span of a lookup in one of venn's own sources; end it

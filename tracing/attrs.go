@@ -38,8 +38,12 @@ const (
 )
 
 // SetSource names the part of venn that answered the call whose span ctx
-// holds. It costs a context lookup when that span does not record.
-func SetSource(ctx context.Context, source string) {
+// holds: nothing when off, a context lookup when that span does not
+// record.
+func (t *Tracer) SetSource(ctx context.Context, source string) {
+	if t == nil {
+		return
+	}
 	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
 		sp.SetAttributes(KeySource.String(source))
 	}

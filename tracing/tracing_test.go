@@ -166,7 +166,7 @@ func TestOffCostsNothing(t *testing.T) {
 		sp.End()
 		c, sp = off.StartRoot(c, "y", trace.SpanKindServer, nil)
 		sp.End()
-		SetSource(c, "head")
+		off.SetSource(c, "head")
 		_ = off.Inject(c, nil)
 		_ = off.CallHook()
 	})
