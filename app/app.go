@@ -37,6 +37,7 @@ import (
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // HTTP server timeouts. Only headers and idle keep-alives are bounded by
@@ -68,6 +69,7 @@ var Module = fx.Module("app",
 	fx.Provide(
 		newLogger,
 		newRegistry,
+		newTracer,
 		newHistory,
 		newChains,
 		newRPCOptions,
@@ -193,6 +195,7 @@ type chainsParams struct {
 	Registry  *prometheus.Registry
 	Remotes   *remotes.Metrics
 	History   *history
+	Tracer    *tracing.Tracer // nil: off
 }
 
 func newChains(p chainsParams) (*chains, error) {
@@ -211,7 +214,7 @@ func newChains(p chainsParams) (*chains, error) {
 	m := newChainMetrics(p.Registry)
 	replies := remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes) // one for the process
 	for _, cc := range cfg.Chains {
-		pool, err := cc.NewPool(log, p.Remotes, replies)
+		pool, err := cc.newPool(log, p.Remotes, replies, p.Tracer)
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +225,9 @@ func newChains(p chainsParams) (*chains, error) {
 		if hc := p.History.chain(cc); hc != nil {
 			archive, hist = hc, hc
 		}
-		h := out.newHeadFeed(cfg, cc, cc.StalkerConfig(archive, m.archive), pool, m)
+		sc := cc.StalkerConfig(archive, m.archive)
+		sc.Tracer = p.Tracer
+		h := out.newHeadFeed(cfg, cc, sc, pool, m)
 		var up jrpc.Handler = pool
 		if cc.Integrity.ClientCalls {
 			up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
@@ -236,7 +241,7 @@ func newChains(p chainsParams) (*chains, error) {
 		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cfg.Limits), log, m.subs)
 		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
-			Logger: log}, h.window, up, m.router)
+			Logger: log, Tracer: p.Tracer}, h.window, up, m.router)
 		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
@@ -318,13 +323,14 @@ func (cs *chains) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, e *edge.Edge) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, e *edge.Edge, tr *tracing.Tracer) jrpc.Options {
 	return jrpc.Options{
 		Limits:      cfg.JRPCLimits(),
 		Logger:      log,
 		Registerer:  reg,
 		MethodLabel: evm.MethodLabel,
 		Gate:        e,
+		Hook:        tr.CallHook(), // nil when off
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/stalker"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // defaultYAML is the configuration used when no file is given: Ethereum
@@ -60,6 +61,9 @@ type Config struct {
 	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
 	Edge edge.Config `yaml:",inline"`
 	TLS  TLSConfig   `yaml:"tls"` // on listen (edge.go)
+	// Tracing exports OpenTelemetry traces over OTLP (package tracing);
+	// off by default.
+	Tracing tracing.Config `yaml:"tracing"`
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no

@@ -46,6 +46,9 @@ type Options struct {
 	// Gate decides who may call what, and how often (package edge); nil:
 	// every caller may call every method.
 	Gate Gate
+	// Hook sees every call served (hook.go; venn's tracing); nil: none,
+	// at no cost.
+	Hook CallHook
 }
 
 // Peer describes the client of a call. Handlers find it in their context.
@@ -83,8 +86,9 @@ type Server struct {
 	methodLabel func(string) string
 	router      http.Handler
 
-	gate     Gate // nil: open
-	pathKeys bool // /CHAIN/KEY is routed: the gate takes keys in the path
+	gate     Gate     // nil: open
+	hook     CallHook // nil: none
+	pathKeys bool     // /CHAIN/KEY is routed: the gate takes keys in the path
 
 	handleMu sync.Mutex // serializes Handle; readers load chains lock-free
 	chains   atomic.Pointer[chainSet]
@@ -149,6 +153,7 @@ func NewServer(opts Options) *Server {
 		metrics:     newMetrics(opts.Registerer),
 		methodLabel: opts.MethodLabel,
 		gate:        opts.Gate,
+		hook:        opts.Hook,
 		pathKeys:    opts.Gate != nil && opts.Gate.KeysInPath(),
 		idle:        make(chan struct{}, 1),
 		conns:       make(map[*wsConn]struct{}),

@@ -54,7 +54,9 @@ func (p *Pool) newAttempt(method string, params json.RawMessage, rt route) attem
 }
 
 // judge is the judge of the call's replies.
-func (a *attempt) judge() judge { return judge{method: a.method, rt: a.rt, log: a.p.log} }
+func (a *attempt) judge() judge {
+	return judge{method: a.method, rt: a.rt, log: a.p.log, tracer: a.p.cfg.Tracer}
+}
 
 // next is the remote for the call's next send, or nil. withToken is set
 // when nothing else could serve and the call waited for the rate-limit
@@ -86,17 +88,8 @@ func (a *attempt) sent(idx int) {
 
 // call sends to r and judges the reply.
 func (a *attempt) call(ctx context.Context, r *Remote, idx int, withToken bool) judged {
-	var (
-		res json.RawMessage
-		err error
-	)
-	if withToken {
-		res, err = r.callWithToken(ctx, a.method, a.params)
-	} else {
-		res, err = r.call(ctx, a.method, a.params)
-	}
 	jg := a.judge()
-	return jg.of(r, idx, res, err)
+	return jg.send(ctx, r, idx, a.n, a.params, withToken)
 }
 
 // take acts on one judged reply: the call is done with an answer, or with

@@ -223,7 +223,7 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 		p.wg.Add(1)
 		timers[i] = time.AfterFunc(delay*time.Duration(i+1), rc.fire)
 	}
-	first := rc.jg.ask(rc.ctx, r, idx, a.params)
+	first := rc.jg.ask(rc.ctx, r, idx, a.n, a.params)
 
 	rc.mu.Lock()
 	rc.done = true
@@ -305,9 +305,12 @@ func (rc *hedgeRace) fire() {
 		rc.tried |= 1 << idx
 		rc.n++
 		rc.launched++
+		n := rc.n
 		rc.mu.Unlock()
 
-		j := rc.jg.ask(rc.ctx, r, idx, rc.params)
+		jg := rc.jg
+		jg.role = roleHedge
+		j := jg.ask(rc.ctx, r, idx, n, rc.params)
 		if j.mean == meanLocal {
 			// Nothing went out: the token goes back and another remote may
 			// take the hedge.

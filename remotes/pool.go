@@ -106,7 +106,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 			t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
 				Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 				MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
-				OtherURLs: []string{rc.WSURL}, Logger: log,
+				OtherURLs: []string{rc.WSURL}, Logger: log, Tracer: cfg.Tracer,
 				OnRedial: func() { r.recheckSoon() }})
 			if err != nil {
 				return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)

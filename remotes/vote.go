@@ -145,6 +145,7 @@ func (p *Pool) newVote(method string, params json.RawMessage, rt route, rule *co
 	v := &vote{attempt: p.newAttempt(method, params, rt), rule: rule,
 		ballots: make(chan ballot, maxRemotes), spares: p.cfg.MaxAttempts - 1, t: tally{ignore: rule.ignore}}
 	v.jg = v.judge()
+	v.jg.role = roleVote
 	return v
 }
 
@@ -189,7 +190,8 @@ func (v *vote) run(ctx context.Context) (json.RawMessage, error) {
 func (v *vote) ask(r *Remote, idx int) {
 	v.sent(idx)
 	v.pending++
-	v.p.wg.Go(func() { v.ballots <- cast(v.jg.ask(v.ctx, r, idx, v.params)) })
+	n := v.n
+	v.p.wg.Go(func() { v.ballots <- cast(v.jg.ask(v.ctx, r, idx, n, v.params)) })
 }
 
 // another asks one more remote, if selection has one.
