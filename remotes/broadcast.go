@@ -31,14 +31,14 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 			pending++
 			// Detached from the client: the send must complete even if the
 			// client is answered (or leaves) first.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallDeadline)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.conf().CallDeadline)
 			p.wg.Go(func() {
 				defer cancel()
 				results <- a.sendTx(sctx, r, idx)
 			})
 		}
 	}
-	send(p.cfg.BroadcastFanout)
+	send(p.conf().BroadcastFanout)
 	var callerErr error
 	for pending > 0 {
 		var j judged
@@ -63,7 +63,7 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 			}
 		default:
 			a.last = j.err
-			if pending == 0 && callerErr == nil && a.n < p.cfg.MaxAttempts {
+			if pending == 0 && callerErr == nil && a.n < p.conf().MaxAttempts {
 				send(1) // that remote could not take it: another one may
 			}
 		}
