@@ -27,7 +27,7 @@ type attempt struct {
 	n       int     // sends counted against MaxAttempts
 	hedges  int     // hedges sent (hedge.go)
 	limited *Remote // a remote skipped for venn's own rate limit; nil: none
-	waited  bool   // the call has waited once for that remote's token
+	waited  bool    // the call has waited once for that remote's token
 
 	failures
 

@@ -137,9 +137,9 @@ func newMisbehaviourMetrics(reg prometheus.Registerer) *misbehaviourMetrics {
 
 // consensusState is the pool's part of votes and misbehaviour.
 type consensusState struct {
-	chain   string
-	m       *misbehaviourMetrics
-	file    *misbehaviourLog // nil: no file
+	chain string
+	m     *misbehaviourMetrics
+	file  *misbehaviourLog // nil: no file
 
 	mu sync.Mutex // strikes and cordon decisions: rare, and must not race to cordon every remote
 }

@@ -52,7 +52,7 @@ type Pool struct {
 	shared    prometheus.Counter
 	attempts  prometheus.Observer
 
-	cons  consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
+	cons consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
 
 	integ integrity // integrity.go: local checks of answers
 

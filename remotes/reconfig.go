@@ -25,10 +25,10 @@ type poolState struct {
 	rules   map[string]*consensusRule // consensus.go; nil: no votes
 }
 
-func (p *Pool) conf() *PoolConfig                 { return &p.state.Load().cfg }
-func (p *Pool) members() []*Remote                { return p.state.Load().remotes }
-func (p *Pool) selection() *selector              { return &p.state.Load().sel }
-func (p *Pool) hedger() *hedger                   { return p.state.Load().hedge }
+func (p *Pool) conf() *PoolConfig                { return &p.state.Load().cfg }
+func (p *Pool) members() []*Remote               { return p.state.Load().remotes }
+func (p *Pool) selection() *selector             { return &p.state.Load().sel }
+func (p *Pool) hedger() *hedger                  { return p.state.Load().hedge }
 func (p *Pool) rules() map[string]*consensusRule { return p.state.Load().rules }
 
 // compile builds the state of cfg over members (in config order); old is
