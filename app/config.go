@@ -60,6 +60,8 @@ type Config struct {
 	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
 	Edge edge.Config `yaml:",inline"`
 	TLS  TLSConfig   `yaml:"tls"` // on listen (edge.go)
+
+	path string // the file Load read, which a reload reads again; "": none
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no
@@ -151,7 +153,12 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data)
+	c, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	c.path = path
+	return c, nil
 }
 
 // Parse expands ${ENV} references in data, decodes it strictly (an unknown
