@@ -138,9 +138,9 @@ func newRegistry() *prometheus.Registry {
 // chain is one configured chain's pool, head feed and router, and the
 // background work that follows its head (run, halt).
 type chain struct {
-	name  string
-	built ChainConfig // what it was built with (reload_chains.go)
-	cfg   ChainConfig // as last applied
+	name   string
+	built  ChainConfig // what it was built with (reload_chains.go)
+	cfg    ChainConfig // as last applied
 	pool   *remotes.Pool
 	head   *headFeed
 	router *router.Router
@@ -162,10 +162,10 @@ type headFeed struct {
 // chains are in config order. A reload adds and removes chains (reload.go):
 // the list is swapped whole, so readers (readyz) load it without a lock.
 type chains struct {
-	list    atomic.Pointer[[]*chain]
-	rdb     *redis.Client // nil without redis.url
-	log     *slog.Logger
-	parts   chainParts
+	list     atomic.Pointer[[]*chain]
+	rdb      *redis.Client // nil without redis.url
+	log      *slog.Logger
+	parts    chainParts
 	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
 	stopping chan struct{}  // closed by stop: removed chains stop waiting
 	stopOnce sync.Once

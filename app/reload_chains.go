@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"time"
-
 )
 
 // A chain's identity is its name and chain id: while they stay, a reload
@@ -197,4 +196,3 @@ func (cs *chains) waitRetired(ctx context.Context) error {
 		return fmt.Errorf("removed chains: stop: %w", ctx.Err())
 	}
 }
-
