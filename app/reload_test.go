@@ -73,9 +73,13 @@ func (a *reloadApp) reload(t *testing.T, y string) *ReloadReport {
 	return r
 }
 
-func (a *reloadApp) rpc(chain string) string { return "http://" + a.servers.rpc.bound.String() + "/" + chain }
+func (a *reloadApp) rpc(chain string) string {
+	return "http://" + a.servers.rpc.bound.String() + "/" + chain
+}
 
-func (a *reloadApp) ws(chain string) string { return "ws://" + a.servers.rpc.bound.String() + "/" + chain }
+func (a *reloadApp) ws(chain string) string {
+	return "ws://" + a.servers.rpc.bound.String() + "/" + chain
+}
 
 // reloadYAML is chain "test" (and more YAML after) in front of remotes.
 func reloadYAML(level string, remotes []string, more string) string {
