@@ -115,7 +115,7 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 			rep.restart(f.name)
 		}
 	}
-	if s.Edge.Auth.Keys == nil && next.Edge.Auth.Keys != nil {
+	if len(s.Edge.Auth.Keys) == 0 && len(next.Edge.Auth.Keys) > 0 {
 		// The /CHAIN/KEY route exists only when keys did at start;
 		// keys in a header work at once.
 		rep.restart("auth.keys (as /CHAIN/KEY paths)")

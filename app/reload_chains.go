@@ -47,12 +47,9 @@ func (s chainSection) same(a, b ChainConfig) bool {
 // applyPool applies the remotes and the pool settings in one step
 // (remotes.Pool.Reconfigure), and max_lag to the router.
 func applyPool(c *chain, cc ChainConfig) ([]string, error) {
-	pc := cc.PoolConfig()
-	pc.Replies = nil // the pool keeps the process's
-	if c.cfg.Pool.MisbehaviourLog != cc.Pool.MisbehaviourLog {
-		pc.MisbehaviourLog = c.cfg.Pool.MisbehaviourLog // its file is opened at start
-	}
-	rec, err := c.pool.Reconfigure(pc, cc.Remotes)
+	// The pool keeps its reply budget and misbehaviour_log (opened at
+	// start; updateChain names it).
+	rec, err := c.pool.Reconfigure(cc.PoolConfig(), cc.Remotes)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +136,7 @@ func (r *Reloader) updateChain(c *chain, cc ChainConfig, path string, rep *Reloa
 			reflect.ValueOf(&c.cfg).Elem().FieldByName(f).Set(reflect.ValueOf(cc).FieldByName(f))
 		}
 	}
-	if c.cfg.Pool.MisbehaviourLog != c.built.Pool.MisbehaviourLog || cc.Pool.MisbehaviourLog != c.built.Pool.MisbehaviourLog {
+	if cc.Pool.MisbehaviourLog != c.built.Pool.MisbehaviourLog {
 		rep.restart(path + ".misbehaviour_log")
 	}
 }

@@ -154,50 +154,13 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %d remotes, at most %d", cfg.Chain, len(rs), maxRemotes)
 	}
 	cfg.Replies, cfg.MisbehaviourLog = old.cfg.Replies, old.cfg.MisbehaviourLog
-	byName := make(map[string]*Remote, len(old.remotes))
-	for _, r := range old.remotes {
-		byName[r.Name()] = r
-	}
-	sameRemoteSettings := old.cfg.Breaker == cfg.Breaker && old.cfg.ChainRecheck == cfg.ChainRecheck
-	var (
-		rec     Reconfiguration
-		members []*Remote
-		fresh   []*Remote
-		gone    []*Remote
-	)
-	undo := func() {
-		for _, r := range fresh {
-			p.freeSlot(r.slot)
-			r.t.close()
-		}
-	}
-	for _, rc := range rs {
-		o, had := byName[rc.Name]
-		delete(byName, rc.Name)
-		if had && sameRemoteSettings && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
-			members = append(members, o)
-			continue
-		}
-		r, err := p.newRemote(cfg, rc)
-		if err != nil {
-			undo()
-			return Reconfiguration{}, err
-		}
-		members, fresh = append(members, r), append(fresh, r)
-		if had {
-			rec.Replaced, gone = append(rec.Replaced, rc.Name), append(gone, o)
-		} else {
-			rec.Added = append(rec.Added, rc.Name)
-		}
-	}
-	for _, r := range old.remotes { // config order of what is left
-		if byName[r.Name()] != nil {
-			rec.Removed, gone = append(rec.Removed, r.Name()), append(gone, r)
-		}
+	rec, members, fresh, gone, err := p.match(cfg, rs, old)
+	if err != nil {
+		return Reconfiguration{}, err
 	}
 	st, err := p.compile(cfg, members, old)
 	if err != nil {
-		undo()
+		p.discard(fresh)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
 	rec.Settings = !reflect.DeepEqual(old.cfg, cfg)
@@ -214,13 +177,54 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		}
 	}
 	p.mu.Unlock()
-	if !started { // nothing is in flight
-		for _, r := range gone {
-			p.freeSlot(r.slot)
-			r.t.close()
-		}
+	if !started {
+		p.discard(gone)
 	}
 	return rec, nil
+}
+
+// match pairs the remotes rs with the members of old: kept (unchanged),
+// fresh (new or changed, built here) and gone (removed or changed).
+func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfiguration, members, fresh, gone []*Remote, err error) {
+	byName := make(map[string]*Remote, len(old.remotes))
+	for _, r := range old.remotes {
+		byName[r.Name()] = r
+	}
+	sameRemoteSettings := old.cfg.Breaker == cfg.Breaker && old.cfg.ChainRecheck == cfg.ChainRecheck
+	for _, rc := range rs {
+		o, had := byName[rc.Name]
+		delete(byName, rc.Name)
+		if had && sameRemoteSettings && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
+			members = append(members, o)
+			continue
+		}
+		r, err := p.newRemote(cfg, rc)
+		if err != nil {
+			p.discard(fresh)
+			return Reconfiguration{}, nil, nil, nil, err
+		}
+		members, fresh = append(members, r), append(fresh, r)
+		if had {
+			rec.Replaced, gone = append(rec.Replaced, rc.Name), append(gone, o)
+		} else {
+			rec.Added = append(rec.Added, rc.Name)
+		}
+	}
+	for _, r := range old.remotes { // config order of what is left
+		if byName[r.Name()] != nil {
+			rec.Removed, gone = append(rec.Removed, r.Name()), append(gone, r)
+		}
+	}
+	return rec, members, fresh, gone, nil
+}
+
+// discard closes remotes that never served a call (never started, or
+// built for a reconfiguration that failed) and frees their slots.
+func (p *Pool) discard(rs []*Remote) {
+	for _, r := range rs {
+		r.t.close()
+		p.freeSlot(r.slot)
+	}
 }
 
 // retireEvery is how often a retired remote's calls in flight are counted.
