@@ -64,6 +64,8 @@ type Config struct {
 	// Tracing exports OpenTelemetry traces over OTLP (package tracing);
 	// off by default.
 	Tracing tracing.Config `yaml:"tracing"`
+
+	path string // the file Load read, which a reload reads again; "": none
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no
@@ -155,7 +157,12 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data)
+	c, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	c.path = path
+	return c, nil
 }
 
 // Parse expands ${ENV} references in data, decodes it strictly (an unknown

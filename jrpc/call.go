@@ -26,7 +26,7 @@ const maxLoggedMethod = 64
 // answered with the refusal's error, which is also returned, with a single
 // call's note.
 func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, msg, buf []byte, admitted bool) ([]byte, served) {
-	items, batch, werr := decode(msg, s.limits.MaxBatchItems)
+	items, batch, werr := decode(msg, s.lim().MaxBatchItems)
 	if werr != nil {
 		if werr.Code == CodeLimitExceeded {
 			ch.metrics.rejected(limitBatch)
@@ -104,7 +104,7 @@ func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl Caller, item
 		s.serveItem(ctx, ch, cl, &items[0], -1) // the common case, without a closure
 		return
 	}
-	workers := min(s.limits.BatchConcurrency, len(items))
+	workers := min(s.lim().BatchConcurrency, len(items))
 	var next atomic.Int64
 	work := func() {
 		for {

@@ -80,7 +80,7 @@ func PeerFromContext(ctx context.Context) (Peer, bool) {
 // and with one chain it is served at / too: every client's default URL is
 // the bare host and port.
 type Server struct {
-	limits      Limits
+	limits      atomic.Pointer[Limits] // swapped whole by SetLimits
 	log         *slog.Logger
 	metrics     *metrics
 	methodLabel func(string) string
@@ -148,7 +148,6 @@ func NewServer(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		limits:      opts.Limits.withDefaults(),
 		log:         log,
 		metrics:     newMetrics(opts.Registerer),
 		methodLabel: opts.MethodLabel,
@@ -164,6 +163,7 @@ func NewServer(opts Options) *Server {
 		return &b
 	}
 	s.chains.Store(&chainSet{byName: map[string]*chainEntry{}})
+	s.SetLimits(opts.Limits)
 
 	r := chi.NewRouter()
 	r.Use(middleware.StripSlashes) // /CHAIN/ is /CHAIN
@@ -243,11 +243,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // from before the body is read until the answer is written, so bodies and
 // calls in flight are bounded together.
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
-	if n := s.httpInFlight.Add(1); n > int64(s.limits.MaxHTTPInFlight) {
+	if n := s.httpInFlight.Add(1); n > int64(s.lim().MaxHTTPInFlight) {
 		s.httpInFlight.Add(-1)
 		ch.metrics.rejected(limitHTTPInFlight)
 		w.Header().Set("Retry-After", "1")
-		writeHTTPError(w, http.StatusServiceUnavailable, errTooManyHTTPRequests(s.limits.MaxHTTPInFlight))
+		writeHTTPError(w, http.StatusServiceUnavailable, errTooManyHTTPRequests(s.lim().MaxHTTPInFlight))
 		return
 	}
 	defer s.httpInFlight.Add(-1)
@@ -278,7 +278,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 // readBody reads a POST body within MaxBodyBytes and HTTPReadTimeout, or
 // answers the client itself and returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry) ([]byte, bool) {
-	limit := s.limits.MaxBodyBytes
+	limit := s.lim().MaxBodyBytes
 	if r.ContentLength > limit {
 		ch.metrics.rejected(limitBody)
 		writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
@@ -289,7 +289,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 	// here too does not depend on that. A writer without deadlines (a
 	// wrapping middleware) just goes without.
 	rc := http.NewResponseController(w)
-	timed := rc.SetReadDeadline(time.Now().Add(s.limits.HTTPReadTimeout)) == nil
+	timed := rc.SetReadDeadline(time.Now().Add(s.lim().HTTPReadTimeout)) == nil
 	body, err := readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	if timed {
 		_ = rc.SetReadDeadline(time.Time{})
@@ -306,7 +306,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 		// The connection's read side is spent: answer and close it.
 		ch.metrics.rejected(limitHTTPReadTimeout)
 		w.Header().Set("Connection", "close")
-		writeHTTPError(w, http.StatusRequestTimeout, errBodyTimeout(s.limits.HTTPReadTimeout))
+		writeHTTPError(w, http.StatusRequestTimeout, errBodyTimeout(s.lim().HTTPReadTimeout))
 	default:
 		// The client went away mid-body; there is no one to answer.
 		s.log.LogAttrs(r.Context(), slog.LevelDebug, "read request body",
@@ -341,7 +341,7 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	// answer's buffer when it passes. net/http clears it after the final
 	// flush, before the connection's next request or a hijack. A writer
 	// without deadlines goes without, as in readBody.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.limits.HTTPWriteTimeout))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.lim().HTTPWriteTimeout))
 	if len(out) == 0 {
 		w.WriteHeader(status) // only notifications: nothing to say
 	} else {
@@ -489,7 +489,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.connWG.Add(1) // before the Wait below
 		go func() {
 			defer s.connWG.Done()
-			c.goAway()
+			c.goAway(shutdownReason)
 		}()
 	}
 	done := make(chan struct{})

@@ -32,14 +32,14 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 			n := a.n // the goroutine must not read a, which this loop writes
 			// Detached from the client: the send must complete even if the
 			// client is answered (or leaves) first.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallDeadline)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.conf().CallDeadline)
 			p.wg.Go(func() {
 				defer cancel()
 				results <- a.sendTx(sctx, r, idx, n)
 			})
 		}
 	}
-	send(p.cfg.BroadcastFanout)
+	send(p.conf().BroadcastFanout)
 	var callerErr error
 	for pending > 0 {
 		var j judged
@@ -64,7 +64,7 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 			}
 		default:
 			a.last = j.err
-			if pending == 0 && callerErr == nil && a.n < p.cfg.MaxAttempts {
+			if pending == 0 && callerErr == nil && a.n < p.conf().MaxAttempts {
 				send(1) // that remote could not take it: another one may
 			}
 		}

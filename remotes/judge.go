@@ -43,7 +43,7 @@ const (
 // judged is one reply and its meaning.
 type judged struct {
 	r    *Remote
-	idx  int // r's index in the pool
+	idx  int // r's slot (Remote.slot)
 	mean meaning
 	res  json.RawMessage
 	err  error

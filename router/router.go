@@ -127,6 +127,8 @@ type Router struct {
 	// trailing is set while the window trails the remotes by more than
 	// MaxLag: logged once when it starts and once when it ends.
 	trailing atomic.Bool
+	// maxLag is cfg.MaxLag, which a reload may change (SetMaxLag).
+	maxLag atomic.Uint64
 
 	local, fromHead, fromStore, forged, forwarded origin
 }
@@ -164,6 +166,7 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		forged:    newSource(m, cfg, sourceForger),
 		forwarded: newSource(m, cfg, sourceRemotes),
 	}
+	rt.maxLag.Store(cfg.MaxLag)
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
 			m.writeThrough.MustCurryWith(prometheus.Labels{"chain": cfg.Chain}))
@@ -177,6 +180,10 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	}
 	return rt
 }
+
+// SetMaxLag changes how far the head window may trail the remotes and
+// still answer (Config.MaxLag), for a configuration reload.
+func (rt *Router) SetMaxLag(n uint64) { rt.maxLag.Store(n) }
 
 // Run writes through, until ctx ends, the settled blocks clients fetched
 // from the remotes because the history store lacked them. Without History
@@ -304,7 +311,8 @@ func (rt *Router) fresh() bool {
 		return true
 	}
 	up := rt.upHead()
-	if up <= n+rt.cfg.MaxLag {
+	maxLag := rt.maxLag.Load()
+	if up <= n+maxLag {
 		if rt.trailing.Load() && rt.trailing.CompareAndSwap(true, false) {
 			rt.log.Info("head window caught up with the remotes", "window_head", n, "remotes_head", up)
 		}
@@ -312,7 +320,7 @@ func (rt *Router) fresh() bool {
 	}
 	if rt.trailing.CompareAndSwap(false, true) {
 		rt.log.Warn("head window trails the remotes; calls go to the remotes until it catches up",
-			"window_head", n, "remotes_head", up, "max_lag", rt.cfg.MaxLag)
+			"window_head", n, "remotes_head", up, "max_lag", maxLag)
 	}
 	return false
 }

@@ -31,8 +31,9 @@ const (
 const usage = `venn — clustered EVM JSON-RPC gateway
 
 Usage:
-  venn serve [--config FILE]   run the gateway until SIGINT or SIGTERM
-                               (no --config: built-in Ethereum mainnet default)
+  venn serve [--config FILE]   run the gateway until SIGINT or SIGTERM; SIGHUP
+                               reloads FILE (no --config: built-in Ethereum
+                               mainnet default, nothing to reload)
   venn check-config FILE       validate FILE and print every problem
   venn migrate --config FILE   apply the history store's migrations (postgres.url)
   venn backfill --config FILE --chain NAME --from A --to B [--concurrency N]
