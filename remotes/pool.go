@@ -101,17 +101,19 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 			// No larger reply could be read.
 			rc.MaxResponseBytes = min(rc.MaxResponseBytes, cfg.Replies.Size())
 			var r *Remote // set before any call: the transport dials on its first
-			t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
+			opts := transportOptions{Name: rc.Name, URL: rc.URL,
 				Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 				MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 				OtherURLs: []string{rc.WSURL}, Logger: log,
-				OnRedial: func() { r.recheckSoon() }})
+				OnRedial: func() { r.recheckSoon() }}
+			t, err := newTransport(opts)
 			if err != nil {
 				return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 			}
 			brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 			r = newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk)
 			r.cc.every = cfg.ChainRecheck
+			r.red = opts.redactor()
 			p.remotes = append(p.remotes, r)
 		}
 	}
