@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
@@ -60,6 +61,16 @@ type Config struct {
 	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
 	Edge edge.Config `yaml:",inline"`
 	TLS  TLSConfig   `yaml:"tls"` // on listen (edge.go)
+
+	// AdminListen serves the admin API (package admin) on its own
+	// listener; "" (the default) does not, unless admin.on_metrics_listen
+	// serves it on metrics_listen.
+	AdminListen string       `yaml:"admin_listen"`
+	Admin       admin.Config `yaml:"admin"`
+
+	// File is the file the config was loaded from, "" the built-in
+	// default; set by Load.
+	File string `yaml:"-"`
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no
@@ -151,7 +162,12 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data)
+	c, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	c.File = path
+	return c, nil
 }
 
 // Parse expands ${ENV} references in data, decodes it strictly (an unknown
@@ -319,6 +335,15 @@ func unwrapJoined(err error) []error {
 		return []error{err}
 	}
 	return nil
+}
+
+// AdminAddr is where the admin API serves and the field that says so:
+// admin_listen, or metrics_listen with admin.on_metrics_listen; "" off.
+func (c *Config) AdminAddr() (addr, field string) {
+	if c.Admin.OnMetricsListen {
+		return c.MetricsAddr(), "metrics_listen"
+	}
+	return c.AdminListen, "admin_listen"
 }
 
 // MetricsAddr is the address of the metrics server, "" when disabled.

@@ -104,7 +104,7 @@ func serve(args []string, stderr io.Writer) int {
 	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
-	fxApp := app.New(cfg, app.LogOutput(stderr))
+	fxApp := app.New(cfg, app.LogOutput(stderr), app.WithBuild(app.BuildInfo{Version: versionString()}))
 	startCtx, cancelStart := context.WithTimeout(sigCtx, fxApp.StartTimeout())
 	defer cancelStart()
 	if err := fxApp.Start(startCtx); err != nil {

@@ -1,0 +1,164 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/stalker"
+)
+
+// adminTimeout bounds one admin API request: reads touch Redis, a drain
+// waits for leases to be released.
+const adminTimeout = 30 * time.Second
+
+// BuildInfo is what the binary knows of itself; cmd/venn supplies it
+// (WithBuild), tests may not.
+type BuildInfo struct {
+	Version string
+}
+
+// WithBuild supplies the binary's version to the app: logged at start,
+// shown by the admin API and written in this replica's heartbeat.
+func WithBuild(b BuildInfo) fx.Option { return fx.Supply(b) }
+
+type adminParams struct {
+	fx.In
+	Lifecycle  fx.Lifecycle
+	Shutdowner fx.Shutdowner
+	Config     *Config
+	Log        *slog.Logger
+	Registry   *prometheus.Registry
+	Chains     *chains
+	History    *history
+	Build      BuildInfo      `optional:"true"`
+	Reload     admin.Reloader `optional:"true"` // hot reload, where it is built
+}
+
+// newAdmin builds the admin API over the chains. It always exists (its
+// cordon sync applies cordons set on other replicas); it is served on
+// admin_listen, on metrics_listen with admin.on_metrics_listen, or not at
+// all.
+func newAdmin(p adminParams) *admin.Admin {
+	cfg, cs := p.Config, p.Chains
+	list := make([]admin.Chain, 0, len(cs.list))
+	for _, c := range cs.list {
+		ac := admin.Chain{Name: c.name, Path: "/" + c.name, Pool: c.pool, State: cs.stateOf(c, p.History)}
+		if cs.rdb != nil {
+			name := c.name
+			ac.Leader = func(ctx context.Context) (stalker.Leader, bool, error) {
+				return stalker.ReadLeader(ctx, cs.rdb, name)
+			}
+		}
+		list = append(list, ac)
+	}
+	a := admin.New(admin.Options{Config: cfg.Admin, Replica: cfg.replicaID(), Version: p.Build.Version,
+		ConfigFile: cfg.File, Chains: list, Effective: cfg, Redis: redisOrNil(cs), Drain: cs.drain,
+		Reload: p.Reload, Logger: p.Log, Registerer: p.Registry})
+	p.Lifecycle.Append(fx.Hook{OnStart: a.Start, OnStop: a.Stop})
+
+	addr, field := cfg.AdminAddr()
+	switch {
+	case addr == "":
+		return a
+	case len(cfg.Admin.Tokens) == 0:
+		p.Log.Warn("admin API without admin.tokens: loopback only, every caller may act", field, addr)
+	default:
+		p.Log.Info("admin API", field, addr, "tokens", len(cfg.Admin.Tokens))
+	}
+	if cfg.AdminListen != "" {
+		fail := func() { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) }
+		svc := &httpService{name: "admin", addr: cfg.AdminListen, log: p.Log, srv: &http.Server{
+			Handler:           http.TimeoutHandler(a.Handler(), adminTimeout, "timeout"),
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+		}}
+		p.Lifecycle.Append(fx.Hook{
+			OnStart: func(ctx context.Context) error { return svc.start(ctx, fail) },
+			OnStop:  svc.stop,
+		})
+	}
+	return a
+}
+
+// redisOrNil keeps a nil *redis.Client from becoming a non-nil interface.
+func redisOrNil(cs *chains) redis.UniversalClient {
+	if cs.rdb == nil {
+		return nil
+	}
+	return cs.rdb
+}
+
+// replicaID names this replica: redis.replica_id, defaulted with Redis;
+// without it, as that default would be.
+func (c *Config) replicaID() string {
+	if c.Redis.ReplicaID != "" {
+		return c.Redis.ReplicaID
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// stateOf reads a chain's state beside its pool, for the admin API.
+func (cs *chains) stateOf(c chain, hist *history) func() admin.ChainState {
+	settled := c.settled
+	return func() admin.ChainState {
+		st := admin.ChainState{Leading: c.head.leading.Load(), Subscribers: c.head.subs.Subscribers(), History: "off"}
+		if tags, ok := c.head.window.Tags(); ok {
+			st.Safe, st.Finalized = tags.Safe, tags.Finalized
+		}
+		if bs := c.head.window.Blocks(); len(bs) > 0 {
+			st.Window = admin.Span{From: bs[0].Number, To: bs[len(bs)-1].Number, Blocks: len(bs)}
+		}
+		if n, ok := settled(); ok {
+			st.Settled = &n
+		}
+		if r := hist.readiness(); r != nil {
+			st.History = r.State
+		}
+		return st
+	}
+}
+
+// drain hands this replica's leaderships over and turns /readyz 503; it
+// keeps serving calls from the head window the followers keep. Without
+// Redis there is nobody to hand over to: it keeps leading.
+func (cs *chains) drain(ctx context.Context) admin.DrainReport {
+	cs.draining.Store(true)
+	rep := admin.DrainReport{Draining: true, Released: []string{}}
+	if cs.rdb == nil {
+		for _, c := range cs.list {
+			rep.Kept = append(rep.Kept, c.name)
+		}
+		rep.Note = "no redis.url: no other replica to hand the chains to; this one keeps leading them"
+		return rep
+	}
+	for _, c := range cs.list {
+		h := c.head
+		if h.stopCampaign == nil {
+			continue // not started
+		}
+		led := h.leading.Load()
+		h.stopCampaign() // the elector releases a held lease as it returns
+		select {
+		case <-h.campaignDone:
+			if led {
+				rep.Released = append(rep.Released, c.name)
+			}
+		case <-ctx.Done():
+			rep.Kept = append(rep.Kept, c.name)
+			rep.Note = "the lease of the chains kept is released when their stalker stops, or expires"
+		}
+	}
+	cs.log.Info("drained: leaderships handed over, not campaigning", "released", rep.Released)
+	return rep
+}
