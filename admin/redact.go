@@ -46,10 +46,13 @@ func redactNode(n *yaml.Node) {
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if secretFields[strings.ToLower(n.Content[i].Value)] {
-				redactAll(n.Content[i+1])
+			k, v := n.Content[i], n.Content[i+1]
+			// A section that shares a secret's name (rate_limits.key) is
+			// walked like any other; headers and lists are all secret.
+			if secretFields[strings.ToLower(k.Value)] && (v.Kind != yaml.MappingNode || k.Value == "headers") {
+				redactAll(v)
 			} else {
-				redactNode(n.Content[i+1])
+				redactNode(v)
 			}
 		}
 	case yaml.ScalarNode:
@@ -59,11 +62,13 @@ func redactNode(n *yaml.Node) {
 	}
 }
 
-// redactAll redacts every value under n.
+// redactAll redacts every value under n; of a URL its scheme is kept.
 func redactAll(n *yaml.Node) {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		if n.Value != "" && n.Tag != "!!null" {
+		if scheme, _, ok := strings.Cut(n.Value, "://"); ok && !strings.ContainsAny(scheme, "@:/") {
+			setScalar(n, scheme+"://"+redacted)
+		} else if n.Value != "" && n.Tag != "!!null" {
 			setScalar(n, redacted)
 		}
 	case yaml.MappingNode:

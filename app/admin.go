@@ -43,11 +43,17 @@ type adminParams struct {
 	Reload     admin.Reloader `optional:"true"` // hot reload, where it is built
 }
 
+// adminServer is the admin API's own listener; svc is nil unless
+// admin_listen is set.
+type adminServer struct {
+	svc *httpService
+}
+
 // newAdmin builds the admin API over the chains. It always exists (its
 // cordon sync applies cordons set on other replicas); it is served on
 // admin_listen, on metrics_listen with admin.on_metrics_listen, or not at
 // all.
-func newAdmin(p adminParams) *admin.Admin {
+func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
 	cfg, cs := p.Config, p.Chains
 	list := make([]admin.Chain, 0, len(cs.list))
 	for _, c := range cs.list {
@@ -68,7 +74,7 @@ func newAdmin(p adminParams) *admin.Admin {
 	addr, field := cfg.AdminAddr()
 	switch {
 	case addr == "":
-		return a
+		return a, &adminServer{}
 	case len(cfg.Admin.Tokens) == 0:
 		p.Log.Warn("admin API without admin.tokens: loopback only, every caller may act", field, addr)
 	default:
@@ -86,8 +92,9 @@ func newAdmin(p adminParams) *admin.Admin {
 			OnStart: func(ctx context.Context) error { return svc.start(ctx, fail) },
 			OnStop:  svc.stop,
 		})
+		return a, &adminServer{svc: svc}
 	}
-	return a
+	return a, &adminServer{}
 }
 
 // redisOrNil keeps a nil *redis.Client from becoming a non-nil interface.

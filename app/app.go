@@ -75,9 +75,9 @@ var Module = fx.Module("app",
 		newAdmin,
 		newServers,
 	),
-	// Every chain's router is served by the JSON-RPC server; servers are
-	// wanted for their lifecycle hooks, nothing consumes them.
-	fx.Invoke(logStart, handleChains, func(*servers) {}),
+	// Every chain's router is served by the JSON-RPC server; the servers
+	// are wanted for their lifecycle hooks, nothing consumes them.
+	fx.Invoke(logStart, handleChains, func(*servers, *adminServer) {}),
 )
 
 // New builds the fx app for cfg, which must have come from Load or Parse.

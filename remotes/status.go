@@ -3,6 +3,7 @@ package remotes
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -74,9 +75,15 @@ type lastError struct {
 // maxLastError bounds the last error kept: a status line, not a dump.
 const maxLastError = 200
 
-// noteError keeps err as the remote's last fault.
+// ipRE finds IP addresses (and ports) in error texts: a dial error names
+// the address a remote's host resolved to, which status output must not
+// show either.
+var ipRE = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9A-Fa-f:.]+\](?::\d+)?`)
+
+// noteError keeps err as the remote's last fault: redacted, without IP
+// addresses, cut short.
 func (r *Remote) noteError(err error) {
-	text := strings.ToValidUTF8(r.red.redact(err.Error()), "")
+	text := ipRE.ReplaceAllString(strings.ToValidUTF8(r.red.redact(err.Error()), ""), "[address]")
 	if len(text) > maxLastError {
 		text = strings.ToValidUTF8(text[:maxLastError], "") + "…"
 	}
