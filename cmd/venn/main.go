@@ -42,6 +42,12 @@ Usage:
                                check the stored blocks A..B against the chain's
                                remotes (hashes, parent links); --purge removes
                                those of another chain
+  venn status [--admin URL] [--token TOKEN]
+                               print a running replica's chains, remotes (in
+                               rotation or not, and why) and the cluster's
+                               replicas, from its admin API (default
+                               http://127.0.0.1:9546; env VENN_ADMIN_URL and
+                               VENN_ADMIN_TOKEN)
   venn version                 print the version
   venn help                    print this help
 `
@@ -67,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return backfill(rest, stdout, stderr)
 	case "history":
 		return history(rest, stdout, stderr)
+	case "status":
+		return status(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "venn", versionString())
 		return exitOK
