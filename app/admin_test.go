@@ -221,3 +221,63 @@ chains:
 		t.Errorf("b's chain view: %s", body)
 	}
 }
+
+// TestAdminConfig: where the admin API may serve, and its tokens.
+func TestAdminConfig(t *testing.T) {
+	tests := []struct {
+		give string
+		want string // "" valid
+	}{
+		{give: "admin_listen: 127.0.0.1:9546"},
+		{give: "admin_listen: localhost:9546"},
+		{give: "admin_listen: \"[::1]:9546\""},
+		{give: "admin_listen: 0.0.0.0:9546", want: "admin_listen: the admin API without admin.tokens binds only to a loopback address"},
+		{give: "admin_listen: 0.0.0.0:9546\nadmin: {tokens: [{name: ops, token: " + adminToken + "}]}"},
+		{give: "metrics_listen: 0.0.0.0:9545\nadmin: {on_metrics_listen: true}", want: "metrics_listen: the admin API without admin.tokens"},
+		{give: "metrics_listen: \"\"\nadmin: {on_metrics_listen: true}", want: "admin.on_metrics_listen: metrics_listen is off"},
+		{give: "admin_listen: 127.0.0.1:9546\nadmin: {on_metrics_listen: true}", want: "admin.on_metrics_listen: admin_listen is set too"},
+		{give: "admin: {tokens: [{name: ops, token: short}]}", want: "admin.tokens[0].token: must be at least 16 characters"},
+		{give: "admin: {tokens: [{token: " + adminToken + "}]}", want: "admin.tokens[0].name: required"},
+		{give: "admin: {tokens: [{name: a, token: " + adminToken + "}, {name: a, token: " + adminToken + "x}]}", want: `admin.tokens[1].name: "a" is already used`},
+		{give: "admin_listen: 127.0.0.1:8545", want: "admin_listen: must differ from listen"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.give + minimal))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v", tt.give, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: error %v, want %q", tt.give, err, tt.want)
+		case err != nil && strings.Contains(err.Error(), adminToken):
+			t.Errorf("%s: the error quotes a token: %v", tt.give, err)
+		}
+	}
+}
+
+// TestAdminOnMetricsListen serves the API on the metrics listener.
+func TestAdminOnMetricsListen(t *testing.T) {
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+log: {level: warn}
+admin: {on_metrics_listen: true}
+chains:
+  - name: test
+    chain_id: 1337
+    remotes: [{name: n0, url: `+node.URL()+`}, {name: n1, url: `+node.URL()+`}]
+`)
+	s := startApp(t, cfg)
+	base := "http://" + s.metrics.bound.String()
+	code, body := adminDo(t, "POST", base+"/admin/chains/test/remotes/n1/cordon", "", `{"for":"1h"}`)
+	if code != http.StatusOK || !strings.Contains(body, `"applied": true`) {
+		t.Fatalf("cordon = %d %s", code, body)
+	}
+	if code, body := adminDo(t, "GET", base+"/admin/chains/test", "", ""); code != http.StatusOK || !strings.Contains(body, `"code": "cordoned"`) {
+		t.Errorf("chain = %d %s", code, body)
+	}
+	if _, body := get(t, http.DefaultClient, base+"/metrics"); !strings.Contains(body, `venn_remote_cordoned{chain="test",remote="n1"} 1`) ||
+		!strings.Contains(body, `venn_admin_actions_total{action="cordon",outcome="ok"} 1`) {
+		t.Errorf("metrics lack the cordon")
+	}
+}
