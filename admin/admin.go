@@ -31,7 +31,10 @@ type Options struct {
 	Reload     Reloader // nil: POST /admin/reload answers 501
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
-	Now        func() time.Time // nil: time.Now; the cordons' expiry goes by it
+	// Gatherer is read for each chain's traffic (answers by source, error
+	// share); nil leaves it out.
+	Gatherer prometheus.Gatherer
+	Now      func() time.Time // nil: time.Now; the cordons' expiry goes by it
 }
 
 // Admin is the admin API of one replica. New does no I/O; Start begins the
@@ -45,6 +48,7 @@ type Admin struct {
 	m       *metrics
 	started time.Time
 
+	pages    sessions // page.go: the status page's signed-in browsers
 	draining atomic.Bool
 	mu       sync.Mutex // actions that change state: one at a time
 	cancel   context.CancelFunc
@@ -156,8 +160,11 @@ func (a *Admin) replicas(ctx context.Context) ([]ReplicaView, error) {
 func (a *Admin) overview(ctx context.Context) Overview {
 	o := Overview{Replica: a.opts.Replica, Version: a.opts.Version, ConfigFile: a.opts.ConfigFile,
 		Started: a.started, Draining: a.Draining()}
+	tr := traffic(a.opts.Gatherer)
 	for _, c := range a.opts.Chains {
-		o.Chains = append(o.Chains, a.chainView(ctx, c, true))
+		v := a.chainView(ctx, c, true)
+		v.Traffic = tr[c.Name]
+		o.Chains = append(o.Chains, v)
 	}
 	rs, err := a.replicas(ctx)
 	if err != nil {

@@ -20,31 +20,44 @@ func caller(ctx context.Context) string {
 	return s
 }
 
+func withCaller(r *http.Request, name string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), callerKey{}, name))
+}
+
+// tokenName returns the name of the configured token got is, "" for none.
+// Tokens are compared by their hashes, in constant time, against every
+// token, so timing tells nothing of a near miss.
+func (a *Admin) tokenName(got string) string {
+	if got == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(got))
+	name := ""
+	for i, t := range a.opts.Config.Tokens {
+		want := sha256.Sum256([]byte(t.Token))
+		if subtle.ConstantTimeCompare(sum[:], want[:]) == 1 {
+			name = a.opts.Config.Tokens[i].Name
+		}
+	}
+	return name
+}
+
+// open reports whether the API takes no token (it serves on loopback
+// only: the app's config check).
+func (a *Admin) open() bool { return len(a.opts.Config.Tokens) == 0 }
+
 // authenticate lets a request through with a configured bearer token, and
 // records the token's name for the action's log line. Without tokens every
-// request goes through (the listener is loopback only: Config.Validate's
-// caller checks). Tokens are compared by their hashes, in constant time,
-// against every token, so timing tells nothing of a near miss.
+// request goes through as loopbackCaller.
 func (a *Admin) authenticate(action func(*http.Request) string, next http.Handler) http.Handler {
-	tokens := a.opts.Config.Tokens
-	sums := make([][32]byte, len(tokens))
-	for i, t := range tokens {
-		sums[i] = sha256.Sum256([]byte(t.Token))
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(tokens) == 0 {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, loopbackCaller)))
+		if a.open() {
+			next.ServeHTTP(w, withCaller(r, loopbackCaller))
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(got))
-		name := ""
-		for i, s := range sums {
-			if subtle.ConstantTimeCompare(sum[:], s[:]) == 1 && ok && got != "" {
-				name = tokens[i].Name
-			}
-		}
-		if name == "" {
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		name := a.tokenName(got)
+		if name == "" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 			if act := action(r); act != "" {
 				a.m.actions.WithLabelValues(act, outcomeUnauthorized).Inc()
 			}
@@ -52,6 +65,6 @@ func (a *Admin) authenticate(action func(*http.Request) string, next http.Handle
 			writeError(w, http.StatusUnauthorized, "a valid bearer token is required")
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, name)))
+		next.ServeHTTP(w, withCaller(r, name))
 	})
 }

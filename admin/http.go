@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,9 +22,17 @@ const (
 	maxReasonLen  = 200
 )
 
-// Handler serves the API under /admin/. Every route needs a token when
-// tokens are configured.
+// Handler serves the API under /admin/ and the status page under
+// /status. Every route needs a token when tokens are configured: the API
+// as a bearer token, the page once, for a session.
 func (a *Admin) Handler() http.Handler {
+	top := chi.NewRouter()
+	a.pageRoutes(top)
+	top.Handle("/admin/*", a.apiHandler())
+	return top
+}
+
+func (a *Admin) apiHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Get("/admin/status", a.getStatus)
 	r.Get("/admin/chains", a.getChains)
@@ -97,79 +106,111 @@ type cordonRequest struct {
 	Until  time.Time `json:"until"`
 }
 
+// actionError is an action refused or failed: the HTTP status and the
+// message for the caller (never an internal error's text).
+type actionError struct {
+	code int
+	msg  string
+}
+
 func (a *Admin) postCordon(w http.ResponseWriter, r *http.Request) {
-	c, name, ok := a.remoteOf(w, r, actionCordon)
-	if !ok {
-		return
-	}
 	var req cordonRequest
 	if err := decodeBody(r, &req); err != nil {
-		a.refuse(w, actionCordon, http.StatusBadRequest, err.Error())
+		a.m.actions.WithLabelValues(actionCordon, outcomeRefused).Inc()
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	body, aerr := a.cordon(r.Context(), chi.URLParam(r, "chain"), chi.URLParam(r, "remote"), caller(r.Context()), req)
+	writeAction(w, body, aerr)
+}
+
+func (a *Admin) postUncordon(w http.ResponseWriter, r *http.Request) {
+	body, aerr := a.uncordon(r.Context(), chi.URLParam(r, "chain"), chi.URLParam(r, "remote"), caller(r.Context()))
+	writeAction(w, body, aerr)
+}
+
+func writeAction(w http.ResponseWriter, body any, aerr *actionError) {
+	if aerr != nil {
+		writeError(w, aerr.code, aerr.msg)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// cordon stores a cordon of chain's remote by the token named by, applies
+// it here at once (the other replicas on the message), logs and counts
+// it.
+func (a *Admin) cordon(ctx context.Context, chain, name, by string, req cordonRequest) (map[string]any, *actionError) {
+	c, aerr := a.remoteOf(chain, name)
+	if aerr == nil {
+		var mc remotes.ManualCordon
+		if mc, aerr = a.cordonOf(name, by, req); aerr == nil {
+			if err := a.store.put(ctx, c.Name, mc); err != nil {
+				return nil, a.failed(actionCordon, c.Name, err)
+			}
+			a.sync.sync(ctx, c.Name)
+			st := remoteStatus(c, name)
+			a.m.actions.WithLabelValues(actionCordon, outcomeOK).Inc()
+			a.log.Info("admin: remote cordoned", "chain", c.Name, "remote", name, "by", by, "reason", mc.Reason,
+				"until", mc.Until, "applied", !st.CordonHeld)
+			body := map[string]any{"cordon": mc, "applied": !st.CordonHeld, "remote": st}
+			if st.CordonHeld {
+				body["note"] = "held back: it is the chain's last remote in rotation; it applies once another is back"
+			}
+			return body, nil
+		}
+	}
+	a.m.actions.WithLabelValues(actionCordon, outcomeRefused).Inc()
+	return nil, aerr
+}
+
+// cordonOf checks a cordon request and makes its cordon.
+func (a *Admin) cordonOf(name, by string, req cordonRequest) (remotes.ManualCordon, *actionError) {
 	now := a.now()
-	mc := remotes.ManualCordon{Remote: name, Reason: req.Reason, By: caller(r.Context()), At: now, Until: req.Until}
+	mc := remotes.ManualCordon{Remote: name, Reason: req.Reason, By: by, At: now, Until: req.Until}
 	if req.For != "" {
 		d, err := time.ParseDuration(req.For)
 		if err != nil || d <= 0 {
-			a.refuse(w, actionCordon, http.StatusBadRequest, `"for" must be a positive duration like "30m"`)
-			return
+			return mc, &actionError{http.StatusBadRequest, `"for" must be a positive duration like "30m"`}
 		}
 		mc.Until = now.Add(d)
 	}
 	switch {
 	case len(mc.Reason) > maxReasonLen:
-		a.refuse(w, actionCordon, http.StatusBadRequest, fmt.Sprintf(`"reason" must be at most %d bytes`, maxReasonLen))
-		return
+		return mc, &actionError{http.StatusBadRequest, fmt.Sprintf(`"reason" must be at most %d bytes`, maxReasonLen)}
 	case !mc.Until.IsZero() && !mc.Until.After(now):
-		a.refuse(w, actionCordon, http.StatusBadRequest, "the expiry has passed")
-		return
+		return mc, &actionError{http.StatusBadRequest, "the expiry has passed"}
 	}
-	if err := a.store.put(r.Context(), c.Name, mc); err != nil {
-		a.failed(w, actionCordon, c.Name, err)
-		return
-	}
-	a.sync.sync(r.Context(), c.Name) // this replica at once; the others on the message
-	st := remoteStatus(c, name)
-	a.m.actions.WithLabelValues(actionCordon, outcomeOK).Inc()
-	a.log.Info("admin: remote cordoned", "chain", c.Name, "remote", name, "by", mc.By, "reason", mc.Reason,
-		"until", mc.Until, "applied", !st.CordonHeld)
-	body := map[string]any{"cordon": mc, "applied": !st.CordonHeld, "remote": st}
-	if st.CordonHeld {
-		body["note"] = "held back: it is the chain's last remote in rotation; it applies once another is back"
-	}
-	writeJSON(w, http.StatusOK, body)
+	return mc, nil
 }
 
-func (a *Admin) postUncordon(w http.ResponseWriter, r *http.Request) {
-	c, name, ok := a.remoteOf(w, r, actionUncordon)
-	if !ok {
-		return
+// uncordon removes the cordon of chain's remote everywhere.
+func (a *Admin) uncordon(ctx context.Context, chain, name, by string) (map[string]any, *actionError) {
+	c, aerr := a.remoteOf(chain, name)
+	if aerr != nil {
+		a.m.actions.WithLabelValues(actionUncordon, outcomeRefused).Inc()
+		return nil, aerr
 	}
-	removed, err := a.store.remove(r.Context(), c.Name, name)
+	removed, err := a.store.remove(ctx, c.Name, name)
 	if err != nil {
-		a.failed(w, actionUncordon, c.Name, err)
-		return
+		return nil, a.failed(actionUncordon, c.Name, err)
 	}
-	a.sync.sync(r.Context(), c.Name)
+	a.sync.sync(ctx, c.Name)
 	a.m.actions.WithLabelValues(actionUncordon, outcomeOK).Inc()
-	a.log.Info("admin: remote uncordoned", "chain", c.Name, "remote", name, "by", caller(r.Context()), "was_cordoned", removed)
-	writeJSON(w, http.StatusOK, map[string]any{"removed": removed, "remote": remoteStatus(c, name)})
+	a.log.Info("admin: remote uncordoned", "chain", c.Name, "remote", name, "by", by, "was_cordoned", removed)
+	return map[string]any{"removed": removed, "remote": remoteStatus(c, name)}, nil
 }
 
-// remoteOf finds the chain and remote a request names, or answers 404.
-func (a *Admin) remoteOf(w http.ResponseWriter, r *http.Request, action string) (Chain, string, bool) {
-	c, ok := a.chain(chi.URLParam(r, "chain"))
+// remoteOf finds a chain and one of its remotes.
+func (a *Admin) remoteOf(chain, name string) (Chain, *actionError) {
+	c, ok := a.chain(chain)
 	if !ok {
-		a.refuse(w, action, http.StatusNotFound, "no such chain")
-		return Chain{}, "", false
+		return Chain{}, &actionError{http.StatusNotFound, "no such chain"}
 	}
-	name := chi.URLParam(r, "remote")
 	if !slices.ContainsFunc(c.Pool.Status(), func(s remotes.RemoteStatus) bool { return s.Name == name }) {
-		a.refuse(w, action, http.StatusNotFound, "no such remote in the chain")
-		return Chain{}, "", false
+		return Chain{}, &actionError{http.StatusNotFound, "no such remote in the chain"}
 	}
-	return c, name, true
+	return c, nil
 }
 
 func remoteStatus(c Chain, name string) remotes.RemoteStatus {
@@ -217,12 +258,12 @@ func (a *Admin) refuse(w http.ResponseWriter, action string, code int, msg strin
 	writeError(w, code, msg)
 }
 
-// failed answers an action the store could not carry out; the error, which
+// failed counts an action the store could not carry out; the error, which
 // may name a Redis address, goes to the log only.
-func (a *Admin) failed(w http.ResponseWriter, action, chain string, err error) {
+func (a *Admin) failed(action, chain string, err error) *actionError {
 	a.m.actions.WithLabelValues(action, outcomeError).Inc()
 	a.log.Error("admin: action failed", "action", action, "chain", chain, "err", err)
-	writeError(w, http.StatusServiceUnavailable, "the cordon store is unavailable")
+	return &actionError{http.StatusServiceUnavailable, "the cordon store is unavailable"}
 }
 
 // decodeBody reads an action's small JSON body; an empty body is {}.

@@ -70,7 +70,8 @@ type ChainView struct {
 	ChainState
 	InRotation int                    `json:"remotes_in_rotation"`
 	Out        int                    `json:"remotes_out"`
-	Remotes    []remotes.RemoteStatus `json:"remotes"`
+	Traffic    *Traffic               `json:"traffic,omitempty"` // in GET /admin/status
+	Remotes    []remotes.RemoteStatus `json:"remotes,omitempty"`
 }
 
 // Overview is GET /admin/status: everything venn status prints.

@@ -68,7 +68,7 @@ func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
 	}
 	a := admin.New(admin.Options{Config: cfg.Admin, Replica: cfg.replicaID(), Version: p.Build.Version,
 		ConfigFile: cfg.File, Chains: list, Effective: cfg, Redis: redisOrNil(cs), Drain: cs.drain,
-		Reload: p.Reload, Logger: p.Log, Registerer: p.Registry})
+		Reload: p.Reload, Logger: p.Log, Registerer: p.Registry, Gatherer: p.Registry})
 	p.Lifecycle.Append(fx.Hook{OnStart: a.Start, OnStop: a.Stop})
 
 	addr, field := cfg.AdminAddr()

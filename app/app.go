@@ -502,11 +502,13 @@ func (h *httpService) stop(ctx context.Context) error {
 }
 
 // metricsRouter serves /metrics, /healthz, /readyz and, when adm is not
-// nil, the admin API under /admin/.
+// nil, the admin API under /admin/ and its status page under /status.
 func metricsRouter(reg *prometheus.Registry, h *healthHandler, adm http.Handler) http.Handler {
 	r := chi.NewRouter()
 	if adm != nil {
 		r.Handle("/admin/*", adm)
+		r.Handle("/status", adm)
+		r.Handle("/status/*", adm)
 	}
 	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
