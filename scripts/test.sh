@@ -4,7 +4,8 @@
 # It checks the toolchain, makes sure Redis (127.0.0.1:6379) and Postgres
 # (127.0.0.1:5432) answer, builds geth v1.17.10 for the end-to-end tests
 # (exported as VENN_GETH), installs the e2e viem and ethers tests' Node
-# packages (npm ci in e2e/viem and e2e/ethers), runs go vet and the
+# packages (npm ci in e2e/viem and e2e/ethers), installs chromium for the
+# status page's browser test (apt-get, as root), runs go vet and the
 # race-enabled test suite, and,
 # when ../shared/conformance exists, replays the execution-apis conformance
 # suite through a freshly built venn in front of geth.
@@ -127,6 +128,17 @@ for pkg in viem ethers; do
   fi
   echo "$pkg $(node -p "require('$dir/node_modules/$pkg/package.json').version")"
 done
+
+step "chromium for the status page's browser test (e2e/statuspage)"
+if ! command -v chromium >/dev/null 2>&1 && [ -z "${VENN_CHROMIUM:-}" ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null ||
+      die "apt-get install chromium failed"
+  else
+    die "chromium is missing: apt-get install -y chromium (or set VENN_CHROMIUM to a Chromium binary)"
+  fi
+fi
+"${VENN_CHROMIUM:-chromium}" --version
 
 step "go vet"
 go vet ./...
