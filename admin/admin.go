@@ -2,7 +2,7 @@ package admin
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -26,8 +26,11 @@ type Options struct {
 	Effective any
 	// Redis shares cordons and heartbeats with the cluster; nil keeps them
 	// in this process.
-	Redis      redis.UniversalClient
-	Drain      Drainer  // nil: POST /admin/drain answers 501
+	Redis redis.UniversalClient
+	Drain Drainer // nil: POST /admin/drain answers 501
+	// Draining reports whether the process is draining for any reason (a
+	// drain, the shutdown); nil: only after a drain through the API.
+	Draining   func() bool
 	Reload     Reloader // nil: POST /admin/reload answers 501
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
@@ -100,12 +103,15 @@ func (a *Admin) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return errors.New("admin: stop: " + ctx.Err().Error())
+		return fmt.Errorf("admin: stop: %w", ctx.Err())
 	}
 }
 
-// Draining reports whether this replica was drained.
-func (a *Admin) Draining() bool { return a.draining.Load() }
+// Draining reports whether this replica is draining: drained through the
+// API, or as Options.Draining says.
+func (a *Admin) Draining() bool {
+	return a.draining.Load() || a.opts.Draining != nil && a.opts.Draining()
+}
 
 func (a *Admin) heartbeats(ctx context.Context) {
 	t := time.NewTicker(a.opts.Config.Heartbeat)

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -345,15 +344,4 @@ func TestCordonRequests(t *testing.T) {
 			t.Errorf("POST %s %s = %d %s, want %d", tt.path, tt.body, code, body, tt.want)
 		}
 	}
-}
-
-// overviewOf decodes GET /admin/status.
-func overviewOf(t *testing.T, url string) Overview {
-	t.Helper()
-	code, body := do(t, "GET", url+"/admin/status", testToken, "")
-	var o Overview
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &o) != nil {
-		t.Fatalf("status = %d %s", code, body)
-	}
-	return o
 }

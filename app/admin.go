@@ -67,7 +67,7 @@ func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
 		list = append(list, ac)
 	}
 	a := admin.New(admin.Options{Config: cfg.Admin, Replica: cfg.replicaID(), Version: p.Build.Version,
-		ConfigFile: cfg.File, Chains: list, Effective: cfg, Redis: redisOrNil(cs), Drain: cs.drain,
+		ConfigFile: cfg.File, Chains: list, Effective: cfg, Redis: redisOrNil(cs), Drain: cs.drain, Draining: cs.draining.Load,
 		Reload: p.Reload, Logger: p.Log, Registerer: p.Registry, Gatherer: p.Registry})
 	p.Lifecycle.Append(fx.Hook{OnStart: a.Start, OnStop: a.Stop})
 
