@@ -130,15 +130,18 @@ for pkg in viem ethers; do
 done
 
 step "chromium for the status page's browser test (e2e/statuspage)"
+# Without chromium that test skips, saying so.
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${VENN_CHROMIUM:-}" ]; then
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null ||
-      die "apt-get install chromium failed"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends chromium >/dev/null ||
+      { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; } ||
+      echo "test.sh: could not install Debian's chromium: the status page's browser test will be SKIPPED"
   else
-    die "chromium is missing: apt-get install -y chromium (or set VENN_CHROMIUM to a Chromium binary)"
+    echo "test.sh: chromium is missing (apt-get install -y chromium, as root): the status page's browser test will be SKIPPED"
   fi
 fi
-"${VENN_CHROMIUM:-chromium}" --version
+command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null | head -1
 
 step "go vet"
 go vet ./...
