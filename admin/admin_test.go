@@ -187,6 +187,7 @@ func TestCordonAcrossReplicas(t *testing.T) {
 			return outBy(r.pool, "n1") && cordonGauge(r, chain, "n1") == 1
 		})
 	}
+	t.Logf("cordon applied on all three replicas %v after the answer", time.Since(start).Round(time.Millisecond))
 	st := rs[2].pool.Status()[1]
 	if st.Cordon == nil || st.Cordon.By != "alice" || st.Cordon.Reason != "flaky receipts" {
 		t.Errorf("cordon on replica c: %+v", st.Cordon)
