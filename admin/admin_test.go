@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,8 +57,9 @@ type replica struct {
 }
 
 // startReplica starts a pool over nodes (remote i named n<i>) on chain and
-// an admin over it, on rdb when it is not nil, both stopped at cleanup.
-func startReplica(t *testing.T, chain, id string, nodes []*fakenode.Node, rdb redis.UniversalClient, clk *clock) *replica {
+// an admin over it, on rdb when it is not nil, both stopped at cleanup;
+// tweaks change the admin's options first.
+func startReplica(t *testing.T, chain, id string, nodes []*fakenode.Node, rdb redis.UniversalClient, clk *clock, tweaks ...func(*Options)) *replica {
 	t.Helper()
 	rs := make([]remotes.Config, len(nodes))
 	for i, n := range nodes {
@@ -86,6 +88,9 @@ func startReplica(t *testing.T, chain, id string, nodes []*fakenode.Node, rdb re
 		Registerer: reg, Now: clk.Now}
 	if rdb != nil {
 		opts.Redis = rdb
+	}
+	for _, tw := range tweaks {
+		tw(&opts)
 	}
 	a := New(opts)
 	if err := a.Start(context.Background()); err != nil {
@@ -289,33 +294,37 @@ func TestAPIRefusesWithoutToken(t *testing.T) {
 // answer 501 without it.
 func TestReloadAndDrainHooks(t *testing.T) {
 	nodes := []*fakenode.Node{fakenode.Start(t, fakenode.Options{Head: 100})}
-	r := startReplica(t, "hooks", "solo", nodes, nil, &clock{now: time.Now()})
+	bare := startReplica(t, "hooks", "solo", nodes, nil, &clock{now: time.Now()})
 	for _, p := range []string{"/admin/reload", "/admin/drain"} {
-		if code, body := do(t, "POST", r.srv.URL+p, testToken, ""); code != http.StatusNotImplemented {
+		if code, body := do(t, "POST", bare.srv.URL+p, testToken, ""); code != http.StatusNotImplemented {
 			t.Errorf("%s without a hook = %d %s, want 501", p, code, body)
 		}
 	}
-	applied := false
-	r.admin.opts.Reload = func(context.Context) (any, bool) {
-		return map[string]any{"problems": []string{"chains[0].name: required"}}, applied
-	}
+	var applied atomic.Bool
+	r := startReplica(t, "hooks", "solo", nodes, nil, &clock{now: time.Now()}, func(o *Options) {
+		o.Reload = func(context.Context) (any, bool) {
+			return map[string]any{"problems": []string{"chains[0].name: required"}}, applied.Load()
+		}
+		o.Drain = func(context.Context) DrainReport { return DrainReport{Draining: true, Released: []string{"hooks"}} }
+	})
 	if code, body := do(t, "POST", r.srv.URL+"/admin/reload", testToken, ""); code != http.StatusUnprocessableEntity || !strings.Contains(body, "chains[0].name") {
 		t.Errorf("invalid reload = %d %s, want 422 with the problems", code, body)
 	}
-	applied = true
+	applied.Store(true)
 	if code, _ := do(t, "POST", r.srv.URL+"/admin/reload", testToken, ""); code != http.StatusOK {
 		t.Errorf("reload = %d", code)
 	}
-	r.admin.opts.Drain = func(context.Context) DrainReport { return DrainReport{Draining: true, Released: []string{"hooks"}} }
 	if code, body := do(t, "POST", r.srv.URL+"/admin/drain", testToken, ""); code != http.StatusOK || !strings.Contains(body, `"hooks"`) {
 		t.Errorf("drain = %d %s", code, body)
 	}
-	if !r.admin.Draining() {
-		t.Error("not draining after a drain")
+	if !r.admin.Draining() || bare.admin.Draining() {
+		t.Error("draining: want the drained replica only")
 	}
-	for _, tt := range []struct{ action, outcome string }{{actionReload, outcomeError}, {actionReload, outcomeOK},
-		{actionDrain, outcomeOK}, {actionReload, outcomeRefused}} {
-		if n := testutil.ToFloat64(r.admin.m.actions.WithLabelValues(tt.action, tt.outcome)); n != 1 {
+	for _, tt := range []struct {
+		r               *replica
+		action, outcome string
+	}{{r, actionReload, outcomeError}, {r, actionReload, outcomeOK}, {r, actionDrain, outcomeOK}, {bare, actionReload, outcomeRefused}} {
+		if n := testutil.ToFloat64(tt.r.admin.m.actions.WithLabelValues(tt.action, tt.outcome)); n != 1 {
 			t.Errorf("venn_admin_actions_total{%s,%s} = %v, want 1", tt.action, tt.outcome, n)
 		}
 	}
