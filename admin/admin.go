@@ -51,7 +51,10 @@ type Admin struct {
 	m       *metrics
 	started time.Time
 
-	pages    sessions // page.go: the status page's signed-in browsers
+	pages sessions // page.go: the status page's signed-in browsers
+
+	chainsMu sync.RWMutex
+	chains   []Chain // opts.Chains, then SetChains's
 	draining atomic.Bool
 	mu       sync.Mutex // actions that change state: one at a time
 	cancel   context.CancelFunc
@@ -67,13 +70,14 @@ func New(opts Options) *Admin {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	a := &Admin{opts: opts, log: opts.Logger, now: opts.Now, m: newMetrics(opts.Registerer), started: opts.Now()}
+	a := &Admin{opts: opts, log: opts.Logger, now: opts.Now, m: newMetrics(opts.Registerer), started: opts.Now(),
+		chains: opts.Chains}
 	if opts.Redis != nil {
 		a.store = &redisCordons{rdb: opts.Redis}
 	} else {
 		a.store = newMemoryCordons()
 	}
-	a.sync = &syncer{store: a.store, chains: opts.Chains, every: opts.Config.CordonResync, now: opts.Now,
+	a.sync = &syncer{store: a.store, chains: a.chainList, every: opts.Config.CordonResync, now: opts.Now,
 		onErr: func(chain string, err error) {
 			a.log.Warn("admin: cannot read manual cordons; the pool keeps the last ones", "chain", chain, "err", err)
 		}}
@@ -107,6 +111,23 @@ func (a *Admin) Stop(ctx context.Context) error {
 	}
 }
 
+// SetChains replaces the chains admin reads and acts on: a hot reload that
+// added, removed or rebuilt chains or pools. The new pools get the stored
+// cordons at once; a chain added here hears of later changes by the
+// periodic re-read (CordonResync), not by message.
+func (a *Admin) SetChains(ctx context.Context, cs []Chain) {
+	a.chainsMu.Lock()
+	a.chains = slices.Clone(cs)
+	a.chainsMu.Unlock()
+	a.sync.syncAll(ctx)
+}
+
+func (a *Admin) chainList() []Chain {
+	a.chainsMu.RLock()
+	defer a.chainsMu.RUnlock()
+	return a.chains
+}
+
 // Draining reports whether this replica is draining: drained through the
 // API, or as Options.Draining says.
 func (a *Admin) Draining() bool {
@@ -138,7 +159,7 @@ func (a *Admin) heartbeats(ctx context.Context) {
 // leads lists the chains this replica leads now.
 func (a *Admin) leads() []string {
 	var out []string
-	for _, c := range a.opts.Chains {
+	for _, c := range a.chainList() {
 		if c.State != nil && c.State().Leading {
 			out = append(out, c.Name)
 		}
@@ -167,7 +188,7 @@ func (a *Admin) overview(ctx context.Context) Overview {
 	o := Overview{Replica: a.opts.Replica, Version: a.opts.Version, ConfigFile: a.opts.ConfigFile,
 		Started: a.started, Draining: a.Draining()}
 	tr := traffic(a.opts.Gatherer)
-	for _, c := range a.opts.Chains {
+	for _, c := range a.chainList() {
 		v := a.chainView(ctx, c, true)
 		v.Traffic = tr[c.Name]
 		o.Chains = append(o.Chains, v)
@@ -182,9 +203,10 @@ func (a *Admin) overview(ctx context.Context) Overview {
 
 // chain finds a chain by name.
 func (a *Admin) chain(name string) (Chain, bool) {
-	i := slices.IndexFunc(a.opts.Chains, func(c Chain) bool { return c.Name == name })
+	cs := a.chainList()
+	i := slices.IndexFunc(cs, func(c Chain) bool { return c.Name == name })
 	if i < 0 {
 		return Chain{}, false
 	}
-	return a.opts.Chains[i], true
+	return cs[i], true
 }

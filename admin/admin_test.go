@@ -56,16 +56,14 @@ type replica struct {
 	srv   *httptest.Server
 }
 
-// startReplica starts a pool over nodes (remote i named n<i>) on chain and
-// an admin over it, on rdb when it is not nil, both stopped at cleanup;
-// tweaks change the admin's options first.
-func startReplica(t *testing.T, chain, id string, nodes []*fakenode.Node, rdb redis.UniversalClient, clk *clock, tweaks ...func(*Options)) *replica {
+// startPool starts a pool over nodes (remote i named n<i>) on chain,
+// stopped at cleanup, and waits until every remote is in rotation.
+func startPool(t *testing.T, chain string, nodes []*fakenode.Node, reg *prometheus.Registry) *remotes.Pool {
 	t.Helper()
 	rs := make([]remotes.Config, len(nodes))
 	for i, n := range nodes {
 		rs[i] = remotes.Config{Name: fmt.Sprintf("n%d", i), URL: n.URL(), Timeout: 2 * time.Second}
 	}
-	reg := prometheus.NewRegistry()
 	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: chain, ChainID: 1337, BlockTime: 50 * time.Millisecond}, rs, nil, remotes.NewMetrics(reg))
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +80,16 @@ func startReplica(t *testing.T, chain, id string, nodes []*fakenode.Node, rdb re
 		}
 		return true
 	})
+	return pool
+}
+
+// startReplica starts a pool over nodes (remote i named n<i>) on chain and
+// an admin over it, on rdb when it is not nil, both stopped at cleanup;
+// tweaks change the admin's options first.
+func startReplica(t *testing.T, chain, id string, nodes []*fakenode.Node, rdb redis.UniversalClient, clk *clock, tweaks ...func(*Options)) *replica {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	pool := startPool(t, chain, nodes, reg)
 	opts := Options{Config: Config{Tokens: []Token{{Name: "alice", Token: testToken}}, CordonResync: 50 * time.Millisecond,
 		Heartbeat: 50 * time.Millisecond},
 		Replica: id, Version: "test", Chains: []Chain{{Name: chain, Path: "/" + chain, Pool: pool}},
@@ -353,5 +361,23 @@ func TestCordonRequests(t *testing.T) {
 		if code, body := do(t, "POST", base+tt.path, testToken, tt.body); code != tt.want {
 			t.Errorf("POST %s %s = %d %s, want %d", tt.path, tt.body, code, body, tt.want)
 		}
+	}
+}
+
+// TestSetChains: a pool handed over by a reload gets the stored cordons at
+// once.
+func TestSetChains(t *testing.T) {
+	nodes := []*fakenode.Node{fakenode.Start(t, fakenode.Options{Head: 100}), fakenode.Start(t, fakenode.Options{Head: 100})}
+	r := startReplica(t, "reload", "solo", nodes, nil, &clock{now: time.Now()})
+	if code, body := do(t, "POST", r.srv.URL+"/admin/chains/reload/remotes/n1/cordon", testToken, `{}`); code != http.StatusOK {
+		t.Fatalf("cordon = %d %s", code, body)
+	}
+	fresh := startPool(t, "reload", nodes, prometheus.NewRegistry())
+	r.admin.SetChains(context.Background(), []Chain{{Name: "reload", Path: "/reload", Pool: fresh}})
+	if !outBy(fresh, "n1") {
+		t.Fatalf("the new pool lacks the cordon: %+v", fresh.Status())
+	}
+	if _, body := do(t, "GET", r.srv.URL+"/admin/chains/reload", testToken, ""); !strings.Contains(body, `"cordoned"`) {
+		t.Errorf("the chain view is not the new pool's: %s", body)
 	}
 }

@@ -89,7 +89,7 @@ func (m *memoryCordons) watch(ctx context.Context, _ []string, changed func(stri
 // it is told of, and every resync (a missed message, an expiry).
 type syncer struct {
 	store  cordonStore
-	chains []Chain
+	chains func() []Chain
 	every  time.Duration
 	now    func() time.Time
 	onErr  func(chain string, err error)
@@ -100,8 +100,9 @@ type syncer struct {
 func (s *syncer) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	names := make([]string, len(s.chains))
-	for i, c := range s.chains {
+	cs := s.chains()
+	names := make([]string, len(cs))
+	for i, c := range cs {
 		names[i] = c.Name
 	}
 	wg.Go(func() { s.store.watch(ctx, names, func(chain string) { s.sync(ctx, chain) }) })
@@ -118,7 +119,7 @@ func (s *syncer) run(ctx context.Context) {
 }
 
 func (s *syncer) syncAll(ctx context.Context) {
-	for _, c := range s.chains {
+	for _, c := range s.chains() {
 		s.sync(ctx, c.Name)
 	}
 }
@@ -126,18 +127,19 @@ func (s *syncer) syncAll(ctx context.Context) {
 // sync reads one chain's cordons and hands them to its pool. A failed
 // read leaves the pool as it was.
 func (s *syncer) sync(ctx context.Context, chain string) {
-	i := slices.IndexFunc(s.chains, func(c Chain) bool { return c.Name == chain })
+	cs := s.chains()
+	i := slices.IndexFunc(cs, func(c Chain) bool { return c.Name == chain })
 	if i < 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs, err := s.store.list(ctx, chain)
+	list, err := s.store.list(ctx, chain)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.onErr(chain, err)
 		}
 		return
 	}
-	s.chains[i].Pool.SetCordons(s.now(), cs)
+	s.chains()[i].Pool.SetCordons(s.now(), list)
 }

@@ -64,8 +64,9 @@ func (a *Admin) getStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Admin) getChains(w http.ResponseWriter, r *http.Request) {
-	out := make([]ChainView, 0, len(a.opts.Chains))
-	for _, c := range a.opts.Chains {
+	cs := a.chainList()
+	out := make([]ChainView, 0, len(cs))
+	for _, c := range cs {
 		out = append(out, a.chainView(r.Context(), c, false))
 	}
 	writeJSON(w, http.StatusOK, out)
