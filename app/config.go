@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
@@ -65,7 +66,15 @@ type Config struct {
 	// off by default.
 	Tracing tracing.Config `yaml:"tracing"`
 
-	path string // the file Load read, which a reload reads again; "": none
+	// AdminListen serves the admin API (package admin) on its own
+	// listener; "" (the default) does not, unless admin.on_metrics_listen
+	// serves it on metrics_listen.
+	AdminListen string       `yaml:"admin_listen"`
+	Admin       admin.Config `yaml:"admin"`
+
+	// File is the file the config was loaded from, "" the built-in
+	// default; set by Load.
+	File string `yaml:"-"`
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no
@@ -161,7 +170,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.path = path
+	c.File = path
 	return c, nil
 }
 
@@ -330,6 +339,15 @@ func unwrapJoined(err error) []error {
 		return []error{err}
 	}
 	return nil
+}
+
+// AdminAddr is where the admin API serves and the field that says so:
+// admin_listen, or metrics_listen with admin.on_metrics_listen; "" off.
+func (c *Config) AdminAddr() (addr, field string) {
+	if c.Admin.OnMetricsListen {
+		return c.MetricsAddr(), "metrics_listen"
+	}
+	return c.AdminListen, "admin_listen"
 }
 
 // MetricsAddr is the address of the metrics server, "" when disabled.

@@ -23,6 +23,7 @@ func (c *Config) applyDefaults() {
 
 	c.Limits = c.Limits.WithZeroDefaults()
 	c.Edge = c.Edge.WithDefaults()
+	c.Admin = c.Admin.WithDefaults()
 	if c.Redis.URL != "" {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
 		if c.Redis.ReplicaID == "" {

@@ -155,7 +155,7 @@ func (cs *chains) retire(c *chain) {
 		if err := c.halt(ctx); err != nil {
 			cs.log.Warn("removed chain", "chain", c.name, "err", err)
 		}
-		cs.drain(c)
+		cs.waitIdle(c)
 		if err := c.pool.Stop(ctx); err != nil {
 			cs.log.Warn("removed chain", "chain", c.name, "err", err)
 		}
@@ -163,9 +163,9 @@ func (cs *chains) retire(c *chain) {
 	})
 }
 
-// drain waits, at most a call deadline, for the calls a removed chain's
+// waitIdle waits, at most a call deadline, for the calls a removed chain's
 // pool is sending to finish.
-func (cs *chains) drain(c *chain) {
+func (cs *chains) waitIdle(c *chain) {
 	deadline := time.NewTimer(c.cfg.Pool.CallDeadline)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)

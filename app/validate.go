@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -71,6 +72,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validatePostgres(&p)
+	c.validateAdmin(&p)
 
 	if len(c.Chains) == 0 {
 		p.add("chains", "at least one chain is required")
@@ -138,4 +140,27 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	p.under(path+".head", c.Head.Validate())
 	p.under(path+".history", c.History.Validate(c.Head.Window))
 	p.under(path, c.Pool.Validate(c.Remotes))
+}
+
+// validateAdmin checks where the admin API serves: without tokens only on
+// loopback, since it cordons remotes and drains the replica.
+func (c *Config) validateAdmin(p *problems) {
+	p.under("admin", c.Admin.Validate())
+	if c.AdminListen != "" {
+		checkAddr(p, "admin_listen", c.AdminListen, false)
+		if (c.AdminListen == c.Listen || c.AdminListen == c.MetricsAddr()) && !strings.HasSuffix(c.AdminListen, ":0") {
+			p.add("admin_listen", "must differ from listen and metrics_listen (admin.on_metrics_listen serves it on metrics_listen)")
+		}
+	}
+	if c.Admin.OnMetricsListen {
+		switch {
+		case c.AdminListen != "":
+			p.add("admin.on_metrics_listen", "admin_listen is set too: serve the admin API on one of them")
+		case c.MetricsAddr() == "":
+			p.add("admin.on_metrics_listen", "metrics_listen is off")
+		}
+	}
+	if addr, field := c.AdminAddr(); addr != "" && len(c.Admin.Tokens) == 0 && !admin.Loopback(addr) {
+		p.add(field, "the admin API without admin.tokens binds only to a loopback address (127.0.0.1, [::1] or localhost); add a token to serve it on %s", addr)
+	}
 }

@@ -65,11 +65,12 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 		return nil, fmt.Errorf("chain %s: remote %s: %w", cfg.Chain, rc.Name, err)
 	}
 	var r *Remote // set before any call: the transport dials on its first
-	t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
+	opts := transportOptions{Name: rc.Name, URL: rc.URL,
 		Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 		MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 		OtherURLs: []string{rc.WSURL}, Logger: p.log, Tracer: cfg.Tracer,
-		OnRedial: func() { r.recheckSoon() }})
+		OnRedial: func() { r.recheckSoon() }}
+	t, err := newTransport(opts)
 	if err != nil {
 		p.freeSlot(slot)
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
@@ -77,6 +78,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 	brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
 	r.slot = slot
+	r.red = opts.redactor()
 	r.cc.every = cfg.ChainRecheck
 	r.initScoring(&cfg, p.m)
 	r.initMisbehaviour(p.m)

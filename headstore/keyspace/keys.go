@@ -19,25 +19,32 @@ package keyspace
 //	venn:{CHAIN}:blk:HASH  JSON of one Block
 //	venn:{CHAIN}:events    STREAM, entry ID SEQ-0, fields e (event with refs
 //	                       only) and g (the gen it belongs to)
+//	venn:{CHAIN}:cordons   HASH remote name -> JSON of an operator's cordon
+//	                       (package admin); expired ones are ignored
+//	venn:{CHAIN}:cordons:changed  pub/sub channel: the cordons changed
 type Chain struct {
-	Lease       string
-	Epoch       string
-	State       string
-	Canon       string
-	Events      string
-	BlockPrefix string // + a block's hash
+	Lease         string
+	Epoch         string
+	State         string
+	Canon         string
+	Events        string
+	BlockPrefix   string // + a block's hash
+	Cordons       string
+	CordonsNotify string // a channel, not a key
 }
 
 // For returns the keys of chain.
 func For(chain string) Chain {
 	p := "venn:{" + chain + "}:"
 	return Chain{
-		Lease:       p + "leader",
-		Epoch:       p + "epoch",
-		State:       p + "state",
-		Canon:       p + "canon",
-		Events:      p + "events",
-		BlockPrefix: p + "blk:",
+		Lease:         p + "leader",
+		Epoch:         p + "epoch",
+		State:         p + "state",
+		Canon:         p + "canon",
+		Events:        p + "events",
+		BlockPrefix:   p + "blk:",
+		Cordons:       p + "cordons",
+		CordonsNotify: p + "cordons:changed",
 	}
 }
 
@@ -53,3 +60,9 @@ func (c Chain) SnapshotKeys() []string { return []string{c.State, c.Canon} }
 // RateLimitPrefix starts the key of every rate-limit bucket ("key:NAME",
 // "ip:ADDRESS"), unless the edge is given another.
 const RateLimitPrefix = "venn:ratelimit:"
+
+// Replicas is a HASH of the cluster's replicas: replica ID -> JSON of its
+// heartbeat (version, start and last-seen times), written every few
+// seconds by each replica's admin package; entries not seen for long are
+// deleted by whoever reads them.
+const Replicas = "venn:replicas"
