@@ -35,6 +35,7 @@ type reloadApp struct {
 	servers  *servers
 	log      *slog.Logger
 	signals  chan os.Signal
+	admin    *adminServer
 }
 
 // startReloadApp writes y to a file, starts venn from it, with reload
@@ -48,7 +49,7 @@ func startReloadApp(t *testing.T, y string) *reloadApp {
 		t.Fatal(err)
 	}
 	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(&testkit.Buffer{}), ReloadSignals(a.signals),
-		fx.Populate(&a.reloader, &a.servers, &a.log))
+		fx.Populate(&a.reloader, &a.servers, &a.log, &a.admin))
 	app.RequireStart()
 	t.Cleanup(app.RequireStop)
 	return a
@@ -378,6 +379,32 @@ func TestReloadRemovesAndAddsChains(t *testing.T) {
 	// The restart is named again until it happens.
 	if rep := app.reload(t, next); !slices.Equal(rep.RestartRequired, []string{"listen"}) || len(rep.Changes) != 0 {
 		t.Errorf("second reload: %+v", rep)
+	}
+}
+
+// TestAdminReload reloads through the admin API: the chains it shows and
+// the config it shows are the reloaded ones.
+func TestAdminReload(t *testing.T) {
+	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
+	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
+	mineAll(t, headsBlockTime, a, o)
+	y := reloadYAML("warn", []string{remoteYAML("a", a)}, "")
+	y = strings.Replace(y, "metrics_listen: 127.0.0.1:0\n", "metrics_listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n", 1)
+	app := startReloadApp(t, y)
+	base := "http://" + app.admin.svc.bound.String()
+	if code, body := adminDo(t, http.MethodGet, base+"/admin/chains", "", ""); code != http.StatusOK || strings.Contains(body, `"third"`) {
+		t.Fatalf("before: %d %s", code, body)
+	}
+	app.write(t, y+"  - name: third\n    chain_id: 10\n    remotes:\n      - "+remoteYAML("o", o)+"\n")
+	code, body := adminDo(t, http.MethodPost, base+"/admin/reload", "", "")
+	if code != http.StatusOK || !strings.Contains(body, "chain third added") {
+		t.Fatalf("POST /admin/reload: %d %s", code, body)
+	}
+	if code, body := adminDo(t, http.MethodGet, base+"/admin/chains", "", ""); code != http.StatusOK || !strings.Contains(body, `"third"`) {
+		t.Errorf("the admin API's chains after the reload: %d %s", code, body)
+	}
+	if _, body := adminDo(t, http.MethodGet, base+"/admin/config", "", ""); !strings.Contains(body, `"third"`) {
+		t.Errorf("the admin API's config after the reload: %s", body)
 	}
 }
 
