@@ -57,7 +57,9 @@ func (f *fakeTier) setFail(err error) {
 // claimer is a fakeTier that is also a Claimer.
 type claimer struct{ *fakeTier }
 
-func (c claimer) Claim(_ context.Context, k Key, _ time.Duration) (bool, error) { return c.claim(k), nil }
+func (c claimer) Claim(_ context.Context, k Key, _ time.Duration) (bool, error) {
+	return c.claim(k), nil
+}
 
 // TestLowerTierFillsMemory: a hit below fills memory; the next is memory's.
 func TestLowerTierFillsMemory(t *testing.T) {
