@@ -35,6 +35,10 @@ type Options struct {
 	Logger *slog.Logger // nil: discarded
 	// Metrics are shared by every chain's cache; nil: unregistered.
 	Metrics *Metrics
+	// IsRevert reports an error that is a revert: the caller's own,
+	// deterministic at its block (the remotes' classification); nil: no
+	// error is stored.
+	IsRevert func(method string, err error) bool
 }
 
 // New builds a chain's cache from a defaulted, valid cfg; it does no I/O.
@@ -49,7 +53,7 @@ func New(cfg Config, o Options) *Cache {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("chain", o.Chain)
-	c := &Cache{chain: o.Chain, policy: newPolicy(cfg), cfg: cfg, log: log, m: o.Metrics}
+	c := &Cache{chain: o.Chain, policy: newPolicy(cfg, o.IsRevert), cfg: cfg, log: log, m: o.Metrics}
 	c.memory = NewMemory(cfg.MemoryBytes, func(reason string) {
 		c.tiers[0].evictions.WithLabelValues(reason).Inc()
 	})

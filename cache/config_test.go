@@ -46,7 +46,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 func TestPolicyMethods(t *testing.T) {
 	c := Config{Methods: Methods{Add: []string{"eth_estimateGas", "debug_traceCall"}, Remove: []string{"debug_", "eth_getProof"},
 		Never: []string{"eth_estimateGas"}}}.WithDefaults(time.Second, false)
-	p := newPolicy(c)
+	p := newPolicy(c, nil)
 	for m, want := range map[string]bool{"eth_call": true, "eth_getProof": false, "debug_traceBlockByNumber": false,
 		"debug_traceCall": true, "eth_estimateGas": false, "trace_block": true} {
 		if p.caches(m) != want {
