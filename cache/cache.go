@@ -127,7 +127,7 @@ func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, f
 		fk = "b" + fk
 	}
 	v, _, shared := c.flight.Do(fk, func() (any, error) {
-		return c.miss(ctx, k, p, call, at, fetch, skip), nil
+		return c.miss(ctx, &missed{call: call, at: at, fetch: fetch, key: k, pin: p, skip: skip}), nil
 	})
 	a := v.(answer)
 	if shared && isCut(a.err) && ctx.Err() == nil {
@@ -182,26 +182,36 @@ func (c *Cache) fill(ctx context.Context, k Key, p pin, e Entry, tiers []*layer)
 	}
 }
 
+// missed is one call the tiers did not answer.
+type missed struct {
+	call  *evm.Call
+	at    View
+	fetch Fetch
+	key   Key
+	pin   pin
+	skip  bool
+}
+
 // miss asks upstream once for every caller in the process, after the
 // cluster's claim when a tier shares misses, and stores what may be kept.
-func (c *Cache) miss(ctx context.Context, k Key, p pin, call *evm.Call, at View, fetch Fetch, skip bool) answer {
-	if !skip {
-		if e, ok := c.awaitClaim(ctx, k, p); ok {
-			c.count(call.Method, "any", "claimed")
+func (c *Cache) miss(ctx context.Context, m *missed) answer {
+	if !m.skip {
+		if e, ok := c.awaitClaim(ctx, m.key, m.pin); ok {
+			c.count(m.call.Method, "any", "claimed")
 			res, err, _ := e.answer()
 			return answer{res: res, err: err, hit: true}
 		}
 	}
-	res, err := fetch(ctx)
-	e, keep := c.policy.entry(call.Method, p, res, err)
-	if keep && p.recent {
+	res, err := m.fetch(ctx)
+	e, keep := c.policy.entry(m.call.Method, m.pin, res, err)
+	if keep && m.pin.recent {
 		// The block may have been orphaned while upstream answered: an
 		// answer keyed by a hash no longer canonical is not stored.
-		hash, ok := at.CanonicalHash(p.number)
-		keep = ok && hash == p.hash
+		hash, ok := m.at.CanonicalHash(m.pin.number)
+		keep = ok && hash == m.pin.hash
 	}
 	if keep {
-		c.store(ctx, k, p, e, call.Method)
+		c.store(ctx, m.key, m.pin, e, m.call.Method)
 	}
 	return answer{res: res, err: err}
 }
