@@ -66,6 +66,10 @@ func New(cfg Config, o Options) *Cache {
 	return c
 }
 
+// Keeps reports whether method is in the cached set: only its calls are
+// worth a lookup.
+func (c *Cache) Keeps(method string) bool { return c.policy.caches(method) }
+
 // Close stops the memory tier's maintenance; the lower tiers are their
 // owners' to close.
 func (c *Cache) Close() { c.memory.Close() }
