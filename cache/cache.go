@@ -149,7 +149,7 @@ func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, f
 type answer struct {
 	res json.RawMessage
 	err error
-	hit bool // another replica's answer, found after its claim
+	hit bool // from a tier after all: a flight that just stored, or another replica after its claim
 }
 
 // isCut reports an error of a call cut short by its caller.
@@ -200,6 +200,13 @@ type missed struct {
 // cluster's claim when a tier shares misses, and stores what may be kept.
 func (c *Cache) miss(ctx context.Context, m *missed) answer {
 	if !m.skip {
+		// A flight for the key may have ended, stored, between this
+		// call's lookup and its flight.
+		if e, ok := c.tiers[0].get(ctx, m.key); ok {
+			if res, err, good := e.answer(); good {
+				return answer{res: res, err: err, hit: true}
+			}
+		}
 		if e, ok := c.awaitClaim(ctx, m.key, m.pin); ok {
 			c.count(m.call.Method, "any", "claimed")
 			res, err, _ := e.answer()
