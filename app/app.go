@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
@@ -151,6 +152,7 @@ type chain struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	settled func() (uint64, bool) // the settled line the leader archives by
+	cache   *cache.Cache          // nil: the chain's cache is off
 }
 
 // headFeed is a chain's head window on this replica: the follower that
@@ -218,6 +220,7 @@ type chainMetrics struct {
 	archive  *stalker.ArchiveMetrics
 	router   *router.Metrics
 	subs     *subcenter.Metrics
+	cache    *cache.Metrics
 }
 
 func newChainMetrics(reg prometheus.Registerer) chainMetrics {
@@ -228,6 +231,7 @@ func newChainMetrics(reg prometheus.Registerer) chainMetrics {
 		archive:  stalker.NewArchiveMetrics(reg),
 		router:   router.NewMetrics(reg),
 		subs:     subcenter.NewMetrics(reg),
+		cache:    cache.NewMetrics(reg),
 	}
 }
 
@@ -301,10 +305,15 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 	}
 	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
 	settled := cc.settledLine(h.window)
-	rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
+	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash,
-		Logger: log, Tracer: cs.parts.tracer}, h.window, up, m.router)
-	return &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled}, nil
+		Logger: log, Tracer: cs.parts.tracer}
+	rcache := cs.newCache(cc, log, m.cache)
+	if rcache != nil {
+		rc.Cache = rcache // a nil *cache.Cache would be a non-nil interface
+	}
+	rt := router.New(rc, h.window, up, m.router)
+	return &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, cache: rcache}, nil
 }
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
@@ -362,12 +371,17 @@ func (c *chain) run() {
 	h.stopCampaign, h.campaignDone = stop, make(chan struct{})
 	c.wg.Go(func() { defer close(h.campaignDone); h.elector.Run(campaign, h.lead) })
 	c.wg.Go(func() { c.router.Run(bg) }) // the history write-through
+	if c.cache != nil {
+		// Near-head entries of orphaned blocks leave at each reorg.
+		c.wg.Go(func() { c.cache.Run(bg, c.head.window, c.settled) })
+	}
 }
 
 // halt ends the chain's campaign (a leader releases its lease, so another
 // replica takes over at once) and its follower, and waits for them.
 func (c *chain) halt(ctx context.Context) error {
 	if c.cancel == nil {
+		c.closeCache()
 		return nil
 	}
 	c.cancel()
@@ -375,9 +389,16 @@ func (c *chain) halt(ctx context.Context) error {
 	go func() { c.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		c.closeCache() // after its Run
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("chain %s: head feed: stop: %w", c.name, ctx.Err())
+	}
+}
+
+func (c *chain) closeCache() {
+	if c.cache != nil {
+		c.cache.Close()
 	}
 }
 

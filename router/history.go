@@ -336,6 +336,8 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 		missed = m
 	}
 	switch {
+	case c.Kind == evm.KindBlockReceipts && rt.caches(c):
+		res, err = rt.cachedReceipts(ctx, *c)
 	case c.Kind == evm.KindBlockReceipts:
 		var built bool
 		fctx, sp := rt.lookup(ctx, spanForger)
