@@ -44,6 +44,10 @@ func withNote(ctx context.Context, n *Note) context.Context {
 	return context.WithValue(ctx, noteKey{}, n)
 }
 
+// WithNote gives ctx's call the note n, for a call served outside a
+// transport that wants to know how it was answered (a test, a tool).
+func WithNote(ctx context.Context, n *Note) context.Context { return withNote(ctx, n) }
+
 // Answered records the part that answered the call.
 func (n *Note) Answered(source string) {
 	if n != nil {
@@ -110,6 +114,37 @@ func Branch(ctx context.Context, b *Note) context.Context {
 		return ctx
 	}
 	return withNote(ctx, b)
+}
+
+// Branches are the notes of n parts of one call served on goroutines of
+// their own: part i serves under Context(ctx, i), and once every part is
+// done the call's goroutine calls Merge. nil (free) when the call has no
+// note.
+type Branches []Note
+
+// NewBranches returns the notes of ctx's call's n parts.
+func NewBranches(ctx context.Context, n int) Branches {
+	if NoteOf(ctx) == nil {
+		return nil
+	}
+	return make(Branches, n)
+}
+
+// Context is ctx for part i.
+func (b Branches) Context(ctx context.Context, i int) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return withNote(ctx, &b[i])
+}
+
+// Merge adds every part's note to the call's, on the call's goroutine
+// once the parts are done.
+func (b Branches) Merge(ctx context.Context) {
+	n := NoteOf(ctx)
+	for i := range b {
+		n.Merge(&b[i])
+	}
 }
 
 type skipCacheKey struct{}

@@ -19,6 +19,7 @@ import (
 func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	const method = "eth_sendRawTransaction"
 	a := p.newAttempt(method, params, route{})
+	defer a.note(ctx)
 	results := make(chan judged, maxRemotes)
 	pending := 0
 	send := func(k int) {
@@ -50,11 +51,13 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 		pending--
 		switch {
 		case j.mean == meanAnswer:
+			a.by = j.r
 			return j.res, nil
 		case j.mean == meanLocal:
 			send(1)
 		case j.v.Reason == ReasonAlreadyKnown:
 			if h := txHash(params); h != nil {
+				a.by = j.r
 				return h, nil
 			}
 		case j.mean == meanCaller:
