@@ -34,6 +34,7 @@ import (
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
@@ -71,6 +72,7 @@ var Module = fx.Module("app",
 		newHistory,
 		newChains,
 		newRPCOptions,
+		newRequestLog,
 		newRateLimiter,
 		newEdge,
 		newServers,
@@ -318,13 +320,15 @@ func (cs *chains) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, e *edge.Edge) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, e *edge.Edge, rl *reqlog.Log) jrpc.Options {
 	return jrpc.Options{
-		Limits:      cfg.JRPCLimits(),
-		Logger:      log,
-		Registerer:  reg,
-		MethodLabel: evm.MethodLabel,
-		Gate:        e,
+		Limits:            cfg.JRPCLimits(),
+		Logger:            log,
+		Registerer:        reg,
+		MethodLabel:       evm.MethodLabel,
+		Gate:              e,
+		DiagnosticHeaders: cfg.DiagnosticsOn(),
+		OnCall:            onCall(rl),
 	}
 }
 

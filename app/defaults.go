@@ -22,6 +22,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 
 	c.Limits = c.Limits.WithZeroDefaults()
+	c.RequestLog = c.RequestLog.WithDefaults()
 	c.Edge = c.Edge.WithDefaults()
 	if c.Redis.URL != "" {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)

@@ -59,6 +59,7 @@ func (c *Config) Validate() error {
 		p.add("shutdown_delay", "must not be negative")
 	}
 	validateLimits(&p, c.Limits)
+	p.under("request_log", c.RequestLog.Validate())
 	c.validateEdge(&p)
 	if c.Redis.URL != "" {
 		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
