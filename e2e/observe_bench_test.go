@@ -28,8 +28,12 @@ import (
 // (direct: the floor of client and upstream) and through venn's stack
 // (jrpc with metrics, router, remotes pool) with neither, with the
 // headers, with the log (to a file) and with both. Besides ns/op it reports
-// the process's CPU per call (cpu-ns/op, from getrusage), of which venn's
-// own share is a target's figure less direct's.
+// the process's CPU per call (from getrusage), of which venn's own share is
+// a target's figure less direct's; and what the headers and the log add,
+// as a share of venn's own CPU per call (venn less direct). b.N is the
+// calls per target and round:
+//
+//	go test -run '^$' -bench BenchmarkObserve -benchtime 250x -cpu 1 -count 5 ./e2e
 func BenchmarkObserve(b *testing.B) {
 	node := fakenode.New(fakenode.Options{ChainID: 1})
 	up := httptest.NewServer(node.Handler())
@@ -72,25 +76,51 @@ func BenchmarkObserve(b *testing.B) {
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer client.CloseIdleConnections()
-	for _, tc := range targets {
-		b.Run(tc.name, func(b *testing.B) {
-			i, cpu0 := 0, cpuTime(b)
-			for b.Loop() {
-				i++ // a fresh address per call: nothing can be shared
-				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_getBalance","params":["0x%040x","latest"]}`, i, i)
-				resp, err := client.Post(tc.url, "application/json", bytes.NewReader([]byte(body)))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
-					b.Fatalf("status %d, %v", resp.StatusCode, err)
-				}
-				resp.Body.Close()
+	n := 0
+	run := func(url string, calls int) time.Duration {
+		cpu0 := cpuTime(b)
+		for range calls {
+			n++ // a fresh address per call: nothing can be shared
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_getBalance","params":["0x%040x","latest"]}`, n, n)
+			resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(body)))
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(i), "cpu-ns/op")
-		})
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+				b.Fatalf("status %d, %v", resp.StatusCode, err)
+			}
+			resp.Body.Close()
+		}
+		return (cpuTime(b) - cpu0) / time.Duration(calls)
 	}
+	for _, tc := range targets {
+		run(tc.url, 200) // warm connections and pools
+	}
+	// Many short rounds interleave the targets, so the machine's noise
+	// (other processes on its cores) hits all of them alike.
+	// Each round starts at another target, so none always runs after the
+	// same one (whose garbage it would collect).
+	total := make([]time.Duration, len(targets))
+	for r := range observeRounds {
+		for i := range targets {
+			k := (r + i) % len(targets)
+			total[k] += run(targets[k].url, b.N)
+		}
+	}
+	perCall := func(k int) float64 { return float64(total[k]) / observeRounds }
+	own := perCall(1) - perCall(0) // venn's own CPU per call, nothing on
+	for k, tc := range targets {
+		b.ReportMetric(perCall(k), tc.name+"-cpu-ns/call")
+	}
+	b.ReportMetric(100*(perCall(2)-perCall(1))/own, "headers-%")
+	b.ReportMetric(100*(perCall(3)-perCall(1))/own, "log-%")
+	b.ReportMetric(100*(perCall(4)-perCall(1))/own, "both-%")
+	b.ReportMetric(0, "ns/op")
 }
+
+// observeRounds is how often BenchmarkObserve runs every target, b.N
+// calls each.
+const observeRounds = 40
 
 // cpuTime is the CPU the process has used, user and system.
 func cpuTime(b *testing.B) time.Duration {

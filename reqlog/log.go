@@ -18,9 +18,14 @@ import (
 	"github.com/venn-gateway/venn/jrpc"
 )
 
-// writeBuffer is the output's buffer: lines are flushed whenever the queue
-// runs empty, so a quiet replica's lines are out at once.
+// writeBuffer is the output's buffer.
 const writeBuffer = 64 << 10
+
+// flushEvery is how often the writer wakes to write what is queued. A
+// call never wakes it: at one wake-up and one write per line, a replica
+// at low load would pay a goroutine switch and a syscall per call. When
+// the queue is half full, the call that sees it wakes the writer early.
+const flushEvery = 100 * time.Millisecond
 
 // Log writes the request log. Record is its hook; Start opens the output
 // and starts the writer, Stop drains and stops it.
@@ -30,6 +35,7 @@ type Log struct {
 	log *slog.Logger
 
 	lines chan entry
+	wake  chan struct{} // the queue is half full
 	stop  chan struct{}
 	done  chan struct{}
 	file  *os.File // opened by Start; nil for stderr or a given writer
@@ -66,6 +72,7 @@ func New(cfg Config, out io.Writer, log *slog.Logger, reg prometheus.Registerer)
 	}
 	l := &Log{cfg: cfg, out: out, log: log,
 		lines: make(chan entry, max(cfg.Buffer, 1)),
+		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}), done: make(chan struct{}),
 		written: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "venn", Subsystem: "request_log", Name: "lines_total",
 			Help: "Request log lines written."}),
@@ -130,47 +137,52 @@ func (l *Log) Record(c jrpc.Call) {
 	case l.lines <- e:
 	default:
 		l.dropped.Inc()
+		return
+	}
+	if len(l.lines) > cap(l.lines)/2 {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// run is the writer: it encodes and writes lines as they come, flushing
-// whenever none is waiting.
+// run is the writer: every flushEvery (or when woken) it encodes and
+// writes every line queued, then flushes.
 func (l *Log) run() {
 	defer close(l.done)
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
 	w := bufio.NewWriterSize(l.out, writeBuffer)
 	buf := make([]byte, 0, 1024)
 	failing := false
-	write := func(e *entry) {
-		buf = l.appendLine(buf[:0], e)
-		if _, err := w.Write(buf); err != nil {
-			l.failed(&failing, err)
-			w.Reset(l.out) // drop what the failed output holds
-			return
+	drain := func() {
+		for n := len(l.lines); n > 0; n-- { // what is queued now, no more
+			e := <-l.lines
+			buf = l.appendLine(buf[:0], &e)
+			if _, err := w.Write(buf); err != nil {
+				l.failed(&failing, err)
+				w.Reset(l.out) // drop what the failed output holds
+				continue
+			}
+			l.written.Inc()
 		}
-		l.written.Inc()
+		if err := w.Flush(); err != nil {
+			l.failed(&failing, err)
+			w.Reset(l.out)
+		} else {
+			failing = false
+		}
 	}
 	for {
 		select {
-		case e := <-l.lines:
-			write(&e)
+		case <-tick.C:
+		case <-l.wake:
 		case <-l.stop:
-			for len(l.lines) > 0 {
-				e := <-l.lines
-				write(&e)
-			}
-			if err := w.Flush(); err != nil {
-				l.failed(&failing, err)
-			}
+			drain()
 			return
 		}
-		if len(l.lines) == 0 {
-			if err := w.Flush(); err != nil {
-				l.failed(&failing, err)
-				w.Reset(l.out)
-			} else {
-				failing = false
-			}
-		}
+		drain()
 	}
 }
 
