@@ -31,35 +31,59 @@ var sources = [...]string{"head", "history", "cache", "forger", "remotes", "loca
 // took to serve: a single call's from its note, a batch's summary from its
 // items' notes.
 func writeDiagnostics(h http.Header, sv *served, took time.Duration) {
+	var d diagHeaders
 	switch {
 	case sv.note != nil:
-		writeNote(h, sv.note)
+		d.note(sv.note)
 	case sv.batch:
-		writeSummary(h, sv.items)
+		d.summary(sv.items)
 	}
-	h.Set(durationHeader, strconv.FormatFloat(float64(took.Microseconds())/1000, 'f', -1, 64))
+	d.add(durationHeader, strconv.FormatFloat(float64(took.Microseconds())/1000, 'f', -1, 64))
+	d.write(h)
 }
 
-// writeNote sets the headers of a single call's answer.
-func writeNote(h http.Header, n *Note) {
+// diagHeaders gathers an answer's diagnostic headers, to be set with one
+// allocation for all their values rather than one each: they are on every
+// answer.
+type diagHeaders struct {
+	n    int
+	keys [5]string
+	vals [5]string
+}
+
+func (d *diagHeaders) add(k, v string) {
+	d.keys[d.n], d.vals[d.n] = k, v
+	d.n++
+}
+
+func (d *diagHeaders) write(h http.Header) {
+	vals := make([]string, d.n)
+	copy(vals, d.vals[:d.n])
+	for i, k := range d.keys[:d.n] {
+		h[k] = vals[i : i+1 : i+1] // the keys are canonical
+	}
+}
+
+// note adds a single call's headers.
+func (d *diagHeaders) note(n *Note) {
 	word := n.Cache
 	if word == "" {
 		word = "none"
 	}
-	h.Set(cacheHeader, word)
+	d.add(cacheHeader, word)
 	if n.Source != "" {
-		h.Set(sourceHeader, n.Source)
+		d.add(sourceHeader, n.Source)
 	}
 	if n.Remote != "" {
-		h.Set(remoteHeader, n.Remote)
+		d.add(remoteHeader, n.Remote)
 	}
-	h.Set(attemptsHeader, strconv.Itoa(n.Attempts))
+	d.add(attemptsHeader, strconv.Itoa(n.Attempts))
 }
 
-// writeSummary sets a batch's headers: the calls each part answered (calls
-// no part answered, refused or invalid ones, are not listed) and the
-// upstream attempts of all of them.
-func writeSummary(h http.Header, items []item) {
+// summary adds a batch's headers: the calls each part answered (calls no
+// part answered, refused or invalid ones, are not listed) and the upstream
+// attempts of all of them.
+func (d *diagHeaders) summary(items []item) {
 	var counts [len(sources)]int
 	attempts := 0
 	for i := range items {
@@ -85,7 +109,7 @@ func writeSummary(h http.Header, items []item) {
 		b.WriteString(strconv.Itoa(c))
 	}
 	if b.Len() > 0 {
-		h.Set(sourcesHeader, b.String())
+		d.add(sourcesHeader, b.String())
 	}
-	h.Set(attemptsHeader, strconv.Itoa(attempts))
+	d.add(attemptsHeader, strconv.Itoa(attempts))
 }
