@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // notingHandler notes each call as its method says: "head" answers from
@@ -197,5 +200,19 @@ func TestOnCall(t *testing.T) {
 	got = take()
 	if len(got) != 1 || got[0].Code != CodeParseError || got[0].Method != "" || got[0].BytesIn != len("{not json") {
 		t.Errorf("an invalid message logged as %+v", got)
+	}
+
+	// Over WebSocket the hook runs once the answer is written: wait for it.
+	conn := s.dial(t)
+	testkit.WSWrite(t, conn, single)
+	testkit.WSRead(t, conn)
+	testkit.WaitFor(t, 5*time.Second, "the WebSocket call's hook", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(calls) > 0
+	})
+	got = take()
+	if len(got) != 1 || got[0].Status != 0 || got[0].Peer.Transport != TransportWS || got[0].Peer.RequestID == "" || got[0].Note.Remote != "b" {
+		t.Errorf("a WebSocket call logged as %+v", got)
 	}
 }
