@@ -26,8 +26,9 @@ const (
 type Config struct {
 	// Enabled turns the log on; off by default.
 	Enabled bool `yaml:"enabled"`
-	// Output is stderr, or a file path, appended to (created 0640). The
-	// file is never reopened: rotate it with logrotate's copytruncate.
+	// Output is stderr, stdout, or a file path, appended to (created
+	// 0640). The file is never reopened: rotate it with logrotate's
+	// copytruncate.
 	Output string `yaml:"output"`
 	// Sample is the share of calls logged, in (0, 1]; 0 takes the
 	// default, 1: every call.

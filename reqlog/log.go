@@ -82,8 +82,13 @@ func New(cfg Config, out io.Writer, log *slog.Logger, reg prometheus.Registerer)
 	if reg != nil {
 		reg.MustRegister(l.written, l.dropped)
 	}
-	if l.out == nil && cfg.Output == DefaultOutput {
-		l.out = os.Stderr
+	if l.out == nil {
+		switch cfg.Output {
+		case "stderr":
+			l.out = os.Stderr
+		case "stdout":
+			l.out = os.Stdout
+		}
 	}
 	return l
 }
