@@ -1,16 +1,12 @@
 package reqlog
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/venn-gateway/venn/integrity"
 )
 
 // maxMethod bounds a client's method name in a line, as jrpc's own logs do.
@@ -58,7 +54,7 @@ func (l *Log) appendLine(b []byte, e *entry) []byte {
 // transaction as its hash alone.
 func (l *Log) appendParams(b []byte, e *entry) []byte {
 	if isRawTx(e.method) {
-		if h := txHash(e.params); h != "" {
+		if h, ok := integrity.SentTxHash(e.params); ok {
 			b = appendField(b, "tx_hash", h)
 		}
 		return b
@@ -100,26 +96,6 @@ func client(e *entry) string {
 		return "ip:unknown"
 	}
 	return "ip:" + p.String()
-}
-
-// txHash is the hash of the raw transaction in params, or "". A blob
-// transaction comes in its network form, whose hash covers only the
-// transaction, so the bytes are decoded first; what venn does not decode
-// is hashed whole (keccak), as the node does for every other form.
-func txHash(params json.RawMessage) string {
-	var args []string
-	if err := json.Unmarshal(params, &args); err != nil || len(args) == 0 {
-		return ""
-	}
-	raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(args[0], "0x"), "0X"))
-	if err != nil || len(raw) == 0 {
-		return ""
-	}
-	var tx types.Transaction
-	if err := tx.UnmarshalBinary(raw); err != nil {
-		return crypto.Keccak256Hash(raw).Hex()
-	}
-	return tx.Hash().Hex()
 }
 
 func appendField(b []byte, name, v string) []byte {
