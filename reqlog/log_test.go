@@ -247,3 +247,16 @@ func TestConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSample checks that sample logs about that share of the calls.
+func TestSample(t *testing.T) {
+	calls := make([]jrpc.Call, 2000)
+	for i := range calls {
+		calls[i] = call("eth_chainId", `[]`, nil)
+	}
+	lines := logged(t, Config{Sample: 0.25, Buffer: len(calls)}, calls...)
+	// 500 expected; outside 350..650 is a 7-sigma event.
+	if n := len(lines); n < 350 || n > 650 {
+		t.Errorf("%d of %d calls logged at sample 0.25", n, len(calls))
+	}
+}
