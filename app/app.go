@@ -29,7 +29,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/blockstore"
-	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
@@ -38,6 +37,7 @@ import (
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // HTTP server timeouts. Only headers and idle keep-alives are bounded by
@@ -67,19 +67,23 @@ var Module = fx.Module("app",
 	remotes.Module,
 	jrpc.Module,
 	fx.Provide(
+		newLogLevel,
 		newLogger,
 		newRegistry,
+		newTracer,
 		newHistory,
 		newChains,
 		newRPCOptions,
 		newRequestLog,
 		newRateLimiter,
 		newEdge,
+		newGate,
 		newServers,
+		newReloader,
 	),
 	// Every chain's router is served by the JSON-RPC server; servers are
 	// wanted for their lifecycle hooks, nothing consumes them.
-	fx.Invoke(handleChains, func(*servers) {}),
+	fx.Invoke(handleChains, func(*servers) {}, watchReloadSignals),
 )
 
 // New builds the fx app for cfg, which must have come from Load or Parse.
@@ -108,19 +112,16 @@ func LogOutput(w io.Writer) fx.Option {
 type loggerParams struct {
 	fx.In
 	Config *Config
-	Output io.Writer `name:"app_log_output" optional:"true"`
+	Level  *slog.LevelVar // a reload sets it
+	Output io.Writer      `name:"app_log_output" optional:"true"`
 }
 
 func newLogger(p loggerParams) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(p.Config.Log.Level)); err != nil {
-		return nil, fmt.Errorf("log.level: %w", err)
-	}
 	w := p.Output
 	if w == nil {
 		w = os.Stderr
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: p.Level}
 	if p.Config.Log.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
@@ -138,12 +139,18 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// chain is one configured chain's pool, head feed and router.
+// chain is one configured chain's pool, head feed and router, and the
+// background work that follows its head (run, halt).
 type chain struct {
 	name   string
+	built  ChainConfig // what it was built with (reload_chains.go)
+	cfg    ChainConfig // as last applied
 	pool   *remotes.Pool
 	head   *headFeed
 	router *router.Router
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // headFeed is a chain's head window on this replica: the follower that
@@ -156,14 +163,36 @@ type headFeed struct {
 	subs     *subcenter.Center
 }
 
-// chains are in config order. Their background work (followers and
-// campaigns) runs under one context that stop cancels and waits for.
+// chains are in config order. A reload adds and removes chains (reload.go):
+// the list is swapped whole, so readers (readyz) load it without a lock.
 type chains struct {
-	list   []chain
-	rdb    *redis.Client // nil without redis.url
-	log    *slog.Logger
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	list     atomic.Pointer[[]*chain]
+	rdb      *redis.Client // nil without redis.url
+	log      *slog.Logger
+	parts    chainParts
+	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
+	stopping chan struct{}  // closed by stop: removed chains stop waiting
+	stopOnce sync.Once
+}
+
+// chainParts is what every chain is built with: the process's own
+// pieces, kept for the chains a reload adds.
+type chainParts struct {
+	cfg     *Config     // the process settings chains read: redis
+	limits  jrpc.Limits // as last applied: a chain's subscription limits
+	metrics chainMetrics
+	remotes *remotes.Metrics
+	replies *remotes.ReplyBudget
+	history *history
+	tracer  *tracing.Tracer // nil: off
+}
+
+// all is the chains served now, in config order.
+func (cs *chains) all() []*chain {
+	if l := cs.list.Load(); l != nil {
+		return *l
+	}
+	return nil
 }
 
 // chainMetrics are the series every chain's parts register under.
@@ -195,11 +224,12 @@ type chainsParams struct {
 	Registry  *prometheus.Registry
 	Remotes   *remotes.Metrics
 	History   *history
+	Tracer    *tracing.Tracer // nil: off
 }
 
 func newChains(p chainsParams) (*chains, error) {
 	cfg, log := p.Config, p.Log
-	out := &chains{list: make([]chain, 0, len(cfg.Chains)), log: log}
+	out := &chains{log: log, stopping: make(chan struct{})}
 	if cfg.Redis.URL != "" {
 		opts, err := redis.ParseURL(cfg.Redis.URL)
 		if err != nil {
@@ -210,39 +240,55 @@ func newChains(p chainsParams) (*chains, error) {
 		opts.ContextTimeoutEnabled = true
 		out.rdb = redis.NewClient(opts)
 	}
-	m := newChainMetrics(p.Registry)
-	replies := remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes) // one for the process
+	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
+		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
+		history: p.History, tracer: p.Tracer}
+	list := make([]*chain, 0, len(cfg.Chains))
 	for _, cc := range cfg.Chains {
-		pool, err := cc.NewPool(log, p.Remotes, replies)
+		c, err := out.build(cc)
 		if err != nil {
 			return nil, err
 		}
-		var (
-			archive stalker.Archive // nil without postgres.url
-			hist    router.History
-		)
-		if hc := p.History.chain(cc); hc != nil {
-			archive, hist = hc, hc
-		}
-		h := out.newHeadFeed(cfg, cc, cc.StalkerConfig(archive, m.archive), pool, m)
-		var up jrpc.Handler = pool
-		if cc.Integrity.ClientCalls {
-			up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
-		}
-		// newPendingTransactions from a remote's own subscription, or a
-		// pending-transaction filter polled where no WebSocket remote can.
-		var relay subcenter.Relay
-		if pool.CanRelay() {
-			relay = pool
-		}
-		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cfg.Limits), log, m.subs)
-		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
-			Logger: log}, h.window, up, m.router)
-		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
+		list = append(list, c)
 	}
+	out.list.Store(&list)
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
 	return out, nil
+}
+
+// build builds one chain: its pool, head feed, subscriptions and router.
+// It does no I/O.
+func (cs *chains) build(cc ChainConfig) (*chain, error) {
+	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
+	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		archive stalker.Archive // nil without postgres.url
+		hist    router.History
+	)
+	if hc := cs.parts.history.chain(cc); hc != nil {
+		archive, hist = hc, hc
+	}
+	sc := cc.StalkerConfig(archive, m.archive)
+	sc.Tracer = cs.parts.tracer
+	h := cs.newHeadFeed(cfg, cc, sc, pool, m)
+	var up jrpc.Handler = pool
+	if cc.Integrity.ClientCalls {
+		up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
+	}
+	// newPendingTransactions from a remote's own subscription, or a
+	// pending-transaction filter polled where no WebSocket remote can.
+	var relay subcenter.Relay
+	if pool.CanRelay() {
+		relay = pool
+	}
+	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
+	rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
+		Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
+		Logger: log, Tracer: cs.parts.tracer}, h.window, up, m.router)
+	return &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt}, nil
 }
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
@@ -275,58 +321,75 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 // follower and campaign start.
 func (cs *chains) start(ctx context.Context) error {
 	var g errgroup.Group
-	for _, c := range cs.list {
+	for _, c := range cs.all() {
 		g.Go(func() error { return c.pool.Start(ctx) })
 	}
 	if err := g.Wait(); err != nil {
 		// fx stops only hooks that started: undo the pools that did.
 		return errors.Join(err, cs.stop(ctx))
 	}
-	bg, cancel := context.WithCancel(context.Background())
-	cs.cancel = cancel
-	for _, c := range cs.list {
-		cs.wg.Go(func() { c.head.follower.Run(bg) })
-		cs.wg.Go(func() { c.head.subs.Run(bg) })
-		cs.wg.Go(func() { c.head.elector.Run(bg, c.head.stalker.Lead) })
-		cs.wg.Go(func() { c.router.Run(bg) }) // the history write-through
+	for _, c := range cs.all() {
+		c.run()
 	}
 	return nil
 }
 
-// stop ends the campaigns (a leader releases its lease, so another replica
-// takes over at once) and the followers, then the pools they call.
-func (cs *chains) stop(ctx context.Context) error {
-	var errs []error
-	if cs.cancel != nil {
-		cs.cancel()
-		done := make(chan struct{})
-		go func() { cs.wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("head feeds: stop: %w", ctx.Err()))
-		}
+// run starts the chain's follower, subscriptions, campaign and history
+// write-through, under a context of its own: a reload may stop one chain.
+func (c *chain) run() {
+	bg, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.wg.Go(func() { c.head.follower.Run(bg) })
+	c.wg.Go(func() { c.head.subs.Run(bg) })
+	c.wg.Go(func() { c.head.elector.Run(bg, c.head.stalker.Lead) })
+	c.wg.Go(func() { c.router.Run(bg) }) // the history write-through
+}
+
+// halt ends the chain's campaign (a leader releases its lease, so another
+// replica takes over at once) and its follower, and waits for them.
+func (c *chain) halt(ctx context.Context) error {
+	if c.cancel == nil {
+		return nil
 	}
-	perPool := make([]error, len(cs.list))
+	c.cancel()
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("chain %s: head feed: stop: %w", c.name, ctx.Err())
+	}
+}
+
+// stop ends the campaigns and the followers, then the pools they call.
+func (cs *chains) stop(ctx context.Context) error {
+	list := cs.all()
+	errs := make([]error, 2*len(list))
 	var wg sync.WaitGroup
-	for i, c := range cs.list {
-		wg.Go(func() { perPool[i] = c.pool.Stop(ctx) })
+	for i, c := range list {
+		wg.Go(func() { errs[i] = c.halt(ctx) })
 	}
 	wg.Wait()
-	errs = append(errs, perPool...)
+	for i, c := range list {
+		wg.Go(func() { errs[len(list)+i] = c.pool.Stop(ctx) })
+	}
+	wg.Wait()
+	errs = append(errs, cs.waitRetired(ctx))
 	if cs.rdb != nil {
 		errs = append(errs, cs.rdb.Close())
 	}
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, e *edge.Edge, rl *reqlog.Log) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *gate, tr *tracing.Tracer, rl *reqlog.Log) jrpc.Options {
 	return jrpc.Options{
 		Limits:            cfg.JRPCLimits(),
 		Logger:            log,
 		Registerer:        reg,
 		MethodLabel:       evm.MethodLabel,
-		Gate:              e,
+		Gate:              g,
+		Hook:              tr.CallHook(), // nil when off
 		DiagnosticHeaders: cfg.DiagnosticsOn(),
 		OnCall:            onCall(rl),
 	}
@@ -334,7 +397,7 @@ func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, e *e
 
 // handleChains serves each chain at /NAME.
 func handleChains(srv *jrpc.Server, cs *chains) {
-	for _, c := range cs.list {
+	for _, c := range cs.all() {
 		srv.Handle(c.name, c.router)
 	}
 }
@@ -353,7 +416,7 @@ type serversParams struct {
 	Log        *slog.Logger
 	Registry   *prometheus.Registry
 	RPC        *jrpc.Server
-	Edge       *edge.Edge
+	Gate       *gate
 	Chains     *chains
 	History    *history
 }
@@ -387,7 +450,7 @@ func newServers(p serversParams) *servers {
 	}
 
 	s.rpc = &httpService{name: "rpc", addr: p.Config.Listen, log: p.Log, tls: p.Config.TLS, srv: &http.Server{
-		Handler:           p.Edge.Wrap(p.RPC.Handler()), // CORS in front
+		Handler:           p.Gate.wrap(p.RPC.Handler()), // CORS in front
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -538,7 +601,7 @@ type chainReadiness struct {
 func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
 	now := time.Now()
-	for _, c := range h.chains.list {
+	for _, c := range h.chains.all() {
 		hs := c.pool.HeadStatus()
 		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), HeadHash: hs.Hash,
 			BlockTimeSeconds: seconds(hs.BlockTime), BlockTimeSource: hs.BlockTimeSource,

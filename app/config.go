@@ -19,6 +19,7 @@ import (
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/stalker"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // defaultYAML is the configuration used when no file is given: Ethereum
@@ -67,6 +68,11 @@ type Config struct {
 	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
 	Edge edge.Config `yaml:",inline"`
 	TLS  TLSConfig   `yaml:"tls"` // on listen (edge.go)
+	// Tracing exports OpenTelemetry traces over OTLP (package tracing);
+	// off by default.
+	Tracing tracing.Config `yaml:"tracing"`
+
+	path string // the file Load read, which a reload reads again; "": none
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no
@@ -158,7 +164,12 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data)
+	c, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	c.path = path
+	return c, nil
 }
 
 // Parse expands ${ENV} references in data, decodes it strictly (an unknown

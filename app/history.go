@@ -14,6 +14,7 @@ import (
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // history is the process's history store (postgres.url): package
@@ -84,8 +85,13 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 // Start the pool before calling through it. replies is the process's reply
 // budget, shared by every chain's pool (nil: the pool gets its own).
 func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget) (*remotes.Pool, error) {
+	return c.newPool(log, m, replies, nil)
+}
+
+// newPool is NewPool with the process's tracer (nil: off).
+func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget, tr *tracing.Tracer) (*remotes.Pool, error) {
 	pc := c.PoolConfig()
-	pc.Replies = replies
+	pc.Replies, pc.Tracer = replies, tr
 	pool, err := remotes.NewPool(pc, c.Remotes, log, m)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", c.Name, err)

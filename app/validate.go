@@ -58,6 +58,7 @@ func (c *Config) Validate() error {
 	if c.ShutdownDelay < 0 {
 		p.add("shutdown_delay", "must not be negative")
 	}
+	p.under("tracing", c.Tracing.Validate())
 	validateLimits(&p, c.Limits)
 	p.under("request_log", c.RequestLog.Validate())
 	c.validateEdge(&p)

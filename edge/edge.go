@@ -48,6 +48,7 @@ type Edge struct {
 	methods    MethodPolicy
 	ipRate     Rate
 	limiter    Limiter // nil: no rate limit
+	store      Limiter // the Options' Limiter; nil: memory
 	failClosed bool
 	trusted    []netip.Prefix
 	needIP     bool  // the client's address is worked out (rate limits, proxies)
@@ -75,19 +76,25 @@ type apiKey struct {
 // New compiles c, which Validate has passed, with its defaults applied
 // here. It does no I/O.
 func New(c Config, opts Options) *Edge {
-	c = c.WithDefaults()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	return compile(c, opts.Limiter, log, newMetrics(opts.Registerer))
+}
+
+// compile builds the Edge of c over a rate-limit store (nil: memory).
+func compile(c Config, store Limiter, log *slog.Logger, m *metrics) *Edge {
+	c = c.WithDefaults()
 	e := &Edge{
 		keyHeader:  http.CanonicalHeaderKey(c.Auth.Header),
 		methods:    c.Methods,
 		ipRate:     c.RateLimits.IP,
-		limiter:    opts.Limiter,
+		store:      store,
+		limiter:    store,
 		failClosed: c.RateLimits.OnRedisError == RedisErrorClosed,
 		log:        log,
-		metrics:    newMetrics(opts.Registerer),
+		metrics:    m,
 	}
 	e.bearer = e.keyHeader == "Authorization"
 	for _, s := range c.TrustedProxies {

@@ -112,6 +112,7 @@ type Metrics struct {
 	windows  map[string]*Window
 	ageDesc  *prometheus.Desc
 	headDesc *prometheus.Desc
+	upDesc   *prometheus.Desc
 }
 
 // NewMetrics registers the head feed's metrics on reg (nil: unregistered).
@@ -129,6 +130,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Seconds since the timestamp of the head block this replica serves.", []string{"chain"}, nil),
 		headDesc: prometheus.NewDesc("venn_head_number",
 			"Head block number of this replica's window, per chain.", []string{"chain"}, nil),
+		// With Redis, 0 says Redis is unreachable (or was restarted and
+		// the window is reloading): the one Redis signal every replica
+		// has, whether or not it leads or rate-limits.
+		upDesc: prometheus.NewDesc("venn_head_feed_up",
+			"1 while this replica's window follows the chain's head feed (Redis, or memory), 0 while the feed is lost.", []string{"chain"}, nil),
 	}
 	if reg != nil {
 		reg.MustRegister(m.lag, m.propagation, m.resyncs, m)
@@ -143,10 +149,11 @@ func (m *Metrics) watch(chain string, w *Window) {
 }
 
 // Describe implements prometheus.Collector for the window's head number
-// and age.
+// and age, and whether it follows the feed.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.ageDesc
 	ch <- m.headDesc
+	ch <- m.upDesc
 }
 
 // Collect implements prometheus.Collector: the head is read at scrape time,
@@ -156,6 +163,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	defer m.mu.Unlock()
 	now := time.Now()
 	for chain, w := range m.windows {
+		up := 0.0
+		if w.live.Load() {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.upDesc, prometheus.GaugeValue, up, chain)
 		n, t, ok := w.headTime()
 		if !ok {
 			continue

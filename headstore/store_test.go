@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // storeUnderTest is one Store implementation at epoch 1.
@@ -156,4 +158,54 @@ func TestFollowerMetrics(t *testing.T) {
 		got["venn_head_propagation_seconds"] != 1 || got["venn_head_age_seconds"] <= 0 {
 		t.Fatalf("metrics %v: want head 12, 1 reload, 1 propagation sample, a positive age", got)
 	}
+}
+
+// downStore is a Memory store whose Snapshot fails while down is set: a
+// Redis that does not answer.
+type downStore struct {
+	*Memory
+	down  atomic.Bool
+	tries atomic.Int64 // Snapshot calls while down
+}
+
+func (s *downStore) Snapshot(ctx context.Context) (*Snapshot, error) {
+	if s.down.Load() {
+		s.tries.Add(1)
+		return nil, errors.New("connection refused")
+	}
+	return s.Memory.Snapshot(ctx)
+}
+
+// venn_head_feed_up is 0 while the follower cannot reach its store and 1
+// once it follows it again.
+func TestFollowerFeedUp(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	s := &downStore{Memory: NewMemory(8)}
+	s.down.Store(true)
+	f := NewFollower("feed", s, NewWindow(8), nil, m)
+	up := func() float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "venn_head_feed_up" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("venn_head_feed_up not gathered")
+		return 0
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { f.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	testkit.WaitFor(t, 5*time.Second, "two tries of the store", func() bool { return s.tries.Load() >= 2 })
+	if got := up(); got != 0 {
+		t.Fatalf("venn_head_feed_up %v while the store is down, want 0", got)
+	}
+	s.down.Store(false)
+	testkit.WaitFor(t, 5*time.Second, "the feed to be up", func() bool { return up() == 1 })
 }

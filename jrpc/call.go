@@ -26,7 +26,7 @@ const maxLoggedMethod = 64
 // answered with the refusal's error, which is also returned, with a single
 // call's note.
 func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, msg, buf []byte, admitted bool) ([]byte, served) {
-	items, batch, werr := decode(msg, s.limits.MaxBatchItems)
+	items, batch, werr := decode(msg, s.lim().MaxBatchItems)
 	if werr != nil {
 		if werr.Code == CodeLimitExceeded {
 			ch.metrics.rejected(limitBatch)
@@ -48,7 +48,7 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, ms
 	case refused != nil:
 		s.answerAll(ctx, ch, items, refused.Err)
 	case admitted:
-		s.serveItems(ctx, ch, cl, items)
+		s.serveItems(ctx, ch, cl, items, batch)
 	default:
 		s.answerAll(ctx, ch, items, errShuttingDown())
 	}
@@ -114,12 +114,12 @@ func (s *Server) answerAll(ctx context.Context, ch *chainEntry, items []item, e 
 
 // serveItems serves every item, at most BatchConcurrency at once. The calling
 // goroutine is one of the workers, so a single call starts no goroutine.
-func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl Caller, items []item) {
-	if len(items) == 1 {
-		s.serveItem(ctx, ch, cl, &items[0]) // the common case, without a closure
+func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl Caller, items []item, batch bool) {
+	if !batch {
+		s.serveItem(ctx, ch, cl, &items[0], -1) // the common case, without a closure
 		return
 	}
-	workers := min(s.limits.BatchConcurrency, len(items))
+	workers := min(s.lim().BatchConcurrency, len(items))
 	var next atomic.Int64
 	work := func() {
 		for {
@@ -127,7 +127,7 @@ func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl Caller, item
 			if i >= len(items) {
 				return
 			}
-			s.serveItem(ctx, ch, cl, &items[i])
+			s.serveItem(ctx, ch, cl, &items[i], i)
 		}
 	}
 	var wg sync.WaitGroup
@@ -141,8 +141,12 @@ func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl Caller, item
 // serveItem calls the handler for a valid item and records the answer.
 // Notifications are served too; only their answer is dropped. A method the
 // caller may not call is answered with the Gate's error, and never reaches
-// the handler.
-func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *item) {
+// the handler. idx is the item's place in its batch, -1 alone.
+func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *item, idx int) {
+	hooked := s.hook != nil && it.err == nil
+	if hooked {
+		ctx = s.startCall(ctx, ch, it.req.Method, idx)
+	}
 	if it.err == nil && cl != nil {
 		it.err = cl.Check(it.req.Method)
 	}
@@ -159,6 +163,9 @@ func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *i
 		}
 	}
 	s.record(ctx, ch, it, start)
+	if hooked {
+		s.endCall(ctx, it.err)
+	}
 }
 
 // call runs the handler, turning a panic into -32603 so that one bad call

@@ -46,6 +46,9 @@ type Options struct {
 	// Gate decides who may call what, and how often (package edge); nil:
 	// every caller may call every method.
 	Gate Gate
+	// Hook sees every call served (hook.go; venn's tracing); nil: none,
+	// at no cost.
+	Hook CallHook
 	// DiagnosticHeaders puts X-Venn-Source, -Remote, -Attempts, -Cache and
 	// -Duration-Ms on HTTP answers (diag.go); off, none of them.
 	DiagnosticHeaders bool
@@ -87,7 +90,7 @@ func PeerFromContext(ctx context.Context) (Peer, bool) {
 // and with one chain it is served at / too: every client's default URL is
 // the bare host and port.
 type Server struct {
-	limits      Limits
+	limits      atomic.Pointer[Limits] // swapped whole by SetLimits
 	log         *slog.Logger
 	metrics     *metrics
 	methodLabel func(string) string
@@ -96,8 +99,9 @@ type Server struct {
 	onCall      func(Call) // nil: no request log
 	ids         *requestIDs
 
-	gate     Gate // nil: open
-	pathKeys bool // /CHAIN/KEY is routed: the gate takes keys in the path
+	gate     Gate     // nil: open
+	hook     CallHook // nil: none
+	pathKeys bool     // /CHAIN/KEY is routed: the gate takes keys in the path
 
 	handleMu sync.Mutex // serializes Handle; readers load chains lock-free
 	chains   atomic.Pointer[chainSet]
@@ -157,7 +161,6 @@ func NewServer(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		limits:      opts.Limits.withDefaults(),
 		log:         log,
 		metrics:     newMetrics(opts.Registerer),
 		methodLabel: opts.MethodLabel,
@@ -165,6 +168,7 @@ func NewServer(opts Options) *Server {
 		onCall:      opts.OnCall,
 		ids:         newRequestIDs(),
 		gate:        opts.Gate,
+		hook:        opts.Hook,
 		pathKeys:    opts.Gate != nil && opts.Gate.KeysInPath(),
 		idle:        make(chan struct{}, 1),
 		conns:       make(map[*wsConn]struct{}),
@@ -175,6 +179,7 @@ func NewServer(opts Options) *Server {
 		return &b
 	}
 	s.chains.Store(&chainSet{byName: map[string]*chainEntry{}})
+	s.SetLimits(opts.Limits)
 
 	r := chi.NewRouter()
 	r.Use(middleware.StripSlashes) // /CHAIN/ is /CHAIN
@@ -255,11 +260,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // from before the body is read until the answer is written, so bodies and
 // calls in flight are bounded together.
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntry, id string) {
-	if n := s.httpInFlight.Add(1); n > int64(s.limits.MaxHTTPInFlight) {
+	if n := s.httpInFlight.Add(1); n > int64(s.lim().MaxHTTPInFlight) {
 		s.httpInFlight.Add(-1)
 		ch.metrics.rejected(limitHTTPInFlight)
 		w.Header().Set("Retry-After", "1")
-		writeHTTPError(w, http.StatusServiceUnavailable, errTooManyHTTPRequests(s.limits.MaxHTTPInFlight))
+		writeHTTPError(w, http.StatusServiceUnavailable, errTooManyHTTPRequests(s.lim().MaxHTTPInFlight))
 		return
 	}
 	defer s.httpInFlight.Add(-1)
@@ -290,7 +295,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 // readBody reads a POST body within MaxBodyBytes and HTTPReadTimeout, or
 // answers the client itself and returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry) ([]byte, bool) {
-	limit := s.limits.MaxBodyBytes
+	limit := s.lim().MaxBodyBytes
 	if r.ContentLength > limit {
 		ch.metrics.rejected(limitBody)
 		writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
@@ -301,7 +306,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 	// here too does not depend on that. A writer without deadlines (a
 	// wrapping middleware) just goes without.
 	rc := http.NewResponseController(w)
-	timed := rc.SetReadDeadline(time.Now().Add(s.limits.HTTPReadTimeout)) == nil
+	timed := rc.SetReadDeadline(time.Now().Add(s.lim().HTTPReadTimeout)) == nil
 	body, err := readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	if timed {
 		_ = rc.SetReadDeadline(time.Time{})
@@ -318,7 +323,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 		// The connection's read side is spent: answer and close it.
 		ch.metrics.rejected(limitHTTPReadTimeout)
 		w.Header().Set("Connection", "close")
-		writeHTTPError(w, http.StatusRequestTimeout, errBodyTimeout(s.limits.HTTPReadTimeout))
+		writeHTTPError(w, http.StatusRequestTimeout, errBodyTimeout(s.lim().HTTPReadTimeout))
 	default:
 		// The client went away mid-body; there is no one to answer.
 		s.log.LogAttrs(r.Context(), slog.LevelDebug, "read request body",
@@ -357,7 +362,7 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	// answer's buffer when it passes. net/http clears it after the final
 	// flush, before the connection's next request or a hijack. A writer
 	// without deadlines goes without, as in readBody.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.limits.HTTPWriteTimeout))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.lim().HTTPWriteTimeout))
 	if len(out) == 0 {
 		w.WriteHeader(status) // only notifications: nothing to say
 	} else {
@@ -514,7 +519,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.connWG.Add(1) // before the Wait below
 		go func() {
 			defer s.connWG.Done()
-			c.goAway()
+			c.goAway(shutdownReason)
 		}()
 	}
 	done := make(chan struct{})

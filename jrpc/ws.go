@@ -157,7 +157,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 		cl:      cl,
 		ip:      ip,
 		conn:    conn,
-		slots:   make(chan struct{}, s.limits.WSInFlight),
+		slots:   make(chan struct{}, s.lim().WSInFlight),
 		writeMu: make(chan struct{}, 1),
 	}
 	// The request context ends with this handler, which is the connection's
@@ -171,8 +171,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 	// context must still end a write stuck on a peer that does not read.
 	defer context.AfterFunc(c.ctx, func() { _ = c.conn.CloseNow() })()
 
-	if !s.trackConn(c) {
-		c.goAway()
+	if reason := s.trackConn(c); reason != "" {
+		c.goAway(reason)
 		s.leaveConn(c, ip)
 		return
 	}
@@ -208,10 +208,10 @@ func (s *Server) admitConn(ip string) (*Error, int) {
 	switch {
 	case s.closing.Load():
 		return errShuttingDown(), http.StatusServiceUnavailable
-	case s.nconns >= s.limits.MaxConnections:
-		return errTooManyConnections(s.limits.MaxConnections), http.StatusServiceUnavailable
-	case s.connsByIP[ip] >= s.limits.MaxConnsPerIP:
-		return errTooManyConnectionsFromIP(s.limits.MaxConnsPerIP), http.StatusTooManyRequests
+	case s.nconns >= s.lim().MaxConnections:
+		return errTooManyConnections(s.lim().MaxConnections), http.StatusServiceUnavailable
+	case s.connsByIP[ip] >= s.lim().MaxConnsPerIP:
+		return errTooManyConnectionsFromIP(s.lim().MaxConnsPerIP), http.StatusTooManyRequests
 	}
 	s.nconns++
 	s.connsByIP[ip]++
@@ -219,16 +219,20 @@ func (s *Server) admitConn(ip string) (*Error, int) {
 	return nil, 0
 }
 
-// trackConn makes c one of the connections Shutdown closes; false if
-// Shutdown has already taken its list.
-func (s *Server) trackConn(c *wsConn) bool {
+// trackConn makes c one of the connections Shutdown (and Remove) closes;
+// or it says why c must close at once: Shutdown has already taken its
+// list, or a reload removed c's chain since the upgrade began.
+func (s *Server) trackConn(c *wsConn) (reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing.Load() {
-		return false
+	switch {
+	case s.closing.Load():
+		return shutdownReason
+	case s.chains.Load().byName[c.ch.name] != c.ch:
+		return chainRemovedReason
 	}
 	s.conns[c] = struct{}{}
-	return true
+	return ""
 }
 
 // leaveConn gives back the slot admitConn took.
@@ -262,7 +266,7 @@ func (c *wsConn) serve() {
 }
 
 func (c *wsConn) readLoop() error {
-	limit := c.s.limits.MaxWSMessageBytes
+	limit := c.s.lim().MaxWSMessageBytes
 	for {
 		if err := c.acquire(); err != nil {
 			return err
@@ -373,9 +377,9 @@ func (c *wsConn) write(ctx context.Context, msg []byte) error {
 	}
 	defer func() { <-c.writeMu }()
 	if c.writeTimer == nil {
-		c.writeTimer = time.AfterFunc(c.s.limits.WSWriteTimeout, func() { _ = c.conn.CloseNow() })
+		c.writeTimer = time.AfterFunc(c.s.lim().WSWriteTimeout, func() { _ = c.conn.CloseNow() })
 	} else {
-		c.writeTimer.Reset(c.s.limits.WSWriteTimeout)
+		c.writeTimer.Reset(c.s.lim().WSWriteTimeout)
 	}
 	err := c.conn.Write(context.Background(), websocket.MessageText, msg)
 	if !c.writeTimer.Stop() && err == nil {
@@ -452,7 +456,7 @@ func (c *wsConn) Closed() <-chan struct{} { return c.ctx.Done() }
 // no pong comes back within the next one.
 func (c *wsConn) pingLoop() {
 	defer c.wg.Done()
-	interval := c.s.limits.WSPingInterval
+	interval := c.s.lim().WSPingInterval
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -484,9 +488,9 @@ func (c *wsConn) pingLoop() {
 	}
 }
 
-// goAway closes the connection for shutdown: StatusGoingAway and a reason,
+// goAway closes the connection for shutdown (or its chain's removal): StatusGoingAway and a reason,
 // then ends whatever still runs on it.
-func (c *wsConn) goAway() {
-	_ = c.conn.Close(websocket.StatusGoingAway, shutdownReason)
+func (c *wsConn) goAway(reason string) {
+	_ = c.conn.Close(websocket.StatusGoingAway, reason)
 	c.cancel()
 }

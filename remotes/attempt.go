@@ -23,11 +23,11 @@ type attempt struct {
 	params json.RawMessage
 	rt     route
 
-	tried   uint64 // remotes tried, by index into p.remotes
-	n       int    // sends counted against MaxAttempts
-	hedges  int    // hedges sent (hedge.go)
-	limited int    // a remote skipped for venn's own rate limit; -1: none
-	waited  bool   // the call has waited once for that remote's token
+	tried   uint64  // remotes tried, by slot (Remote.slot)
+	n       int     // sends counted against MaxAttempts
+	hedges  int     // hedges sent (hedge.go)
+	limited *Remote // a remote skipped for venn's own rate limit; nil: none
+	waited  bool    // the call has waited once for that remote's token
 
 	failures
 
@@ -52,11 +52,13 @@ type failures struct {
 // newAttempt starts a call. The attempt is the caller's alone: goroutines
 // that outlive a send (hedges, votes) take a copy of its judge.
 func (p *Pool) newAttempt(method string, params json.RawMessage, rt route) attempt {
-	return attempt{p: p, method: method, params: params, rt: rt, limited: -1}
+	return attempt{p: p, method: method, params: params, rt: rt}
 }
 
 // judge is the judge of the call's replies.
-func (a *attempt) judge() judge { return judge{method: a.method, rt: a.rt, log: a.p.log} }
+func (a *attempt) judge() judge {
+	return judge{method: a.method, rt: a.rt, log: a.p.log, tracer: a.p.conf().Tracer}
+}
 
 // next is the remote for the call's next send, or nil. withToken is set
 // when nothing else could serve and the call waited for the rate-limit
@@ -64,20 +66,20 @@ func (a *attempt) judge() judge { return judge{method: a.method, rt: a.rt, log: 
 func (a *attempt) next(ctx context.Context) (r *Remote, idx int, withToken bool) {
 	p := a.p
 	v := p.view()
-	if r, idx = p.sel.pick(&v, a.method, &a.rt, a.tried); r != nil {
+	if r, idx = p.selection().pick(&v, a.method, &a.rt, a.tried); r != nil {
 		return r, idx, false
 	}
 	// Nothing else can serve: a burst over the configured rate waits
 	// briefly for a token rather than failing at once.
-	if a.limited < 0 || a.waited {
+	lr := a.limited
+	if lr == nil || a.waited {
 		return nil, 0, false
 	}
-	lr := p.remotes[a.limited]
 	if !lr.available(p.now()) || !lr.waitForToken(ctx, maxRateLimitWait) {
 		return nil, 0, false
 	}
 	a.waited = true
-	return lr, a.limited, true
+	return lr, lr.slot, true
 }
 
 // sent counts a send to remote idx.
@@ -88,17 +90,8 @@ func (a *attempt) sent(idx int) {
 
 // call sends to r and judges the reply.
 func (a *attempt) call(ctx context.Context, r *Remote, idx int, withToken bool) judged {
-	var (
-		res json.RawMessage
-		err error
-	)
-	if withToken {
-		res, err = r.callWithToken(ctx, a.method, a.params)
-	} else {
-		res, err = r.call(ctx, a.method, a.params)
-	}
 	jg := a.judge()
-	return jg.of(r, idx, res, err)
+	return jg.send(ctx, r, idx, a.n, a.params, withToken)
 }
 
 // take acts on one judged reply: the call is done with an answer, or with
@@ -121,7 +114,7 @@ func (a *attempt) take(ctx context.Context, j judged) {
 	case meanLocal:
 		a.n-- // nothing was sent
 		if errors.Is(j.err, errOwnRateLimit) {
-			a.limited = j.idx
+			a.limited = j.r
 		}
 	case meanFault:
 		// Over our own cap: every remote sends the same answer, so only
@@ -186,8 +179,8 @@ func (a *attempt) note(ctx context.Context) {
 // allowsLarger reports whether a remote the call has not tried may send a
 // reply larger than limit.
 func (a *attempt) allowsLarger(limit int64) bool {
-	for i, r := range a.p.remotes {
-		if a.tried&(1<<i) == 0 && r.cfg.MaxResponseBytes > limit {
+	for _, r := range a.p.members() {
+		if a.tried&(1<<r.slot) == 0 && r.cfg.MaxResponseBytes > limit {
 			return true
 		}
 	}
@@ -200,7 +193,7 @@ func (a *attempt) allowsLarger(limit int64) bool {
 func (a *attempt) unserved() error {
 	method := a.method
 	configured := false
-	for _, r := range a.p.remotes {
+	for _, r := range a.p.members() {
 		if err := r.lacks(method); err != nil {
 			return err
 		}
@@ -241,9 +234,9 @@ func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr 
 			Message: fmt.Sprintf("request timed out after trying %d remote(s)", tried)}
 	case tried == 0:
 		return &jrpc.Error{Code: jrpc.CodeNoRemote,
-			Message: fmt.Sprintf("no remote available for %s on %s", method, p.cfg.Chain)}
+			Message: fmt.Sprintf("no remote available for %s on %s", method, p.conf().Chain)}
 	}
 	return &jrpc.Error{Code: jrpc.CodeNoRemote,
 		Message: fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)",
-			tried, method, p.cfg.Chain, Classify(method, lastErr).Reason)}
+			tried, method, p.conf().Chain, Classify(method, lastErr).Reason)}
 }

@@ -34,7 +34,8 @@ const (
 func (p *Pool) setLearned(d, fastest time.Duration) {
 	p.fastest.Store(int64(fastest))
 	old := time.Duration(p.learned.Swap(int64(d)))
-	if p.cfg.BlockTime > 0 || old != 0 && d >= old*4/5 && d <= old*5/4 {
+	p.blockTimeG.Set(p.BlockTime().Seconds())
+	if p.conf().BlockTime > 0 || old != 0 && d >= old*4/5 && d <= old*5/4 {
 		return
 	}
 	close(p.heads.retime)
@@ -68,8 +69,8 @@ func (p *Pool) BlockTime() time.Duration {
 }
 
 func (p *Pool) blockTime() (time.Duration, string) {
-	if p.cfg.BlockTime > 0 {
-		return p.cfg.BlockTime, BlockTimeConfig
+	if p.conf().BlockTime > 0 {
+		return p.conf().BlockTime, BlockTimeConfig
 	}
 	if d := time.Duration(p.learned.Load()); d > 0 {
 		return d, BlockTimeLearned
@@ -123,7 +124,7 @@ func (p *Pool) bootstrapBlockTime(ctx context.Context, tip *headReport) {
 	var from []*Remote
 	now := p.now()
 	p.heads.mu.Lock()
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		if v := r.ht.vouched; v != nil && v.Number >= below && r.available(now) {
 			if v == tip {
 				from = append([]*Remote{r}, from...)

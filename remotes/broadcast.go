@@ -27,16 +27,17 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 			}
 			a.sent(idx)
 			pending++
+			n := a.n // the goroutine must not read a, which this loop writes
 			// Detached from the client: the send must complete even if the
 			// client is answered (or leaves) first.
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.CallDeadline)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.conf().CallDeadline)
 			p.wg.Go(func() {
 				defer cancel()
-				results <- a.sendTx(sctx, r, idx)
+				results <- a.sendTx(sctx, r, idx, n)
 			})
 		}
 	}
-	send(p.cfg.BroadcastFanout)
+	send(p.conf().BroadcastFanout)
 	var callerErr error
 	for pending > 0 {
 		var j judged
@@ -63,7 +64,7 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 			}
 		default:
 			a.last = j.err
-			if pending == 0 && callerErr == nil && a.n < p.cfg.MaxAttempts {
+			if pending == 0 && callerErr == nil && a.n < p.conf().MaxAttempts {
 				send(1) // that remote could not take it: another one may
 			}
 		}
@@ -74,11 +75,12 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 	return nil, p.exhausted(ctx, method, a.n, a.last)
 }
 
-// sendTx sends the transaction to r and judges the reply. "Nonce too low"
-// after an earlier broadcast may mean the transaction is already mined:
-// then it is an answer.
-func (a *attempt) sendTx(ctx context.Context, r *Remote, idx int) judged {
-	j := a.call(ctx, r, idx, false)
+// sendTx sends the transaction to r, the call's n-th send, and judges the
+// reply. "Nonce too low" after an earlier broadcast may mean the
+// transaction is already mined: then it is an answer.
+func (a *attempt) sendTx(ctx context.Context, r *Remote, idx, n int) judged {
+	jg := a.judge()
+	j := jg.send(ctx, r, idx, n, a.params, false)
 	if j.v.Reason == ReasonNonceTooLow && known(ctx, r, a.params) {
 		j = judged{r: r, idx: idx, mean: meanAnswer, res: txHash(a.params)}
 	}

@@ -238,7 +238,7 @@ const confirmRemotes = 3
 // that served a block confirms it: what the history write-through asks
 // before it stores a block that links to nothing the cluster holds.
 func (p *Pool) ConfirmHash(ctx context.Context, n uint64, hash string) (agree, disagree int) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+	ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 	defer cancel()
 	const method = "eth_getBlockByNumber"
 	params := json.RawMessage(`["` + evm.Quantity(n) + `",false]`)

@@ -46,7 +46,7 @@ func TestChainSwitchLeavesRotation(t *testing.T) {
 	sw := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	m := NewMetrics(nil)
 	p := startPool(t, PoolConfig{ChainRecheck: recheck}, testConfigs([]string{sw.URL(), good.URL()}, nil), m)
-	r := p.remotes[0]
+	r := p.members()[0]
 	want := good.BlockHash(10)
 
 	sw.SwitchChain(5)
@@ -124,7 +124,7 @@ func TestChainRecheckedOnReconnect(t *testing.T) {
 				}
 			})
 			p := startPool(t, cfg, rs, nil)
-			r := p.remotes[0]
+			r := p.members()[0]
 			if tt.calls {
 				blockTenHash(t, p) // the call connection is up
 			}

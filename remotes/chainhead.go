@@ -141,7 +141,7 @@ func (p *Pool) headChanged() {
 	h := &p.heads
 	h.mu.Lock()
 	bt := p.judgingBlockTime()
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		if hh, ok := p.judgeHead(r, now, bt); ok {
 			held = append(held, hh)
 		}
@@ -159,7 +159,7 @@ func (p *Pool) headChanged() {
 	}
 	best := p.healthyBest(now)
 	p.chainHead.Set(float64(p.best.Load()))
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		lag := uint64(0)
 		if h := r.Head(); h < best {
 			lag = best - h
@@ -224,9 +224,9 @@ func (p *Pool) corroborate(r *Remote, c *headReport, now time.Time, bt time.Dura
 	if tip != nil && c.Number == tip.Number+1 && c.Parent == tip.Hash {
 		return true, false
 	}
-	tol := max(p.cfg.MaxLag, headSlack)
+	tol := max(p.conf().MaxLag, headSlack)
 	others, witnesses, plausibleToAll := 0, 0, true
-	for _, o := range p.remotes {
+	for _, o := range p.members() {
 		if o == r || !o.healthy(now) {
 			continue
 		}
@@ -264,9 +264,9 @@ func (p *Pool) corroborate(r *Remote, c *headReport, now time.Time, bt time.Dura
 // contradicted reports whether another remote's report shows c cannot be
 // the chain's head.
 func (p *Pool) contradicted(r *Remote, c *headReport, now time.Time, bt time.Duration) bool {
-	tol := max(p.cfg.MaxLag, headSlack)
+	tol := max(p.conf().MaxLag, headSlack)
 	against := false
-	for _, o := range p.remotes {
+	for _, o := range p.members() {
 		if o == r || !o.healthy(now) {
 			continue
 		}
@@ -285,7 +285,7 @@ func (p *Pool) contradicted(r *Remote, c *headReport, now time.Time, bt time.Dur
 // witnesses counts the other remotes in rotation that reported a head.
 func (p *Pool) witnesses(r *Remote, now time.Time) int {
 	n := 0
-	for _, o := range p.remotes {
+	for _, o := range p.members() {
 		if o != r && o.healthy(now) && o.claim.Load() != nil {
 			n++
 		}
@@ -320,7 +320,7 @@ const maxHeadSpan = 365 * 24 * time.Hour
 func (p *Pool) moveTip(now time.Time) {
 	h := &p.heads
 	var cand *headReport
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		v := r.ht.vouched
 		if v == nil || !r.healthy(now) {
 			continue

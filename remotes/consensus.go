@@ -160,10 +160,10 @@ func Votable(method string) error {
 // (integrity.go: its caller judges every answer with its check), or one
 // that names a moving block.
 func (p *Pool) voteRule(method string, params json.RawMessage, rt *route) *consensusRule {
-	if p.cons.rules == nil || rt.once || rt.only != nil || rt.verify != nil {
+	if p.rules() == nil || rt.once || rt.only != nil || rt.verify != nil {
 		return nil
 	}
-	rule := p.cons.rules[method]
+	rule := p.rules()[method]
 	if rule == nil || !fixedBlock(method, rt.view(method, params)) {
 		return nil
 	}

@@ -213,7 +213,7 @@ func stopPool(t *testing.T, p *Pool) {
 }
 
 func misbehaviours(p *Pool, remote, kind string) float64 {
-	return testutil.ToFloat64(p.cons.m.misbehaviour.WithLabelValues(p.cfg.Chain, remote, kind))
+	return testutil.ToFloat64(p.cons.m.misbehaviour.WithLabelValues(p.conf().Chain, remote, kind))
 }
 
 // TestConsensus runs one call through a pool of three primary remotes

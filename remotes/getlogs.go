@@ -73,9 +73,9 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView)
 	// cursor past blocks it never saw. One call, never split. A few blocks
 	// above the head may exist on a remote venn has not heard from since;
 	// those are split normally.
-	if to > head && to-head > p.cfg.MaxLag {
+	if to > head && to-head > p.conf().MaxLag {
 		rt := route{need: from}.withView(cv)
-		if v := p.view(); p.sel.widestSpan(&v) == 0 {
+		if v := p.view(); p.selection().widestSpan(&v) == 0 {
 			// An uncapped remote is in play: it gives the node's own
 			// answer, where a capped one would only say "range too large".
 			rt.accept = fits(spanOf(from, to))
@@ -87,7 +87,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView)
 
 	var chunk uint64
 	v := p.view()
-	if widest := p.sel.widestSpan(&v); widest == 0 || span <= widest {
+	if widest := p.selection().widestSpan(&v); widest == 0 || span <= widest {
 		rt := route{need: end, accept: fits(span)}.withView(cv)
 		if lr.To.Kind != evm.RefNumber {
 			// toBlock latest or absent: every remote in rotation answers up
@@ -113,7 +113,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView)
 	if lr.To.Kind != evm.RefNumber {
 		// The last part must find a remote: end at the best head among the
 		// remotes that can take a call now, not at a busy remote's.
-		if h := p.sel.availableHead(p.now()); h >= from && h < end {
+		if h := p.selection().availableHead(p.now()); h >= from && h < end {
 			end = h
 		}
 	}
@@ -139,9 +139,9 @@ type logsSplit struct {
 func newLogsSplit(p *Pool, params json.RawMessage, from, to uint64) *logsSplit {
 	return &logsSplit{
 		p: p, params: params, span: spanOf(from, to),
-		sem:      make(chan struct{}, p.cfg.GetLogsConcurrency),
-		maxParts: uint64(p.cfg.GetLogsMaxParts),
-		maxBytes: p.sel.maxLogsBytes(),
+		sem:      make(chan struct{}, p.conf().GetLogsConcurrency),
+		maxParts: uint64(p.conf().GetLogsMaxParts),
+		maxBytes: p.selection().maxLogsBytes(),
 	}
 }
 

@@ -164,7 +164,7 @@ func TestGetLogsLearnsOnlyRangeCaps(t *testing.T) {
 			if got := n.Calls("eth_getLogs"); got != tt.wantSecond {
 				t.Errorf("next sparse query: %d upstream calls, want %d", got, tt.wantSecond)
 			}
-			if got := p.remotes[0].maxLogsSpan(); got != tt.wantRemembered {
+			if got := p.members()[0].maxLogsSpan(); got != tt.wantRemembered {
 				t.Errorf("remembered span %d, want %d", got, tt.wantRemembered)
 			}
 		})
@@ -234,7 +234,7 @@ func TestGetLogsLatestWhileTipBusy(t *testing.T) {
 					c.Tier = TierSecondary
 				}
 			})
-			waitFor(t, "heads", func() bool { return p.Head() == 100 && p.remotes[1].Head() == 99 })
+			waitFor(t, "heads", func() bool { return p.Head() == 100 && p.members()[1].Head() == 99 })
 
 			// Hold the tip's only slot with a call that waits.
 			entered, release := make(chan struct{}), make(chan struct{})

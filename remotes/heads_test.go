@@ -50,7 +50,7 @@ func (c *testClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 // use makes c the clock of p and its remotes.
 func (c *testClock) use(p *Pool) {
 	p.now = c.now
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		r.now = c.now
 	}
 }
@@ -100,7 +100,7 @@ func TestNewHeadsStopPolling(t *testing.T) {
 	p := startPoolWith(t, PoolConfig{BlockTime: blockTime}, testConfigs([]string{n.URL()}, func(_ int, c *Config) {
 		c.WSURL = n.WSURL()
 	}), nil, clock.use)
-	r := p.remotes[0]
+	r := p.members()[0]
 	waitNewHeads(t, n, func() bool { return r.wsHeadAt.Load() != 0 })
 	// A poll sent before the first head came may still be on its way.
 	waitFor(t, "no poll in flight", func() bool { return r.inFlight.Load() == 0 })
@@ -159,7 +159,7 @@ func TestWrongChainNeverUsed(t *testing.T) {
 		good := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 		wrong := fakenode.Start(t, fakenode.Options{ChainID: 5})
 		p := testPool(t, PoolConfig{}, []*fakenode.Node{wrong, good}, nil)
-		if p.remotes[0].chainState.Load() != chainWrong {
+		if p.members()[0].chainState.Load() != chainWrong {
 			t.Fatal("remote on chain 5 not marked wrong")
 		}
 		wrong.ResetCalls()
@@ -175,8 +175,8 @@ func TestWrongChainNeverUsed(t *testing.T) {
 		if got := wrong.TotalCalls() - wrong.Calls("eth_chainId"); got != 0 {
 			t.Fatalf("wrong-chain remote got %d calls: %v", got, wrong.CallCounts())
 		}
-		if p.remotes[0].Head() != 0 {
-			t.Errorf("wrong-chain remote has head %d: its head was followed", p.remotes[0].Head())
+		if p.members()[0].Head() != 0 {
+			t.Errorf("wrong-chain remote has head %d: its head was followed", p.members()[0].Head())
 		}
 	})
 	// A remote found on the wrong chain is asked again only after
@@ -221,16 +221,16 @@ func TestBogusHeadRecovers(t *testing.T) {
 	p := testPool(t, PoolConfig{MaxLag: 5}, []*fakenode.Node{good, liar}, nil)
 	liar.SetHead(1_000_000)
 	waitFor(t, "the bogus head seen", func() bool { return p.Head() == 1_000_000 })
-	if !p.lagging(p.remotes[0], p.healthyBest(p.now())) {
+	if !p.lagging(p.members()[0], p.healthyBest(p.now())) {
 		t.Fatal("with the bogus head the honest remote should look lagging")
 	}
 	liar.SetHead(head)
 	waitFor(t, "the chain head back", func() bool { return p.Head() < 1000 })
 	waitFor(t, "the honest remote back in rotation", func() bool {
-		return !p.lagging(p.remotes[0], p.healthyBest(p.now()))
+		return !p.lagging(p.members()[0], p.healthyBest(p.now()))
 	})
-	if p.remotes[1].Head() > head+5 {
-		t.Fatalf("liar's head stuck at %d", p.remotes[1].Head())
+	if p.members()[1].Head() > head+5 {
+		t.Fatalf("liar's head stuck at %d", p.members()[1].Head())
 	}
 }
 
@@ -265,8 +265,8 @@ func TestLyingHeadNotFollowed(t *testing.T) {
 				if h := p.Head(); h >= lie {
 					t.Fatalf("chain head %d: the lie was followed", h)
 				}
-				if p.lagging(p.remotes[0], p.healthyBest(p.now())) {
-					t.Fatalf("honest remote at %d lagging behind %d", p.remotes[0].Head(), p.healthyBest(p.now()))
+				if p.lagging(p.members()[0], p.healthyBest(p.now())) {
+					t.Fatalf("honest remote at %d lagging behind %d", p.members()[0].Head(), p.healthyBest(p.now()))
 				}
 				time.Sleep(5 * time.Millisecond) // sampling the state while blocks come
 			}
@@ -282,7 +282,7 @@ func TestLyingHeadNotFollowed(t *testing.T) {
 
 			liar.SetBogusHead(0)
 			waitFor(t, "the liar's real head followed", func() bool {
-				return testutil.ToFloat64(claimed) < lie && p.remotes[1].Head() >= from
+				return testutil.ToFloat64(claimed) < lie && p.members()[1].Head() >= from
 			})
 		})
 	}
@@ -381,10 +381,10 @@ func TestLieTakenAloneIsDropped(t *testing.T) {
 
 	good.SetDown(false)
 	waitFor(t, "the head healed", func() bool { return p.Head() == 100 })
-	if p.lagging(p.remotes[0], p.healthyBest(p.now())) {
+	if p.lagging(p.members()[0], p.healthyBest(p.now())) {
 		t.Error("honest remote lagging after the heal")
 	}
-	if !p.lagging(p.remotes[1], p.healthyBest(p.now())) {
+	if !p.lagging(p.members()[1], p.healthyBest(p.now())) {
 		t.Error("liar in rotation after the heal")
 	}
 }
@@ -505,6 +505,9 @@ func TestPollsAtLearnedBlockTime(t *testing.T) {
 	if st.PollInterval != st.BlockTime {
 		t.Errorf("poll interval %v, want the block time %v", st.PollInterval, st.BlockTime)
 	}
+	if got := testutil.ToFloat64(p.blockTimeG); got != p.BlockTime().Seconds() {
+		t.Errorf("venn_block_time_seconds %v, want the learned %v", got, p.BlockTime().Seconds())
+	}
 }
 
 // block_time in config sets the cadence, whatever the timestamps say.
@@ -513,5 +516,8 @@ func TestConfiguredBlockTimeOverrides(t *testing.T) {
 	p := startPool(t, PoolConfig{BlockTime: 3 * time.Second}, testConfigs([]string{n.URL()}, nil), nil)
 	if st := p.HeadStatus(); st.BlockTime != 3*time.Second || st.BlockTimeSource != BlockTimeConfig || st.PollInterval != 3*time.Second {
 		t.Errorf("head status %+v, want block time and poll interval 3s from config", st)
+	}
+	if got := testutil.ToFloat64(p.blockTimeG); got != 3 {
+		t.Errorf("venn_block_time_seconds %v, want 3 from config", got)
 	}
 }

@@ -25,7 +25,7 @@ func TestFirstHeadPollRetried(t *testing.T) {
 	// startPool waits a few seconds for every remote's head: with polls an
 	// hour apart, only a brisk retry brings it.
 	p := startPool(t, PoolConfig{BlockTime: time.Hour}, testConfigs([]string{n.URL()}, nil), nil)
-	if got := p.remotes[0].Head(); got != fakenode.DefaultHead {
+	if got := p.members()[0].Head(); got != fakenode.DefaultHead {
 		t.Fatalf("head %d, want %d", got, fakenode.DefaultHead)
 	}
 	if got := polls.Load(); got != 2 {

@@ -100,12 +100,12 @@ func newHedger(cfg HedgeConfig, chain string, m *Metrics) *hedger {
 // hedgeGroup is the group that hedges method on this route, or nil; a
 // hedgeable call also earns the budget its share.
 func (p *Pool) hedgeGroup(method string, rt route) *HedgeGroup {
-	if p.hedge == nil || rt.once || rt.only != nil || rt.verify != nil || !rt.hedgeable(method) {
+	if p.hedger() == nil || rt.once || rt.only != nil || rt.verify != nil || !rt.hedgeable(method) {
 		return nil
 	}
-	for i := range p.hedge.groups {
-		if g := &p.hedge.groups[i]; evm.MatchMethod(g.Methods, method) {
-			p.hedge.budget.deposit()
+	for i := range p.hedger().groups {
+		if g := &p.hedger().groups[i]; evm.MatchMethod(g.Methods, method) {
+			p.hedger().budget.deposit()
 			return g
 		}
 	}
@@ -203,7 +203,7 @@ type raceResult struct {
 // wins; without one, the attempt takes every reply in the order they came.
 func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 	p := a.p
-	k := min(g.Max-a.hedges, p.cfg.MaxAttempts-a.n)
+	k := min(g.Max-a.hedges, p.conf().MaxAttempts-a.n)
 	delay, ok := hedgeDelay(g, r)
 	if !ok || k <= 0 {
 		a.take(ctx, a.call(ctx, r, idx, false))
@@ -223,7 +223,7 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 		p.wg.Add(1)
 		timers[i] = time.AfterFunc(delay*time.Duration(i+1), rc.fire)
 	}
-	first := rc.jg.ask(rc.ctx, r, idx, a.params)
+	first := rc.jg.ask(rc.ctx, r, idx, a.n, a.params)
 
 	rc.mu.Lock()
 	rc.done = true
@@ -244,10 +244,10 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 	rc.mu.Unlock()
 	a.hedges += launched
 	if won {
-		p.hedge.won.Inc()
+		p.hedger().won.Inc()
 		launched--
 	}
-	p.hedge.lost.Add(float64(launched))
+	p.hedger().lost.Add(float64(launched))
 	a.take(ctx, win)
 	for _, j := range rest {
 		if a.stop {
@@ -284,7 +284,7 @@ func (rc *hedgeRace) fire() {
 	defer p.wg.Done()
 	for {
 		rc.mu.Lock()
-		if rc.done || rc.n >= p.cfg.MaxAttempts {
+		if rc.done || rc.n >= p.conf().MaxAttempts {
 			rc.mu.Unlock()
 			rc.results <- raceResult{}
 			return
@@ -292,26 +292,29 @@ func (rc *hedgeRace) fire() {
 		r, idx := p.pick(rc.jg.method, rc.rt, rc.tried)
 		if r == nil {
 			rc.mu.Unlock()
-			p.hedge.skippedNoRemote.Inc()
+			p.hedger().skippedNoRemote.Inc()
 			rc.results <- raceResult{}
 			return
 		}
-		if !p.hedge.budget.take() {
+		if !p.hedger().budget.take() {
 			rc.mu.Unlock()
-			p.hedge.skippedBudget.Inc()
+			p.hedger().skippedBudget.Inc()
 			rc.results <- raceResult{}
 			return
 		}
 		rc.tried |= 1 << idx
 		rc.n++
 		rc.launched++
+		n := rc.n
 		rc.mu.Unlock()
 
-		j := rc.jg.ask(rc.ctx, r, idx, rc.params)
+		jg := rc.jg
+		jg.role = roleHedge
+		j := jg.ask(rc.ctx, r, idx, n, rc.params)
 		if j.mean == meanLocal {
 			// Nothing went out: the token goes back and another remote may
 			// take the hedge.
-			p.hedge.budget.refund()
+			p.hedger().budget.refund()
 			rc.mu.Lock()
 			rc.n--
 			rc.launched--

@@ -87,7 +87,7 @@ func BenchmarkHedgeTail(b *testing.B) {
 				n.ResetCalls()
 			}
 			var before hedgeCounts
-			if p.hedge != nil {
+			if p.hedger() != nil {
 				before = hedgeCountsOf(p)
 			}
 			lat := make([]time.Duration, b.N)
@@ -105,7 +105,7 @@ func BenchmarkHedgeTail(b *testing.B) {
 			upstream := nodes[0].Calls("eth_getBalance") + nodes[1].Calls("eth_getBalance")
 			b.ReportMetric(float64(upstream)/float64(b.N), "upstream/call")
 			var c hedgeCounts
-			if p.hedge != nil {
+			if p.hedger() != nil {
 				c = hedgeCountsOf(p)
 			}
 			b.ReportMetric((c.won+c.lost-before.won-before.lost)/float64(b.N)*100, "hedged_%")
@@ -135,7 +135,7 @@ func benchPool(b *testing.B, cfg PoolConfig, rs []Config) *Pool {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		ready := true
-		for _, r := range p.remotes {
+		for _, r := range p.members() {
 			ready = ready && r.Head() > 0
 		}
 		if ready {

@@ -52,7 +52,7 @@ func clockedHedgePool(t *testing.T, c *testClock, cfg PoolConfig, nodes []*faken
 type hedgeCounts struct{ won, lost, skippedBudget, skippedNoRemote float64 }
 
 func hedgeCountsOf(p *Pool) hedgeCounts {
-	h := p.hedge
+	h := p.hedger()
 	return hedgeCounts{testutil.ToFloat64(h.won), testutil.ToFloat64(h.lost),
 		testutil.ToFloat64(h.skippedBudget), testutil.ToFloat64(h.skippedNoRemote)}
 }
@@ -153,7 +153,7 @@ func TestHedgeQuantileAdapts(t *testing.T) {
 	p := clockedHedgePool(t, clk, PoolConfig{Hedge: HedgeConfig{Budget: 1, Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Quantile: 0.9}}}},
 		nodes, nil)
 	nodes[1].SetLatency(time.Second)
-	g, r0 := &p.hedge.groups[0], p.remotes[0]
+	g, r0 := &p.hedger().groups[0], p.members()[0]
 	if _, ok := hedgeDelay(g, r0); ok {
 		t.Fatal("a quantile delay before the remote is measured")
 	}
@@ -254,7 +254,7 @@ func TestCancelledHedgeIsNotAFault(t *testing.T) {
 			if c.won+c.lost != calls {
 				t.Fatalf("venn_hedges_total %+v, want %d races", c, calls)
 			}
-			loser := p.remotes[tt.loser]
+			loser := p.members()[tt.loser]
 			// The losing attempts finish in the background: wait for them.
 			waitFor(t, "cancelled attempts finished", func() bool { return loser.inFlight.Load() == 0 })
 			if st := loser.brk.state.Load(); st != breakerClosed {

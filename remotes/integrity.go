@@ -116,7 +116,7 @@ func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawM
 // callVerified is CallVerified of a parsed call.
 func (p *Pool) callVerified(ctx context.Context, c *evm.Call, verify func(json.RawMessage) integ.Verdict) (json.RawMessage, integ.Verdict, error) {
 	method, params := c.Method, c.Params
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+	ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 	defer cancel()
 	vc := &verifiedCall{p: p, method: method, verify: verify, excused: p.integ.excused(p.now())}
 	rt := p.readRoute(method, viewOf(c))
@@ -134,7 +134,7 @@ func (p *Pool) callVerified(ctx context.Context, c *evm.Call, verify func(json.R
 	}
 	if err == nil {
 		for _, s := range vc.accepted.Skipped {
-			p.integ.m.skipped.WithLabelValues(p.cfg.Chain, s.Check.String(), string(s.Reason)).Inc()
+			p.integ.m.skipped.WithLabelValues(p.conf().Chain, s.Check.String(), string(s.Reason)).Inc()
 		}
 	}
 	return res, vc.accepted, err
@@ -184,7 +184,7 @@ func (vc *verifiedCall) lied(r *Remote, v integ.Verdict) {
 	names := make([]string, len(v.Failed))
 	for i, f := range v.Failed {
 		names[i] = f.Check.String()
-		p.integ.m.failures.WithLabelValues(p.cfg.Chain, r.Name(), names[i]).Inc()
+		p.integ.m.failures.WithLabelValues(p.conf().Chain, r.Name(), names[i]).Inc()
 	}
 	err := v.Err()
 	r.rejected(vc.method, fmt.Errorf("remote %s: %w: %w", r.Name(), ErrBadReply, err))

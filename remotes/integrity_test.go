@@ -282,4 +282,4 @@ func TestVerifiedClient(t *testing.T) {
 	}
 }
 
-func n0Cordoned(p *Pool) bool { return p.remotes[0].cordoned(p.now()) }
+func n0Cordoned(p *Pool) bool { return p.members()[0].cordoned(p.now()) }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // meaning is what one remote's reply means to the call that asked: the one
@@ -41,7 +43,7 @@ const (
 // judged is one reply and its meaning.
 type judged struct {
 	r    *Remote
-	idx  int // r's index in the pool
+	idx  int // r's slot (Remote.slot)
 	mean meaning
 	res  json.RawMessage
 	err  error
@@ -61,12 +63,13 @@ type judge struct {
 	method string
 	rt     route
 	log    *slog.Logger
+	tracer *tracing.Tracer // nil: off
+	role   string          // of its sends, on their spans (trace.go); "": primary
 }
 
-// ask sends the call to r (index idx) and judges the reply.
-func (jg *judge) ask(ctx context.Context, r *Remote, idx int, params json.RawMessage) judged {
-	res, err := r.call(ctx, jg.method, params)
-	return jg.of(r, idx, res, err)
+// ask sends the call to r (index idx), its n-th send, and judges the reply.
+func (jg *judge) ask(ctx context.Context, r *Remote, idx, n int, params json.RawMessage) judged {
+	return jg.send(ctx, r, idx, n, params, false)
 }
 
 // of judges one reply of remote r (index idx).

@@ -65,7 +65,7 @@ func TestJudge(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = p.Stop(context.Background()) })
-			r := p.remotes[0]
+			r := p.members()[0]
 			a := p.newAttempt(tt.method, nil, tt.rt)
 			jg := a.judge()
 			var res json.RawMessage

@@ -12,6 +12,7 @@ type Metrics struct {
 	calls     *prometheus.CounterVec   // chain, remote, outcome
 	latency   *prometheus.HistogramVec // chain, remote
 	errors    *prometheus.CounterVec   // chain, remote, code, http_status
+	failures  *prometheus.CounterVec   // chain, remote, class, reason
 	head      *prometheus.GaugeVec     // chain, remote
 	lag       *prometheus.GaugeVec     // chain, remote
 	healthy   *prometheus.GaugeVec     // chain, remote
@@ -19,6 +20,7 @@ type Metrics struct {
 	inFlight  *prometheus.GaugeVec     // chain, remote
 	throttled *prometheus.CounterVec   // chain, remote
 	chainHead *prometheus.GaugeVec     // chain
+	blockTime *prometheus.GaugeVec     // chain
 	splits    *prometheus.CounterVec   // chain
 	shared    *prometheus.CounterVec   // chain
 	attempts  *prometheus.HistogramVec // chain
@@ -44,6 +46,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Latency of calls to a remote.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, cr),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "errors_total",
 			Help: "Errors from a remote by JSON-RPC code and HTTP status (0 when not applicable)."}, []string{"chain", "remote", "code", "http_status"}),
+		// The Verdict's class and reason, each from a fixed set: what the
+		// dashboard breaks errors down by, where code and status say
+		// little (a -32000 is a dozen things).
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "failures_total",
+			Help: "Failed calls to a remote by class (caller, retry, throttled, too_large) and reason (timeout, http_5xx, header_not_found, ...)."},
+			[]string{"chain", "remote", "class", "reason"}),
 		head: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "head",
 			Help: "Latest block number a remote reported."}, cr),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "lag_blocks",
@@ -58,6 +66,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Calls not sent or refused because of a rate limit (ours or the remote's)."}, cr),
 		chainHead: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "chain_head",
 			Help: "Best head of a chain across its remotes."}, []string{"chain"}),
+		// Alerts judge the head's age in block times: a fixed threshold
+		// is wrong for all but one chain.
+		blockTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "block_time_seconds",
+			Help: "A chain's block time: block_time from config, else learned from block timestamps, else the default."}, []string{"chain"}),
 		splits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "getlogs_splits_total",
 			Help: "eth_getLogs requests split into parts."}, []string{"chain"}),
 		shared: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "dedup_shared_total",
@@ -74,8 +86,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.ig = newIntegrityMetrics(reg)
 	m.cc = newChainCheckMetrics(reg)
 	if reg != nil {
-		reg.MustRegister(m.calls, m.latency, m.errors, m.head, m.lag, m.healthy, m.breaker,
-			m.inFlight, m.throttled, m.chainHead, m.splits, m.shared, m.attempts,
+		reg.MustRegister(m.calls, m.latency, m.errors, m.failures, m.head, m.lag, m.healthy, m.breaker,
+			m.inFlight, m.throttled, m.chainHead, m.blockTime, m.splits, m.shared, m.attempts,
 			m.replyBytes, m.replyBudgetExhausted)
 	}
 	return m
@@ -112,6 +124,7 @@ func (m *Metrics) forRemote(chain, remote string) *remoteMetrics {
 func (rm *remoteMetrics) failed(v Verdict, code, status int) {
 	rm.m.calls.WithLabelValues(rm.chain, rm.remote, v.Class.String()).Inc()
 	rm.m.errors.WithLabelValues(rm.chain, rm.remote, codeLabel(code), statusLabel(status)).Inc()
+	rm.m.failures.WithLabelValues(rm.chain, rm.remote, v.Class.String(), string(v.Reason)).Inc()
 }
 
 // codeLabel bounds an upstream's JSON-RPC code: a hostile or buggy remote

@@ -1,6 +1,10 @@
 package remotes
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
 
 // Whatever a remote sends, the error series stay a small fixed set.
 func TestErrorLabelsBounded(t *testing.T) {
@@ -26,6 +30,24 @@ func TestErrorLabelsBounded(t *testing.T) {
 	for status, want := range map[int]string{429: "429", 503: "503", 521: "5xx", 418: "4xx", 0: "0", 999: "other"} {
 		if got := statusLabel(status); got != want {
 			t.Errorf("statusLabel(%d) = %q, want %q", status, got, want)
+		}
+	}
+}
+
+// A failure is counted by its verdict's class and reason, beside its code
+// and status.
+func TestFailuresByClassAndReason(t *testing.T) {
+	m := NewMetrics(nil)
+	rm := m.forRemote("test", "n0")
+	rm.failed(Verdict{Class: ClassRetry, Reason: ReasonHTTP5xx, Fault: true}, 0, 503)
+	rm.failed(Verdict{Class: ClassRetry, Reason: ReasonHTTP5xx, Fault: true}, 0, 502)
+	rm.failed(Verdict{Class: ClassThrottled, Reason: ReasonRateLimited}, 0, 429)
+	for _, tt := range []struct {
+		class, reason string
+		want          float64
+	}{{"retry", "http_5xx", 2}, {"throttled", "rate_limited", 1}, {"caller", "revert", 0}} {
+		if got := testutil.ToFloat64(m.failures.WithLabelValues("test", "n0", tt.class, tt.reason)); got != tt.want {
+			t.Errorf("venn_remote_failures_total{class=%q,reason=%q} = %v, want %v", tt.class, tt.reason, got, tt.want)
 		}
 	}
 }

@@ -137,13 +137,9 @@ func newMisbehaviourMetrics(reg prometheus.Registerer) *misbehaviourMetrics {
 
 // consensusState is the pool's part of votes and misbehaviour.
 type consensusState struct {
-	rules   map[string]*consensusRule // nil: no votes
-	strikes int
-	within  time.Duration
-	period  time.Duration
-	chain   string
-	m       *misbehaviourMetrics
-	file    *misbehaviourLog // nil: no file
+	chain string
+	m     *misbehaviourMetrics
+	file  *misbehaviourLog // nil: no file
 
 	mu sync.Mutex // strikes and cordon decisions: rare, and must not race to cordon every remote
 }
@@ -152,30 +148,32 @@ func (c *consensusState) outcome(method, outcome string) {
 	c.m.consensus.WithLabelValues(c.chain, method, outcome).Inc()
 }
 
-// initConsensus compiles the chain's vote rules and prepares misbehaviour
-// handling. It does no I/O: Start opens the log file.
-func (p *Pool) initConsensus(m *Metrics) error {
-	rules, err := compileRules(p.cfg.Consensus, len(p.remotes))
-	if err != nil {
-		return err
-	}
+// initConsensus prepares misbehaviour handling; the vote rules are
+// compiled with the rest of the settings (reconfig.go). It does no I/O:
+// Start opens the log file.
+func (p *Pool) initConsensus(m *Metrics) {
 	mm := m.mb
 	if mm == nil {
 		mm = newMisbehaviourMetrics(nil)
 	}
+	cfg := p.conf()
 	c := &p.cons
-	c.rules, c.chain, c.m = rules, p.cfg.Chain, mm
-	c.strikes, c.within, c.period = p.cfg.Cordon.Strikes, p.cfg.Cordon.Within, p.cfg.Cordon.Period // defaulted by NewPool
-	for _, r := range p.remotes {
-		r.mb.cordonedGauge = mm.cordoned.WithLabelValues(p.cfg.Chain, r.Name())
-		r.mb.cordons = mm.cordons.WithLabelValues(p.cfg.Chain, r.Name())
-		r.mb.cordonedGauge.Set(0)
+	c.chain, c.m = cfg.Chain, mm
+	if cfg.MisbehaviourLog != "" {
+		c.file = &misbehaviourLog{path: cfg.MisbehaviourLog, open: openAppend, log: p.log,
+			dropped: mm.logDropped.WithLabelValues(cfg.Chain), queue: misbehaviourLogQueue}
 	}
-	if p.cfg.MisbehaviourLog != "" {
-		c.file = &misbehaviourLog{path: p.cfg.MisbehaviourLog, open: openAppend, log: p.log,
-			dropped: mm.logDropped.WithLabelValues(p.cfg.Chain), queue: misbehaviourLogQueue}
+}
+
+// initMisbehaviour gives a new remote its cordon series.
+func (r *Remote) initMisbehaviour(m *Metrics) {
+	mm := m.mb
+	if mm == nil {
+		return
 	}
-	return nil
+	r.mb.cordonedGauge = mm.cordoned.WithLabelValues(r.chain, r.Name())
+	r.mb.cordons = mm.cordons.WithLabelValues(r.chain, r.Name())
+	r.mb.cordonedGauge.Set(0)
 }
 
 // misbehaved records that r served data the pool could not trust: kind is
@@ -192,7 +190,7 @@ func (p *Pool) misbehaved(r *Remote, kind, method, detail string) {
 	if len(detail) > maxMisbehaviourDetail {
 		detail = detail[:maxMisbehaviourDetail]
 	}
-	p.cons.m.misbehaviour.WithLabelValues(p.cfg.Chain, r.Name(), label).Inc()
+	p.cons.m.misbehaviour.WithLabelValues(p.conf().Chain, r.Name(), label).Inc()
 
 	level := slog.LevelDebug
 	last := r.mb.warnedAt.Load()
@@ -202,7 +200,7 @@ func (p *Pool) misbehaved(r *Remote, kind, method, detail string) {
 	p.log.Log(context.Background(), level, "remote misbehaved", "remote", r.Name(), "kind", label, "method", method, "detail", detail)
 
 	if f := p.cons.file; f != nil {
-		line, err := json.Marshal(misbehaviourEvent{Time: now.UTC(), Chain: p.cfg.Chain, Remote: r.Name(),
+		line, err := json.Marshal(misbehaviourEvent{Time: now.UTC(), Chain: p.conf().Chain, Remote: r.Name(),
 			Method: method, Kind: label, Detail: detail})
 		if err == nil {
 			f.write(append(line, '\n'))
@@ -218,9 +216,10 @@ func (p *Pool) misbehaved(r *Remote, kind, method, detail string) {
 // strike counts one misbehaviour against r and cordons it at the limit.
 func (p *Pool) strike(r *Remote, now time.Time) {
 	c := &p.cons
+	cc := p.conf().Cordon
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cut := now.Add(-c.within).UnixNano()
+	cut := now.Add(-cc.Within).UnixNano()
 	kept := r.mb.strikes[:0]
 	for _, t := range r.mb.strikes {
 		if t > cut {
@@ -228,25 +227,25 @@ func (p *Pool) strike(r *Remote, now time.Time) {
 		}
 	}
 	kept = append(kept, now.UnixNano())
-	if len(kept) < c.strikes {
+	if len(kept) < cc.Strikes {
 		r.mb.strikes = kept
 		return
 	}
 	r.mb.strikes = kept[:0]
-	for _, o := range p.remotes {
+	for _, o := range p.members() {
 		if o != r && o.healthy(now) && !o.cordoned(now) {
-			r.mb.cordonedUntil.Store(now.Add(c.period).UnixNano())
+			r.mb.cordonedUntil.Store(now.Add(cc.Period).UnixNano())
 			if r.mb.cordonedGauge != nil {
 				r.mb.cordonedGauge.Set(1)
 				r.mb.cordons.Inc()
 			}
 			r.log.Warn("remote cordoned: out of rotation after repeated misbehaviour",
-				"strikes", c.strikes, "within", c.within, "for", c.period)
+				"strikes", cc.Strikes, "within", cc.Within, "for", cc.Period)
 			return
 		}
 	}
 	r.log.Error("remote keeps misbehaving but is the last in rotation: not cordoned",
-		"strikes", c.strikes, "within", c.within)
+		"strikes", cc.Strikes, "within", cc.Within)
 }
 
 // misbehaviourEvent is one line of the misbehaviour log.

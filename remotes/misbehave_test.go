@@ -25,7 +25,7 @@ func idlePool(t *testing.T, n int, cfg PoolConfig) (*Pool, *time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		r.chainState.Store(chainOK)
 	}
 	now := time.Unix(1_700_000_000, 0)
@@ -61,9 +61,9 @@ func TestCordon(t *testing.T) {
 			start := *now
 			for _, e := range tt.give {
 				*now = start.Add(e.at)
-				p.misbehaved(p.remotes[0], e.kind, "eth_getBlockByNumber", "test")
+				p.misbehaved(p.members()[0], e.kind, "eth_getBlockByNumber", "test")
 			}
-			r := p.remotes[0]
+			r := p.members()[0]
 			if got := r.cordoned(*now); got != tt.want {
 				t.Fatalf("cordoned %v, want %v", got, tt.want)
 			}
@@ -90,14 +90,14 @@ func TestCordon(t *testing.T) {
 // A cordon never takes the last remote in rotation.
 func TestCordonSparesTheLastRemote(t *testing.T) {
 	p, now := idlePool(t, 3, PoolConfig{Cordon: CordonConfig{Strikes: 1}})
-	p.misbehaved(p.remotes[0], kindIntegrity, "eth_getBlockByNumber", "bad root")
-	p.misbehaved(p.remotes[1], kindIntegrity, "eth_getBlockByNumber", "bad root")
-	p.misbehaved(p.remotes[2], kindIntegrity, "eth_getBlockByNumber", "bad root")
-	got := []bool{p.remotes[0].cordoned(*now), p.remotes[1].cordoned(*now), p.remotes[2].cordoned(*now)}
+	p.misbehaved(p.members()[0], kindIntegrity, "eth_getBlockByNumber", "bad root")
+	p.misbehaved(p.members()[1], kindIntegrity, "eth_getBlockByNumber", "bad root")
+	p.misbehaved(p.members()[2], kindIntegrity, "eth_getBlockByNumber", "bad root")
+	got := []bool{p.members()[0].cordoned(*now), p.members()[1].cordoned(*now), p.members()[2].cordoned(*now)}
 	if fmt.Sprint(got) != "[true true false]" {
 		t.Fatalf("cordoned %v, want the last one spared", got)
 	}
-	if r, _ := p.pick("eth_getBlockByNumber", route{}, 0); r != p.remotes[2] {
+	if r, _ := p.pick("eth_getBlockByNumber", route{}, 0); r != p.members()[2] {
 		t.Fatalf("picked %v, want the one remote not cordoned", r)
 	}
 	if got := misbehaviours(p, "n2", kindIntegrity); got != 1 {

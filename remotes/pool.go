@@ -27,10 +27,12 @@ const maxRemotes = 64
 // and the judge (judge.go) what their replies mean. Identical concurrent
 // reads share one call (dedup.go). It implements jrpc.Handler.
 type Pool struct {
-	cfg     PoolConfig
+	// state is what a reload may change (reconfig.go): the settings, the
+	// remotes by tier then config order, selection over them (select.go)
+	// and what is compiled from the settings, swapped whole.
+	state   atomic.Pointer[poolState]
 	log     *slog.Logger
-	remotes []*Remote // by tier, then config order
-	sel     selector  // select.go: which remote takes a call's next send
+	m       *Metrics
 	now     func() time.Time
 	flights flights
 	filters *filterTable
@@ -45,21 +47,23 @@ type Pool struct {
 	fastest    atomic.Int64
 	bootstraps atomic.Int32 // block time fetches tried
 
-	chainHead prometheus.Gauge
-	splits    prometheus.Counter
-	shared    prometheus.Counter
-	attempts  prometheus.Observer
+	chainHead  prometheus.Gauge
+	blockTimeG prometheus.Gauge // the block time blockTime gives, in seconds
+	splits     prometheus.Counter
+	shared     prometheus.Counter
+	attempts   prometheus.Observer
 
-	cons  consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
-	hedge *hedger        // hedge.go; nil: no hedging
+	cons consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
 
 	integ integrity // integrity.go: local checks of answers
 
 	relay relayState // relay.go: remotes whose subscription relay failed lately
 
 	mu     sync.Mutex
+	bg     context.Context // the trackers' context, set by Start; nil before
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // trackers and background broadcasts
+	slots  uint64         // remote slots taken, by members and by retired remotes still draining
+	wg     sync.WaitGroup // trackers, background broadcasts and retiring remotes
 }
 
 var _ jrpc.Handler = (*Pool)(nil)
@@ -84,44 +88,29 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	}
 	log = log.With("chain", cfg.Chain)
 	p := &Pool{
-		cfg: cfg, log: log, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{})},
-		chainHead: m.chainHead.WithLabelValues(cfg.Chain),
-		splits:    m.splits.WithLabelValues(cfg.Chain),
-		shared:    m.shared.WithLabelValues(cfg.Chain),
-		attempts:  m.attempts.WithLabelValues(cfg.Chain),
+		log: log, m: m, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{})},
+		chainHead:  m.chainHead.WithLabelValues(cfg.Chain),
+		blockTimeG: m.blockTime.WithLabelValues(cfg.Chain),
+		splits:     m.splits.WithLabelValues(cfg.Chain),
+		shared:     m.shared.WithLabelValues(cfg.Chain),
+		attempts:   m.attempts.WithLabelValues(cfg.Chain),
 	}
-	for tier := TierPrimary; tier <= TierFallback; tier++ {
-		for _, rc := range rs {
-			if rc.Tier != tier {
-				continue
-			}
-			if rc.MaxResponseBytes <= 0 {
-				rc.MaxResponseBytes = DefaultMaxResponseBytes
-			}
-			// No larger reply could be read.
-			rc.MaxResponseBytes = min(rc.MaxResponseBytes, cfg.Replies.Size())
-			var r *Remote // set before any call: the transport dials on its first
-			t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
-				Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
-				MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
-				OtherURLs: []string{rc.WSURL}, Logger: log,
-				OnRedial: func() { r.recheckSoon() }})
-			if err != nil {
-				return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
-			}
-			brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
-			r = newRemote(cfg.Chain, rc, t, log, m.forRemote(cfg.Chain, rc.Name), brk)
-			r.cc.every = cfg.ChainRecheck
-			p.remotes = append(p.remotes, r)
+	var members []*Remote
+	for _, rc := range rs {
+		r, err := p.newRemote(cfg, rc)
+		if err != nil {
+			return nil, err
 		}
+		members = append(members, r)
 	}
-	if err := p.initConsensus(m); err != nil {
+	st, err := p.compile(cfg, members, nil)
+	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
-	p.sel = selector{remotes: p.remotes, probe: cfg.Scoring.probeShare()}
-	p.hedge = newHedger(cfg.Hedge, cfg.Chain, m)
-	p.initScoring(m)
+	p.state.Store(st)
+	p.initConsensus(m)
 	p.integ.init(cfg.Chain, m)
+	p.blockTimeG.Set(p.BlockTime().Seconds())
 	return p, nil
 }
 
@@ -131,18 +120,16 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 // remote still starts.
 func (p *Pool) Start(ctx context.Context) error {
 	if err := p.cons.file.start(); err != nil {
-		return fmt.Errorf("chain %s: %w", p.cfg.Chain, err)
+		return fmt.Errorf("chain %s: %w", p.conf().Chain, err)
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	p.mu.Lock()
 	p.cancel = cancel
-	p.mu.Unlock()
-	for _, r := range p.remotes {
-		p.wg.Go(func() { r.track(bg, p.cfg.ChainID, p.pollCadence, p.headChanged) })
-		if r.relayURL() != "" {
-			p.wg.Go(func() { r.watch(bg, p.headChanged) })
-		}
+	p.bg = bg
+	for _, r := range p.members() {
+		p.follow(r)
 	}
+	p.mu.Unlock()
 	p.wg.Go(func() { p.scoreLoop(bg) })
 	p.wg.Go(func() { p.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
@@ -168,17 +155,23 @@ func (p *Pool) Stop(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
+	go func() {
+		p.wg.Wait() // retiring remotes included
+		for _, r := range p.members() {
+			r.trackers.Wait()
+		}
+		close(done)
+	}()
 	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = fmt.Errorf("chain %s: stop: %w", p.cfg.Chain, ctx.Err())
+		err = fmt.Errorf("chain %s: stop: %w", p.conf().Chain, ctx.Err())
 	}
 	if lerr := p.cons.file.stop(ctx); lerr != nil && err == nil {
-		err = fmt.Errorf("chain %s: stop: %w", p.cfg.Chain, lerr)
+		err = fmt.Errorf("chain %s: stop: %w", p.conf().Chain, lerr)
 	}
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		r.t.close()
 	}
 	return err
@@ -191,7 +184,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 func (p *Pool) Ready() bool {
 	now := p.now()
 	best := p.healthyBest(now)
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		if r.healthy(now) && !p.lagging(r, best) {
 			return true
 		}
@@ -218,8 +211,8 @@ func (p *Pool) HeadChanged() <-chan struct{} {
 
 // Remotes lists the remote names in routing order, for status output.
 func (p *Pool) Remotes() []string {
-	out := make([]string, len(p.remotes))
-	for i, r := range p.remotes {
+	out := make([]string, len(p.members()))
+	for i, r := range p.members() {
 		out[i] = r.Name()
 	}
 	return out
@@ -229,7 +222,7 @@ func (p *Pool) Remotes() []string {
 // remote's last head must not make every live one look lagging.
 func (p *Pool) healthyBest(now time.Time) uint64 {
 	var best uint64
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		if h := r.Head(); h > best && r.healthy(now) {
 			best = h
 		}
@@ -238,21 +231,21 @@ func (p *Pool) healthyBest(now time.Time) uint64 {
 }
 
 func (p *Pool) lagging(r *Remote, best uint64) bool {
-	v := view{best: best, maxLag: p.cfg.MaxLag}
+	v := view{best: best, maxLag: p.conf().MaxLag}
 	return v.lagging(r)
 }
 
 // view is the pool's membership now, as selection reads it.
 func (p *Pool) view() view {
 	now := p.now()
-	return view{now: now, best: p.healthyBest(now), maxLag: p.cfg.MaxLag}
+	return view{now: now, best: p.healthyBest(now), maxLag: p.conf().MaxLag}
 }
 
 // pick is selection's next remote for a call on route rt that has not
 // tried the remotes in tried (select.go), or nil.
 func (p *Pool) pick(method string, rt route, tried uint64) (*Remote, int) {
 	v := p.view()
-	return p.sel.pick(&v, method, &rt, tried)
+	return p.selection().pick(&v, method, &rt, tried)
 }
 
 // ServeRPC answers one client call through the remotes.
@@ -275,15 +268,15 @@ func (p *Pool) call(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
 	method, params := c.Method, c.Params
 	switch c.Class {
 	case evm.ClassBroadcast:
-		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+		ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 		defer cancel()
 		return p.broadcast(ctx, params)
 	case evm.ClassStateful:
-		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+		ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 		defer cancel()
 		return p.pinned(ctx, method, params)
 	case evm.ClassWrite:
-		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+		ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 		defer cancel()
 		return p.send(ctx, method, params, route{once: true})
 	}
@@ -291,7 +284,7 @@ func (p *Pool) call(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
 	// Identical concurrent reads share one upstream call (see flights).
 	key := method + "\x00" + string(params)
 	res, shared, err := p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
-		ctx, cancel := context.WithTimeout(ctx, p.cfg.CallDeadline)
+		ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 		defer cancel()
 		return p.read(ctx, method, params, cv)
 	})

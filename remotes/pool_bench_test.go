@@ -30,7 +30,7 @@ func cannedPool(b *testing.B, cfg PoolConfig, n int) *Pool {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		r.t.close()
 		r.t = cannedTransport{}
 		r.chainState.Store(chainOK)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // Defaults for one chain's pool.
@@ -86,6 +88,9 @@ type PoolConfig struct {
 	// gives every chain's pool the same one; nil: the pool has its own of
 	// DefaultReplyBytesInFlight.
 	Replies *ReplyBudget `yaml:"-"`
+	// Tracer traces each send of a traced call (trace.go) and, when it
+	// propagates, sends the trace context to HTTP remotes; nil: off.
+	Tracer *tracing.Tracer `yaml:"-"`
 }
 
 // BreakerConfig opens a remote's breaker after Failures consecutive

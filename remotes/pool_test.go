@@ -99,7 +99,7 @@ func startPoolWith(t *testing.T, cfg PoolConfig, rs []Config, m *Metrics, before
 		}
 	})
 	waitFor(t, "remotes verified", func() bool {
-		for _, r := range p.remotes {
+		for _, r := range p.members() {
 			if r.chainState.Load() == chainUnknown || r.Head() == 0 && r.chainVerified() {
 				return false
 			}
@@ -141,7 +141,7 @@ func TestLaggingRemoteLeavesRotation(t *testing.T) {
 	b := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
 	b.SetLag(20)
 	p := testPool(t, PoolConfig{MaxLag: 5}, []*fakenode.Node{a, b}, nil)
-	waitFor(t, "lag seen", func() bool { return p.Head() == 100 && p.remotes[1].Head() == 80 })
+	waitFor(t, "lag seen", func() bool { return p.Head() == 100 && p.members()[1].Head() == 80 })
 	for range 20 {
 		if _, err := call(t, p, "eth_getBalance", `["0x0000000000000000000000000000000000000001","latest"]`); err != nil {
 			t.Fatal(err)
@@ -152,7 +152,7 @@ func TestLaggingRemoteLeavesRotation(t *testing.T) {
 	}
 	// It comes back once it catches up.
 	b.SetLag(0)
-	waitFor(t, "catch up", func() bool { return p.remotes[1].Head() == 100 })
+	waitFor(t, "catch up", func() bool { return p.members()[1].Head() == 100 })
 	waitFor(t, "back in rotation", func() bool {
 		_, _ = call(t, p, "eth_getBalance", `["0x0000000000000000000000000000000000000002","latest"]`)
 		return b.Calls("eth_getBalance") > 0
@@ -164,7 +164,7 @@ func TestHeightAwareRouting(t *testing.T) {
 	b := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
 	b.SetLag(3) // within MaxLag: in rotation, but without blocks 98..100
 	p := testPool(t, PoolConfig{MaxLag: 5}, []*fakenode.Node{a, b}, nil)
-	waitFor(t, "heads", func() bool { return p.Head() == 100 && p.remotes[1].Head() == 97 })
+	waitFor(t, "heads", func() bool { return p.Head() == 100 && p.members()[1].Head() == 97 })
 	b.ResetCalls()
 	for i := range 20 {
 		res, err := call(t, p, "eth_getBlockByNumber", fmt.Sprintf(`["0x%x",false]`, 98+i%3))
@@ -223,7 +223,7 @@ func TestBreakerOpensAndProbesBack(t *testing.T) {
 	a.SetFailStatus(0)
 	waitFor(t, "probe back in", func() bool {
 		_, _ = call(t, p, "eth_getBalance", `["0x0000000000000000000000000000000000000001","latest"]`)
-		return p.remotes[0].brk.state.Load() == breakerClosed
+		return p.members()[0].brk.state.Load() == breakerClosed
 	})
 }
 

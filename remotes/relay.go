@@ -126,7 +126,7 @@ func (r *Remote) relayURL() string {
 // config allows them) for newPendingTransactions. Without one there is
 // nothing for Relay to do.
 func (p *Pool) CanRelay() bool {
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		if r.relayURL() != "" || r.configuredFor(pendingFilterMethod) && r.configuredFor(filterChangesMethod) {
 			return true
 		}
@@ -173,16 +173,16 @@ func (p *Pool) Relay(ctx context.Context, params json.RawMessage, up func(), fn 
 			case !ok && p.lacksPending(key):
 				return fmt.Errorf("chain %s: relay newPendingTransactions: %w: "+
 					"no remote with a ws_url has the subscription, none has eth_newPendingTransactionFilter",
-					p.cfg.Chain, ErrRelayUnsupported)
+					p.conf().Chain, ErrRelayUnsupported)
 			case !ok:
-				return fmt.Errorf("chain %s: relay: no remote with a ws url or a pending-transaction filter is in rotation", p.cfg.Chain)
+				return fmt.Errorf("chain %s: relay: no remote with a ws url or a pending-transaction filter is in rotation", p.conf().Chain)
 			}
 		}
 		if !ok {
 			if p.lacksSubscription(key) {
-				return fmt.Errorf("chain %s: relay: %w", p.cfg.Chain, ErrRelayUnsupported)
+				return fmt.Errorf("chain %s: relay: %w", p.conf().Chain, ErrRelayUnsupported)
 			}
-			return fmt.Errorf("chain %s: relay: no remote with a ws url is in rotation", p.cfg.Chain)
+			return fmt.Errorf("chain %s: relay: no remote with a ws url is in rotation", p.conf().Chain)
 		}
 		if d := failed.retryAt().Sub(p.now()); d > 0 {
 			t := time.NewTimer(d)
@@ -209,7 +209,7 @@ func (p *Pool) Relay(ctx context.Context, params json.RawMessage, up func(), fn 
 // lack the subscription key names (and there is one).
 func (p *Pool) lacksSubscription(key string) bool {
 	some := false
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		if r.relayURL() == "" {
 			continue
 		}
@@ -228,7 +228,7 @@ func (p *Pool) lacksSubscription(key string) bool {
 // failure.
 func (p *Pool) pickRelay(key string, now time.Time) (r *Remote, failed relayFailure, ok bool) {
 	var best, avoided *Remote
-	for _, c := range p.remotes { // by tier
+	for _, c := range p.members() { // by tier
 		if c.relayURL() == "" || !c.healthy(now) || c.cordoned(now) || c.lacks(key) != nil {
 			continue
 		}

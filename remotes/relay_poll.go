@@ -75,7 +75,7 @@ func pendingParams(params json.RawMessage) (full, ok bool) {
 
 // pendingPollInterval is the chain's pending-transaction poll interval.
 func (p *Pool) pendingPollInterval() time.Duration {
-	if d := p.cfg.PendingPollInterval; d > 0 {
+	if d := p.conf().PendingPollInterval; d > 0 {
 		return d
 	}
 	return DefaultPendingPollInterval
@@ -91,7 +91,7 @@ func (r *Remote) canPoll() bool {
 // names, and every remote lacks the filter methods (by config, or because
 // it said so).
 func (p *Pool) lacksPending(key string) bool {
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		if r.relayURL() != "" && r.lacks(key) == nil || r.canPoll() {
 			return false
 		}
@@ -104,7 +104,7 @@ func (p *Pool) lacksPending(key string) bool {
 // then the lowest score; one that failed lately only when no other can.
 func (p *Pool) pickPoller(now time.Time) (r *Remote, failed relayFailure, ok bool) {
 	var best, avoided *Remote
-	for _, c := range p.remotes { // by tier
+	for _, c := range p.members() { // by tier
 		if !c.healthy(now) || c.cordoned(now) || !c.canPoll() {
 			continue
 		}
@@ -135,7 +135,7 @@ func (p *Pool) pickPoller(now time.Time) (r *Remote, failed relayFailure, ok boo
 // and, when wsWaits (a WebSocket remote that failed lately can be waited
 // for instead), also when every one failed lately.
 func (p *Pool) pollPending(ctx context.Context, full bool, key string, wsWaits bool, up func(), fn func(json.RawMessage)) error {
-	for range len(p.remotes) + 1 { // each turn rules a remote out, or returns
+	for range len(p.members()) + 1 { // each turn rules a remote out, or returns
 		r, failed, ok := p.pickPoller(p.now())
 		if !ok || failed.n > 0 && wsWaits {
 			return errNoPoller

@@ -218,7 +218,7 @@ func TestRelayPollYieldsToWebSocket(t *testing.T) {
 		{Name: "web", URL: web.URL() + "/key1", Timeout: 2 * time.Second, Tier: TierSecondary},
 	}, nil)
 	// Out of rotation (a cordon, which the test lifts when it wants).
-	p.remotes[0].mb.cordonedUntil.Store(time.Now().Add(time.Hour).UnixNano())
+	p.members()[0].mb.cordonedUntil.Store(time.Now().Add(time.Hour).UnixNano())
 
 	r := startRelay(t, p, `["newPendingTransactions"]`)
 	key := hashKey(t)
@@ -228,7 +228,7 @@ func TestRelayPollYieldsToWebSocket(t *testing.T) {
 			web.PendingFilters(), relays(ws))
 	}
 
-	p.remotes[0].mb.cordonedUntil.Store(0)
+	p.members()[0].mb.cordonedUntil.Store(0)
 	waitFor(t, "the relay on the ws remote's subscription", func() bool { return r.ups.Load() == 2 && web.PendingFilters() == 0 })
 	if relays(ws) != 1 {
 		t.Errorf("%d subscribes on ws, want 1", relays(ws))

@@ -473,13 +473,13 @@ func TestRelayRemoteDrops(t *testing.T) {
 
 	// While the remote is down, a dial fails the same way.
 	params := json.RawMessage(`["newPendingTransactions"]`)
-	err = p.relayFrom(context.Background(), p.remotes[0], params, subscribeKey(params), func() {}, func(json.RawMessage) {
+	err = p.relayFrom(context.Background(), p.members()[0], params, subscribeKey(params), func() {}, func(json.RawMessage) {
 		t.Error("delivered from a remote that is down")
 	})
 	checkErr("dial while down", err)
 
 	n.SetDown(false)
-	waitFor(t, "the remote back in rotation", func() bool { return p.remotes[0].healthy(p.now()) })
+	waitFor(t, "the remote back in rotation", func() bool { return p.members()[0].healthy(p.now()) })
 	// Past its backoff, so that the relay goes to it at once, not to a
 	// filter first.
 	waitFor(t, "the remote's relay backoff over", func() bool {

@@ -47,6 +47,13 @@ type Remote struct {
 
 	allow, deny []string
 
+	// slot is the remote's bit in a call's mask of remotes tried: unique
+	// in its pool while it serves or finishes calls (reconfig.go).
+	slot int
+	// unfollow stops the trackers (health.go), which trackers counts.
+	unfollow context.CancelFunc
+	trackers sync.WaitGroup
+
 	chainState atomic.Int32
 	// claim is the latest head the remote reported; head is the number of
 	// its highest report the pool found corroborated (chainhead.go), which

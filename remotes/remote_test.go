@@ -61,7 +61,7 @@ func TestCallDeadlineIsNotARemoteFault(t *testing.T) {
 			t.Fatalf("call %d: err = %v, want -32051", i, err)
 		}
 	}
-	if st := p.remotes[0].brk.state.Load(); st != breakerClosed {
+	if st := p.members()[0].brk.state.Load(); st != breakerClosed {
 		t.Fatalf("breaker state %d after deadline cuts, want closed", st)
 	}
 	if !p.Ready() {

@@ -429,7 +429,7 @@ func TestPoolReplyOverCap(t *testing.T) {
 					t.Errorf("%d upstream calls for %d client calls; want no failover to a remote with the same cap", got, calls)
 				}
 			}
-			for _, r := range p.remotes {
+			for _, r := range p.members() {
 				if s := r.brk.state.Load(); s != breakerClosed {
 					t.Errorf("%s: breaker state %d after answers over the cap; want closed", r.Name(), s)
 				}
@@ -459,7 +459,7 @@ func TestGetLogsReplyOverCapSplits(t *testing.T) {
 	if !jsonEqual(t, got, want) {
 		t.Fatalf("got %d bytes, want the node's %d", len(got), len(want))
 	}
-	if s := p.remotes[0].brk.state.Load(); s != breakerClosed {
+	if s := p.members()[0].brk.state.Load(); s != breakerClosed {
 		t.Errorf("breaker state %d; want closed", s)
 	}
 }

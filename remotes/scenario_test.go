@@ -119,7 +119,7 @@ func TestScenarioLiarSlowRateLimited(t *testing.T) {
 	if got := misbehaviours(p, "n2", kindDisagree); got < float64(DefaultCordonStrikes) {
 		t.Errorf("liar punished %v times, want at least %d", got, DefaultCordonStrikes)
 	}
-	if !p.remotes[2].cordoned(time.Now()) {
+	if !p.members()[2].cordoned(time.Now()) {
 		t.Error("liar not cordoned")
 	}
 	for _, honest := range []string{"n0", "n1", "n3", "n4"} {
@@ -154,7 +154,7 @@ func TestScenarioCordonAndBack(t *testing.T) {
 	lie(t, liar, scenarioHead, "eth_getBlockByNumber", wrongHash)
 	p := testPool(t, PoolConfig{MaxLag: 5, Cordon: CordonConfig{Period: period}, MisbehaviourLog: logPath,
 		Consensus: []ConsensusRule{{Methods: []string{"eth_getBlockByNumber"}}}}, nodes, nil)
-	r := p.remotes[2]
+	r := p.members()[2]
 	truth := fakenode.New(fakenode.Options{ChainID: testChainID, Head: scenarioHead})
 	t.Cleanup(truth.Close)
 

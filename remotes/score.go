@@ -152,19 +152,19 @@ func (r *Remote) score() float64 { return math.Float64frombits(r.sc.score.Load()
 // Preferred reports whether the remote is in its tier's preferred set.
 func (r *Remote) Preferred() bool { return r.sc.preferred.Load() }
 
-// initScoring prepares every remote for scoring: all start preferred, so a
-// new pool spreads its calls until scores say otherwise.
-func (p *Pool) initScoring(m *Metrics) {
-	for _, r := range p.remotes {
-		r.sc.halfLife = p.cfg.Scoring.MisbehaviourHalfLife
-		r.sc.preferred.Store(true)
-		r.sc.gauge = m.hs.score.WithLabelValues(p.cfg.Chain, r.Name())
-	}
+// initScoring prepares a new remote for scoring: it starts preferred, so
+// a new pool, or a remote a reload added, takes calls until scores say
+// otherwise.
+func (r *Remote) initScoring(cfg *PoolConfig, m *Metrics) {
+	r.sc.halfLife = cfg.Scoring.MisbehaviourHalfLife
+	r.sc.preferred.Store(true)
+	r.sc.gauge = m.hs.score.WithLabelValues(cfg.Chain, r.Name())
 }
 
 // scoreLoop rescores the remotes every interval until ctx ends.
 func (p *Pool) scoreLoop(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Scoring.Interval)
+	every := p.conf().Scoring.Interval
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -173,12 +173,16 @@ func (p *Pool) scoreLoop(ctx context.Context) {
 		case <-t.C:
 			p.rescore(p.now())
 		}
+		if d := p.conf().Scoring.Interval; d != every { // a reload changed it
+			every = d
+			t.Reset(d)
+		}
 	}
 }
 
 // rescore computes every remote's score and updates the preferred sets.
 func (p *Pool) rescore(now time.Time) {
-	s := scoring{p: p, now: now, best: p.healthyBest(now)}
+	s := scoring{p: p, rs: p.members(), now: now, best: p.healthyBest(now)}
 	s.measure()
 	for tier := TierPrimary; tier <= TierFallback; tier++ {
 		s.rank(tier)
@@ -188,6 +192,7 @@ func (p *Pool) rescore(now time.Time) {
 // scoring is one rescore: its inputs and scores, by remote index.
 type scoring struct {
 	p      *Pool
+	rs     []*Remote // the members when it began: indices below are into it
 	now    time.Time
 	best   uint64
 	lat    [maxRemotes]float64 // latency term
@@ -200,17 +205,17 @@ type scoring struct {
 // measure reads every remote's latency and penalty terms.
 func (s *scoring) measure() {
 	p, now, best := s.p, s.now, s.best
-	w := p.cfg.Scoring.weights()
-	maxLag := float64(max(p.cfg.MaxLag, 1))
+	w := p.conf().Scoring.weights()
+	maxLag := float64(max(p.conf().MaxLag, 1))
 	var q [len(scoreQuantiles)]time.Duration
-	for i, r := range p.remotes {
+	for i, r := range s.rs {
 		// A head not known yet is no lag; a lag past max_lag already keeps
 		// the remote out of rotation, and counting all of it would keep it
 		// out of the preferred set long after it caught up.
 		if h := r.Head(); h > 0 {
 			lag := float64(0)
 			if h < best {
-				lag = float64(min(best-h, 2*max(p.cfg.MaxLag, 1)))
+				lag = float64(min(best-h, 2*max(p.conf().MaxLag, 1)))
 			}
 			ewma(&r.sc.lagAvg, lag, lagAlpha)
 		}
@@ -229,7 +234,7 @@ func (s *scoring) measure() {
 
 // rank scores the remotes of one tier and updates its preferred set.
 func (s *scoring) rank(tier Tier) {
-	rs := s.p.remotes
+	rs := s.rs
 	// The tier's best latency stands in for the unknown ones.
 	bestLat := math.Inf(1)
 	for pass := 0; pass < 2 && math.IsInf(bestLat, 1); pass++ {
@@ -258,7 +263,7 @@ func (s *scoring) rank(tier Tier) {
 			}
 		}
 	}
-	margin := s.p.cfg.Scoring.Margin
+	margin := s.p.conf().Scoring.Margin
 	for i, r := range rs {
 		if r.cfg.Tier != tier {
 			continue

@@ -43,11 +43,11 @@ func offlinePool(t *testing.T, cfg PoolConfig, n int, tweak func(i int, c *Confi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, r := range p.remotes {
+		for _, r := range p.members() {
 			r.t.close()
 		}
 	})
-	for _, r := range p.remotes {
+	for _, r := range p.members() {
 		r.chainState.Store(chainOK)
 		r.head.Store(100)
 	}
@@ -111,7 +111,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := offlinePool(t, PoolConfig{Scoring: weighed(tt.weights)}, 2, nil)
-			a, b := p.remotes[0], p.remotes[1]
+			a, b := p.members()[0], p.members()[1]
 			observeMs(a, 200, 2, 0)
 			observeMs(b, 200, 2, 0)
 			if tt.setup != nil {
@@ -134,7 +134,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 // The misbehaviour level halves every half-life.
 func TestMisbehaviourDecays(t *testing.T) {
 	p := offlinePool(t, PoolConfig{Scoring: ScoringConfig{MisbehaviourHalfLife: time.Minute}}, 1, nil)
-	r := p.remotes[0]
+	r := p.members()[0]
 	now := time.Now()
 	r.now = func() time.Time { return now }
 	r.penalize(2)
@@ -165,7 +165,7 @@ func TestScoreHysteresis(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := offlinePool(t, PoolConfig{Scoring: ScoringConfig{Margin: tt.margin}}, 2, nil)
-			a, b := p.remotes[0], p.remotes[1]
+			a, b := p.members()[0], p.members()[1]
 			now := time.Now()
 			for round := range 200 {
 				// Every 5 scorings the one 10% slower changes: their
@@ -209,7 +209,7 @@ func TestScoreSharesNearEqualRemotes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sw := p.remotes[0].sc.switches.Load() + p.remotes[1].sc.switches.Load()
+	sw := p.members()[0].sc.switches.Load() + p.members()[1].sc.switches.Load()
 	if sw > 2 {
 		t.Errorf("%d switches of the preferred set over %d calls between near-equal remotes", sw, calls)
 	}
@@ -234,7 +234,7 @@ func TestScoreRoutesAwayFromSlowRemote(t *testing.T) {
 	// Until measured, both share; then the slow one leaves.
 	waitFor(t, "the slow remote out of the preferred set", func() bool {
 		_, _ = call(t, p, "eth_getBalance", balanceOf(rand.IntN(1<<20)))
-		return !p.remotes[1].Preferred() && p.remotes[0].Preferred()
+		return !p.members()[1].Preferred() && p.members()[0].Preferred()
 	})
 	nodes[1].ResetCalls()
 	const calls = 300
@@ -246,8 +246,8 @@ func TestScoreRoutesAwayFromSlowRemote(t *testing.T) {
 	if got := nodes[1].Calls("eth_getBalance"); got > calls/10 {
 		t.Errorf("the slow remote got %d of %d calls, want about the 2%% probe share", got, calls)
 	}
-	fast := testutil.ToFloat64(p.remotes[0].sc.gauge)
-	slow := testutil.ToFloat64(p.remotes[1].sc.gauge)
+	fast := testutil.ToFloat64(p.members()[0].sc.gauge)
+	slow := testutil.ToFloat64(p.members()[1].sc.gauge)
 	if !(fast > 0 && slow > 2*fast) {
 		t.Errorf("venn_remote_score: fast %v, slow %v", fast, slow)
 	}
@@ -283,7 +283,7 @@ func TestProbeShareBringsRemoteBack(t *testing.T) {
 			}
 			p := testPool(t, PoolConfig{BlockTime: time.Hour, Breaker: BreakerConfig{Failures: 2, Cooldown: 50 * time.Millisecond},
 				Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: &tt.probe}}, nodes, nil)
-			bad := p.remotes[1]
+			bad := p.members()[1]
 			nodes[1].SetFailStatus(503)
 			// Its faults take it out of the preferred set, perhaps before
 			// its breaker opens; with a probe share its breaker opens too.

@@ -31,7 +31,7 @@ type selector struct {
 }
 
 // pick chooses the next remote for a call on route rt that has not tried
-// the remotes in tried, or nil.
+// the remotes in tried (a mask of slots), or nil; and the remote's slot.
 func (s *selector) pick(v *view, method string, rt *route, tried uint64) (*Remote, int) {
 	need := min(rt.need, v.best)
 	// Above every remote's head (need > best): the remotes at the best head
@@ -40,7 +40,7 @@ func (s *selector) pick(v *view, method string, rt *route, tried uint64) (*Remot
 	for tier := TierPrimary; tier <= TierFallback; tier++ {
 		k := 0
 		for i, r := range s.remotes {
-			if r.cfg.Tier == tier && tried&(1<<i) == 0 && s.admits(v, r, method, rt, need) {
+			if r.cfg.Tier == tier && tried&(1<<r.slot) == 0 && s.admits(v, r, method, rt, need) {
 				cand[k] = i
 				k++
 			}
@@ -49,7 +49,7 @@ func (s *selector) pick(v *view, method string, rt *route, tried uint64) (*Remot
 		case 0:
 			continue
 		case 1:
-			return s.remotes[cand[0]], cand[0]
+			return s.remotes[cand[0]], s.remotes[cand[0]].slot
 		}
 		return s.choose(cand[:k])
 	}
@@ -68,7 +68,7 @@ func (s *selector) admits(v *view, r *Remote, method string, rt *route, need uin
 }
 
 // choose is the score chooser among the candidates of one tier (indices
-// into remotes, at least two): usually the less loaded of two random
+// into remotes, at least two), and its slot: usually the less loaded of two random
 // preferred ones; with the probe share, a random one outside the preferred
 // set; with no preferred candidate, the best-scored.
 func (s *selector) choose(cand []int) (*Remote, int) {
@@ -88,10 +88,10 @@ func (s *selector) choose(cand []int) (*Remote, int) {
 				best = i
 			}
 		}
-		return rs[best], best
+		return rs[best], rs[best].slot
 	case no > 0 && s.probe > 0 && rand.Float64() < s.probe:
 		i := nthWhere(rs, cand, false, rand.IntN(no))
-		return rs[i], i
+		return rs[i], rs[i].slot
 	}
 	a := nthWhere(rs, cand, true, rand.IntN(np))
 	if np > 1 {
@@ -99,7 +99,7 @@ func (s *selector) choose(cand []int) (*Remote, int) {
 			a = b
 		}
 	}
-	return rs[a], a
+	return rs[a], rs[a].slot
 }
 
 // nthWhere is the k-th candidate (from 0) whose preferred flag is pref.

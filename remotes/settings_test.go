@@ -97,7 +97,7 @@ func TestRateLimitWaitsWhenAlone(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	rs := testConfigs([]string{n0.URL()}, func(_ int, c *Config) { c.RateLimit = RateLimit{RPS: 10, Burst: 1} })
 	p := startPool(t, PoolConfig{BlockTime: time.Hour}, rs, nil)
-	waitFor(t, "the start-up poll's token back", func() bool { return p.remotes[0].lim.Tokens() >= 1 })
+	waitFor(t, "the start-up poll's token back", func() bool { return p.members()[0].lim.Tokens() >= 1 })
 
 	const calls = 4 // one from the bucket, then one per 100 ms
 	errs := make(chan error, calls)
@@ -268,7 +268,7 @@ func TestHeadersReachUpstream(t *testing.T) {
 	// mined before it subscribed are not sent, so keep mining.
 	waitFor(t, "head over newHeads", func() bool {
 		f.node.Mine(1)
-		return p.remotes[0].wsHeadAt.Load() != 0
+		return p.members()[0].wsHeadAt.Load() != 0
 	})
 
 	var posts, handshakes int

@@ -16,7 +16,7 @@ func (a *attempt) single(ctx context.Context) (json.RawMessage, error) {
 // the deadline run out. With a hedge group, each send is a race while the
 // call has hedges left (hedge.go).
 func (a *attempt) failover(ctx context.Context, g *HedgeGroup) (json.RawMessage, error) {
-	for !a.stop && a.n < a.p.cfg.MaxAttempts {
+	for !a.stop && a.n < a.p.conf().MaxAttempts {
 		r, idx, withToken := a.next(ctx)
 		if r == nil {
 			break

@@ -15,6 +15,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // Limits of the upstream transports. transportOptions overrides the first two.
@@ -80,6 +81,8 @@ type transportOptions struct {
 	// redactor knows them all.
 	OtherURLs []string
 	Logger    *slog.Logger
+	// Tracer, when it propagates, puts the trace context on HTTP requests.
+	Tracer *tracing.Tracer
 	// OnRedial, when set, is called when a WebSocket transport's new
 	// connection replaces a lost one; OnSubscribed, when a heads watcher's
 	// subscription is confirmed (the first one too). Either may be another

@@ -16,6 +16,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // HTTP transport limits.
@@ -42,6 +46,7 @@ type httpTransport struct {
 	// tmpl is shared read-only by every request: URL, Header and Host are
 	// never written after construction, and RoundTrip only reads them.
 	tmpl   *http.Request
+	tracer *tracing.Tracer // injects the trace context when it propagates
 	ids    atomic.Uint64
 	bodies sync.Pool // *httpBody
 }
@@ -95,6 +100,7 @@ func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
 		red:      opts.redactor(),
 		maxBytes: opts.MaxResponseBytes,
 		budget:   opts.Budget,
+		tracer:   opts.Tracer,
 		rt:       rt,
 		tmpl: &http.Request{
 			Method:     http.MethodPost,
@@ -114,6 +120,7 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 	body.b = appendRequest(body.b, id, method, params)
 
 	req := t.tmpl.WithContext(ctx)
+	req.Header = t.tracer.Inject(ctx, req.Header) // a copy, when it propagates
 	req.ContentLength = int64(len(body.b))
 	req.Body = body.open()
 	req.GetBody = body.getBody // lets RoundTrip retry on a stale keep-alive connection
@@ -121,6 +128,11 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 	body.release()
 	if err != nil {
 		return nil, failure(ctx, t.name, t.red, "send", err)
+	}
+	if t.tracer != nil {
+		if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+			sp.SetAttributes(tracing.KeyHTTPStatus.Int(resp.StatusCode)) // the attempt's span
+		}
 	}
 
 	data, taken, err := t.readBody(ctx, resp)

@@ -143,8 +143,9 @@ type vote struct {
 // newVote puts a call to the vote of rule.
 func (p *Pool) newVote(method string, params json.RawMessage, rt route, rule *consensusRule) *vote {
 	v := &vote{attempt: p.newAttempt(method, params, rt), rule: rule,
-		ballots: make(chan ballot, maxRemotes), spares: p.cfg.MaxAttempts - 1, t: tally{ignore: rule.ignore}}
+		ballots: make(chan ballot, maxRemotes), spares: p.conf().MaxAttempts - 1, t: tally{ignore: rule.ignore}}
 	v.jg = v.judge()
+	v.jg.role = roleVote
 	return v
 }
 
@@ -162,7 +163,7 @@ func (v *vote) run(ctx context.Context) (json.RawMessage, error) {
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = p.now().Add(p.cfg.CallDeadline)
+		deadline = p.now().Add(p.conf().CallDeadline)
 	}
 	v.ctx, v.cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	v.ask(first, idx)
@@ -189,7 +190,8 @@ func (v *vote) run(ctx context.Context) (json.RawMessage, error) {
 func (v *vote) ask(r *Remote, idx int) {
 	v.sent(idx)
 	v.pending++
-	v.p.wg.Go(func() { v.ballots <- cast(v.jg.ask(v.ctx, r, idx, v.params)) })
+	n := v.n
+	v.p.wg.Go(func() { v.ballots <- cast(v.jg.ask(v.ctx, r, idx, n, v.params)) })
 }
 
 // another asks one more remote, if selection has one.
@@ -291,7 +293,7 @@ func (v *vote) disagreed(r *Remote, acc, w *answer, agreed, voters int) {
 	acc.canonKey(ig) // digests of the same kind on both sides
 	w.canonKey(ig)
 	kind := kindDisagree
-	if need, grace := v.rt.need, max(p.cfg.MaxLag, 1); need > 0 && need+grace > p.best.Load() {
+	if need, grace := v.rt.need, max(p.conf().MaxLag, 1); need > 0 && need+grace > p.best.Load() {
 		// Near the head the remotes may honestly be on different forks.
 		kind = kindDisagreeTip
 	}

@@ -300,6 +300,7 @@ func isArray(raw json.RawMessage) bool {
 // handled is false for calls that are neither's: the caller forwards them.
 func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (res json.RawMessage, handled bool, err error) {
 	if c.Kind == evm.KindHeader || c.Kind == evm.KindUncleByIndex {
+		ctx, sp := rt.lookup(ctx, spanForger)
 		res, ok := forger.Derive(c, func(b evm.Call) (json.RawMessage, bool) {
 			if rt.fresh() {
 				if res, ok := rt.head.Answer(b); ok {
@@ -312,6 +313,7 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 			res, ok, _ := rt.fromHistory(ctx, &b)
 			return res, ok
 		})
+		endLookup(sp, ok)
 		if ok {
 			rt.forged.answered(ctx)
 		}
@@ -319,14 +321,17 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 	}
 	missed := false
 	if rt.history != nil {
+		hctx, sp := rt.lookup(ctx, spanHistory)
 		if c.Kind == evm.KindLogs {
-			res, done, err := rt.logs(ctx, c)
+			res, done, err := rt.logs(hctx, c)
+			endLookup(sp, done)
 			if done {
 				rt.fromStore.answered(ctx)
 			}
 			return res, done, err
 		}
-		res, ok, m := rt.fromHistory(ctx, c)
+		res, ok, m := rt.fromHistory(hctx, c)
+		endLookup(sp, ok)
 		if ok {
 			rt.fromStore.answered(ctx)
 			return res, true, nil
@@ -336,7 +341,9 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 	switch {
 	case c.Kind == evm.KindBlockReceipts:
 		var built bool
-		res, built, err = rt.forge.BlockReceipts(ctx, c)
+		fctx, sp := rt.lookup(ctx, spanForger)
+		res, built, err = rt.forge.BlockReceipts(fctx, c)
+		endLookup(sp, built)
 		if built {
 			rt.forged.answered(ctx)
 		} else {

@@ -23,6 +23,7 @@ import (
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // Config is one chain's routing settings.
@@ -59,6 +60,9 @@ type Config struct {
 	Confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
 	// Logger logs the write-through and the forger; nil: discarded.
 	Logger *slog.Logger
+	// Tracer traces the head, history and forger lookups of traced calls,
+	// and names each call's source on its span (trace.go); nil: off.
+	Tracer *tracing.Tracer
 }
 
 // Subscriptions is the chain's subcenter.
@@ -123,8 +127,10 @@ type Router struct {
 	// trailing is set while the window trails the remotes by more than
 	// MaxLag: logged once when it starts and once when it ends.
 	trailing atomic.Bool
+	// maxLag is cfg.MaxLag, which a reload may change (SetMaxLag).
+	maxLag atomic.Uint64
 
-	local, fromHead, fromStore, forged, forwarded source
+	local, fromHead, fromStore, forged, forwarded origin
 }
 
 var _ jrpc.Handler = (*Router)(nil)
@@ -154,12 +160,13 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		history:   cfg.History,
 		forge:     forger.ForHandler(remotes, log),
 		log:       log,
-		local:     newSource(m, cfg.Chain, "local"),
-		fromHead:  newSource(m, cfg.Chain, "head"),
-		fromStore: newSource(m, cfg.Chain, "history"),
-		forged:    newSource(m, cfg.Chain, "forger"),
-		forwarded: newSource(m, cfg.Chain, "remotes"),
+		local:     newSource(m, cfg, sourceLocal),
+		fromHead:  newSource(m, cfg, sourceHead),
+		fromStore: newSource(m, cfg, sourceHistory),
+		forged:    newSource(m, cfg, sourceForger),
+		forwarded: newSource(m, cfg, sourceRemotes),
 	}
+	rt.maxLag.Store(cfg.MaxLag)
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
 			m.writeThrough.MustCurryWith(prometheus.Labels{"chain": cfg.Chain}))
@@ -173,6 +180,10 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	}
 	return rt
 }
+
+// SetMaxLag changes how far the head window may trail the remotes and
+// still answer (Config.MaxLag), for a configuration reload.
+func (rt *Router) SetMaxLag(n uint64) { rt.maxLag.Store(n) }
 
 // Run writes through, until ctx ends, the settled blocks clients fetched
 // from the remotes because the history store lacked them. Without History
@@ -209,7 +220,10 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	// The one reading of the call: every source below takes it.
 	c := evm.ParseCall(req.Method, req.Params)
 	if rt.fresh() {
-		if res, ok := rt.head.Answer(c); ok {
+		_, sp := rt.lookup(ctx, spanHead)
+		res, ok := rt.head.Answer(c)
+		endLookup(sp, ok)
+		if ok {
 			rt.fromHead.answered(ctx)
 			return res, nil
 		}
@@ -297,7 +311,8 @@ func (rt *Router) fresh() bool {
 		return true
 	}
 	up := rt.upHead()
-	if up <= n+rt.cfg.MaxLag {
+	maxLag := rt.maxLag.Load()
+	if up <= n+maxLag {
 		if rt.trailing.Load() && rt.trailing.CompareAndSwap(true, false) {
 			rt.log.Info("head window caught up with the remotes", "window_head", n, "remotes_head", up)
 		}
@@ -305,7 +320,7 @@ func (rt *Router) fresh() bool {
 	}
 	if rt.trailing.CompareAndSwap(false, true) {
 		rt.log.Warn("head window trails the remotes; calls go to the remotes until it catches up",
-			"window_head", n, "remotes_head", up, "max_lag", rt.cfg.MaxLag)
+			"window_head", n, "remotes_head", up, "max_lag", maxLag)
 	}
 	return false
 }
@@ -343,23 +358,6 @@ func (rt *Router) pin(c *evm.Call) (evm.Call, bool) {
 		return evm.Call{}, false
 	}
 	return c.WithBlock(n)
-}
-
-// source is one part of venn that answers calls, as the answers metric
-// and the call's note name it.
-type source struct {
-	name string
-	n    prometheus.Counter
-}
-
-func newSource(m *Metrics, chain, name string) source {
-	return source{name: name, n: m.answers.WithLabelValues(chain, name)}
-}
-
-// answered counts a call the source answered and notes it on the call.
-func (s source) answered(ctx context.Context) {
-	s.n.Inc()
-	jrpc.NoteOf(ctx).Answered(s.name)
 }
 
 // Metrics count where calls were answered.

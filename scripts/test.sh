@@ -4,7 +4,8 @@
 # It checks the toolchain, makes sure Redis (127.0.0.1:6379) and Postgres
 # (127.0.0.1:5432) answer, builds geth v1.17.10 for the end-to-end tests
 # (exported as VENN_GETH), installs the e2e viem and ethers tests' Node
-# packages (npm ci in e2e/viem and e2e/ethers), runs go vet and the
+# packages (npm ci in e2e/viem and e2e/ethers), installs promtool (Debian's
+# prometheus package) for the alert rules' tests, runs go vet and the
 # race-enabled test suite, and,
 # when ../shared/conformance exists, replays the execution-apis conformance
 # suite through a freshly built venn in front of geth.
@@ -127,6 +128,21 @@ for pkg in viem ethers; do
   fi
   echo "$pkg $(node -p "require('$dir/node_modules/$pkg/package.json').version")"
 done
+
+step "promtool for the alert rules' tests (Debian's prometheus package)"
+# deploy's tests run promtool check rules and promtool test rules; without
+# promtool they skip, saying so.
+if ! command -v promtool >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends prometheus >/dev/null ||
+      { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; } ||
+      echo "test.sh: could not install Debian's prometheus package: the promtool tests will be SKIPPED"
+  else
+    echo "test.sh: promtool is missing (apt-get install -y prometheus, as root): the promtool tests will be SKIPPED"
+  fi
+fi
+command -v promtool >/dev/null 2>&1 && promtool --version 2>&1 | head -1
 
 step "go vet"
 go vet ./...

@@ -13,6 +13,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // Archiving defaults.
@@ -94,9 +95,11 @@ type archiveView struct {
 // slow or absent Postgres delays archiving, never the head feed. Only the
 // latest view is kept; the archiver catches up from it in batches.
 type archiver struct {
-	cfg ArchiveConfig
-	log *slog.Logger
-	m   archiveMetrics
+	cfg    ArchiveConfig
+	log    *slog.Logger
+	m      archiveMetrics
+	chain  string
+	tracer *tracing.Tracer // nil: off
 
 	mu   sync.Mutex
 	view archiveView
@@ -115,7 +118,8 @@ func (s *Stalker) newArchiver() *archiver {
 	if m == nil {
 		m = NewArchiveMetrics(nil)
 	}
-	return &archiver{cfg: cfg, log: s.log, m: m.forChain(s.cfg.Chain), wake: make(chan struct{}, 1)}
+	return &archiver{cfg: cfg, log: s.log, m: m.forChain(s.cfg.Chain), wake: make(chan struct{}, 1),
+		chain: s.cfg.Chain, tracer: s.cfg.Tracer}
 }
 
 // offer hands the archiver the chain as just published. blocks must not be
@@ -202,7 +206,7 @@ func (a *archiver) archive(ctx context.Context, v archiveView) error {
 		if batch[0].Number != a.next || batch[len(batch)-1].Number != end {
 			return fmt.Errorf("archive: published chain is not contiguous at %d", a.next)
 		}
-		err := a.cfg.Store.Put(ctx, batch)
+		err := a.put(ctx, batch)
 		switch {
 		case errors.Is(err, blockstore.ErrConflict):
 			// A stored neighbour is not on the chain the leader published:

@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/integrity"
+	"github.com/venn-gateway/venn/tracing"
 )
 
 // Upstream is what the stalker follows the chain through: the chain's
@@ -48,6 +50,9 @@ type Config struct {
 	Integrity bool
 	// Archive files settled blocks in the history store (archive.go).
 	Archive ArchiveConfig
+	// Tracer traces each block fetch and archive write, a trace of its
+	// own with the remotes' sends under it; nil: off.
+	Tracer *tracing.Tracer
 }
 
 // Fetch limits.
@@ -395,7 +400,12 @@ func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*evm.Block
 // what its hashes say.
 func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*evm.Block, error) {
 	start := s.now()
+	ctx, sp := s.cfg.Tracer.StartRoot(ctx, spanFetch, trace.SpanKindInternal, nil)
 	b, err := forger.FetchBlock(ctx, s.call, s.receipts, method, ref)
+	if sp.IsRecording() {
+		s.annotateFetch(sp, method, b, err)
+	}
+	sp.End()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errFetch, err)
 	}

@@ -31,8 +31,9 @@ const (
 const usage = `venn — clustered EVM JSON-RPC gateway
 
 Usage:
-  venn serve [--config FILE]   run the gateway until SIGINT or SIGTERM
-                               (no --config: built-in Ethereum mainnet default)
+  venn serve [--config FILE]   run the gateway until SIGINT or SIGTERM; SIGHUP
+                               reloads FILE (no --config: built-in Ethereum
+                               mainnet default, nothing to reload)
   venn check-config FILE       validate FILE and print every problem
   venn migrate --config FILE   apply the history store's migrations (postgres.url)
   venn backfill --config FILE --chain NAME --from A --to B [--concurrency N]
@@ -42,6 +43,9 @@ Usage:
                                check the stored blocks A..B against the chain's
                                remotes (hashes, parent links); --purge removes
                                those of another chain
+  venn probe [--timeout 2s] URL
+                               GET URL (e.g. http://127.0.0.1:9545/healthz); exit 0
+                               on a 2xx answer: a container health check
   venn version                 print the version
   venn help                    print this help
 `
@@ -67,6 +71,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return backfill(rest, stdout, stderr)
 	case "history":
 		return history(rest, stdout, stderr)
+	case "probe":
+		return probe(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "venn", versionString())
 		return exitOK

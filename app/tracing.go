@@ -1,0 +1,61 @@
+package app
+
+import (
+	"log/slog"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/fx"
+
+	"github.com/venn-gateway/venn/tracing"
+)
+
+// traceExporterName names the optional exporter spans go to
+// (TraceExporter).
+const traceExporterName = "app_trace_exporter"
+
+// TraceExporter sends the app's spans to exp, batched as the OTLP exporter
+// would be, in place of the one the config names (tests, benchmarks).
+// tracing.enabled still decides whether there are spans at all.
+func TraceExporter(exp sdktrace.SpanExporter) fx.Option {
+	return fx.Provide(fx.Annotate(
+		func() sdktrace.SpanExporter { return exp },
+		fx.ResultTags(`name:"`+traceExporterName+`"`),
+	))
+}
+
+type tracerParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Config    *Config
+	Log       *slog.Logger
+	Exporter  sdktrace.SpanExporter `name:"app_trace_exporter" optional:"true"`
+}
+
+// newTracer installs the process's tracer provider when tracing is on
+// (tracing.Config.On), flushed and stopped on the app's stop; nil (off:
+// no SDK, no spans, no cost) otherwise. Every component gets the one
+// *tracing.Tracer.
+func newTracer(p tracerParams) (*tracing.Tracer, error) {
+	cfg := p.Config.Tracing
+	if !cfg.On() {
+		return nil, nil
+	}
+	var (
+		tp  *tracing.Provider
+		err error
+	)
+	if p.Exporter != nil {
+		tp = tracing.NewProvider(cfg, sdktrace.WithBatcher(p.Exporter))
+	} else if tp, err = tracing.Open(cfg); err != nil {
+		return nil, err
+	}
+	// The SDK reports failed exports only through OpenTelemetry's global
+	// handler; without this they go to the standard logger, unformatted.
+	log := p.Log
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("tracing: export failed", "err", err)
+	}))
+	p.Lifecycle.Append(fx.Hook{OnStop: tp.Shutdown})
+	return tp.Tracer(), nil
+}

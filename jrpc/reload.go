@@ -1,0 +1,67 @@
+package jrpc
+
+import (
+	"slices"
+
+	"github.com/coder/websocket"
+)
+
+// What a configuration reload may change on a running Server: its limits
+// and its chains. Both are swapped whole, so the hot path only loads a
+// pointer.
+
+// lim is the limits in force.
+func (s *Server) lim() *Limits { return s.limits.Load() }
+
+// SetLimits puts l (zero fields at their defaults) in force. Requests and
+// messages read after it go by l; a WebSocket connection keeps the
+// in-flight slots (ws_in_flight) it was opened with.
+func (s *Server) SetLimits(l Limits) {
+	l = l.withDefaults()
+	s.limits.Store(&l)
+}
+
+// chainRemovedReason is what a connection whose chain left during its
+// upgrade is closed with.
+const chainRemovedReason = "chain removed from the configuration"
+
+// Remove stops serving chain: new requests for it get 404; its calls in
+// flight finish on its handler; every WebSocket connection to it is closed
+// with StatusGoingAway and reason (at most 123 bytes), which ends its
+// subscriptions. It reports how many connections it closed; false when
+// chain is not served.
+func (s *Server) Remove(chain, reason string) (int, bool) {
+	s.handleMu.Lock()
+	old := s.chains.Load()
+	gone := old.byName[chain]
+	if gone == nil {
+		s.handleMu.Unlock()
+		return 0, false
+	}
+	next := &chainSet{byName: make(map[string]*chainEntry, len(old.byName))}
+	for k, v := range old.byName {
+		if k != chain {
+			next.byName[k] = v
+			next.paths = append(next.paths, "/"+k)
+		}
+	}
+	slices.Sort(next.paths)
+	s.chains.Store(next)
+	s.handleMu.Unlock()
+
+	// A connection upgraded before the swap is either tracked, and found
+	// here, or tracked after this look, and trackConn (under the same
+	// lock) refuses it: its chain is no longer the one served.
+	s.mu.Lock()
+	var conns []*wsConn
+	for c := range s.conns {
+		if c.ch == gone {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.Disconnect(int(websocket.StatusGoingAway), reason)
+	}
+	return len(conns), true
+}

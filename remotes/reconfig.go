@@ -1,0 +1,269 @@
+package remotes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"reflect"
+	"time"
+)
+
+// A reload changes a running pool in place (Reconfigure): whoever holds
+// the *Pool (the router, the stalker, the subcenter's relay) keeps it.
+// What may change is held in one poolState, swapped whole, so a call reads
+// one consistent set of settings and remotes; the hot path pays an atomic
+// load for it, and nothing waits on a lock.
+
+// poolState is a pool's settings, its remotes and what is compiled from
+// them.
+type poolState struct {
+	cfg     PoolConfig
+	remotes []*Remote                 // by tier, then config order
+	sel     selector                  // select.go: which remote takes a call's next send
+	hedge   *hedger                   // hedge.go; nil: no hedging
+	rules   map[string]*consensusRule // consensus.go; nil: no votes
+}
+
+func (p *Pool) conf() *PoolConfig                { return &p.state.Load().cfg }
+func (p *Pool) members() []*Remote               { return p.state.Load().remotes }
+func (p *Pool) selection() *selector             { return &p.state.Load().sel }
+func (p *Pool) hedger() *hedger                  { return p.state.Load().hedge }
+func (p *Pool) rules() map[string]*consensusRule { return p.state.Load().rules }
+
+// compile builds the state of cfg over members (in config order); old is
+// the state it replaces (nil at first), whose hedge budget is kept while
+// the hedge section is unchanged.
+func (p *Pool) compile(cfg PoolConfig, members []*Remote, old *poolState) (*poolState, error) {
+	rules, err := compileRules(cfg.Consensus, len(members))
+	if err != nil {
+		return nil, err
+	}
+	st := &poolState{cfg: cfg, rules: rules}
+	for tier := TierPrimary; tier <= TierFallback; tier++ {
+		for _, r := range members {
+			if r.cfg.Tier == tier {
+				st.remotes = append(st.remotes, r)
+			}
+		}
+	}
+	st.sel = selector{remotes: st.remotes, probe: cfg.Scoring.probeShare()}
+	if old != nil && reflect.DeepEqual(old.cfg.Hedge, cfg.Hedge) {
+		st.hedge = old.hedge
+	} else {
+		st.hedge = newHedger(cfg.Hedge, cfg.Chain, p.m)
+	}
+	return st, nil
+}
+
+// newRemote builds the remote rc of a pool with settings cfg, in a free
+// slot. It does no I/O: the transport dials on its first call.
+func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
+	rc = rc.forPool(cfg)
+	slot, err := p.takeSlot()
+	if err != nil {
+		return nil, fmt.Errorf("chain %s: remote %s: %w", cfg.Chain, rc.Name, err)
+	}
+	var r *Remote // set before any call: the transport dials on its first
+	t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
+		Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
+		MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
+		OtherURLs: []string{rc.WSURL}, Logger: p.log, Tracer: cfg.Tracer,
+		OnRedial: func() { r.recheckSoon() }})
+	if err != nil {
+		p.freeSlot(slot)
+		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
+	}
+	brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
+	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
+	r.slot = slot
+	r.cc.every = cfg.ChainRecheck
+	r.initScoring(&cfg, p.m)
+	r.initMisbehaviour(p.m)
+	return r, nil
+}
+
+// forPool is rc as a pool with settings cfg runs it.
+func (rc Config) forPool(cfg PoolConfig) Config {
+	if rc.MaxResponseBytes <= 0 {
+		rc.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	// No larger reply could be read.
+	rc.MaxResponseBytes = min(rc.MaxResponseBytes, cfg.Replies.Size())
+	return rc
+}
+
+var errNoSlot = errors.New("no free slot: too many remotes still finishing calls")
+
+// takeSlot takes the lowest slot no member and no retiring remote holds:
+// a call's mask of remotes tried (by slot) must not mistake a new remote
+// for the one it replaced.
+func (p *Pool) takeSlot() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.slots == ^uint64(0) {
+		return 0, errNoSlot
+	}
+	s := bits.TrailingZeros64(^p.slots)
+	p.slots |= 1 << s
+	return s, nil
+}
+
+func (p *Pool) freeSlot(s int) {
+	p.mu.Lock()
+	p.slots &^= 1 << s
+	p.mu.Unlock()
+}
+
+// follow starts r's trackers (chain id and head, and newHeads where it has
+// a ws url) under the pool's context. Called with p.mu held, once started.
+func (p *Pool) follow(r *Remote) {
+	ctx, cancel := context.WithCancel(p.bg)
+	r.unfollow = cancel
+	r.trackers.Go(func() { r.track(ctx, p.conf().ChainID, p.pollCadence, p.headChanged) })
+	if r.relayURL() != "" {
+		r.trackers.Go(func() { r.watch(ctx, p.headChanged) })
+	}
+}
+
+// Reconfiguration is what a Reconfigure did, by remote name.
+type Reconfiguration struct {
+	Added    []string `json:"added,omitempty"`
+	Removed  []string `json:"removed,omitempty"`
+	Replaced []string `json:"replaced,omitempty"` // its settings changed: a new remote, fresh health
+	Settings bool     `json:"settings,omitempty"` // the chain's pool settings changed
+}
+
+// Reconfigure applies a reloaded chain's pool settings and remotes, all
+// at once. A remote whose settings (and the chain's breaker and
+// chain_recheck) are unchanged is kept with its health, breaker, score
+// and head; a new or changed one starts fresh, preferred, and is followed
+// at once; a removed or replaced one leaves selection now, and its calls
+// in flight finish on it before its transport closes. The chain's name
+// and id must be the pool's; misbehaviour_log is read at Start only and
+// keeps its value. On an error nothing changed.
+func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error) {
+	old := p.state.Load()
+	cfg = cfg.WithDefaults(len(rs))
+	switch {
+	case cfg.Chain != old.cfg.Chain || cfg.ChainID != old.cfg.ChainID:
+		return Reconfiguration{}, fmt.Errorf("chain %s: reconfigure: another chain (%s, id %d)", old.cfg.Chain, cfg.Chain, cfg.ChainID)
+	case len(rs) == 0:
+		return Reconfiguration{}, fmt.Errorf("chain %s: no remotes", cfg.Chain)
+	case len(rs) > maxRemotes:
+		return Reconfiguration{}, fmt.Errorf("chain %s: %d remotes, at most %d", cfg.Chain, len(rs), maxRemotes)
+	}
+	cfg.Replies, cfg.MisbehaviourLog, cfg.Tracer = old.cfg.Replies, old.cfg.MisbehaviourLog, old.cfg.Tracer
+	rec, members, fresh, gone, err := p.match(cfg, rs, old)
+	if err != nil {
+		return Reconfiguration{}, err
+	}
+	st, err := p.compile(cfg, members, old)
+	if err != nil {
+		p.discard(fresh)
+		return Reconfiguration{}, fmt.Errorf("chain %s: %w", cfg.Chain, err)
+	}
+	rec.Settings = !reflect.DeepEqual(old.cfg, cfg)
+
+	p.mu.Lock()
+	p.state.Store(st)
+	started := p.bg != nil
+	if started {
+		for _, r := range fresh {
+			p.follow(r)
+		}
+		for _, r := range gone {
+			p.wg.Go(func() { p.retire(r, old.cfg.CallDeadline) })
+		}
+	}
+	p.mu.Unlock()
+	if !started {
+		p.discard(gone)
+	}
+	return rec, nil
+}
+
+// match pairs the remotes rs with the members of old: kept (unchanged),
+// fresh (new or changed, built here) and gone (removed or changed).
+func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfiguration, members, fresh, gone []*Remote, err error) {
+	byName := make(map[string]*Remote, len(old.remotes))
+	for _, r := range old.remotes {
+		byName[r.Name()] = r
+	}
+	sameRemoteSettings := old.cfg.Breaker == cfg.Breaker && old.cfg.ChainRecheck == cfg.ChainRecheck
+	for _, rc := range rs {
+		o, had := byName[rc.Name]
+		delete(byName, rc.Name)
+		if had && sameRemoteSettings && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
+			members = append(members, o)
+			continue
+		}
+		r, err := p.newRemote(cfg, rc)
+		if err != nil {
+			p.discard(fresh)
+			return Reconfiguration{}, nil, nil, nil, err
+		}
+		members, fresh = append(members, r), append(fresh, r)
+		if had {
+			rec.Replaced, gone = append(rec.Replaced, rc.Name), append(gone, o)
+		} else {
+			rec.Added = append(rec.Added, rc.Name)
+		}
+	}
+	for _, r := range old.remotes { // config order of what is left
+		if byName[r.Name()] != nil {
+			rec.Removed, gone = append(rec.Removed, r.Name()), append(gone, r)
+		}
+	}
+	return rec, members, fresh, gone, nil
+}
+
+// discard closes remotes that never served a call (never started, or
+// built for a reconfiguration that failed) and frees their slots.
+func (p *Pool) discard(rs []*Remote) {
+	for _, r := range rs {
+		r.t.close()
+		p.freeSlot(r.slot)
+	}
+}
+
+// retireEvery is how often a retired remote's calls in flight are counted.
+const retireEvery = 20 * time.Millisecond
+
+// retire ends a remote that left the pool: its trackers stop at once; its
+// calls in flight (sent before it left selection) finish, for at most a
+// call deadline, before its transport closes and its slot is free again.
+// The pool's Stop cuts the wait short.
+func (p *Pool) retire(r *Remote, deadline time.Duration) {
+	r.unfollow()
+	r.trackers.Wait()
+	// A call that picked r just before it left is a few instructions from
+	// counting itself in flight: the first look comes a tick later.
+	t := time.NewTicker(retireEvery)
+	defer t.Stop()
+	limit := time.NewTimer(deadline + time.Second)
+	defer limit.Stop()
+	for done := false; !done; {
+		select {
+		case <-t.C:
+			done = r.inFlight.Load() == 0
+		case <-limit.C:
+			done = true
+		case <-p.bg.Done():
+			done = true
+		}
+	}
+	r.t.close()
+	p.freeSlot(r.slot)
+	r.log.Info("remote left the pool")
+}
+
+// InFlight is the number of calls being sent to the pool's remotes now,
+// for a removed chain that lets its calls finish before it stops.
+func (p *Pool) InFlight() int64 {
+	var n int64
+	for _, r := range p.members() {
+		n += r.inFlight.Load()
+	}
+	return n
+}

@@ -1,0 +1,16 @@
+// Package tracing owns venn's OpenTelemetry traces: the `tracing:` config,
+// the SDK tracer provider and its OTLP exporter (gRPC or HTTP), the span of
+// every client call (a jrpc.CallHook, so that jrpc itself imports no
+// OpenTelemetry), W3C trace context in and out, and the attribute names the
+// other packages put on their spans.
+//
+// Tracing is off unless configured on. Off, no SDK is installed and a nil
+// *Tracer starts nothing: no span, no context, no attribute is allocated.
+// On, a component's child span (Tracer.Start) exists only under a parent
+// that records, so calls the sampler dropped cost one context lookup per
+// component, and background work that is not traced (health polls) makes
+// no spans at all.
+//
+// Spans carry names, numbers and bounded labels only: never a URL (remote
+// URLs hold API keys), an API key, params or results.
+package tracing
