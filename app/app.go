@@ -33,6 +33,7 @@ import (
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
@@ -73,6 +74,7 @@ var Module = fx.Module("app",
 		newHistory,
 		newChains,
 		newRPCOptions,
+		newRequestLog,
 		newRateLimiter,
 		newEdge,
 		newGate,
@@ -422,14 +424,16 @@ func (cs *chains) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *gate, tr *tracing.Tracer) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *gate, tr *tracing.Tracer, rl *reqlog.Log) jrpc.Options {
 	return jrpc.Options{
-		Limits:      cfg.JRPCLimits(),
-		Logger:      log,
-		Registerer:  reg,
-		MethodLabel: evm.MethodLabel,
-		Gate:        g,
-		Hook:        tr.CallHook(), // nil when off
+		Limits:            cfg.JRPCLimits(),
+		Logger:            log,
+		Registerer:        reg,
+		MethodLabel:       evm.MethodLabel,
+		Gate:              g,
+		Hook:              tr.CallHook(), // nil when off
+		DiagnosticHeaders: cfg.DiagnosticsOn(),
+		OnCall:            onCall(rl),
 	}
 }
 

@@ -23,6 +23,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 
 	c.Limits = c.Limits.WithZeroDefaults()
+	c.RequestLog = c.RequestLog.WithDefaults()
 	c.Edge = c.Edge.WithDefaults()
 	c.Admin = c.Admin.WithDefaults()
 	if c.Redis.URL != "" {

@@ -62,6 +62,7 @@ func (c *Config) Validate() error {
 	}
 	p.under("tracing", c.Tracing.Validate())
 	validateLimits(&p, c.Limits)
+	p.under("request_log", c.RequestLog.Validate())
 	c.validateEdge(&p)
 	if c.Redis.URL != "" {
 		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
