@@ -2,8 +2,6 @@ package cache
 
 import (
 	"errors"
-	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,27 +24,13 @@ var (
 // outagePause is how long a tier stops asking its server after a failure:
 // with Redis or Postgres down or stalled, a call must not each wait out a
 // timeout before it is a miss; one call per pause finds out whether the
-// server is back.
+// server is back. The cache counts the failures and logs the outage (one
+// line when it starts, one when it ends).
 const outagePause = 500 * time.Millisecond
 
-// outage is a tier's view of its server, as its calls find it. The first
-// failure of an outage logs one line and the first success after it
-// another, however many calls fail in between.
+// outage is a tier's view of its server, as its calls find it.
 type outage struct {
-	tier string
-	log  *slog.Logger
-
 	retryAt atomic.Int64 // unix ns; after a failure, the server is not asked before it
-	down    atomic.Bool
-	mu      sync.Mutex // orders the logs with the state changes
-	since   time.Time
-}
-
-func newOutage(tier string, log *slog.Logger) *outage {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &outage{tier: tier, log: log.With("component", "cache", "tier", tier)}
 }
 
 // allow returns ErrDown while the pause after a failure runs.
@@ -59,32 +43,11 @@ func (o *outage) allow() error {
 
 // failed records that the server failed a call (not the caller's own
 // cancellation: the caller checks that first).
-func (o *outage) failed(err error) {
-	o.retryAt.Store(time.Now().Add(outagePause).UnixNano())
-	if o.down.Load() {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.down.Load() {
-		return
-	}
-	o.down.Store(true)
-	o.since = time.Now()
-	o.log.Warn("cache tier unreachable: its calls are misses until it answers", "err", err)
-}
+func (o *outage) failed() { o.retryAt.Store(time.Now().Add(outagePause).UnixNano()) }
 
 // ok records that the server answered.
 func (o *outage) ok() {
-	if !o.down.Load() {
-		return
+	if o.retryAt.Load() != 0 {
+		o.retryAt.Store(0)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.down.Load() {
-		return
-	}
-	o.down.Store(false)
-	o.retryAt.Store(0)
-	o.log.Info("cache tier reachable again", "outage", time.Since(o.since).Round(time.Millisecond))
 }

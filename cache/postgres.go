@@ -54,8 +54,7 @@ type PostgresOptions struct {
 	// migrated yet) Get misses and Set stores nothing, without an error.
 	// nil: always ready.
 	Ready func() bool
-	// Logger gets one line when Postgres stops answering and one when it
-	// is back, and prune failures; nil: slog.Default().
+	// Logger gets Run's prune failures; nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -77,7 +76,7 @@ type Postgres struct {
 	db      DB
 	chainID int64
 	opts    PostgresOptions
-	out     *outage
+	out     outage
 	log     *slog.Logger
 
 	entries, bytes atomic.Int64 // as the last prune counted them
@@ -96,7 +95,7 @@ func NewPostgres(db DB, chainID uint64, opts PostgresOptions) *Postgres {
 		log = slog.Default()
 	}
 	return &Postgres{db: db, chainID: int64(min(chainID, math.MaxInt64)), opts: opts,
-		out: newOutage("postgres", log), log: log.With("component", "cache", "tier", "postgres")}
+		log: log.With("component", "cache", "tier", "postgres")}
 }
 
 func (o PostgresOptions) withDefaults() PostgresOptions {
@@ -231,6 +230,6 @@ func (p *Postgres) failed(ctx, bounded context.Context, op string, err error) er
 	if bounded.Err() != nil {
 		err = fmt.Errorf("no answer in time: %w", err)
 	}
-	p.out.failed(err)
+	p.out.failed()
 	return fmt.Errorf("cache postgres %s: %w", op, err)
 }

@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -136,14 +135,12 @@ func TestPostgresRun(t *testing.T) {
 }
 
 // TestPostgresStalled: a Postgres that stops answering is an error within
-// the read timeout, then ErrDown at once, one log line; when it answers
-// again the tier does too.
+// the read timeout, then ErrDown at once; when it answers again the tier
+// does too.
 func TestPostgresStalled(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	proxy := pgtest.NewProxy(t, pgtest.New(t))
-	logs := &testkit.Buffer{}
-	p := NewPostgres(pgPool(t, proxy.URL()), 1, PostgresOptions{ReadTimeout: timeout, WriteTimeout: timeout,
-		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	p := NewPostgres(pgPool(t, proxy.URL()), 1, PostgresOptions{ReadTimeout: timeout, WriteTimeout: timeout})
 	ctx := t.Context()
 	k := testKey("k")
 	if err := p.Set(ctx, k, Entry{Value: []byte(`"0x5"`), Settled: true}, 0); err != nil {
@@ -165,7 +162,4 @@ func TestPostgresStalled(t *testing.T) {
 		_, ok, _ := p.Get(ctx, k)
 		return ok
 	})
-	if logs.Count("cache tier unreachable") != 1 || logs.Count("cache tier reachable again") != 1 {
-		t.Fatalf("want one outage and one recovery line:\n%s", logs)
-	}
 }

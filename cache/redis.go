@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -43,9 +42,6 @@ type RedisOptions struct {
 	Timeout time.Duration
 	// MaxTTL caps every entry's TTL and is the TTL of a Set without one.
 	MaxTTL time.Duration
-	// Logger gets one line when Redis stops answering and one when it is
-	// back; nil: slog.Default().
-	Logger *slog.Logger
 }
 
 // Redis is the cache tier the replicas share: one chain's entries in
@@ -63,7 +59,7 @@ type Redis struct {
 	timeout  time.Duration
 	maxTTL   time.Duration
 	token    string // this tier's claims' value
-	out      *outage
+	out      outage
 }
 
 var (
@@ -92,7 +88,6 @@ func NewRedis(rdb redis.UniversalClient, chain string, opts RedisOptions) *Redis
 		timeout:  opts.Timeout,
 		maxTTL:   opts.MaxTTL,
 		token:    hex.EncodeToString(t[:]),
-		out:      newOutage("redis", opts.Logger),
 	}
 }
 
@@ -144,6 +139,22 @@ func (r *Redis) Set(ctx context.Context, k Key, e Entry, ttl time.Duration) erro
 	err := keyspace.CacheSet.Run(tctx, r.rdb, keys, encodeEntry(e), ttl.Milliseconds(), end).Err()
 	if err != nil {
 		return r.failed(ctx, "set", err)
+	}
+	r.out.ok()
+	return nil
+}
+
+// Delete drops k's entry: the cache drops the near-head entries of a block
+// a reorg orphaned (unreachable already), to free their room at once.
+// Its hour counter keeps counting it until the hour ends.
+func (r *Redis) Delete(ctx context.Context, k Key) error {
+	if err := r.out.allow(); err != nil {
+		return fmt.Errorf("cache redis delete: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := r.rdb.Del(tctx, r.keys.CachePrefix+k.String()).Err(); err != nil {
+		return r.failed(ctx, "delete", err)
 	}
 	r.out.ok()
 	return nil
@@ -203,6 +214,6 @@ func (r *Redis) failed(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("cache redis %s: %w", op, ctx.Err())
 	}
-	r.out.failed(err)
+	r.out.failed()
 	return fmt.Errorf("cache redis %s: %w", op, err)
 }
