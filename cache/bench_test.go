@@ -15,6 +15,10 @@ import (
 // struct or two).
 var benchValue = bytes.Repeat([]byte("0123456789abcdef"), 64) // 1 KiB
 
+// benchTimeout replaces the tiers' timeouts, which a loaded machine's
+// slowest calls pass: the benchmarks time calls, not misses.
+const benchTimeout = 5 * time.Second
+
 func benchKey(i int) Key {
 	var k Key
 	binary.BigEndian.PutUint64(k[:], uint64(i))
@@ -25,7 +29,7 @@ func benchKey(i int) Key {
 // Redis, against a bare GET and SET of the same bytes on the same client:
 // the difference is the tier's (envelope, script, counters).
 func BenchmarkRedis(b *testing.B) {
-	r, rdb, chain := redisTier(b, RedisOptions{})
+	r, rdb, chain := redisTier(b, RedisOptions{Timeout: benchTimeout})
 	ctx := b.Context()
 	e := Entry{Value: benchValue, Settled: true, Method: "eth_call", Block: 19_000_000}
 	k := benchKey(0)
@@ -70,7 +74,7 @@ func BenchmarkRedis(b *testing.B) {
 func BenchmarkPostgres(b *testing.B) {
 	u := pgtest.New(b)
 	pool := pgPool(b, u)
-	p := NewPostgres(pool, 1, PostgresOptions{})
+	p := NewPostgres(pool, 1, PostgresOptions{ReadTimeout: benchTimeout, WriteTimeout: benchTimeout})
 	ctx := b.Context()
 	e := Entry{Value: benchValue, Settled: true, Method: "debug_traceTransaction", Block: 19_000_000}
 	if err := p.Set(ctx, benchKey(-1), e, 0); err != nil {
@@ -96,7 +100,7 @@ func BenchmarkPostgres(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer sync.Close()
-		ps := NewPostgres(sync, 2, PostgresOptions{})
+		ps := NewPostgres(sync, 2, PostgresOptions{ReadTimeout: benchTimeout, WriteTimeout: benchTimeout})
 		for i := 0; b.Loop(); i++ {
 			if err := ps.Set(ctx, benchKey(i), e, 0); err != nil {
 				b.Fatal(err)

@@ -16,14 +16,21 @@ import (
 // waiting on each other.
 
 // Run prunes the chain's rows at once and then every PruneInterval until
-// ctx ends; a failed prune is logged and tried again at the next tick. It
-// returns ctx's error.
+// ctx ends; a failed prune is tried again at the next tick, and logged
+// when it is the first to fail since one succeeded. It returns ctx's
+// error.
 func (p *Postgres) Run(ctx context.Context) error {
 	t := time.NewTicker(p.opts.PruneInterval)
 	defer t.Stop()
+	failing := false
 	for {
-		if _, err := p.Prune(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrDown) {
-			p.log.Warn("cache prune failed", "err", err)
+		_, err := p.Prune(ctx)
+		switch {
+		case err == nil:
+			failing = false
+		case ctx.Err() == nil && !failing:
+			failing = true
+			p.log.Warn("cache prune failed; retrying every interval", "err", err, "interval", p.opts.PruneInterval)
 		}
 		select {
 		case <-ctx.Done():
