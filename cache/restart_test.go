@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/cache"
-	"github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -19,12 +18,8 @@ import (
 // while it is down), and the Postgres tier still has it, byte for byte.
 func TestSettledSurviveRedisRestart(t *testing.T) {
 	ctx := t.Context()
-	rs, err := cluster.StartRedis(ctx, t.TempDir(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rs.Close)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), ContextTimeoutEnabled: true})
+	rs := testkit.StartRedisServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	pool, err := cache.OpenPool(pgtest.New(t), 2)
 	if err != nil {
@@ -41,13 +36,11 @@ func TestSettledSurviveRedisRestart(t *testing.T) {
 			t.Fatalf("%s: Set: %v", tier.Name(), err)
 		}
 	}
-	rs.Kill()
+	rs.Stop()
 	if _, ok, err := rt.Get(ctx, k); ok || err == nil {
 		t.Fatalf("Redis tier with Redis killed: %v, %v; want an error", ok, err)
 	}
-	if err := rs.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rs.Start()
 	testkit.WaitFor(t, 10*time.Second, "the Redis tier answering again", func() bool {
 		_, _, err := rt.Get(ctx, k)
 		return err == nil
