@@ -66,6 +66,7 @@ var (
 	_ Tier    = (*Redis)(nil)
 	_ Claimer = (*Redis)(nil)
 	_ Sizer   = (*Redis)(nil)
+	_ Deleter = (*Redis)(nil)
 )
 
 // NewRedis returns chain's cache tier in rdb. It does no I/O.
