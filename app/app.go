@@ -163,7 +163,7 @@ type headFeed struct {
 type chains struct {
 	list   []chain
 	rdb    *redis.Client // nil without redis.url
-	tiers  cacheTiers    // the stores of the chains' shared cache tiers
+	tiers  cacheTiers    // the chains' Postgres cache tiers
 	log    *slog.Logger
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -215,7 +215,7 @@ func newChains(p chainsParams) (*chains, error) {
 		opts.ContextTimeoutEnabled = true
 		out.rdb = redis.NewClient(opts)
 	}
-	out.tiers = cacheTiers{rdb: out.rdb, hist: p.History.store, url: cfg.Postgres.URL}
+	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
 	m := newChainMetrics(p.Registry)
 	replies := remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes) // one for the process
 	for _, cc := range cfg.Chains {

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/cache"
@@ -17,11 +16,10 @@ import (
 // for the expensive methods.
 const cachePoolConns = 8
 
-// cacheTiers are the stores the chains' shared cache tiers live in: the
-// cluster's Redis, and the history database, on a pool of their own
-// opened for the first chain that keeps answers there.
+// cacheTiers are the Postgres tiers of the chains' caches (the Redis
+// tiers are on chains.rdb): in the history database, on a pool of their
+// own opened for the first chain that keeps answers there.
 type cacheTiers struct {
-	rdb  *redis.Client       // nil without redis.url
 	hist *blockstore.History // nil without postgres.url; it migrates cache_entries too
 	url  string              // postgres.url
 	pool *pgxpool.Pool       // nil until a chain has cache.postgres
@@ -37,8 +35,8 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 	}
 	var lower []cache.Layer
 	t := &cs.tiers
-	if t.rdb != nil && cc.Cache.Redis != nil && *cc.Cache.Redis {
-		r := cache.NewRedis(t.rdb, cc.Name, cache.RedisOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
+	if cs.rdb != nil && cc.Cache.Redis != nil && *cc.Cache.Redis {
+		r := cache.NewRedis(cs.rdb, cc.Name, cache.RedisOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
 			MaxTTL: cc.Cache.SettledTTL})
 		lower = append(lower, cc.Cache.RedisLayer(r))
 	}

@@ -18,8 +18,9 @@ import (
 const (
 	// DefaultPostgresReadTimeout bounds one Get: the tier is asked on a
 	// miss of memory and Redis, and a Postgres that stalls must cost the
-	// call little before it goes upstream.
-	DefaultPostgresReadTimeout = 250 * time.Millisecond
+	// call little before it goes upstream. It is inside the cache's own
+	// bound on a tier call (250 ms).
+	DefaultPostgresReadTimeout = 200 * time.Millisecond
 	// DefaultPostgresWriteTimeout bounds one Set.
 	DefaultPostgresWriteTimeout = 2 * time.Second
 	// DefaultPostgresMaxEntryBytes caps one value: traces of busy blocks
@@ -222,9 +223,10 @@ func (p *Postgres) Size(context.Context) (entries, bytes int64, err error) {
 }
 
 // failed wraps a failed call's error and, unless the caller gave up
-// (Postgres may be fine), starts the pause.
+// (Postgres may be fine), starts the pause. A caller's deadline that
+// passed first is Postgres's failure as much as the tier's own.
 func (p *Postgres) failed(ctx, bounded context.Context, op string, err error) error {
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("cache postgres %s: %w", op, ctx.Err())
 	}
 	if bounded.Err() != nil {

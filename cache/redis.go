@@ -210,9 +210,10 @@ func (r *Redis) Size(ctx context.Context) (entries, bytes int64, err error) {
 }
 
 // failed wraps a failed call's error and, unless the caller gave up
-// (Redis may be fine), starts the pause.
+// (Redis may be fine), starts the pause. A caller's deadline that passed
+// first is Redis's failure as much as the tier's own.
 func (r *Redis) failed(ctx context.Context, op string, err error) error {
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("cache redis %s: %w", op, ctx.Err())
 	}
 	r.out.failed()

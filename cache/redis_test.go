@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strconv"
 	"testing"
@@ -205,5 +206,33 @@ func TestRedisUnreachable(t *testing.T) {
 			}
 
 		})
+	}
+}
+
+// TestRedisCallerGaveUp: a caller's deadline that passes before the
+// tier's is Redis's failure (the pause starts); a caller that cancels says
+// nothing of Redis.
+func TestRedisCallerGaveUp(t *testing.T) {
+	addr := stallServer(t)
+	k := testKey("k")
+
+	r := NewRedis(boundedClient(t, addr), "stalled", RedisOptions{Timeout: 5 * time.Second})
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if d := timed(func() { _, _, _ = r.Get(ctx, k) }); d > time.Second {
+		t.Fatalf("Get under a 50ms deadline took %v", d)
+	}
+	if _, _, err := r.Get(t.Context(), k); !errors.Is(err, ErrDown) {
+		t.Fatalf("Get after the caller's deadline passed = %v; want ErrDown", err)
+	}
+
+	r = NewRedis(boundedClient(t, addr), "stalled", RedisOptions{Timeout: 5 * time.Second})
+	ctx, cancel = context.WithCancel(t.Context())
+	cancel()
+	if _, _, err := r.Get(ctx, k); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get of a cancelled caller = %v; want context.Canceled", err)
+	}
+	if err := r.out.allow(); err != nil {
+		t.Fatalf("after a cancelled caller the tier pauses: %v", err)
 	}
 }
