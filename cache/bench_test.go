@@ -1,117 +1,86 @@
 package cache
 
 import (
-	"bytes"
+	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/venn-gateway/venn/internal/pgtest"
 )
 
-// benchValue is an eth_call answer of a typical size (an ABI-encoded
-// struct or two).
-var benchValue = bytes.Repeat([]byte("0123456789abcdef"), 64) // 1 KiB
-
-// benchTimeout replaces the tiers' timeouts, which a loaded machine's
-// slowest calls pass: the benchmarks time calls, not misses.
-const benchTimeout = 5 * time.Second
-
-func benchKey(i int) Key {
-	var k Key
-	binary.BigEndian.PutUint64(k[:], uint64(i))
-	return k
+// realisticValue is the i-th answer of an indexer's state reads: most are
+// one ABI word (eth_call of a getter, 68 bytes as JSON), some balances and
+// nonces (a short quantity), one in twenty a contract's code (2 KiB).
+func realisticValue(i int) []byte {
+	switch {
+	case i%20 == 0:
+		return []byte(`"0x` + strings.Repeat("60", 1024) + `"`)
+	case i%4 == 0:
+		return []byte(`"0x1bc16d674ec80000"`)
+	}
+	return []byte(fmt.Sprintf(`"0x%064x"`, i))
 }
 
-// BenchmarkRedis times the tier's Get and Set of 1 KiB on the machine's
-// Redis, against a bare GET and SET of the same bytes on the same client:
-// the difference is the tier's (envelope, script, counters).
-func BenchmarkRedis(b *testing.B) {
-	r, rdb, chain := redisTier(b, RedisOptions{Timeout: benchTimeout})
-	ctx := b.Context()
-	e := Entry{Value: benchValue, Settled: true, Method: "eth_call", Block: 19_000_000}
-	k := benchKey(0)
-	if err := r.Set(ctx, k, e, time.Hour); err != nil {
-		b.Fatal(err)
+// BenchmarkMemoryEntries reports what 100k realistic entries cost in the
+// memory tier: heap bytes per entry, and the part of it that is not the
+// value (what entryOverhead stands for).
+func BenchmarkMemoryEntries(b *testing.B) {
+	const n = 100_000
+	for range b.N {
+		b.StopTimer()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		m := NewMemory(1<<40, nil)
+		values := 0
+		for i := range n {
+			v := realisticValue(i)
+			values += len(v)
+			var k Key
+			binary.BigEndian.PutUint64(k[:], uint64(i))
+			k = sha256.Sum256(k[:])
+			_ = m.Set(context.Background(), k, Entry{Value: v, Settled: true, Method: "eth_call", Block: uint64(i)}, 0)
+		}
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		total := float64(after.HeapAlloc - before.HeapAlloc)
+		b.ReportMetric(total/n, "bytes/entry")
+		b.ReportMetric(float64(values)/n, "value-bytes/entry")
+		b.ReportMetric((total-float64(values))/n, "overhead-bytes/entry")
+		runtime.KeepAlive(m)
+		m.Close()
+		b.StartTimer()
 	}
-	raw := "venn:{" + chain + "}:raw"
-	b.Run("tier-get", func(b *testing.B) {
-		for b.Loop() {
-			if _, ok, err := r.Get(ctx, k); !ok || err != nil {
-				b.Fatal(ok, err)
-			}
-		}
-	})
-	b.Run("tier-set", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if err := r.Set(ctx, benchKey(i%1000), e, time.Hour); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("bare-set", func(b *testing.B) {
-		for b.Loop() {
-			if err := rdb.Set(ctx, raw, benchValue, time.Hour).Err(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("bare-get", func(b *testing.B) {
-		for b.Loop() {
-			if err := rdb.Get(ctx, raw).Err(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
-// BenchmarkPostgres times the tier's Get and Set (a new key each time) of
-// 1 KiB on the machine's Postgres, against a bare SELECT 1 on the same
-// pool (the round trip every statement pays) and a Set on a pool that
-// commits synchronously (what OpenPool's synchronous_commit off saves).
-func BenchmarkPostgres(b *testing.B) {
-	u := pgtest.New(b)
-	pool := pgPool(b, u)
-	p := NewPostgres(pool, 1, PostgresOptions{ReadTimeout: benchTimeout, WriteTimeout: benchTimeout})
-	ctx := b.Context()
-	e := Entry{Value: benchValue, Settled: true, Method: "debug_traceTransaction", Block: 19_000_000}
-	if err := p.Set(ctx, benchKey(-1), e, 0); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("tier-get", func(b *testing.B) {
-		for b.Loop() {
-			if _, ok, err := p.Get(ctx, benchKey(-1)); !ok || err != nil {
-				b.Fatal(ok, err)
+// BenchmarkServeHit is a hit's cost: the key (canonical params, sha256)
+// and the memory tier's read, against the key alone.
+func BenchmarkServeHit(b *testing.B) {
+	get := call("eth_call", `[{"to":"`+testAddr+`","data":"0x70a08231000000000000000000000000`+testAddr[2:]+`"},"0x5"]`)
+	v := newView(100, nil)
+	b.Run("key", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, _, ok := deriveKey("dev", get, v); !ok {
+				b.Fatal("no key")
 			}
 		}
 	})
-	b.Run("tier-set", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if err := p.Set(ctx, benchKey(i), e, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("tier-set-sync-commit", func(b *testing.B) {
-		sync, err := pgxpool.New(ctx, u)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer sync.Close()
-		ps := NewPostgres(sync, 2, PostgresOptions{ReadTimeout: benchTimeout, WriteTimeout: benchTimeout})
-		for i := 0; b.Loop(); i++ {
-			if err := ps.Set(ctx, benchKey(i), e, 0); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("bare-select-1", func(b *testing.B) {
-		var one int
-		for b.Loop() {
-			if err := pool.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
-				b.Fatal(err)
+	b.Run("hit", func(b *testing.B) {
+		c := New(testConfig(), Options{Chain: "dev"})
+		defer c.Close()
+		up := func(context.Context) (json.RawMessage, error) { return json.RawMessage(realisticValue(1)), nil }
+		_, _, _ = c.Serve(context.Background(), get, v, false, up)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if _, _, o := c.Serve(context.Background(), get, v, false, up); o != Hit {
+				b.Fatal(o)
 			}
 		}
 	})
