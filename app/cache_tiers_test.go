@@ -1,10 +1,13 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,6 +39,124 @@ func cachedCall(t *testing.T, c *http.Client, url string, n uint64) (wireRespons
 		t.Fatalf("status %d: %v", resp.StatusCode, err)
 	}
 	return r, resp.Header.Get("X-Venn-Cache")
+}
+
+// probeBlock is the settled block startCached asks for until the cache
+// keys it.
+const probeBlock = 70
+
+// startCached starts venn on cfg and returns once its cache keys a call at
+// a settled block (a replica does once its window knows the head).
+func startCached(t *testing.T, cfg *Config, logs *testkit.Buffer, client *http.Client) (*fxtest.App, *servers) {
+	t.Helper()
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(logs), fx.Populate(&s))
+	app.RequireStart()
+	rpc := "http://" + s.rpc.bound.String() + "/test"
+	testkit.WaitFor(t, 10*time.Second, "the cache to key a settled call", func() bool {
+		_, word := cachedCall(t, client, rpc, probeBlock)
+		return word != "none"
+	})
+	return app, s
+}
+
+// TestAppCacheClaim: two replicas on one Redis get the same settled call
+// at once: the first claims the miss and asks upstream, the second waits
+// for its answer in Redis instead of asking too. One upstream call in all.
+func TestAppCacheClaim(t *testing.T) {
+	rs := testkit.StartRedisServer(t)
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, FinalizedDepth: 8, SafeDepth: 4})
+	var asked atomic.Int64 // eth_getBalance calls for block 80 that reached the node
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	node.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method == "eth_getBalance" && strings.Contains(string(params), `"`+evm.Quantity(80)+`"`) {
+			asked.Add(1)
+			<-release // the upstream is slow: the claim is held meanwhile
+		}
+		return nil, nil, false
+	})
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+redis: {url: "redis://`+rs.Addr+`"}
+chains:
+  - name: test
+    chain_id: 1337
+    block_time: 50ms
+    head: {window: 16}
+    integrity: {stalker: false}
+    remotes: [{name: node, url: "`+node.URL()+`"}]
+`)
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	logs := &testkit.Buffer{}
+	appA, a := startCached(t, cfg, logs, client)
+	defer appA.RequireStop()
+	appB, b := startCached(t, cfg, logs, client)
+	defer appB.RequireStop()
+
+	type reply struct {
+		r    wireResponse
+		word string
+	}
+	call := func(s *servers) <-chan reply {
+		ch := make(chan reply, 1)
+		go func() {
+			r, word := cachedCall(t, client, "http://"+s.rpc.bound.String()+"/test", 80)
+			ch <- reply{r, word}
+		}()
+		return ch
+	}
+	fromA := call(a)
+	testkit.WaitFor(t, 10*time.Second, "replica A to claim the miss and ask upstream", func() bool { return asked.Load() == 1 })
+	claims := monitorClaims(t, rs.Addr)
+	fromB := call(b)
+	testkit.WaitFor(t, 10*time.Second, "replica B to try to claim it", func() bool { return claims.Load() >= 1 })
+	unblock()
+	ra, rb := <-fromA, <-fromB
+	if ra.r.Error != nil || rb.r.Error != nil || string(ra.r.Result) != string(rb.r.Result) {
+		t.Fatalf("answers differ: A %s %+v, B %s %+v", ra.r.Result, ra.r.Error, rb.r.Result, rb.r.Error)
+	}
+	if ra.word != "miss" || rb.word != "hit" || asked.Load() != 1 {
+		t.Fatalf("A %q, B %q, %d upstream calls; want miss, hit (A's answer), 1", ra.word, rb.word, asked.Load())
+	}
+}
+
+// monitorClaims counts the cache claims (SET NX of a claim key) Redis at
+// addr runs from now on, through MONITOR on a connection of its own that
+// the test's end closes.
+func monitorClaims(t *testing.T, addr string) *atomic.Int64 {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(conn)
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := rd.ReadString('\n'); err != nil || ok != "+OK\r\n" {
+		t.Fatalf("MONITOR: %q, %v", ok, err)
+	}
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if strings.Contains(line, `"set" "venn:{test}:cc:`) || strings.Contains(line, `"SET" "venn:{test}:cc:`) {
+				n.Add(1)
+			}
+		}
+	})
+	t.Cleanup(func() { conn.Close(); wg.Wait() })
+	return &n
 }
 
 // TestAppCacheTiers runs venn with the Redis and Postgres tiers on: a
@@ -73,26 +194,16 @@ chains:
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	logs := &testkit.Buffer{}
-	const probeBlock = 70
 	started := 0
 	start := func() (*fxtest.App, *servers) {
 		started++
-		var s *servers
-		app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(logs), fx.Populate(&s))
-		app.RequireStart()
-		rpc := "http://" + s.rpc.bound.String() + "/test"
+		app, s := startCached(t, cfg, logs, client)
 		testkit.WaitFor(t, 10*time.Second, "the history store (and cache_entries) to be ready", func() bool {
 			return logs.Count("history store ready") == started
-		})
-		// A replica keys settled calls once its window knows the head.
-		testkit.WaitFor(t, 10*time.Second, "the cache to key a settled call", func() bool {
-			_, word := cachedCall(t, client, rpc, probeBlock)
-			return word != "none"
 		})
 		asked.Store(0)
 		return app, s
 	}
-
 	app, s := start()
 	rpc := "http://" + s.rpc.bound.String() + "/test"
 	r, word := cachedCall(t, client, rpc, 80)
@@ -115,8 +226,8 @@ chains:
 	if r, word := cachedCall(t, client, rpc, 80); string(r.Result) != want || word != "hit" || asked.Load() != 0 {
 		t.Fatalf("after the restarts: %s %+v, %q, %d upstream; want a hit from Postgres\n%s", r.Result, r.Error, word, asked.Load(), logs)
 	}
-	if n := rowCount(t, direct); n != 2 {
-		t.Fatalf("cache_entries holds %d rows; want 2 (the probe's and the call's)", n)
+	if n := rowCount(t, direct, 80); n != 1 {
+		t.Fatalf("cache_entries holds %d rows at block 80; want 1", n)
 	}
 
 	if _, body := get(t, client, "http://"+s.metrics.bound.String()+"/metrics"); strings.Contains(body, "venn_cache_store_errors_total{") {
@@ -147,8 +258,9 @@ chains:
 	}
 }
 
-// rowCount counts cache_entries at the database at u.
-func rowCount(t *testing.T, u string) int {
+// rowCount counts the rows of cache_entries at block n in the database
+// at u.
+func rowCount(t *testing.T, u string, n uint64) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -157,11 +269,11 @@ func rowCount(t *testing.T, u string) int {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM cache_entries`).Scan(&n); err != nil {
+	var rows int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM cache_entries WHERE block = $1`, int64(n)).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return rows
 }
 
 // grepLines returns the lines of s that contain sub.
