@@ -30,8 +30,38 @@ const (
 	DefaultRedisMaxTTL = 7 * 24 * time.Hour
 )
 
-// sizeHour is the width of the hour counters (keyspace.CacheSet).
-const sizeHour = time.Hour
+// The size counters (keyspace.CacheSet) count an entry in the slot it
+// expires in, until the slot ends: a minute for TTLs under an hour
+// (near-head answers), so that they are not counted long after they
+// expired, an hour for the rest, so that Size reads few keys.
+const (
+	sizeMinute = 60
+	sizeHour   = 3600
+)
+
+// sizeSlot is the counters' slot of an entry that expires at exp after
+// ttl, and the slot's end in unix seconds.
+func sizeSlot(exp time.Time, ttl time.Duration) (slot string, end int64) {
+	width, mark := int64(sizeHour), "h"
+	if ttl < time.Hour {
+		width, mark = sizeMinute, "m"
+	}
+	n := exp.Unix() / width
+	return mark + strconv.FormatInt(n, 10), (n + 1) * width
+}
+
+// sizeSlots are every slot an entry stored now, for at most maxTTL, may
+// still be counted in.
+func sizeSlots(now time.Time, maxTTL time.Duration) []string {
+	var slots []string
+	for m := now.Unix() / sizeMinute; m <= now.Add(time.Hour).Unix()/sizeMinute; m++ {
+		slots = append(slots, "m"+strconv.FormatInt(m, 10))
+	}
+	for h := now.Unix() / sizeHour; h <= now.Add(maxTTL).Unix()/sizeHour; h++ {
+		slots = append(slots, "h"+strconv.FormatInt(h, 10))
+	}
+	return slots
+}
 
 // RedisOptions configure a Redis tier; zero fields take defaults.
 type RedisOptions struct {
@@ -132,9 +162,8 @@ func (r *Redis) Set(ctx context.Context, k Key, e Entry, ttl time.Duration) erro
 	if err := r.out.allow(); err != nil {
 		return fmt.Errorf("cache redis set: %w", err)
 	}
-	hour := time.Now().Add(ttl).Unix() / int64(sizeHour/time.Second)
-	end := (hour + 1) * int64(sizeHour/time.Second)
-	keys := r.keys.CacheSetKeys(k.String(), strconv.FormatInt(hour, 10))
+	slot, end := sizeSlot(time.Now().Add(ttl), ttl)
+	keys := r.keys.CacheSetKeys(k.String(), slot)
 	tctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	err := keyspace.CacheSet.Run(tctx, r.rdb, keys, encodeEntry(e), ttl.Milliseconds(), end).Err()
@@ -147,7 +176,7 @@ func (r *Redis) Set(ctx context.Context, k Key, e Entry, ttl time.Duration) erro
 
 // Delete drops k's entry: the cache drops the near-head entries of a block
 // a reorg orphaned (unreachable already), to free their room at once.
-// Its hour counter keeps counting it until the hour ends.
+// Its size counter keeps counting it until its slot ends.
 func (r *Redis) Delete(ctx context.Context, k Key) error {
 	if err := r.out.allow(); err != nil {
 		return fmt.Errorf("cache redis delete: %w", err)
@@ -180,21 +209,19 @@ func (r *Redis) Claim(ctx context.Context, k Key, hold time.Duration) (bool, err
 	return mine, nil
 }
 
-// Size implements Sizer from the hour counters (keyspace.CacheSet): one
-// script over the hours an entry may still expire in (MaxTTL/1h + 1
-// keys). It is approximate: an entry Redis evicted under maxmemory counts
-// until its hour ends, and one replaced with a later TTL counts in its
-// first hour only.
+// Size implements Sizer from the size counters (keyspace.CacheSet): one
+// script over the slots an entry may still expire in (61 minutes and
+// MaxTTL/1h + 1 hours: 86 keys for a day). It is approximate: an entry
+// Redis evicted under maxmemory counts until its slot ends, one replaced
+// with a later TTL in its first slot only.
 func (r *Redis) Size(ctx context.Context) (entries, bytes int64, err error) {
 	if err := r.out.allow(); err != nil {
 		return 0, 0, fmt.Errorf("cache redis size: %w", err)
 	}
-	per := int64(sizeHour / time.Second)
-	now := time.Now()
-	from, to := now.Unix()/per, now.Add(r.maxTTL).Unix()/per
-	keys := make([]string, 0, to-from+1)
-	for h := from; h <= to; h++ {
-		keys = append(keys, r.keys.CacheSizePrefix+strconv.FormatInt(h, 10))
+	slots := sizeSlots(time.Now(), r.maxTTL)
+	keys := make([]string, len(slots))
+	for i, slot := range slots {
+		keys[i] = r.keys.CacheSizePrefix + slot
 	}
 	tctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()

@@ -24,10 +24,11 @@ package keyspace
 //	                       always with a TTL; KEY is the cache key in hex
 //	venn:{CHAIN}:cc:KEY    a claim on KEY's miss: the replica asking
 //	                       upstream for it, with a TTL
-//	venn:{CHAIN}:cn:HOUR   HASH n, b: cache entries and bytes written that
-//	                       expire in that hour (unix hours); it expires
-//	                       with them, so the live ones sum what the cache
-//	                       holds (CacheSize)
+//	venn:{CHAIN}:cn:SLOT   HASH n, b: cache entries and bytes written that
+//	                       expire in that slot: mMINUTE (unix minutes) for
+//	                       TTLs under an hour, hHOUR (unix hours) for the
+//	                       rest; it expires with them, so the live ones sum
+//	                       what the cache holds (CacheSize)
 type Chain struct {
 	Lease       string
 	Epoch       string
@@ -38,7 +39,7 @@ type Chain struct {
 
 	CachePrefix      string // + a cache key in hex
 	CacheClaimPrefix string // + a cache key in hex
-	CacheSizePrefix  string // + a unix hour
+	CacheSizePrefix  string // + "m" and a unix minute, or "h" and a unix hour
 }
 
 // For returns the keys of chain.
@@ -68,9 +69,9 @@ func (c Chain) PublishKeys() []string { return []string{c.Epoch, c.State, c.Cano
 func (c Chain) SnapshotKeys() []string { return []string{c.State, c.Canon} }
 
 // CacheSetKeys are CacheSet's KEYS for cache key key (hex) expiring in
-// hour: the entry, the hour's counters and the key's claim.
-func (c Chain) CacheSetKeys(key, hour string) []string {
-	return []string{c.CachePrefix + key, c.CacheSizePrefix + hour, c.CacheClaimPrefix + key}
+// slot: the entry, the slot's counters and the key's claim.
+func (c Chain) CacheSetKeys(key, slot string) []string {
+	return []string{c.CachePrefix + key, c.CacheSizePrefix + slot, c.CacheClaimPrefix + key}
 }
 
 // RateLimitPrefix starts the key of every rate-limit bucket ("key:NAME",

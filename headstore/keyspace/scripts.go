@@ -200,13 +200,13 @@ return {0, 0}
 
 // CacheSet stores one cache entry with its TTL, ends the key's claim (the
 // answer is there for whoever waited on it) and, when the key was not
-// there, counts it in the counters of the hour it expires in, which
-// expire at that hour's end: the live counters are what the cache holds,
-// give or take entries that Redis evicted (counted until their hour
+// there, counts it in the counters of the slot it expires in, which
+// expire at that slot's end: the live counters are what the cache holds,
+// give or take entries that Redis evicted (counted until their slot
 // ends) or that a Set replaced with a later TTL (not counted again).
 //
-// KEYS: Chain.CacheSetKeys (entry, hour, claim); ARGV: envelope, TTL in ms, the
-// hour's end in unix seconds.
+// KEYS: Chain.CacheSetKeys (entry, slot, claim); ARGV: envelope, TTL in
+// ms, the slot's end in unix seconds.
 var CacheSet = redis.NewScript(`
 local fresh = redis.call('EXISTS', KEYS[1]) == 0
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -219,8 +219,8 @@ end
 return fresh and 1 or 0
 `)
 
-// CacheSize sums the cache's hour counters in KEYS (CacheSizePrefix +
-// every hour an entry may still expire in); it returns {entries, bytes}.
+// CacheSize sums the cache's slot counters in KEYS (CacheSizePrefix +
+// every slot an entry may still expire in); it returns {entries, bytes}.
 var CacheSize = redis.NewScript(`
 local n, b = 0, 0
 for _, k in ipairs(KEYS) do
