@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // sampleEntries are answers of every shape: empty results, an error, a
@@ -174,7 +176,7 @@ func TestRedisUnreachable(t *testing.T) {
 		name string
 		addr func(testing.TB) string
 	}{
-		{"closed port", closedAddr},
+		{"closed port", testkit.ClosedAddr},
 		{"stalled", stallServer},
 	}
 	for _, tt := range tests {

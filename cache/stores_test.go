@@ -84,18 +84,6 @@ func stallServer(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// closedAddr is a loopback address nobody listens on.
-func closedAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // boundedClient is a client as the app makes one: its calls bounded by
 // their contexts.
 func boundedClient(t testing.TB, addr string) *redis.Client {

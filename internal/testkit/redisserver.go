@@ -32,12 +32,7 @@ func StartRedisServer(t testing.TB) *RedisServer {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatal("redis-server not found: install Debian's redis-server package (scripts/test.sh does)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &RedisServer{t: t, Addr: ln.Addr().String(), dir: t.TempDir()}
-	ln.Close()
+	r := &RedisServer{t: t, Addr: ClosedAddr(t), dir: t.TempDir()}
 	r.Start()
 	t.Cleanup(r.Stop)
 	return r

@@ -3,8 +3,9 @@
 // concurrent loggers write to while a test reads it. It imports nothing of
 // the project. WSWrite and WSRead are one bounded WebSocket write and
 // read; Redis is a client of the machine's Redis whose keys are cleaned up,
-// RedisServer a private redis-server a test can stop and restart empty;
-// EditJSON changes one field of an answer.
+// RedisServer a private redis-server a test can stop and restart empty,
+// ClosedAddr an address nothing listens on; EditJSON changes one field of
+// an answer.
 package testkit
 
 import (
