@@ -9,6 +9,7 @@ import (
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/cache"
+	"github.com/venn-gateway/venn/remotes"
 )
 
 // cachePoolConns bounds the connections of the Postgres tiers' pool, one
@@ -53,7 +54,7 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 		t.pg = append(t.pg, p)
 		lower = append(lower, cc.Cache.PostgresLayer(p))
 	}
-	return cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m}), nil
+	return cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m, IsRevert: isRevert}), nil
 }
 
 // run starts the Postgres tiers' prunes, until ctx ends.
@@ -69,4 +70,10 @@ func (t *cacheTiers) close() {
 		t.pool.Close()
 		t.pool = nil
 	}
+}
+
+// isRevert is the remotes' verdict that err is a revert: only those of
+// the caller's errors are fixed by the call's block.
+func isRevert(method string, err error) bool {
+	return remotes.Classify(method, err).Reason == remotes.ReasonRevert
 }

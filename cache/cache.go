@@ -35,6 +35,10 @@ type Options struct {
 	Logger *slog.Logger // nil: discarded
 	// Metrics are shared by every chain's cache; nil: unregistered.
 	Metrics *Metrics
+	// IsRevert reports an error that is a revert: the caller's own,
+	// deterministic at its block (the remotes' classification); nil: no
+	// error is stored.
+	IsRevert func(method string, err error) bool
 }
 
 // New builds a chain's cache from a defaulted, valid cfg; it does no I/O.
@@ -49,7 +53,7 @@ func New(cfg Config, o Options) *Cache {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("chain", o.Chain)
-	c := &Cache{chain: o.Chain, policy: newPolicy(cfg), cfg: cfg, log: log, m: o.Metrics}
+	c := &Cache{chain: o.Chain, policy: newPolicy(cfg, o.IsRevert), cfg: cfg, log: log, m: o.Metrics}
 	c.memory = NewMemory(cfg.MemoryBytes, func(reason string) {
 		c.tiers[0].evictions.WithLabelValues(reason).Inc()
 	})
@@ -61,6 +65,10 @@ func New(cfg Config, o Options) *Cache {
 	o.Metrics.watch(c)
 	return c
 }
+
+// Keeps reports whether method is in the cached set: only its calls are
+// worth a lookup.
+func (c *Cache) Keeps(method string) bool { return c.policy.caches(method) }
 
 // Close stops the memory tier's maintenance; the lower tiers are their
 // owners' to close.
@@ -123,7 +131,7 @@ func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, f
 		fk = "b" + fk
 	}
 	v, _, shared := c.flight.Do(fk, func() (any, error) {
-		return c.miss(ctx, k, p, call, at, fetch, skip), nil
+		return c.miss(ctx, &missed{call: call, at: at, fetch: fetch, key: k, pin: p, skip: skip}), nil
 	})
 	a := v.(answer)
 	if shared && isCut(a.err) && ctx.Err() == nil {
@@ -141,7 +149,7 @@ func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, f
 type answer struct {
 	res json.RawMessage
 	err error
-	hit bool // another replica's answer, found after its claim
+	hit bool // from a tier after all: a flight that just stored, or another replica after its claim
 }
 
 // isCut reports an error of a call cut short by its caller.
@@ -178,26 +186,43 @@ func (c *Cache) fill(ctx context.Context, k Key, p pin, e Entry, tiers []*layer)
 	}
 }
 
+// missed is one call the tiers did not answer.
+type missed struct {
+	call  *evm.Call
+	at    View
+	fetch Fetch
+	key   Key
+	pin   pin
+	skip  bool
+}
+
 // miss asks upstream once for every caller in the process, after the
 // cluster's claim when a tier shares misses, and stores what may be kept.
-func (c *Cache) miss(ctx context.Context, k Key, p pin, call *evm.Call, at View, fetch Fetch, skip bool) answer {
-	if !skip {
-		if e, ok := c.awaitClaim(ctx, k, p); ok {
-			c.count(call.Method, "any", "claimed")
+func (c *Cache) miss(ctx context.Context, m *missed) answer {
+	if !m.skip {
+		// A flight for the key may have ended, stored, between this
+		// call's lookup and its flight.
+		if e, ok := c.tiers[0].get(ctx, m.key); ok {
+			if res, err, good := e.answer(); good {
+				return answer{res: res, err: err, hit: true}
+			}
+		}
+		if e, ok := c.awaitClaim(ctx, m.key, m.pin); ok {
+			c.count(m.call.Method, "any", "claimed")
 			res, err, _ := e.answer()
 			return answer{res: res, err: err, hit: true}
 		}
 	}
-	res, err := fetch(ctx)
-	e, keep := c.policy.entry(call.Method, p, res, err)
-	if keep && p.recent {
+	res, err := m.fetch(ctx)
+	e, keep := c.policy.entry(m.call.Method, m.pin, res, err)
+	if keep && m.pin.recent {
 		// The block may have been orphaned while upstream answered: an
 		// answer keyed by a hash no longer canonical is not stored.
-		hash, ok := at.CanonicalHash(p.number)
-		keep = ok && hash == p.hash
+		hash, ok := m.at.CanonicalHash(m.pin.number)
+		keep = ok && hash == m.pin.hash
 	}
 	if keep {
-		c.store(ctx, k, p, e, call.Method)
+		c.store(ctx, m.key, m.pin, e, m.call.Method)
 	}
 	return answer{res: res, err: err}
 }

@@ -64,6 +64,12 @@ func (v *view) reorg(n uint64, hash string) {
 	v.changed = make(chan struct{})
 }
 
+// isRevert is the remotes' classification of a revert, in short.
+func isRevert(_ string, err error) bool {
+	je, ok := errors.AsType[*jrpc.Error](err)
+	return ok && je.Code == 3
+}
+
 func testConfig() Config {
 	return Config{}.WithDefaults(time.Second, false)
 }
@@ -71,7 +77,7 @@ func testConfig() Config {
 func newTestCache(t *testing.T, cfg Config, lower ...Layer) (*Cache, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	c := New(cfg, Options{Chain: "dev", Lower: lower, Metrics: NewMetrics(reg)})
+	c := New(cfg, Options{Chain: "dev", Lower: lower, Metrics: NewMetrics(reg), IsRevert: isRevert})
 	t.Cleanup(c.Close)
 	return c, reg
 }

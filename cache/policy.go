@@ -9,7 +9,6 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/remotes"
 )
 
 // policy is what a chain's Config says of each call and answer, read once.
@@ -18,10 +17,11 @@ type policy struct {
 	maxEntry      int
 	revertSettled bool
 	revertRecent  bool
+	isRevert      func(method string, err error) bool // nil: none is
 }
 
-func newPolicy(c Config) *policy {
-	p := &policy{methods: map[string]struct{}{}, maxEntry: c.MaxEntryBytes,
+func newPolicy(c Config, isRevert func(method string, err error) bool) *policy {
+	p := &policy{methods: map[string]struct{}{}, maxEntry: c.MaxEntryBytes, isRevert: isRevert,
 		revertSettled: *c.CacheReverts.Settled, revertRecent: *c.CacheReverts.Recent}
 	for _, m := range slices.Concat(DefaultMethods, c.Methods.Add) {
 		if !evm.MatchMethod(c.Methods.Remove, m) && !evm.MatchMethod(c.Methods.Never, m) {
@@ -78,13 +78,10 @@ func (p *policy) entry(method string, at pin, res json.RawMessage, err error) (E
 	return e, true
 }
 
-// keepsRevert reports a revert (remotes' verdict: the caller's own error,
-// by the contract at that block) that the config keeps at at.
+// keepsRevert reports a revert (the caller's own error, by the contract at
+// that block, as the remotes classify it) that the config keeps at at.
 func (p *policy) keepsRevert(method string, at pin, err error) bool {
-	if _, ok := errors.AsType[*jrpc.Error](err); !ok {
-		return false
-	}
-	if remotes.Classify(method, err).Reason != remotes.ReasonRevert {
+	if _, ok := errors.AsType[*jrpc.Error](err); !ok || p.isRevert == nil || !p.isRevert(method, err) {
 		return false
 	}
 	if at.settled {

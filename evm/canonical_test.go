@@ -91,3 +91,17 @@ func TestCanonicalRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestFoldKey(t *testing.T) {
+	for _, tt := range []struct{ a, b string }{{"from", "FROM"}, {"k", "\u212a"}, {"s", "\u017f"}, {"blockHash", "BLOCKHASH"}} {
+		if foldKey(tt.a) != foldKey(tt.b) {
+			t.Errorf("%q and %q fold apart", tt.a, tt.b)
+		}
+	}
+	if foldKey("from") != "from" {
+		t.Errorf("foldKey(from) = %q", foldKey("from"))
+	}
+	if foldKey("a") == foldKey("b") {
+		t.Error("a and b fold together")
+	}
+}

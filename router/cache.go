@@ -13,6 +13,7 @@ import (
 // answers at a fixed block, asked after the head window and history and
 // before the remotes.
 type Cache interface {
+	Keeps(method string) bool
 	Serve(ctx context.Context, c *evm.Call, at cache.View, skip bool, fetch cache.Fetch) (json.RawMessage, error, cache.Outcome)
 }
 
@@ -32,14 +33,38 @@ func (v cacheView) CanonicalHash(n uint64) (string, bool) {
 	return v.rt.canonical(n)
 }
 
+// caches reports whether the response cache keeps c's method.
+func (rt *Router) caches(c *evm.Call) bool { return rt.cache != nil && rt.cache.Keeps(c.Method) }
+
+// cachedForward is forward through the response cache. c is a copy: the
+// cache holds it through the miss, and only the calls it keeps pay for one
+// on the heap; every other call stays on its caller's stack.
+func (rt *Router) cachedForward(ctx context.Context, req *jrpc.Request, c evm.Call) (json.RawMessage, error) {
+	return rt.cached(ctx, &c, rt.forwarded.answered, func(ctx context.Context) (json.RawMessage, error) {
+		return rt.forward(ctx, req, &c)
+	})
+}
+
+// cachedReceipts is the forger's eth_getBlockReceipts through the response
+// cache; c is a copy, as in cachedForward.
+func (rt *Router) cachedReceipts(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+	var built bool
+	return rt.cached(ctx, &c, func(ctx context.Context) {
+		if built {
+			rt.forged.answered(ctx)
+		} else {
+			rt.forwarded.answered(ctx)
+		}
+	}, func(ctx context.Context) (json.RawMessage, error) {
+		res, b, err := rt.forge.BlockReceipts(ctx, &c)
+		built = b
+		return res, err
+	})
+}
+
 // cached answers c from the response cache, or by fetch through it;
 // answered notes the source of a fetched answer (remotes, forger).
 func (rt *Router) cached(ctx context.Context, c *evm.Call, answered func(context.Context), fetch cache.Fetch) (json.RawMessage, error) {
-	if rt.cache == nil {
-		res, err := fetch(ctx)
-		answered(ctx)
-		return res, err
-	}
 	res, err, o := rt.cache.Serve(ctx, c, cacheView{rt}, jrpc.SkipCache(ctx), fetch)
 	if o != cache.None {
 		jrpc.NoteOf(ctx).Cached(o.String())

@@ -331,19 +331,16 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 		missed = m
 	}
 	switch {
+	case c.Kind == evm.KindBlockReceipts && rt.caches(c):
+		res, err = rt.cachedReceipts(ctx, *c)
 	case c.Kind == evm.KindBlockReceipts:
 		var built bool
-		res, err = rt.cached(ctx, c, func(ctx context.Context) {
-			if built {
-				rt.forged.answered(ctx)
-			} else {
-				rt.forwarded.answered(ctx)
-			}
-		}, func(ctx context.Context) (json.RawMessage, error) {
-			res, b, err := rt.forge.BlockReceipts(ctx, c)
-			built = b
-			return res, err
-		})
+		res, built, err = rt.forge.BlockReceipts(ctx, c)
+		if built {
+			rt.forged.answered(ctx)
+		} else {
+			rt.forwarded.answered(ctx)
+		}
 	case missed:
 		rt.forwarded.answered(ctx)
 		res, err = rt.forward(ctx, req, c)

@@ -229,9 +229,16 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	if res, handled, err := rt.stored(ctx, req, &c); handled {
 		return res, err
 	}
-	res, err := rt.cached(ctx, &c, rt.forwarded.answered, func(ctx context.Context) (json.RawMessage, error) {
-		return rt.forward(ctx, req, &c)
-	})
+	var (
+		res json.RawMessage
+		err error
+	)
+	if rt.caches(&c) {
+		res, err = rt.cachedForward(ctx, req, c)
+	} else {
+		rt.forwarded.answered(ctx)
+		res, err = rt.forward(ctx, req, &c)
+	}
 	if err == nil && c.Kind == evm.KindBlockNumber && rt.head != nil {
 		res = rt.blockNumber(res)
 	}
