@@ -155,6 +155,7 @@ type chain struct {
 	wg      sync.WaitGroup
 	settled func() (uint64, bool) // the settled line the leader archives by
 	cache   *cache.Cache          // nil: the chain's cache is off
+	prune   *cache.Postgres       // the cache's Postgres tier, whose retention run runs; nil: none
 }
 
 // headFeed is a chain's head window on this replica: the follower that
@@ -185,6 +186,7 @@ func (h *headFeed) lead(ctx context.Context, epoch uint64) {
 type chains struct {
 	list     atomic.Pointer[[]*chain]
 	rdb      *redis.Client // nil without redis.url
+	tiers    cacheTiers    // the Postgres cache tiers' pool
 	log      *slog.Logger
 	parts    chainParts
 	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
@@ -261,6 +263,7 @@ func newChains(p chainsParams) (*chains, error) {
 		opts.ContextTimeoutEnabled = true
 		out.rdb = redis.NewClient(opts)
 	}
+	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
 	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
 		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
 		history: p.History, tracer: p.Tracer}
@@ -268,6 +271,7 @@ func newChains(p chainsParams) (*chains, error) {
 	for _, cc := range cfg.Chains {
 		c, err := out.build(cc)
 		if err != nil {
+			out.tiers.close()
 			return nil, err
 		}
 		list = append(list, c)
@@ -310,12 +314,15 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash,
 		Logger: log, Tracer: cs.parts.tracer}
-	rcache := cs.newCache(cc, log, m.cache)
+	rcache, prune, err := cs.newCache(cc, log, m.cache)
+	if err != nil {
+		return nil, fmt.Errorf("chain %s: cache: %w", cc.Name, err)
+	}
 	if rcache != nil {
 		rc.Cache = rcache // a nil *cache.Cache would be a non-nil interface
 	}
 	rt := router.New(rc, h.window, up, m.router)
-	return &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, cache: rcache}, nil
+	return &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, cache: rcache, prune: prune}, nil
 }
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
@@ -377,6 +384,9 @@ func (c *chain) run() {
 		// Near-head entries of orphaned blocks leave at each reorg.
 		c.wg.Go(func() { c.cache.Run(bg, c.head.window, c.settled) })
 	}
+	if c.prune != nil {
+		c.wg.Go(func() { _ = c.prune.Run(bg) }) // the Postgres tier's retention
+	}
 }
 
 // halt ends the chain's campaign (a leader releases its lease, so another
@@ -418,6 +428,7 @@ func (cs *chains) stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	errs = append(errs, cs.waitRetired(ctx))
+	cs.tiers.close() // every prune has ended
 	if cs.rdb != nil {
 		errs = append(errs, cs.rdb.Close())
 	}

@@ -17,7 +17,8 @@ import (
 // mean the same share a key; two that differ in meaning never do.
 type Key [32]byte
 
-// String is the key in hex, as the Redis and Postgres tiers store it.
+// String is the key in hex, as the Redis tier names it (Postgres keeps
+// the 32 bytes).
 func (k Key) String() string { return hex.EncodeToString(k[:]) }
 
 // Entry is one stored answer.
