@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The cache bench's phases: the indexers' replay, the hit windows, and the
+// memory fill.
+
+// replaySample is one target's replay in one round.
+type replaySample struct {
+	Target   string
+	Round    int
+	Calls    int // client calls, OK or not
+	Errors   int
+	ErrText  []string
+	Upstream uint64 // state calls that reached the upstream
+	RPS      float64
+	P50, P99 time.Duration
+	Hits     map[string]float64 // venn's cache hits by tier, both replicas
+}
+
+// UpPer is the upstream state calls per client call.
+func (s replaySample) UpPer() float64 { return ratioOf(float64(s.Upstream), s.Calls) }
+
+func (s replaySample) String() string {
+	b := fmt.Sprintf("%-6s %6d calls  %8.0f calls/s  p50 %s  p99 %s  upstream %.4f/call",
+		s.Target, s.Calls, s.RPS, us(s.P50), us(s.P99), s.UpPer())
+	for _, t := range sortedTiers(s.Hits) {
+		b += fmt.Sprintf(", %s hits %.4f", t, ratioOf(s.Hits[t], s.Calls))
+	}
+	if s.Errors > 0 {
+		b += fmt.Sprintf("  ERRORS %d: %v", s.Errors, s.ErrText)
+	}
+	return b
+}
+
+// hitSample is one hit window of one target at one concurrency.
+type hitSample struct {
+	Target   string
+	Round    int
+	Conc     int
+	Calls    int
+	Errors   int
+	ErrText  []string
+	RPS      float64
+	P50, P99 time.Duration
+	CPUPer   time.Duration // the target process's CPU per call; -1 for direct
+	Upstream uint64
+	Hits     map[string]float64
+}
+
+// UpPer is the upstream state calls per client call.
+func (s hitSample) UpPer() float64 { return ratioOf(float64(s.Upstream), s.Calls) }
+
+func (s hitSample) String() string {
+	b := fmt.Sprintf("c=%-3d %-6s %8.0f req/s  p50 %s  p99 %s  cpu %s/req  upstream %.4f/call",
+		s.Conc, s.Target, s.RPS, us(s.P50), us(s.P99), us(s.CPUPer), s.UpPer())
+	for _, t := range sortedTiers(s.Hits) {
+		b += fmt.Sprintf(", %s hits %.4f", t, ratioOf(s.Hits[t], s.Calls))
+	}
+	if s.Errors > 0 {
+		b += fmt.Sprintf("  ERRORS %d: %v", s.Errors, s.ErrText)
+	}
+	return b
+}
+
+func ratioOf(v float64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return v / float64(n)
+}
+
+// checkAlive fails when a process of the run is gone, or leadership moved
+// during a cluster phase.
+func (c *cacheRun) checkAlive(ctx context.Context, t cacheTarget) error {
+	if err := c.bc.exited(); err != nil {
+		return err
+	}
+	if t.proc != nil {
+		if done, werr := t.proc.Exited(); done {
+			return fmt.Errorf("%s exited during the run: %v%s", t.proc.Name, werr, t.proc.StderrNote())
+		}
+	}
+	if t.cluster {
+		return checkLeader(ctx, c.bc.rs, c.bc.replicas()...)
+	}
+	return nil
+}
+
+// replay has every indexer send the whole of w once to t.
+func (c *cacheRun) replay(ctx context.Context, t cacheTarget, w *workload) (replaySample, error) {
+	before, err := c.snap(ctx, t.cluster)
+	if err != nil {
+		return replaySample{}, err
+	}
+	ixs := newIndexers(w, c.cfg.Indexers, t.replay, true)
+	res := c.bc.l.runIndexers(ctx, ixs, c.cfg.PerIndexer, 0, rawPosters)
+	if err := ctx.Err(); err != nil {
+		return replaySample{}, err
+	}
+	after, err := c.snap(ctx, t.cluster)
+	if err != nil {
+		return replaySample{}, err
+	}
+	if err := c.checkAlive(ctx, t); err != nil {
+		return replaySample{}, err
+	}
+	return replaySample{
+		Target: t.name, Calls: res.OK + res.Errors, Errors: res.Errors, ErrText: res.ErrSample,
+		Upstream: after.up.State - before.up.State,
+		RPS:      float64(res.OK) / res.Elapsed.Seconds(),
+		P50:      percentile(res.Latencies, 50), P99: percentile(res.Latencies, 99),
+		Hits: cacheHits(before, after),
+	}, nil
+}
+
+// hits warms t up, then measures one window of w at conc against t's hit
+// URL: on venn, calls the replay left in the follower's cache.
+func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc int) (hitSample, error) {
+	n, per := hitConc(conc, c.cfg.Indexers)
+	urls := []string{t.hits}
+	if c.cfg.Warmup > 0 {
+		c.bc.l.runIndexers(ctx, newIndexers(w, n, urls, false), per, c.cfg.Warmup, rawPosters)
+	}
+	cpu0, err := cpuOf(t.proc)
+	if err != nil {
+		return hitSample{}, err
+	}
+	before, err := c.snap(ctx, t.cluster)
+	if err != nil {
+		return hitSample{}, err
+	}
+	res := c.bc.l.runIndexers(ctx, newIndexers(w, n, urls, false), per, c.cfg.Duration, rawPosters)
+	if err := ctx.Err(); err != nil {
+		return hitSample{}, err
+	}
+	cpu1, err := cpuOf(t.proc)
+	if err != nil {
+		return hitSample{}, err
+	}
+	after, err := c.snap(ctx, t.cluster)
+	if err != nil {
+		return hitSample{}, err
+	}
+	if err := c.checkAlive(ctx, t); err != nil {
+		return hitSample{}, err
+	}
+	s := hitSample{
+		Target: t.name, Conc: conc, Calls: res.OK + res.Errors, Errors: res.Errors, ErrText: res.ErrSample,
+		RPS: float64(res.OK) / res.Elapsed.Seconds(),
+		P50: percentile(res.Latencies, 50), P99: percentile(res.Latencies, 99),
+		CPUPer: -1, Upstream: after.up.State - before.up.State, Hits: cacheHits(before, after),
+	}
+	if t.proc != nil && s.Calls > 0 {
+		s.CPUPer = (cpu1 - cpu0) / time.Duration(s.Calls)
+	}
+	return s, nil
+}
+
+// memSample is what the follower's memory grew by while it took in the
+// fill's entries.
+type memSample struct {
+	Calls    int
+	Errors   int
+	ErrText  []string
+	Upstream uint64
+	// Entries is the growth of the memory tier's entries gauge; -1 when
+	// venn has none (then the fill's calls stand in for it).
+	Entries float64
+	// CacheBytes is the growth of the memory tier's bytes gauge; -1 when
+	// absent.
+	CacheBytes float64
+	RSS, Heap  float64 // process_resident_memory_bytes, go_memstats_heap_inuse_bytes
+}
+
+// per100k scales a growth to 100,000 entries.
+func (m memSample) per100k(v float64) float64 {
+	n := m.Entries
+	if n <= 0 {
+		n = float64(m.Calls - m.Errors)
+	}
+	if n <= 0 || v < 0 {
+		return -1
+	}
+	return v * 100_000 / n
+}
+
+func (m memSample) String() string {
+	return fmt.Sprintf("%d calls (%d errors), %.0f upstream, entries +%.0f, per 100k entries: cache bytes %.1f MiB, RSS %.1f MiB, heap %.1f MiB",
+		m.Calls, m.Errors, float64(m.Upstream), m.Entries, mib(m.per100k(m.CacheBytes)), mib(m.per100k(m.RSS)), mib(m.per100k(m.Heap)))
+}
+
+func mib(v float64) float64 {
+	if v < 0 {
+		return -1
+	}
+	return v / (1 << 20)
+}
+
+// Names of the memory gauges the memory phase reads.
+const (
+	cacheEntriesGauge = "venn_cache_entries"
+	cacheBytesGauge   = "venn_cache_bytes"
+	rssGauge          = "process_resident_memory_bytes"
+	heapGauge         = "go_memstats_heap_inuse_bytes"
+	// fillWorkers is the memory phase's concurrency.
+	fillWorkers = 64
+)
+
+// measureMemory sends r cfg.Fill distinct calls, each a new entry, and
+// reads how its memory grew.
+func (c *cacheRun) measureMemory(ctx context.Context, r *replica) (memSample, error) {
+	fill, err := newFillWorkload(c.cfg.Fill, c.cfg.Spec.From-1, c.cfg.Spec.Holders, c.cfg.upstreamHead())
+	if err != nil {
+		return memSample{}, err
+	}
+	read := func() (metrics, uint64, error) {
+		st, err := c.bc.l.upstreamStats(ctx, c.bc.upURL)
+		if err != nil {
+			return nil, 0, err
+		}
+		m, err := scrape(ctx, c.bc.l.statsClient, r.metrics)
+		return m, st.State, err
+	}
+	m0, up0, err := read()
+	if err != nil {
+		return memSample{}, err
+	}
+	res := c.bc.l.runIndexers(ctx, newIndexers(fill, 1, []string{r.url}, true), fillWorkers, 0, rawPosters)
+	if err := ctx.Err(); err != nil {
+		return memSample{}, err
+	}
+	m1, up1, err := read()
+	if err != nil {
+		return memSample{}, err
+	}
+	memory := map[string]string{"chain": clusterChain, "tier": "memory"}
+	growth := func(name string, want map[string]string) float64 {
+		a, ok1 := m1.gauge(name, want)
+		b, ok0 := m0.gauge(name, want)
+		if !ok0 || !ok1 {
+			return -1
+		}
+		return a - b
+	}
+	return memSample{
+		Calls: res.OK + res.Errors, Errors: res.Errors, ErrText: res.ErrSample, Upstream: up1 - up0,
+		Entries:    growth(cacheEntriesGauge, memory),
+		CacheBytes: growth(cacheBytesGauge, memory),
+		RSS:        growth(rssGauge, nil), Heap: growth(heapGauge, nil),
+	}, nil
+}
