@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -168,23 +169,25 @@ type memSample struct {
 	Errors   int
 	ErrText  []string
 	Upstream uint64
-	// Entries is the growth of the memory tier's entries gauge; -1 when
+	// Entries is the growth of the memory tier's entries gauge; NaN when
 	// venn has none (then the fill's calls stand in for it).
 	Entries float64
-	// CacheBytes is the growth of the memory tier's bytes gauge; -1 when
+	// CacheBytes is the growth of the memory tier's bytes gauge; NaN when
 	// absent.
 	CacheBytes float64
 	RSS, Heap  float64 // process_resident_memory_bytes, go_memstats_heap_inuse_bytes
 }
 
-// per100k scales a growth to 100,000 entries.
+// per100k scales a growth to 100,000 entries; NaN when not measured. A
+// process's memory can shrink over the fill (the collector returned what
+// earlier phases left), which shows as a negative growth.
 func (m memSample) per100k(v float64) float64 {
 	n := m.Entries
-	if n <= 0 {
+	if math.IsNaN(n) || n <= 0 {
 		n = float64(m.Calls - m.Errors)
 	}
-	if n <= 0 || v < 0 {
-		return -1
+	if n <= 0 {
+		return math.NaN()
 	}
 	return v * 100_000 / n
 }
@@ -194,12 +197,7 @@ func (m memSample) String() string {
 		m.Calls, m.Errors, float64(m.Upstream), m.Entries, mib(m.per100k(m.CacheBytes)), mib(m.per100k(m.RSS)), mib(m.per100k(m.Heap)))
 }
 
-func mib(v float64) float64 {
-	if v < 0 {
-		return -1
-	}
-	return v / (1 << 20)
-}
+func mib(v float64) float64 { return v / (1 << 20) }
 
 // Names of the memory gauges the memory phase reads.
 const (
@@ -243,7 +241,7 @@ func (c *cacheRun) measureMemory(ctx context.Context, r *replica) (memSample, er
 		a, ok1 := m1.gauge(name, want)
 		b, ok0 := m0.gauge(name, want)
 		if !ok0 || !ok1 {
-			return -1
+			return math.NaN()
 		}
 		return a - b
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 )
@@ -182,7 +183,7 @@ func (r *cacheReport) writeMemory(w io.Writer) {
 		return
 	}
 	entries := "the fill's calls (venn has no entries gauge)"
-	if m.Entries >= 0 {
+	if !math.IsNaN(m.Entries) {
 		entries = fmt.Sprintf("%.0f (%s{tier=\"memory\"} growth)", m.Entries, cacheEntriesGauge)
 	}
 	fmt.Fprintf(w, "Memory: the follower took in %d distinct eth_call answers (%d upstream calls); entries: %s. Growth scaled to 100,000 entries:\n\n",
@@ -197,7 +198,8 @@ func (r *cacheReport) writeMemory(w io.Writer) {
 		{rssGauge, m.RSS},
 		{heapGauge, m.Heap},
 	} {
-		fmt.Fprintf(w, "| %s |%s\n", row.name, cellOr(m.per100k(row.v) >= 0, "%.1f", mib(m.per100k(row.v))))
+		v := m.per100k(row.v)
+		fmt.Fprintf(w, "| %s |%s\n", row.name, cellOr(!math.IsNaN(v), "%.1f", mib(v)))
 	}
 	fmt.Fprintln(w)
 }
