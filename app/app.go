@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
@@ -142,6 +143,9 @@ type chain struct {
 	pool   *remotes.Pool
 	head   *headFeed
 	router *router.Router
+	cache  *cache.Cache // nil: the chain's cache is off
+	// settled is the chain's settled line as this replica sees it.
+	settled func() (uint64, bool)
 }
 
 // headFeed is a chain's head window on this replica: the follower that
@@ -172,6 +176,7 @@ type chainMetrics struct {
 	archive  *stalker.ArchiveMetrics
 	router   *router.Metrics
 	subs     *subcenter.Metrics
+	cache    *cache.Metrics
 }
 
 func newChainMetrics(reg prometheus.Registerer) chainMetrics {
@@ -182,6 +187,7 @@ func newChainMetrics(reg prometheus.Registerer) chainMetrics {
 		archive:  stalker.NewArchiveMetrics(reg),
 		router:   router.NewMetrics(reg),
 		subs:     subcenter.NewMetrics(reg),
+		cache:    cache.NewMetrics(reg),
 	}
 }
 
@@ -234,10 +240,16 @@ func newChains(p chainsParams) (*chains, error) {
 			relay = pool
 		}
 		h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cfg.Limits), log, m.subs)
-		rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
+		rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
-			Logger: log}, h.window, up, m.router)
-		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt})
+			Logger: log}
+		rcache := out.newCache(cc, log, m.cache)
+		if rcache != nil {
+			rc.Cache = rcache
+		}
+		rt := router.New(rc, h.window, up, m.router)
+		out.list = append(out.list, chain{name: cc.Name, pool: pool, head: h, router: rt, cache: rcache,
+			settled: rc.Settled})
 	}
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
 	return out, nil
@@ -287,6 +299,10 @@ func (cs *chains) start(ctx context.Context) error {
 		cs.wg.Go(func() { c.head.subs.Run(bg) })
 		cs.wg.Go(func() { c.head.elector.Run(bg, c.head.stalker.Lead) })
 		cs.wg.Go(func() { c.router.Run(bg) }) // the history write-through
+		if c.cache != nil {
+			// Near-head entries of orphaned blocks leave at each reorg.
+			cs.wg.Go(func() { c.cache.Run(bg, c.head.window, c.settled) })
+		}
 	}
 	return nil
 }
@@ -303,6 +319,11 @@ func (cs *chains) stop(ctx context.Context) error {
 		case <-done:
 		case <-ctx.Done():
 			errs = append(errs, fmt.Errorf("head feeds: stop: %w", ctx.Err()))
+		}
+	}
+	for _, c := range cs.list {
+		if c.cache != nil {
+			c.cache.Close()
 		}
 	}
 	perPool := make([]error, len(cs.list))

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -122,6 +123,8 @@ type ChainConfig struct {
 	// Integrity checks blocks and receipts remotes send against their
 	// hashes and roots, and refetches what fails from another remote.
 	Integrity IntegrityConfig `yaml:"integrity"`
+	// Cache is the chain's response cache (package cache).
+	Cache cache.Config `yaml:"cache"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -84,6 +85,7 @@ func (c *Config) Validate() error {
 			seen[ch.Name] = i
 		}
 		ch.validate(&p, path)
+		c.validateCache(&p, path, ch.Cache)
 		for j, r := range ch.Remotes {
 			// No larger reply could ever be read.
 			if budget := c.Limits.MaxReplyBytesInFlight; budget > 0 && r.MaxResponseBytes > budget {
@@ -108,6 +110,18 @@ func (c *Config) validatePostgres(p *problems) {
 			// long as the call would leave them nothing.
 			p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.Pool.CallDeadline)
 		}
+	}
+}
+
+// validateCache checks a chain's cache section, and that the tiers it
+// turns on have their stores.
+func (c *Config) validateCache(p *problems, path string, cc cache.Config) {
+	p.under(path+".cache", cc.Validate())
+	if cc.Redis != nil && *cc.Redis && c.Redis.URL == "" {
+		p.add(path+".cache.redis", "requires redis.url")
+	}
+	if cc.Postgres && c.Postgres.URL == "" {
+		p.add(path+".cache.postgres", "requires postgres.url")
 	}
 }
 

@@ -61,3 +61,10 @@ type Claimer interface {
 type Sizer interface {
 	Size(ctx context.Context) (entries, bytes int64, err error)
 }
+
+// Deleter is a tier that can drop one entry: the cache drops the near-head
+// entries of a block a reorg orphaned from the tiers that can (their keys
+// are already unreachable; this frees their room at once).
+type Deleter interface {
+	Delete(ctx context.Context, k Key) error
+}

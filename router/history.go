@@ -333,12 +333,17 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 	switch {
 	case c.Kind == evm.KindBlockReceipts:
 		var built bool
-		res, built, err = rt.forge.BlockReceipts(ctx, c)
-		if built {
-			rt.forged.answered(ctx)
-		} else {
-			rt.forwarded.answered(ctx)
-		}
+		res, err = rt.cached(ctx, c, func(ctx context.Context) {
+			if built {
+				rt.forged.answered(ctx)
+			} else {
+				rt.forwarded.answered(ctx)
+			}
+		}, func(ctx context.Context) (json.RawMessage, error) {
+			res, b, err := rt.forge.BlockReceipts(ctx, c)
+			built = b
+			return res, err
+		})
 	case missed:
 		rt.forwarded.answered(ctx)
 		res, err = rt.forward(ctx, req, c)
