@@ -49,6 +49,7 @@ type hitSample struct {
 	RPS      float64
 	P50, P99 time.Duration
 	CPUPer   time.Duration // the target process's CPU per call; -1 for direct
+	UpCPUPer time.Duration // the upstream's CPU per call
 	Upstream uint64
 	Hits     map[string]float64
 }
@@ -57,8 +58,8 @@ type hitSample struct {
 func (s hitSample) UpPer() float64 { return ratioOf(float64(s.Upstream), s.Calls) }
 
 func (s hitSample) String() string {
-	b := fmt.Sprintf("c=%-3d %-6s %8.0f req/s  p50 %s  p99 %s  cpu %s/req  upstream %.4f/call",
-		s.Conc, s.Target, s.RPS, us(s.P50), us(s.P99), us(s.CPUPer), s.UpPer())
+	b := fmt.Sprintf("c=%-3d %-6s %8.0f req/s  p50 %s  p99 %s  cpu %s/req  upstream cpu %s/req, %.4f/call",
+		s.Conc, s.Target, s.RPS, us(s.P50), us(s.P99), us(s.CPUPer), us(s.UpCPUPer), s.UpPer())
 	for _, t := range sortedTiers(s.Hits) {
 		b += fmt.Sprintf(", %s hits %.4f", t, ratioOf(s.Hits[t], s.Calls))
 	}
@@ -131,6 +132,10 @@ func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc in
 	if err != nil {
 		return hitSample{}, err
 	}
+	upCPU0, err := cpuOf(c.bc.up)
+	if err != nil {
+		return hitSample{}, err
+	}
 	before, err := c.snap(ctx, t.cluster)
 	if err != nil {
 		return hitSample{}, err
@@ -140,6 +145,10 @@ func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc in
 		return hitSample{}, err
 	}
 	cpu1, err := cpuOf(t.proc)
+	if err != nil {
+		return hitSample{}, err
+	}
+	upCPU1, err := cpuOf(c.bc.up)
 	if err != nil {
 		return hitSample{}, err
 	}
@@ -156,8 +165,11 @@ func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc in
 		P50: percentile(res.Latencies, 50), P99: percentile(res.Latencies, 99),
 		CPUPer: -1, Upstream: after.up.State - before.up.State, Hits: cacheHits(before, after),
 	}
-	if t.proc != nil && s.Calls > 0 {
-		s.CPUPer = (cpu1 - cpu0) / time.Duration(s.Calls)
+	if s.Calls > 0 {
+		s.UpCPUPer = (upCPU1 - upCPU0) / time.Duration(s.Calls)
+		if t.proc != nil {
+			s.CPUPer = (cpu1 - cpu0) / time.Duration(s.Calls)
+		}
 	}
 	return s, nil
 }

@@ -62,7 +62,6 @@ func (c *cluster) upstreamCalls() int64 {
 // finds the first's answer in Redis) and both at once (the Redis tier's
 // claim makes the second wait for the first's answer).
 func TestCacheOneUpstreamCallPerCluster(t *testing.T) {
-	t.Skip("the response cache is not on main yet (fix-cache-core)")
 	c := startCluster(t, 2)
 	c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)
@@ -82,7 +81,30 @@ func TestCacheOneUpstreamCallPerCluster(t *testing.T) {
 		return msg.Result
 	}
 
+	t.Run("one replica twice", func(t *testing.T) {
+		before := c.upstreamCalls()
+		var words []string
+		var results []json.RawMessage
+		for range 2 {
+			res, word, err := cachedCall(c.replicas[0], ethCallBody(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, words = append(results, res), append(words, word)
+		}
+		if n := c.upstreamCalls() - before; n != 1 {
+			t.Errorf("%d upstream eth_calls for one settled call sent twice, want 1", n)
+		}
+		if w := want(3); !bytes.Equal(results[0], w) || !bytes.Equal(results[1], w) {
+			t.Errorf("answers %s and %s, want %s", results[0], results[1], w)
+		}
+		if words[0] != "miss" || words[1] != "hit" {
+			t.Errorf("X-Venn-Cache %v, want [miss hit]", words)
+		}
+	})
+
 	t.Run("one after the other", func(t *testing.T) {
+		t.Skip("the Redis tier is not wired in yet (fix-cache-tiers)")
 		before := c.upstreamCalls()
 		var words []string
 		var results []json.RawMessage
@@ -105,6 +127,7 @@ func TestCacheOneUpstreamCallPerCluster(t *testing.T) {
 	})
 
 	t.Run("both at once", func(t *testing.T) {
+		t.Skip("the Redis tier is not wired in yet (fix-cache-tiers)")
 		for _, n := range c.nodes {
 			n.SetLatency(cacheLatency)
 		}
