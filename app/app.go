@@ -163,6 +163,7 @@ type headFeed struct {
 type chains struct {
 	list   []chain
 	rdb    *redis.Client // nil without redis.url
+	tiers  cacheTiers    // the stores of the chains' shared cache tiers
 	log    *slog.Logger
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -214,11 +215,13 @@ func newChains(p chainsParams) (*chains, error) {
 		opts.ContextTimeoutEnabled = true
 		out.rdb = redis.NewClient(opts)
 	}
+	out.tiers = cacheTiers{rdb: out.rdb, hist: p.History.store, url: cfg.Postgres.URL}
 	m := newChainMetrics(p.Registry)
 	replies := remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes) // one for the process
 	for _, cc := range cfg.Chains {
 		pool, err := cc.NewPool(log, p.Remotes, replies)
 		if err != nil {
+			out.tiers.close()
 			return nil, err
 		}
 		var (
@@ -243,7 +246,11 @@ func newChains(p chainsParams) (*chains, error) {
 		rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 			Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
 			Logger: log}
-		rcache := out.newCache(cc, log, m.cache)
+		rcache, err := out.newCache(cc, log, m.cache)
+		if err != nil {
+			out.tiers.close()
+			return nil, fmt.Errorf("chain %s: cache: %w", cc.Name, err)
+		}
 		if rcache != nil {
 			rc.Cache = rcache
 		}
@@ -304,6 +311,7 @@ func (cs *chains) start(ctx context.Context) error {
 			cs.wg.Go(func() { c.cache.Run(bg, c.head.window, c.settled) })
 		}
 	}
+	cs.tiers.run(bg, &cs.wg) // the Postgres tiers' retention
 	return nil
 }
 
@@ -326,6 +334,7 @@ func (cs *chains) stop(ctx context.Context) error {
 			c.cache.Close()
 		}
 	}
+	cs.tiers.close()
 	perPool := make([]error, len(cs.list))
 	var wg sync.WaitGroup
 	for i, c := range cs.list {

@@ -1,8 +1,9 @@
 // Package keyspace owns venn's Redis keyspace: the name of every key a
 // replica reads or writes, and every Lua script that moves them (the
 // leader's lease, the head window's publish and snapshot, the edge's rate
-// limits). The stalker, the headstore and the edge run these scripts on
-// their own Redis clients; none of them spells a key.
+// limits, the cache's entries). The stalker, the headstore, the edge and
+// the cache run these scripts on their own Redis clients; none of them
+// spells a key.
 //
 // It lives under headstore, whose Redis adapter holds most of the
 // keyspace, as its own package so that the stalker and the edge use it
@@ -19,6 +20,14 @@ package keyspace
 //	venn:{CHAIN}:blk:HASH  JSON of one Block
 //	venn:{CHAIN}:events    STREAM, entry ID SEQ-0, fields e (event with refs
 //	                       only) and g (the gen it belongs to)
+//	venn:{CHAIN}:c:KEY     one cached answer (package cache's envelope),
+//	                       always with a TTL; KEY is the cache key in hex
+//	venn:{CHAIN}:cc:KEY    a claim on KEY's miss: the replica asking
+//	                       upstream for it, with a TTL
+//	venn:{CHAIN}:cn:HOUR   HASH n, b: cache entries and bytes written that
+//	                       expire in that hour (unix hours); it expires
+//	                       with them, so the live ones sum what the cache
+//	                       holds (CacheSize)
 type Chain struct {
 	Lease       string
 	Epoch       string
@@ -26,6 +35,10 @@ type Chain struct {
 	Canon       string
 	Events      string
 	BlockPrefix string // + a block's hash
+
+	CachePrefix      string // + a cache key in hex
+	CacheClaimPrefix string // + a cache key in hex
+	CacheSizePrefix  string // + a unix hour
 }
 
 // For returns the keys of chain.
@@ -38,6 +51,10 @@ func For(chain string) Chain {
 		Canon:       p + "canon",
 		Events:      p + "events",
 		BlockPrefix: p + "blk:",
+
+		CachePrefix:      p + "c:",
+		CacheClaimPrefix: p + "cc:",
+		CacheSizePrefix:  p + "cn:",
 	}
 }
 
@@ -49,6 +66,12 @@ func (c Chain) PublishKeys() []string { return []string{c.Epoch, c.State, c.Cano
 
 // SnapshotKeys are Snapshot's KEYS.
 func (c Chain) SnapshotKeys() []string { return []string{c.State, c.Canon} }
+
+// CacheSetKeys are CacheSet's KEYS for cache key key (hex) expiring in
+// hour: the entry, the hour's counters and the key's claim.
+func (c Chain) CacheSetKeys(key, hour string) []string {
+	return []string{c.CachePrefix + key, c.CacheSizePrefix + hour, c.CacheClaimPrefix + key}
+}
 
 // RateLimitPrefix starts the key of every rate-limit bucket ("key:NAME",
 // "ip:ADDRESS"), unless the edge is given another.

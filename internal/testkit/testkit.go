@@ -2,7 +2,8 @@
 // sleeping for them: polling a condition until a deadline, and a buffer
 // concurrent loggers write to while a test reads it. It imports nothing of
 // the project. WSWrite and WSRead are one bounded WebSocket write and
-// read; Redis is a client of the machine's Redis whose keys are cleaned up;
+// read; Redis is a client of the machine's Redis whose keys are cleaned up,
+// RedisServer a private redis-server a test can stop and restart empty;
 // EditJSON changes one field of an answer.
 package testkit
 
