@@ -104,7 +104,6 @@ func TestCacheOneUpstreamCallPerCluster(t *testing.T) {
 	})
 
 	t.Run("one after the other", func(t *testing.T) {
-		t.Skip("the Redis tier is not wired in yet (fix-cache-tiers)")
 		before := c.upstreamCalls()
 		var words []string
 		var results []json.RawMessage
@@ -127,7 +126,6 @@ func TestCacheOneUpstreamCallPerCluster(t *testing.T) {
 	})
 
 	t.Run("both at once", func(t *testing.T) {
-		t.Skip("the Redis tier is not wired in yet (fix-cache-tiers)")
 		for _, n := range c.nodes {
 			n.SetLatency(cacheLatency)
 		}
