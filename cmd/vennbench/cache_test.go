@@ -192,11 +192,11 @@ func TestCacheBench(t *testing.T) {
 	if v := cellFloat(t, tableRow(t, out, "| venn | 480 |"), 3); v > 0.5 {
 		t.Errorf("venn: %.4f upstream calls per client call in the replay, want at most 2 × distinct ÷ calls", v)
 	}
-	// Hit columns: target, conc, req/s, p50, p99, CPU, upstream CPU,
-	// upstream calls per call, memory hits, errors.
+	// Hit columns: target, conc, req/s, p50, p99, CPU, upstream CPU, load
+	// CPU, upstream calls per call, memory hits, errors.
 	for _, conc := range []string{"1", "4"} {
 		row := tableRow(t, out, "| venn | "+conc+" |")
-		if cellFloat(t, row, 7) != 0 || cellFloat(t, row, 8) != 1 {
+		if cellFloat(t, row, 8) != 0 || cellFloat(t, row, 9) != 1 {
 			t.Errorf("venn's hit phase at c=%s asked upstream or missed: %v", conc, row)
 		}
 	}

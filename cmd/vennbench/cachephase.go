@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"time"
 )
 
@@ -50,16 +51,19 @@ type hitSample struct {
 	P50, P99 time.Duration
 	CPUPer   time.Duration // the target process's CPU per call; -1 for direct
 	UpCPUPer time.Duration // the upstream's CPU per call
-	Upstream uint64
-	Hits     map[string]float64
+	// LoadCPUPer is this process's CPU per call: the load generator
+	// shares the cores with the targets, which bounds what they can show.
+	LoadCPUPer time.Duration
+	Upstream   uint64
+	Hits       map[string]float64
 }
 
 // UpPer is the upstream state calls per client call.
 func (s hitSample) UpPer() float64 { return ratioOf(float64(s.Upstream), s.Calls) }
 
 func (s hitSample) String() string {
-	b := fmt.Sprintf("c=%-3d %-6s %8.0f req/s  p50 %s  p99 %s  cpu %s/req  upstream cpu %s/req, %.4f/call",
-		s.Conc, s.Target, s.RPS, us(s.P50), us(s.P99), us(s.CPUPer), us(s.UpCPUPer), s.UpPer())
+	b := fmt.Sprintf("c=%-3d %-6s %8.0f req/s  p50 %s  p99 %s  cpu %s/req  upstream cpu %s/req, %.4f/call, load cpu %s/req",
+		s.Conc, s.Target, s.RPS, us(s.P50), us(s.P99), us(s.CPUPer), us(s.UpCPUPer), s.UpPer(), us(s.LoadCPUPer))
 	for _, t := range sortedTiers(s.Hits) {
 		b += fmt.Sprintf(", %s hits %.4f", t, ratioOf(s.Hits[t], s.Calls))
 	}
@@ -136,6 +140,10 @@ func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc in
 	if err != nil {
 		return hitSample{}, err
 	}
+	load0, err := cpuTime(os.Getpid())
+	if err != nil {
+		return hitSample{}, err
+	}
 	before, err := c.snap(ctx, t.cluster)
 	if err != nil {
 		return hitSample{}, err
@@ -149,6 +157,10 @@ func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc in
 		return hitSample{}, err
 	}
 	upCPU1, err := cpuOf(c.bc.up)
+	if err != nil {
+		return hitSample{}, err
+	}
+	load1, err := cpuTime(os.Getpid())
 	if err != nil {
 		return hitSample{}, err
 	}
@@ -167,6 +179,7 @@ func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc in
 	}
 	if s.Calls > 0 {
 		s.UpCPUPer = (upCPU1 - upCPU0) / time.Duration(s.Calls)
+		s.LoadCPUPer = (load1 - load0) / time.Duration(s.Calls)
 		if t.proc != nil {
 			s.CPUPer = (cpu1 - cpu0) / time.Duration(s.Calls)
 		}

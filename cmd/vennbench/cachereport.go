@@ -153,8 +153,8 @@ func cellOr(measured bool, format string, v float64) string {
 func (r *cacheReport) writeHits(w io.Writer) {
 	fmt.Fprintf(w, "Hit phase (the same sequence after the replay; venn: the follower alone; %v windows after %v warm-up, medians over rounds):\n\n",
 		r.cfg.Duration, r.cfg.Warmup)
-	fmt.Fprintln(w, "| target | conc | req/s | p50 µs | p99 µs | target CPU µs/req | upstream CPU µs/req | upstream calls per client call | memory hits | errors |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| target | conc | req/s | p50 µs | p99 µs | target CPU µs/req | upstream CPU µs/req | load generator CPU µs/req | upstream calls per client call | memory hits | errors |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, conc := range r.cfg.Conc {
 		for _, t := range []string{targetDirect, targetProxy, targetVenn} {
 			med := func(f func(hitSample) float64) float64 { return r.hitMedian(t, conc, f) }
@@ -164,12 +164,13 @@ func (r *cacheReport) writeHits(w io.Writer) {
 					errs += s.Errors
 				}
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f |%s %.1f | %.4f |%s %d |\n", t, conc,
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f |%s %.1f | %.1f | %.4f |%s %d |\n", t, conc,
 				med(func(s hitSample) float64 { return s.RPS }),
 				med(func(s hitSample) float64 { return micros(s.P50) }),
 				med(func(s hitSample) float64 { return micros(s.P99) }),
 				cellOr(t != targetDirect, "%.1f", med(func(s hitSample) float64 { return micros(s.CPUPer) })),
 				med(func(s hitSample) float64 { return micros(s.UpCPUPer) }),
+				med(func(s hitSample) float64 { return micros(s.LoadCPUPer) }),
 				med(hitSample.UpPer),
 				cellOr(t == targetVenn, "%.4f", med(func(s hitSample) float64 { return ratioOf(s.Hits["memory"], s.Calls) })),
 				errs)
