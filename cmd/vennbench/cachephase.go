@@ -11,27 +11,41 @@ import (
 // The cache bench's phases: the indexers' replay, the hit windows, and the
 // memory fill.
 
-// replaySample is one target's replay in one round.
-type replaySample struct {
+// phase is what one phase of one target saw: the load's view, the state
+// calls that reached the upstream, and venn's cache hits.
+type phase struct {
 	Target   string
 	Round    int
 	Calls    int // client calls, OK or not
 	Errors   int
 	ErrText  []string
-	Upstream uint64 // state calls that reached the upstream
 	RPS      float64
 	P50, P99 time.Duration
-	Hits     map[string]float64 // venn's cache hits by tier, both replicas
+	Upstream uint64             // state calls that reached the upstream
+	Hits     map[string]float64 // venn's cache hits by tier, all replicas
+}
+
+// newPhase is what res saw between two snaps.
+func newPhase(target string, res loadResult, before, after clusterSnap) phase {
+	return phase{
+		Target: target, Calls: res.OK + res.Errors, Errors: res.Errors, ErrText: res.ErrSample,
+		RPS: float64(res.OK) / res.Elapsed.Seconds(),
+		P50: percentile(res.Latencies, 50), P99: percentile(res.Latencies, 99),
+		Upstream: after.up.State - before.up.State, Hits: cacheHits(before, after),
+	}
 }
 
 // UpPer is the upstream state calls per client call.
-func (s replaySample) UpPer() float64 { return ratioOf(float64(s.Upstream), s.Calls) }
+func (s phase) UpPer() float64 { return ratioOf(float64(s.Upstream), s.Calls) }
 
-func (s replaySample) String() string {
-	b := fmt.Sprintf("%-6s %6d calls  %8.0f calls/s  p50 %s  p99 %s  upstream %.4f/call",
-		s.Target, s.Calls, s.RPS, us(s.P50), us(s.P99), s.UpPer())
+// HitsPer is tier's hits per client call.
+func (s phase) HitsPer(tier string) float64 { return ratioOf(s.Hits[tier], s.Calls) }
+
+// tail is the progress line's end: hits by tier, errors.
+func (s phase) tail() string {
+	var b string
 	for _, t := range sortedTiers(s.Hits) {
-		b += fmt.Sprintf(", %s hits %.4f", t, ratioOf(s.Hits[t], s.Calls))
+		b += fmt.Sprintf(", %s hits %.4f", t, s.HitsPer(t))
 	}
 	if s.Errors > 0 {
 		b += fmt.Sprintf("  ERRORS %d: %v", s.Errors, s.ErrText)
@@ -39,38 +53,28 @@ func (s replaySample) String() string {
 	return b
 }
 
+// replaySample is one target's replay in one round.
+type replaySample struct{ phase }
+
+func (s replaySample) String() string {
+	return fmt.Sprintf("%-6s %6d calls  %8.0f calls/s  p50 %s  p99 %s  upstream %.4f/call",
+		s.Target, s.Calls, s.RPS, us(s.P50), us(s.P99), s.UpPer()) + s.tail()
+}
+
 // hitSample is one hit window of one target at one concurrency.
 type hitSample struct {
-	Target   string
-	Round    int
+	phase
 	Conc     int
-	Calls    int
-	Errors   int
-	ErrText  []string
-	RPS      float64
-	P50, P99 time.Duration
 	CPUPer   time.Duration // the target process's CPU per call; -1 for direct
 	UpCPUPer time.Duration // the upstream's CPU per call
 	// LoadCPUPer is this process's CPU per call: the load generator
 	// shares the cores with the targets, which bounds what they can show.
 	LoadCPUPer time.Duration
-	Upstream   uint64
-	Hits       map[string]float64
 }
 
-// UpPer is the upstream state calls per client call.
-func (s hitSample) UpPer() float64 { return ratioOf(float64(s.Upstream), s.Calls) }
-
 func (s hitSample) String() string {
-	b := fmt.Sprintf("c=%-3d %-6s %8.0f req/s  p50 %s  p99 %s  cpu %s/req  upstream cpu %s/req, %.4f/call, load cpu %s/req",
-		s.Conc, s.Target, s.RPS, us(s.P50), us(s.P99), us(s.CPUPer), us(s.UpCPUPer), s.UpPer(), us(s.LoadCPUPer))
-	for _, t := range sortedTiers(s.Hits) {
-		b += fmt.Sprintf(", %s hits %.4f", t, ratioOf(s.Hits[t], s.Calls))
-	}
-	if s.Errors > 0 {
-		b += fmt.Sprintf("  ERRORS %d: %v", s.Errors, s.ErrText)
-	}
-	return b
+	return fmt.Sprintf("c=%-3d %-6s %8.0f req/s  p50 %s  p99 %s  cpu %s/req  upstream cpu %s/req, %.4f/call, load cpu %s/req",
+		s.Conc, s.Target, s.RPS, us(s.P50), us(s.P99), us(s.CPUPer), us(s.UpCPUPer), s.UpPer(), us(s.LoadCPUPer)) + s.tail()
 }
 
 func ratioOf(v float64, n int) float64 {
@@ -115,13 +119,7 @@ func (c *cacheRun) replay(ctx context.Context, t cacheTarget, w *workload) (repl
 	if err := c.checkAlive(ctx, t); err != nil {
 		return replaySample{}, err
 	}
-	return replaySample{
-		Target: t.name, Calls: res.OK + res.Errors, Errors: res.Errors, ErrText: res.ErrSample,
-		Upstream: after.up.State - before.up.State,
-		RPS:      float64(res.OK) / res.Elapsed.Seconds(),
-		P50:      percentile(res.Latencies, 50), P99: percentile(res.Latencies, 99),
-		Hits: cacheHits(before, after),
-	}, nil
+	return replaySample{newPhase(t.name, res, before, after)}, nil
 }
 
 // hits warms t up, then measures one window of w at conc against t's hit
@@ -171,12 +169,7 @@ func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc in
 	if err := c.checkAlive(ctx, t); err != nil {
 		return hitSample{}, err
 	}
-	s := hitSample{
-		Target: t.name, Conc: conc, Calls: res.OK + res.Errors, Errors: res.Errors, ErrText: res.ErrSample,
-		RPS: float64(res.OK) / res.Elapsed.Seconds(),
-		P50: percentile(res.Latencies, 50), P99: percentile(res.Latencies, 99),
-		CPUPer: -1, Upstream: after.up.State - before.up.State, Hits: cacheHits(before, after),
-	}
+	s := hitSample{phase: newPhase(t.name, res, before, after), Conc: conc, CPUPer: -1}
 	if s.Calls > 0 {
 		s.UpCPUPer = (upCPU1 - upCPU0) / time.Duration(s.Calls)
 		s.LoadCPUPer = (load1 - load0) / time.Duration(s.Calls)

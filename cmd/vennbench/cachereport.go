@@ -124,12 +124,12 @@ func (r *cacheReport) writeReplay(w io.Writer) {
 		row := fmt.Sprintf("| %s | %.0f | %.0f | %.4f | %.0f | %.1f | %.1f |", t,
 			med(func(s replaySample) float64 { return float64(s.Calls) }),
 			med(func(s replaySample) float64 { return float64(s.Upstream) }),
-			med(replaySample.UpPer),
+			med(func(s replaySample) float64 { return s.UpPer() }),
 			med(func(s replaySample) float64 { return s.RPS }),
 			med(func(s replaySample) float64 { return micros(s.P50) }),
 			med(func(s replaySample) float64 { return micros(s.P99) }))
 		for _, tier := range tiers {
-			row += cellOr(t == targetVenn, "%.4f", med(func(s replaySample) float64 { return ratioOf(s.Hits[tier], s.Calls) }))
+			row += cellOr(t == targetVenn, "%.4f", med(func(s replaySample) float64 { return s.HitsPer(tier) }))
 		}
 		errs := 0
 		for _, s := range r.replays {
@@ -171,8 +171,8 @@ func (r *cacheReport) writeHits(w io.Writer) {
 				cellOr(t != targetDirect, "%.1f", med(func(s hitSample) float64 { return micros(s.CPUPer) })),
 				med(func(s hitSample) float64 { return micros(s.UpCPUPer) }),
 				med(func(s hitSample) float64 { return micros(s.LoadCPUPer) }),
-				med(hitSample.UpPer),
-				cellOr(t == targetVenn, "%.4f", med(func(s hitSample) float64 { return ratioOf(s.Hits["memory"], s.Calls) })),
+				med(func(s hitSample) float64 { return s.UpPer() }),
+				cellOr(t == targetVenn, "%.4f", med(func(s hitSample) float64 { return s.HitsPer("memory") })),
 				errs)
 		}
 	}
@@ -211,7 +211,7 @@ func (r *cacheReport) writeGoals(w io.Writer) {
 	rps := func(s hitSample) float64 { return s.RPS }
 	ratios := r.hitRatios(top, rps)
 	tput := median(ratios)
-	up := r.replayMedian(targetVenn, replaySample.UpPer)
+	up := r.replayMedian(targetVenn, func(s replaySample) float64 { return s.UpPer() })
 	limit := 1 / float64(r.cfg.Indexers)
 	fmt.Fprintln(w, "| goal | measured (median over rounds) | limit | result |")
 	fmt.Fprintln(w, "|---|---|---|---|")
