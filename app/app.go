@@ -154,8 +154,10 @@ type chain struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	settled func() (uint64, bool) // the settled line the leader archives by
-	cache   *cache.Cache          // nil: the chain's cache is off
-	prune   *cache.Postgres       // the cache's Postgres tier, whose retention run runs; nil: none
+	// cache is the chain's response cache (nil: off); a reload may
+	// replace it (applyCache).
+	cache atomic.Pointer[chainCache]
+	owner *chains // what built it, for what a reload rebuilds
 }
 
 // headFeed is a chain's head window on this replica: the follower that
@@ -314,15 +316,17 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash,
 		Logger: log, Tracer: cs.parts.tracer}
-	rcache, prune, err := cs.newCache(cc, log, m.cache)
+	ccache, err := cs.newCache(cc, log, m.cache)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: cache: %w", cc.Name, err)
 	}
-	if rcache != nil {
-		rc.Cache = rcache // a nil *cache.Cache would be a non-nil interface
+	if ccache != nil {
+		rc.Cache = ccache.c // a nil *cache.Cache would be a non-nil interface
 	}
 	rt := router.New(rc, h.window, up, m.router)
-	return &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, cache: rcache, prune: prune}, nil
+	c := &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, owner: cs}
+	c.cache.Store(ccache)
+	return c, nil
 }
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
@@ -380,20 +384,14 @@ func (c *chain) run() {
 	h.stopCampaign, h.campaignDone = stop, make(chan struct{})
 	c.wg.Go(func() { defer close(h.campaignDone); h.elector.Run(campaign, h.lead) })
 	c.wg.Go(func() { c.router.Run(bg) }) // the history write-through
-	if c.cache != nil {
-		// Near-head entries of orphaned blocks leave at each reorg.
-		c.wg.Go(func() { c.cache.Run(bg, c.head.window, c.settled) })
-	}
-	if c.prune != nil {
-		c.wg.Go(func() { _ = c.prune.Run(bg) }) // the Postgres tier's retention
-	}
+	c.cache.Load().run(c)
 }
 
 // halt ends the chain's campaign (a leader releases its lease, so another
 // replica takes over at once) and its follower, and waits for them.
 func (c *chain) halt(ctx context.Context) error {
 	if c.cancel == nil {
-		c.closeCache()
+		c.cache.Load().stop()
 		return nil
 	}
 	c.cancel()
@@ -401,16 +399,10 @@ func (c *chain) halt(ctx context.Context) error {
 	go func() { c.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-		c.closeCache() // after its Run
+		c.cache.Load().stop()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("chain %s: head feed: stop: %w", c.name, ctx.Err())
-	}
-}
-
-func (c *chain) closeCache() {
-	if c.cache != nil {
-		c.cache.Close()
 	}
 }
 

@@ -45,6 +45,10 @@ func cachedCall(t *testing.T, c *http.Client, url string, n uint64) (wireRespons
 // keys it.
 const probeBlock = 70
 
+// nearHeadBlock is a block above the settled line of the nodes the tests
+// start (head 100, finalized 92), below their head.
+const nearHeadBlock = 99
+
 // startCached starts venn on cfg and returns once its cache keys a call at
 // a settled block (a replica does once its window knows the head).
 func startCached(t *testing.T, cfg *Config, logs *testkit.Buffer, client *http.Client) (*fxtest.App, *servers) {
@@ -55,6 +59,13 @@ func startCached(t *testing.T, cfg *Config, logs *testkit.Buffer, client *http.C
 	rpc := "http://" + s.rpc.bound.String() + "/test"
 	testkit.WaitFor(t, 10*time.Second, "the cache to key a settled call", func() bool {
 		_, word := cachedCall(t, client, rpc, probeBlock)
+		return word != "none"
+	})
+	// And a near-head one: the window has caught up with the node's head,
+	// so every settled number the tests ask is below its settled line (a
+	// window still filling has a lower one, above which it keys nothing).
+	testkit.WaitFor(t, 10*time.Second, "the cache to key a near-head call", func() bool {
+		_, word := cachedCall(t, client, rpc, nearHeadBlock)
 		return word != "none"
 	})
 	return app, s

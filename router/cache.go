@@ -33,8 +33,32 @@ func (v cacheView) CanonicalHash(n uint64) (string, bool) {
 	return v.rt.canonical(n)
 }
 
+// cacheRef holds the chain's response cache for an atomic swap.
+type cacheRef struct{ Cache }
+
+// SetCache replaces the chain's response cache (nil: none), for a reload;
+// calls in flight finish on the one they started with.
+func (rt *Router) SetCache(c Cache) {
+	if c == nil {
+		rt.cache.Store(nil)
+		return
+	}
+	rt.cache.Store(&cacheRef{c})
+}
+
+// cacheNow is the chain's response cache; nil: none.
+func (rt *Router) cacheNow() Cache {
+	if r := rt.cache.Load(); r != nil {
+		return r.Cache
+	}
+	return nil
+}
+
 // caches reports whether the response cache keeps c's method.
-func (rt *Router) caches(c *evm.Call) bool { return rt.cache != nil && rt.cache.Keeps(c.Method) }
+func (rt *Router) caches(c *evm.Call) bool {
+	ch := rt.cacheNow()
+	return ch != nil && ch.Keeps(c.Method)
+}
 
 // cachedForward is forward through the response cache. c is a copy: the
 // cache holds it through the miss, and only the calls it keeps pay for one
@@ -67,8 +91,14 @@ func (rt *Router) cachedReceipts(ctx context.Context, c evm.Call) (json.RawMessa
 func (rt *Router) cached(ctx context.Context, c *evm.Call, answered func(context.Context), fetch cache.Fetch) (json.RawMessage, error) {
 	// The lookup's span covers a miss's fetch too; the sends stay children
 	// of the call's span, as for every call that reaches the remotes.
+	ch := rt.cacheNow()
+	if ch == nil { // a reload took it away since caches said yes
+		res, err := fetch(ctx)
+		answered(ctx)
+		return res, err
+	}
 	_, sp := rt.lookup(ctx, spanCache)
-	res, err, o := rt.cache.Serve(ctx, c, cacheView{rt}, jrpc.SkipCache(ctx), fetch)
+	res, err, o := ch.Serve(ctx, c, cacheView{rt}, jrpc.SkipCache(ctx), fetch)
 	endLookup(sp, o == cache.Hit)
 	if o != cache.None {
 		jrpc.NoteOf(ctx).Cached(o.String())

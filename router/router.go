@@ -122,7 +122,7 @@ type Router struct {
 	calls   callServer    // remotes, when they take parsed calls; else nil
 	upHead  func() uint64 // the remotes' head; nil when they don't say
 	history History       // nil: no history store
-	cache   Cache         // nil: no response cache
+	cache   atomic.Pointer[cacheRef] // nil: no response cache; a reload swaps it (SetCache)
 	// canonical is the head window's canonical hash of a number; nil
 	// without a window that says.
 	canonical func(n uint64) (string, bool)
@@ -164,7 +164,6 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		head:      head,
 		remotes:   remotes,
 		history:   cfg.History,
-		cache:     cfg.Cache,
 		forge:     forger.ForHandler(remotes, log),
 		log:       log,
 		local:     newSource(m, cfg, sourceLocal),
@@ -178,6 +177,7 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	if c, ok := head.(canonicalOf); ok {
 		rt.canonical = c.CanonicalHash
 	}
+	rt.SetCache(cfg.Cache)
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
 			m.writeThrough.MustCurryWith(prometheus.Labels{"chain": cfg.Chain}))
