@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -45,7 +46,8 @@ var histograms = []string{
 var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // startVenn runs venn in-process as a cluster replica (the machine's Redis,
-// a fresh Postgres, a fake node with rate limits on), calls it, mines,
+// a fresh Postgres, a fake node with rate limits on, the request log on so
+// its series exist), calls it, mines,
 // reorgs, subscribes, and returns what it exports. It is stopped when the
 // test ends.
 func startVenn(t *testing.T) *exported {
@@ -64,6 +66,7 @@ shutdown_timeout: 5s
 redis: {url: "redis://%s/0"}
 postgres: {url: %q}
 rate_limits: {ip: {rps: 100000}}
+request_log: {enabled: true, output: %q}
 chains:
   - name: %s
     chain_id: 1337
@@ -71,7 +74,7 @@ chains:
     head: {window: 16}
     history: {confirmations: 4, batch: 5}
     remotes: [{name: node, url: %q, ws_url: %q}]
-`, rpcAddr, metricsAddr, testkit.RedisAddr, pgtest.Empty(t), chain, node.URL(), node.WSURL())))
+`, rpcAddr, metricsAddr, testkit.RedisAddr, pgtest.Empty(t), filepath.Join(t.TempDir(), "requests.log"), chain, node.URL(), node.WSURL())))
 	if err != nil {
 		t.Fatal(err)
 	}
