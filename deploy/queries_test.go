@@ -157,6 +157,26 @@ func TestAgainstRunningVenn(t *testing.T) {
 	x := startVenn(t)
 	t.Run("queries", func(t *testing.T) { checkQueries(t, x) })
 	t.Run("probes", func(t *testing.T) { checkProbes(t, x) })
+	t.Run("admin", func(t *testing.T) { checkAdmin(t, x) })
+}
+
+// checkAdmin: the admin API and status page the README sends operators to
+// answer on admin_listen, the API with the token only.
+func checkAdmin(t *testing.T, x *exported) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	for _, tt := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/admin/status", adminToken, http.StatusOK},
+		{"/admin/status", "", http.StatusUnauthorized},
+		{"/status", "", http.StatusUnauthorized}, // the sign-in page
+	} {
+		if got := statusWith(client, "http://"+x.adminAddr+tt.path, tt.token); got != tt.want {
+			t.Errorf("GET %s (token %v): %d, want %d", tt.path, tt.token != "", got, tt.want)
+		}
+	}
 }
 
 // checkQueries: every query of the dashboard and the alert rules names
@@ -229,7 +249,8 @@ func checkProbes(t *testing.T, x *exported) {
 	paths := map[string]string{
 		"kubernetes readiness": c.ReadinessProbe.HTTPGet.Path,
 		"kubernetes liveness":  c.LivenessProbe.HTTPGet.Path,
-		"haproxy check":        "/readyz", // checkBalancer holds haproxy.cfg to it
+		"haproxy check":        "/readyz",  // checkBalancer holds haproxy.cfg to it
+		"haproxy admin check":  "/healthz", // and to this
 	}
 	p := loadCompose(t)
 	for _, name := range vennReplicas {
