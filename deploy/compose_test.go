@@ -23,8 +23,8 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
 // vennReplicas are the compose file's venn services.
 var vennReplicas = []string{"venn-1", "venn-2", "venn-3"}
 
-// adminPort is where the replicas serve the admin API and the balancer
-// publishes it, in compose and Kubernetes alike.
+// adminPort is where the compose replicas serve the admin API and the
+// balancer publishes it.
 const adminPort = "9546"
 
 // envRefs returns the variables text's lines read, comments left out.

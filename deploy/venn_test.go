@@ -51,8 +51,9 @@ var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // startVenn runs venn in-process as a cluster replica (the machine's Redis,
 // a fresh Postgres, a fake node with rate limits on, the request log on so
-// its series exist), calls it, mines, reorgs, subscribes, and returns what
-// it exports. It is stopped when the test ends.
+// its series exist, the admin API with a token), calls it, mines, reorgs,
+// subscribes, and returns what it exports. It is stopped when the test
+// ends.
 func startVenn(t *testing.T) *exported {
 	t.Helper()
 	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, BlockTime: time.Second, FinalizedDepth: 8, SafeDepth: 4})
