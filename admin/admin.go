@@ -79,10 +79,9 @@ func New(opts Options) *Admin {
 	} else {
 		a.store = newMemoryCordons()
 	}
-	a.sync = &syncer{store: a.store, chains: a.chainList, every: opts.Config.CordonResync, now: opts.Now,
-		onErr: func(chain string, err error) {
-			a.log.Warn("admin: cannot read manual cordons; the pool keeps the last ones", "chain", chain, "err", err)
-		}}
+	a.sync = newSyncer(a.store, a.chainList, opts.Config.CordonResync, opts.Now, func(chain string, err error) {
+		a.log.Warn("admin: cannot read manual cordons; the last ones read still apply", "chain", chain, "err", err)
+	})
 	return a
 }
 
@@ -115,8 +114,7 @@ func (a *Admin) Stop(ctx context.Context) error {
 
 // SetChains replaces the chains admin reads and acts on: a hot reload that
 // added, removed or rebuilt chains or pools. The new pools get the stored
-// cordons at once; a chain added here hears of later changes by the
-// periodic re-read (CordonResync), not by message.
+// cordons at once, and hear of later changes by message like the others.
 func (a *Admin) SetChains(ctx context.Context, cs []Chain) {
 	a.setChains(ctx, cs)
 }
@@ -132,6 +130,7 @@ func (a *Admin) setChains(ctx context.Context, cs []Chain) {
 	a.chainsMu.Lock()
 	a.chains = slices.Clone(cs)
 	a.chainsMu.Unlock()
+	a.sync.rechained()
 	a.sync.syncAll(ctx)
 }
 
