@@ -51,7 +51,8 @@ type Admin struct {
 	m       *metrics
 	started time.Time
 
-	pages sessions // page.go: the status page's signed-in browsers
+	pages  sessions                // page.go: the status page's signed-in browsers
+	tokens atomic.Pointer[[]token] // Config.Tokens, then SetTokens's
 
 	chainsMu sync.RWMutex
 	chains   []Chain // opts.Chains, then SetChains's
@@ -74,6 +75,7 @@ func New(opts Options) *Admin {
 	}
 	a := &Admin{opts: opts, log: opts.Logger, now: opts.Now, m: newMetrics(opts.Registerer), started: opts.Now(),
 		chains: opts.Chains}
+	a.tokens.Store(tokensOf(opts.Config.Tokens))
 	if opts.Redis != nil {
 		a.store = &redisCordons{rdb: opts.Redis}
 	} else {

@@ -3,6 +3,7 @@ package admin
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"fmt"
@@ -63,10 +64,22 @@ type sessions struct {
 
 type session struct {
 	name    string
+	sum     [sha256.Size]byte // the token's: a reload that removes it signs the session out
 	expires time.Time
 }
 
-func (s *sessions) add(name string, now time.Time) string {
+// keep drops the sessions of the tokens kept refuses.
+func (s *sessions) keep(kept func(sum [sha256.Size]byte) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, v := range s.byID {
+		if !kept(v.sum) {
+			delete(s.byID, id)
+		}
+	}
+}
+
+func (s *sessions) add(name, tok string, now time.Time) string {
 	var b [18]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
@@ -88,7 +101,7 @@ func (s *sessions) add(name string, now time.Time) string {
 			delete(s.byID, k)
 		}
 	}
-	s.byID[id] = session{name: name, expires: now.Add(sessionTTL)}
+	s.byID[id] = session{name: name, sum: sha256.Sum256([]byte(tok)), expires: now.Add(sessionTTL)}
 	return id
 }
 
@@ -186,12 +199,13 @@ func (a *Admin) pageLogin(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(next, "/status") || strings.HasPrefix(next, "//") {
 		next = "/status"
 	}
-	name := a.tokenName(r.PostForm.Get("token"))
+	tok := r.PostForm.Get("token")
+	name := a.tokenName(tok)
 	if name == "" {
 		http.Redirect(w, r, next+"?done="+url.QueryEscape("wrong token"), http.StatusSeeOther)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: a.pages.add(name, a.now()), Path: "/status",
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: a.pages.add(name, tok, a.now()), Path: "/status",
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL.Seconds())})
 	a.log.Info("admin: status page signed in", "by", name)
 	http.Redirect(w, r, next, http.StatusSeeOther)

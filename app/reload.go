@@ -125,6 +125,14 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"limits.max_reply_bytes_in_flight", s.Limits.MaxReplyBytesInFlight, next.Limits.MaxReplyBytesInFlight},
 		{"diagnostic_headers", s.DiagnosticsOn(), next.DiagnosticsOn()},
 		{"request_log", s.RequestLog, next.RequestLog},
+		{"admin_listen", s.AdminListen, next.AdminListen},
+		{"admin.on_metrics_listen", s.Admin.OnMetricsListen, next.Admin.OnMetricsListen},
+		{"admin.cordon_resync", s.Admin.CordonResync, next.Admin.CordonResync},
+		{"admin.heartbeat", s.Admin.Heartbeat, next.Admin.Heartbeat},
+		// Tokens to none or back: loopback-only is decided at bind
+		// (admin.SetTokens); a changed list applies at once.
+		{"admin.tokens (to or from none)", len(s.Admin.Tokens) == 0, len(next.Admin.Tokens) == 0},
+		{"tracing", s.Tracing, next.Tracing},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			rep.restart(f.name)

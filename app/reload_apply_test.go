@@ -69,3 +69,30 @@ func TestReloadAfterDrainDoesNotCampaign(t *testing.T) {
 		t.Error("the drained replica campaigns for the added chain")
 	}
 }
+
+// The admin listener's settings take a restart and say so; a changed
+// token list applies at once.
+func TestReloadAdminSettings(t *testing.T) {
+	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
+	mineAll(t, headsBlockTime, a)
+	y := reloadYAML("warn", []string{remoteYAML("a", a)}, "")
+	tokens := func(tok string) string { return "admin: {tokens: [{name: ops, token: " + tok + "}]}\n" }
+	first := "admin_listen: 127.0.0.1:0\n" + tokens(adminToken) + y
+	app := startReloadApp(t, first)
+	base := "http://" + app.admin.svc.bound.String()
+	const rotated = "rotated-admin-token-0123456789"
+	rep := app.reload(t, strings.Replace(tokens(rotated)+y, "metrics_listen: 127.0.0.1:0\n", "metrics_listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:1\n", 1))
+	if !rep.Applied || !slices.Equal(rep.RestartRequired, []string{"admin_listen"}) {
+		t.Fatalf("report %+v", rep)
+	}
+	if code, _ := adminDo(t, "GET", base+"/admin/status", adminToken, ""); code != 401 {
+		t.Errorf("the rotated-out token = %d, want 401", code)
+	}
+	if code, _ := adminDo(t, "GET", base+"/admin/status", rotated, ""); code != 200 {
+		t.Errorf("the new token = %d, want 200", code)
+	}
+	rep = app.reload(t, "admin: {on_metrics_listen: true}\n"+y)
+	if !slices.Equal(rep.RestartRequired, []string{"admin_listen", "admin.on_metrics_listen", "admin.tokens (to or from none)"}) {
+		t.Errorf("report %+v", rep)
+	}
+}
