@@ -51,8 +51,9 @@ type Admin struct {
 	m       *metrics
 	started time.Time
 
-	pages  sessions                // page.go: the status page's signed-in browsers
-	tokens atomic.Pointer[[]token] // Config.Tokens, then SetTokens's
+	pages   sessions                // page.go: the status page's signed-in browsers
+	signins signinThrottle          // page_guard.go: failed sign-ins
+	tokens  atomic.Pointer[[]token] // Config.Tokens, then SetTokens's
 
 	chainsMu sync.RWMutex
 	chains   []Chain // opts.Chains, then SetChains's
