@@ -53,6 +53,7 @@ type Admin struct {
 
 	pages   sessions                // page.go: the status page's signed-in browsers
 	signins signinThrottle          // page_guard.go: failed sign-ins
+	traffic trafficHistory          // traffic_window.go: the recent error shares
 	tokens  atomic.Pointer[[]token] // Config.Tokens, then SetTokens's
 
 	chainsMu sync.RWMutex
@@ -211,6 +212,7 @@ func (a *Admin) overview(ctx context.Context) Overview {
 	o := Overview{Replica: a.opts.Replica, Version: a.opts.Version, ConfigFile: a.opts.ConfigFile,
 		Started: a.started, Draining: a.Draining()}
 	tr := traffic(a.opts.Gatherer)
+	a.traffic.recent(a.now(), tr)
 	for _, c := range a.chainList() {
 		v := a.chainView(ctx, c, true)
 		v.Traffic = tr[c.Name]
