@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -173,6 +174,11 @@ func (s *syncer) sync(ctx context.Context, chain string) {
 func (s *syncer) syncChain(ctx context.Context, c Chain) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { // on the watch's and the ticker's goroutines: a bug must not end the process
+		if v := recover(); v != nil {
+			s.onErr(c.Name, fmt.Errorf("cordon sync panicked: %v", v))
+		}
+	}()
 	list, err := s.store.list(ctx, c.Name)
 	switch {
 	case err == nil:
