@@ -121,6 +121,13 @@ func (r *Reloader) applyChains(ctx context.Context, next *Config, rep *ReloadRep
 	}
 	list = slices.DeleteFunc(list, func(c *chain) bool { return failed[c] })
 	cs.list.Store(&list)
+	if !cs.campaigns() { // a drain that began after run, and went over the list before the Store
+		for _, c := range added {
+			if h := c.head; h.stopCampaign != nil {
+				h.stopCampaign()
+			}
+		}
+	}
 }
 
 // updateChain applies the sections of cc that changed to c.
