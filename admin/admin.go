@@ -51,7 +51,10 @@ type Admin struct {
 	m       *metrics
 	started time.Time
 
-	pages sessions // page.go: the status page's signed-in browsers
+	pages   sessions                // page.go: the status page's signed-in browsers
+	signins signinThrottle          // page_guard.go: failed sign-ins
+	traffic trafficHistory          // traffic_window.go: the recent error shares
+	tokens  atomic.Pointer[[]token] // Config.Tokens, then SetTokens's
 
 	chainsMu sync.RWMutex
 	chains   []Chain // opts.Chains, then SetChains's
@@ -74,15 +77,15 @@ func New(opts Options) *Admin {
 	}
 	a := &Admin{opts: opts, log: opts.Logger, now: opts.Now, m: newMetrics(opts.Registerer), started: opts.Now(),
 		chains: opts.Chains}
+	a.tokens.Store(tokensOf(opts.Config.Tokens))
 	if opts.Redis != nil {
 		a.store = &redisCordons{rdb: opts.Redis}
 	} else {
 		a.store = newMemoryCordons()
 	}
-	a.sync = &syncer{store: a.store, chains: a.chainList, every: opts.Config.CordonResync, now: opts.Now,
-		onErr: func(chain string, err error) {
-			a.log.Warn("admin: cannot read manual cordons; the pool keeps the last ones", "chain", chain, "err", err)
-		}}
+	a.sync = newSyncer(a.store, a.chainList, opts.Config.CordonResync, opts.Now, func(chain string, err error) {
+		a.log.Warn("admin: cannot read manual cordons; the last ones read still apply", "chain", chain, "err", err)
+	})
 	return a
 }
 
@@ -115,8 +118,7 @@ func (a *Admin) Stop(ctx context.Context) error {
 
 // SetChains replaces the chains admin reads and acts on: a hot reload that
 // added, removed or rebuilt chains or pools. The new pools get the stored
-// cordons at once; a chain added here hears of later changes by the
-// periodic re-read (CordonResync), not by message.
+// cordons at once, and hear of later changes by message like the others.
 func (a *Admin) SetChains(ctx context.Context, cs []Chain) {
 	a.setChains(ctx, cs)
 }
@@ -132,6 +134,7 @@ func (a *Admin) setChains(ctx context.Context, cs []Chain) {
 	a.chainsMu.Lock()
 	a.chains = slices.Clone(cs)
 	a.chainsMu.Unlock()
+	a.sync.rechained()
 	a.sync.syncAll(ctx)
 }
 
@@ -209,6 +212,7 @@ func (a *Admin) overview(ctx context.Context) Overview {
 	o := Overview{Replica: a.opts.Replica, Version: a.opts.Version, ConfigFile: a.opts.ConfigFile,
 		Started: a.started, Draining: a.Draining()}
 	tr := traffic(a.opts.Gatherer)
+	a.traffic.recent(a.now(), tr)
 	for _, c := range a.chainList() {
 		v := a.chainView(ctx, c, true)
 		v.Traffic = tr[c.Name]

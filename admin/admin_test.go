@@ -121,6 +121,9 @@ func do(t *testing.T, method, url, token, body string) (int, string) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -174,9 +177,10 @@ func cordonGauge(r *replica, chain, remote string) float64 {
 }
 
 // TestCordonAcrossReplicas: a cordon set through one replica takes the
-// remote out on the two others within a second, and its expiry (on the
-// test's clock) brings it back everywhere; an uncordon on another replica
-// lifts a cordon without expiry.
+// remote out on the two others within a second, by message (the resync is
+// an hour), and its expiry (on the test's clock) brings it back
+// everywhere at the next resync; an uncordon on another replica lifts a
+// cordon without expiry.
 func TestCordonAcrossReplicas(t *testing.T) {
 	rdb, token := testkit.Redis(t, func(token string) string { return "venn:{*" + token + "*}*" })
 	chain := "cordon-" + token
@@ -186,8 +190,9 @@ func TestCordonAcrossReplicas(t *testing.T) {
 	clk := &clock{now: time.Now()}
 	var rs []*replica
 	for _, id := range ids {
-		rs = append(rs, startReplica(t, chain, id, nodes, rdb, clk))
+		rs = append(rs, startReplica(t, chain, id, nodes, rdb, clk, func(o *Options) { o.Config.CordonResync = time.Hour }))
 	}
+	waitSubscribed(t, rdb, chain, int64(len(rs)))
 	url := rs[0].srv.URL + "/admin/chains/" + chain + "/remotes/n1/"
 
 	code, body := do(t, "POST", url+"cordon", testToken, `{"reason":"flaky receipts","for":"10m"}`)
@@ -208,6 +213,7 @@ func TestCordonAcrossReplicas(t *testing.T) {
 
 	clk.add(11 * time.Minute)
 	for i, r := range rs {
+		r.admin.sync.syncAll(context.Background()) // the resync's tick
 		testkit.WaitFor(t, 2*time.Second, fmt.Sprintf("n1 back on replica %d after the expiry", i), func() bool {
 			return !outBy(r.pool, "n1") && cordonGauge(r, chain, "n1") == 0
 		})

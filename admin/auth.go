@@ -33,18 +33,53 @@ func (a *Admin) tokenName(got string) string {
 	}
 	sum := sha256.Sum256([]byte(got))
 	name := ""
-	for i, t := range a.opts.Config.Tokens {
-		want := sha256.Sum256([]byte(t.Token))
-		if subtle.ConstantTimeCompare(sum[:], want[:]) == 1 {
-			name = a.opts.Config.Tokens[i].Name
+	for _, t := range *a.tokens.Load() {
+		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
+			name = t.name
 		}
 	}
 	return name
 }
 
+// token is a configured token as the API compares it.
+type token struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+func tokensOf(ts []Token) *[]token {
+	out := make([]token, len(ts))
+	for i, t := range ts {
+		out[i] = token{name: t.Name, sum: sha256.Sum256([]byte(t.Token))}
+	}
+	return &out
+}
+
+// SetTokens makes ts the tokens the API and the page take from now on (a
+// hot reload's), and signs out the page's sessions of a token no longer
+// among them. Going from tokens to none or back is refused (false): the
+// API without tokens must listen on loopback only, which is decided when
+// the listener is bound; it takes a restart.
+func (a *Admin) SetTokens(ts []Token) bool {
+	if (len(ts) == 0) != a.open() {
+		return false
+	}
+	next := tokensOf(ts)
+	a.tokens.Store(next)
+	a.pages.keep(func(sum [sha256.Size]byte) bool {
+		for _, t := range *next {
+			if t.sum == sum {
+				return true
+			}
+		}
+		return false
+	})
+	return true
+}
+
 // open reports whether the API takes no token (it serves on loopback
 // only: the app's config check).
-func (a *Admin) open() bool { return len(a.opts.Config.Tokens) == 0 }
+func (a *Admin) open() bool { return len(*a.tokens.Load()) == 0 }
 
 // authenticate lets a request through with a configured bearer token, and
 // records the token's name for the action's log line. Without tokens every

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -29,7 +31,59 @@ func (a *Admin) Handler() http.Handler {
 	top := chi.NewRouter()
 	a.pageRoutes(top)
 	top.Handle("/admin/*", a.apiHandler())
-	return top
+	return a.loopbackHost(top)
+}
+
+// loopbackHost refuses, without tokens, a request whose Host is not a
+// loopback name: a page on another site whose name was rebound to
+// 127.0.0.1 (DNS rebinding) must not read or act through a browser.
+func (a *Admin) loopbackHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.open() && !isLoopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, "without admin.tokens only a loopback Host (localhost, 127.0.0.1, [::1]) is served")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// crossSite refuses an action a browser was made to send from another
+// site: it says so (Sec-Fetch-Site, Origin), or its body is not JSON, as a
+// plain cross-site form's cannot be without the browser asking first.
+func (a *Admin) crossSite(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			code, msg := 0, ""
+			switch {
+			case !a.sameOrigin(r):
+				code, msg = http.StatusForbidden, "refused: a request from another site"
+			case r.ContentLength != 0 && ct != "application/json":
+				code, msg = http.StatusUnsupportedMediaType, "a body must be Content-Type: application/json"
+			}
+			if code != 0 {
+				if act := actionOf(r); act != "" {
+					a.m.actions.WithLabelValues(act, outcomeRefused).Inc()
+				}
+				writeError(w, code, msg)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (a *Admin) apiHandler() http.Handler {
@@ -43,7 +97,7 @@ func (a *Admin) apiHandler() http.Handler {
 	r.Post("/admin/chains/{chain}/remotes/{remote}/uncordon", a.postUncordon)
 	r.Post("/admin/drain", a.postDrain)
 	r.Post("/admin/reload", a.postReload)
-	return a.authenticate(actionOf, r)
+	return a.authenticate(actionOf, a.crossSite(r))
 }
 
 // actionOf names the action a request asks for, "" for a read.

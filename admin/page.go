@@ -3,6 +3,7 @@ package admin
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"fmt"
@@ -63,10 +64,22 @@ type sessions struct {
 
 type session struct {
 	name    string
+	sum     [sha256.Size]byte // the token's: a reload that removes it signs the session out
 	expires time.Time
 }
 
-func (s *sessions) add(name string, now time.Time) string {
+// keep drops the sessions of the tokens kept refuses.
+func (s *sessions) keep(kept func(sum [sha256.Size]byte) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, v := range s.byID {
+		if !kept(v.sum) {
+			delete(s.byID, id)
+		}
+	}
+}
+
+func (s *sessions) add(name, tok string, now time.Time) string {
 	var b [18]byte
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
@@ -88,7 +101,7 @@ func (s *sessions) add(name string, now time.Time) string {
 			delete(s.byID, k)
 		}
 	}
-	s.byID[id] = session{name: name, expires: now.Add(sessionTTL)}
+	s.byID[id] = session{name: name, sum: sha256.Sum256([]byte(tok)), expires: now.Add(sessionTTL)}
 	return id
 }
 
@@ -132,6 +145,17 @@ func (a *Admin) pageOverview(w http.ResponseWriter, r *http.Request) {
 	a.renderPage(w, r, "overview.html", "status", nil)
 }
 
+// refreshOf is how often a page reloads itself: the overview unless
+// paused; the chain page, whose forms a reload would wipe half typed,
+// only when asked to (?refresh=1).
+func refreshOf(r *http.Request, chain *Chain) int {
+	q := r.URL.Query()
+	if q.Get("pause") != "" || chain != nil && q.Get("refresh") == "" {
+		return 0
+	}
+	return pageRefresh
+}
+
 func (a *Admin) pageChain(w http.ResponseWriter, r *http.Request) {
 	c, ok := a.chain(chi.URLParam(r, "chain"))
 	if !ok {
@@ -144,11 +168,7 @@ func (a *Admin) pageChain(w http.ResponseWriter, r *http.Request) {
 // renderPage renders page (the sign-in page when a token is needed) with
 // the overview; chain, when set, is the chain page's.
 func (a *Admin) renderPage(w http.ResponseWriter, r *http.Request, page, title string, chain *Chain) {
-	d := pageData{Title: title, Refresh: pageRefresh, Caller: a.pageCaller(r), Path: r.URL.Path,
-		Flash: r.URL.Query().Get("done"), Now: a.now()}
-	if r.URL.Query().Get("pause") != "" {
-		d.Refresh = 0
-	}
+	d := pageData{Title: title, Refresh: refreshOf(r, chain), Caller: a.pageCaller(r), Path: r.URL.Path, Now: a.now()}
 	code := http.StatusOK
 	if d.Caller == "" {
 		page, d.Title, d.Refresh, code = "signin.html", "sign in", 0, http.StatusUnauthorized
@@ -164,6 +184,7 @@ func (a *Admin) renderPage(w http.ResponseWriter, r *http.Request, page, title s
 			}
 		}
 	}
+	d.Flash = flashText(r.URL.Query().Get("done"), r.URL.Query().Get("remote"), d.C)
 	var buf bytes.Buffer
 	if err := pageTemplates.ExecuteTemplate(&buf, page, d); err != nil {
 		a.log.Error("admin: render status page", "page", page, "err", err)
@@ -178,20 +199,28 @@ func (a *Admin) renderPage(w http.ResponseWriter, r *http.Request, page, title s
 }
 
 func (a *Admin) pageLogin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if !a.sameOrigin(r) || r.ParseForm() != nil {
 		http.Error(w, "refused", http.StatusForbidden)
 		return
 	}
 	next := r.PostForm.Get("next")
-	if !strings.HasPrefix(next, "/status") || strings.HasPrefix(next, "//") {
+	if !strings.HasPrefix(next, "/status") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "?#\\") {
 		next = "/status"
 	}
-	name := a.tokenName(r.PostForm.Get("token"))
-	if name == "" {
-		http.Redirect(w, r, next+"?done="+url.QueryEscape("wrong token"), http.StatusSeeOther)
+	if !a.signins.allowed(a.now()) {
+		http.Redirect(w, r, next+"?done=throttled", http.StatusSeeOther)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: a.pages.add(name, a.now()), Path: "/status",
+	tok := r.PostForm.Get("token")
+	name := a.tokenName(tok)
+	if name == "" {
+		a.signins.fail()
+		a.log.Warn("admin: status page sign-in with a wrong token")
+		http.Redirect(w, r, next+"?done=wrong-token", http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: a.pages.add(name, tok, a.now()), Path: "/status",
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL.Seconds())})
 	a.log.Info("admin: status page signed in", "by", name)
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -207,18 +236,18 @@ func (a *Admin) pageAction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "refused: sign in on the status page", http.StatusForbidden)
 		return
 	}
-	var aerr *actionError
-	done := action + "ed " + remote
+	var (
+		body map[string]any
+		aerr *actionError
+	)
 	if action == actionCordon {
-		_, aerr = a.cordon(r.Context(), chain, remote, by, cordonRequest{Reason: r.PostForm.Get("reason"), For: r.PostForm.Get("for")})
+		body, aerr = a.cordon(r.Context(), chain, remote, by, cordonRequest{Reason: r.PostForm.Get("reason"), For: r.PostForm.Get("for")})
 	} else {
-		done = "uncordoned " + remote
 		_, aerr = a.uncordon(r.Context(), chain, remote, by)
 	}
-	if aerr != nil {
-		done = action + " " + remote + ": " + aerr.msg
-	}
-	http.Redirect(w, r, "/status/chains/"+url.PathEscape(chain)+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+	held := aerr == nil && action == actionCordon && body["applied"] == false
+	q := url.Values{"done": {flashOf(action, held, aerr)}, "remote": {remote}}
+	http.Redirect(w, r, "/status/chains/"+url.PathEscape(chain)+"?"+q.Encode(), http.StatusSeeOther)
 }
 
 // sameOrigin refuses a form posted from another site: the browser says

@@ -61,7 +61,7 @@ func TestStatusPage(t *testing.T) {
 		t.Fatalf("status without a session = %d %s", code, body)
 	}
 	resp := pagePost(t, c, base+"/status/login", url.Values{"token": {"wrong-token-0123456789"}, "next": {"/status"}}, base)
-	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "wrong+token") {
+	if loc := resp.Header.Get("Location"); !strings.Contains(loc, "done=wrong-token") {
 		t.Fatalf("wrong token: %d %s", resp.StatusCode, loc)
 	}
 	resp = pagePost(t, c, base+"/status/login", url.Values{"token": {testToken}, "next": {"/status/chains/page"}}, base)
@@ -92,7 +92,7 @@ func TestStatusPage(t *testing.T) {
 		t.Fatalf("cordon button = %d %s, cordoned %v", resp.StatusCode, resp.Header.Get("Location"), outBy(r.pool, "n1"))
 	}
 	_, body = pageGet(t, c, base+resp.Header.Get("Location"))
-	for _, want := range []string{"cordoned n1", `data-remote="n1" data-in-rotation="false"`, "cordoned by alice", ">Uncordon</button>"} {
+	for _, want := range []string{"n1: cordoned", `data-remote="n1" data-in-rotation="false"`, "cordoned by alice", ">Uncordon</button>"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("chain page after the cordon lacks %s: %s", want, body)
 		}
@@ -108,5 +108,63 @@ func TestStatusPage(t *testing.T) {
 	}
 	if code, body := pageGet(t, c, base+"/status/style.css"); code != http.StatusOK || !strings.Contains(body, ".card") {
 		t.Errorf("style.css = %d", code)
+	}
+}
+
+// TestPageGuards: the chain page does not reload itself under a half
+// typed form unless asked; the flash line is one of the page's own;
+// sign-in bodies are capped and failed sign-ins throttled.
+func TestPageGuards(t *testing.T) {
+	nodes := []*fakenode.Node{fakenode.Start(t, fakenode.Options{Head: 100})}
+	clk := &clock{now: time.Now()}
+	r := startReplica(t, "guard", "solo", nodes, nil, clk)
+	c := browser(t)
+	base := r.srv.URL
+	login := func(c *http.Client, tok string) string {
+		resp := pagePost(t, c, base+"/status/login", url.Values{"token": {tok}, "next": {"/status"}}, base)
+		return resp.Header.Get("Location")
+	}
+	if loc := login(c, testToken); loc != "/status" {
+		t.Fatalf("sign in: %s", loc)
+	}
+	tests := []struct {
+		path      string
+		want, not []string
+	}{
+		{path: "/status/chains/guard", want: []string{`href="?refresh=1"`}, not: []string{`http-equiv="refresh"`}},
+		{path: "/status/chains/guard?refresh=1", want: []string{`http-equiv="refresh"`, `href="?pause=1"`}},
+		{path: "/status", want: []string{`http-equiv="refresh"`}},
+		{path: "/status/chains/guard?done=cordoned&remote=n0", want: []string{`<p class="flash">n0: cordoned</p>`}},
+		{path: "/status/chains/guard?done=cordoned&remote=Call+support", want: []string{`<p class="flash">cordoned</p>`}, not: []string{"support"}},
+		{path: "/status?done=Your+session+expired", not: []string{"session expired", `class="flash"`}},
+	}
+	for _, tt := range tests {
+		_, body := pageGet(t, c, base+tt.path)
+		for _, w := range tt.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s lacks %s", tt.path, w)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(body, n) {
+				t.Errorf("%s shows %s", tt.path, n)
+			}
+		}
+	}
+	big := pagePost(t, browser(t), base+"/status/login", url.Values{"token": {strings.Repeat("x", 8<<10)}}, base)
+	if big.StatusCode != http.StatusForbidden {
+		t.Errorf("an 8 KiB sign-in = %d, want 403", big.StatusCode)
+	}
+	for range signinFailures {
+		if loc := login(browser(t), "wrong-token-0123456789"); !strings.Contains(loc, "done=wrong-token") {
+			t.Fatalf("wrong token: %s", loc)
+		}
+	}
+	if loc := login(browser(t), testToken); !strings.Contains(loc, "done=throttled") {
+		t.Errorf("sign-in after %d failures: %s, want throttled", signinFailures, loc)
+	}
+	clk.add(signinWindow)
+	if loc := login(browser(t), testToken); loc != "/status" {
+		t.Errorf("sign-in after the window: %s", loc)
 	}
 }

@@ -67,22 +67,45 @@ func (r *redisCordons) announce(ctx context.Context, ks keyspace.Chain) {
 	_ = r.rdb.Publish(ctx, ks.CordonsNotify, "1").Err()
 }
 
-func (r *redisCordons) watch(ctx context.Context, chains []string, changed func(string)) {
-	byChannel := make(map[string]string, len(chains))
-	channels := make([]string, 0, len(chains))
-	for _, c := range chains {
-		ch := keyspace.For(c).CordonsNotify
-		byChannel[ch] = c
-		channels = append(channels, ch)
-	}
+func (r *redisCordons) watch(ctx context.Context, chains func() []string, rechain <-chan struct{}, changed func(string)) {
 	// go-redis resubscribes after a lost connection by itself.
-	sub := r.rdb.Subscribe(ctx, channels...)
+	sub := r.rdb.Subscribe(ctx)
 	defer sub.Close()
+	byChannel := map[string]string{}
+	resubscribe := func() {
+		want := map[string]string{}
+		for _, c := range chains() {
+			want[keyspace.For(c).CordonsNotify] = c
+		}
+		var add, drop []string
+		for ch := range want {
+			if _, ok := byChannel[ch]; !ok {
+				add = append(add, ch)
+			}
+		}
+		for ch := range byChannel {
+			if _, ok := want[ch]; !ok {
+				drop = append(drop, ch)
+			}
+		}
+		// go-redis keeps the channels of a failed subscribe and subscribes
+		// them when it reconnects; the resync covers the gap.
+		if len(add) > 0 {
+			_ = sub.Subscribe(ctx, add...)
+		}
+		if len(drop) > 0 {
+			_ = sub.Unsubscribe(ctx, drop...)
+		}
+		byChannel = want
+	}
+	resubscribe()
 	msgs := sub.Channel()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-rechain:
+			resubscribe()
 		case m, ok := <-msgs:
 			if !ok {
 				return

@@ -6,12 +6,17 @@ import (
 )
 
 // Traffic is a chain's calls since this replica started, from its metrics:
-// where they were answered (venn_answers_total by source) and the share
-// that failed (venn_requests_total, outcome other than ok).
+// where they were answered (venn_answers_total by source), and the share
+// that failed (venn_requests_total, outcome other than ok) recently: over
+// the last errorWindow, as sampled by the reads (trafficHistory).
 type Traffic struct {
-	Answers    map[string]float64 `json:"answers"` // by source: local, head, history, forger, cache, remotes
-	Requests   float64            `json:"requests"`
-	ErrorShare float64            `json:"error_share"`
+	Answers  map[string]float64 `json:"answers"` // by source: local, head, history, forger, cache, remotes
+	Requests float64            `json:"requests"`
+	// ErrorShare is over the last ErrorShareSeconds (0: since start, the
+	// first read).
+	ErrorShare        float64 `json:"error_share"`
+	ErrorShareSeconds float64 `json:"error_share_seconds"`
+	errors            float64 // since start
 }
 
 // traffic reads every chain's traffic from g; nil g reads nothing.
@@ -50,6 +55,7 @@ func traffic(g prometheus.Gatherer) map[string]*Traffic {
 		}
 	}
 	for c, t := range out {
+		t.errors = errs[c]
 		if t.Requests > 0 {
 			t.ErrorShare = errs[c] / t.Requests
 		}

@@ -146,10 +146,13 @@ func (cs *chains) adminChains(hist *history) []admin.Chain {
 // adminReloader is the admin API's POST /admin/reload.
 func adminReloader(r *Reloader) admin.Reloader { return r.Reload }
 
-// tellAdminOfReloads has every applied reload give the admin API the
-// chains served now and the running config.
+// tellAdminOfReloads has every applied reload give the admin API its
+// tokens, the chains served now and the running config.
 func tellAdminOfReloads(r *Reloader, a *admin.Admin, cs *chains, hist *history) {
-	r.onApplied = func(ctx context.Context, next *Config) { a.Reloaded(ctx, cs.adminChains(hist), next) }
+	r.onApplied = func(ctx context.Context, next *Config) {
+		a.SetTokens(next.Admin.Tokens) // refused to or from none: restart_required says so
+		a.Reloaded(ctx, cs.adminChains(hist), next)
+	}
 }
 
 // drain hands this replica's leaderships over and turns /readyz 503; it

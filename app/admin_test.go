@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +86,9 @@ func adminDo(t *testing.T, method, url, token, body string) (int, string) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -115,11 +120,19 @@ func TestAdminNeverShowsASecret(t *testing.T) {
 	}
 	_, bodies["cordon"] = adminDo(t, "POST", a.admin+"/admin/chains/test/remotes/down/cordon", adminToken, `{"reason":"test"}`)
 	_, bodies["uncordon"] = adminDo(t, "POST", a.admin+"/admin/chains/test/remotes/down/uncordon", adminToken, ``)
+	for k, v := range statusPages(t, a.admin) {
+		bodies[k] = v
+	}
 	_, bodies["/readyz"] = get(t, http.DefaultClient, a.metrics+"/readyz")
 	_, bodies["/metrics"] = get(t, http.DefaultClient, a.metrics+"/metrics")
 	bodies["logs"] = a.logs.String()
-	if strings.Contains(bodies["/admin/chains/test"], "127.0.0.1") {
-		t.Errorf("the chain's remotes show an IP address: %s", bodies["/admin/chains/test"])
+	for _, p := range []string{"/admin/chains/test", "sign-in page", "/status", "/status/chains/test"} {
+		if strings.Contains(bodies[p], "127.0.0.1") {
+			t.Errorf("%s shows an IP address: %s", p, bodies[p])
+		}
+	}
+	if !strings.Contains(bodies["/status/chains/test"], "down") {
+		t.Errorf("the chain page lacks the failing remote: %s", bodies["/status/chains/test"])
 	}
 	for where, body := range bodies {
 		for _, s := range secrets {
@@ -146,6 +159,34 @@ func TestAdminNeverShowsASecret(t *testing.T) {
 			t.Errorf("logs lack %s", want)
 		}
 	}
+}
+
+// statusPages reads the status page's sign-in page, then signs in and
+// reads the overview and chain test's page.
+func statusPages(t *testing.T, base string) map[string]string {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	out := map[string]string{}
+	if _, out["sign-in page"] = get(t, c, base+"/status"); !strings.Contains(out["sign-in page"], `name="token"`) {
+		t.Errorf("not the sign-in page: %s", out["sign-in page"])
+	}
+	req, _ := http.NewRequest("POST", base+"/status/login", strings.NewReader(url.Values{"token": {adminToken}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, p := range []string{"/status", "/status/chains/test"} {
+		code, body := get(t, c, base+p)
+		if code != http.StatusOK {
+			t.Errorf("GET %s signed in = %d", p, code)
+		}
+		out[p] = body
+	}
+	return out
 }
 
 // TestRedactConfig: every secret of a full config is redacted, the rest

@@ -367,22 +367,23 @@ func (cs *chains) start(ctx context.Context) error {
 		return errors.Join(err, cs.stop(ctx))
 	}
 	for _, c := range cs.all() {
-		c.run()
+		c.run(true)
 	}
 	return nil
 }
 
-// run starts the chain's follower, subscriptions, campaign and history
-// write-through, under a context of its own: a reload may stop one chain.
-func (c *chain) run() {
+// run starts the chain's follower, subscriptions, campaign (unless not
+// campaign: campaigns) and history write-through, under a context of its own: a reload may stop one chain.
+func (c *chain) run(campaign bool) {
 	bg, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	c.wg.Go(func() { c.head.follower.Run(bg) })
 	c.wg.Go(func() { c.head.subs.Run(bg) })
-	h := c.head
-	campaign, stop := context.WithCancel(bg)
-	h.stopCampaign, h.campaignDone = stop, make(chan struct{})
-	c.wg.Go(func() { defer close(h.campaignDone); h.elector.Run(campaign, h.lead) })
+	if h := c.head; campaign {
+		camp, stop := context.WithCancel(bg)
+		h.stopCampaign, h.campaignDone = stop, make(chan struct{})
+		c.wg.Go(func() { defer close(h.campaignDone); h.elector.Run(camp, h.lead) })
+	}
 	c.wg.Go(func() { c.router.Run(bg) }) // the history write-through
 	c.cache.Load().run(c)
 }

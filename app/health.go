@@ -97,14 +97,15 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// notReadyReason words why no remote of a chain is in rotation, remote by
-// remote, by name only.
+// notReadyReason says why no remote of a chain is in rotation, remote by
+// remote, by name and reason code only: /readyz takes no token, and a
+// reason's text may hold a cordon's free-text reason and a token's name.
 func notReadyReason(rs []remotes.RemoteStatus) string {
 	parts := make([]string, 0, len(rs))
 	for _, r := range rs {
 		texts := make([]string, 0, len(r.Out))
 		for _, o := range r.Out {
-			texts = append(texts, o.Text)
+			texts = append(texts, o.Code)
 		}
 		if len(texts) == 0 {
 			texts = append(texts, "in rotation")

@@ -24,11 +24,17 @@ import (
 
 // ReloadReport is a reload's answer, as the admin API returns it.
 type ReloadReport struct {
+	// Applied: the file was valid and every step of it applied. A valid
+	// file whose step failed (a chain that would not start) applies the
+	// rest: Partial, with the failures in Problems; a later reload tries
+	// the failed steps again.
 	Applied bool `json:"applied"`
+	Partial bool `json:"partial,omitempty"`
 	// Changes says what the reload changed, one line each.
 	Changes []string `json:"changes"`
 	// Problems are the file's problems, each naming its field (as
-	// check-config prints them); with any, nothing was applied.
+	// check-config prints them), and nothing was applied; or, with
+	// Partial, the steps that failed.
 	Problems []string `json:"problems"`
 	// RestartRequired names the fields that differ from the running
 	// process's and take effect only at its next start.
@@ -89,7 +95,8 @@ func (r *Reloader) reload(ctx context.Context) *ReloadReport {
 	r.applyProcess(next, rep)
 	r.applyChains(ctx, next, rep)
 	r.applied = next
-	rep.Applied = true
+	rep.Applied = len(rep.Problems) == 0
+	rep.Partial = !rep.Applied
 	if r.onApplied != nil {
 		r.onApplied(ctx, next)
 	}
@@ -118,6 +125,14 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"limits.max_reply_bytes_in_flight", s.Limits.MaxReplyBytesInFlight, next.Limits.MaxReplyBytesInFlight},
 		{"diagnostic_headers", s.DiagnosticsOn(), next.DiagnosticsOn()},
 		{"request_log", s.RequestLog, next.RequestLog},
+		{"admin_listen", s.AdminListen, next.AdminListen},
+		{"admin.on_metrics_listen", s.Admin.OnMetricsListen, next.Admin.OnMetricsListen},
+		{"admin.cordon_resync", s.Admin.CordonResync, next.Admin.CordonResync},
+		{"admin.heartbeat", s.Admin.Heartbeat, next.Admin.Heartbeat},
+		// Tokens to none or back: loopback-only is decided at bind
+		// (admin.SetTokens); a changed list applies at once.
+		{"admin.tokens (to or from none)", len(s.Admin.Tokens) == 0, len(next.Admin.Tokens) == 0},
+		{"tracing", s.Tracing, next.Tracing},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			rep.restart(f.name)

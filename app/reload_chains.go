@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -103,16 +104,30 @@ func (r *Reloader) applyChains(ctx context.Context, next *Config, rep *ReloadRep
 		rep.change("chain %s removed (%d WebSocket connections closed)", c.name, n)
 		cs.retire(c)
 	}
+	failed := map[*chain]bool{}
 	for _, c := range added {
+		// Listed only once started: a chain listed but not running would
+		// hold /readyz at 503, and the next reload would take it as kept.
 		if err := c.pool.Start(ctx); err != nil {
-			rep.Problems = append(rep.Problems, err.Error())
+			rep.Problems = append(rep.Problems, fmt.Sprintf("chain %s not added: %v", c.name, err))
+			_ = c.halt(ctx)      // not run: closes its cache
+			_ = c.pool.Stop(ctx) // what Start opened before it failed
+			failed[c] = true
 			continue
 		}
-		c.run()
+		c.run(cs.campaigns())
 		r.rpc.Handle(c.name, c.router)
 		rep.change("chain %s added", c.name)
 	}
+	list = slices.DeleteFunc(list, func(c *chain) bool { return failed[c] })
 	cs.list.Store(&list)
+	if !cs.campaigns() { // a drain that began after run, and went over the list before the Store
+		for _, c := range added {
+			if h := c.head; h.stopCampaign != nil {
+				h.stopCampaign()
+			}
+		}
+	}
 }
 
 // updateChain applies the sections of cc that changed to c.
@@ -141,6 +156,11 @@ func (r *Reloader) updateChain(c *chain, cc ChainConfig, path string, rep *Reloa
 		rep.restart(path + ".misbehaviour_log")
 	}
 }
+
+// campaigns reports whether a chain a reload adds campaigns for its
+// leadership: not on a drained replica, which hands leaderships over.
+// Without Redis a drain keeps leading (drain): there is nobody else.
+func (cs *chains) campaigns() bool { return cs.rdb == nil || !cs.draining.Load() }
 
 // retireTimeout bounds a removed chain's campaign and follower stopping.
 const retireTimeout = 10 * time.Second

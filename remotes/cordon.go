@@ -7,7 +7,9 @@ package remotes
 // second or so; the pool only applies what it is given. Like a cordon for
 // misbehaviour, a manual cordon never takes the chain's last remote in
 // rotation out: SetCordons holds such a cordon back (CordonState.Held) and
-// applies it on a later call, once another remote is in rotation again.
+// applies it on a later call, once another remote is in rotation again;
+// and when the others break between two calls, selection falls back to
+// the cordoned remote (selector.lastResort) rather than fail the call.
 // Expiry is decided by SetCordons's caller from its clock: a cordon whose
 // Until has passed is simply no longer in the set.
 

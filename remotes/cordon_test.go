@@ -100,3 +100,26 @@ func TestStatusReasonsAndRedactedError(t *testing.T) {
 		t.Fatalf("last error %q", st.LastError)
 	}
 }
+
+// TestCordonNeverTakesTheLastRemoteAtCallTime: a manual cordon applied
+// while another remote was in rotation stops keeping its remote out when
+// that other one breaks; calls go to the cordoned remote rather than fail.
+func TestCordonNeverTakesTheLastRemoteAtCallTime(t *testing.T) {
+	p, now := idlePool(t, 2, PoolConfig{})
+	for _, r := range p.members() {
+		r.head.Store(100)
+	}
+	if held := p.SetCordons(*now, []ManualCordon{{Remote: "n0", By: "ops", At: *now}}); len(held) != 0 {
+		t.Fatalf("held %v", held)
+	}
+	if r, _ := p.pick("eth_blockNumber", route{}, 0); r == nil || r.Name() != "n1" {
+		t.Fatalf("picked %v, want n1 while n0 is cordoned", r)
+	}
+	p.members()[1].chainState.Store(chainWrong)
+	if r, _ := p.pick("eth_blockNumber", route{}, 0); r == nil || r.Name() != "n0" {
+		t.Fatalf("picked %v with n1 broken, want the cordoned n0", r)
+	}
+	if !p.Ready() {
+		t.Error("not ready though n0 serves")
+	}
+}

@@ -189,9 +189,13 @@ func (r *Remote) healthy(now time.Time) bool {
 	return r.chainVerified() && r.brk.ready(now)
 }
 
-// available: healthy, not backed off after a 429, and not full.
-func (r *Remote) available(now time.Time) bool {
-	if !r.healthy(now) || now.UnixNano() < r.throttledTil.Load() || r.outByCordon(now) {
+// available: usable and not cordoned by hand.
+func (r *Remote) available(now time.Time) bool { return r.usable(now) && !r.manuallyOut() }
+
+// usable: healthy, not cordoned for misbehaviour, not backed off after a
+// 429, and not full.
+func (r *Remote) usable(now time.Time) bool {
+	if !r.healthy(now) || now.UnixNano() < r.throttledTil.Load() || r.cordoned(now) {
 		return false
 	}
 	return r.cfg.MaxInFlight <= 0 || r.inFlight.Load() < int64(r.cfg.MaxInFlight)

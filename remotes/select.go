@@ -18,6 +18,9 @@ type view struct {
 	now    time.Time
 	best   uint64 // the highest head among the remotes in rotation
 	maxLag uint64
+	// manualOK admits manually cordoned remotes: no other remote is left in
+	// rotation (lastResort).
+	manualOK bool
 }
 
 // lagging reports a remote too far behind the best head to be in rotation.
@@ -36,6 +39,34 @@ func (s *selector) pick(v *view, method string, rt *route, tried uint64) (*Remot
 	need := min(rt.need, v.best)
 	// Above every remote's head (need > best): the remotes at the best head
 	// give the node's own answer (null, or an error).
+	if r, slot := s.walk(v, method, rt, tried, need); r != nil || v.manualOK || !s.lastResort(v) {
+		return r, slot
+	}
+	// A manual cordon never takes the chain's last remote out (cordon.go):
+	// SetCordons decides it when the cordons change, but the others may
+	// break after; here it holds at call time.
+	last := *v
+	last.manualOK = true
+	return s.walk(&last, method, rt, tried, need)
+}
+
+// lastResort reports whether only manually cordoned remotes are left in
+// rotation, so selection may use them.
+func (s *selector) lastResort(v *view) bool {
+	cordoned := false
+	for _, r := range s.remotes {
+		switch {
+		case r.manuallyOut():
+			cordoned = true
+		case r.healthy(v.now) && !v.lagging(r) && !r.cordoned(v.now):
+			return false
+		}
+	}
+	return cordoned
+}
+
+// walk is the tier walk over the candidates v admits.
+func (s *selector) walk(v *view, method string, rt *route, tried uint64, need uint64) (*Remote, int) {
 	var cand [maxRemotes]int
 	for tier := TierPrimary; tier <= TierFallback; tier++ {
 		k := 0
@@ -61,7 +92,7 @@ func (s *selector) admits(v *view, r *Remote, method string, rt *route, need uin
 	switch {
 	case rt.only != nil && r != rt.only:
 		return false
-	case !r.available(v.now) || v.lagging(r) || r.Head() < need || !r.supports(method):
+	case !r.usable(v.now) || r.manuallyOut() && !v.manualOK || v.lagging(r) || r.Head() < need || !r.supports(method):
 		return false
 	}
 	return rt.accept == nil || rt.accept(r)

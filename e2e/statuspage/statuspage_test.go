@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		shots = d // kept for a look
 	}
 
+	before := overview(t, base).Chains[0] // the card is read between before and after
 	b.navigate(base + "/status")
 	b.eval(`document.querySelector('input[name=token]').value = `+jsString(token)+`; document.querySelector('form.login').submit()`, nil)
 	b.waitLoaded(base + "/status")
@@ -110,8 +112,10 @@ func TestStatusPageInBrowser(t *testing.T) {
 			card.Chain != ""
 	})
 	o := overview(t, base)
-	if c := o.Chains[0]; card.Chain != c.Name || card.In != "2" || card.Out != "0" || card.Head == "" {
-		t.Errorf("card %+v, admin API %s: %d in, %d out, head %d", card, c.Name, c.InRotation, c.Out, c.Head)
+	head, err := strconv.ParseUint(card.Head, 10, 64)
+	if c := o.Chains[0]; err != nil || card.Chain != c.Name || card.In != strconv.Itoa(c.InRotation) ||
+		card.Out != strconv.Itoa(c.Out) || c.InRotation != before.InRotation || head < before.Head || head > c.Head {
+		t.Errorf("card %+v, admin API %s: %d in, %d out, head %d (%d before)", card, c.Name, c.InRotation, c.Out, c.Head, before.Head)
 	}
 	t.Logf("overview screenshot: %s", b.screenshot(shots, "overview.png"))
 	pages := []string{pageHTML(b)}
