@@ -20,6 +20,7 @@ import (
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/tracing"
+	"github.com/venn-gateway/venn/tracing/otlp"
 )
 
 // BenchmarkTracingHop is BenchmarkHop's venn target with tracing off and
@@ -44,20 +45,20 @@ func BenchmarkTracingHop(b *testing.B) {
 
 	one := 1.0
 	cfg := tracing.Config{Enabled: true, SamplingRatio: &one, PropagateUpstream: true}
-	otlp, err := tracing.Open(tracing.Config{Enabled: true, SamplingRatio: &one, PropagateUpstream: true,
+	exp, err := otlp.Open(tracing.Config{Enabled: true, SamplingRatio: &one, PropagateUpstream: true,
 		Endpoint: sink.URL, Protocol: tracing.ProtocolHTTP})
 	if err != nil {
 		b.Fatal(err)
 	}
-	discard := tracing.NewProvider(cfg, sdktrace.WithBatcher(dropSpans{}))
+	discard := otlp.NewProvider(cfg, sdktrace.WithBatcher(dropSpans{}))
 	defer func() {
-		_ = otlp.Shutdown(context.Background())
+		_ = exp.Shutdown(context.Background())
 		_ = discard.Shutdown(context.Background())
 	}()
 	targets := []struct {
 		name string
 		tr   *tracing.Tracer
-	}{{"off", nil}, {"discard", discard.Tracer()}, {"otlp", otlp.Tracer()}}
+	}{{"off", nil}, {"discard", discard.Tracer()}, {"otlp", exp.Tracer()}}
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer client.CloseIdleConnections()
