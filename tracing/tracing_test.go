@@ -73,7 +73,6 @@ func TestOffCostsNothing(t *testing.T) {
 		sp.End()
 		c, sp = off.StartRoot(c, "y", trace.SpanKindServer, nil)
 		sp.End()
-		off.SetSource(c, "head")
 		_ = off.Inject(c, nil)
 		_ = off.CallHook()
 	})
