@@ -16,6 +16,9 @@ import (
 	"github.com/venn-gateway/venn/jrpc"
 )
 
+// upstreamHeader stands for a remote's request headers.
+var upstreamHeader = http.Header{"Content-Type": {"application/json"}}
+
 // callServer serves chain eth through jrpc with tr's hook (nil: none); its
 // handler sends one upstream attempt under a client span and notes that
 // the remotes answered, as the router and the pool do.
@@ -23,8 +26,18 @@ func callServer(tr *Tracer) http.Handler {
 	srv := jrpc.NewServer(jrpc.Options{Hook: tr.CallHook(), MethodLabel: func(m string) string { return m }})
 	srv.Handle("eth", jrpc.HandlerFunc(func(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
 		sctx, sp := tr.Start(ctx, req.Method, trace.SpanKindClient)
-		_ = tr.Inject(sctx, nil)
+		_ = tr.Inject(sctx, upstreamHeader)
 		tr.HTTPStatus(sctx, http.StatusOK)
+		if sp.IsRecording() { // as remotes' judge annotates a send
+			a := NewAttrs()
+			a.Add(KeyRPCSystem.String("jsonrpc"))
+			a.Add(KeyRPCMethod.String(req.Method))
+			a.Add(KeyRemote.String("a"))
+			a.Add(KeyAttempt.Int(1))
+			a.Add(KeyRole.String("primary"))
+			a.Add(KeyMeaning.String("answer"))
+			a.Set(sp)
+		}
 		sp.End()
 		n := jrpc.NoteOf(ctx)
 		n.Answered("remotes")
@@ -71,8 +84,8 @@ func TestCallSpanReadsNote(t *testing.T) {
 			t.Errorf("call span %s = %q, want %q", k, got[k], v)
 		}
 	}
-	if len(send.Attributes) != 1 || send.Attributes[0] != KeyHTTPStatus.Int(http.StatusOK) {
-		t.Errorf("send span attributes %v, want the status alone", send.Attributes)
+	if len(send.Attributes) != 7 || send.Attributes[0] != KeyHTTPStatus.Int(http.StatusOK) {
+		t.Errorf("send span attributes %v, want the status and six more", send.Attributes)
 	}
 }
 
