@@ -28,10 +28,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
@@ -72,6 +74,7 @@ var Module = fx.Module("app",
 		newHistory,
 		newChains,
 		newRPCOptions,
+		newRequestLog,
 		newRateLimiter,
 		newEdge,
 		newGate,
@@ -151,6 +154,10 @@ type chain struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	settled func() (uint64, bool) // the settled line the leader archives by
+	// cache is the chain's response cache (nil: off); a reload may
+	// replace it (applyCache).
+	cache atomic.Pointer[chainCache]
+	owner *chains // what built it, for what a reload rebuilds
 }
 
 // headFeed is a chain's head window on this replica: the follower that
@@ -181,6 +188,7 @@ func (h *headFeed) lead(ctx context.Context, epoch uint64) {
 type chains struct {
 	list     atomic.Pointer[[]*chain]
 	rdb      *redis.Client // nil without redis.url
+	tiers    cacheTiers    // the Postgres cache tiers' pool
 	log      *slog.Logger
 	parts    chainParts
 	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
@@ -218,6 +226,7 @@ type chainMetrics struct {
 	archive  *stalker.ArchiveMetrics
 	router   *router.Metrics
 	subs     *subcenter.Metrics
+	cache    *cache.Metrics
 }
 
 func newChainMetrics(reg prometheus.Registerer) chainMetrics {
@@ -228,6 +237,7 @@ func newChainMetrics(reg prometheus.Registerer) chainMetrics {
 		archive:  stalker.NewArchiveMetrics(reg),
 		router:   router.NewMetrics(reg),
 		subs:     subcenter.NewMetrics(reg),
+		cache:    cache.NewMetrics(reg),
 	}
 }
 
@@ -255,6 +265,7 @@ func newChains(p chainsParams) (*chains, error) {
 		opts.ContextTimeoutEnabled = true
 		out.rdb = redis.NewClient(opts)
 	}
+	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
 	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
 		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
 		history: p.History, tracer: p.Tracer}
@@ -262,6 +273,7 @@ func newChains(p chainsParams) (*chains, error) {
 	for _, cc := range cfg.Chains {
 		c, err := out.build(cc)
 		if err != nil {
+			out.tiers.close()
 			return nil, err
 		}
 		list = append(list, c)
@@ -301,10 +313,20 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 	}
 	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
 	settled := cc.settledLine(h.window)
-	rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
+	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash,
-		Logger: log, Tracer: cs.parts.tracer}, h.window, up, m.router)
-	return &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled}, nil
+		Logger: log, Tracer: cs.parts.tracer}
+	ccache, err := cs.newCache(cc, log, m.cache)
+	if err != nil {
+		return nil, fmt.Errorf("chain %s: cache: %w", cc.Name, err)
+	}
+	if ccache != nil {
+		rc.Cache = ccache.c // a nil *cache.Cache would be a non-nil interface
+	}
+	rt := router.New(rc, h.window, up, m.router)
+	c := &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, owner: cs}
+	c.cache.Store(ccache)
+	return c, nil
 }
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
@@ -362,12 +384,14 @@ func (c *chain) run() {
 	h.stopCampaign, h.campaignDone = stop, make(chan struct{})
 	c.wg.Go(func() { defer close(h.campaignDone); h.elector.Run(campaign, h.lead) })
 	c.wg.Go(func() { c.router.Run(bg) }) // the history write-through
+	c.cache.Load().run(c)
 }
 
 // halt ends the chain's campaign (a leader releases its lease, so another
 // replica takes over at once) and its follower, and waits for them.
 func (c *chain) halt(ctx context.Context) error {
 	if c.cancel == nil {
+		c.cache.Load().stop()
 		return nil
 	}
 	c.cancel()
@@ -375,6 +399,7 @@ func (c *chain) halt(ctx context.Context) error {
 	go func() { c.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		c.cache.Load().stop()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("chain %s: head feed: stop: %w", c.name, ctx.Err())
@@ -395,20 +420,23 @@ func (cs *chains) stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	errs = append(errs, cs.waitRetired(ctx))
+	cs.tiers.close() // every prune has ended
 	if cs.rdb != nil {
 		errs = append(errs, cs.rdb.Close())
 	}
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *gate, tr *tracing.Tracer) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *gate, tr *tracing.Tracer, rl *reqlog.Log) jrpc.Options {
 	return jrpc.Options{
-		Limits:      cfg.JRPCLimits(),
-		Logger:      log,
-		Registerer:  reg,
-		MethodLabel: evm.MethodLabel,
-		Gate:        g,
-		Hook:        tr.CallHook(), // nil when off
+		Limits:            cfg.JRPCLimits(),
+		Logger:            log,
+		Registerer:        reg,
+		MethodLabel:       evm.MethodLabel,
+		Gate:              g,
+		Hook:              tr.CallHook(), // nil when off
+		DiagnosticHeaders: cfg.DiagnosticsOn(),
+		OnCall:            onCall(rl),
 	}
 }
 

@@ -15,9 +15,11 @@ import (
 
 	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/tracing"
 )
@@ -49,6 +51,12 @@ type Config struct {
 	Limits          jrpc.Limits   `yaml:"limits"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	ShutdownDelay   time.Duration `yaml:"shutdown_delay"` // /readyz 503, calls served, then drain
+	// DiagnosticHeaders puts X-Venn-Source, -Remote, -Attempts, -Cache and
+	// -Duration-Ms on HTTP answers; default on. A pointer: absent (on)
+	// differs from false.
+	DiagnosticHeaders *bool `yaml:"diagnostic_headers"`
+	// RequestLog is the optional log of every client call (package reqlog).
+	RequestLog reqlog.Config `yaml:"request_log"`
 	// Redis joins this process to a cluster: the replicas sharing one Redis
 	// elect a leader per chain and share its head feed. Without it, the
 	// process leads every chain and keeps the head window in memory.
@@ -137,6 +145,8 @@ type ChainConfig struct {
 	// Integrity checks blocks and receipts remotes send against their
 	// hashes and roots, and refetches what fails from another remote.
 	Integrity IntegrityConfig `yaml:"integrity"`
+	// Cache is the chain's response cache (package cache).
+	Cache cache.Config `yaml:"cache"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).
@@ -366,6 +376,9 @@ func (c *Config) RemoteCount() int {
 	}
 	return n
 }
+
+// DiagnosticsOn reports whether answers carry the diagnostic headers.
+func (c *Config) DiagnosticsOn() bool { return c.DiagnosticHeaders == nil || *c.DiagnosticHeaders }
 
 // JRPCLimits is the limits section, for jrpc.NewServer.
 func (c Config) JRPCLimits() jrpc.Limits { return c.Limits }

@@ -116,6 +116,8 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"shutdown_timeout", s.ShutdownTimeout, next.ShutdownTimeout},
 		{"shutdown_delay", s.ShutdownDelay, next.ShutdownDelay},
 		{"limits.max_reply_bytes_in_flight", s.Limits.MaxReplyBytesInFlight, next.Limits.MaxReplyBytesInFlight},
+		{"diagnostic_headers", s.DiagnosticsOn(), next.DiagnosticsOn()},
+		{"request_log", s.RequestLog, next.RequestLog},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			rep.restart(f.name)

@@ -31,6 +31,7 @@ var chainSections = []chainSection{
 	{name: "head", fields: []string{"Head"}},           // the head window and stalker are built with it
 	{name: "history", fields: []string{"History"}},     // the archiver is built with it
 	{name: "integrity", fields: []string{"Integrity"}}, // the router is built in front of it
+	{name: "cache", fields: []string{"Cache"}, apply: applyCache},
 }
 
 // same reports whether a and b agree on the section's fields.

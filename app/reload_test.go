@@ -435,3 +435,42 @@ func TestChainSectionsCoverConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadCacheSettings turns a chain's response cache off and on again
+// by reload: off, calls are not cached; on again, they are, on a fresh
+// memory tier.
+func TestReloadCacheSettings(t *testing.T) {
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, FinalizedDepth: 8, SafeDepth: 4})
+	y := func(cache string) string {
+		return "listen: 127.0.0.1:0\nmetrics_listen: 127.0.0.1:0\nshutdown_timeout: 5s\nchains:\n" +
+			"  - name: test\n    chain_id: 1337\n    block_time: 50ms\n    head: {window: 16}\n" +
+			"    integrity: {stalker: false}\n    cache: " + cache + "\n    remotes:\n      - " + remoteYAML("node", node) + "\n"
+	}
+	app := startReloadApp(t, y("{enabled: true}"))
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	rpc := app.rpc("test")
+	testkit.WaitFor(t, 10*time.Second, "the cache to key a settled call", func() bool {
+		_, word := cachedCall(t, client, rpc, probeBlock)
+		return word == "hit"
+	})
+
+	rep := app.reload(t, y("{enabled: false}"))
+	if !rep.Applied || !slices.Contains(rep.Changes, "chain test: cache off") {
+		t.Fatalf("turning the cache off: %+v", rep)
+	}
+	if _, word := cachedCall(t, client, rpc, probeBlock); word != "none" {
+		t.Errorf("with the cache off: X-Venn-Cache %q, want none", word)
+	}
+
+	rep = app.reload(t, y("{enabled: true, memory_bytes: 8388608}"))
+	if !rep.Applied || len(rep.RestartRequired) != 0 {
+		t.Fatalf("turning the cache on: %+v", rep)
+	}
+	if _, word := cachedCall(t, client, rpc, probeBlock); word != "miss" {
+		t.Errorf("first call on the new cache: X-Venn-Cache %q, want miss (its memory starts empty)", word)
+	}
+	if _, word := cachedCall(t, client, rpc, probeBlock); word != "hit" {
+		t.Errorf("second call on the new cache: X-Venn-Cache %q, want hit", word)
+	}
+}

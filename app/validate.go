@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -61,6 +62,7 @@ func (c *Config) Validate() error {
 	}
 	p.under("tracing", c.Tracing.Validate())
 	validateLimits(&p, c.Limits)
+	p.under("request_log", c.RequestLog.Validate())
 	c.validateEdge(&p)
 	if c.Redis.URL != "" {
 		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
@@ -87,6 +89,7 @@ func (c *Config) Validate() error {
 			seen[ch.Name] = i
 		}
 		ch.validate(&p, path)
+		c.validateCache(&p, path, ch.Cache)
 		for j, r := range ch.Remotes {
 			// No larger reply could ever be read.
 			if budget := c.Limits.MaxReplyBytesInFlight; budget > 0 && r.MaxResponseBytes > budget {
@@ -111,6 +114,18 @@ func (c *Config) validatePostgres(p *problems) {
 			// long as the call would leave them nothing.
 			p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.Pool.CallDeadline)
 		}
+	}
+}
+
+// validateCache checks a chain's cache section, and that the tiers it
+// turns on have their stores.
+func (c *Config) validateCache(p *problems, path string, cc cache.Config) {
+	p.under(path+".cache", cc.Validate())
+	if cc.Redis != nil && *cc.Redis && c.Redis.URL == "" {
+		p.add(path+".cache.redis", "requires redis.url")
+	}
+	if cc.Postgres && c.Postgres.URL == "" {
+		p.add(path+".cache.postgres", "requires postgres.url")
 	}
 }
 

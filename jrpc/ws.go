@@ -122,7 +122,7 @@ type wsConn struct {
 	pauses atomic.Uint64
 }
 
-func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry, id string) {
 	// WebSocket has no preflight: the Gate checks the upgrade's Origin.
 	cl, ok := s.admit(w, r, ch, TransportWS, chi.URLParam(r, "key"))
 	if !ok {
@@ -162,7 +162,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 	}
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
-	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r))
+	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r, id))
 	ctx = withSkipCache(ctx, r.Header, false)
 	ctx = ContextWithNotifier(ctx, c)
 	c.ctx, c.cancel = context.WithCancel(ctx)
@@ -341,8 +341,12 @@ func (c *wsConn) serveMessage(msg []byte) {
 	}
 	r := &reply{}
 	ctx := context.WithValue(c.ctx, replyKey{}, r)
+	var start time.Time
+	if c.s.onCall != nil {
+		start = time.Now()
+	}
 	bp := c.s.getBuf()
-	out, _ := c.s.serveMessage(ctx, c.ch, c.cl, msg, *bp, admitted)
+	out, sv := c.s.serveMessage(ctx, c.ch, c.cl, msg, *bp, admitted)
 	if len(out) > 0 {
 		if err := c.write(c.ctx, out); err != nil {
 			c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket write",
@@ -352,6 +356,9 @@ func (c *wsConn) serveMessage(msg []byte) {
 	*bp = out
 	c.s.putBuf(bp)
 	r.run()
+	if c.s.onCall != nil {
+		c.s.logCalls(ctx, c.ch, &sv, start, 0)
+	}
 }
 
 // write sends one message once it is the writer's turn (waiting until ctx

@@ -34,6 +34,7 @@ func (h callHook) StartCall(ctx context.Context, c jrpc.CallInfo) context.Contex
 	a.Add(KeyRPCMethod.String(c.Method))
 	a.Add(KeyChain.String(c.Chain))
 	a.Add(KeyTransport.String(c.Transport))
+	a.Add(KeyRequestID.String(jrpc.RequestID(ctx)))
 	if c.Index >= 0 {
 		a.Add(KeyBatchIndex.Int(c.Index))
 	}
