@@ -88,8 +88,8 @@ func BenchmarkTracingCost(b *testing.B) {
 // hopTarget is one URL BenchmarkTracingHop and BenchmarkTracingCost call.
 type hopTarget struct{ name, url string }
 
-// tracingTargets serves the fake node and venn in front of it three ways:
-// direct (the node alone), off, discard and otlp. All stop at the end of b.
+// tracingTargets serves the fake node (direct) and venn in front of it
+// three ways: off, discard and otlp. All stop at the end of b.
 func tracingTargets(b *testing.B) []hopTarget {
 	node := fakenode.New(fakenode.Options{ChainID: 1})
 	up := httptest.NewServer(node.Handler())
