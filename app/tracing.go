@@ -8,6 +8,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/tracing"
+	"github.com/venn-gateway/venn/tracing/otlp"
 )
 
 // traceExporterName names the optional exporter spans go to
@@ -42,12 +43,12 @@ func newTracer(p tracerParams) (*tracing.Tracer, error) {
 		return nil, nil
 	}
 	var (
-		tp  *tracing.Provider
+		tp  *otlp.Provider
 		err error
 	)
 	if p.Exporter != nil {
-		tp = tracing.NewProvider(cfg, sdktrace.WithBatcher(p.Exporter))
-	} else if tp, err = tracing.Open(cfg); err != nil {
+		tp = otlp.NewProvider(cfg, sdktrace.WithBatcher(p.Exporter))
+	} else if tp, err = otlp.Open(cfg); err != nil {
 		return nil, err
 	}
 	// The SDK reports failed exports only through OpenTelemetry's global

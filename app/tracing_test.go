@@ -157,7 +157,8 @@ chains:
 		t.Errorf("call span's parent = %s (remote %v), want the client's %s", got, call.Parent.IsRemote(), clientSpanHTTP)
 	}
 	wantAttrs(t, "call span", call, map[string]string{"rpc.method": "eth_getBalance", "venn.chain": "test",
-		"venn.transport": "http", "venn.source": "remotes", "venn.outcome": "ok"})
+		"venn.transport": "http", "venn.source": "remotes", "venn.outcome": "ok",
+		"venn.remote": "b", "venn.attempts": "2"}) // from the call's note
 	if call.Name != "eth_getBalance" {
 		t.Errorf("call span named %q", call.Name)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/tracing"
+	"github.com/venn-gateway/venn/tracing/otlp"
 )
 
 // BenchmarkTracingHop is BenchmarkHop's venn target with tracing off and
@@ -33,45 +35,96 @@ import (
 // goroutines and the sink too; "direct" (the upstream alone) is the part
 // that is not venn's.
 func BenchmarkTracingHop(b *testing.B) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer client.CloseIdleConnections()
+	for _, tg := range tracingTargets(b) {
+		b.Run(tg.name, func(b *testing.B) { driveHop(b, client, tg.url) })
+	}
+}
+
+// BenchmarkTracingCost is BenchmarkTracingHop's targets interleaved: each
+// iteration is a round of hopSegment calls to each target in turn, the
+// first target another each round, so that the load other work puts on
+// the machine falls on every target alike. It reports each target's
+// process CPU per call (the median over rounds) and the medians of the
+// per-round ratios to off: of the process's CPU, and of venn's own (the
+// process's less direct's, the client and upstream). A segment is 512
+// calls, 1024 spans, two full batches of the batch span processor, so no
+// target's spans are exported in another's segment.
+func BenchmarkTracingCost(b *testing.B) {
+	const hopSegment = 512
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer client.CloseIdleConnections()
+	targets := tracingTargets(b)
+	cpu := make([][]float64, len(targets)) // [target][round]: ns per call
+	id, round := 0, 0
+	for b.Loop() {
+		for k := range targets {
+			t := (k + round) % len(targets)
+			c0 := processCPU(b)
+			for range hopSegment {
+				id++
+				hop(b, client, targets[t].url, id)
+			}
+			cpu[t] = append(cpu[t], float64(processCPU(b)-c0)/hopSegment)
+		}
+		round++
+	}
+	for t, tg := range targets {
+		b.ReportMetric(median(cpu[t]), tg.name+"-cpu-ns/call")
+		if t < 2 { // direct, off
+			continue
+		}
+		proc, own := make([]float64, round), make([]float64, round)
+		for r := range round {
+			proc[r] = cpu[t][r] / cpu[1][r]
+			own[r] = (cpu[t][r] - cpu[0][r]) / (cpu[1][r] - cpu[0][r])
+		}
+		b.ReportMetric(median(proc), tg.name+"/off")
+		b.ReportMetric(median(own), tg.name+"/off-own")
+	}
+}
+
+// hopTarget is one URL BenchmarkTracingHop and BenchmarkTracingCost call.
+type hopTarget struct{ name, url string }
+
+// tracingTargets serves the fake node (direct) and venn in front of it
+// three ways: off, discard and otlp. All stop at the end of b.
+func tracingTargets(b *testing.B) []hopTarget {
 	node := fakenode.New(fakenode.Options{ChainID: 1})
 	up := httptest.NewServer(node.Handler())
-	defer up.Close()
+	b.Cleanup(up.Close)
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
-	defer sink.Close()
+	b.Cleanup(sink.Close)
 
 	one := 1.0
 	cfg := tracing.Config{Enabled: true, SamplingRatio: &one, PropagateUpstream: true}
-	otlp, err := tracing.Open(tracing.Config{Enabled: true, SamplingRatio: &one, PropagateUpstream: true,
+	exp, err := otlp.Open(tracing.Config{Enabled: true, SamplingRatio: &one, PropagateUpstream: true,
 		Endpoint: sink.URL, Protocol: tracing.ProtocolHTTP})
 	if err != nil {
 		b.Fatal(err)
 	}
-	discard := tracing.NewProvider(cfg, sdktrace.WithBatcher(dropSpans{}))
-	defer func() {
-		_ = otlp.Shutdown(context.Background())
+	discard := otlp.NewProvider(cfg, sdktrace.WithBatcher(dropSpans{}))
+	b.Cleanup(func() {
+		_ = exp.Shutdown(context.Background())
 		_ = discard.Shutdown(context.Background())
-	}()
-	targets := []struct {
+	})
+	targets := []hopTarget{{"direct", up.URL}}
+	for _, tc := range []struct {
 		name string
 		tr   *tracing.Tracer
-	}{{"off", nil}, {"discard", discard.Tracer()}, {"otlp", otlp.Tracer()}}
-
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	defer client.CloseIdleConnections()
-	b.Run("direct", func(b *testing.B) { driveHop(b, client, up.URL) })
-	for _, tc := range targets {
-		url, stop := tracedVenn(b, up.URL, tc.tr)
-		b.Run(tc.name, func(b *testing.B) { driveHop(b, client, url) })
-		stop()
+	}{{"off", nil}, {"discard", discard.Tracer()}, {"otlp", exp.Tracer()}} {
+		targets = append(targets, hopTarget{tc.name, tracedVenn(b, up.URL, tc.tr)})
 	}
+	return targets
 }
 
 // tracedVenn serves venn's stack (jrpc with metrics, router, pool) in
-// front of upstream, traced by tr (nil: off).
-func tracedVenn(b *testing.B, upstream string, tr *tracing.Tracer) (url string, stop func()) {
+// front of upstream, traced by tr (nil: off), until the end of b.
+func tracedVenn(b *testing.B, upstream string, tr *tracing.Tracer) string {
 	reg := prometheus.NewRegistry()
 	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "eth", ChainID: 1, BlockTime: time.Hour, Tracer: tr},
 		[]remotes.Config{{Name: "a", URL: upstream}}, nil, remotes.NewMetrics(reg))
@@ -84,30 +137,48 @@ func tracedVenn(b *testing.B, upstream string, tr *tracing.Tracer) (url string, 
 	srv := jrpc.NewServer(jrpc.Options{Registerer: reg, MethodLabel: evm.MethodLabel, Hook: tr.CallHook()})
 	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1, Tracer: tr}, nil, pool, nil))
 	venn := httptest.NewServer(srv.Handler())
-	return venn.URL + "/eth", func() {
+	b.Cleanup(func() {
 		venn.Close()
 		_ = pool.Stop(context.Background())
-	}
+	})
+	return venn.URL + "/eth"
 }
 
-// driveHop calls eth_getBalance at url, a fresh address each time, and
-// reports the process's CPU per call.
+// driveHop calls url b.N times and reports the process's CPU per call.
 func driveHop(b *testing.B, client *http.Client, url string) {
 	i := 0
 	cpu0 := processCPU(b)
 	for b.Loop() {
 		i++
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_getBalance","params":["0x%040x","latest"]}`, i, i)
-		resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(body)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatalf("status %d, %v", resp.StatusCode, err)
-		}
-		resp.Body.Close()
+		hop(b, client, url, i)
 	}
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/call")
+}
+
+// hop calls eth_getBalance at url for the i-th address.
+func hop(b *testing.B, client *http.Client, url string, i int) {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_getBalance","params":["0x%040x","latest"]}`, i, i)
+	resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+}
+
+// median is the middle of xs (the mean of the two middle ones).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }
 
 // processCPU is the process's user+system CPU time so far, in ns.

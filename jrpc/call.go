@@ -144,6 +144,9 @@ func (s *Server) serveItems(ctx context.Context, ch *chainEntry, cl Caller, item
 // the handler. idx is the item's place in its batch, -1 alone.
 func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *item, idx int) {
 	hooked := s.hook != nil && it.err == nil
+	if it.err == nil {
+		ctx = withNote(ctx, &it.note) // under the hook's context: EndCall reads it
+	}
 	if hooked {
 		ctx = s.startCall(ctx, ch, it.req.Method, idx)
 	}
@@ -155,7 +158,7 @@ func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *i
 		if ch.metrics != nil || s.onCall != nil || s.log.Enabled(ctx, slog.LevelDebug) {
 			start = time.Now()
 		}
-		res, err := s.call(withNote(ctx, &it.note), ch, &it.req)
+		res, err := s.call(ctx, ch, &it.req)
 		if err != nil {
 			it.err = s.wireError(ctx, ch, &it.req, err)
 		} else {

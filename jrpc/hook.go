@@ -10,8 +10,8 @@ import (
 // already bounds, the chain and the method's metric label, never params or
 // results. StartCall runs before the Gate's Check and the Handler, and the
 // context it returns is the one they get; EndCall runs once the answer is
-// known, with that context. Both run on the call's goroutine, for batch
-// items concurrently.
+// known, with that context, whose Note (NoteOf) then says how the call was
+// answered. Both run on the call's goroutine, for batch items concurrently.
 type CallHook interface {
 	StartCall(ctx context.Context, c CallInfo) context.Context
 	// EndCall gets the answer's outcome (the venn_requests_total label:

@@ -46,7 +46,8 @@ func (m meaning) String() string {
 // send sends the call to r (index idx) as the call's n-th send, withToken
 // when it already holds r's rate-limit token, and judges the reply.
 func (jg *judge) send(ctx context.Context, r *Remote, idx, n int, params json.RawMessage, withToken bool) judged {
-	ctx, sp := jg.tracer.Start(ctx, evm.MethodLabel(jg.method), trace.SpanKindClient)
+	label := evm.MethodLabel(jg.method)
+	ctx, sp := jg.tracer.Start(ctx, label, trace.SpanKindClient)
 	var (
 		res json.RawMessage
 		err error
@@ -58,34 +59,40 @@ func (jg *judge) send(ctx context.Context, r *Remote, idx, n int, params json.Ra
 	}
 	j := jg.of(r, idx, res, err)
 	if sp.IsRecording() {
-		jg.annotate(sp, j, n)
+		jg.annotate(sp, label, j, n)
 	}
 	sp.End()
 	return j
 }
 
-// annotate puts a judged reply on its attempt span. The HTTP status of an
-// answer the transport set itself (transport_http.go).
-func (jg *judge) annotate(sp trace.Span, j judged, n int) {
+// annotate puts a judged reply on its attempt span, in one call. The HTTP
+// status of an answer the transport set itself (transport_http.go).
+func (jg *judge) annotate(sp trace.Span, label string, j judged, n int) {
 	role := jg.role
 	if role == "" {
 		role = rolePrimary
 	}
-	sp.SetAttributes(tracing.KeyRPCSystem.String("jsonrpc"), tracing.KeyRPCMethod.String(evm.MethodLabel(jg.method)),
-		tracing.KeyRemote.String(j.r.Name()), tracing.KeyAttempt.Int(n), tracing.KeyRole.String(role),
-		tracing.KeyMeaning.String(j.mean.String()))
-	if j.err == nil || j.mean == meanLocal {
-		return
+	a := tracing.NewAttrs()
+	a.Add(tracing.KeyRPCSystem.String("jsonrpc"))
+	a.Add(tracing.KeyRPCMethod.String(label))
+	a.Add(tracing.KeyRemote.String(j.r.Name()))
+	a.Add(tracing.KeyAttempt.Int(n))
+	a.Add(tracing.KeyRole.String(role))
+	a.Add(tracing.KeyMeaning.String(j.mean.String()))
+	failed := j.err != nil && j.mean != meanLocal
+	if failed {
+		code, status := errorCodes(j.err)
+		a.Add(tracing.KeyClass.String(j.v.Class.String()))
+		a.Add(tracing.KeyReason.String(string(j.v.Reason)))
+		if code != 0 {
+			a.Add(tracing.KeyRPCErrorCode.Int(code))
+		}
+		if status != 0 {
+			a.Add(tracing.KeyHTTPStatus.Int(status))
+		}
 	}
-	code, status := errorCodes(j.err)
-	sp.SetAttributes(tracing.KeyClass.String(j.v.Class.String()), tracing.KeyReason.String(string(j.v.Reason)))
-	if code != 0 {
-		sp.SetAttributes(tracing.KeyRPCErrorCode.Int(code))
-	}
-	if status != 0 {
-		sp.SetAttributes(tracing.KeyHTTPStatus.Int(status))
-	}
-	if j.mean == meanFault || j.mean == meanTooLarge {
+	a.Set(sp)
+	if failed && (j.mean == meanFault || j.mean == meanTooLarge) {
 		// Only the reason: an error's text may quote the remote's reply.
 		sp.SetStatus(codes.Error, string(j.v.Reason))
 	}

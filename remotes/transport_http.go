@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -129,11 +127,7 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 	if err != nil {
 		return nil, failure(ctx, t.name, t.red, "send", err)
 	}
-	if t.tracer != nil {
-		if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
-			sp.SetAttributes(tracing.KeyHTTPStatus.Int(resp.StatusCode)) // the attempt's span
-		}
-	}
+	t.tracer.HTTPStatus(ctx, resp.StatusCode) // on the attempt's span
 
 	data, taken, err := t.readBody(ctx, resp)
 	if err != nil {

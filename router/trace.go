@@ -10,8 +10,8 @@ import (
 	"github.com/venn-gateway/venn/tracing"
 )
 
-// Sources of an answer: venn_answers_total's source label and the client
-// call span's venn.source.
+// Sources of an answer: venn_answers_total's source label, the call's
+// jrpc.Note and so its span's venn.source.
 const (
 	sourceLocal   = "local"
 	sourceHead    = "head"
@@ -32,23 +32,20 @@ const (
 	spanForger  = "venn.forger"
 )
 
-// origin is one place calls are answered from: counted, and named on the
-// call's span.
+// origin is one place calls are answered from: counted, and named in the
+// call's note, which the call's span reads too (tracing's jrpc.CallHook).
 type origin struct {
 	name    string
 	answers prometheus.Counter
-	tracer  *tracing.Tracer // nil: off
 }
 
 func newSource(m *Metrics, cfg Config, name string) origin {
-	return origin{name: name, answers: m.answers.WithLabelValues(cfg.Chain, name), tracer: cfg.Tracer}
+	return origin{name: name, answers: m.answers.WithLabelValues(cfg.Chain, name)}
 }
 
-// answered counts a call answered here and names the source on its span
-// and in its note.
+// answered counts a call answered here and names the source in its note.
 func (s origin) answered(ctx context.Context) {
 	s.answers.Inc()
-	s.tracer.SetSource(ctx, s.name)
 	jrpc.NoteOf(ctx).Answered(s.name)
 }
 

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -24,12 +25,13 @@ const (
 	KeyOutcome    = attribute.Key("venn.outcome")     // venn_requests_total's outcome
 	KeyHit        = attribute.Key("venn.hit")         // a lookup answered
 
-	KeyRemote  = attribute.Key("venn.remote")         // the remote's name, never its URL
-	KeyAttempt = attribute.Key("venn.attempt")        // 1 for a call's first send
-	KeyRole    = attribute.Key("venn.attempt.role")   // primary | hedge | vote
-	KeyClass   = attribute.Key("venn.error.class")    // the classifier's class
-	KeyReason  = attribute.Key("venn.error.reason")   // the classifier's reason
-	KeyMeaning = attribute.Key("venn.attempt.result") // answer | caller | cut | missing | too_large | local | fault
+	KeyRemote   = attribute.Key("venn.remote")         // the remote's name, never its URL
+	KeyAttempts = attribute.Key("venn.attempts")       // a call's upstream sends
+	KeyAttempt  = attribute.Key("venn.attempt")        // 1 for a call's first send
+	KeyRole     = attribute.Key("venn.attempt.role")   // primary | hedge | vote
+	KeyClass    = attribute.Key("venn.error.class")    // the classifier's class
+	KeyReason   = attribute.Key("venn.error.reason")   // the classifier's reason
+	KeyMeaning  = attribute.Key("venn.attempt.result") // answer | caller | cut | missing | too_large | local | fault
 
 	KeyBlock  = attribute.Key("venn.block")        // a block number
 	KeyBlocks = attribute.Key("venn.blocks")       // how many blocks
@@ -38,14 +40,52 @@ const (
 	KeyFetch  = attribute.Key("venn.fetch.method") // the method a stalker fetch used
 )
 
-// SetSource names the part of venn that answered the call whose span ctx
-// holds: nothing when off, a context lookup when that span does not
-// record.
-func (t *Tracer) SetSource(ctx context.Context, source string) {
+// maxAttrs is the most attributes one Attrs holds; venn's spans carry
+// fewer in any one call.
+const maxAttrs = 12
+
+// Attrs gathers a span's attributes for one SetAttributes call in a pooled
+// buffer. A span is an interface, so attributes passed to it in a slice of
+// the caller's own array escape, one allocation per call; the SDK copies
+// what it is given, so the buffer can go back to the pool at once. Several
+// attributes in one call also cost the span one lock and at most one growth
+// of its slice instead of one per call.
+type Attrs struct {
+	kv [maxAttrs]attribute.KeyValue
+	n  int
+}
+
+var attrsPool = sync.Pool{New: func() any { return new(Attrs) }}
+
+// NewAttrs returns an empty Attrs; give it to Set once filled.
+func NewAttrs() *Attrs { return attrsPool.Get().(*Attrs) }
+
+// Add adds kv; past maxAttrs it is dropped.
+func (a *Attrs) Add(kv attribute.KeyValue) {
+	if a.n < len(a.kv) {
+		a.kv[a.n] = kv
+		a.n++
+	}
+}
+
+// Set puts the attributes on sp and returns a to the pool: a is not to be
+// used after.
+func (a *Attrs) Set(sp trace.Span) {
+	sp.SetAttributes(a.kv[:a.n]...)
+	clear(a.kv[:a.n]) // no strings held in the pool
+	a.n = 0
+	attrsPool.Put(a)
+}
+
+// HTTPStatus puts an upstream reply's HTTP status on the span in ctx, when
+// it records: nothing when off, a context lookup when that span does not.
+func (t *Tracer) HTTPStatus(ctx context.Context, status int) {
 	if t == nil {
 		return
 	}
 	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
-		sp.SetAttributes(KeySource.String(source))
+		a := NewAttrs()
+		a.Add(KeyHTTPStatus.Int(status))
+		a.Set(sp)
 	}
 }

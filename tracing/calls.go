@@ -29,24 +29,44 @@ func (h callHook) StartCall(ctx context.Context, c jrpc.CallInfo) context.Contex
 	if !sp.IsRecording() {
 		return ctx
 	}
-	sp.SetAttributes(KeyRPCSystem.String("jsonrpc"), KeyRPCMethod.String(c.Method),
-		KeyChain.String(c.Chain), KeyTransport.String(c.Transport), KeyRequestID.String(jrpc.RequestID(ctx)))
+	a := NewAttrs()
+	a.Add(KeyRPCSystem.String("jsonrpc"))
+	a.Add(KeyRPCMethod.String(c.Method))
+	a.Add(KeyChain.String(c.Chain))
+	a.Add(KeyTransport.String(c.Transport))
+	a.Add(KeyRequestID.String(jrpc.RequestID(ctx)))
 	if c.Index >= 0 {
-		sp.SetAttributes(KeyBatchIndex.Int(c.Index))
+		a.Add(KeyBatchIndex.Int(c.Index))
 	}
+	a.Set(sp)
 	return ctx
 }
 
-// EndCall records the answer's outcome and ends the span. Only venn's and
-// the upstreams' failures mark it an error; a revert or bad params is the
-// caller's answer, served as it should be.
+// EndCall records the answer's outcome and what the call's jrpc.Note says
+// of it (the source that answered; the remote and the attempts, when the
+// remotes did), and ends the span. Only venn's and the upstreams' failures
+// mark it an error; a revert or bad params is the caller's answer, served
+// as it should be.
 func (h callHook) EndCall(ctx context.Context, outcome string, code int) {
 	sp := trace.SpanFromContext(ctx)
 	if sp.IsRecording() {
-		sp.SetAttributes(KeyOutcome.String(outcome))
-		if code != 0 {
-			sp.SetAttributes(KeyRPCErrorCode.Int(code))
+		a := NewAttrs()
+		a.Add(KeyOutcome.String(outcome))
+		if n := jrpc.NoteOf(ctx); n != nil {
+			if n.Source != "" {
+				a.Add(KeySource.String(n.Source))
+			}
+			if n.Remote != "" {
+				a.Add(KeyRemote.String(n.Remote))
+			}
+			if n.Attempts > 0 {
+				a.Add(KeyAttempts.Int(n.Attempts))
+			}
 		}
+		if code != 0 {
+			a.Add(KeyRPCErrorCode.Int(code))
+		}
+		a.Set(sp)
 		switch outcome {
 		case "timeout", "no_remote", "internal":
 			sp.SetStatus(codes.Error, outcome)

@@ -61,22 +61,6 @@ func (c Config) On() bool {
 	return c.Enabled && !strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true")
 }
 
-// protocol is the exporter's protocol after the variables.
-func (c Config) protocol() string {
-	if c.Protocol != "" {
-		return c.Protocol
-	}
-	for _, env := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
-		switch v := os.Getenv(env); {
-		case v == "grpc":
-			return ProtocolGRPC
-		case strings.HasPrefix(v, "http"):
-			return ProtocolHTTP
-		}
-	}
-	return ProtocolHTTP
-}
-
 // Validate checks the section; messages name the field under "tracing".
 func (c Config) Validate() error {
 	var errs []error

@@ -31,6 +31,22 @@ var w3c propagation.TraceContext
 // a value that costs no allocation.
 var noSpan = trace.SpanFromContext(context.Background())
 
+// kindOptions holds each span kind's start option, built once: an option
+// made per span is an interface value, one allocation each time.
+var kindOptions = func() (o [trace.SpanKindConsumer + 1][]trace.SpanStartOption) {
+	for k := range o {
+		o[k] = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKind(k))}
+	}
+	return o
+}()
+
+func startOptions(kind trace.SpanKind) []trace.SpanStartOption {
+	if kind < 0 || int(kind) >= len(kindOptions) {
+		kind = trace.SpanKindInternal
+	}
+	return kindOptions[kind]
+}
+
 // Start starts a child of the span in ctx, when that span records: under a
 // call the sampler dropped, or outside any traced work, it returns ctx as
 // it is and a span that records nothing. End the span in every case.
@@ -38,7 +54,7 @@ func (t *Tracer) Start(ctx context.Context, name string, kind trace.SpanKind) (c
 	if t == nil || !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, noSpan
 	}
-	return t.t.Start(ctx, name, trace.WithSpanKind(kind))
+	return t.t.Start(ctx, name, startOptions(kind)...)
 }
 
 // StartRoot starts the span of a unit of work of its own (a client call, a
@@ -51,7 +67,7 @@ func (t *Tracer) StartRoot(ctx context.Context, name string, kind trace.SpanKind
 	if header != nil && header.Get("Traceparent") != "" {
 		ctx = w3c.Extract(ctx, propagation.HeaderCarrier(header))
 	}
-	return t.t.Start(ctx, name, trace.WithSpanKind(kind))
+	return t.t.Start(ctx, name, startOptions(kind)...)
 }
 
 // Propagates reports whether upstream requests carry the trace context
@@ -60,12 +76,36 @@ func (t *Tracer) Propagates() bool { return t != nil && t.propagate }
 
 // Inject returns h with the W3C trace context of ctx's span added, in a
 // copy, when the tracer propagates and ctx holds a valid span; else h
-// itself.
+// itself. The copy shares h's value slices, which nobody writes: only the
+// map is new.
 func (t *Tracer) Inject(ctx context.Context, h http.Header) http.Header {
 	if !t.Propagates() || !trace.SpanContextFromContext(ctx).IsValid() {
 		return h
 	}
-	out := h.Clone()
-	w3c.Inject(ctx, propagation.HeaderCarrier(out))
+	out := make(http.Header, len(h)+1)
+	for k, v := range h {
+		out[k] = v
+	}
+	w3c.Inject(ctx, canonical(out))
 	return out
+}
+
+// canonical is a carrier that writes the two W3C headers under their
+// canonical names without http.Header.Set's canonicalising (which
+// allocates for names outside its table, as traceparent is).
+type canonical http.Header
+
+func (c canonical) Get(key string) string { return http.Header(c).Get(key) }
+func (c canonical) Keys() []string        { return propagation.HeaderCarrier(c).Keys() }
+
+func (c canonical) Set(key, value string) {
+	switch key {
+	case "traceparent":
+		key = "Traceparent"
+	case "tracestate":
+		key = "Tracestate"
+	default:
+		key = http.CanonicalHeaderKey(key)
+	}
+	c[key] = []string{value}
 }
