@@ -143,6 +143,7 @@ func (r *Reloader) applyProcess(next *Config, rep *ReloadReport) {
 	}
 	if !reflect.DeepEqual(cur.Edge, next.Edge) {
 		r.gate.set(r.gate.load().Reconfigured(next.Edge))
-		rep.change("auth, methods, rate_limits, trusted_proxies, cors: applied to new requests and WebSocket connections")
+		closed := r.rpc.Readmit()
+		rep.change("auth, methods, rate_limits, trusted_proxies, cors: applied to new requests and to open WebSocket connections (%d no longer admitted: closed)", closed)
 	}
 }

@@ -65,3 +65,56 @@ func (s *Server) Remove(chain, reason string) (int, bool) {
 	}
 	return len(conns), true
 }
+
+// admitted is the Caller a WebSocket connection's messages go by (nil
+// without a Gate), swapped whole by Readmit.
+type admitted struct{ Caller }
+
+// readmitCloseCode is what a connection the Gate no longer admits is
+// closed with: policy violation, as for any refusal after the upgrade.
+const readmitCloseCode = websocket.StatusPolicyViolation
+
+// Readmit asks the Gate again about every open WebSocket connection, with
+// its upgrade request as it came (headers, path key, address): a reload
+// put a new configuration in force, and a connection must not keep what
+// the old one granted. An admitted connection's next messages go by the
+// new Caller (its method lists and rate limits); one refused (its key
+// revoked, its chain no longer allowed to the key, its origin no longer
+// allowed) is closed with StatusPolicyViolation and the refusal's message
+// as the reason: answering its calls with errors would leave its
+// subscriptions streaming. A message being served keeps the Caller it
+// began with. It reports how many connections it closed.
+func (s *Server) Readmit() int {
+	if s.gate == nil {
+		return 0
+	}
+	s.mu.Lock()
+	// A connection admitted before this but tracked after it sees the
+	// new generation and readmits itself (serveWS).
+	s.gateGen.Add(1)
+	conns := make([]*wsConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	closed := 0
+	for _, c := range conns {
+		if reason := c.readmit(); reason != "" {
+			c.Disconnect(int(readmitCloseCode), reason)
+			closed++
+		}
+	}
+	return closed
+}
+
+// readmit asks the Gate about c's upgrade again and puts the answer in
+// force; or it says why c may no longer stay.
+func (c *wsConn) readmit() (reason string) {
+	cl, refused := c.s.gate.Admit(c.req, Admission{Chain: c.ch.name, Transport: TransportWS, PathKey: c.pathKey})
+	if refused != nil {
+		c.ch.metrics.count(otherMethod, outcomeOf(refused.Err))
+		return "configuration reloaded: " + refused.Err.Message
+	}
+	c.cl.Store(&admitted{cl})
+	return ""
+}
