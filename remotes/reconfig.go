@@ -77,10 +77,20 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 	brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
 	r.slot = slot
-	r.cc.every = cfg.ChainRecheck
 	r.initScoring(&cfg, p.m)
 	r.initMisbehaviour(p.m)
+	r.retune(&cfg)
 	return r, nil
+}
+
+// retune puts in force on r the chain's settings every remote holds:
+// breaker thresholds, chain_recheck and the misbehaviour half-life. A
+// reload changes them in place, so the remote keeps its health, breaker
+// state, score and misbehaviour level.
+func (r *Remote) retune(cfg *PoolConfig) {
+	r.brk.set(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
+	r.cc.every.Store(int64(cfg.ChainRecheck))
+	r.sc.setHalfLife(r.now(), cfg.Scoring.MisbehaviourHalfLife)
 }
 
 // forPool is rc as a pool with settings cfg runs it.
@@ -135,9 +145,9 @@ type Reconfiguration struct {
 }
 
 // Reconfigure applies a reloaded chain's pool settings and remotes, all
-// at once. A remote whose settings (and the chain's breaker and
-// chain_recheck) are unchanged is kept with its health, breaker, score
-// and head; a new or changed one starts fresh, preferred, and is followed
+// at once. A remote whose own settings are unchanged is kept with its
+// health, breaker, score and head, and the chain's settings it holds
+// (retune) change in place; a new or changed one starts fresh, preferred, and is followed
 // at once; a removed or replaced one leaves selection now, and its calls
 // in flight finish on it before its transport closes. The chain's name
 // and id must be the pool's; misbehaviour_log is read at Start only and
@@ -164,6 +174,9 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
 	rec.Settings = !reflect.DeepEqual(old.cfg, cfg)
+	for _, r := range members {
+		r.retune(&cfg)
+	}
 
 	p.mu.Lock()
 	p.state.Store(st)
@@ -190,11 +203,10 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfigu
 	for _, r := range old.remotes {
 		byName[r.Name()] = r
 	}
-	sameRemoteSettings := old.cfg.Breaker == cfg.Breaker && old.cfg.ChainRecheck == cfg.ChainRecheck
 	for _, rc := range rs {
 		o, had := byName[rc.Name]
 		delete(byName, rc.Name)
-		if had && sameRemoteSettings && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
+		if had && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
 			members = append(members, o)
 			continue
 		}
