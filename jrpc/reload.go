@@ -25,8 +25,8 @@ func (s *Server) SetLimits(l Limits) {
 // upgrade is closed with.
 const chainRemovedReason = "chain removed from the configuration"
 
-// Remove stops serving chain: new requests for it get 404; its calls in
-// flight finish on its handler; every WebSocket connection to it is closed
+// Remove stops serving chain: new requests for it get 404 and its series
+// are deleted; its calls in flight finish on its handler; every WebSocket connection to it is closed
 // with StatusGoingAway and reason (at most 123 bytes), which ends its
 // subscriptions. It reports how many connections it closed; false when
 // chain is not served.
@@ -47,6 +47,9 @@ func (s *Server) Remove(chain, reason string) (int, bool) {
 	}
 	slices.Sort(next.paths)
 	s.chains.Store(next)
+	// Before the name can be handled again: its series are then the new
+	// chain's.
+	gone.metrics.drop()
 	s.handleMu.Unlock()
 
 	// A connection upgraded before the swap is either tracked, and found

@@ -231,11 +231,13 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfigu
 }
 
 // discard closes remotes that never served a call (never started, or
-// built for a reconfiguration that failed) and frees their slots.
+// built for a reconfiguration that failed), frees their slots and lets go
+// of their series.
 func (p *Pool) discard(rs []*Remote) {
 	for _, r := range rs {
 		r.t.close()
 		p.freeSlot(r.slot)
+		p.m.releaseRemote(r.chain, r.Name())
 	}
 }
 
@@ -244,7 +246,8 @@ const retireEvery = 20 * time.Millisecond
 
 // retire ends a remote that left the pool: its trackers stop at once; its
 // calls in flight (sent before it left selection) finish, for at most a
-// call deadline, before its transport closes and its slot is free again.
+// call deadline, before its transport closes, its slot is free again and
+// its series are deleted.
 // The pool's Stop cuts the wait short.
 func (p *Pool) retire(r *Remote, deadline time.Duration) {
 	r.unfollow()
@@ -267,6 +270,7 @@ func (p *Pool) retire(r *Remote, deadline time.Duration) {
 	}
 	r.t.close()
 	p.freeSlot(r.slot)
+	p.m.releaseRemote(r.chain, r.Name()) // its series go, unless a remote of its name took them over
 	r.log.Info("remote left the pool")
 }
 
