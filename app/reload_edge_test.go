@@ -92,3 +92,32 @@ func TestReloadRevokesKeysOnOpenConnections(t *testing.T) {
 		t.Errorf("bob's third call under a burst of 2: %s", got)
 	}
 }
+
+// A reload's subscription limits apply to the chains already running, on
+// the connections already open.
+func TestReloadSubscriptionLimits(t *testing.T) {
+	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
+	mineAll(t, headsBlockTime, a)
+	remotes := []string{remoteYAML("a", a)}
+	app := startReloadApp(t, "limits: {max_subscriptions_per_connection: 1}\n"+reloadYAML("warn", remotes, ""))
+	c := dialWS(t, app.ws("test"), nil)
+	subscribe := func(id string) string {
+		testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":`+id+`,"method":"eth_subscribe","params":["newHeads"]}`)
+		for { // notifications of the first subscription come in between
+			if got := testkit.WSRead(t, c); strings.Contains(got, `"id":`+id) {
+				return got
+			}
+		}
+	}
+	subscribe("1")
+	if got := subscribe("2"); !strings.Contains(got, "max_subscriptions_per_connection (1)") {
+		t.Fatalf("a second subscription at 1: %s", got)
+	}
+	rep := app.reload(t, "limits: {max_subscriptions_per_connection: 2}\n"+reloadYAML("warn", remotes, ""))
+	if !rep.Applied || len(rep.RestartRequired) != 0 {
+		t.Errorf("report %+v", rep)
+	}
+	if got := subscribe("3"); !strings.Contains(got, `"result":"0x`) {
+		t.Errorf("a second subscription after the reload raised the limit to 2: %s", got)
+	}
+}
