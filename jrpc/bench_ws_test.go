@@ -14,7 +14,7 @@ import (
 
 // BenchmarkServeWS is one call and its answer over an open WebSocket
 // connection, through a Gate: the per-message path a reload's readmission
-// (readmit.go) must not slow.
+// (Readmit, reload.go) must not slow.
 func BenchmarkServeWS(b *testing.B) {
 	s := NewServer(Options{Gate: openGate{}})
 	s.Handle("eth", HandlerFunc(func(context.Context, *Request) (json.RawMessage, error) {

@@ -100,7 +100,7 @@ type wsConn struct {
 	conn *websocket.Conn
 
 	// The caller each message goes by: the Gate's answer to the upgrade,
-	// then to req again after each reload (readmit.go).
+	// then to req again after each reload (Readmit, reload.go).
 	cl      atomic.Pointer[admitted]
 	req     *http.Request // the upgrade: its headers and address, read only
 	pathKey string

@@ -147,8 +147,8 @@ type Reconfiguration struct {
 // Reconfigure applies a reloaded chain's pool settings and remotes, all
 // at once. A remote whose own settings are unchanged is kept with its
 // health, breaker, score and head, and the chain's settings it holds
-// (retune) change in place; a new or changed one starts fresh, preferred, and is followed
-// at once; a removed or replaced one leaves selection now, and its calls
+// change on it in place (retune); a new or changed one starts fresh,
+// preferred, and is followed at once; a removed or replaced one leaves selection now, and its calls
 // in flight finish on it before its transport closes. The chain's name
 // and id must be the pool's; misbehaviour_log is read at Start only and
 // keeps its value. On an error nothing changed.
@@ -174,7 +174,7 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
 	rec.Settings = !reflect.DeepEqual(old.cfg, cfg)
-	for _, r := range members {
+	for _, r := range members { // the kept ones take the new settings
 		r.retune(&cfg)
 	}
 
@@ -247,8 +247,7 @@ const retireEvery = 20 * time.Millisecond
 // retire ends a remote that left the pool: its trackers stop at once; its
 // calls in flight (sent before it left selection) finish, for at most a
 // call deadline, before its transport closes, its slot is free again and
-// its series are deleted.
-// The pool's Stop cuts the wait short.
+// its series are deleted. The pool's Stop cuts the wait short.
 func (p *Pool) retire(r *Remote, deadline time.Duration) {
 	r.unfollow()
 	r.trackers.Wait()
