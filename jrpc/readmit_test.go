@@ -2,6 +2,7 @@ package jrpc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/netip"
@@ -21,15 +22,17 @@ import (
 // reload replaces the edge. hold, when set, stops the next Admit until it
 // is closed, after it has decided.
 type keyGate struct {
-	keys atomic.Pointer[map[string][]string]
-	mu   sync.Mutex
-	hold chan struct{}
-	in   chan struct{} // signalled when a held Admit has begun
+	keys  atomic.Pointer[map[string][]string]
+	names atomic.Pointer[map[string]string] // a key's name, when not the key
+	mu    sync.Mutex
+	hold  chan struct{}
+	in    chan struct{} // signalled when a held Admit has begun
 }
 
 func newKeyGate(keys map[string][]string) *keyGate {
 	g := &keyGate{in: make(chan struct{}, 1)}
 	g.set(keys)
+	g.names.Store(&map[string]string{})
 	return g
 }
 
@@ -54,7 +57,11 @@ func (g *keyGate) Admit(r *http.Request, a Admission) (Caller, *Refusal) {
 	if !ok {
 		return nil, &Refusal{Status: http.StatusUnauthorized, Err: &Error{Code: CodeUnauthorized, Message: "unauthorized: invalid API key"}}
 	}
-	return keyCaller{name: key, methods: methods}, nil
+	name := key
+	if n, ok := (*g.names.Load())[key]; ok {
+		name = n
+	}
+	return keyCaller{name: name, methods: methods}, nil
 }
 
 type keyCaller struct {
@@ -168,4 +175,27 @@ func TestReadmitDuringUpgrade(t *testing.T) {
 	}
 	defer c.CloseNow()
 	wantClosed(t, c, "the connection upgraded during the Readmit")
+}
+
+// A readmitted connection whose key's name changed shows its handlers
+// the new name.
+func TestReadmitRenamedKey(t *testing.T) {
+	g := newKeyGate(map[string][]string{"bob": {"peer_key"}})
+	s := newTestServer(t, Options{Gate: g}, HandlerFunc(func(ctx context.Context, _ *Request) (json.RawMessage, error) {
+		p, _ := PeerFromContext(ctx)
+		return json.Marshal(p.Key)
+	}))
+	c := dialKey(t, s.wsURL(), "bob")
+	ask := func() string {
+		testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"peer_key","params":[]}`)
+		return testkit.WSRead(t, c)
+	}
+	if got := ask(); !strings.Contains(got, `"result":"bob"`) {
+		t.Fatalf("before: %s", got)
+	}
+	g.names.Store(&map[string]string{"bob": "robert"})
+	s.Readmit()
+	if got := ask(); !strings.Contains(got, `"result":"robert"`) {
+		t.Errorf("after the key was renamed: %s", got)
+	}
 }

@@ -70,8 +70,13 @@ func (s *Server) Remove(chain, reason string) (int, bool) {
 }
 
 // admitted is the Caller a WebSocket connection's messages go by (nil
-// without a Gate), swapped whole by Readmit.
-type admitted struct{ Caller }
+// without a Gate), swapped whole by Readmit; peer is what their handlers
+// find in place of the upgrade's Peer when the key's name changed (nil:
+// the upgrade's).
+type admitted struct {
+	Caller
+	peer *Peer
+}
 
 // readmitCloseCode is what a connection the Gate no longer admits is
 // closed with: policy violation, as for any refusal after the upgrade.
@@ -118,6 +123,10 @@ func (c *wsConn) readmit() (reason string) {
 		c.ch.metrics.count(otherMethod, outcomeOf(refused.Err))
 		return "configuration reloaded: " + refused.Err.Message
 	}
-	c.cl.Store(&admitted{cl})
+	a := &admitted{Caller: cl}
+	if p, _ := PeerFromContext(c.ctx); cl != nil && cl.Key() != p.Key {
+		a.peer = peer(cl, TransportWS, c.req)
+	}
+	c.cl.Store(a)
 	return ""
 }

@@ -169,7 +169,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 		slots:   make(chan struct{}, s.lim().WSInFlight),
 		writeMu: make(chan struct{}, 1),
 	}
-	c.cl.Store(&admitted{cl})
+	c.cl.Store(&admitted{Caller: cl})
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
 	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r))
@@ -359,8 +359,12 @@ func (c *wsConn) serveMessage(msg []byte) {
 	}
 	r := &reply{}
 	ctx := context.WithValue(c.ctx, replyKey{}, r)
+	cl := c.cl.Load()
+	if cl.peer != nil {
+		ctx = context.WithValue(ctx, peerKey{}, cl.peer)
+	}
 	bp := c.s.getBuf()
-	out, _ := c.s.serveMessage(ctx, c.ch, c.cl.Load().Caller, msg, *bp, admitted)
+	out, _ := c.s.serveMessage(ctx, c.ch, cl.Caller, msg, *bp, admitted)
 	if len(out) > 0 {
 		if err := c.write(c.ctx, out); err != nil {
 			c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket write",
