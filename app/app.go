@@ -7,7 +7,6 @@ package app
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,11 +27,13 @@ import (
 	"go.uber.org/fx/fxevent"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
@@ -73,15 +74,18 @@ var Module = fx.Module("app",
 		newHistory,
 		newChains,
 		newRPCOptions,
+		newRequestLog,
 		newRateLimiter,
 		newEdge,
 		newGate,
+		newAdmin,
 		newServers,
 		newReloader,
+		adminReloader,
 	),
-	// Every chain's router is served by the JSON-RPC server; servers are
-	// wanted for their lifecycle hooks, nothing consumes them.
-	fx.Invoke(handleChains, func(*servers) {}, watchReloadSignals),
+	// Every chain's router is served by the JSON-RPC server; the servers
+	// are wanted for their lifecycle hooks, nothing consumes them.
+	fx.Invoke(logStart, handleChains, func(*servers, *adminServer) {}, watchReloadSignals, tellAdminOfReloads),
 )
 
 // New builds the fx app for cfg, which must have come from Load or Parse.
@@ -147,8 +151,13 @@ type chain struct {
 	head   *headFeed
 	router *router.Router
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	settled func() (uint64, bool) // the settled line the leader archives by
+	// cache is the chain's response cache (nil: off); a reload may
+	// replace it (applyCache).
+	cache atomic.Pointer[chainCache]
+	owner *chains // what built it, for what a reload rebuilds
 }
 
 // headFeed is a chain's head window on this replica: the follower that
@@ -159,6 +168,19 @@ type headFeed struct {
 	elector  stalker.Elector
 	stalker  *stalker.Stalker
 	subs     *subcenter.Center
+
+	leading atomic.Bool // the stalker runs: this replica leads
+	// stopCampaign ends the campaign alone (a drain), campaignDone is
+	// closed when it has, the lease released; set by start.
+	stopCampaign context.CancelFunc
+	campaignDone chan struct{}
+}
+
+// lead runs the stalker for one leadership.
+func (h *headFeed) lead(ctx context.Context, epoch uint64) {
+	h.leading.Store(true)
+	defer h.leading.Store(false)
+	h.stalker.Lead(ctx, epoch)
 }
 
 // chains are in config order. A reload adds and removes chains (reload.go):
@@ -166,11 +188,14 @@ type headFeed struct {
 type chains struct {
 	list     atomic.Pointer[[]*chain]
 	rdb      *redis.Client // nil without redis.url
+	tiers    cacheTiers    // the Postgres cache tiers' pool
 	log      *slog.Logger
 	parts    chainParts
 	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
 	stopping chan struct{}  // closed by stop: removed chains stop waiting
 	stopOnce sync.Once
+	// draining turns /readyz 503: a drain (admin API) or the shutdown.
+	draining atomic.Bool
 }
 
 // chainParts is what every chain is built with: the process's own
@@ -201,6 +226,7 @@ type chainMetrics struct {
 	archive  *stalker.ArchiveMetrics
 	router   *router.Metrics
 	subs     *subcenter.Metrics
+	cache    *cache.Metrics
 }
 
 func newChainMetrics(reg prometheus.Registerer) chainMetrics {
@@ -211,6 +237,7 @@ func newChainMetrics(reg prometheus.Registerer) chainMetrics {
 		archive:  stalker.NewArchiveMetrics(reg),
 		router:   router.NewMetrics(reg),
 		subs:     subcenter.NewMetrics(reg),
+		cache:    cache.NewMetrics(reg),
 	}
 }
 
@@ -238,6 +265,7 @@ func newChains(p chainsParams) (*chains, error) {
 		opts.ContextTimeoutEnabled = true
 		out.rdb = redis.NewClient(opts)
 	}
+	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
 	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
 		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
 		history: p.History, tracer: p.Tracer}
@@ -245,6 +273,7 @@ func newChains(p chainsParams) (*chains, error) {
 	for _, cc := range cfg.Chains {
 		c, err := out.build(cc)
 		if err != nil {
+			out.tiers.close()
 			return nil, err
 		}
 		list = append(list, c)
@@ -283,10 +312,21 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 		relay = pool
 	}
 	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
-	rt := router.New(router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, History: hist, Settled: cc.settledLine(h.window), Confirm: pool.ConfirmHash,
-		Logger: log, Tracer: cs.parts.tracer}, h.window, up, m.router)
-	return &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt}, nil
+	settled := cc.settledLine(h.window)
+	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
+		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash,
+		Logger: log, Tracer: cs.parts.tracer}
+	ccache, err := cs.newCache(cc, log, m.cache)
+	if err != nil {
+		return nil, fmt.Errorf("chain %s: cache: %w", cc.Name, err)
+	}
+	if ccache != nil {
+		rc.Cache = ccache.c // a nil *cache.Cache would be a non-nil interface
+	}
+	rt := router.New(rc, h.window, up, m.router)
+	c := &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, owner: cs}
+	c.cache.Store(ccache)
+	return c, nil
 }
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
@@ -339,14 +379,19 @@ func (c *chain) run() {
 	c.cancel = cancel
 	c.wg.Go(func() { c.head.follower.Run(bg) })
 	c.wg.Go(func() { c.head.subs.Run(bg) })
-	c.wg.Go(func() { c.head.elector.Run(bg, c.head.stalker.Lead) })
+	h := c.head
+	campaign, stop := context.WithCancel(bg)
+	h.stopCampaign, h.campaignDone = stop, make(chan struct{})
+	c.wg.Go(func() { defer close(h.campaignDone); h.elector.Run(campaign, h.lead) })
 	c.wg.Go(func() { c.router.Run(bg) }) // the history write-through
+	c.cache.Load().run(c)
 }
 
 // halt ends the chain's campaign (a leader releases its lease, so another
 // replica takes over at once) and its follower, and waits for them.
 func (c *chain) halt(ctx context.Context) error {
 	if c.cancel == nil {
+		c.cache.Load().stop()
 		return nil
 	}
 	c.cancel()
@@ -354,6 +399,7 @@ func (c *chain) halt(ctx context.Context) error {
 	go func() { c.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		c.cache.Load().stop()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("chain %s: head feed: stop: %w", c.name, ctx.Err())
@@ -374,20 +420,23 @@ func (cs *chains) stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	errs = append(errs, cs.waitRetired(ctx))
+	cs.tiers.close() // every prune has ended
 	if cs.rdb != nil {
 		errs = append(errs, cs.rdb.Close())
 	}
 	return errors.Join(errs...)
 }
 
-func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *gate, tr *tracing.Tracer) jrpc.Options {
+func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *gate, tr *tracing.Tracer, rl *reqlog.Log) jrpc.Options {
 	return jrpc.Options{
-		Limits:      cfg.JRPCLimits(),
-		Logger:      log,
-		Registerer:  reg,
-		MethodLabel: evm.MethodLabel,
-		Gate:        g,
-		Hook:        tr.CallHook(), // nil when off
+		Limits:            cfg.JRPCLimits(),
+		Logger:            log,
+		Registerer:        reg,
+		MethodLabel:       evm.MethodLabel,
+		Gate:              g,
+		Hook:              tr.CallHook(), // nil when off
+		DiagnosticHeaders: cfg.DiagnosticsOn(),
+		OnCall:            onCall(rl),
 	}
 }
 
@@ -415,6 +464,7 @@ type serversParams struct {
 	Gate       *gate
 	Chains     *chains
 	History    *history
+	Admin      *admin.Admin
 }
 
 // newServers registers the listeners' hooks. The metrics server is
@@ -430,12 +480,16 @@ func newServers(p serversParams) *servers {
 	// than leaving it half alive.
 	fail := func() { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) }
 	s := &servers{}
-	var draining atomic.Bool
+	draining := &p.Chains.draining
 
 	if addr := p.Config.MetricsAddr(); addr != "" {
-		h := &healthHandler{chains: p.Chains, history: p.History.readiness, draining: &draining}
+		h := &healthHandler{chains: p.Chains, history: p.History.readiness, draining: draining}
+		var adm http.Handler
+		if p.Config.Admin.OnMetricsListen {
+			adm = p.Admin.Handler()
+		}
 		s.metrics = &httpService{name: "metrics", addr: addr, log: p.Log, srv: &http.Server{
-			Handler:           http.TimeoutHandler(metricsRouter(p.Registry, h), metricsTimeout, "timeout"),
+			Handler:           http.TimeoutHandler(metricsRouter(p.Registry, h, adm), metricsTimeout, "timeout"),
 			ReadHeaderTimeout: readHeaderTimeout,
 			IdleTimeout:       idleTimeout,
 		}}
@@ -539,8 +593,15 @@ func (h *httpService) stop(ctx context.Context) error {
 	return nil
 }
 
-func metricsRouter(reg *prometheus.Registry, h *healthHandler) http.Handler {
+// metricsRouter serves /metrics, /healthz, /readyz and, when adm is not
+// nil, the admin API under /admin/ and its status page under /status.
+func metricsRouter(reg *prometheus.Registry, h *healthHandler, adm http.Handler) http.Handler {
 	r := chi.NewRouter()
+	if adm != nil {
+		r.Handle("/admin/*", adm)
+		r.Handle("/status", adm)
+		r.Handle("/status/*", adm)
+	}
 	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -548,77 +609,4 @@ func metricsRouter(reg *prometheus.Registry, h *healthHandler) http.Handler {
 	})
 	r.Get("/readyz", h.ready)
 	return r
-}
-
-// healthHandler answers /readyz: ready when every chain has a remote in
-// rotation and the process is not draining. The history store does not
-// count unless postgres.required: the replicas of a cluster share it, so
-// making its outage a 503 would take every replica out of the load
-// balancer at once, while the remotes can answer every call (history
-// reads fail fast and fall through). The body says how it is all the
-// same, and "degraded" while the process serves without it.
-type healthHandler struct {
-	chains   *chains
-	history  func() *blockstore.Readiness // nil result without postgres.url
-	draining *atomic.Bool
-}
-
-// readiness is /readyz's body. Remotes are listed by name only: their URLs
-// carry API keys.
-type readiness struct {
-	Ready    bool                  `json:"ready"`
-	Draining bool                  `json:"draining,omitempty"`
-	Degraded bool                  `json:"degraded,omitempty"` // serving without the history store
-	History  *blockstore.Readiness `json:"history,omitempty"`  // nil without postgres.url
-	Chains   []chainReadiness      `json:"chains"`
-}
-
-// chainReadiness is one chain's part: whether it can serve, its head and
-// how fresh it is, and how heads are followed. Durations are in seconds.
-type chainReadiness struct {
-	Chain    string `json:"chain"`
-	Ready    bool   `json:"ready"`
-	Head     uint64 `json:"head"`
-	HeadHash string `json:"head_hash,omitempty"`
-	// HeadAgeSeconds is the time since the head block's timestamp: on a
-	// chain of 2 s blocks an age of 30 s says the head is stale.
-	HeadAgeSeconds float64 `json:"head_age_seconds"`
-	// WindowHead is this replica's head window's head (0: empty): below
-	// Head by more than max_lag, calls go to the remotes.
-	WindowHead       uint64  `json:"window_head"`
-	BlockTimeSeconds float64 `json:"block_time_seconds"`
-	// BlockTimeSource: config (block_time), learned (block timestamps) or
-	// default (not learned yet).
-	BlockTimeSource     string   `json:"block_time_source"`
-	PollIntervalSeconds float64  `json:"poll_interval_seconds"`
-	Remotes             []string `json:"remotes"`
-}
-
-func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
-	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
-	now := time.Now()
-	for _, c := range h.chains.all() {
-		hs := c.pool.HeadStatus()
-		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), HeadHash: hs.Hash,
-			BlockTimeSeconds: seconds(hs.BlockTime), BlockTimeSource: hs.BlockTimeSource,
-			PollIntervalSeconds: seconds(hs.PollInterval), Remotes: c.pool.Remotes()}
-		if !hs.Time.IsZero() {
-			cr.HeadAgeSeconds = seconds(max(now.Sub(hs.Time), 0))
-		}
-		if n, _, ok := c.head.window.Head(); ok {
-			cr.WindowHead = n
-		}
-		body.Ready = body.Ready && cr.Ready
-		body.Chains = append(body.Chains, cr)
-	}
-	if hr := h.history(); hr != nil {
-		body.History = hr
-		body.Degraded = hr.Degraded()
-		body.Ready = body.Ready && hr.Ready()
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if !body.Ready {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}
-	_ = json.NewEncoder(w).Encode(body)
 }

@@ -13,10 +13,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/tracing"
 )
@@ -48,6 +51,12 @@ type Config struct {
 	Limits          jrpc.Limits   `yaml:"limits"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	ShutdownDelay   time.Duration `yaml:"shutdown_delay"` // /readyz 503, calls served, then drain
+	// DiagnosticHeaders puts X-Venn-Source, -Remote, -Attempts, -Cache and
+	// -Duration-Ms on HTTP answers; default on. A pointer: absent (on)
+	// differs from false.
+	DiagnosticHeaders *bool `yaml:"diagnostic_headers"`
+	// RequestLog is the optional log of every client call (package reqlog).
+	RequestLog reqlog.Config `yaml:"request_log"`
 	// Redis joins this process to a cluster: the replicas sharing one Redis
 	// elect a leader per chain and share its head feed. Without it, the
 	// process leads every chain and keeps the head window in memory.
@@ -65,7 +74,15 @@ type Config struct {
 	// off by default.
 	Tracing tracing.Config `yaml:"tracing"`
 
-	path string // the file Load read, which a reload reads again; "": none
+	// AdminListen serves the admin API (package admin) on its own
+	// listener; "" (the default) does not, unless admin.on_metrics_listen
+	// serves it on metrics_listen.
+	AdminListen string       `yaml:"admin_listen"`
+	Admin       admin.Config `yaml:"admin"`
+
+	// File is the file the config was loaded from, "" the built-in
+	// default; set by Load.
+	File string `yaml:"-"`
 }
 
 // RedisConfig is the cluster's shared Redis. URL may carry a password: no
@@ -128,6 +145,8 @@ type ChainConfig struct {
 	// Integrity checks blocks and receipts remotes send against their
 	// hashes and roots, and refetches what fails from another remote.
 	Integrity IntegrityConfig `yaml:"integrity"`
+	// Cache is the chain's response cache (package cache).
+	Cache cache.Config `yaml:"cache"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).
@@ -161,7 +180,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.path = path
+	c.File = path
 	return c, nil
 }
 
@@ -332,6 +351,15 @@ func unwrapJoined(err error) []error {
 	return nil
 }
 
+// AdminAddr is where the admin API serves and the field that says so:
+// admin_listen, or metrics_listen with admin.on_metrics_listen; "" off.
+func (c *Config) AdminAddr() (addr, field string) {
+	if c.Admin.OnMetricsListen {
+		return c.MetricsAddr(), "metrics_listen"
+	}
+	return c.AdminListen, "admin_listen"
+}
+
 // MetricsAddr is the address of the metrics server, "" when disabled.
 func (c *Config) MetricsAddr() string {
 	if c.MetricsListen == nil {
@@ -348,6 +376,9 @@ func (c *Config) RemoteCount() int {
 	}
 	return n
 }
+
+// DiagnosticsOn reports whether answers carry the diagnostic headers.
+func (c *Config) DiagnosticsOn() bool { return c.DiagnosticHeaders == nil || *c.DiagnosticHeaders }
 
 // JRPCLimits is the limits section, for jrpc.NewServer.
 func (c Config) JRPCLimits() jrpc.Limits { return c.Limits }

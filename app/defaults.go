@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -22,7 +23,9 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 
 	c.Limits = c.Limits.WithZeroDefaults()
+	c.RequestLog = c.RequestLog.WithDefaults()
 	c.Edge = c.Edge.WithDefaults()
+	c.Admin = c.Admin.WithDefaults()
 	if c.Redis.URL != "" {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
 		if c.Redis.ReplicaID == "" {
@@ -31,12 +34,12 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	for i := range c.Chains {
-		c.Chains[i].applyDefaults()
+		c.Chains[i].applyDefaults(c.Redis.URL != "")
 	}
 	c.applyPostgresDefaults()
 }
 
-func (ch *ChainConfig) applyDefaults() {
+func (ch *ChainConfig) applyDefaults(redis bool) {
 	ch.Pool = ch.Pool.WithDefaults(len(ch.Remotes))
 	ch.Head = ch.Head.WithDefaults(ch.Pool.BlockTime)
 	ch.History = ch.History.WithDefaults(ch.Head.Window)
@@ -47,6 +50,11 @@ func (ch *ChainConfig) applyDefaults() {
 	for j := range ch.Remotes {
 		ch.Remotes[j] = ch.Remotes[j].WithDefaults(ch.Pool.CallDeadline)
 	}
+	blockTime := ch.Pool.BlockTime
+	if blockTime == 0 {
+		blockTime = remotes.DefaultBlockTime // until learnt
+	}
+	ch.Cache = ch.Cache.WithDefaults(blockTime, redis)
 }
 
 // applyPostgresDefaults runs after the chains' defaults: the read timeout

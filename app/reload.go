@@ -53,10 +53,13 @@ type Reloader struct {
 	mu      sync.Mutex // one reload at a time
 	started *Config    // what only a restart changes is compared with this
 	applied *Config    // the rest with this
+	// onApplied is told of each reload applied (the admin API's chains
+	// and running config); nil: nobody.
+	onApplied func(ctx context.Context, next *Config)
 }
 
 func newReloader(cfg *Config, rpc *jrpc.Server, g *gate, cs *chains, level *slog.LevelVar, log *slog.Logger) *Reloader {
-	return &Reloader{path: cfg.path, rpc: rpc, gate: g, chains: cs, level: level, log: log,
+	return &Reloader{path: cfg.File, rpc: rpc, gate: g, chains: cs, level: level, log: log,
 		started: cfg, applied: cfg}
 }
 
@@ -87,6 +90,9 @@ func (r *Reloader) reload(ctx context.Context) *ReloadReport {
 	r.applyChains(ctx, next, rep)
 	r.applied = next
 	rep.Applied = true
+	if r.onApplied != nil {
+		r.onApplied(ctx, next)
+	}
 	r.log.Info("config reloaded", "file", r.path, "changes", rep.Changes,
 		"restart_required", rep.RestartRequired, "problems", rep.Problems)
 	return rep
@@ -110,6 +116,8 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"shutdown_timeout", s.ShutdownTimeout, next.ShutdownTimeout},
 		{"shutdown_delay", s.ShutdownDelay, next.ShutdownDelay},
 		{"limits.max_reply_bytes_in_flight", s.Limits.MaxReplyBytesInFlight, next.Limits.MaxReplyBytesInFlight},
+		{"diagnostic_headers", s.DiagnosticsOn(), next.DiagnosticsOn()},
+		{"request_log", s.RequestLog, next.RequestLog},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			rep.restart(f.name)

@@ -31,6 +31,7 @@ var chainSections = []chainSection{
 	{name: "head", fields: []string{"Head"}},           // the head window and stalker are built with it
 	{name: "history", fields: []string{"History"}},     // the archiver is built with it
 	{name: "integrity", fields: []string{"Integrity"}}, // the router is built in front of it
+	{name: "cache", fields: []string{"Cache"}, apply: applyCache},
 }
 
 // same reports whether a and b agree on the section's fields.
@@ -155,7 +156,7 @@ func (cs *chains) retire(c *chain) {
 		if err := c.halt(ctx); err != nil {
 			cs.log.Warn("removed chain", "chain", c.name, "err", err)
 		}
-		cs.drain(c)
+		cs.waitIdle(c)
 		if err := c.pool.Stop(ctx); err != nil {
 			cs.log.Warn("removed chain", "chain", c.name, "err", err)
 		}
@@ -164,9 +165,9 @@ func (cs *chains) retire(c *chain) {
 	})
 }
 
-// drain waits, at most a call deadline, for the calls a removed chain's
+// waitIdle waits, at most a call deadline, for the calls a removed chain's
 // pool is sending to finish.
-func (cs *chains) drain(c *chain) {
+func (cs *chains) waitIdle(c *chain) {
 	deadline := time.NewTimer(c.cfg.Pool.CallDeadline)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)

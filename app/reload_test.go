@@ -37,6 +37,7 @@ type reloadApp struct {
 	log      *slog.Logger
 	signals  chan os.Signal
 	reg      *prometheus.Registry
+	admin    *adminServer
 }
 
 // startReloadApp writes y to a file, starts venn from it, with reload
@@ -50,7 +51,7 @@ func startReloadApp(t *testing.T, y string) *reloadApp {
 		t.Fatal(err)
 	}
 	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(&testkit.Buffer{}), ReloadSignals(a.signals),
-		fx.Populate(&a.reloader, &a.servers, &a.log, &a.reg))
+		fx.Populate(&a.reloader, &a.servers, &a.log, &a.reg, &a.admin))
 	app.RequireStart()
 	t.Cleanup(app.RequireStop)
 	return a
@@ -383,6 +384,32 @@ func TestReloadRemovesAndAddsChains(t *testing.T) {
 	}
 }
 
+// TestAdminReload reloads through the admin API: the chains it shows and
+// the config it shows are the reloaded ones.
+func TestAdminReload(t *testing.T) {
+	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
+	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
+	mineAll(t, headsBlockTime, a, o)
+	y := reloadYAML("warn", []string{remoteYAML("a", a)}, "")
+	y = strings.Replace(y, "metrics_listen: 127.0.0.1:0\n", "metrics_listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n", 1)
+	app := startReloadApp(t, y)
+	base := "http://" + app.admin.svc.bound.String()
+	if code, body := adminDo(t, http.MethodGet, base+"/admin/chains", "", ""); code != http.StatusOK || strings.Contains(body, `"third"`) {
+		t.Fatalf("before: %d %s", code, body)
+	}
+	app.write(t, y+"  - name: third\n    chain_id: 10\n    remotes:\n      - "+remoteYAML("o", o)+"\n")
+	code, body := adminDo(t, http.MethodPost, base+"/admin/reload", "", "")
+	if code != http.StatusOK || !strings.Contains(body, "chain third added") {
+		t.Fatalf("POST /admin/reload: %d %s", code, body)
+	}
+	if code, body := adminDo(t, http.MethodGet, base+"/admin/chains", "", ""); code != http.StatusOK || !strings.Contains(body, `"third"`) {
+		t.Errorf("the admin API's chains after the reload: %d %s", code, body)
+	}
+	if _, body := adminDo(t, http.MethodGet, base+"/admin/config", "", ""); !strings.Contains(body, `"third"`) {
+		t.Errorf("the admin API's config after the reload: %s", body)
+	}
+}
+
 // Without --config there is nothing to re-read.
 func TestReloadWithoutFile(t *testing.T) {
 	r := &Reloader{log: slog.New(slog.DiscardHandler)}
@@ -408,5 +435,44 @@ func TestChainSectionsCoverConfig(t *testing.T) {
 		if !covered[f.Name] {
 			t.Errorf("ChainConfig.%s is in no chainSections entry: say how a reload applies it", f.Name)
 		}
+	}
+}
+
+// TestReloadCacheSettings turns a chain's response cache off and on again
+// by reload: off, calls are not cached; on again, they are, on a fresh
+// memory tier.
+func TestReloadCacheSettings(t *testing.T) {
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, FinalizedDepth: 8, SafeDepth: 4})
+	y := func(cache string) string {
+		return "listen: 127.0.0.1:0\nmetrics_listen: 127.0.0.1:0\nshutdown_timeout: 5s\nchains:\n" +
+			"  - name: test\n    chain_id: 1337\n    block_time: 50ms\n    head: {window: 16}\n" +
+			"    integrity: {stalker: false}\n    cache: " + cache + "\n    remotes:\n      - " + remoteYAML("node", node) + "\n"
+	}
+	app := startReloadApp(t, y("{enabled: true}"))
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	rpc := app.rpc("test")
+	testkit.WaitFor(t, 10*time.Second, "the cache to key a settled call", func() bool {
+		_, word := cachedCall(t, client, rpc, probeBlock)
+		return word == "hit"
+	})
+
+	rep := app.reload(t, y("{enabled: false}"))
+	if !rep.Applied || !slices.Contains(rep.Changes, "chain test: cache off") {
+		t.Fatalf("turning the cache off: %+v", rep)
+	}
+	if _, word := cachedCall(t, client, rpc, probeBlock); word != "none" {
+		t.Errorf("with the cache off: X-Venn-Cache %q, want none", word)
+	}
+
+	rep = app.reload(t, y("{enabled: true, memory_bytes: 8388608}"))
+	if !rep.Applied || len(rep.RestartRequired) != 0 {
+		t.Fatalf("turning the cache on: %+v", rep)
+	}
+	if _, word := cachedCall(t, client, rpc, probeBlock); word != "miss" {
+		t.Errorf("first call on the new cache: X-Venn-Cache %q, want miss (its memory starts empty)", word)
+	}
+	if _, word := cachedCall(t, client, rpc, probeBlock); word != "hit" {
+		t.Errorf("second call on the new cache: X-Venn-Cache %q, want hit", word)
 	}
 }

@@ -161,6 +161,9 @@ chains:
 	if call.Name != "eth_getBalance" {
 		t.Errorf("call span named %q", call.Name)
 	}
+	if attr(call, "venn.request_id") == "" {
+		t.Error("call span has no venn.request_id: the answer's X-Request-Id")
+	}
 
 	var sends []tracetest.SpanStub
 	for _, sp := range spans {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -60,6 +62,7 @@ func (c *Config) Validate() error {
 	}
 	p.under("tracing", c.Tracing.Validate())
 	validateLimits(&p, c.Limits)
+	p.under("request_log", c.RequestLog.Validate())
 	c.validateEdge(&p)
 	if c.Redis.URL != "" {
 		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
@@ -71,6 +74,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.validatePostgres(&p)
+	c.validateAdmin(&p)
 
 	if len(c.Chains) == 0 {
 		p.add("chains", "at least one chain is required")
@@ -85,6 +89,7 @@ func (c *Config) Validate() error {
 			seen[ch.Name] = i
 		}
 		ch.validate(&p, path)
+		c.validateCache(&p, path, ch.Cache)
 		for j, r := range ch.Remotes {
 			// No larger reply could ever be read.
 			if budget := c.Limits.MaxReplyBytesInFlight; budget > 0 && r.MaxResponseBytes > budget {
@@ -109,6 +114,18 @@ func (c *Config) validatePostgres(p *problems) {
 			// long as the call would leave them nothing.
 			p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.Pool.CallDeadline)
 		}
+	}
+}
+
+// validateCache checks a chain's cache section, and that the tiers it
+// turns on have their stores.
+func (c *Config) validateCache(p *problems, path string, cc cache.Config) {
+	p.under(path+".cache", cc.Validate())
+	if cc.Redis != nil && *cc.Redis && c.Redis.URL == "" {
+		p.add(path+".cache.redis", "requires redis.url")
+	}
+	if cc.Postgres && c.Postgres.URL == "" {
+		p.add(path+".cache.postgres", "requires postgres.url")
 	}
 }
 
@@ -138,4 +155,27 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	p.under(path+".head", c.Head.Validate())
 	p.under(path+".history", c.History.Validate(c.Head.Window))
 	p.under(path, c.Pool.Validate(c.Remotes))
+}
+
+// validateAdmin checks where the admin API serves: without tokens only on
+// loopback, since it cordons remotes and drains the replica.
+func (c *Config) validateAdmin(p *problems) {
+	p.under("admin", c.Admin.Validate())
+	if c.AdminListen != "" {
+		checkAddr(p, "admin_listen", c.AdminListen, false)
+		if (c.AdminListen == c.Listen || c.AdminListen == c.MetricsAddr()) && !strings.HasSuffix(c.AdminListen, ":0") {
+			p.add("admin_listen", "must differ from listen and metrics_listen (admin.on_metrics_listen serves it on metrics_listen)")
+		}
+	}
+	if c.Admin.OnMetricsListen {
+		switch {
+		case c.AdminListen != "":
+			p.add("admin.on_metrics_listen", "admin_listen is set too: serve the admin API on one of them")
+		case c.MetricsAddr() == "":
+			p.add("admin.on_metrics_listen", "metrics_listen is off")
+		}
+	}
+	if addr, field := c.AdminAddr(); addr != "" && len(c.Admin.Tokens) == 0 && !admin.Loopback(addr) {
+		p.add(field, "the admin API without admin.tokens binds only to a loopback address (127.0.0.1, [::1] or localhost); add a token to serve it on %s", addr)
+	}
 }

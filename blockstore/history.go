@@ -168,6 +168,10 @@ func (h *History) Readiness() Readiness {
 	return r
 }
 
+// Migrated reports whether the schema is in place: the cache's Postgres
+// tier, whose table the same migrations create, waits for it too.
+func (h *History) Migrated() bool { return h.ready.Load() }
+
 // Chain returns one chain's store, gated on the schema.
 func (h *History) Chain(chainID uint64, name string) *HistoryChain {
 	return &HistoryChain{h: h, c: h.pg.Chain(chainID, name)}

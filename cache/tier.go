@@ -17,7 +17,8 @@ import (
 // mean the same share a key; two that differ in meaning never do.
 type Key [32]byte
 
-// String is the key in hex, as the Redis and Postgres tiers store it.
+// String is the key in hex, as the Redis tier names it (Postgres keeps
+// the 32 bytes).
 func (k Key) String() string { return hex.EncodeToString(k[:]) }
 
 // Entry is one stored answer.
@@ -60,4 +61,11 @@ type Claimer interface {
 // entries gauges.
 type Sizer interface {
 	Size(ctx context.Context) (entries, bytes int64, err error)
+}
+
+// Deleter is a tier that can drop one entry: the cache drops the near-head
+// entries of a block a reorg orphaned from the tiers that can (their keys
+// are already unreachable; this frees their room at once).
+type Deleter interface {
+	Delete(ctx context.Context, k Key) error
 }

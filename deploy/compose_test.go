@@ -23,6 +23,10 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
 // vennReplicas are the compose file's venn services.
 var vennReplicas = []string{"venn-1", "venn-2", "venn-3"}
 
+// adminPort is where the compose replicas serve the admin API and the
+// balancer publishes it.
+const adminPort = "9546"
+
 // envRefs returns the variables text's lines read, comments left out.
 func envRefs(t *testing.T, path string) map[string]bool {
 	t.Helper()
@@ -64,10 +68,11 @@ func loadCompose(t *testing.T) *types.Project {
 // image and a health check; nothing publishes 6379 or 5432; every file it
 // mounts is in the repository; the venn config passes venn's validation
 // with the environment compose gives it, and listens where the balancer,
-// Prometheus and the health check look.
+// Prometheus and the health check look; the admin API takes a token and
+// reaches the host's loopback only.
 func TestCompose(t *testing.T) {
 	p := loadCompose(t)
-	wantPorts := map[string][]string{"lb": {"8545"}, "prometheus": {"9090"}, "grafana": {"3000"}}
+	wantPorts := map[string][]string{"lb": {"8545", adminPort}, "prometheus": {"9090"}, "grafana": {"3000"}}
 	for _, name := range append(slices.Clone(vennReplicas), "lb", "redis", "postgres", "prometheus", "grafana") {
 		s, ok := p.Services[name]
 		if !ok {
@@ -103,6 +108,9 @@ func TestCompose(t *testing.T) {
 		for _, port := range s.Ports {
 			if port.Published == "6379" || port.Published == "5432" {
 				t.Errorf("%s publishes %s: it clashes with a developer's own Redis or Postgres", s.Name, port.Published)
+			}
+			if port.Published == adminPort && port.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes the admin API on %q, want the host's loopback only (127.0.0.1)", s.Name, port.HostIP)
 			}
 		}
 	}
@@ -154,6 +162,10 @@ func checkReplica(t *testing.T, s types.ServiceConfig) {
 	if cfg.Redis.URL == "" || cfg.Postgres.URL == "" {
 		t.Errorf("%s: a replica without Redis or Postgres is not a cluster", s.Name)
 	}
+	if got := port(cfg.AdminListen); got != adminPort || len(cfg.Admin.Tokens) == 0 {
+		t.Errorf("%s serves the admin API on %q with %d tokens, want :%s with a token (the balancer's admin backend)",
+			s.Name, cfg.AdminListen, len(cfg.Admin.Tokens), adminPort)
+	}
 	test := s.HealthCheck.Test
 	if len(test) != 4 || test[1] != "/venn" || test[2] != "probe" {
 		t.Fatalf("%s: health check %v, want /venn probe URL", s.Name, test)
@@ -168,7 +180,9 @@ func checkReplica(t *testing.T, s types.ServiceConfig) {
 }
 
 // checkBalancer: haproxy sends calls to every replica's JSON-RPC port and
-// checks each one's /readyz on its metrics port.
+// checks each one's /readyz on its metrics port; it sends the admin port
+// to one replica at a time, checked by /healthz (a draining replica still
+// answers its admin API).
 func checkBalancer(t *testing.T) {
 	t.Helper()
 	data, err := os.ReadFile("haproxy/haproxy.cfg")
@@ -176,14 +190,17 @@ func checkBalancer(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := string(data)
-	for _, want := range []string{"bind :8545", "option httpchk GET /readyz", "check port 9545", "monitor-uri /healthz"} {
+	for _, want := range []string{"bind :8545", "option httpchk GET /readyz", "check port 9545", "monitor-uri /healthz",
+		"bind :" + adminPort, "balance first", "option httpchk GET /healthz"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("haproxy.cfg lacks %q", want)
 		}
 	}
 	for _, r := range vennReplicas {
-		if !strings.Contains(cfg, "server "+r+" "+r+":8545") {
-			t.Errorf("haproxy.cfg does not balance to %s:8545", r)
+		for _, port := range []string{"8545", adminPort} {
+			if !strings.Contains(cfg, "server "+r+" "+r+":"+port) {
+				t.Errorf("haproxy.cfg does not balance to %s:%s", r, port)
+			}
 		}
 	}
 }

@@ -91,6 +91,7 @@ func (m *manifests) container(t *testing.T) corev1.Container {
 // TestKubernetes: the manifests decode strictly; the ConfigMap's config
 // passes venn's validation with the environment the pod gets; the probes,
 // the Service and the ServiceMonitor point at the ports venn listens on;
+// the admin API takes a token and stays out of the Service;
 // the PodDisruptionBudget keeps replicas serving; the drain fits the grace
 // period.
 func TestKubernetes(t *testing.T) {
@@ -107,6 +108,10 @@ func TestKubernetes(t *testing.T) {
 	}
 	if got := port(*cfg.MetricsListen); got != fmt.Sprint(ports["metrics"]) {
 		t.Errorf("venn serves metrics on %s, the metrics port is %d", *cfg.MetricsListen, ports["metrics"])
+	}
+	if got := port(cfg.AdminListen); got != fmt.Sprint(ports["admin"]) || len(cfg.Admin.Tokens) == 0 {
+		t.Errorf("venn serves the admin API on %q with %d tokens, want the admin port %d with a token",
+			cfg.AdminListen, len(cfg.Admin.Tokens), ports["admin"])
 	}
 	for name, pr := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
 		if pr == nil || pr.HTTPGet == nil {
@@ -153,6 +158,9 @@ func TestKubernetes(t *testing.T) {
 		servicePorts[p.Name] = true
 		if p.TargetPort.StrVal == "" || ports[p.TargetPort.StrVal] == 0 {
 			t.Errorf("service port %s targets %v, not a named container port", p.Name, p.TargetPort)
+		}
+		if p.TargetPort.StrVal == "admin" {
+			t.Errorf("service port %s exposes the admin API to the cluster: reach a pod by kubectl exec or port-forward", p.Name)
 		}
 	}
 	if !subset(m.monitor.Spec.Selector.MatchLabels, m.service.Labels) {

@@ -17,6 +17,11 @@ import (
 // prometheusOwn are series Prometheus makes itself, which rules may use.
 var prometheusOwn = map[string]bool{"up": true}
 
+// chainless are the prefixes of venn's metrics that have no chain label
+// (the history store, the admin API, the request log): a panel's query of
+// one need not filter by the chain variable.
+var chainless = []string{"venn_blockstore_", "venn_admin_", "venn_request_log_"}
+
 // grafanaVars stand in for the dashboard's variables so its queries parse.
 var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
 
@@ -152,6 +157,26 @@ func TestAgainstRunningVenn(t *testing.T) {
 	x := startVenn(t)
 	t.Run("queries", func(t *testing.T) { checkQueries(t, x) })
 	t.Run("probes", func(t *testing.T) { checkProbes(t, x) })
+	t.Run("admin", func(t *testing.T) { checkAdmin(t, x) })
+}
+
+// checkAdmin: the admin API and status page the README sends operators to
+// answer on admin_listen, the API with the token only.
+func checkAdmin(t *testing.T, x *exported) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	for _, tt := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/admin/status", adminToken, http.StatusOK},
+		{"/admin/status", "", http.StatusUnauthorized},
+		{"/status", "", http.StatusUnauthorized}, // the sign-in page
+	} {
+		if got := statusWith(client, "http://"+x.adminAddr+tt.path, tt.token); got != tt.want {
+			t.Errorf("GET %s (token %v): %d, want %d", tt.path, tt.token != "", got, tt.want)
+		}
+	}
 }
 
 // checkQueries: every query of the dashboard and the alert rules names
@@ -179,7 +204,7 @@ func checkQueries(t *testing.T, x *exported) {
 			t.Errorf("panel %q has no query", title)
 		}
 		for _, e := range exprs {
-			if !strings.Contains(e, `chain=~"$chain"`) && !strings.Contains(e, "venn_blockstore_") {
+			if !strings.Contains(e, `chain=~"$chain"`) && !slices.ContainsFunc(chainless, func(p string) bool { return strings.Contains(e, p) }) {
 				t.Errorf("panel %q: %s is not filtered by the chain variable", title, e)
 			}
 			use("panel "+title, e)
@@ -192,7 +217,9 @@ func checkQueries(t *testing.T, x *exported) {
 		"venn_requests_total", "venn_answers_total", "venn_remote_errors_total", "venn_remote_failures_total",
 		"venn_remote_call_duration_seconds", "venn_remote_lag_blocks", "venn_remote_score", "venn_remote_breaker_state",
 		"venn_head_age_seconds", "venn_leader_changes_total", "venn_reorgs_total", "venn_subscriptions",
-		"venn_subscription_dispatch_seconds", "venn_archive_height",
+		"venn_subscription_dispatch_seconds", "venn_archive_height", "venn_remote_cordoned",
+		"venn_cache_requests_total", "venn_cache_bytes", "venn_cache_evictions_total", "venn_cache_store_errors_total",
+		"venn_admin_actions_total", "venn_request_log_dropped_total",
 	} {
 		if !used[want] {
 			t.Errorf("the dashboard does not show %s", want)
@@ -222,7 +249,8 @@ func checkProbes(t *testing.T, x *exported) {
 	paths := map[string]string{
 		"kubernetes readiness": c.ReadinessProbe.HTTPGet.Path,
 		"kubernetes liveness":  c.LivenessProbe.HTTPGet.Path,
-		"haproxy check":        "/readyz", // checkBalancer holds haproxy.cfg to it
+		"haproxy check":        "/readyz",  // checkBalancer holds haproxy.cfg to it
+		"haproxy admin check":  "/healthz", // and to this
 	}
 	p := loadCompose(t)
 	for _, name := range vennReplicas {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,13 +25,17 @@ import (
 
 // exported is what a running venn exports: every metric family its
 // registry describes (a vector with no series yet is described, though
-// not gathered), the type of each family gathered, and the address of its
-// metrics listener.
+// not gathered), the type of each family gathered, and the addresses of
+// its metrics listener and admin API.
 type exported struct {
 	names       map[string]bool
 	types       map[string]dto.MetricType
 	metricsAddr string
+	adminAddr   string
 }
+
+// adminToken is the running venn's admin token.
+const adminToken = "deploy-test-admin-token"
 
 // histograms the dashboard and rules take quantiles of: the scenario in
 // startVenn waits until each has been gathered as a histogram.
@@ -45,9 +50,10 @@ var histograms = []string{
 var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // startVenn runs venn in-process as a cluster replica (the machine's Redis,
-// a fresh Postgres, a fake node with rate limits on), calls it, mines,
-// reorgs, subscribes, and returns what it exports. It is stopped when the
-// test ends.
+// a fresh Postgres, a fake node with rate limits on, the request log on so
+// its series exist, the admin API with a token), calls it, mines, reorgs,
+// subscribes, and returns what it exports. It is stopped when the test
+// ends.
 func startVenn(t *testing.T) *exported {
 	t.Helper()
 	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, BlockTime: time.Second, FinalizedDepth: 8, SafeDepth: 4})
@@ -55,7 +61,7 @@ func startVenn(t *testing.T) *exported {
 	// cleanup (after venn stops: cleanups run last first).
 	_, token := testkit.Redis(t, func(token string) string { return "venn:{ops" + token + "}:*" })
 	chain := "ops" + token
-	rpcAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	rpcAddr, metricsAddr, adminAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cfg, err := app.Parse([]byte(fmt.Sprintf(`
 listen: %s
 metrics_listen: %s
@@ -64,6 +70,9 @@ shutdown_timeout: 5s
 redis: {url: "redis://%s/0"}
 postgres: {url: %q}
 rate_limits: {ip: {rps: 100000}}
+request_log: {enabled: true, output: %q}
+admin_listen: %s
+admin: {tokens: [{name: ops, token: %s}]}
 chains:
   - name: %s
     chain_id: 1337
@@ -71,7 +80,8 @@ chains:
     head: {window: 16}
     history: {confirmations: 4, batch: 5}
     remotes: [{name: node, url: %q, ws_url: %q}]
-`, rpcAddr, metricsAddr, testkit.RedisAddr, pgtest.Empty(t), chain, node.URL(), node.WSURL())))
+`, rpcAddr, metricsAddr, testkit.RedisAddr, pgtest.Empty(t), filepath.Join(t.TempDir(), "requests.log"),
+		adminAddr, adminToken, chain, node.URL(), node.WSURL())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +130,7 @@ chains:
 	node.Reorg(2)
 	node.Mine(2)
 
-	out := &exported{names: map[string]bool{}, metricsAddr: metricsAddr}
+	out := &exported{names: map[string]bool{}, metricsAddr: metricsAddr, adminAddr: adminAddr}
 	descs := make(chan *prometheus.Desc)
 	go func() { reg.Describe(descs); close(descs) }()
 	for d := range descs {
@@ -172,8 +182,18 @@ func subscribe(t *testing.T, url string) *websocket.Conn {
 	return c
 }
 
-func status(c *http.Client, url string) int {
-	resp, err := c.Get(url)
+func status(c *http.Client, url string) int { return statusWith(c, url, "") }
+
+// statusWith GETs url, with token as a bearer token unless it is "".
+func statusWith(c *http.Client, url, token string) int {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0
 	}

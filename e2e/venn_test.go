@@ -70,6 +70,11 @@ type vennOptions struct {
 	// httpOnly gives nodes' remotes no ws_url: heads are polled, and
 	// newPendingTransactions comes from a polled filter.
 	httpOnly bool
+	// chain names the chain; empty for chainName.
+	chain string
+	// top is YAML for more top-level sections (redis: ...), and inChain
+	// for more of the chain's (four-space indented lines).
+	top, inChain string
 }
 
 // startVenn starts venn with one chain, "dev", in front of nodes (named g1,
@@ -111,7 +116,17 @@ func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn
 	if opts.blockTime == "" {
 		opts.blockTime = "1s"
 	}
-	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: %s\n    remotes:\n", chainName, gethtest.ChainID, opts.blockTime)
+	if opts.chain == "" {
+		opts.chain = chainName
+	}
+	if opts.top != "" {
+		fmt.Fprintf(&y, "%s\n", opts.top)
+	}
+	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: %s\n", opts.chain, gethtest.ChainID, opts.blockTime)
+	if opts.inChain != "" {
+		fmt.Fprintf(&y, "%s\n", opts.inChain)
+	}
+	fmt.Fprintf(&y, "    remotes:\n")
 	for i, g := range nodes {
 		if opts.httpOnly {
 			fmt.Fprintf(&y, "      - {name: g%d, url: %q}\n", i+1, g.HTTPURL())

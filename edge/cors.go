@@ -103,11 +103,16 @@ func (c *cors) wrap(next http.Handler) http.Handler {
 		}
 		if allowed {
 			h.Set("Access-Control-Allow-Origin", c.allowOrigin(origin))
-			h.Set("Access-Control-Expose-Headers", "Retry-After")
+			h.Set("Access-Control-Expose-Headers", exposedHeaders)
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// exposedHeaders are the answer's headers a page may read: the back-off,
+// the request id and jrpc's diagnostic headers.
+const exposedHeaders = "Retry-After, X-Request-Id, X-Venn-Source, X-Venn-Remote, X-Venn-Attempts, " +
+	"X-Venn-Duration-Ms, X-Venn-Cache, X-Venn-Sources"
 
 func (c *cors) allowOrigin(origin string) string {
 	if c.any {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -355,18 +354,6 @@ func TestRateLimitSharedByServers(t *testing.T) {
 	}
 }
 
-// closedAddr returns a 127.0.0.1 address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestRateLimitRedisDown: with Redis unreachable, calls are served (fail
 // open, the default) or refused with HTTP 503 (fail closed); either way it
 // is counted, and logged at most once per period.
@@ -383,7 +370,7 @@ func TestRateLimitRedisDown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rdb := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1})
+			rdb := redis.NewClient(&redis.Options{Addr: testkit.ClosedAddr(t), MaxRetries: -1})
 			defer rdb.Close()
 			reg := prometheus.NewRegistry()
 			var logs testkit.Buffer

@@ -68,6 +68,7 @@ var methods = map[string]method{
 
 	// Only routed by their block.
 	"debug_traceBlockByNumber":      {KindOther, 0, 0, false},
+	"debug_traceBlockByHash":        {KindOther, 0, 0, false},
 	"debug_getRawBlock":             {KindOther, 0, 0, false},
 	"debug_getRawHeader":            {KindOther, 0, 0, false},
 	"debug_getRawReceipts":          {KindOther, 0, 0, false},
@@ -85,6 +86,7 @@ var methods = map[string]method{
 	"eth_getStorageValues":          {KindOther, 0, 1, false},
 	"eth_getStorageAt":              {KindOther, 0, 2, false},
 	"eth_getProof":                  {KindOther, 0, 2, false},
+	"trace_call":                    {KindOther, 0, 2, false},
 }
 
 // Call is one client call, parsed once by the router and read by every

@@ -18,6 +18,10 @@ func FuzzParams(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, params []byte) {
+		for _, m := range []string{"eth_call", "eth_getStorageAt", "eth_getBalance", "eth_getBlockReceipts"} {
+			c := ParseCall(m, params)
+			_, _ = c.Canonical()
+		}
 		_, _ = ParseBlockRef(Param(params, 0))
 		_, _ = ParseBlockRef(Param(params, 1))
 		var args [2][]byte

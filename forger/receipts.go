@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
 )
 
@@ -120,11 +121,13 @@ func (r *Receipts) OfBlock(ctx context.Context, hash string, txs []string, blk *
 // eth_getBlockReceipts, so the array is byte for byte the node's.
 func (r *Receipts) perTransaction(ctx context.Context, txs []string) (json.RawMessage, error) {
 	parts := make([]json.RawMessage, len(txs))
+	notes := jrpc.NewBranches(ctx, len(txs)) // each part notes its remote
+	defer notes.Merge(ctx)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ReceiptConcurrency)
 	for i, tx := range txs {
 		g.Go(func() error {
-			res, err := r.up(gctx, "eth_getTransactionReceipt", json.RawMessage(`["`+tx+`"]`), integrity.VerifyReceipt)
+			res, err := r.up(notes.Context(gctx, i), "eth_getTransactionReceipt", json.RawMessage(`["`+tx+`"]`), integrity.VerifyReceipt)
 			if err == nil && string(res) == "null" {
 				err = fmt.Errorf("no remote has the receipt of %s yet", tx)
 			}

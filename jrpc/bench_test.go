@@ -35,12 +35,15 @@ func BenchmarkServeHTTP(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		body string
+		opts Options
 	}{
 		{name: "single", body: benchCall},
+		{name: "single+headers", body: benchCall, opts: Options{DiagnosticHeaders: true}},
+		{name: "single+oncall", body: benchCall, opts: Options{OnCall: func(Call) {}}},
 		{name: "batch10", body: benchBatch(10)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s := NewServer(Options{})
+			s := NewServer(bc.opts)
 			s.Handle("eth", HandlerFunc(func(context.Context, *Request) (json.RawMessage, error) {
 				return benchResult, nil
 			}))

@@ -34,7 +34,8 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, ms
 			ch.metrics.count(otherMethod, outcomeInvalid)
 		}
 		s.logCall(ctx, ch, "", werr, 0)
-		return appendError(buf, nil, werr), served{}
+		out := appendError(buf, nil, werr)
+		return out, served{werr: werr, in: len(msg), out: len(out) - len(buf)}
 	}
 
 	// A batch costs one call per item, taken at once (all or none): it
@@ -52,13 +53,17 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, ms
 		s.answerAll(ctx, ch, items, errShuttingDown())
 	}
 
+	sv := served{refused: refused, items: items, batch: batch, in: len(msg)}
 	if !batch {
+		sv.note = &items[0].note
 		if !items[0].answered() {
-			return buf, served{refused: refused}
+			return buf, sv
 		}
-		return appendAnswer(buf, &items[0]), served{refused: refused, note: &items[0].note}
+		out := appendAnswer(buf, &items[0])
+		sv.out = len(out) - len(buf)
+		return out, sv
 	}
-	n := 0
+	n, start := 0, len(buf)
 	for i := range items {
 		if !items[i].answered() {
 			continue
@@ -69,12 +74,15 @@ func (s *Server) serveMessage(ctx context.Context, ch *chainEntry, cl Caller, ms
 			buf = append(buf, ',')
 		}
 		n++
+		before := len(buf)
 		buf = appendAnswer(buf, &items[i])
+		items[i].out = len(buf) - before
 	}
 	if n > 0 {
 		buf = append(buf, ']')
 	}
-	return buf, served{refused: refused}
+	sv.out = len(buf) - start
+	return buf, sv
 }
 
 // served is what serving a message says besides its answer.
@@ -84,6 +92,13 @@ type served struct {
 	// note is a single call's note; nil for a batch, or a message that
 	// was invalid as a whole.
 	note *Note
+	// items are the message's calls, answered; batch says it was one.
+	items []item
+	batch bool
+	// werr answers a message invalid as a whole (it has no items).
+	werr *Error
+	// in and out are the bytes of the message and of its answer.
+	in, out int
 }
 
 // answerAll answers every valid item with e, without calling the handler.
@@ -137,7 +152,7 @@ func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *i
 	}
 	var start time.Time
 	if it.err == nil {
-		if ch.metrics != nil || s.log.Enabled(ctx, slog.LevelDebug) {
+		if ch.metrics != nil || s.onCall != nil || s.log.Enabled(ctx, slog.LevelDebug) {
 			start = time.Now()
 		}
 		res, err := s.call(withNote(ctx, &it.note), ch, &it.req)
@@ -191,6 +206,7 @@ func (s *Server) record(ctx context.Context, ch *chainEntry, it *item, start tim
 	var d time.Duration
 	if !start.IsZero() {
 		d = time.Since(start)
+		it.took = d
 	}
 	if ch.metrics != nil {
 		o := outcomeOf(it.err)

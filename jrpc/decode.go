@@ -3,6 +3,7 @@ package jrpc
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	"github.com/venn-gateway/venn/internal/jsonscan"
 )
@@ -21,7 +22,9 @@ type item struct {
 	err     *Error // set when invalid, or when the call failed
 	result  json.RawMessage
 	invalid bool
-	note    Note // what the parts that answered said of it
+	note    Note          // what the parts that answered said of it
+	took    time.Duration // in the handler
+	in, out int           // bytes of the item and of its answer, in a batch
 }
 
 // answered reports whether the item gets an answer: every call with an id,
@@ -60,7 +63,7 @@ func decode(data []byte, maxItems int) (items []item, batch bool, werr *Error) {
 		if items == nil {
 			items = make([]item, 0, min(batchItemsHint, maxItems))
 		}
-		items = append(items, item{})
+		items = append(items, item{in: len(v)})
 		decodeItem(v, &items[len(items)-1])
 	}
 	switch {

@@ -91,8 +91,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ch *chainEntry, t
 }
 
 // peer builds the Peer a call's handler finds in its context.
-func peer(cl Caller, transport string, r *http.Request) *Peer {
-	p := &Peer{Transport: transport, RemoteAddr: r.RemoteAddr, Header: r.Header}
+func peer(cl Caller, transport string, r *http.Request, id string) *Peer {
+	p := &Peer{Transport: transport, RemoteAddr: r.RemoteAddr, Header: r.Header, RequestID: id}
 	if cl != nil {
 		p.ClientIP = cl.ClientIP()
 		p.Key = cl.Key()

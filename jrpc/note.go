@@ -10,8 +10,11 @@ import (
 // answered it, for the answer's diagnostic headers, the request log and
 // traces. Each call served gets its own, in its context; it is written only
 // by the goroutine serving the call (racing attempts report to it), so it
-// needs no lock. The methods are safe on a nil Note: a call served outside
-// a transport (a test, a call venn builds) has none.
+// needs no lock. Work that serves parts of one call on goroutines of its
+// own (a split eth_getLogs, a block's receipts one by one) gives each its
+// own note (Branch) and merges them back once they are done (Merge). The
+// methods are safe on a nil Note: a call served outside a transport (a
+// test, a call venn builds) has none.
 type Note struct {
 	// Source is the part that answered: head, history, cache, forger,
 	// remotes or local ("": not answered).
@@ -19,7 +22,10 @@ type Note struct {
 	// Cache is the response cache's word: hit, miss or bypass; "" when the
 	// call is not one the cache keeps.
 	Cache string
-	// Remote is the name of the remote whose answer was served.
+	// Remote names the remote whose answer was served; when the answer
+	// was built from several (the parts of a split eth_getLogs), their
+	// names joined by commas, each once. Names, never URLs; at most one
+	// per remote of the chain.
 	Remote string
 	// Attempts counts the upstream attempts the call made.
 	Attempts int
@@ -38,6 +44,10 @@ func withNote(ctx context.Context, n *Note) context.Context {
 	return context.WithValue(ctx, noteKey{}, n)
 }
 
+// WithNote gives ctx's call the note n, for a call served outside a
+// transport that wants to know how it was answered (a test, a tool).
+func WithNote(ctx context.Context, n *Note) context.Context { return withNote(ctx, n) }
+
 // Answered records the part that answered the call.
 func (n *Note) Answered(source string) {
 	if n != nil {
@@ -52,25 +62,89 @@ func (n *Note) Cached(word string) {
 	}
 }
 
-// Upstream records the remote whose answer was served and the attempts
-// the call made.
+// Upstream records one upstream exchange of the call: the remote whose
+// answer was served ("" when none was) and the attempts it made. A call
+// that goes upstream more than once (a range split after a too-large
+// answer, a block's receipts fetched one by one) adds them up.
 func (n *Note) Upstream(remote string, attempts int) {
 	if n != nil {
-		n.Remote, n.Attempts = remote, attempts
+		n.Attempts += attempts
+		n.addRemote(remote)
 	}
 }
 
-// cacheHeader is the single-call answer's word on the response cache:
-// hit, miss, bypass, or none for calls the cache does not keep.
-const cacheHeader = "X-Venn-Cache"
-
-// writeNote sets the diagnostic headers of a single call's answer.
-func writeNote(h http.Header, n *Note) {
-	word := n.Cache
-	if word == "" {
-		word = "none"
+// Merge adds what a branch of the call (Branch) noted, once the branch's
+// goroutine is done: its attempts and remotes. The source and the cache's
+// word stay the call's own.
+func (n *Note) Merge(b *Note) {
+	if n != nil && b != nil {
+		n.Attempts += b.Attempts
+		for rest := b.Remote; rest != ""; {
+			var name string
+			name, rest, _ = strings.Cut(rest, ",")
+			n.addRemote(name)
+		}
 	}
-	h.Set(cacheHeader, word)
+}
+
+// addRemote adds name to the remotes served, once.
+func (n *Note) addRemote(name string) {
+	switch {
+	case name == "" || n.Remote == name:
+	case n.Remote == "":
+		n.Remote = name
+	default:
+		for rest := n.Remote; rest != ""; {
+			var have string
+			have, rest, _ = strings.Cut(rest, ",")
+			if have == name {
+				return
+			}
+		}
+		n.Remote += "," + name
+	}
+}
+
+// Branch returns ctx for a goroutine that serves part of ctx's call while
+// others do too: what it notes goes to b, which the call's goroutine
+// merges (Merge) once the goroutine is done. Without a note on ctx it is
+// ctx.
+func Branch(ctx context.Context, b *Note) context.Context {
+	if NoteOf(ctx) == nil {
+		return ctx
+	}
+	return withNote(ctx, b)
+}
+
+// Branches are the notes of n parts of one call served on goroutines of
+// their own: part i serves under Context(ctx, i), and once every part is
+// done the call's goroutine calls Merge. nil (free) when the call has no
+// note.
+type Branches []Note
+
+// NewBranches returns the notes of ctx's call's n parts.
+func NewBranches(ctx context.Context, n int) Branches {
+	if NoteOf(ctx) == nil {
+		return nil
+	}
+	return make(Branches, n)
+}
+
+// Context is ctx for part i.
+func (b Branches) Context(ctx context.Context, i int) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return withNote(ctx, &b[i])
+}
+
+// Merge adds every part's note to the call's, on the call's goroutine
+// once the parts are done.
+func (b Branches) Merge(ctx context.Context) {
+	n := NoteOf(ctx)
+	for i := range b {
+		n.Merge(&b[i])
+	}
 }
 
 type skipCacheKey struct{}

@@ -26,7 +26,7 @@ func TestNoteHeaders(t *testing.T) {
 		}
 		return json.RawMessage(`"0x1"`), nil
 	})
-	s := newTestServer(t, Options{}, h)
+	s := newTestServer(t, Options{DiagnosticHeaders: true}, h)
 	tests := []struct {
 		name   string
 		body   string
@@ -69,7 +69,30 @@ func TestNoteNilSafe(t *testing.T) {
 	n.Answered("head")
 	n.Cached("hit")
 	n.Upstream("a", 1)
+	n.Merge(&Note{Attempts: 1})
 	if n != nil {
 		t.Fatal("a bare context has a note")
+	}
+	if ctx := context.Background(); Branch(ctx, &Note{}) != ctx {
+		t.Fatal("a branch of a call without a note has one")
+	}
+}
+
+// TestNoteUpstream checks that upstream exchanges and branches add up:
+// attempts summed, each remote named once.
+func TestNoteUpstream(t *testing.T) {
+	var n Note
+	ctx := withNote(context.Background(), &n)
+	NoteOf(ctx).Upstream("", 2) // a too-large answer, then a split
+	var parts [3]Note
+	for i, name := range []string{"b", "a", "b"} {
+		NoteOf(Branch(ctx, &parts[i])).Upstream(name, 1)
+	}
+	for i := range parts {
+		n.Merge(&parts[i])
+	}
+	n.Merge(&Note{Remote: "a,c", Attempts: 2})
+	if n.Remote != "b,a,c" || n.Attempts != 7 {
+		t.Fatalf("note %+v, want remotes b,a,c and 7 attempts", n)
 	}
 }

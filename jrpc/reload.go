@@ -125,7 +125,8 @@ func (c *wsConn) readmit() (reason string) {
 	}
 	a := &admitted{Caller: cl}
 	if p, _ := PeerFromContext(c.ctx); cl != nil && cl.Key() != p.Key {
-		a.peer = peer(cl, TransportWS, c.req)
+		p.Key, p.ClientIP = cl.Key(), cl.ClientIP()
+		a.peer = &p
 	}
 	c.cl.Store(a)
 	return ""

@@ -49,6 +49,13 @@ type Options struct {
 	// Hook sees every call served (hook.go; venn's tracing); nil: none,
 	// at no cost.
 	Hook CallHook
+	// DiagnosticHeaders puts X-Venn-Source, -Remote, -Attempts, -Cache and
+	// -Duration-Ms on HTTP answers (diag.go); off, none of them.
+	DiagnosticHeaders bool
+	// OnCall is called once per client call, with its answer written, on
+	// the goroutine that served it (a batch's calls one after another): a
+	// request log. It must not block; nil costs nothing.
+	OnCall func(Call)
 }
 
 // Peer describes the client of a call. Handlers find it in their context.
@@ -62,6 +69,9 @@ type Peer struct {
 	// ClientIP is the client's address as the Gate works it out (behind
 	// trusted proxies); invalid when it works none out.
 	ClientIP netip.Addr
+	// RequestID is the request's X-Request-Id (RequestID): the client's,
+	// or one venn made. A WebSocket connection's calls share its upgrade's.
+	RequestID string
 }
 
 type peerKey struct{}
@@ -85,6 +95,9 @@ type Server struct {
 	metrics     *metrics
 	methodLabel func(string) string
 	router      http.Handler
+	diag        bool       // diagnostic headers
+	onCall      func(Call) // nil: no request log
+	ids         *requestIDs
 
 	gate     Gate          // nil: open
 	gateGen  atomic.Uint64 // Readmit calls: a connection admitted before one is admitted again
@@ -152,6 +165,9 @@ func NewServer(opts Options) *Server {
 		log:         log,
 		metrics:     newMetrics(opts.Registerer),
 		methodLabel: opts.MethodLabel,
+		diag:        opts.DiagnosticHeaders,
+		onCall:      opts.OnCall,
+		ids:         newRequestIDs(),
 		gate:        opts.Gate,
 		hook:        opts.Hook,
 		pathKeys:    opts.Gate != nil && opts.Gate.KeysInPath(),
@@ -215,6 +231,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 func (s *Server) chain(name string) *chainEntry { return s.chains.Load().lookup(name) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	id := s.tagRequest(w, r)
 	name := chi.URLParam(r, "chain")
 	ch := s.chain(name)
 	if ch == nil {
@@ -228,10 +245,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		s.servePost(w, r, ch)
+		s.servePost(w, r, ch, id)
 	case http.MethodGet:
 		if hasToken(r.Header.Get("Upgrade"), "websocket") {
-			s.serveWS(w, r, ch)
+			s.serveWS(w, r, ch, id)
 			return
 		}
 		s.methodNotAllowed(w, r)
@@ -243,7 +260,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // servePost serves one JSON-RPC POST. It holds one of MaxHTTPInFlight slots
 // from before the body is read until the answer is written, so bodies and
 // calls in flight are bounded together.
-func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntry, id string) {
 	if n := s.httpInFlight.Add(1); n > int64(s.lim().MaxHTTPInFlight) {
 		s.httpInFlight.Add(-1)
 		ch.metrics.rejected(limitHTTPInFlight)
@@ -267,7 +284,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 		return
 	}
 
-	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportHTTP, r))
+	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportHTTP, r, id))
 	ctx = withSkipCache(ctx, r.Header, true)
 	admitted := s.beginCalls()
 	if admitted {
@@ -327,6 +344,10 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 		w.Header().Set("Connection", "close")
 		w.Header().Set("Retry-After", "1") // another replica, or this one restarted
 	}
+	var start time.Time
+	if s.diag || s.onCall != nil {
+		start = time.Now()
+	}
 	bp := s.getBuf()
 	out, sv := s.serveMessage(ctx, ch, cl, body, *bp, admitted)
 	if refused := sv.refused; refused != nil {
@@ -347,8 +368,8 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 		w.WriteHeader(status) // only notifications: nothing to say
 	} else {
 		h := w.Header()
-		if sv.note != nil {
-			writeNote(h, sv.note)
+		if s.diag {
+			writeDiagnostics(h, &sv, time.Since(start))
 		}
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(out)))
@@ -362,13 +383,22 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	}
 	*bp = out
 	s.putBuf(bp)
+	if s.onCall != nil {
+		s.logCalls(ctx, ch, &sv, start, status)
+	}
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if w.Header().Get(requestIDHeader) == "" { // not from serveHTTP
+		s.tagRequest(w, r)
+	}
 	writeHTTPError(w, http.StatusNotFound, errUnknownChain(r.URL.Path, s.chains.Load().paths))
 }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	if w.Header().Get(requestIDHeader) == "" { // not from serveHTTP
+		s.tagRequest(w, r)
+	}
 	w.Header().Set("Allow", http.MethodPost)
 	writeHTTPError(w, http.StatusMethodNotAllowed, errMethodNotAllowed(r.Method))
 }

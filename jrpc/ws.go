@@ -128,7 +128,7 @@ type wsConn struct {
 	pauses atomic.Uint64
 }
 
-func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry) {
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry, id string) {
 	// WebSocket has no preflight: the Gate checks the upgrade's Origin.
 	gen := s.gateGen.Load()
 	cl, ok := s.admit(w, r, ch, TransportWS, chi.URLParam(r, "key"))
@@ -172,7 +172,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry)
 	c.cl.Store(&admitted{Caller: cl})
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
-	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r))
+	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r, id))
 	ctx = withSkipCache(ctx, r.Header, false)
 	ctx = ContextWithNotifier(ctx, c)
 	c.ctx, c.cancel = context.WithCancel(ctx)
@@ -363,8 +363,12 @@ func (c *wsConn) serveMessage(msg []byte) {
 	if cl.peer != nil {
 		ctx = context.WithValue(ctx, peerKey{}, cl.peer)
 	}
+	var start time.Time
+	if c.s.onCall != nil {
+		start = time.Now()
+	}
 	bp := c.s.getBuf()
-	out, _ := c.s.serveMessage(ctx, c.ch, cl.Caller, msg, *bp, admitted)
+	out, sv := c.s.serveMessage(ctx, c.ch, cl.Caller, msg, *bp, admitted)
 	if len(out) > 0 {
 		if err := c.write(c.ctx, out); err != nil {
 			c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket write",
@@ -374,6 +378,9 @@ func (c *wsConn) serveMessage(msg []byte) {
 	*bp = out
 	c.s.putBuf(bp)
 	r.run()
+	if c.s.onCall != nil {
+		c.s.logCalls(ctx, c.ch, &sv, start, 0)
+	}
 }
 
 // write sends one message once it is the writer's turn (waiting until ctx

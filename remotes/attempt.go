@@ -32,10 +32,11 @@ type attempt struct {
 	failures
 
 	stop bool // the call sends no more
-	// The call's outcome, once done.
+	// The call's outcome, once done, and the remote that gave it.
 	done bool
 	res  json.RawMessage
 	err  error
+	by   *Remote
 }
 
 // failures is what the replies that were not answers leave a call with,
@@ -44,6 +45,7 @@ type attempt struct {
 type failures struct {
 	tooLarge error // *tooLargeError
 	null     json.RawMessage
+	nullBy   *Remote
 	last     error
 }
 
@@ -99,10 +101,14 @@ func (a *attempt) take(ctx context.Context, j judged) {
 	switch j.mean {
 	case meanAnswer:
 		a.finish(j.res, nil)
-	case meanCaller, meanCut:
+		a.by = j.r
+	case meanCaller:
+		a.finish(nil, clientError(j.err))
+		a.by = j.r // a revert is the remote's answer
+	case meanCut:
 		a.finish(nil, clientError(j.err))
 	case meanMissing:
-		a.null = j.res
+		a.null, a.nullBy = j.res, j.r
 	case meanTooLarge:
 		a.finish(nil, j.err) // getlogs.go splits it
 	case meanLocal:
@@ -133,6 +139,7 @@ func (a *attempt) outcome(ctx context.Context) (json.RawMessage, error) {
 		return a.res, a.err
 	}
 	if a.null != nil {
+		a.by = a.nullBy
 		return a.null, nil
 	}
 	return nil, a.exhausted(ctx)
@@ -148,8 +155,26 @@ func (a *attempt) exhausted(ctx context.Context) error {
 	return a.p.exhausted(ctx, a.method, a.n, a.last)
 }
 
-// observe records how many sends the call made.
-func (a *attempt) observe() { a.p.attempts.Observe(float64(a.n)) }
+// observe records how many sends the call made, and tells the call's note
+// which remote's answer was served. It runs on the call's goroutine once
+// the strategy is done: racing sends report to the attempt, never to the
+// note.
+func (a *attempt) observe(ctx context.Context) {
+	a.p.attempts.Observe(float64(a.n))
+	a.note(ctx)
+}
+
+// note tells the call's note (when it has one) the remote served and the
+// sends made.
+func (a *attempt) note(ctx context.Context) {
+	if n := jrpc.NoteOf(ctx); n != nil {
+		name := ""
+		if a.by != nil {
+			name = a.by.Name()
+		}
+		n.Upstream(name, a.n)
+	}
+}
 
 // allowsLarger reports whether a remote the call has not tried may send a
 // reply larger than limit.

@@ -2,12 +2,9 @@ package remotes
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
-	"strings"
 
-	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/ethereum/go-ethereum/crypto"
+	integ "github.com/venn-gateway/venn/integrity"
 )
 
 // broadcast is the broadcast strategy: it sends a raw transaction to
@@ -19,6 +16,7 @@ import (
 func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	const method = "eth_sendRawTransaction"
 	a := p.newAttempt(method, params, route{})
+	defer a.note(ctx)
 	results := make(chan judged, maxRemotes)
 	pending := 0
 	send := func(k int) {
@@ -51,11 +49,13 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 		pending--
 		switch {
 		case j.mean == meanAnswer:
+			a.by = j.r
 			return j.res, nil
 		case j.mean == meanLocal:
 			send(1)
 		case j.v.Reason == ReasonAlreadyKnown:
 			if h := txHash(params); h != nil {
+				a.by = j.r
 				return h, nil
 			}
 		case j.mean == meanCaller:
@@ -98,24 +98,12 @@ func known(ctx context.Context, r *Remote, params json.RawMessage) bool {
 	return err == nil && !isNull(res)
 }
 
-// txHash is the quoted hash of the raw transaction in params, or nil. The
-// hash is not always keccak(raw): a blob transaction is sent in its network
-// form (with blobs, commitments and proofs), whose hash covers only the
-// transaction, so the bytes are decoded first.
+// txHash is the quoted hash of the raw transaction in params, or nil
+// (integ.SentTxHash).
 func txHash(params json.RawMessage) json.RawMessage {
-	var args []string
-	if err := json.Unmarshal(params, &args); err != nil || len(args) == 0 {
+	h, ok := integ.SentTxHash(params)
+	if !ok {
 		return nil
 	}
-	raw, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(args[0], "0x"), "0X"))
-	if err != nil || len(raw) == 0 {
-		return nil
-	}
-	var tx types.Transaction
-	if err := tx.UnmarshalBinary(raw); err != nil {
-		// The node took it, so it is some form venn does not decode: for
-		// everything but the blob network form the hash is keccak(raw).
-		return json.RawMessage(`"` + crypto.Keccak256Hash(raw).Hex() + `"`)
-	}
-	return json.RawMessage(`"` + tx.Hash().Hex() + `"`)
+	return json.RawMessage(`"` + h + `"`)
 }

@@ -166,7 +166,7 @@ func (p *Pool) headChanged() {
 		}
 		r.m.lag.Set(float64(lag))
 		ok := 0.0
-		if r.healthy(now) && !p.lagging(r, best) && !r.cordoned(now) {
+		if r.healthy(now) && !p.lagging(r, best) && !r.outByCordon(now) {
 			ok = 1
 		}
 		r.m.healthy.Set(ok)

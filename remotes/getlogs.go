@@ -158,6 +158,8 @@ func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) 
 	n := q + 1
 	s.p.splits.Inc()
 	out := make([]json.RawMessage, n)
+	notes := jrpc.NewBranches(ctx, int(n)) // n <= getlogs_max_parts
+	defer notes.Merge(ctx)
 	g, gctx := errgroup.WithContext(ctx)
 	next := from
 	stopped := false
@@ -175,7 +177,7 @@ func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) 
 			break
 		}
 		g.Go(func() error {
-			res, err := s.part(gctx, a, b, depth)
+			res, err := s.part(notes.Context(gctx, int(i)), a, b, depth)
 			out[i] = res
 			return err
 		})

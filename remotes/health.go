@@ -123,6 +123,7 @@ func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	if err != nil {
 		if ctx.Err() == nil {
 			r.chainCheckFailed()
+			r.noteError(err)
 			r.retryLog("remote chain id check failed; will retry", err)
 		}
 		return false
@@ -130,6 +131,7 @@ func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	got, err := parseQuantityJSON(res)
 	if err != nil {
 		r.chainCheckFailed()
+		r.noteError(err)
 		r.retryLog("remote sent a bad chain id; will retry", err)
 		return false
 	}

@@ -97,9 +97,7 @@ func (r *Remote) cordoned(now time.Time) bool {
 		if r.log != nil {
 			r.log.Info("remote back in rotation: cordon over")
 		}
-		if g := r.mb.cordonedGauge; g != nil {
-			g.Set(0)
-		}
+		r.syncCordonGauge(now)
 	}
 	return false
 }
@@ -122,7 +120,7 @@ func newMisbehaviourMetrics(reg prometheus.Registerer) *misbehaviourMetrics {
 		cordons: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "cordons_total",
 			Help: "Times a remote was cordoned (out of rotation) for repeated misbehaviour."}, cr),
 		cordoned: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "cordoned",
-			Help: "1 while a remote is cordoned for misbehaviour."}, cr),
+			Help: "1 while a remote is cordoned: by hand (the admin API) or for repeated misbehaviour."}, cr),
 		consensus: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "consensus_total",
 			Help: "Calls put to a vote, by outcome: agreed, resolved (no quorum, answered by on_dispute), disputed (no quorum, -32058), no_answer."},
 			[]string{"chain", "method", "outcome"}),
@@ -233,12 +231,12 @@ func (p *Pool) strike(r *Remote, now time.Time) {
 	}
 	r.mb.strikes = kept[:0]
 	for _, o := range p.members() {
-		if o != r && o.healthy(now) && !o.cordoned(now) {
+		if o != r && o.healthy(now) && !o.outByCordon(now) {
 			r.mb.cordonedUntil.Store(now.Add(cc.Period).UnixNano())
-			if r.mb.cordonedGauge != nil {
-				r.mb.cordonedGauge.Set(1)
+			if r.mb.cordons != nil {
 				r.mb.cordons.Inc()
 			}
+			r.syncCordonGauge(now)
 			r.log.Warn("remote cordoned: out of rotation after repeated misbehaviour",
 				"strikes", cc.Strikes, "within", cc.Within, "for", cc.Period)
 			return

@@ -318,11 +318,11 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, 
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
 	if rule := p.voteRule(method, params, &rt); rule != nil {
 		v := p.newVote(method, params, rt, rule)
-		defer v.observe()
+		defer v.observe(ctx)
 		return v.run(ctx)
 	}
 	a := p.newAttempt(method, params, rt)
-	defer a.observe()
+	defer a.observe(ctx)
 	if g := p.hedgeGroup(method, rt); g != nil {
 		return a.hedged(ctx, g)
 	}

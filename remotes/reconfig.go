@@ -65,11 +65,12 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 		return nil, fmt.Errorf("chain %s: remote %s: %w", cfg.Chain, rc.Name, err)
 	}
 	var r *Remote // set before any call: the transport dials on its first
-	t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL,
+	opts := transportOptions{Name: rc.Name, URL: rc.URL,
 		Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 		MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 		OtherURLs: []string{rc.WSURL}, Logger: p.log, Tracer: cfg.Tracer,
-		OnRedial: func() { r.recheckSoon() }})
+		OnRedial: func() { r.recheckSoon() }}
+	t, err := newTransport(opts)
 	if err != nil {
 		p.freeSlot(slot)
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
@@ -77,6 +78,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 	brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
 	r.slot = slot
+	r.red = opts.redactor()
 	r.initScoring(&cfg, p.m)
 	r.initMisbehaviour(p.m)
 	r.retune(&cfg)
@@ -148,10 +150,11 @@ type Reconfiguration struct {
 // at once. A remote whose own settings are unchanged is kept with its
 // health, breaker, score and head, and the chain's settings it holds
 // change on it in place (retune); a new or changed one starts fresh,
-// preferred, and is followed at once; a removed or replaced one leaves selection now, and its calls
-// in flight finish on it before its transport closes. The chain's name
-// and id must be the pool's; misbehaviour_log is read at Start only and
-// keeps its value. On an error nothing changed.
+// preferred, and is followed at once; a removed or replaced one leaves
+// selection now, and its calls in flight finish on it before its
+// transport closes. The chain's name and id must be the pool's;
+// misbehaviour_log is read at Start only and keeps its value. On an error
+// nothing changed.
 func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error) {
 	old := p.state.Load()
 	cfg = cfg.WithDefaults(len(rs))

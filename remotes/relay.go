@@ -229,7 +229,7 @@ func (p *Pool) lacksSubscription(key string) bool {
 func (p *Pool) pickRelay(key string, now time.Time) (r *Remote, failed relayFailure, ok bool) {
 	var best, avoided *Remote
 	for _, c := range p.members() { // by tier
-		if c.relayURL() == "" || !c.healthy(now) || c.cordoned(now) || c.lacks(key) != nil {
+		if c.relayURL() == "" || !c.healthy(now) || c.outByCordon(now) || c.lacks(key) != nil {
 			continue
 		}
 		if f, lately := p.relay.ws.lastFailure(c, now); lately {

@@ -105,7 +105,7 @@ func (p *Pool) lacksPending(key string) bool {
 func (p *Pool) pickPoller(now time.Time) (r *Remote, failed relayFailure, ok bool) {
 	var best, avoided *Remote
 	for _, c := range p.members() { // by tier
-		if !c.healthy(now) || c.cordoned(now) || !c.canPoll() {
+		if !c.healthy(now) || c.outByCordon(now) || !c.canPoll() {
 			continue
 		}
 		if f, lately := p.relay.poll.lastFailure(c, now); lately {

@@ -72,10 +72,13 @@ type Remote struct {
 	// learnedSpan: the eth_getLogs span cap the remote named in a range error.
 	learnedSpan atomic.Pointer[learnedSpan]
 
-	mb  misbehaviourState // misbehave.go: cordon and strikes
-	lat latencyHist       // latency.go: recent latency quantiles
-	sc  scoreState        // score.go: score and preferred set
-	cc  chainCheck        // chaincheck.go: chain id re-checks
+	mb     misbehaviourState            // misbehave.go: cordon and strikes
+	manual atomic.Pointer[manualCordon] // cordon.go: an operator's cordon; nil: none
+	red    *redactor                    // redact.go: for what status shows
+	last   atomic.Pointer[lastError]    // status.go: the last fault, redacted
+	lat    latencyHist                  // latency.go: recent latency quantiles
+	sc     scoreState                   // score.go: score and preferred set
+	cc     chainCheck                   // chaincheck.go: chain id re-checks
 
 	mu           sync.Mutex
 	unsupported  map[string]unsupportedEntry // methods the remote said it lacks
@@ -188,7 +191,7 @@ func (r *Remote) healthy(now time.Time) bool {
 
 // available: healthy, not backed off after a 429, and not full.
 func (r *Remote) available(now time.Time) bool {
-	if !r.healthy(now) || now.UnixNano() < r.throttledTil.Load() || r.cordoned(now) {
+	if !r.healthy(now) || now.UnixNano() < r.throttledTil.Load() || r.outByCordon(now) {
 		return false
 	}
 	return r.cfg.MaxInFlight <= 0 || r.inFlight.Load() < int64(r.cfg.MaxInFlight)
@@ -321,6 +324,9 @@ func (r *Remote) observe(method string, took time.Duration, err error, probe boo
 	v := Classify(method, err)
 	code, status := errorCodes(err)
 	r.m.failed(v, code, status)
+	if v.Fault || v.Class == ClassThrottled {
+		r.noteError(err)
+	}
 	switch {
 	case v.Class == ClassThrottled:
 		r.noteThrottle(true)
@@ -347,6 +353,7 @@ func (r *Remote) observe(method string, took time.Duration, err error, probe boo
 func (r *Remote) rejected(method string, err error) {
 	v := Classify(method, err)
 	r.m.failed(v, 0, 0)
+	r.noteError(err)
 	r.fault(v)
 }
 

@@ -236,7 +236,7 @@ func (s *scoring) measure() {
 		lagAvg := math.Float64frombits(r.sc.lagAvg.Load())
 		s.pen[i] = (1 + w.Errors*errs) * (1 + w.Throttle*thr) * (1 + w.Lag*lagAvg/maxLag) *
 			(1 + w.Misbehaviour*r.misbehaviour(now))
-		s.inRot[i] = r.healthy(now) && !p.lagging(r, best) && !r.cordoned(now)
+		s.inRot[i] = r.healthy(now) && !p.lagging(r, best) && !r.outByCordon(now)
 	}
 }
 

@@ -243,6 +243,7 @@ func (v *vote) count(b ballot) *answer {
 // gave another, now and, for the ballots still out, in the background.
 func (v *vote) accept(acc *answer) (json.RawMessage, error) {
 	v.p.cons.outcome(v.method, "agreed")
+	v.by = acc.voters[0] // whose bytes are served
 	for _, w := range v.t.answers {
 		if w != acc {
 			for _, r := range w.voters {
@@ -322,6 +323,7 @@ func (v *vote) settle(ctx context.Context) (json.RawMessage, error) {
 		acc = t.mostCommon(func(r *Remote) bool { return r.Tier() <= rule.TrustedTier })
 	}
 	if acc != nil {
+		v.by = acc.voters[0]
 		p.cons.outcome(method, "resolved")
 		p.log.Info("remotes disagree; answer chosen by policy", "method", method,
 			"policy", rule.OnDispute.String(), "answers", len(t.answers), "voters", t.voters,

@@ -177,9 +177,12 @@ func (rt *Router) logs(ctx context.Context, call *evm.Call) (res json.RawMessage
 	}
 	parts := logParts(from, to, covered)
 	out := make([]json.RawMessage, len(parts))
+	notes := jrpc.NewBranches(ctx, len(parts)) // the upstream parts note their remotes
+	defer notes.Merge(ctx)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(logsConcurrency)
 	for i, p := range parts {
+		gctx := notes.Context(gctx, i)
 		g.Go(func() error {
 			var err error
 			if p.stored {
@@ -336,6 +339,8 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 		missed = m
 	}
 	switch {
+	case c.Kind == evm.KindBlockReceipts && rt.caches(c):
+		res, err = rt.cachedReceipts(ctx, *c)
 	case c.Kind == evm.KindBlockReceipts:
 		var built bool
 		fctx, sp := rt.lookup(ctx, spanForger)

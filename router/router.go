@@ -58,6 +58,8 @@ type Config struct {
 	// nothing the window or the store holds only when two agree; nil:
 	// such a block is not stored.
 	Confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
+	// Cache is the chain's response cache; nil: none.
+	Cache Cache
 	// Logger logs the write-through and the forger; nil: discarded.
 	Logger *slog.Logger
 	// Tracer traces the head, history and forger lookups of traced calls,
@@ -120,9 +122,13 @@ type Router struct {
 	calls   callServer    // remotes, when they take parsed calls; else nil
 	upHead  func() uint64 // the remotes' head; nil when they don't say
 	history History       // nil: no history store
-	forge   *forger.Forger
-	wt      *writeThrough // nil without history
-	log     *slog.Logger
+	cache   atomic.Pointer[cacheRef] // nil: no response cache; a reload swaps it (SetCache)
+	// canonical is the head window's canonical hash of a number; nil
+	// without a window that says.
+	canonical func(n uint64) (string, bool)
+	forge     *forger.Forger
+	wt        *writeThrough // nil without history
+	log       *slog.Logger
 
 	// trailing is set while the window trails the remotes by more than
 	// MaxLag: logged once when it starts and once when it ends.
@@ -130,7 +136,7 @@ type Router struct {
 	// maxLag is cfg.MaxLag, which a reload may change (SetMaxLag).
 	maxLag atomic.Uint64
 
-	local, fromHead, fromStore, forged, forwarded origin
+	local, fromHead, fromStore, fromCache, forged, forwarded origin
 }
 
 var _ jrpc.Handler = (*Router)(nil)
@@ -163,17 +169,20 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		local:     newSource(m, cfg, sourceLocal),
 		fromHead:  newSource(m, cfg, sourceHead),
 		fromStore: newSource(m, cfg, sourceHistory),
+		fromCache: newSource(m, cfg, sourceCache),
 		forged:    newSource(m, cfg, sourceForger),
 		forwarded: newSource(m, cfg, sourceRemotes),
 	}
 	rt.maxLag.Store(cfg.MaxLag)
+	if c, ok := head.(canonicalOf); ok {
+		rt.canonical = c.CanonicalHash
+	}
+	rt.SetCache(cfg.Cache)
 	if rt.history != nil {
 		rt.wt = newWriteThrough(rt.history, rt.forge, rt.settled, cfg.WriteThroughQueue, log,
 			m.writeThrough.MustCurryWith(prometheus.Labels{"chain": cfg.Chain}))
 		rt.wt.links.confirm = cfg.Confirm
-		if c, ok := head.(canonicalOf); ok {
-			rt.wt.links.canonical = c.CanonicalHash
-		}
+		rt.wt.links.canonical = rt.canonical
 		if l, ok := rt.history.(storedLinks); ok {
 			rt.wt.links.stored = l.Links
 		}
@@ -234,8 +243,16 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	if res, handled, err := rt.stored(ctx, req, &c); handled {
 		return res, err
 	}
-	rt.forwarded.answered(ctx)
-	res, err := rt.forward(ctx, req, &c)
+	var (
+		res json.RawMessage
+		err error
+	)
+	if rt.caches(&c) {
+		res, err = rt.cachedForward(ctx, req, c)
+	} else {
+		rt.forwarded.answered(ctx)
+		res, err = rt.forward(ctx, req, &c)
+	}
 	if err == nil && c.Kind == evm.KindBlockNumber && rt.head != nil {
 		res = rt.blockNumber(res)
 	}
@@ -372,7 +389,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Namespace: "venn", Name: "answers_total",
 		Help: "Calls by where they were answered: local (venn itself), head (the head window), " +
 			"history (the history store, with the remotes for parts of a range it lacks), " +
-			"forger (built from other calls or stored blocks) or remotes.",
+			"cache (the response cache), forger (built from other calls or stored blocks) or remotes.",
 	}, []string{"chain", "source"}),
 		writeThrough: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "venn", Name: "history_writethrough_total",

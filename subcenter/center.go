@@ -384,3 +384,11 @@ func newID() string {
 	}
 	return "0x" + id
 }
+
+// Subscribers is the number of connections with a subscription, for
+// status output.
+func (c *Center) Subscribers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.conns)
+}

@@ -17,6 +17,7 @@ const (
 	KeyHTTPStatus   = attribute.Key("http.response.status_code")
 
 	KeyChain      = attribute.Key("venn.chain")
+	KeyRequestID  = attribute.Key("venn.request_id")  // the answer's X-Request-Id, as the request log has it
 	KeyTransport  = attribute.Key("venn.transport")   // http | ws
 	KeyBatchIndex = attribute.Key("venn.batch.index") // in a batch only
 	KeySource     = attribute.Key("venn.source")      // local | head | history | cache | forger | remotes

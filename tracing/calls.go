@@ -30,7 +30,7 @@ func (h callHook) StartCall(ctx context.Context, c jrpc.CallInfo) context.Contex
 		return ctx
 	}
 	sp.SetAttributes(KeyRPCSystem.String("jsonrpc"), KeyRPCMethod.String(c.Method),
-		KeyChain.String(c.Chain), KeyTransport.String(c.Transport))
+		KeyChain.String(c.Chain), KeyTransport.String(c.Transport), KeyRequestID.String(jrpc.RequestID(ctx)))
 	if c.Index >= 0 {
 		sp.SetAttributes(KeyBatchIndex.Int(c.Index))
 	}

@@ -46,6 +46,12 @@ Usage:
   venn probe [--timeout 2s] URL
                                GET URL (e.g. http://127.0.0.1:9545/healthz); exit 0
                                on a 2xx answer: a container health check
+  venn status [--admin URL] [--token TOKEN]
+                               print a running replica's chains, remotes (in
+                               rotation or not, and why) and the cluster's
+                               replicas, from its admin API (default
+                               http://127.0.0.1:9546; env VENN_ADMIN_URL and
+                               VENN_ADMIN_TOKEN)
   venn version                 print the version
   venn help                    print this help
 `
@@ -73,6 +79,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return history(rest, stdout, stderr)
 	case "probe":
 		return probe(rest, stdout, stderr)
+	case "status":
+		return status(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "venn", versionString())
 		return exitOK
@@ -110,7 +118,7 @@ func serve(args []string, stderr io.Writer) int {
 	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
-	fxApp := app.New(cfg, app.LogOutput(stderr))
+	fxApp := app.New(cfg, app.LogOutput(stderr), app.WithBuild(app.BuildInfo{Version: versionString()}))
 	startCtx, cancelStart := context.WithTimeout(sigCtx, fxApp.StartTimeout())
 	defer cancelStart()
 	if err := fxApp.Start(startCtx); err != nil {

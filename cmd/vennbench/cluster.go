@@ -38,15 +38,27 @@ const (
 // replicaConfig is one cluster replica's configuration: the chain follows
 // the upstream's newHeads over WebSocket (detection does not wait for a
 // poll), metrics on their own port for the bench to scrape.
-func replicaConfig(port, mport int, redisAddr, id, upURL string) cluster.Config {
+func replicaConfig(port, mport int, s vennSpec, id string) cluster.Config {
 	return cluster.Config{
 		Listen: "127.0.0.1:" + strconv.Itoa(port), MetricsListen: "127.0.0.1:" + strconv.Itoa(mport),
-		RedisAddr: redisAddr, ReplicaID: id, Chain: clusterChain, ChainID: benchChainID,
+		RedisAddr: s.redisAddr, ReplicaID: id, Chain: clusterChain, ChainID: benchChainID,
 		BlockTime: time.Second, Window: headWindow,
-		Remotes: []cluster.Remote{{Name: "up", URL: upURL, WSURL: "ws" + strings.TrimPrefix(upURL, "http"),
+		Remotes: []cluster.Remote{{Name: "up", URL: s.upURL, WSURL: "ws" + strings.TrimPrefix(s.upURL, "http"),
 			MaxInFlight: proxyIdlePerHost}},
-		Extra: "limits: {max_connections: 30000, max_connections_per_ip: 30000}",
+		Extra:      "limits: {max_connections: 30000, max_connections_per_ip: 30000}",
+		ChainExtra: s.chainExtra,
 	}
+}
+
+// vennSpec is what every replica of a bench cluster shares.
+type vennSpec struct {
+	bin       string // the venn binary
+	dir       string // where the configs go
+	redisAddr string
+	upURL     string
+	// chainExtra is more of the chain's YAML, one field a line (the cache
+	// bench's cache: {...}); "" keeps venn's defaults.
+	chainExtra string
 }
 
 // checkLeader fails unless the chain's lease is held by leaderID: a run
@@ -92,7 +104,7 @@ func (r *replica) stop() {
 // startReplica writes id's config and starts it, retrying when a port
 // picked for it was taken in between; it returns once the process
 // answers eth_blockNumber (from the remotes or its window).
-func startReplica(ctx context.Context, l *loader, bin, dir, id, redisAddr, upURL string) (*replica, error) {
+func startReplica(ctx context.Context, l *loader, s vennSpec, id string) (*replica, error) {
 	var lastErr error
 	for range vennStartAttempts {
 		port, err := cluster.FreePort()
@@ -103,12 +115,12 @@ func startReplica(ctx context.Context, l *loader, bin, dir, id, redisAddr, upURL
 		if err != nil {
 			return nil, err
 		}
-		path := filepath.Join(dir, id+".yaml")
-		conf := replicaConfig(port, mport, redisAddr, id, upURL).YAML()
+		path := filepath.Join(s.dir, id+".yaml")
+		conf := replicaConfig(port, mport, s, id).YAML()
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			return nil, fmt.Errorf("write %s config: %w", id, err)
 		}
-		proc, _, err := startChild(ctx, "venn "+id, false, bin, "serve", "--config", path)
+		proc, _, err := startChild(ctx, "venn "+id, false, s.bin, "serve", "--config", path)
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +167,7 @@ func waitWindow(ctx context.Context, l *loader, r *replica) error {
 // startCluster starts the leader, waits until it holds the lease and
 // serves from its window, then starts the followers and waits the same of
 // each. On error, whatever it started is stopped.
-func startCluster(ctx context.Context, l *loader, bin, dir string, rs *cluster.Redis, upURL string, followers []string) (leader *replica, fs []*replica, err error) {
+func startCluster(ctx context.Context, l *loader, s vennSpec, rs *cluster.Redis, followers []string) (leader *replica, fs []*replica, err error) {
 	defer func() {
 		if err != nil {
 			leader.stop()
@@ -165,7 +177,8 @@ func startCluster(ctx context.Context, l *loader, bin, dir string, rs *cluster.R
 			leader, fs = nil, nil
 		}
 	}()
-	if leader, err = startReplica(ctx, l, bin, dir, leaderID, rs.Addr(), upURL); err != nil {
+	s.redisAddr = rs.Addr()
+	if leader, err = startReplica(ctx, l, s, leaderID); err != nil {
 		return nil, nil, err
 	}
 	if err = waitFor(ctx, leader.proc, leaseTimeout, func() error { return checkLeader(ctx, rs, leader) }); err != nil {
@@ -175,7 +188,7 @@ func startCluster(ctx context.Context, l *loader, bin, dir string, rs *cluster.R
 		return leader, nil, err
 	}
 	for _, id := range followers {
-		f, err := startReplica(ctx, l, bin, dir, id, rs.Addr(), upURL)
+		f, err := startReplica(ctx, l, s, id)
 		if err != nil {
 			return leader, fs, err
 		}
@@ -370,16 +383,24 @@ type benchCluster struct {
 	tmp       string
 }
 
+// clusterOpts say what startBenchCluster starts.
+type clusterOpts struct {
+	name         string   // of the bench: its temp dir
+	venn         string   // venn binary; "" builds ./cmd/venn
+	chainExtra   string   // see vennSpec
+	followers    []string // replica ids after the leader
+	upstreamArgs []string // the upstream child's flags after -listen
+}
+
 // startBenchCluster starts a benchCluster; on error, whatever it started is
-// stopped. vennBin empty builds ./cmd/venn.
-func startBenchCluster(ctx context.Context, name, vennBin string, stderr io.Writer, followers []string,
-	upstreamArgs ...string) (_ *benchCluster, err error) {
+// stopped.
+func startBenchCluster(ctx context.Context, o clusterOpts, stderr io.Writer) (_ *benchCluster, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("own executable: %w", err)
 	}
 	b := &benchCluster{}
-	if b.tmp, err = os.MkdirTemp("", "vennbench-"+name+"-"); err != nil {
+	if b.tmp, err = os.MkdirTemp("", "vennbench-"+o.name+"-"); err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
 	defer func() {
@@ -387,7 +408,8 @@ func startBenchCluster(ctx context.Context, name, vennBin string, stderr io.Writ
 			b.stop()
 		}
 	}()
-	if vennBin, err = buildVennIfNeeded(ctx, vennBin, b.tmp, stderr); err != nil {
+	vennBin, err := buildVennIfNeeded(ctx, o.venn, b.tmp, stderr)
+	if err != nil {
 		return nil, err
 	}
 	if b.l, err = newLoader(); err != nil {
@@ -396,14 +418,15 @@ func startBenchCluster(ctx context.Context, name, vennBin string, stderr io.Writ
 	if b.rs, err = cluster.StartRedis(ctx, b.tmp, 0); err != nil {
 		return nil, err
 	}
-	args := append([]string{"upstream", "-listen", "127.0.0.1:0"}, upstreamArgs...)
+	args := append([]string{"upstream", "-listen", "127.0.0.1:0"}, o.upstreamArgs...)
 	if b.up, b.upURL, err = startChild(ctx, "upstream", true, exe, args...); err != nil {
 		return nil, err
 	}
 	if err = b.l.waitReady(ctx, b.upURL, b.up, childReadyTimeout); err != nil {
 		return nil, err
 	}
-	b.leader, b.followers, err = startCluster(ctx, b.l, vennBin, b.tmp, b.rs, b.upURL, followers)
+	spec := vennSpec{bin: vennBin, dir: b.tmp, upURL: b.upURL, chainExtra: o.chainExtra}
+	b.leader, b.followers, err = startCluster(ctx, b.l, spec, b.rs, o.followers)
 	return b, err
 }
 

@@ -309,7 +309,7 @@ func headBench(ctx context.Context, cfg headConfig, stdout, stderr io.Writer) er
 			}
 			defer rs.Close()
 			var fs []*replica
-			leader, fs, err = startCluster(ctx, l, vennBin, tmp, rs, upURL, []string{followerID})
+			leader, fs, err = startCluster(ctx, l, vennSpec{bin: vennBin, dir: tmp, upURL: upURL}, rs, []string{followerID})
 			if err != nil {
 				return err
 			}

@@ -173,11 +173,6 @@ func (p *stdPoster) close() {}
 // through a poster of its own, and returns what it saw. Workers start no
 // call after d; the window ends when the last in-flight call returns.
 func (l *loader) runWith(ctx context.Context, conc int, d time.Duration, kind callKind, newPoster func() poster) loadResult {
-	type workerResult struct {
-		ok, errs int
-		errText  []string
-		lat      []time.Duration
-	}
 	results := make([]workerResult, conc)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -201,25 +196,45 @@ func (l *loader) runWith(ctx context.Context, conc int, d time.Duration, kind ca
 				if err == nil {
 					err = checkReplyOf(reply.Bytes(), n, kind.check)
 				}
-				dt := time.Since(t0)
-				if err != nil {
-					if ctx.Err() != nil {
-						return // interrupted, not the target's fault
-					}
-					r.errs++
-					if len(r.errText) < maxErrorSamples {
-						r.errText = append(r.errText, err.Error())
-					}
-					continue
+				if !r.note(ctx, err, time.Since(t0)) {
+					return
 				}
-				r.ok++
-				r.lat = append(r.lat, dt)
 			}
 		})
 	}
 	wg.Wait()
+	return mergeResults(results, time.Since(start))
+}
 
-	res := loadResult{Elapsed: time.Since(start)}
+// workerResult is what one load worker saw.
+type workerResult struct {
+	ok, errs int
+	errText  []string
+	lat      []time.Duration
+}
+
+// note records one call that took dt and failed with err (nil: OK). It
+// returns false when ctx ended: the failure was the interruption, not the
+// target's, and the worker is to stop.
+func (r *workerResult) note(ctx context.Context, err error, dt time.Duration) bool {
+	if err == nil {
+		r.ok++
+		r.lat = append(r.lat, dt)
+		return true
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	r.errs++
+	if len(r.errText) < maxErrorSamples {
+		r.errText = append(r.errText, err.Error())
+	}
+	return true
+}
+
+// mergeResults is the window the workers saw together.
+func mergeResults(results []workerResult, elapsed time.Duration) loadResult {
+	res := loadResult{Elapsed: elapsed}
 	total := 0
 	for _, r := range results {
 		total += len(r.lat)
@@ -241,6 +256,12 @@ func (l *loader) runWith(ctx context.Context, conc int, d time.Duration, kind ca
 
 // appendRequest appends call n: eth_getBalance of a fresh address at latest.
 func (l *loader) appendRequest(b []byte, n uint64) []byte {
+	return l.appendBalanceAt(b, n, `"latest"`)
+}
+
+// appendBalanceAt appends call n: eth_getBalance of a fresh address at
+// block (a JSON value).
+func (l *loader) appendBalanceAt(b []byte, n uint64, block string) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendUint(b, n, 10)
 	b = append(b, `,"method":"eth_getBalance","params":["0x`...)
@@ -250,7 +271,9 @@ func (l *loader) appendRequest(b []byte, n uint64) []byte {
 		seq[i] = byte(n >> (56 - 8*i))
 	}
 	b = hex.AppendEncode(b, seq[:])
-	return append(b, `","latest"]}`...)
+	b = append(b, `",`...)
+	b = append(b, block...)
+	return append(b, `]}`...)
 }
 
 // call posts body and checks the reply is a result for id n that passes

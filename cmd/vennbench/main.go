@@ -16,6 +16,11 @@
 // and `vennbench propagation` mines blocks one at a time and times how
 // long until the leader and every follower serve each one.
 //
+// `vennbench cache` replays 4 simulated indexers' state reads (eth_call,
+// eth_getBalance, eth_getCode at settled blocks) through a 2-replica
+// cluster, direct and through the plain proxy: upstream calls per client
+// call, hits by tier, the throughput of hits, memory per entry.
+//
 // `vennbench history` (in process, with a Postgres on 127.0.0.1) fills a
 // history store with 100,000 blocks of the fake node's chain and times one
 // eth_getLogs over all of them, with an address and a topic0, served from
@@ -28,6 +33,7 @@
 //	go run ./cmd/vennbench head [-duration 10s] [-rounds 3] [-conc 1,32,128] [-calls ...] [-venn PATH]
 //	go run ./cmd/vennbench propagation [-blocks 200] [-followers 2] [-venn PATH]
 //	go run ./cmd/vennbench subs [-clients 10000] [-blocks 60] [-venn PATH]
+//	go run ./cmd/vennbench cache [-duration 10s] [-rounds 3] [-conc 1,128] [-indexers 4] [-cache YAML] [-venn PATH]
 //	go run ./cmd/vennbench history [-blocks 100000] [-runs 7] [-cap 1000] [-latency 0] [-pg URL]
 package main
 
@@ -76,6 +82,7 @@ Usage:
   vennbench propagation [flags]           time from a new block to every replica serving it (propagation -h)
   vennbench subs [flags]                  many subscribers on one replica: latency, memory, CPU (subs -h)
   vennbench history [flags]               eth_getLogs over 100,000 blocks from Postgres vs the remotes (history -h)
+  vennbench cache [flags]                 indexers' state reads through a 2-replica cluster's cache vs the proxy (cache -h)
   vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
   vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL
 
@@ -101,6 +108,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runBench(ctx, args[1:], stdout, stderr, parseHeadFlags, headBench)
 		case "history":
 			return runBench(ctx, args[1:], stdout, stderr, parseHistoryFlags, historyBench)
+		case "cache":
+			return runBench(ctx, args[1:], stdout, stderr, parseCacheFlags, cacheBench)
 		case "subs":
 			return runBench(ctx, args[1:], stdout, stderr, parseSubsFlags, subsBench)
 		case "propagation":

@@ -104,7 +104,8 @@ func propagationBench(ctx context.Context, cfg propConfig, stdout, stderr io.Wri
 	for i := range cfg.Followers {
 		ids = append(ids, "f"+strconv.Itoa(i+1))
 	}
-	bc, err := startBenchCluster(ctx, "propagation", cfg.Venn, stderr, ids, "-control")
+	bc, err := startBenchCluster(ctx, clusterOpts{name: "propagation", venn: cfg.Venn, followers: ids,
+		upstreamArgs: []string{"-control"}}, stderr)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ func serveUpstream(ctx context.Context, args []string, stdout, stderr io.Writer)
 	listen := fs.String("listen", "127.0.0.1:0", "listen address")
 	blockTime := fs.Duration("block-time", 0, "mine a block every this long (0: the chain moves only on "+minePath+")")
 	control := fs.Bool("control", false, "serve POST "+minePath+" and GET "+fetchedPath+" (the propagation bench)")
+	head := fs.Uint64("head", 0, "the chain's first head (0: the fake node's default)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -44,9 +45,9 @@ func serveUpstream(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintln(stderr, "vennbench upstream: -block-time must not be negative")
 		return exitUsage
 	}
-	node := fakenode.New(fakenode.Options{ChainID: benchChainID})
+	node := fakenode.New(fakenode.Options{ChainID: benchChainID, Head: *head})
 	defer node.Close()
-	st := &upstreamStats{}
+	st := &upstreamStats{node: node}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+statsPath, st.serve)
 	if *control {
@@ -73,16 +74,26 @@ func serveUpstream(ctx context.Context, args []string, stdout, stderr io.Writer)
 // call from one that is merely slow.
 const statsPath = "/vennbench/stats"
 
-// upstreamStats counts HTTP requests and accepted connections.
+// upstreamStats counts HTTP requests and accepted connections; the node
+// counts the state calls among them.
 type upstreamStats struct {
 	requests atomic.Uint64
 	conns    atomic.Uint64
+	node     *fakenode.Node
 }
+
+// stateMethods are the calls the cache bench sends: the upstream counts
+// them apart from the leader's block fetches and the health polls, which
+// the HTTP request count includes.
+var stateMethods = []string{"eth_call", "eth_getBalance", "eth_getCode"}
 
 // stats is the JSON body of statsPath.
 type stats struct {
 	Requests uint64 `json:"requests"`
 	Conns    uint64 `json:"conns"`
+	// State is the number of stateMethods calls that reached the node,
+	// every item of a batch counted.
+	State uint64 `json:"state"`
 }
 
 func (s *upstreamStats) count(h http.Handler) http.Handler {
@@ -94,7 +105,13 @@ func (s *upstreamStats) count(h http.Handler) http.Handler {
 
 func (s *upstreamStats) serve(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(stats{Requests: s.requests.Load(), Conns: s.conns.Load()})
+	st := stats{Requests: s.requests.Load(), Conns: s.conns.Load()}
+	if s.node != nil {
+		for _, m := range stateMethods {
+			st.State += uint64(s.node.Calls(m))
+		}
+	}
+	_ = json.NewEncoder(w).Encode(st)
 }
 
 // countingListener counts accepted connections into conns.

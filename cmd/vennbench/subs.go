@@ -109,7 +109,8 @@ func (s *subscriber) resolve(p *publishLog) {
 }
 
 func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) error {
-	bc, err := startBenchCluster(ctx, "subs", cfg.Venn, stderr, []string{"f1"}, "-block-time", cfg.BlockTime.String())
+	bc, err := startBenchCluster(ctx, clusterOpts{name: "subs", venn: cfg.Venn, followers: []string{"f1"},
+		upstreamArgs: []string{"-block-time", cfg.BlockTime.String()}}, stderr)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,9 @@
 // Package keyspace owns venn's Redis keyspace: the name of every key a
 // replica reads or writes, and every Lua script that moves them (the
 // leader's lease, the head window's publish and snapshot, the edge's rate
-// limits). The stalker, the headstore and the edge run these scripts on
-// their own Redis clients; none of them spells a key.
+// limits, the cache's entries). The stalker, the headstore, the edge and
+// the cache run these scripts on their own Redis clients; none of them
+// spells a key.
 //
 // It lives under headstore, whose Redis adapter holds most of the
 // keyspace, as its own package so that the stalker and the edge use it
@@ -19,25 +20,49 @@ package keyspace
 //	venn:{CHAIN}:blk:HASH  JSON of one Block
 //	venn:{CHAIN}:events    STREAM, entry ID SEQ-0, fields e (event with refs
 //	                       only) and g (the gen it belongs to)
+//	venn:{CHAIN}:cordons   HASH remote name -> JSON of an operator's cordon
+//	                       (package admin); expired ones are ignored
+//	venn:{CHAIN}:cordons:changed  pub/sub channel: the cordons changed
+//	venn:{CHAIN}:c:KEY     one cached answer (package cache's envelope),
+//	                       always with a TTL; KEY is the cache key in hex
+//	venn:{CHAIN}:cc:KEY    a claim on KEY's miss: the replica asking
+//	                       upstream for it, with a TTL
+//	venn:{CHAIN}:cn:SLOT   HASH n, b: cache entries and bytes written that
+//	                       expire in that slot: mMINUTE (unix minutes) for
+//	                       TTLs under an hour, hHOUR (unix hours) for the
+//	                       rest; it expires with them, so the live ones sum
+//	                       what the cache holds (CacheSize)
 type Chain struct {
-	Lease       string
-	Epoch       string
-	State       string
-	Canon       string
-	Events      string
-	BlockPrefix string // + a block's hash
+	Lease         string
+	Epoch         string
+	State         string
+	Canon         string
+	Events        string
+	BlockPrefix   string // + a block's hash
+	Cordons       string
+	CordonsNotify string // a channel, not a key
+
+	CachePrefix      string // + a cache key in hex
+	CacheClaimPrefix string // + a cache key in hex
+	CacheSizePrefix  string // + "m" and a unix minute, or "h" and a unix hour
 }
 
 // For returns the keys of chain.
 func For(chain string) Chain {
 	p := "venn:{" + chain + "}:"
 	return Chain{
-		Lease:       p + "leader",
-		Epoch:       p + "epoch",
-		State:       p + "state",
-		Canon:       p + "canon",
-		Events:      p + "events",
-		BlockPrefix: p + "blk:",
+		Lease:         p + "leader",
+		Epoch:         p + "epoch",
+		State:         p + "state",
+		Canon:         p + "canon",
+		Events:        p + "events",
+		BlockPrefix:   p + "blk:",
+		Cordons:       p + "cordons",
+		CordonsNotify: p + "cordons:changed",
+
+		CachePrefix:      p + "c:",
+		CacheClaimPrefix: p + "cc:",
+		CacheSizePrefix:  p + "cn:",
 	}
 }
 
@@ -50,6 +75,18 @@ func (c Chain) PublishKeys() []string { return []string{c.Epoch, c.State, c.Cano
 // SnapshotKeys are Snapshot's KEYS.
 func (c Chain) SnapshotKeys() []string { return []string{c.State, c.Canon} }
 
+// CacheSetKeys are CacheSet's KEYS for cache key key (hex) expiring in
+// slot: the entry, the slot's counters and the key's claim.
+func (c Chain) CacheSetKeys(key, slot string) []string {
+	return []string{c.CachePrefix + key, c.CacheSizePrefix + slot, c.CacheClaimPrefix + key}
+}
+
 // RateLimitPrefix starts the key of every rate-limit bucket ("key:NAME",
 // "ip:ADDRESS"), unless the edge is given another.
 const RateLimitPrefix = "venn:ratelimit:"
+
+// Replicas is a HASH of the cluster's replicas: replica ID -> JSON of its
+// heartbeat (version, start and last-seen times), written every few
+// seconds by each replica's admin package; entries not seen for long are
+// deleted by whoever reads them.
+const Replicas = "venn:replicas"

@@ -197,3 +197,36 @@ for i, key in ipairs(KEYS) do
 end
 return {0, 0}
 `)
+
+// CacheSet stores one cache entry with its TTL, ends the key's claim (the
+// answer is there for whoever waited on it) and, when the key was not
+// there, counts it in the counters of the slot it expires in, which
+// expire at that slot's end: the live counters are what the cache holds,
+// give or take entries that Redis evicted (counted until their slot
+// ends) or that a Set replaced with a later TTL (not counted again).
+//
+// KEYS: Chain.CacheSetKeys (entry, slot, claim); ARGV: envelope, TTL in
+// ms, the slot's end in unix seconds.
+var CacheSet = redis.NewScript(`
+local fresh = redis.call('EXISTS', KEYS[1]) == 0
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('DEL', KEYS[3])
+if fresh then
+  redis.call('HINCRBY', KEYS[2], 'n', 1)
+  redis.call('HINCRBY', KEYS[2], 'b', string.len(ARGV[1]))
+  redis.call('EXPIREAT', KEYS[2], ARGV[3])
+end
+return fresh and 1 or 0
+`)
+
+// CacheSize sums the cache's slot counters in KEYS (CacheSizePrefix +
+// every slot an entry may still expire in); it returns {entries, bytes}.
+var CacheSize = redis.NewScript(`
+local n, b = 0, 0
+for _, k in ipairs(KEYS) do
+  local v = redis.call('HMGET', k, 'n', 'b')
+  n = n + (tonumber(v[1]) or 0)
+  b = b + (tonumber(v[2]) or 0)
+end
+return {n, b}
+`)

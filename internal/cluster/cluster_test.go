@@ -17,7 +17,7 @@ func TestConfigYAML(t *testing.T) {
 			{Name: "n0", URL: "http://127.0.0.1:1/", WSURL: "ws://127.0.0.1:1/", Timeout: time.Second},
 			{Name: "up", URL: "http://127.0.0.1:2/", MaxInFlight: 64},
 		},
-		Extra: "shutdown_timeout: 5s\n"}
+		Extra: "shutdown_timeout: 5s\n", ChainExtra: "history: {confirmations: 20}\nintegrity: {client_calls: true}\n"}
 	got, err := app.Parse([]byte(c.YAML()))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, c.YAML())
@@ -31,6 +31,8 @@ func TestConfigYAML(t *testing.T) {
 	case len(ch.Remotes) != 2 || ch.Remotes[0].WSURL != c.Remotes[0].WSURL || ch.Remotes[0].Timeout != time.Second ||
 		ch.Remotes[1].MaxInFlight != 64:
 		t.Errorf("remotes %+v", ch.Remotes)
+	case ch.History.Confirmations != 20 || !ch.Integrity.ClientCalls:
+		t.Errorf("chain extra: history %+v, integrity %+v", ch.History, ch.Integrity)
 	}
 }
 

@@ -20,6 +20,9 @@ type Config struct {
 	Remotes       []Remote
 	// Extra is top-level YAML written as is: limits, shutdown_timeout.
 	Extra string
+	// ChainExtra is more of the chain's fields, one a line, written
+	// under it: "cache: {memory_bytes: 1000000}".
+	ChainExtra string
 }
 
 // Remote is one of the chain's remotes; zero fields keep venn's defaults.
@@ -39,8 +42,14 @@ func (c Config) YAML() string {
 		y.WriteString(strings.TrimSuffix(c.Extra, "\n") + "\n")
 	}
 	fmt.Fprintf(&y, "redis: {url: \"redis://%s/0\", replica_id: %s}\n", c.RedisAddr, c.ReplicaID)
-	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: %s\n    head: {window: %d}\n    remotes:\n",
+	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: %s\n    head: {window: %d}\n",
 		c.Chain, c.ChainID, c.BlockTime, c.Window)
+	for line := range strings.SplitSeq(strings.TrimSuffix(c.ChainExtra, "\n"), "\n") {
+		if line != "" {
+			y.WriteString("    " + line + "\n")
+		}
+	}
+	y.WriteString("    remotes:\n")
 	for _, r := range c.Remotes {
 		fmt.Fprintf(&y, "      - {name: %s, url: %q", r.Name, r.URL)
 		if r.WSURL != "" {

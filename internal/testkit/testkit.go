@@ -2,8 +2,10 @@
 // sleeping for them: polling a condition until a deadline, and a buffer
 // concurrent loggers write to while a test reads it. It imports nothing of
 // the project. WSWrite and WSRead are one bounded WebSocket write and
-// read; Redis is a client of the machine's Redis whose keys are cleaned up;
-// EditJSON changes one field of an answer.
+// read; Redis is a client of the machine's Redis whose keys are cleaned up,
+// RedisServer a private redis-server a test can stop and restart empty,
+// ClosedAddr an address nothing listens on; EditJSON changes one field of
+// an answer.
 package testkit
 
 import (

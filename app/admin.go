@@ -1,0 +1,186 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/stalker"
+)
+
+// adminTimeout bounds one admin API request: reads touch Redis, a drain
+// waits for leases to be released.
+const adminTimeout = 30 * time.Second
+
+// BuildInfo is what the binary knows of itself; cmd/venn supplies it
+// (WithBuild), tests may not.
+type BuildInfo struct {
+	Version string
+}
+
+// WithBuild supplies the binary's version to the app: logged at start,
+// shown by the admin API and written in this replica's heartbeat.
+func WithBuild(b BuildInfo) fx.Option { return fx.Supply(b) }
+
+type adminParams struct {
+	fx.In
+	Lifecycle  fx.Lifecycle
+	Shutdowner fx.Shutdowner
+	Config     *Config
+	Log        *slog.Logger
+	Registry   *prometheus.Registry
+	Chains     *chains
+	History    *history
+	Build      BuildInfo      `optional:"true"`
+	Reload     admin.Reloader `optional:"true"` // hot reload, where it is built
+}
+
+// adminServer is the admin API's own listener; svc is nil unless
+// admin_listen is set.
+type adminServer struct {
+	svc *httpService
+}
+
+// newAdmin builds the admin API over the chains. It always exists (its
+// cordon sync applies cordons set on other replicas); it is served on
+// admin_listen, on metrics_listen with admin.on_metrics_listen, or not at
+// all.
+func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
+	cfg, cs := p.Config, p.Chains
+	list := cs.adminChains(p.History)
+	a := admin.New(admin.Options{Config: cfg.Admin, Replica: cfg.replicaID(), Version: p.Build.Version,
+		ConfigFile: cfg.File, Chains: list, Effective: cfg, Redis: redisOrNil(cs), Drain: cs.drain, Draining: cs.draining.Load,
+		Reload: p.Reload, Logger: p.Log, Registerer: p.Registry, Gatherer: p.Registry})
+	p.Lifecycle.Append(fx.Hook{OnStart: a.Start, OnStop: a.Stop})
+
+	addr, field := cfg.AdminAddr()
+	switch {
+	case addr == "":
+		return a, &adminServer{}
+	case len(cfg.Admin.Tokens) == 0:
+		p.Log.Warn("admin API without admin.tokens: loopback only, every caller may act", field, addr)
+	default:
+		p.Log.Info("admin API", field, addr, "tokens", len(cfg.Admin.Tokens))
+	}
+	if cfg.AdminListen != "" {
+		fail := func() { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) }
+		svc := &httpService{name: "admin", addr: cfg.AdminListen, log: p.Log, srv: &http.Server{
+			Handler:           http.TimeoutHandler(a.Handler(), adminTimeout, "timeout"),
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+		}}
+		p.Lifecycle.Append(fx.Hook{
+			OnStart: func(ctx context.Context) error { return svc.start(ctx, fail) },
+			OnStop:  svc.stop,
+		})
+		return a, &adminServer{svc: svc}
+	}
+	return a, &adminServer{}
+}
+
+// redisOrNil keeps a nil *redis.Client from becoming a non-nil interface.
+func redisOrNil(cs *chains) redis.UniversalClient {
+	if cs.rdb == nil {
+		return nil
+	}
+	return cs.rdb
+}
+
+// replicaID names this replica: redis.replica_id, defaulted with Redis;
+// without it, as that default would be.
+func (c *Config) replicaID() string {
+	if c.Redis.ReplicaID != "" {
+		return c.Redis.ReplicaID
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// stateOf reads a chain's state beside its pool, for the admin API.
+func (cs *chains) stateOf(c *chain, hist *history) func() admin.ChainState {
+	settled := c.settled
+	return func() admin.ChainState {
+		st := admin.ChainState{Leading: c.head.leading.Load(), Subscribers: c.head.subs.Subscribers(), History: "off"}
+		if tags, ok := c.head.window.Tags(); ok {
+			st.Safe, st.Finalized = tags.Safe, tags.Finalized
+		}
+		if bs := c.head.window.Blocks(); len(bs) > 0 {
+			st.Window = admin.Span{From: bs[0].Number, To: bs[len(bs)-1].Number, Blocks: len(bs)}
+		}
+		if n, ok := settled(); ok {
+			st.Settled = &n
+		}
+		if r := hist.readiness(); r != nil {
+			st.History = r.State
+		}
+		return st
+	}
+}
+
+// adminChains are the chains served now, as the admin API reads them.
+func (cs *chains) adminChains(hist *history) []admin.Chain {
+	all := cs.all()
+	list := make([]admin.Chain, 0, len(all))
+	for _, c := range all {
+		ac := admin.Chain{Name: c.name, Path: "/" + c.name, Pool: c.pool, State: cs.stateOf(c, hist)}
+		if cs.rdb != nil {
+			name := c.name
+			ac.Leader = func(ctx context.Context) (stalker.Leader, bool, error) {
+				return stalker.ReadLeader(ctx, cs.rdb, name)
+			}
+		}
+		list = append(list, ac)
+	}
+	return list
+}
+
+// adminReloader is the admin API's POST /admin/reload.
+func adminReloader(r *Reloader) admin.Reloader { return r.Reload }
+
+// tellAdminOfReloads has every applied reload give the admin API the
+// chains served now and the running config.
+func tellAdminOfReloads(r *Reloader, a *admin.Admin, cs *chains, hist *history) {
+	r.onApplied = func(ctx context.Context, next *Config) { a.Reloaded(ctx, cs.adminChains(hist), next) }
+}
+
+// drain hands this replica's leaderships over and turns /readyz 503; it
+// keeps serving calls from the head window the followers keep. Without
+// Redis there is nobody to hand over to: it keeps leading.
+func (cs *chains) drain(ctx context.Context) admin.DrainReport {
+	cs.draining.Store(true)
+	rep := admin.DrainReport{Draining: true, Released: []string{}}
+	if cs.rdb == nil {
+		for _, c := range cs.all() {
+			rep.Kept = append(rep.Kept, c.name)
+		}
+		rep.Note = "no redis.url: no other replica to hand the chains to; this one keeps leading them"
+		return rep
+	}
+	for _, c := range cs.all() {
+		h := c.head
+		if h.stopCampaign == nil {
+			continue // not started
+		}
+		led := h.leading.Load()
+		h.stopCampaign() // the elector releases a held lease as it returns
+		select {
+		case <-h.campaignDone:
+			if led {
+				rep.Released = append(rep.Released, c.name)
+			}
+		case <-ctx.Done():
+			rep.Kept = append(rep.Kept, c.name)
+			rep.Note = "the lease of the chains kept is released when their stalker stops, or expires"
+		}
+	}
+	return rep // the admin API logs it, with who asked
+}

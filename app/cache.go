@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/cache"
+	"github.com/venn-gateway/venn/remotes"
+)
+
+// cachePoolConns bounds the connections of the Postgres tiers' pool, one
+// for every chain's: a tier is asked only on a miss of memory and Redis,
+// for the expensive methods.
+const cachePoolConns = 8
+
+// cacheTiers are the Postgres tiers of the chains' caches (the Redis
+// tiers are on chains.rdb): in the history database, on a pool of their
+// own opened for the first chain that keeps answers there.
+type cacheTiers struct {
+	hist *blockstore.History // nil without postgres.url; it migrates cache_entries too
+	url  string              // postgres.url
+	pool *pgxpool.Pool       // nil until a chain has cache.postgres
+}
+
+// chainCache is a chain's response cache and the work that keeps it,
+// under a context of its own so that a reload can replace it: reorg
+// eviction, and the Postgres tier's retention.
+type chainCache struct {
+	c      *cache.Cache
+	pg     *cache.Postgres // nil: no Postgres tier
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// run starts the cache's work for chain c; nil: no cache.
+func (k *chainCache) run(c *chain) {
+	if k == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	k.cancel = cancel
+	// Near-head entries of orphaned blocks leave at each reorg.
+	k.wg.Go(func() { k.c.Run(ctx, c.head.window, c.settled) })
+	if k.pg != nil {
+		k.wg.Go(func() { _ = k.pg.Run(ctx) })
+	}
+}
+
+// stop ends the cache's work, waits for it, and closes the memory tier;
+// calls still on it finish (a closed tier keeps answering).
+func (k *chainCache) stop() {
+	if k == nil {
+		return
+	}
+	if k.cancel != nil {
+		k.cancel()
+		k.wg.Wait()
+	}
+	k.c.Close()
+}
+
+// applyCache replaces a running chain's response cache with one built to
+// the reloaded settings. Its memory starts empty; the Redis and Postgres
+// tiers keep their entries. Calls in flight finish on the old one.
+func applyCache(c *chain, cc ChainConfig) ([]string, error) {
+	next, err := c.owner.newCache(cc, c.owner.log, c.owner.parts.metrics.cache)
+	if err != nil {
+		return nil, fmt.Errorf("chain %s: cache: %w", c.name, err)
+	}
+	if c.cancel != nil { // running
+		next.run(c)
+	}
+	if next != nil {
+		c.router.SetCache(next.c)
+	} else {
+		c.router.SetCache(nil)
+	}
+	c.cache.Swap(next).stop()
+	if next == nil {
+		return []string{fmt.Sprintf("chain %s: cache off", c.name)}, nil
+	}
+	return []string{fmt.Sprintf("chain %s: cache settings applied (its memory tier starts empty)", c.name)}, nil
+}
+
+// newCache builds a chain's response cache, nil when its cache is off:
+// memory, then Redis (redis.url and cache.redis), then Postgres
+// (postgres.url and cache.postgres), asked in that order.
+func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (*chainCache, error) {
+	if !cc.Cache.On() {
+		return nil, nil
+	}
+	var pg *cache.Postgres
+	var lower []cache.Layer
+	t := &cs.tiers
+	if cs.rdb != nil && cc.Cache.Redis != nil && *cc.Cache.Redis {
+		r := cache.NewRedis(cs.rdb, cc.Name, cache.RedisOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
+			MaxTTL: cc.Cache.SettledTTL})
+		lower = append(lower, cc.Cache.RedisLayer(r))
+	}
+	if t.hist != nil && cc.Cache.Postgres {
+		if t.pool == nil {
+			pool, err := cache.OpenPool(t.url, cachePoolConns)
+			if err != nil {
+				return nil, err
+			}
+			t.pool = pool
+		}
+		pg = cache.NewPostgres(t.pool, cc.ChainID, cache.PostgresOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
+			MaxAge: cc.Cache.PostgresRetention, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
+		lower = append(lower, cc.Cache.PostgresLayer(pg))
+	}
+	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m, IsRevert: isRevert})
+	return &chainCache{c: c, pg: pg}, nil
+}
+
+// close closes the Postgres tiers' pool, once their prunes have ended.
+func (t *cacheTiers) close() {
+	if t.pool != nil {
+		t.pool.Close()
+		t.pool = nil
+	}
+}
+
+// isRevert is the remotes' verdict that err is a revert: only those of
+// the caller's errors are fixed by the call's block.
+func isRevert(method string, err error) bool {
+	return remotes.Classify(method, err).Reason == remotes.ReasonRevert
+}

@@ -1,0 +1,115 @@
+package app
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/remotes"
+)
+
+// healthHandler answers /readyz: ready when every chain has a remote in
+// rotation and the process is not draining. The history store does not
+// count unless postgres.required: the replicas of a cluster share it, so
+// making its outage a 503 would take every replica out of the load
+// balancer at once, while the remotes can answer every call (history
+// reads fail fast and fall through). The body says how it is all the
+// same, and "degraded" while the process serves without it.
+type healthHandler struct {
+	chains   *chains
+	history  func() *blockstore.Readiness // nil result without postgres.url
+	draining *atomic.Bool
+}
+
+// readiness is /readyz's body. Remotes are listed by name only: their URLs
+// carry API keys.
+type readiness struct {
+	Ready    bool                  `json:"ready"`
+	Draining bool                  `json:"draining,omitempty"`
+	Reason   string                `json:"reason,omitempty"`   // why 503, beside the chains' own
+	Degraded bool                  `json:"degraded,omitempty"` // serving without the history store
+	History  *blockstore.Readiness `json:"history,omitempty"`  // nil without postgres.url
+	Chains   []chainReadiness      `json:"chains"`
+}
+
+// chainReadiness is one chain's part: whether it can serve, its head and
+// how fresh it is, and how heads are followed. Durations are in seconds.
+type chainReadiness struct {
+	Chain    string `json:"chain"`
+	Ready    bool   `json:"ready"`
+	Head     uint64 `json:"head"`
+	HeadHash string `json:"head_hash,omitempty"`
+	// HeadAgeSeconds is the time since the head block's timestamp: on a
+	// chain of 2 s blocks an age of 30 s says the head is stale.
+	HeadAgeSeconds float64 `json:"head_age_seconds"`
+	// WindowHead is this replica's head window's head (0: empty): below
+	// Head by more than max_lag, calls go to the remotes.
+	WindowHead       uint64  `json:"window_head"`
+	BlockTimeSeconds float64 `json:"block_time_seconds"`
+	// BlockTimeSource: config (block_time), learned (block timestamps) or
+	// default (not learned yet).
+	BlockTimeSource     string   `json:"block_time_source"`
+	PollIntervalSeconds float64  `json:"poll_interval_seconds"`
+	Remotes             []string `json:"remotes"`
+	// Reason says why the chain is not ready: each remote and why it is
+	// out of rotation.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
+	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
+	now := time.Now()
+	for _, c := range h.chains.all() {
+		hs := c.pool.HeadStatus()
+		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), HeadHash: hs.Hash,
+			BlockTimeSeconds: seconds(hs.BlockTime), BlockTimeSource: hs.BlockTimeSource,
+			PollIntervalSeconds: seconds(hs.PollInterval), Remotes: c.pool.Remotes()}
+		if !hs.Time.IsZero() {
+			cr.HeadAgeSeconds = seconds(max(now.Sub(hs.Time), 0))
+		}
+		if n, _, ok := c.head.window.Head(); ok {
+			cr.WindowHead = n
+		}
+		if !cr.Ready {
+			cr.Reason = notReadyReason(c.pool.Status())
+		}
+		body.Ready = body.Ready && cr.Ready
+		body.Chains = append(body.Chains, cr)
+	}
+	if hr := h.history(); hr != nil {
+		body.History = hr
+		body.Degraded = hr.Degraded()
+		body.Ready = body.Ready && hr.Ready()
+		if !hr.Ready() {
+			body.Reason = "history store " + hr.State + " (postgres.required)"
+		}
+	}
+	if body.Draining {
+		body.Reason = "draining: leaderships handed over, load balancers to move traffic away"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !body.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// notReadyReason words why no remote of a chain is in rotation, remote by
+// remote, by name only.
+func notReadyReason(rs []remotes.RemoteStatus) string {
+	parts := make([]string, 0, len(rs))
+	for _, r := range rs {
+		texts := make([]string, 0, len(r.Out))
+		for _, o := range r.Out {
+			texts = append(texts, o.Text)
+		}
+		if len(texts) == 0 {
+			texts = append(texts, "in rotation")
+		}
+		parts = append(parts, r.Name+": "+strings.Join(texts, ", "))
+	}
+	return "no remote in rotation: " + strings.Join(parts, "; ")
+}

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"log/slog"
+	"strings"
+
+	"go.uber.org/fx"
+)
+
+type buildInfoIn struct {
+	fx.In
+	Build BuildInfo `optional:"true"`
+}
+
+// logStart logs what this process is: its version and config file, then
+// one line per chain naming its URL path, its remotes by name and tier,
+// and the stores it uses. Never a URL: remotes by name only.
+func logStart(cfg *Config, cs *chains, log *slog.Logger, b buildInfoIn) {
+	file := cfg.File
+	if file == "" {
+		file = "built-in default"
+	}
+	version := b.Build.Version
+	if version == "" {
+		version = "unknown"
+	}
+	log.Info("venn", "version", version, "config", file, "replica", cfg.replicaID())
+	head, history := "memory", "off"
+	if cs.rdb != nil {
+		head = "redis"
+	}
+	if cfg.Postgres.URL != "" {
+		history = "postgres"
+	}
+	for _, cc := range cfg.Chains {
+		rs := make([]string, len(cc.Remotes))
+		for i, r := range cc.Remotes {
+			rs[i] = r.Name + " (" + r.Tier.String() + ")"
+		}
+		log.Info("chain", "chain", cc.Name, "chain_id", cc.ChainID, "path", "/"+cc.Name,
+			"remotes", strings.Join(rs, ", "), "head_store", head, "history_store", history)
+	}
+}

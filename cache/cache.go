@@ -1,0 +1,269 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/venn-gateway/venn/evm"
+)
+
+// Cache is one chain's response cache: memory first, then the tiers app
+// appends (Redis, Postgres), each asked in order; a hit below fills the
+// tiers above. Concurrent misses for one key share one upstream call in
+// the process (and, through a Claimer tier, in the cluster).
+type Cache struct {
+	chain  string
+	policy *policy
+	tiers  []*layer // memory first
+	memory *Memory
+	recent *recentIndex
+	flight singleflight.Group
+	cfg    Config
+	log    *slog.Logger
+	m      *Metrics
+}
+
+// Options are what a chain's cache is built with besides its Config.
+type Options struct {
+	Chain string
+	// Lower are the tiers below memory, in the order they are asked.
+	Lower  []Layer
+	Logger *slog.Logger // nil: discarded
+	// Metrics are shared by every chain's cache; nil: unregistered.
+	Metrics *Metrics
+	// IsRevert reports an error that is a revert: the caller's own,
+	// deterministic at its block (the remotes' classification); nil: no
+	// error is stored.
+	IsRevert func(method string, err error) bool
+}
+
+// New builds a chain's cache from a defaulted, valid cfg; it does no I/O.
+// Run evicts near-head entries a reorg orphaned; Close stops the memory
+// tier.
+func New(cfg Config, o Options) *Cache {
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("chain", o.Chain)
+	c := &Cache{chain: o.Chain, policy: newPolicy(cfg, o.IsRevert), cfg: cfg, log: log, m: o.Metrics}
+	c.memory = NewMemory(cfg.MemoryBytes, func(reason string) {
+		c.tiers[0].evictions.WithLabelValues(reason).Inc()
+	})
+	mem := Layer{Tier: c.memory, RecentTTL: cfg.RecentTTL}
+	for _, l := range append([]Layer{mem}, o.Lower...) {
+		c.tiers = append(c.tiers, newLayer(l, o.Chain, log, o.Metrics))
+	}
+	c.recent = newRecentIndex()
+	o.Metrics.watch(c)
+	return c
+}
+
+// Keeps reports whether method is in the cached set: only its calls are
+// worth a lookup.
+func (c *Cache) Keeps(method string) bool { return c.policy.caches(method) }
+
+// Close stops the memory tier's maintenance; the lower tiers are their
+// owners' to close.
+func (c *Cache) Close() { c.memory.Close() }
+
+// Fetch asks upstream for the call's answer: what the pool accepted.
+type Fetch func(ctx context.Context) (json.RawMessage, error)
+
+// Outcome is the cache's word on one call, as X-Venn-Cache says it.
+type Outcome uint8
+
+const (
+	None   Outcome = iota // not a call the cache keeps (or not now: its block is not fixed)
+	Hit                   // answered from a tier
+	Miss                  // fetched, and stored when it may be kept
+	Bypass                // the client asked for a fresh answer: fetched, stored
+)
+
+// String is the outcome's X-Venn-Cache word ("" for None: the transport
+// says none).
+func (o Outcome) String() string {
+	switch o {
+	case Hit:
+		return "hit"
+	case Miss:
+		return "miss"
+	case Bypass:
+		return "bypass"
+	}
+	return ""
+}
+
+// Serve answers c from the cache, or by fetch, storing what fetch answers
+// when it may be kept. at resolves the call's block; skip (the client's
+// no-cache) bypasses the read, not the store. A tier's failure is a miss,
+// never the client's error.
+func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, fetch Fetch) (json.RawMessage, error, Outcome) {
+	if !c.policy.caches(call.Method) {
+		res, err := fetch(ctx)
+		return res, err, None
+	}
+	k, p, ok := deriveKey(c.chain, call, at)
+	if !ok {
+		c.count(call.Method, "any", "unkeyed")
+		res, err := fetch(ctx)
+		return res, err, None
+	}
+	o := Miss
+	if skip {
+		o = Bypass
+		c.count(call.Method, "any", "bypass")
+	} else if e, ok := c.lookup(ctx, k, p, call.Method); ok {
+		res, err, _ := e.answer()
+		return res, err, Hit
+	}
+	// Bypassing calls share a flight only with each other: they are not
+	// to be served another replica's stored answer.
+	fk := string(k[:])
+	if skip {
+		fk = "b" + fk
+	}
+	v, _, shared := c.flight.Do(fk, func() (any, error) {
+		return c.miss(ctx, &missed{call: call, at: at, fetch: fetch, key: k, pin: p, skip: skip}), nil
+	})
+	a := v.(answer)
+	if shared && isCut(a.err) && ctx.Err() == nil {
+		// The call this one joined was cut by its own client.
+		res, err := fetch(ctx)
+		return res, err, o
+	}
+	if a.hit {
+		o = Hit
+	}
+	return a.res, a.err, o
+}
+
+// answer is one flight's outcome.
+type answer struct {
+	res json.RawMessage
+	err error
+	hit bool // from a tier after all: a flight that just stored, or another replica after its claim
+}
+
+// isCut reports an error of a call cut short by its caller.
+func isCut(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// lookup asks each tier in order; a hit fills the tiers above it.
+func (c *Cache) lookup(ctx context.Context, k Key, p pin, method string) (Entry, bool) {
+	for i, l := range c.tiers {
+		e, ok := l.get(ctx, k)
+		if !ok {
+			c.count(method, l.name, "miss")
+			continue
+		}
+		if _, _, good := e.answer(); !good {
+			c.count(method, l.name, "miss")
+			continue
+		}
+		c.count(method, l.name, "hit")
+		c.fill(ctx, k, p, e, c.tiers[:i])
+		return e, true
+	}
+	return Entry{}, false
+}
+
+// fill stores e in tiers (those above the one it was found in).
+func (c *Cache) fill(ctx context.Context, k Key, p pin, e Entry, tiers []*layer) {
+	for _, l := range tiers {
+		l.set(ctx, k, e)
+	}
+	if p.recent && len(tiers) > 0 {
+		c.recent.add(p.hash, p.number, k)
+	}
+}
+
+// missed is one call the tiers did not answer.
+type missed struct {
+	call  *evm.Call
+	at    View
+	fetch Fetch
+	key   Key
+	pin   pin
+	skip  bool
+}
+
+// miss asks upstream once for every caller in the process, after the
+// cluster's claim when a tier shares misses, and stores what may be kept.
+func (c *Cache) miss(ctx context.Context, m *missed) answer {
+	if !m.skip {
+		// A flight for the key may have ended, stored, between this
+		// call's lookup and its flight.
+		if e, ok := c.tiers[0].get(ctx, m.key); ok {
+			if res, err, good := e.answer(); good {
+				return answer{res: res, err: err, hit: true}
+			}
+		}
+		if e, ok := c.awaitClaim(ctx, m.key, m.pin); ok {
+			c.count(m.call.Method, "any", "claimed")
+			res, err, _ := e.answer()
+			return answer{res: res, err: err, hit: true}
+		}
+	}
+	res, err := m.fetch(ctx)
+	e, keep := c.policy.entry(m.call.Method, m.pin, res, err)
+	if keep && m.pin.recent {
+		// The block may have been orphaned while upstream answered: an
+		// answer keyed by a hash no longer canonical is not stored.
+		hash, ok := m.at.CanonicalHash(m.pin.number)
+		keep = ok && hash == m.pin.hash
+	}
+	if keep {
+		c.store(ctx, m.key, m.pin, e, m.call.Method)
+	}
+	return answer{res: res, err: err}
+}
+
+// store writes e to every tier that keeps it.
+func (c *Cache) store(ctx context.Context, k Key, p pin, e Entry, method string) {
+	for _, l := range c.tiers {
+		if l.set(ctx, k, e) {
+			c.count(method, l.name, "stored")
+		}
+	}
+	if p.recent {
+		c.recent.add(p.hash, p.number, k)
+	}
+}
+
+// awaitClaim claims k in the first Claimer tier; when another replica
+// holds the claim it waits for that replica's answer, at most claim_hold.
+func (c *Cache) awaitClaim(ctx context.Context, k Key, p pin) (Entry, bool) {
+	for i, l := range c.tiers {
+		cl, ok := l.Tier.(Claimer)
+		if !ok {
+			continue
+		}
+		if l.claim(ctx, cl, k, c.cfg.ClaimHold) {
+			return Entry{}, false
+		}
+		e, ok := l.await(ctx, k, c.cfg.ClaimHold)
+		if ok {
+			if _, _, good := e.answer(); !good {
+				return Entry{}, false
+			}
+			c.fill(ctx, k, p, e, c.tiers[:i])
+		}
+		return e, ok
+	}
+	return Entry{}, false
+}
+
+// count counts one lookup outcome; method is in the cached set (bounded
+// by the config).
+func (c *Cache) count(method, tier, outcome string) {
+	c.m.requests.WithLabelValues(c.chain, method, tier, outcome).Inc()
+}

@@ -1,0 +1,254 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+const (
+	testAddr = "0x00000000000000000000000000000000000000aa"
+	hashA    = "0xaa00000000000000000000000000000000000000000000000000000000000001"
+	hashB    = "0xbb00000000000000000000000000000000000000000000000000000000000001"
+)
+
+// view is a chain with a settled line and canonical hashes by number.
+type view struct {
+	mu      sync.Mutex
+	settled uint64
+	known   bool
+	canon   map[uint64]string
+	changed chan struct{}
+}
+
+func newView(settled uint64, canon map[uint64]string) *view {
+	return &view{settled: settled, known: true, canon: canon, changed: make(chan struct{})}
+}
+
+func (v *view) Settled() (uint64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.settled, v.known
+}
+
+func (v *view) CanonicalHash(n uint64) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	h, ok := v.canon[n]
+	return h, ok
+}
+
+func (v *view) Changed() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.changed
+}
+
+// reorg replaces block n's hash and wakes the followers.
+func (v *view) reorg(n uint64, hash string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.canon[n] = hash
+	close(v.changed)
+	v.changed = make(chan struct{})
+}
+
+// isRevert is the remotes' classification of a revert, in short.
+func isRevert(_ string, err error) bool {
+	je, ok := errors.AsType[*jrpc.Error](err)
+	return ok && je.Code == 3
+}
+
+func testConfig() Config {
+	return Config{}.WithDefaults(time.Second, false)
+}
+
+func newTestCache(t *testing.T, cfg Config, lower ...Layer) (*Cache, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	c := New(cfg, Options{Chain: "dev", Lower: lower, Metrics: NewMetrics(reg), IsRevert: isRevert})
+	t.Cleanup(c.Close)
+	return c, reg
+}
+
+// upstream answers with res (or err) and counts its calls.
+type upstream struct {
+	calls atomic.Int64
+	res   string
+	err   error
+}
+
+func (u *upstream) fetch(context.Context) (json.RawMessage, error) {
+	u.calls.Add(1)
+	if u.err != nil {
+		return nil, u.err
+	}
+	return json.RawMessage(u.res), nil
+}
+
+func call(method, params string) *evm.Call {
+	c := evm.ParseCall(method, json.RawMessage(params))
+	return &c
+}
+
+func TestServeHitMissAndSpellings(t *testing.T) {
+	c, reg := newTestCache(t, testConfig())
+	v := newView(100, nil)
+	up := &upstream{res: `"0x0"`}
+	for _, params := range []string{
+		`["` + testAddr + `","0x10"]`,
+		`[ "0x00000000000000000000000000000000000000AA", "0x010" ]`,
+		`["` + testAddr + `",{"blockNumber":"0x10"}]`,
+	} {
+		res, err, _ := c.Serve(context.Background(), call("eth_getBalance", params), v, false, up.fetch)
+		if err != nil || string(res) != `"0x0"` {
+			t.Fatalf("%s: %s %v", params, res, err)
+		}
+	}
+	if n := up.calls.Load(); n != 1 {
+		t.Fatalf("upstream calls %d, want 1: a zero balance is cached and spellings share it", n)
+	}
+	if got := testutil.ToFloat64(c.m.requests.WithLabelValues("dev", "eth_getBalance", "memory", "hit")); got != 2 {
+		t.Errorf("memory hits %v, want 2", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "venn_cache_entries"); err != nil || n != 1 {
+		t.Errorf("venn_cache_entries series %d %v", n, err)
+	}
+}
+
+// TestServeBypass: a client's no-cache reads nothing and stores the fresh
+// answer, which the next call is served.
+func TestServeBypass(t *testing.T) {
+	c, _ := newTestCache(t, testConfig())
+	v := newView(100, nil)
+	get := call("eth_getCode", `["`+testAddr+`","0x5"]`)
+	old, fresh := &upstream{res: `"0x"`}, &upstream{res: `"0x60"`}
+	if _, _, o := c.Serve(context.Background(), get, v, false, old.fetch); o != Miss {
+		t.Fatalf("first call: %v, want a miss", o)
+	}
+	if res, _, o := c.Serve(context.Background(), get, v, true, fresh.fetch); o != Bypass || string(res) != `"0x60"` {
+		t.Fatalf("bypass: %s %v", res, o)
+	}
+	if res, _, o := c.Serve(context.Background(), get, v, false, old.fetch); o != Hit || string(res) != `"0x60"` {
+		t.Fatalf("after the bypass: %s %v, want the fresh answer stored", res, o)
+	}
+}
+
+func TestServeNeverStores(t *testing.T) {
+	revert := &jrpc.Error{Code: 3, Message: "execution reverted", Data: json.RawMessage(`"0x08c379a0"`)}
+	tests := []struct {
+		name   string
+		method string
+		params string
+		up     *upstream
+		cfg    func(*Config)
+		calls  int64
+	}{
+		{name: "header not found", method: "eth_getBalance", params: `["` + testAddr + `","0x5"]`,
+			up: &upstream{err: &jrpc.Error{Code: -32000, Message: "header not found"}}, calls: 2},
+		{name: "null", method: "eth_getBlockReceipts", params: `["0x5"]`, up: &upstream{res: `null`}, calls: 2},
+		{name: "timeout", method: "eth_call", params: `[{"to":"` + testAddr + `"},"0x5"]`,
+			up: &upstream{err: context.DeadlineExceeded}, calls: 2},
+		{name: "settled revert", method: "eth_call", params: `[{"to":"` + testAddr + `"},"0x5"]`,
+			up: &upstream{err: revert}, calls: 1},
+		{name: "settled revert, off", method: "eth_call", params: `[{"to":"` + testAddr + `"},"0x5"]`,
+			up: &upstream{err: revert}, cfg: func(c *Config) { c.CacheReverts.Settled = new(false) }, calls: 2},
+		{name: "recent revert", method: "eth_call", params: `[{"to":"` + testAddr + `"},"0x65"]`,
+			up: &upstream{err: revert}, calls: 2},
+		{name: "pending", method: "eth_getBalance", params: `["` + testAddr + `","pending"]`, up: &upstream{res: `"0x1"`}, calls: 2},
+		{name: "earliest", method: "eth_getBalance", params: `["` + testAddr + `","earliest"]`, up: &upstream{res: `"0x1"`}, calls: 2},
+		{name: "latest not pinned", method: "eth_getBalance", params: `["` + testAddr + `","latest"]`, up: &upstream{res: `"0x1"`}, calls: 2},
+		{name: "no block", method: "eth_getBalance", params: `["` + testAddr + `"]`, up: &upstream{res: `"0x1"`}, calls: 2},
+		{name: "not in the set", method: "eth_gasPrice", params: `[]`, up: &upstream{res: `"0x1"`}, calls: 2},
+		{name: "unknown near-head number", method: "eth_getBalance", params: `["` + testAddr + `","0x70"]`, up: &upstream{res: `"0x1"`}, calls: 2},
+		{name: "near-head trace", method: "debug_traceCall", params: `[{"to":"` + testAddr + `"},"0x65"]`, up: &upstream{res: `{}`}, calls: 2},
+		{name: "settled trace", method: "debug_traceCall", params: `[{"to":"` + testAddr + `"},"0x5"]`, up: &upstream{res: `{}`}, calls: 1},
+		{name: "removed", method: "eth_getCode", params: `["` + testAddr + `","0x5"]`, up: &upstream{res: `"0x"`},
+			cfg: func(c *Config) { c.Methods.Remove = []string{"eth_getCode"} }, calls: 2},
+		{name: "too large", method: "eth_getCode", params: `["` + testAddr + `","0x5"]`, up: &upstream{res: `"0x` + string(make([]byte, 0)) + `"`},
+			cfg: func(c *Config) { c.MaxEntryBytes = 3 }, calls: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{}
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			c, _ := newTestCache(t, cfg.WithDefaults(time.Second, false))
+			v := newView(100, map[uint64]string{0x65: hashA})
+			for range 2 {
+				_, _, _ = c.Serve(context.Background(), call(tt.method, tt.params), v, false, tt.up.fetch)
+			}
+			if n := tt.up.calls.Load(); n != tt.calls {
+				t.Fatalf("upstream calls %d, want %d", n, tt.calls)
+			}
+		})
+	}
+}
+
+func TestServeRevertAnswer(t *testing.T) {
+	c, _ := newTestCache(t, testConfig())
+	v := newView(100, nil)
+	revert := &jrpc.Error{Code: 3, Message: "execution reverted", Data: json.RawMessage(`"0x08c379a0"`)}
+	up := &upstream{err: revert}
+	get := call("eth_call", `[{"to":"`+testAddr+`"},"0x5"]`)
+	_, _, _ = c.Serve(context.Background(), get, v, false, up.fetch)
+	_, err, o := c.Serve(context.Background(), get, v, false, up.fetch)
+	je, ok := errors.AsType[*jrpc.Error](err)
+	if o != Hit || !ok || je.Code != 3 || string(je.Data) != `"0x08c379a0"` {
+		t.Fatalf("%v err %v, want the revert", o, err)
+	}
+}
+
+// TestServeReorg: a near-head entry is keyed by its block's hash; after a
+// reorg the same number is another key, and Run drops the orphan's entry.
+func TestServeReorg(t *testing.T) {
+	c, _ := newTestCache(t, testConfig())
+	v := newView(100, map[uint64]string{0x65: hashA})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx, v, v.Settled) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	get := call("eth_getBalance", `["`+testAddr+`","0x65"]`)
+	a := &upstream{res: `"0x1"`}
+	if res, _, _ := c.Serve(context.Background(), get, v, false, a.fetch); string(res) != `"0x1"` {
+		t.Fatalf("first: %s", res)
+	}
+	if _, _, o := c.Serve(context.Background(), get, v, false, a.fetch); o != Hit {
+		t.Fatalf("second call on the same branch: %v, want a hit", o)
+	}
+	v.reorg(0x65, hashB)
+	b := &upstream{res: `"0x2"`}
+	if res, _, o := c.Serve(context.Background(), get, v, false, b.fetch); o != Miss || string(res) != `"0x2"` {
+		t.Fatalf("after the reorg: %s %v, want the new branch's answer", res, o)
+	}
+	orphan := mustKey(t, call("eth_getBalance", `["`+testAddr+`",{"blockHash":"`+hashA+`"}]`), v)
+	testkit.WaitFor(t, 5*time.Second, "the orphan's entry dropped", func() bool {
+		_, ok, _ := c.memory.Get(context.Background(), orphan)
+		return !ok
+	})
+	if got := testutil.ToFloat64(c.tiers[0].evictions.WithLabelValues("reorg")); got != 1 {
+		t.Errorf("reorg evictions %v, want 1", got)
+	}
+}
+
+func mustKey(t *testing.T, c *evm.Call, v View) Key {
+	t.Helper()
+	k, _, ok := deriveKey("dev", c, v)
+	if !ok {
+		t.Fatal("no key")
+	}
+	return k
+}

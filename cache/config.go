@@ -1,0 +1,194 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/venn-gateway/venn/evm"
+)
+
+// Defaults of a chain's cache section.
+const (
+	DefaultMemoryBytes       = 64 << 20
+	DefaultMaxEntryBytes     = 1 << 20
+	DefaultSettledTTL        = 24 * time.Hour
+	DefaultPostgresRetention = 30 * 24 * time.Hour
+	DefaultClaimHold         = 5 * time.Second
+	// DefaultRecentBlocks is how many block times a near-head entry is
+	// kept: past that its block is settled and asked by number, or gone.
+	DefaultRecentBlocks = 4
+	// minRecentTTL is recent_ttl's default floor, for chains of very short
+	// blocks.
+	minRecentTTL = 2 * time.Second
+	// minMemoryBytes: below this the memory tier holds too few answers to
+	// be worth its bookkeeping.
+	minMemoryBytes = 64 << 10
+)
+
+// DefaultMethods are the methods cached unless a chain's methods.remove
+// says otherwise: state at a block and traces of a block. Traces (of
+// debug_trace* and trace_*) are cached only by hash or settled: a
+// near-head trace is rarely asked twice. Traces keyed by a transaction
+// hash are not here: a reorg can include the transaction in another
+// block, and the key does not say which.
+var DefaultMethods = []string{
+	"eth_call", "eth_getBalance", "eth_getCode", "eth_getStorageAt", "eth_getTransactionCount",
+	"eth_getProof", "eth_createAccessList", "eth_getBlockReceipts",
+	"debug_traceCall", "debug_traceBlockByNumber", "debug_traceBlockByHash",
+	"trace_block", "trace_replayBlockTransactions", "trace_call",
+}
+
+// DefaultPostgresMethods are the methods whose settled answers the Postgres
+// tier keeps: the expensive ones.
+var DefaultPostgresMethods = []string{"debug_trace*", "trace_*", "eth_getProof"}
+
+// Config is a chain's response cache, the chains[].cache section of the
+// configuration file, and that section's YAML schema.
+type Config struct {
+	// Enabled turns the cache on; default on.
+	Enabled *bool `yaml:"enabled"`
+	// Methods changes the cached set: add (exact names of methods with a
+	// block param venn knows), remove and never (names, or prefixes ending
+	// in _ or *). never wins over everything.
+	Methods Methods `yaml:"methods"`
+	// MemoryBytes bounds the memory tier, keys and bookkeeping included.
+	MemoryBytes int64 `yaml:"memory_bytes"`
+	// Redis keeps answers in the cluster's Redis; default on when
+	// redis.url is set.
+	Redis *bool `yaml:"redis"`
+	// Postgres keeps settled answers of PostgresMethods in the postgres
+	// database for PostgresRetention; default off.
+	Postgres          bool          `yaml:"postgres"`
+	PostgresMethods   []string      `yaml:"postgres_methods"`
+	PostgresRetention time.Duration `yaml:"postgres_retention"`
+	// SettledTTL is how long Redis keeps a settled answer.
+	SettledTTL time.Duration `yaml:"settled_ttl"`
+	// RecentTTL is how long any tier keeps a near-head answer (keyed by
+	// its block's hash); default a few block times.
+	RecentTTL time.Duration `yaml:"recent_ttl"`
+	// MaxEntryBytes: larger answers are served, not stored.
+	MaxEntryBytes int `yaml:"max_entry_bytes"`
+	// CacheReverts says where a revert (the caller's own, deterministic
+	// error at a fixed block) is stored like an answer.
+	CacheReverts Reverts `yaml:"cache_reverts"`
+	// ClaimHold is how long a replica waits for another replica that
+	// claimed the same miss before asking upstream itself.
+	ClaimHold time.Duration `yaml:"claim_hold"`
+}
+
+// Methods are a chain's changes to DefaultMethods.
+type Methods struct {
+	Add    []string `yaml:"add"`
+	Remove []string `yaml:"remove"`
+	Never  []string `yaml:"never"`
+}
+
+// Reverts says which reverts are cached: at settled blocks (default on)
+// and near the head (default off: a revert there is often a race with a
+// transaction in the next block, asked again at once).
+type Reverts struct {
+	Settled *bool `yaml:"settled"`
+	Recent  *bool `yaml:"recent"`
+}
+
+// WithDefaults fills c's zero fields: blockTime is the chain's block time
+// (recent_ttl's unit), redis whether the process has a Redis. It is the
+// only place the section's defaults are decided.
+func (c Config) WithDefaults(blockTime time.Duration, redis bool) Config {
+	c.Enabled = orBool(c.Enabled, true)
+	c.Redis = orBool(c.Redis, redis)
+	c.CacheReverts.Settled = orBool(c.CacheReverts.Settled, true)
+	c.CacheReverts.Recent = orBool(c.CacheReverts.Recent, false)
+	if c.MemoryBytes == 0 {
+		c.MemoryBytes = DefaultMemoryBytes
+	}
+	if c.MaxEntryBytes == 0 {
+		c.MaxEntryBytes = min(DefaultMaxEntryBytes, int(c.MemoryBytes/16))
+	}
+	if c.SettledTTL == 0 {
+		c.SettledTTL = DefaultSettledTTL
+	}
+	if c.RecentTTL == 0 {
+		c.RecentTTL = max(DefaultRecentBlocks*blockTime, minRecentTTL)
+	}
+	if c.PostgresMethods == nil {
+		c.PostgresMethods = DefaultPostgresMethods
+	}
+	if c.PostgresRetention == 0 {
+		c.PostgresRetention = DefaultPostgresRetention
+	}
+	if c.ClaimHold == 0 {
+		c.ClaimHold = DefaultClaimHold
+	}
+	return c
+}
+
+func orBool(p *bool, def bool) *bool {
+	if p != nil {
+		return p
+	}
+	return &def
+}
+
+// Validate reports every problem of a defaulted c, each naming its field
+// (memory_bytes, methods.add[0]).
+func (c Config) Validate() error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.MemoryBytes < minMemoryBytes {
+		add("memory_bytes", "must be at least %d", minMemoryBytes)
+	}
+	if c.MaxEntryBytes <= 0 || int64(c.MaxEntryBytes) > c.MemoryBytes/4 {
+		add("max_entry_bytes", "must be positive and at most a quarter of memory_bytes")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"settled_ttl", c.SettledTTL}, {"recent_ttl", c.RecentTTL},
+		{"postgres_retention", c.PostgresRetention}, {"claim_hold", c.ClaimHold}} {
+		if d.v <= 0 {
+			add(d.name, "must be positive")
+		}
+	}
+	if c.RecentTTL > c.SettledTTL {
+		add("recent_ttl", "must not exceed settled_ttl")
+	}
+	for i, m := range c.Methods.Add {
+		if err := cacheable(m); err != nil {
+			add(fmt.Sprintf("methods.add[%d]", i), "%v", err)
+		}
+	}
+	lists := []struct {
+		name string
+		v    []string
+	}{{"methods.remove", c.Methods.Remove}, {"methods.never", c.Methods.Never}, {"postgres_methods", c.PostgresMethods}}
+	for _, l := range lists {
+		for i, m := range l.v {
+			if m == "" || m == "*" || m == "_" {
+				add(fmt.Sprintf("%s[%d]", l.name, i), "must name a method or a prefix, not %q", m)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cacheable says why method cannot be added to the cached set: its answer
+// must be fixed by a block param venn knows where to find.
+func cacheable(method string) error {
+	c := evm.ParseCall(method, nil)
+	switch {
+	case method == "":
+		return errors.New("must name a method")
+	case c.Class != evm.ClassRead:
+		return fmt.Errorf("%s is not a plain read", method)
+	case c.BlockAt < 0:
+		return fmt.Errorf("%s has no block parameter venn knows: its answer is the node's of the moment", method)
+	}
+	return nil
+}
+
+// On reports whether the cache is enabled.
+func (c Config) On() bool { return c.Enabled == nil || *c.Enabled }

@@ -1,0 +1,86 @@
+package cache
+
+import (
+	"crypto/sha256"
+	"strconv"
+
+	"github.com/venn-gateway/venn/evm"
+)
+
+// View is the chain as the cache resolves a call's block against it: the
+// router's settled line and its head window, which must say nothing
+// (ok false) while it may be stale.
+type View interface {
+	// Settled is the cluster's settled line; ok is false while unknown.
+	Settled() (n uint64, ok bool)
+	// CanonicalHash is the hash of canonical block n in the head window.
+	CanonicalHash(n uint64) (hash string, ok bool)
+}
+
+// pin is the block a key is fixed to.
+type pin struct {
+	// settled: by hash, or at or below the settled line: never changes.
+	settled bool
+	// recent: a number above the settled line, keyed by hash, the
+	// canonical block's there when the key was made.
+	recent bool
+	number uint64 // 0 for by-hash keys
+	hash   string // by hash, and recent keys: lowercase
+}
+
+// keyVersion starts every key's digest: a change to the canonical form
+// changes it, so that old entries are never read with a new meaning.
+const keyVersion = "venn/cache/1"
+
+// deriveKey is the key of c on chain, with its block resolved against v;
+// ok is false when c's answer is not fixed by its block (pending,
+// earliest, a tag the router did not pin, no block, a number the window
+// does not know) or its params have no canonical form. Trace methods are
+// keyed only by hash or settled.
+func deriveKey(chain string, c *evm.Call, v View) (Key, pin, bool) {
+	canon, ok := c.Canonical()
+	if !ok {
+		return Key{}, pin{}, false
+	}
+	var p pin
+	b := canon.Block
+	switch b.Kind {
+	case evm.RefHash:
+		p = pin{settled: true, hash: b.Hash}
+	case evm.RefNumber:
+		if line, ok := v.Settled(); ok && b.Number <= line {
+			p = pin{settled: true, number: b.Number}
+			break
+		}
+		if isTrace(c.Method) {
+			return Key{}, pin{}, false
+		}
+		hash, ok := v.CanonicalHash(b.Number)
+		if !ok || hash == "" {
+			return Key{}, pin{}, false
+		}
+		p = pin{recent: true, number: b.Number, hash: hash}
+	default:
+		return Key{}, pin{}, false
+	}
+	h := sha256.New()
+	buf := make([]byte, 0, len(keyVersion)+len(chain)+len(c.Method)+len(canon.Params)+80)
+	buf = append(buf, keyVersion...)
+	buf = append(append(append(buf, 0), chain...), 0)
+	buf = append(append(buf, c.Method...), 0)
+	// A recent number and its block's hash share a key: the same state.
+	switch {
+	case p.hash != "":
+		buf = append(append(buf, 'h'), p.hash...)
+		if canon.RequireCanonical {
+			buf = append(buf, '!')
+		}
+	default:
+		buf = strconv.AppendUint(append(buf, 'n'), p.number, 10)
+	}
+	buf = append(append(buf, 0), canon.Params...)
+	h.Write(buf)
+	var k Key
+	h.Sum(k[:0])
+	return k, p, true
+}

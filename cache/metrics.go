@@ -1,0 +1,90 @@
+package cache
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// sizeTimeout bounds one tier's Size at a scrape.
+const sizeTimeout = time.Second
+
+// Metrics are the response caches' series, one set for every chain.
+type Metrics struct {
+	requests    *prometheus.CounterVec
+	evictions   *prometheus.CounterVec
+	storeErrors *prometheus.CounterVec
+
+	mu          sync.Mutex
+	caches      []*Cache
+	bytesDesc   *prometheus.Desc
+	entriesDesc *prometheus.Desc
+}
+
+// NewMetrics registers the caches' metrics on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Name: "cache_requests_total",
+			Help: "Cache lookups of calls in the cached set, by tier and outcome: hit, miss or error " +
+				"per tier asked; bypass (the client asked for a fresh answer) and unkeyed (the call's block " +
+				"is not fixed: a tag not pinned, pending, a number the head window does not know) with tier \"any\"; " +
+				"stored per tier an answer was written to.",
+		}, []string{"chain", "method", "tier", "outcome"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Name: "cache_evictions_total",
+			Help: "Entries a tier dropped, by reason: size (room for others), expired, reorg (its block was orphaned).",
+		}, []string{"chain", "tier", "reason"}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Name: "cache_store_errors_total",
+			Help: "Failed tier operations (get, set, claim, delete, size); each is a miss, never a client's error.",
+		}, []string{"chain", "tier", "op"}),
+		bytesDesc: prometheus.NewDesc("venn_cache_bytes", "Bytes a tier holds (memory: as weighed against memory_bytes).",
+			[]string{"chain", "tier"}, nil),
+		entriesDesc: prometheus.NewDesc("venn_cache_entries", "Entries a tier holds.", []string{"chain", "tier"}, nil),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m)
+	}
+	return m
+}
+
+// watch adds c's tiers to the bytes and entries gauges.
+func (m *Metrics) watch(c *Cache) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.caches = append(m.caches, c)
+}
+
+// Describe implements prometheus.Collector for the gauges.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.bytesDesc
+	ch <- m.entriesDesc
+}
+
+// Collect asks every tier that can say its size, each bounded by
+// sizeTimeout; a tier that fails is left out of the scrape.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	caches := append([]*Cache(nil), m.caches...)
+	m.mu.Unlock()
+	for _, c := range caches {
+		for _, l := range c.tiers {
+			s, ok := l.Tier.(Sizer)
+			if !ok {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), sizeTimeout)
+			entries, bytes, err := s.Size(ctx)
+			cancel()
+			if err != nil {
+				l.failed("size", err)
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(m.bytesDesc, prometheus.GaugeValue, float64(bytes), c.chain, l.name)
+			ch <- prometheus.MustNewConstMetric(m.entriesDesc, prometheus.GaugeValue, float64(entries), c.chain, l.name)
+		}
+	}
+}

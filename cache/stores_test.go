@@ -1,0 +1,101 @@
+package cache
+
+import (
+	"crypto/sha256"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/internal/testkit"
+)
+
+// The shared tiers' tests run against the machine's Redis and Postgres
+// (internal/testkit, internal/pgtest): each test's keys are named by a
+// random token and deleted, each test's database dropped, when it ends.
+
+// testKey is the key of a made-up call named s.
+func testKey(s string) Key { return Key(sha256.Sum256([]byte(s))) }
+
+// redisTier returns a Redis tier on a chain of the test's own, its client
+// and its keys.
+func redisTier(t testing.TB, opts RedisOptions) (*Redis, *redis.Client, string) {
+	t.Helper()
+	name := func(token string) string { return "cache-test-" + token }
+	rdb, token := testkit.Redis(t, func(token string) string { return "venn:{" + name(token) + "}:*" })
+	return NewRedis(rdb, name(token), opts), rdb, name(token)
+}
+
+// pgPool returns a pool on the database at u, closed at cleanup.
+func pgPool(t testing.TB, u string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := OpenPool(u, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// stallServer accepts connections and reads them, never answering: a
+// server that hangs. It is closed at cleanup, with its connections.
+func stallServer(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				buf := make([]byte, 4096)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// boundedClient is a client as the app makes one: its calls bounded by
+// their contexts.
+func boundedClient(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// timed runs fn and returns how long it took.
+func timed(fn func()) time.Duration {
+	start := time.Now()
+	fn()
+	return time.Since(start)
+}

@@ -1,0 +1,164 @@
+package cache
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/evm"
+)
+
+// tierTimeout bounds one operation of a tier below memory: a slow Redis
+// costs a call at most this, then it is a miss.
+const tierTimeout = 250 * time.Millisecond
+
+// claimPoll is how often a replica that lost a claim looks for the
+// winner's answer.
+const claimPoll = 20 * time.Millisecond
+
+// Layer is one tier below memory as app appends it (Config.RedisLayer,
+// Config.PostgresLayer).
+type Layer struct {
+	Tier Tier
+	// Keep reports whether e is stored in this tier; nil: every entry.
+	Keep func(e Entry) bool
+	// SettledTTL and RecentTTL are how long settled and near-head entries
+	// are kept (0: the tier's longest).
+	SettledTTL, RecentTTL time.Duration
+}
+
+// RedisLayer is the cluster's shared tier: settled entries for
+// settled_ttl, near-head ones for recent_ttl.
+func (c Config) RedisLayer(t Tier) Layer {
+	return Layer{Tier: t, SettledTTL: c.SettledTTL, RecentTTL: c.RecentTTL}
+}
+
+// PostgresLayer is the durable tier: settled entries of postgres_methods,
+// for postgres_retention.
+func (c Config) PostgresLayer(t Tier) Layer {
+	methods := c.PostgresMethods
+	return Layer{Tier: t, SettledTTL: c.PostgresRetention,
+		Keep: func(e Entry) bool { return e.Settled && evm.MatchMethod(methods, e.Method) }}
+}
+
+// layer is a tier in a chain's cache, with its health and series.
+type layer struct {
+	Layer
+	name  string
+	chain string
+	log   *slog.Logger
+	m     *Metrics
+	// down is set from a tier's first failure until its next success:
+	// one log line each way per outage.
+	down      atomic.Bool
+	evictions *prometheus.CounterVec // by reason, curried
+}
+
+func newLayer(l Layer, chain string, log *slog.Logger, m *Metrics) *layer {
+	name := l.Tier.Name()
+	return &layer{Layer: l, name: name, chain: chain, log: log, m: m,
+		evictions: m.evictions.MustCurryWith(prometheus.Labels{"chain": chain, "tier": name})}
+}
+
+// keeps reports whether e belongs in this tier.
+func (l *layer) keeps(e Entry) bool { return l.Keep == nil || l.Keep(e) }
+
+// ttl is how long this tier keeps e.
+func (l *layer) ttl(e Entry) time.Duration {
+	if e.Settled {
+		return l.SettledTTL
+	}
+	return l.RecentTTL
+}
+
+// failed counts a failed operation, and logs the tier's outage when it
+// starts.
+func (l *layer) failed(op string, err error) {
+	l.m.storeErrors.WithLabelValues(l.chain, l.name, op).Inc()
+	if l.down.CompareAndSwap(false, true) {
+		l.log.Warn("cache tier unavailable; its lookups are misses until it answers",
+			"tier", l.name, "op", op, "err", err)
+	}
+}
+
+// ok logs the end of the tier's outage.
+func (l *layer) ok() {
+	if l.down.Load() && l.down.CompareAndSwap(true, false) {
+		l.log.Info("cache tier answers again", "tier", l.name)
+	}
+}
+
+// opContext bounds one operation of a tier: its own deadline, and not the
+// client's cancellation (a store after the answer was sent still counts).
+func opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), tierTimeout)
+}
+
+// get asks one tier; an error is a miss.
+func (l *layer) get(ctx context.Context, k Key) (Entry, bool) {
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	e, ok, err := l.Tier.Get(ctx, k)
+	if err != nil {
+		l.failed("get", err)
+		return Entry{}, false
+	}
+	l.ok()
+	return e, ok
+}
+
+// set stores e in the tier, when it keeps it; an error is counted.
+func (l *layer) set(ctx context.Context, k Key, e Entry) bool {
+	if !l.keeps(e) {
+		return false
+	}
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	if err := l.Tier.Set(ctx, k, e, l.ttl(e)); err != nil {
+		l.failed("set", err)
+		return false
+	}
+	l.ok()
+	return true
+}
+
+// claim asks a Claimer tier whether this replica is to ask upstream for
+// k; mine is true too when the tier cannot say.
+func (l *layer) claim(ctx context.Context, c Claimer, k Key, hold time.Duration) bool {
+	cctx, cancel := opContext(ctx)
+	defer cancel()
+	mine, err := c.Claim(cctx, k, hold)
+	if err != nil {
+		l.failed("claim", err)
+		return true
+	}
+	l.ok()
+	return mine
+}
+
+// await polls the tier for the answer of the replica that claimed k,
+// until it appears, hold passes or ctx ends.
+func (l *layer) await(ctx context.Context, k Key, hold time.Duration) (Entry, bool) {
+	deadline := time.NewTimer(hold)
+	defer deadline.Stop()
+	tick := time.NewTicker(claimPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return Entry{}, false
+		case <-deadline.C:
+			return Entry{}, false
+		case <-tick.C:
+			if e, ok := l.get(ctx, k); ok {
+				return e, true
+			}
+			if l.down.Load() {
+				return Entry{}, false
+			}
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package remotes
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Why a remote is out of rotation (or about to be): the codes of
+// OutReason, one per condition selection checks (select.go's candidate
+// filter and Remote.available).
+const (
+	OutChainUnverified = "chain_unverified" // its chain id is not checked yet, or the check fails
+	OutWrongChain      = "wrong_chain"      // it serves another chain
+	OutBreakerOpen     = "breaker_open"     // consecutive faults; a probe after the cooldown
+	OutBreakerProbing  = "breaker_probing"  // half open: its one probe call is out
+	OutNoHead          = "no_head"          // no head reported yet
+	OutLagging         = "lagging"          // more than max_lag behind the best head
+	OutThrottled       = "throttled"        // it answered 429: backed off
+	OutRateLimit       = "rate_limit"       // at its configured rps
+	OutFull            = "full"             // at its max_in_flight
+	OutCordoned        = "cordoned"         // cordoned by hand (admin API)
+	OutMisbehaviour    = "misbehaviour"     // cordoned after repeated misbehaviour
+)
+
+// OutReason is one reason a remote is out of rotation. Text says it for
+// people ("lagging 12 blocks"); Until is when it ends by itself, if known.
+type OutReason struct {
+	Code  string    `json:"code"`
+	Text  string    `json:"text"`
+	Until time.Time `json:"until,omitzero"`
+}
+
+// ScoreTerms are the inputs of a remote's score (score.go), as of now.
+type ScoreTerms struct {
+	LatencyMS     float64 `json:"latency_ms"` // mean of p50 and p90; 0: not known yet
+	ErrorShare    float64 `json:"error_share"`
+	ThrottleShare float64 `json:"throttle_share"`
+	LagAvg        float64 `json:"lag_avg_blocks"`
+	Misbehaviour  float64 `json:"misbehaviour"`
+}
+
+// RemoteStatus is one remote as the pool sees it now, for the admin API
+// and status output. It holds no URL or header: Name is how a remote is
+// shown, and LastError is redacted.
+type RemoteStatus struct {
+	Name       string      `json:"name"`
+	Tier       string      `json:"tier"`
+	InRotation bool        `json:"in_rotation"`
+	Out        []OutReason `json:"out,omitempty"` // empty when in rotation
+	Preferred  bool        `json:"preferred"`     // in its tier's preferred set (score.go)
+	Head       uint64      `json:"head"`
+	Lag        uint64      `json:"lag"`
+	P50MS      float64     `json:"latency_p50_ms"` // 0: too few samples
+	P90MS      float64     `json:"latency_p90_ms"`
+	Score      float64     `json:"score"` // lower is better
+	Terms      ScoreTerms  `json:"score_terms"`
+	InFlight   int64       `json:"in_flight"`
+	// Cordon is the operator's cordon, applied or held back because the
+	// remote is the chain's last in rotation (CordonHeld).
+	Cordon      *ManualCordon `json:"cordon,omitempty"`
+	CordonHeld  bool          `json:"cordon_held,omitempty"`
+	LastError   string        `json:"last_error,omitempty"`
+	LastErrorAt time.Time     `json:"last_error_at,omitzero"`
+}
+
+// lastError is a remote's last fault, redacted and cut short.
+type lastError struct {
+	text string
+	at   time.Time
+}
+
+// maxLastError bounds the last error kept: a status line, not a dump.
+const maxLastError = 200
+
+// ipRE finds IP addresses (and ports) in error texts: a dial error names
+// the address a remote's host resolved to, which status output must not
+// show either.
+var ipRE = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9A-Fa-f:.]+\](?::\d+)?`)
+
+// noteError keeps err as the remote's last fault: redacted, without IP
+// addresses, cut short.
+func (r *Remote) noteError(err error) {
+	text := ipRE.ReplaceAllString(strings.ToValidUTF8(r.red.redact(err.Error()), ""), "[address]")
+	if len(text) > maxLastError {
+		text = strings.ToValidUTF8(text[:maxLastError], "") + "…"
+	}
+	r.last.Store(&lastError{text: text, at: r.now()})
+}
+
+// Status reports every remote of the chain, in routing order.
+func (p *Pool) Status() []RemoteStatus {
+	now := p.now()
+	best := p.healthyBest(now)
+	cfg, members := p.conf(), p.members()
+	w := cfg.Scoring.weights()
+	out := make([]RemoteStatus, len(members))
+	for i, r := range members {
+		s := RemoteStatus{Name: r.Name(), Tier: r.Tier().String(), Preferred: r.Preferred(), Head: r.Head(),
+			Score: r.score(), InFlight: r.inFlight.Load()}
+		if s.Head < best {
+			s.Lag = best - s.Head
+		}
+		var q [len(scoreQuantiles)]time.Duration
+		if r.lat.quantiles(scoreQuantiles[:], q[:]) {
+			s.P50MS, s.P90MS = ms(q[0]), ms(q[1])
+			s.Terms.LatencyMS = (s.P50MS + s.P90MS) / 2
+		}
+		s.Terms.ErrorShare = math.Float64frombits(r.errorEWMA.Load())
+		s.Terms.ThrottleShare = math.Float64frombits(r.sc.throttles.Load())
+		s.Terms.LagAvg = math.Float64frombits(r.sc.lagAvg.Load())
+		if w.Misbehaviour != 0 {
+			s.Terms.Misbehaviour = r.misbehaviour(now)
+		}
+		if m := r.manual.Load(); m != nil {
+			c := m.ManualCordon
+			s.Cordon, s.CordonHeld = &c, !m.applied
+		}
+		if le := r.last.Load(); le != nil {
+			s.LastError, s.LastErrorAt = le.text, le.at
+		}
+		s.Out = p.outReasons(r, now, best)
+		s.InRotation = len(s.Out) == 0
+		out[i] = s
+	}
+	return out
+}
+
+// outReasons lists every reason r is out of rotation at now: each check
+// of Remote.available and the candidate filter, in that order.
+func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
+	var out []OutReason
+	add := func(code, text string, until time.Time) { out = append(out, OutReason{code, text, until}) }
+	switch r.chainState.Load() {
+	case chainWrong:
+		add(OutWrongChain, "serves another chain", time.Time{})
+	case chainUnknown:
+		add(OutChainUnverified, "chain id not verified yet", time.Time{})
+	}
+	switch r.brk.state.Load() {
+	case breakerOpen:
+		until := time.Unix(0, r.brk.openedAt.Load()+r.brk.cooldown.Load())
+		if now.Before(until) {
+			add(OutBreakerOpen, "breaker open after consecutive faults", until)
+		}
+	case breakerHalfOpen:
+		add(OutBreakerProbing, "breaker half open: probing", time.Time{})
+	}
+	if r.Head() == 0 {
+		add(OutNoHead, "no head reported yet", time.Time{})
+	} else if p.lagging(r, best) {
+		add(OutLagging, fmt.Sprintf("lagging %d blocks (max_lag %d)", best-r.Head(), p.conf().MaxLag), time.Time{})
+	}
+	if t := r.throttledTil.Load(); now.UnixNano() < t {
+		add(OutThrottled, "rate-limited by the remote (429): backed off", time.Unix(0, t))
+	}
+	if r.lim != nil && r.lim.TokensAt(now) < 1 {
+		add(OutRateLimit, fmt.Sprintf("at its rate limit (%g rps)", float64(r.lim.Limit())), time.Time{})
+	}
+	if mx := r.cfg.MaxInFlight; mx > 0 && r.inFlight.Load() >= int64(mx) {
+		add(OutFull, fmt.Sprintf("at max_in_flight (%d)", mx), time.Time{})
+	}
+	if m := r.manual.Load(); m != nil && m.applied {
+		add(OutCordoned, cordonText(m.ManualCordon), m.Until)
+	}
+	if until := r.mb.cordonedUntil.Load(); now.UnixNano() < until {
+		add(OutMisbehaviour, "cordoned after repeated misbehaviour", time.Unix(0, until))
+	}
+	return out
+}
+
+func cordonText(c ManualCordon) string {
+	s := "cordoned by " + c.By
+	if !c.Until.IsZero() {
+		s += " until " + c.Until.UTC().Format(time.RFC3339)
+	}
+	if c.Reason != "" {
+		s += ": " + c.Reason
+	}
+	return s
+}
+
+func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }

@@ -1,0 +1,112 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/venn-gateway/venn/cache"
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// Cache is the chain's response cache (cache.Cache): state and trace
+// answers at a fixed block, asked after the head window and history and
+// before the remotes.
+type Cache interface {
+	Keeps(method string) bool
+	Serve(ctx context.Context, c *evm.Call, at cache.View, skip bool, fetch cache.Fetch) (json.RawMessage, error, cache.Outcome)
+}
+
+var _ Cache = (*cache.Cache)(nil)
+
+// cacheView is the chain as the cache resolves blocks: the settled line,
+// and the head window's canonical hashes only while the window is fresh (a
+// stale one could miss a reorg, and key an answer by an orphan's hash).
+type cacheView struct{ rt *Router }
+
+func (v cacheView) Settled() (uint64, bool) { return v.rt.settledLine() }
+
+func (v cacheView) CanonicalHash(n uint64) (string, bool) {
+	if v.rt.canonical == nil || !v.rt.fresh() {
+		return "", false
+	}
+	return v.rt.canonical(n)
+}
+
+// cacheRef holds the chain's response cache for an atomic swap.
+type cacheRef struct{ Cache }
+
+// SetCache replaces the chain's response cache (nil: none), for a reload;
+// calls in flight finish on the one they started with.
+func (rt *Router) SetCache(c Cache) {
+	if c == nil {
+		rt.cache.Store(nil)
+		return
+	}
+	rt.cache.Store(&cacheRef{c})
+}
+
+// cacheNow is the chain's response cache; nil: none.
+func (rt *Router) cacheNow() Cache {
+	if r := rt.cache.Load(); r != nil {
+		return r.Cache
+	}
+	return nil
+}
+
+// caches reports whether the response cache keeps c's method.
+func (rt *Router) caches(c *evm.Call) bool {
+	ch := rt.cacheNow()
+	return ch != nil && ch.Keeps(c.Method)
+}
+
+// cachedForward is forward through the response cache. c is a copy: the
+// cache holds it through the miss, and only the calls it keeps pay for one
+// on the heap; every other call stays on its caller's stack.
+func (rt *Router) cachedForward(ctx context.Context, req *jrpc.Request, c evm.Call) (json.RawMessage, error) {
+	return rt.cached(ctx, &c, rt.forwarded.answered, func(ctx context.Context) (json.RawMessage, error) {
+		return rt.forward(ctx, req, &c)
+	})
+}
+
+// cachedReceipts is the forger's eth_getBlockReceipts through the response
+// cache; c is a copy, as in cachedForward.
+func (rt *Router) cachedReceipts(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+	var built bool
+	return rt.cached(ctx, &c, func(ctx context.Context) {
+		if built {
+			rt.forged.answered(ctx)
+		} else {
+			rt.forwarded.answered(ctx)
+		}
+	}, func(ctx context.Context) (json.RawMessage, error) {
+		res, b, err := rt.forge.BlockReceipts(ctx, &c)
+		built = b
+		return res, err
+	})
+}
+
+// cached answers c from the response cache, or by fetch through it;
+// answered notes the source of a fetched answer (remotes, forger).
+func (rt *Router) cached(ctx context.Context, c *evm.Call, answered func(context.Context), fetch cache.Fetch) (json.RawMessage, error) {
+	// The lookup's span covers a miss's fetch too; the sends stay children
+	// of the call's span, as for every call that reaches the remotes.
+	ch := rt.cacheNow()
+	if ch == nil { // a reload took it away since caches said yes
+		res, err := fetch(ctx)
+		answered(ctx)
+		return res, err
+	}
+	_, sp := rt.lookup(ctx, spanCache)
+	res, err, o := ch.Serve(ctx, c, cacheView{rt}, jrpc.SkipCache(ctx), fetch)
+	endLookup(sp, o == cache.Hit)
+	if o != cache.None {
+		jrpc.NoteOf(ctx).Cached(o.String())
+	}
+	if o == cache.Hit {
+		rt.fromCache.answered(ctx)
+	} else {
+		answered(ctx)
+	}
+	return res, err
+}
