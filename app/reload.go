@@ -160,12 +160,16 @@ func (r *Reloader) applyProcess(next *Config, rep *ReloadReport) {
 	if !reflect.DeepEqual(cur.Limits, next.Limits) {
 		r.rpc.SetLimits(next.Limits)
 		rep.change("limits: applied to new requests and connections")
-		if subcenter.LimitOptions(r.started.Limits) != subcenter.LimitOptions(next.Limits) {
-			rep.restart("limits: subscription limits of chains already running")
+		if subs := subcenter.LimitOptions(next.Limits); subs != subcenter.LimitOptions(cur.Limits) {
+			for _, c := range r.chains.all() {
+				c.head.subs.SetLimits(subs)
+			}
+			rep.change("limits: subscription limits applied to new subscriptions and to the notifications queued from now on")
 		}
 	}
 	if !reflect.DeepEqual(cur.Edge, next.Edge) {
 		r.gate.set(r.gate.load().Reconfigured(next.Edge))
-		rep.change("auth, methods, rate_limits, trusted_proxies, cors: applied to new requests and WebSocket connections")
+		closed := r.rpc.Readmit()
+		rep.change("auth, methods, rate_limits, trusted_proxies, cors: applied to new requests and to open WebSocket connections (%d no longer admitted: closed)", closed)
 	}
 }

@@ -180,6 +180,7 @@ func (cs *chains) retire(c *chain) {
 		if err := c.pool.Stop(ctx); err != nil {
 			cs.log.Warn("removed chain", "chain", c.name, "err", err)
 		}
+		c.pool.DropSeries()
 		cs.log.Info("chain stopped: removed by a config reload", "chain", c.name)
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
@@ -35,6 +36,7 @@ type reloadApp struct {
 	servers  *servers
 	log      *slog.Logger
 	signals  chan os.Signal
+	reg      *prometheus.Registry
 	admin    *adminServer
 }
 
@@ -49,7 +51,7 @@ func startReloadApp(t *testing.T, y string) *reloadApp {
 		t.Fatal(err)
 	}
 	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(&testkit.Buffer{}), ReloadSignals(a.signals),
-		fx.Populate(&a.reloader, &a.servers, &a.log, &a.admin))
+		fx.Populate(&a.reloader, &a.servers, &a.log, &a.reg, &a.admin))
 	app.RequireStart()
 	t.Cleanup(app.RequireStop)
 	return a

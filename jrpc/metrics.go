@@ -184,6 +184,17 @@ type methodMetrics struct {
 	duration prometheus.Observer
 }
 
+// drop deletes the chain's series, once Remove stopped serving it.
+func (c *chainMetrics) drop() {
+	if c == nil {
+		return
+	}
+	l := prometheus.Labels{"chain": c.chain}
+	c.m.requests.DeletePartialMatch(l)
+	c.m.duration.DeletePartialMatch(l)
+	c.m.limits.DeletePartialMatch(l)
+}
+
 // forChain returns the chain's cache; nil when metrics are off.
 func (m *metrics) forChain(chain string) *chainMetrics {
 	if m == nil {

@@ -25,8 +25,8 @@ func (s *Server) SetLimits(l Limits) {
 // upgrade is closed with.
 const chainRemovedReason = "chain removed from the configuration"
 
-// Remove stops serving chain: new requests for it get 404; its calls in
-// flight finish on its handler; every WebSocket connection to it is closed
+// Remove stops serving chain: new requests for it get 404 and its series
+// are deleted; its calls in flight finish on its handler; every WebSocket connection to it is closed
 // with StatusGoingAway and reason (at most 123 bytes), which ends its
 // subscriptions. It reports how many connections it closed; false when
 // chain is not served.
@@ -47,6 +47,9 @@ func (s *Server) Remove(chain, reason string) (int, bool) {
 	}
 	slices.Sort(next.paths)
 	s.chains.Store(next)
+	// Before the name can be handled again: its series are then the new
+	// chain's.
+	gone.metrics.drop()
 	s.handleMu.Unlock()
 
 	// A connection upgraded before the swap is either tracked, and found
@@ -64,4 +67,67 @@ func (s *Server) Remove(chain, reason string) (int, bool) {
 		c.Disconnect(int(websocket.StatusGoingAway), reason)
 	}
 	return len(conns), true
+}
+
+// admitted is the Caller a WebSocket connection's messages go by (nil
+// without a Gate), swapped whole by Readmit; peer is what their handlers
+// find in place of the upgrade's Peer when the key's name changed (nil:
+// the upgrade's).
+type admitted struct {
+	Caller
+	peer *Peer
+}
+
+// readmitCloseCode is what a connection the Gate no longer admits is
+// closed with: policy violation, as for any refusal after the upgrade.
+const readmitCloseCode = websocket.StatusPolicyViolation
+
+// Readmit asks the Gate again about every open WebSocket connection, with
+// its upgrade request as it came (headers, path key, address): a reload
+// put a new configuration in force, and a connection must not keep what
+// the old one granted. An admitted connection's next messages go by the
+// new Caller (its method lists and rate limits); one refused (its key
+// revoked, its chain no longer allowed to the key, its origin no longer
+// allowed) is closed with StatusPolicyViolation and the refusal's message
+// as the reason: answering its calls with errors would leave its
+// subscriptions streaming. A message being served keeps the Caller it
+// began with. It reports how many connections it closed.
+func (s *Server) Readmit() int {
+	if s.gate == nil {
+		return 0
+	}
+	s.mu.Lock()
+	// A connection admitted before this but tracked after it sees the
+	// new generation and readmits itself (serveWS).
+	s.gateGen.Add(1)
+	conns := make([]*wsConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	closed := 0
+	for _, c := range conns {
+		if reason := c.readmit(); reason != "" {
+			c.Disconnect(int(readmitCloseCode), reason)
+			closed++
+		}
+	}
+	return closed
+}
+
+// readmit asks the Gate about c's upgrade again and puts the answer in
+// force; or it says why c may no longer stay.
+func (c *wsConn) readmit() (reason string) {
+	cl, refused := c.s.gate.Admit(c.req, Admission{Chain: c.ch.name, Transport: TransportWS, PathKey: c.pathKey})
+	if refused != nil {
+		c.ch.metrics.count(otherMethod, outcomeOf(refused.Err))
+		return "configuration reloaded: " + refused.Err.Message
+	}
+	a := &admitted{Caller: cl}
+	if p, _ := PeerFromContext(c.ctx); cl != nil && cl.Key() != p.Key {
+		p.Key, p.ClientIP = cl.Key(), cl.ClientIP()
+		a.peer = &p
+	}
+	c.cl.Store(a)
+	return ""
 }

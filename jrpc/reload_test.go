@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -89,5 +90,45 @@ func TestSetLimits(t *testing.T) {
 	s.SetLimits(Limits{MaxBatchItems: 1})
 	if _, got := s.post(t, batch); !strings.Contains(got, "exceeds max_batch_items (1)") {
 		t.Errorf("batch of 2 with max_batch_items 1: %s", got)
+	}
+}
+
+// A removed chain's series are deleted; the other chain's stay.
+func TestRemoveChainDropsSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newTestServer(t, Options{Registerer: reg}, echoHandler())
+	s.Handle("other", echoHandler())
+	s.post(t, call(1, "test_echo"))
+	resp, err := s.ts.Client().Post(s.ts.URL+"/other", "application/json", strings.NewReader(call(1, "test_echo")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	count := func(chain string) int {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "chain" && l.GetValue() == chain {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	if count(testChain) == 0 || count("other") == 0 {
+		t.Fatalf("series before: %d of %s, %d of other", count(testChain), testChain, count("other"))
+	}
+	s.Remove(testChain, "removed")
+	if n := count(testChain); n != 0 {
+		t.Errorf("%d series of the removed chain left", n)
+	}
+	if count("other") == 0 {
+		t.Error("the other chain's series went too")
 	}
 }

@@ -99,9 +99,10 @@ type Server struct {
 	onCall      func(Call) // nil: no request log
 	ids         *requestIDs
 
-	gate     Gate     // nil: open
-	hook     CallHook // nil: none
-	pathKeys bool     // /CHAIN/KEY is routed: the gate takes keys in the path
+	gate     Gate          // nil: open
+	gateGen  atomic.Uint64 // Readmit calls: a connection admitted before one is admitted again
+	hook     CallHook      // nil: none
+	pathKeys bool          // /CHAIN/KEY is routed: the gate takes keys in the path
 
 	handleMu sync.Mutex // serializes Handle; readers load chains lock-free
 	chains   atomic.Pointer[chainSet]

@@ -96,9 +96,15 @@ func (r *reply) run() {
 type wsConn struct {
 	s    *Server
 	ch   *chainEntry
-	cl   Caller // nil without a Gate
 	ip   string // what the connection counts against in max_connections_per_ip
 	conn *websocket.Conn
+
+	// The caller each message goes by: the Gate's answer to the upgrade,
+	// then to req again after each reload (Readmit, reload.go).
+	cl      atomic.Pointer[admitted]
+	req     *http.Request // the upgrade: its headers and address, read only
+	pathKey string
+	gen     uint64 // Server.gateGen the caller was admitted under
 
 	// ctx is the root of every call on the connection; cancel ends them all
 	// when the connection ends.
@@ -124,6 +130,7 @@ type wsConn struct {
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry, id string) {
 	// WebSocket has no preflight: the Gate checks the upgrade's Origin.
+	gen := s.gateGen.Load()
 	cl, ok := s.admit(w, r, ch, TransportWS, chi.URLParam(r, "key"))
 	if !ok {
 		return
@@ -154,12 +161,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 	c := &wsConn{
 		s:       s,
 		ch:      ch,
-		cl:      cl,
 		ip:      ip,
 		conn:    conn,
+		req:     r,
+		pathKey: chi.URLParam(r, "key"),
+		gen:     gen,
 		slots:   make(chan struct{}, s.lim().WSInFlight),
 		writeMu: make(chan struct{}, 1),
 	}
+	c.cl.Store(&admitted{Caller: cl})
 	// The request context ends with this handler, which is the connection's
 	// life; values (tracing, auth) carry over.
 	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportWS, r, id))
@@ -171,8 +181,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 	// context must still end a write stuck on a peer that does not read.
 	defer context.AfterFunc(c.ctx, func() { _ = c.conn.CloseNow() })()
 
-	if reason := s.trackConn(c); reason != "" {
-		c.goAway(reason)
+	reason, stale := s.trackConn(c)
+	if reason == "" && stale {
+		if reason = c.readmit(); reason != "" {
+			_ = c.conn.Close(readmitCloseCode, reason)
+		}
+	}
+	if reason != "" {
+		c.goAway(reason) // the frame was sent, if any: this ends the rest
 		s.leaveConn(c, ip)
 		return
 	}
@@ -219,20 +235,22 @@ func (s *Server) admitConn(ip string) (*Error, int) {
 	return nil, 0
 }
 
-// trackConn makes c one of the connections Shutdown (and Remove) closes;
-// or it says why c must close at once: Shutdown has already taken its
-// list, or a reload removed c's chain since the upgrade began.
-func (s *Server) trackConn(c *wsConn) (reason string) {
+// trackConn makes c one of the connections Shutdown (and Remove and
+// Readmit) close; or it says why c must close at once: Shutdown has
+// already taken its list, or a reload removed c's chain since the upgrade
+// began. stale says a Readmit took its list since c was admitted: c must
+// be admitted again by itself.
+func (s *Server) trackConn(c *wsConn) (reason string, stale bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closing.Load():
-		return shutdownReason
+		return shutdownReason, false
 	case s.chains.Load().byName[c.ch.name] != c.ch:
-		return chainRemovedReason
+		return chainRemovedReason, false
 	}
 	s.conns[c] = struct{}{}
-	return ""
+	return "", s.gateGen.Load() != c.gen
 }
 
 // leaveConn gives back the slot admitConn took.
@@ -341,12 +359,16 @@ func (c *wsConn) serveMessage(msg []byte) {
 	}
 	r := &reply{}
 	ctx := context.WithValue(c.ctx, replyKey{}, r)
+	cl := c.cl.Load()
+	if cl.peer != nil {
+		ctx = context.WithValue(ctx, peerKey{}, cl.peer)
+	}
 	var start time.Time
 	if c.s.onCall != nil {
 		start = time.Now()
 	}
 	bp := c.s.getBuf()
-	out, sv := c.s.serveMessage(ctx, c.ch, c.cl, msg, *bp, admitted)
+	out, sv := c.s.serveMessage(ctx, c.ch, cl.Caller, msg, *bp, admitted)
 	if len(out) > 0 {
 		if err := c.write(c.ctx, out); err != nil {
 			c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket write",

@@ -16,10 +16,11 @@ const (
 // consecutive faults open it for cooldown; then exactly one probe call is let
 // through (half-open): its success closes the breaker, its fault reopens it.
 // All state is atomic; a state change is a compare-and-swap, so exactly one
-// caller observes (and logs) each transition.
+// caller observes (and logs) each transition. A reload changes threshold
+// and cooldown in place (set), keeping the state.
 type breaker struct {
-	threshold int32
-	cooldown  time.Duration
+	threshold atomic.Int32
+	cooldown  atomic.Int64 // nanoseconds
 
 	state    atomic.Int32
 	faults   atomic.Int32
@@ -27,14 +28,27 @@ type breaker struct {
 }
 
 func newBreaker(threshold int, cooldown time.Duration) *breaker {
+	b := &breaker{}
+	b.set(threshold, cooldown)
+	return b
+}
+
+// set puts a threshold and cooldown in force (zero: the defaults): an
+// open breaker reopens by the new cooldown, a closed one opens at the new
+// threshold of faults in a row, the ones counted so far included.
+func (b *breaker) set(threshold int, cooldown time.Duration) {
 	if threshold <= 0 {
 		threshold = DefaultBreakerFailures
 	}
 	if cooldown <= 0 {
 		cooldown = DefaultBreakerCooldown
 	}
-	return &breaker{threshold: int32(threshold), cooldown: cooldown}
+	b.threshold.Store(int32(threshold))
+	b.cooldown.Store(int64(cooldown))
 }
+
+// cooldownFor is how long an open breaker waits before its probe.
+func (b *breaker) cooldownFor() time.Duration { return time.Duration(b.cooldown.Load()) }
 
 // ready reports whether a call may be sent now without claiming the probe.
 func (b *breaker) ready(now time.Time) bool {
@@ -42,7 +56,7 @@ func (b *breaker) ready(now time.Time) bool {
 	case breakerClosed:
 		return true
 	case breakerOpen:
-		return now.UnixNano()-b.openedAt.Load() >= int64(b.cooldown)
+		return now.UnixNano()-b.openedAt.Load() >= b.cooldown.Load()
 	}
 	return false // half-open: the probe is already out
 }
@@ -55,7 +69,7 @@ func (b *breaker) allow(now time.Time) (ok, probe bool) {
 	case breakerClosed:
 		return true, false
 	case breakerOpen:
-		if now.UnixNano()-b.openedAt.Load() < int64(b.cooldown) {
+		if now.UnixNano()-b.openedAt.Load() < b.cooldown.Load() {
 			return false, false
 		}
 		ok = b.state.CompareAndSwap(breakerOpen, breakerHalfOpen)
@@ -81,7 +95,7 @@ func (b *breaker) fault(now time.Time) bool {
 		b.state.CompareAndSwap(breakerHalfOpen, breakerOpen)
 		return false // it was already out of rotation
 	}
-	if b.faults.Add(1) < b.threshold || b.state.Load() != breakerClosed {
+	if b.faults.Add(1) < b.threshold.Load() || b.state.Load() != breakerClosed {
 		return false
 	}
 	b.openedAt.Store(now.UnixNano())

@@ -84,7 +84,7 @@ type chainCheck struct {
 	due       atomic.Bool   // a check is asked for (recheckSoon)
 	headsHeld atomic.Bool   // the heads stream reconnected: its heads wait for a check
 	at        atomic.Int64  // unix nanos of the last check answered (right or wrong)
-	every     time.Duration // ChainRecheck
+	every     atomic.Int64  // ChainRecheck, in nanoseconds; a reload sets it
 
 	ok, wrong, failed prometheus.Counter
 	wrongGauge        prometheus.Gauge
@@ -92,7 +92,7 @@ type chainCheck struct {
 
 func (c *chainCheck) init(m *remoteMetrics) {
 	c.kick = make(chan struct{}, 1)
-	c.every = DefaultChainRecheck
+	c.every.Store(int64(DefaultChainRecheck))
 	cm := m.m.cc
 	c.ok = cm.checks.WithLabelValues(m.chain, m.remote, "ok")
 	c.wrong = cm.checks.WithLabelValues(m.chain, m.remote, "wrong")
@@ -162,7 +162,7 @@ func (r *Remote) chainCheckDue() bool {
 	if r.cc.due.Load() || r.cc.headsHeld.Load() {
 		return true
 	}
-	return r.now().UnixNano()-r.cc.at.Load() >= int64(r.cc.every)
+	return r.now().UnixNano()-r.cc.at.Load() >= r.cc.every.Load()
 }
 
 // chainRetry is the wait before the next check when the last one left the
@@ -175,7 +175,7 @@ func (r *Remote) chainRetry(every time.Duration) (time.Duration, bool) {
 		// Out of rotation after its breaker opened: asked as often as
 		// the breaker would let a probe through, so the check does not
 		// hold it out longer than its cooldown.
-		return min(every, chainRetryEvery, r.brk.cooldown), true
+		return min(every, chainRetryEvery, r.brk.cooldownFor()), true
 	}
 	if r.cc.due.Load() || r.cc.headsHeld.Load() {
 		return min(every, chainRetryEvery), true
@@ -194,10 +194,10 @@ func (r *Remote) chainChecked(want, got uint64) bool {
 		case chainWrong:
 		case chainUnknown:
 			r.log.Error("REMOTE IS ON THE WRONG CHAIN: it will not be used",
-				"want_chain_id", want, "got_chain_id", got, "recheck_every", r.cc.every)
+				"want_chain_id", want, "got_chain_id", got, "recheck_every", time.Duration(r.cc.every.Load()))
 		default:
 			r.log.Error("REMOTE SWITCHED TO ANOTHER CHAIN: out of rotation until it is back",
-				"want_chain_id", want, "got_chain_id", got, "recheck_every", r.cc.every)
+				"want_chain_id", want, "got_chain_id", got, "recheck_every", time.Duration(r.cc.every.Load()))
 		}
 		r.m.healthy.Set(0)
 		r.cc.wrongGauge.Set(1)

@@ -28,6 +28,7 @@ type Metrics struct {
 	hs        *hedgeScoreMetrics       // hedge.go, score.go
 	ig        *integrityMetrics        // integrity.go
 	cc        *chainCheckMetrics       // chaincheck.go
+	held      seriesHolders            // series.go: who writes each remote's and chain's series
 
 	// The reply budget (replies.go): one series each, summed over the
 	// budgets given these metrics.
@@ -107,7 +108,10 @@ type remoteMetrics struct {
 	throttled     prometheus.Counter
 }
 
+// forRemote counts the caller in as a holder of the series (series.go):
+// it lets go with releaseRemote.
 func (m *Metrics) forRemote(chain, remote string) *remoteMetrics {
+	m.holdRemote(chain, remote)
 	return &remoteMetrics{
 		m: m, chain: chain, remote: remote,
 		ok:        m.calls.WithLabelValues(chain, remote, "ok"),

@@ -64,6 +64,8 @@ type Pool struct {
 	cancel context.CancelFunc
 	slots  uint64         // remote slots taken, by members and by retired remotes still draining
 	wg     sync.WaitGroup // trackers, background broadcasts and retiring remotes
+
+	release sync.Once // DropSeries lets go of the series once
 }
 
 var _ jrpc.Handler = (*Pool)(nil)
@@ -87,6 +89,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 		cfg.Replies = NewReplyBudget(DefaultReplyBytesInFlight, m)
 	}
 	log = log.With("chain", cfg.Chain)
+	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
 	p := &Pool{
 		log: log, m: m, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{})},
 		chainHead:  m.chainHead.WithLabelValues(cfg.Chain),
@@ -99,12 +102,16 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	for _, rc := range rs {
 		r, err := p.newRemote(cfg, rc)
 		if err != nil {
+			p.discard(members)
+			m.releaseChain(cfg.Chain)
 			return nil, err
 		}
 		members = append(members, r)
 	}
 	st, err := p.compile(cfg, members, nil)
 	if err != nil {
+		p.discard(members)
+		m.releaseChain(cfg.Chain)
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
 	p.state.Store(st)

@@ -79,10 +79,20 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
 	r.slot = slot
 	r.red = opts.redactor()
-	r.cc.every = cfg.ChainRecheck
 	r.initScoring(&cfg, p.m)
 	r.initMisbehaviour(p.m)
+	r.retune(&cfg)
 	return r, nil
+}
+
+// retune puts in force on r the chain's settings every remote holds:
+// breaker thresholds, chain_recheck and the misbehaviour half-life. A
+// reload changes them in place, so the remote keeps its health, breaker
+// state, score and misbehaviour level.
+func (r *Remote) retune(cfg *PoolConfig) {
+	r.brk.set(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
+	r.cc.every.Store(int64(cfg.ChainRecheck))
+	r.sc.setHalfLife(r.now(), cfg.Scoring.MisbehaviourHalfLife)
 }
 
 // forPool is rc as a pool with settings cfg runs it.
@@ -137,13 +147,14 @@ type Reconfiguration struct {
 }
 
 // Reconfigure applies a reloaded chain's pool settings and remotes, all
-// at once. A remote whose settings (and the chain's breaker and
-// chain_recheck) are unchanged is kept with its health, breaker, score
-// and head; a new or changed one starts fresh, preferred, and is followed
-// at once; a removed or replaced one leaves selection now, and its calls
-// in flight finish on it before its transport closes. The chain's name
-// and id must be the pool's; misbehaviour_log is read at Start only and
-// keeps its value. On an error nothing changed.
+// at once. A remote whose own settings are unchanged is kept with its
+// health, breaker, score and head, and the chain's settings it holds
+// change on it in place (retune); a new or changed one starts fresh,
+// preferred, and is followed at once; a removed or replaced one leaves
+// selection now, and its calls in flight finish on it before its
+// transport closes. The chain's name and id must be the pool's;
+// misbehaviour_log is read at Start only and keeps its value. On an error
+// nothing changed.
 func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error) {
 	old := p.state.Load()
 	cfg = cfg.WithDefaults(len(rs))
@@ -166,6 +177,9 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
 	rec.Settings = !reflect.DeepEqual(old.cfg, cfg)
+	for _, r := range members { // the kept ones take the new settings
+		r.retune(&cfg)
+	}
 
 	p.mu.Lock()
 	p.state.Store(st)
@@ -192,11 +206,10 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfigu
 	for _, r := range old.remotes {
 		byName[r.Name()] = r
 	}
-	sameRemoteSettings := old.cfg.Breaker == cfg.Breaker && old.cfg.ChainRecheck == cfg.ChainRecheck
 	for _, rc := range rs {
 		o, had := byName[rc.Name]
 		delete(byName, rc.Name)
-		if had && sameRemoteSettings && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
+		if had && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
 			members = append(members, o)
 			continue
 		}
@@ -221,11 +234,13 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfigu
 }
 
 // discard closes remotes that never served a call (never started, or
-// built for a reconfiguration that failed) and frees their slots.
+// built for a reconfiguration that failed), frees their slots and lets go
+// of their series.
 func (p *Pool) discard(rs []*Remote) {
 	for _, r := range rs {
 		r.t.close()
 		p.freeSlot(r.slot)
+		p.m.releaseRemote(r.chain, r.Name())
 	}
 }
 
@@ -234,8 +249,8 @@ const retireEvery = 20 * time.Millisecond
 
 // retire ends a remote that left the pool: its trackers stop at once; its
 // calls in flight (sent before it left selection) finish, for at most a
-// call deadline, before its transport closes and its slot is free again.
-// The pool's Stop cuts the wait short.
+// call deadline, before its transport closes, its slot is free again and
+// its series are deleted. The pool's Stop cuts the wait short.
 func (p *Pool) retire(r *Remote, deadline time.Duration) {
 	r.unfollow()
 	r.trackers.Wait()
@@ -257,6 +272,7 @@ func (p *Pool) retire(r *Remote, deadline time.Duration) {
 	}
 	r.t.close()
 	p.freeSlot(r.slot)
+	p.m.releaseRemote(r.chain, r.Name()) // its series go, unless a remote of its name took them over
 	r.log.Info("remote left the pool")
 }
 

@@ -138,3 +138,46 @@ func TestReconfigureReplacesAndRefuses(t *testing.T) {
 		t.Errorf("max_attempts %d after reload, want 2", p.conf().MaxAttempts)
 	}
 }
+
+// Breaker, chain_recheck and the misbehaviour half-life change on the
+// remotes already in the pool, in place: a reload keeps their health.
+func TestReconfigureRetunesInPlace(t *testing.T) {
+	cfg := PoolConfig{Chain: "test", ChainID: testChainID, BlockTime: 50 * time.Millisecond}
+	rs := testConfigs([]string{"http://127.0.0.1:1"}, nil)
+	p, err := NewPool(cfg, rs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	r := p.members()[0]
+	now := time.Unix(1_000_000, 0)
+	r.now = func() time.Time { return now }
+	r.brk.fault(now)
+	r.brk.fault(now)
+	r.penalize(8)
+
+	next := cfg
+	next.Breaker = BreakerConfig{Failures: 3, Cooldown: 7 * time.Second}
+	next.ChainRecheck = 9 * time.Second
+	next.Scoring.MisbehaviourHalfLife = time.Second
+	rec, err := p.Reconfigure(next, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.members()[0] != r || len(rec.Replaced)+len(rec.Added)+len(rec.Removed) != 0 || !rec.Settings {
+		t.Fatalf("reconfiguration = %+v, remote kept: %v; want the remote kept, settings changed", rec, p.members()[0] == r)
+	}
+	if got := time.Duration(r.cc.every.Load()); got != 9*time.Second {
+		t.Errorf("chain recheck %v, want 9s", got)
+	}
+	if got := r.brk.cooldownFor(); got != 7*time.Second {
+		t.Errorf("breaker cooldown %v, want 7s", got)
+	}
+	if !r.brk.fault(now) { // its third in a row: the two before the reload count
+		t.Error("the third fault did not open the breaker at failures: 3")
+	}
+	now = now.Add(3 * time.Second) // three new half-lives
+	if got := r.misbehaviour(now); got < 0.9 || got > 1.1 {
+		t.Errorf("misbehaviour level %v after 3 half-lives of 1s, want 8/8", got)
+	}
+}

@@ -365,7 +365,7 @@ func (r *Remote) fault(v Verdict) {
 	ewma(&r.errorEWMA, 1, 0.05)
 	if r.brk.fault(r.now()) {
 		r.log.Warn("remote out of rotation: breaker open",
-			"reason", string(v.Reason), "cooldown", r.brk.cooldown)
+			"reason", string(v.Reason), "cooldown", r.brk.cooldownFor())
 		r.chainUnsure("breaker opened") // what comes back may be another endpoint
 	}
 	r.m.breaker.Set(float64(r.brk.state.Load()))

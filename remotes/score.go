@@ -123,6 +123,15 @@ func (r *Remote) misbehaviour(now time.Time) float64 {
 	return s.level
 }
 
+// setHalfLife ages the level to now by the half-life in force, then puts
+// d in force.
+func (s *scoreState) setHalfLife(now time.Time, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.decayTo(now)
+	s.halfLife = d
+}
+
 // decayTo ages the level to now. Called with mu held.
 func (s *scoreState) decayTo(now time.Time) {
 	if s.level > 0 && !s.levelAt.IsZero() && s.halfLife > 0 {
@@ -156,7 +165,6 @@ func (r *Remote) Preferred() bool { return r.sc.preferred.Load() }
 // a new pool, or a remote a reload added, takes calls until scores say
 // otherwise.
 func (r *Remote) initScoring(cfg *PoolConfig, m *Metrics) {
-	r.sc.halfLife = cfg.Scoring.MisbehaviourHalfLife
 	r.sc.preferred.Store(true)
 	r.sc.gauge = m.hs.score.WithLabelValues(cfg.Chain, r.Name())
 }

@@ -141,7 +141,7 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 	}
 	switch r.brk.state.Load() {
 	case breakerOpen:
-		until := time.Unix(0, r.brk.openedAt.Load()+int64(r.brk.cooldown))
+		until := time.Unix(0, r.brk.openedAt.Load()+r.brk.cooldown.Load())
 		if now.Before(until) {
 			add(OutBreakerOpen, "breaker open after consecutive faults", until)
 		}

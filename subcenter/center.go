@@ -77,8 +77,8 @@ type Relay interface {
 type Center struct {
 	chain string
 	w     *headstore.Window
-	relay Relay // nil: no remote can relay pending transactions
-	opts  Options
+	relay Relay                   // nil: no remote can relay pending transactions
+	opts  atomic.Pointer[Options] // swapped whole by SetLimits
 	log   *slog.Logger
 	m     chainMetrics
 
@@ -143,27 +143,6 @@ func (k kind) String() string {
 
 // New returns the Center of chain, serving from w. relay may be nil.
 func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog.Logger, m *Metrics) *Center {
-	if opts.MaxPerConn <= 0 {
-		opts.MaxPerConn = jrpc.DefaultMaxSubscriptions
-	}
-	if opts.QueueLen <= 0 {
-		opts.QueueLen = jrpc.DefaultSubscriptionQueue
-	}
-	if opts.QueueBytes <= 0 {
-		opts.QueueBytes = jrpc.DefaultSubscriptionQueueBytes
-	}
-	if opts.RelayStartWait <= 0 {
-		opts.RelayStartWait = DefaultRelayStartWait
-	}
-	if opts.MaxAddresses <= 0 {
-		opts.MaxAddresses = jrpc.DefaultMaxFilterAddresses
-	}
-	if opts.MaxTopics <= 0 {
-		opts.MaxTopics = jrpc.DefaultMaxFilterTopics
-	}
-	if opts.MaxFilterBytes <= 0 {
-		opts.MaxFilterBytes = jrpc.DefaultMaxFilterBytes
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -171,11 +150,10 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 		m = NewMetrics(nil)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Center{
+	c := &Center{
 		chain:   chain,
 		w:       w,
 		relay:   relay,
-		opts:    opts,
 		log:     log.With("chain", chain),
 		m:       m.forChain(chain),
 		ctx:     ctx,
@@ -185,6 +163,9 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 		logs:    newLogIndex(),
 		pending: map[string]*relayGroup{},
 	}
+	opts = opts.withDefaults()
+	c.opts.Store(&opts)
+	return c
 }
 
 // Run dispatches the window's changes to subscribers until ctx ends, then
@@ -260,7 +241,7 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 		case len(args) > 2:
 			return nil, invalidParams("too many arguments, want at most 2")
 		}
-		f, err := parseLogFilter(args[1], filterLimits{addresses: c.opts.MaxAddresses, topics: c.opts.MaxTopics})
+		f, err := parseLogFilter(args[1], filterLimits{addresses: c.options().MaxAddresses, topics: c.options().MaxTopics})
 		var le *limitError
 		switch {
 		case errors.As(err, &le):
@@ -318,15 +299,16 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 		c.conns[n] = cn
 		c.crew.Go(func() { c.watch(cn) })
 	}
-	if len(cn.subs) >= c.opts.MaxPerConn {
+	o := c.options()
+	if len(cn.subs) >= o.MaxPerConn {
 		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: "too many subscriptions on this connection: " +
-			"max_subscriptions_per_connection (" + strconv.Itoa(c.opts.MaxPerConn) + ") reached"}
+			"max_subscriptions_per_connection (" + strconv.Itoa(o.MaxPerConn) + ") reached"}
 	}
 	if s.kind == kindLogs {
-		if held := cn.filterBytes + s.filter.size; held > c.opts.MaxFilterBytes {
+		if held := cn.filterBytes + s.filter.size; held > o.MaxFilterBytes {
 			return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
 				"logs filters on this connection would take %d bytes: max_filter_bytes_per_connection (%d) reached",
-				held, c.opts.MaxFilterBytes)}
+				held, o.MaxFilterBytes)}
 		}
 		cn.filterBytes += s.filter.size
 		c.m.filterBytes.Add(float64(s.filter.size))

@@ -49,7 +49,7 @@ func (cn *conn) push(s *sub, payload []byte) bool {
 		cn.mu.Unlock()
 		return true
 	}
-	o := &cn.center.opts
+	o := cn.center.options()
 	if len(cn.q)-cn.head >= o.QueueLen || cn.bytes+int64(len(payload)) > o.QueueBytes {
 		cn.mu.Unlock()
 		return false

@@ -173,3 +173,33 @@ func BenchmarkLogsFilterMemory(b *testing.B) {
 	b.ReportMetric(held/total, "held-B/address")
 	b.ReportMetric(left/total, "left-B/address")
 }
+
+// SetLimits applies to a running Center: the next subscription goes by
+// the new max_subscriptions_per_connection and filter limits, and the
+// ones open stay.
+func TestSetLimits(t *testing.T) {
+	f := newFeed(t, 16)
+	f.extend("a", 1, 1, "a")
+	c := New("test", f.w, nil, Options{MaxPerConn: 1}, nil, nil)
+	t.Cleanup(c.Stop)
+	n := newNotifier()
+	subscribe(t, c, n, `["newHeads"]`)
+	if _, err := c.Subscribe(ctxFor(n), []byte(`["newHeads"]`)); !isRPCError(err, -32052, "max_subscriptions_per_connection (1)") {
+		t.Fatalf("a second subscription at 1: %v", err)
+	}
+	c.SetLimits(Options{MaxPerConn: 3, MaxAddresses: 2})
+	subscribe(t, c, n, `["newHeads"]`)
+	if _, err := c.Subscribe(ctxFor(n), []byte(addrFilter(1, 3))); !isRPCError(err, -32052, "limits.max_filter_addresses is 2") {
+		t.Fatalf("3 addresses at max_filter_addresses 2: %v", err)
+	}
+	c.SetLimits(Options{MaxPerConn: 1})
+	if _, err := c.Subscribe(ctxFor(n), []byte(`["newHeads"]`)); !isRPCError(err, -32052, "max_subscriptions_per_connection (1)") {
+		t.Fatalf("after lowering to 1: %v", err)
+	}
+	c.mu.Lock()
+	open := len(c.heads)
+	c.mu.Unlock()
+	if open != 2 {
+		t.Errorf("%d subscriptions open after the limit was lowered, want both kept", open)
+	}
+}

@@ -94,7 +94,7 @@ func (c *Center) joinRelayLocked(s *sub) {
 // Past the wait the group is settled as serving: the subscriber is told
 // yes, and the relay keeps trying.
 func (c *Center) awaitRelay(ctx context.Context, g *relayGroup) error {
-	t := time.NewTimer(c.opts.RelayStartWait)
+	t := time.NewTimer(c.options().RelayStartWait)
 	defer t.Stop()
 	select {
 	case <-g.ready:

@@ -146,12 +146,7 @@ func (c *cluster) newReplica(t *testing.T, id string, rpcPort, metricsPort int) 
 	r := &replica{id: id, rpc: "127.0.0.1:" + strconv.Itoa(rpcPort),
 		metrics: "127.0.0.1:" + strconv.Itoa(metricsPort),
 		cfgPath: filepath.Join(dir, "venn.yaml"), logPath: filepath.Join(dir, "venn.log")}
-	conf := harness.Config{Listen: r.rpc, MetricsListen: r.metrics, RedisAddr: c.redis.Addr(), ReplicaID: id,
-		Chain: chain, ChainID: chainID, BlockTime: blockTime, Window: window, Extra: "shutdown_timeout: 5s"}
-	for i, n := range c.nodes {
-		conf.Remotes = append(conf.Remotes, harness.Remote{Name: fmt.Sprintf("n%d", i), URL: n.URL(), WSURL: n.WSURL(), Timeout: time.Second})
-	}
-	if err := os.WriteFile(r.cfgPath, []byte(conf.YAML()), 0o600); err != nil {
+	if err := os.WriteFile(r.cfgPath, []byte(c.config(r, c.nodes).YAML()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -162,6 +157,16 @@ func (c *cluster) newReplica(t *testing.T, id string, rpcPort, metricsPort int) 
 		}
 	})
 	return r
+}
+
+// config is r's configuration in front of nodes.
+func (c *cluster) config(r *replica, nodes []*fakenode.Node) harness.Config {
+	conf := harness.Config{Listen: r.rpc, MetricsListen: r.metrics, RedisAddr: c.redis.Addr(), ReplicaID: r.id,
+		Chain: chain, ChainID: chainID, BlockTime: blockTime, Window: window, Extra: "shutdown_timeout: 5s"}
+	for i, n := range nodes {
+		conf.Remotes = append(conf.Remotes, harness.Remote{Name: fmt.Sprintf("n%d", i), URL: n.URL(), WSURL: n.WSURL(), Timeout: time.Second})
+	}
+	return conf
 }
 
 func (r *replica) start(t *testing.T) {

@@ -1,0 +1,72 @@
+package remotes
+
+import (
+	"context"
+	"math/bits"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/internal/fakenode"
+)
+
+// seriesOf counts the series on reg whose labels include all of want.
+func seriesOf(t *testing.T, reg prometheus.Gatherer, want map[string]string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			match := 0
+			for _, l := range m.GetLabel() {
+				if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+					match++
+				}
+			}
+			if match == len(want) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// A removed remote's series are deleted once it has left; a replaced
+// one's stay with the remote of its name; a pool stopped for good drops its own.
+func TestRetiredSeriesDeleted(t *testing.T) {
+	a := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	b := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	reg := prometheus.NewRegistry()
+	cfg := PoolConfig{Chain: "test", ChainID: testChainID, BlockTime: 50 * time.Millisecond, CallDeadline: 5 * time.Second}
+	p := startPool(t, cfg, testConfigs([]string{a.URL(), b.URL()}, nil), NewMetrics(reg))
+	n1 := map[string]string{"chain": "test", "remote": "n1"}
+	waitFor(t, "both remotes' series", func() bool {
+		return seriesOf(t, reg, map[string]string{"remote": "n0"}) > 5 && seriesOf(t, reg, n1) > 5
+	})
+
+	replaced := testConfigs([]string{a.URL()}, func(_ int, c *Config) { c.MaxInFlight = 7 })
+	if _, err := p.Reconfigure(cfg, replaced); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the removed remote's series deleted", func() bool { return seriesOf(t, reg, n1) == 0 })
+	waitFor(t, "the replaced remote gone", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return bits.OnesCount64(p.slots) == 1 // the new n0's: the old one's slot is free
+	})
+	if n := seriesOf(t, reg, map[string]string{"remote": "n0"}); n < 5 {
+		t.Errorf("%d series of n0 after its old self left: the new n0's went with it", n)
+	}
+
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.DropSeries()
+	if n := seriesOf(t, reg, map[string]string{"chain": "test"}); n != 0 {
+		t.Errorf("%d series of the stopped chain left", n)
+	}
+}
