@@ -310,6 +310,12 @@ chains:
 `)
 	s := startApp(t, cfg)
 	base := "http://" + s.metrics.bound.String()
+	// A cordon applies only while another remote is in rotation: wait for
+	// both to be.
+	testkit.WaitFor(t, 10*time.Second, "both remotes in rotation", func() bool {
+		_, body := adminDo(t, "GET", base+"/admin/chains/test", "", "")
+		return strings.Contains(body, `"remotes_in_rotation": 2`)
+	})
 	code, body := adminDo(t, "POST", base+"/admin/chains/test/remotes/n1/cordon", "", `{"for":"1h"}`)
 	if code != http.StatusOK || !strings.Contains(body, `"applied": true`) {
 		t.Fatalf("cordon = %d %s", code, body)
