@@ -28,6 +28,15 @@ type pin struct {
 	hash   string // by hash, and recent keys: lowercase
 }
 
+// pinned is the hash a fetch must pin the call to: a recent key's block
+// (a settled number's answer is the same on every branch).
+func (p pin) pinned() string {
+	if p.recent {
+		return p.hash
+	}
+	return ""
+}
+
 // keyVersion starts every key's digest: a change to the canonical form
 // changes it, so that old entries are never read with a new meaning.
 const keyVersion = "venn/cache/1"
