@@ -282,3 +282,21 @@ func TestServePinsNearHeadFetches(t *testing.T) {
 		}
 	}
 }
+
+// TestServeHitAllocations: a memory hit costs the canonical params'
+// buffer and nothing else (no decoded params, no timeout context).
+func TestServeHitAllocations(t *testing.T) {
+	c, _ := newTestCache(t, testConfig())
+	v := newView(100, nil)
+	get := call("eth_call", `[{"to":"`+testAddr+`","data":"0x70a08231"},"0x5"]`)
+	up := (&upstream{res: `"0x1"`}).fetch // bound once: a method value costs an allocation
+	_, _, _ = c.Serve(context.Background(), get, v, false, up)
+	n := testing.AllocsPerRun(100, func() {
+		if _, _, o := c.Serve(context.Background(), get, v, false, up); o != Hit {
+			t.Fatal(o)
+		}
+	})
+	if n > 1 {
+		t.Errorf("a hit allocates %v times, want at most 1", n)
+	}
+}
