@@ -122,6 +122,9 @@ func (cs *chains) stateOf(c *chain, hist *history) func() admin.ChainState {
 		if r := hist.readiness(); r != nil {
 			st.History = r.State
 		}
+		if c.cache != nil {
+			st.Cache = c.cache.State(context.Background()) // each tier bounded by its own timeout
+		}
 		return st
 	}
 }

@@ -22,6 +22,7 @@ type Cache struct {
 	memory *Memory
 	recent *recentIndex
 	flight singleflight.Group
+	served served
 	cfg    Config
 	log    *slog.Logger
 	m      *Metrics
@@ -126,6 +127,7 @@ func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, f
 		o = Bypass
 		c.count(call.Method, "any", "bypass")
 	} else if e, ok := c.lookup(ctx, k, p, call.Method); ok {
+		c.served.note(Hit)
 		res, err, _ := e.answer()
 		return res, err, Hit
 	}
@@ -142,11 +144,13 @@ func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, f
 	if shared && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
 		res, err := fetch(ctx, p.pinned())
+		c.served.note(o)
 		return res, err, o
 	}
 	if a.hit {
 		o = Hit
 	}
+	c.served.note(o)
 	return a.res, a.err, o
 }
 
@@ -175,6 +179,7 @@ func (c *Cache) lookup(ctx context.Context, k Key, p pin, method string) (Entry,
 			continue
 		}
 		c.count(method, l.name, "hit")
+		l.hits.Add(1)
 		c.fill(ctx, k, p, e, c.tiers[:i])
 		return e, true
 	}

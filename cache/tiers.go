@@ -58,6 +58,7 @@ type layer struct {
 	// inProcess: the tier cannot block (memory), so its operations need no
 	// deadline of their own, whose timer and context a hit would pay for.
 	inProcess bool
+	hits      atomic.Uint64 // lookups this tier answered, for State
 }
 
 func newLayer(l Layer, chain string, log *slog.Logger, m *Metrics) *layer {
