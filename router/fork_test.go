@@ -75,6 +75,10 @@ func TestCacheNeverStoresAMinorityBranch(t *testing.T) {
 			}
 		}
 	}
+	// Per address: the test's own call and the miss; the number was a hit.
+	if n := major.Calls("eth_getBalance"); n != 6 {
+		t.Errorf("the canonical remote answered %d balances, want 6", n)
+	}
 }
 
 // mustRPC is node's own answer to one call.
