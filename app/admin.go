@@ -122,6 +122,9 @@ func (cs *chains) stateOf(c *chain, hist *history) func() admin.ChainState {
 		if r := hist.readiness(); r != nil {
 			st.History = r.State
 		}
+		if k := c.cache.Load(); k != nil {
+			st.Cache = k.c.State(context.Background()) // each tier bounded by its own timeout
+		}
 		return st
 	}
 }

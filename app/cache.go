@@ -111,7 +111,7 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 			t.pool = pool
 		}
 		pg = cache.NewPostgres(t.pool, cc.ChainID, cache.PostgresOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
-			MaxAge: cc.Cache.PostgresRetention, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
+			MaxAge: cc.Cache.PostgresRetention, MaxRows: cc.Cache.PostgresMaxRows, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
 		lower = append(lower, cc.Cache.PostgresLayer(pg))
 	}
 	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m, IsRevert: isRevert})

@@ -29,6 +29,7 @@ func TestCacheConfigNamesTheField(t *testing.T) {
 		{"    cache: {redis: true}\n", "chains[0].cache.redis: requires redis.url"},
 		{"    cache: {postgres: true}\n", "chains[0].cache.postgres: requires postgres.url"},
 		{"    cache: {recent_ttl: -1s}\n", "chains[0].cache.recent_ttl: must be positive"},
+		{"    cache: {postgres_max_rows: -1}\n", "chains[0].cache.postgres_max_rows: must be positive"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(threeRemotes + tt.give))

@@ -74,7 +74,7 @@ func BenchmarkServeHit(b *testing.B) {
 	b.Run("hit", func(b *testing.B) {
 		c := New(testConfig(), Options{Chain: "dev"})
 		defer c.Close()
-		up := func(context.Context) (json.RawMessage, error) { return json.RawMessage(realisticValue(1)), nil }
+		up := func(context.Context, string) (json.RawMessage, error) { return json.RawMessage(realisticValue(1)), nil }
 		_, _, _ = c.Serve(context.Background(), get, v, false, up)
 		b.ReportAllocs()
 		b.ResetTimer()

@@ -22,6 +22,7 @@ type Cache struct {
 	memory *Memory
 	recent *recentIndex
 	flight singleflight.Group
+	served served
 	cfg    Config
 	log    *slog.Logger
 	m      *Metrics
@@ -74,8 +75,13 @@ func (c *Cache) Keeps(method string) bool { return c.policy.caches(method) }
 // owners' to close.
 func (c *Cache) Close() { c.memory.Close() }
 
-// Fetch asks upstream for the call's answer: what the pool accepted.
-type Fetch func(ctx context.Context) (json.RawMessage, error)
+// Fetch asks upstream for the call's answer: what the pool accepted. pinned
+// is the hash of the block a near-head answer is to be stored under (""
+// when the call's own block fixes it): the call must be sent pinned to that
+// block (evm.Call.WithBlockHash), for a remote on another branch answers
+// by number for its own block, and that answer would be stored under the
+// canonical block's hash.
+type Fetch func(ctx context.Context, pinned string) (json.RawMessage, error)
 
 // Outcome is the cache's word on one call, as X-Venn-Cache says it.
 type Outcome uint8
@@ -107,13 +113,13 @@ func (o Outcome) String() string {
 // never the client's error.
 func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, fetch Fetch) (json.RawMessage, error, Outcome) {
 	if !c.policy.caches(call.Method) {
-		res, err := fetch(ctx)
+		res, err := fetch(ctx, "")
 		return res, err, None
 	}
 	k, p, ok := deriveKey(c.chain, call, at)
 	if !ok {
 		c.count(call.Method, "any", "unkeyed")
-		res, err := fetch(ctx)
+		res, err := fetch(ctx, "")
 		return res, err, None
 	}
 	o := Miss
@@ -121,6 +127,7 @@ func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, f
 		o = Bypass
 		c.count(call.Method, "any", "bypass")
 	} else if e, ok := c.lookup(ctx, k, p, call.Method); ok {
+		c.served.note(Hit)
 		res, err, _ := e.answer()
 		return res, err, Hit
 	}
@@ -136,12 +143,14 @@ func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, f
 	a := v.(answer)
 	if shared && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
-		res, err := fetch(ctx)
+		res, err := fetch(ctx, p.pinned())
+		c.served.note(o)
 		return res, err, o
 	}
 	if a.hit {
 		o = Hit
 	}
+	c.served.note(o)
 	return a.res, a.err, o
 }
 
@@ -170,6 +179,7 @@ func (c *Cache) lookup(ctx context.Context, k Key, p pin, method string) (Entry,
 			continue
 		}
 		c.count(method, l.name, "hit")
+		l.hits.Add(1)
 		c.fill(ctx, k, p, e, c.tiers[:i])
 		return e, true
 	}
@@ -213,7 +223,7 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 			return answer{res: res, err: err, hit: true}
 		}
 	}
-	res, err := m.fetch(ctx)
+	res, err := m.fetch(ctx, m.pin.pinned())
 	e, keep := c.policy.entry(m.call.Method, m.pin, res, err)
 	if keep && m.pin.recent {
 		// The block may have been orphaned while upstream answered: an

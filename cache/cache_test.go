@@ -89,7 +89,7 @@ type upstream struct {
 	err   error
 }
 
-func (u *upstream) fetch(context.Context) (json.RawMessage, error) {
+func (u *upstream) fetch(context.Context, string) (json.RawMessage, error) {
 	u.calls.Add(1)
 	if u.err != nil {
 		return nil, u.err
@@ -251,4 +251,52 @@ func mustKey(t *testing.T, c *evm.Call, v View) Key {
 		t.Fatal("no key")
 	}
 	return k
+}
+
+// TestServePinsNearHeadFetches: a near-head answer is stored under its
+// block's hash, so the fetch is told to pin the call to that hash (a remote
+// on another branch must not answer by number for its own block); a
+// settled or by-hash call's own block fixes its answer, and an uncached
+// one is sent as it came.
+func TestServePinsNearHeadFetches(t *testing.T) {
+	c, _ := newTestCache(t, testConfig())
+	v := newView(100, map[uint64]string{0x65: hashA})
+	tests := []struct {
+		method, params, want string
+	}{
+		{"eth_getBalance", `["` + testAddr + `","0x65"]`, hashA},
+		{"eth_getBalance", `["` + testAddr + `","0x10"]`, ""},
+		{"eth_getBalance", `["` + testAddr + `",{"blockHash":"` + hashB + `"}]`, ""},
+		{"eth_getBalance", `["` + testAddr + `","0x66"]`, ""}, // the window knows no hash: not cached
+		{"eth_gasPrice", `[]`, ""},
+	}
+	for _, tt := range tests {
+		got := "unset"
+		_, _, _ = c.Serve(context.Background(), call(tt.method, tt.params), v, false,
+			func(_ context.Context, pinned string) (json.RawMessage, error) {
+				got = pinned
+				return json.RawMessage(`"0x1"`), nil
+			})
+		if got != tt.want {
+			t.Errorf("%s %s: fetch pinned to %q, want %q", tt.method, tt.params, got, tt.want)
+		}
+	}
+}
+
+// TestServeHitAllocations: a memory hit costs the canonical params'
+// buffer and nothing else (no decoded params, no timeout context).
+func TestServeHitAllocations(t *testing.T) {
+	c, _ := newTestCache(t, testConfig())
+	v := newView(100, nil)
+	get := call("eth_call", `[{"to":"`+testAddr+`","data":"0x70a08231"},"0x5"]`)
+	up := (&upstream{res: `"0x1"`}).fetch // bound once: a method value costs an allocation
+	_, _, _ = c.Serve(context.Background(), get, v, false, up)
+	n := testing.AllocsPerRun(100, func() {
+		if _, _, o := c.Serve(context.Background(), get, v, false, up); o != Hit {
+			t.Fatal(o)
+		}
+	})
+	if n > 1 {
+		t.Errorf("a hit allocates %v times, want at most 1", n)
+	}
 }

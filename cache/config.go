@@ -62,6 +62,9 @@ type Config struct {
 	Postgres          bool          `yaml:"postgres"`
 	PostgresMethods   []string      `yaml:"postgres_methods"`
 	PostgresRetention time.Duration `yaml:"postgres_retention"`
+	// PostgresMaxRows bounds the chain's rows in the Postgres tier: past
+	// it, the oldest are pruned.
+	PostgresMaxRows int64 `yaml:"postgres_max_rows"`
 	// SettledTTL is how long Redis keeps a settled answer.
 	SettledTTL time.Duration `yaml:"settled_ttl"`
 	// RecentTTL is how long any tier keeps a near-head answer (keyed by
@@ -118,6 +121,9 @@ func (c Config) WithDefaults(blockTime time.Duration, redis bool) Config {
 	if c.PostgresRetention == 0 {
 		c.PostgresRetention = DefaultPostgresRetention
 	}
+	if c.PostgresMaxRows == 0 {
+		c.PostgresMaxRows = DefaultPostgresMaxRows
+	}
 	if c.ClaimHold == 0 {
 		c.ClaimHold = DefaultClaimHold
 	}
@@ -152,6 +158,9 @@ func (c Config) Validate() error {
 		if d.v <= 0 {
 			add(d.name, "must be positive")
 		}
+	}
+	if c.PostgresMaxRows <= 0 {
+		add("postgres_max_rows", "must be positive")
 	}
 	if c.RecentTTL > c.SettledTTL {
 		add("recent_ttl", "must not exceed settled_ttl")

@@ -28,6 +28,15 @@ type pin struct {
 	hash   string // by hash, and recent keys: lowercase
 }
 
+// pinned is the hash a fetch must pin the call to: a recent key's block
+// (a settled number's answer is the same on every branch).
+func (p pin) pinned() string {
+	if p.recent {
+		return p.hash
+	}
+	return ""
+}
+
 // keyVersion starts every key's digest: a change to the canonical form
 // changes it, so that old entries are never read with a new meaning.
 const keyVersion = "venn/cache/1"
@@ -63,9 +72,9 @@ func deriveKey(chain string, c *evm.Call, v View) (Key, pin, bool) {
 	default:
 		return Key{}, pin{}, false
 	}
-	h := sha256.New()
-	buf := make([]byte, 0, len(keyVersion)+len(chain)+len(c.Method)+len(canon.Params)+80)
-	buf = append(buf, keyVersion...)
+	// On the stack for the params of a typical call.
+	var keyBuf [512]byte
+	buf := append(keyBuf[:0], keyVersion...)
 	buf = append(append(append(buf, 0), chain...), 0)
 	buf = append(append(buf, c.Method...), 0)
 	// A recent number and its block's hash share a key: the same state.
@@ -79,8 +88,5 @@ func deriveKey(chain string, c *evm.Call, v View) (Key, pin, bool) {
 		buf = strconv.AppendUint(append(buf, 'n'), p.number, 10)
 	}
 	buf = append(append(buf, 0), canon.Params...)
-	h.Write(buf)
-	var k Key
-	h.Sum(k[:0])
-	return k, p, true
+	return sha256.Sum256(buf), p, true
 }

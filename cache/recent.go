@@ -112,7 +112,7 @@ func (c *Cache) evict(ctx context.Context, keys []Key) {
 			continue
 		}
 		for _, k := range keys {
-			dctx, cancel := opContext(ctx)
+			dctx, cancel := l.opContext(ctx)
 			err := d.Delete(dctx, k)
 			cancel()
 			if err != nil {

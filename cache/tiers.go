@@ -55,11 +55,16 @@ type layer struct {
 	// one log line each way per outage.
 	down      atomic.Bool
 	evictions *prometheus.CounterVec // by reason, curried
+	// inProcess: the tier cannot block (memory), so its operations need no
+	// deadline of their own, whose timer and context a hit would pay for.
+	inProcess bool
+	hits      atomic.Uint64 // lookups this tier answered, for State
 }
 
 func newLayer(l Layer, chain string, log *slog.Logger, m *Metrics) *layer {
 	name := l.Tier.Name()
-	return &layer{Layer: l, name: name, chain: chain, log: log, m: m,
+	_, inProcess := l.Tier.(*Memory)
+	return &layer{Layer: l, name: name, chain: chain, log: log, m: m, inProcess: inProcess,
 		evictions: m.evictions.MustCurryWith(prometheus.Labels{"chain": chain, "tier": name})}
 }
 
@@ -93,13 +98,17 @@ func (l *layer) ok() {
 
 // opContext bounds one operation of a tier: its own deadline, and not the
 // client's cancellation (a store after the answer was sent still counts).
-func opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+// An in-process tier's operations are not bounded: they cannot block.
+func (l *layer) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.inProcess {
+		return ctx, func() {}
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), tierTimeout)
 }
 
 // get asks one tier; an error is a miss.
 func (l *layer) get(ctx context.Context, k Key) (Entry, bool) {
-	ctx, cancel := opContext(ctx)
+	ctx, cancel := l.opContext(ctx)
 	defer cancel()
 	e, ok, err := l.Tier.Get(ctx, k)
 	if err != nil {
@@ -115,7 +124,7 @@ func (l *layer) set(ctx context.Context, k Key, e Entry) bool {
 	if !l.keeps(e) {
 		return false
 	}
-	ctx, cancel := opContext(ctx)
+	ctx, cancel := l.opContext(ctx)
 	defer cancel()
 	if err := l.Tier.Set(ctx, k, e, l.ttl(e)); err != nil {
 		l.failed("set", err)
@@ -128,7 +137,7 @@ func (l *layer) set(ctx context.Context, k Key, e Entry) bool {
 // claim asks a Claimer tier whether this replica is to ask upstream for
 // k; mine is true too when the tier cannot say.
 func (l *layer) claim(ctx context.Context, c Claimer, k Key, hold time.Duration) bool {
-	cctx, cancel := opContext(ctx)
+	cctx, cancel := l.opContext(ctx)
 	defer cancel()
 	mine, err := c.Claim(cctx, k, hold)
 	if err != nil {

@@ -160,7 +160,7 @@ func TestConcurrentMissesShareOneCall(t *testing.T) {
 			}
 			entered <- struct{}{}
 			res, err, _ := c.Serve(context.Background(), call("eth_getBalance", params), v, false,
-				func(ctx context.Context) (json.RawMessage, error) { return fetch(ctx) })
+				func(ctx context.Context, _ string) (json.RawMessage, error) { return fetch(ctx) })
 			if err != nil || string(res) != `"0x1"` {
 				t.Errorf("%s %v", res, err)
 			}

@@ -316,6 +316,32 @@ func (c *Call) WithBlock(n uint64) (Call, bool) {
 	return p, true
 }
 
+// WithBlockHash returns the call pinned by EIP-1898 to the block with
+// hash (0x and 64 hex digits) that its number resolved to: a remote on
+// another branch lacks that block and answers "header not found" rather
+// than for its own block at the number. A call read by number keeps that
+// number for routing (the pool sends it only to remotes that have
+// reached it); ok is false when the call has no block param to replace.
+func (c *Call) WithBlockHash(hash string) (Call, bool) {
+	if c.BlockAt < 0 || !isHexLen(hash, 64) {
+		return Call{}, false
+	}
+	params, ok := WithParam(c.Params, c.BlockAt, `{"blockHash":"`+hash+`"}`)
+	if !ok {
+		return Call{}, false
+	}
+	if c.Kind != KindOther {
+		return ParseCall(c.Method, params), true
+	}
+	p := *c
+	p.Params = params
+	p.BlockRaw = Param(params, c.BlockAt)
+	if c.Block.Kind != RefNumber || !c.BlockOK {
+		p.Block, p.BlockOK = BlockRef{Kind: RefHash}, true
+	}
+	return p, true
+}
+
 // WithRange returns an eth_getLogs call over [from, to] with c's filter,
 // every other field kept as sent (see the function WithRange).
 func (c *Call) WithRange(from, to uint64) (Call, error) {

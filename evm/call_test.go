@@ -232,3 +232,27 @@ func FuzzParseCallBlock(f *testing.F) {
 		}
 	})
 }
+
+func TestWithBlockHash(t *testing.T) {
+	c := ParseCall("eth_getStorageAt", json.RawMessage(`["0x0000000000000000000000000000000000000001","0x0", "0x20"]`))
+	p, ok := c.WithBlockHash(testHash)
+	if !ok || string(p.Params) != `["0x0000000000000000000000000000000000000001","0x0", {"blockHash":"`+testHash+`"}]` ||
+		p.Block != (BlockRef{Kind: RefNumber, Number: 0x20}) || string(p.BlockRaw) != `{"blockHash":"`+testHash+`"}` {
+		t.Fatalf("pinned %s %+v %s", p.Params, p.Block, p.BlockRaw)
+	}
+	if canon, ok := p.Canonical(); !ok || canon.Block.Kind != RefHash || canon.RequireCanonical {
+		t.Fatalf("pinned call reads %+v %v, want its hash", canon, ok)
+	}
+	r := ParseCall("eth_getBlockReceipts", json.RawMessage(`["0x20"]`))
+	if p, ok = r.WithBlockHash(testHash); !ok || !p.Exact || !p.ByHash() {
+		t.Fatalf("pinned receipts call: %+v", p)
+	}
+	for _, bad := range []string{"", "0x1234", testHash[:len(testHash)-1] + "z"} {
+		if _, ok := c.WithBlockHash(bad); ok {
+			t.Errorf("pinned to %q", bad)
+		}
+	}
+	if cid := ParseCall("eth_chainId", nil); func() bool { _, ok := cid.WithBlockHash(testHash); return ok }() {
+		t.Fatal("a call without a block param was pinned")
+	}
+}

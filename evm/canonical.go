@@ -2,12 +2,10 @@ package evm
 
 import (
 	"bytes"
-	"encoding/json"
-	"math/big"
-	"slices"
-	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
 // Canonical is a call's params in one spelling per meaning, for the
@@ -70,29 +68,40 @@ var (
 // false when they are not a positional array of JSON, when the block param
 // does not read, or when an object has two members whose names differ only
 // in case (geth's decoder folds them onto one field, and which one wins is
-// a question of order that the canonical form does not keep).
+// a question of order that the canonical form does not keep). It reads the
+// params as encoding/json would (a repeated name: the last one; strings
+// unescaped, invalid UTF-8 as U+FFFD) without decoding them into maps: it
+// is on every cache hit's path.
 func (c *Call) Canonical() (Canonical, bool) {
 	var out Canonical
-	if c.BlockAt < 0 {
+	p := c.Params
+	if c.BlockAt < 0 || !validParams(p) {
 		return out, false
 	}
-	dec := json.NewDecoder(bytes.NewReader(c.Params))
-	dec.UseNumber()
-	var params []any
-	if err := dec.Decode(&params); err != nil || dec.More() {
+	i := jsonscan.SkipSpace(p, 0)
+	if p[i] == 'n' {
+		// null: no params, as encoding/json reads it into a slice.
+		return Canonical{Params: []byte("[]")}, true
+	}
+	if p[i] != '[' {
 		return out, false
 	}
 	shapes := argShapes[c.Method]
-	b := append(make([]byte, 0, len(c.Params)), '[')
-	for i, v := range params {
-		if i > 0 {
+	b := append(make([]byte, 0, len(p)), '[')
+	it := jsonscan.Array{Data: p, I: i + 1}
+	for n := 0; ; n++ {
+		v, more := it.Next()
+		if !more {
+			break
+		}
+		if n > 0 {
 			b = append(b, ',')
 		}
 		shape := argJSON
-		if i < len(shapes) {
-			shape = shapes[i]
+		if n < len(shapes) {
+			shape = shapes[n]
 		}
-		if i == c.BlockAt {
+		if n == c.BlockAt {
 			shape = argBlock
 		}
 		var ok bool
@@ -110,107 +119,221 @@ func (c *Call) Canonical() (Canonical, bool) {
 	return out, true
 }
 
-// writeArg appends v in the canonical spelling of its shape.
-func writeArg(b []byte, v any, shape argShape) ([]byte, bool) {
-	switch shape {
-	case argAddress:
-		return writeJSON(b, canonAddress(v))
-	case argSlot:
-		return writeJSON(b, slot(v))
-	case argTx:
-		obj, isObj := v.(map[string]any)
-		if !isObj {
-			return writeJSON(b, v)
-		}
-		tx := make(map[string]any, len(obj))
-		for k, x := range obj {
-			switch {
-			case slices.Contains(txQuantities, k):
-				x = canonQuantity(x)
-			case slices.Contains(txAddresses, k):
-				x = canonAddress(x)
-			case k == "data" || k == "input":
-				x = hexBytes(x)
-			}
-			tx[k] = x
-		}
-		return writeJSON(b, tx)
-	}
-	return writeJSON(b, v)
+// validParams reports whether p is one JSON value and nothing else.
+func validParams(p []byte) bool {
+	i := jsonscan.SkipSpace(p, 0)
+	end, err := jsonscan.ValidValue(p, i, 0)
+	return err == nil && jsonscan.SkipSpace(p, end) == len(p)
 }
 
-// readBlock reads a block param as geth's BlockNumberOrHash does, but for
-// leading zeros in a number (spelling, here): a tag, a number, a hash, or
-// an EIP-1898 object with exactly one of blockNumber and blockHash (names
-// matched regardless of case, as geth's decoder matches them) and no
-// member geth would ignore.
-func readBlock(v any) (ref BlockRef, requireCanonical, ok bool) {
-	switch v := v.(type) {
-	case nil:
+// writeArg appends v (a valid JSON value) in the canonical spelling of its
+// shape.
+func writeArg(b []byte, v []byte, shape argShape) ([]byte, bool) {
+	const depth = 1 // in the params' array
+	switch shape {
+	case argAddress:
+		return writeAddress(b, v, depth)
+	case argSlot:
+		if s, ok := text(v); ok {
+			if d, ok := slotDigits(s); ok {
+				b = append(b, `"0x`...)
+				b = append(b, "0000000000000000000000000000000000000000000000000000000000000000"[:64-len(d)]...)
+				return append(appendLower(b, d), '"'), true
+			}
+		}
+	case argTx:
+		if v[0] == '{' {
+			return writeObject(b, v, true, depth)
+		}
+	}
+	return writeValue(b, v, depth)
+}
+
+// writeTxMember appends the value of a transaction argument's member
+// named key.
+func writeTxMember(b []byte, key, v []byte, depth int) ([]byte, bool) {
+	switch {
+	case isOneOf(key, txQuantities):
+		return writeQuantity(b, v, depth)
+	case isOneOf(key, txAddresses):
+		return writeAddress(b, v, depth)
+	case string(key) == "data" || string(key) == "input":
+		if s, ok := text(v); ok && len(s)%2 == 0 && isHexLen(s, -1) {
+			return append(appendLower(append(b, `"0x`...), s[2:]), '"'), true
+		}
+	}
+	return writeValue(b, v, depth)
+}
+
+func isOneOf(key []byte, names []string) bool {
+	for _, n := range names {
+		if string(key) == n {
+			return true
+		}
+	}
+	return false
+}
+
+// writeAddress spells a 20-byte address in lowercase; anything else as
+// sent.
+func writeAddress(b []byte, v []byte, depth int) ([]byte, bool) {
+	if s, ok := text(v); ok && isHexLen(s, 40) {
+		return append(appendLower(append(b, `"0x`...), s[2:]), '"'), true
+	}
+	return writeValue(b, v, depth)
+}
+
+// maxQuantityDigits is the widest quantity geth reads (hexutil.Big: 256
+// bits), in hex digits.
+const maxQuantityDigits = 64
+
+// writeQuantity spells a hex quantity without leading zeros, in lowercase;
+// anything else as sent.
+func writeQuantity(b []byte, v []byte, depth int) ([]byte, bool) {
+	s, ok := text(v)
+	if !ok || len(s) == 2 || !isHexLen(s, -1) {
+		return writeValue(b, v, depth)
+	}
+	d := s[2:]
+	for len(d) > 1 && d[0] == '0' {
+		d = d[1:]
+	}
+	if len(d) > maxQuantityDigits {
+		return writeValue(b, v, depth)
+	}
+	return append(appendLower(append(b, `"0x`...), d), '"'), true
+}
+
+// slotDigits are a storage slot's hex digits as eth_getStorageAt reads it
+// (geth's decodeStorageKey: an optional 0x, odd lengths padded, at most 32
+// bytes).
+func slotDigits(s []byte) ([]byte, bool) {
+	d := s
+	if len(d) >= 2 && d[0] == '0' && (d[1] == 'x' || d[1] == 'X') {
+		d = d[2:]
+	}
+	for _, c := range d {
+		if unhex(c) > 15 {
+			return nil, false
+		}
+	}
+	return d, len(d) <= 64
+}
+
+// readBlock reads a block param (a valid JSON value) as geth's
+// BlockNumberOrHash does, but for leading zeros in a number (spelling,
+// here): a tag, a number, a hash, or an EIP-1898 object with exactly one
+// of blockNumber and blockHash (names matched regardless of case, as
+// geth's decoder matches them) and no member geth would ignore.
+func readBlock(v []byte) (ref BlockRef, requireCanonical, ok bool) {
+	switch v[0] {
+	case 'n':
 		return BlockRef{Kind: RefNone}, false, true
-	case string:
-		ref, ok := readBlockString(v)
+	case '"':
+		s, _ := text(v)
+		ref, ok := readBlockString(s)
 		return ref, false, ok
-	case map[string]any:
-		var number, hash, rc any
-		var hasNumber, hasHash bool
-		for k, x := range v {
-			switch {
-			case strings.EqualFold(k, "blockNumber"):
-				number, hasNumber = x, true
-			case strings.EqualFold(k, "blockHash"):
-				hash, hasHash = x, true
-			case strings.EqualFold(k, "requireCanonical"):
-				rc = x
-			default:
-				return BlockRef{}, false, false
-			}
-		}
-		if !foldUnique(v) || hasNumber == hasHash {
-			return BlockRef{}, false, false
-		}
-		if hasNumber {
-			s, isStr := number.(string)
-			if ref, ok := readBlockString(s); isStr && ok && ref.Kind != RefHash && rc == nil {
-				return ref, false, true
-			}
-			return BlockRef{}, false, false
-		}
-		s, isStr := hash.(string)
-		req, isBool := rc.(bool)
-		if !isStr || rc != nil && !isBool || !isHexLen(s, 64) {
-			return BlockRef{}, false, false
-		}
-		return BlockRef{Kind: RefHash, Hash: "0x" + strings.ToLower(s[2:])}, req, true
+	case '{':
+		return readBlockObject(v)
 	}
 	return BlockRef{}, false, false
 }
 
+// blockMembers are an EIP-1898 object's member names.
+var blockMembers = [...][]byte{[]byte("blockNumber"), []byte("blockHash"), []byte("requireCanonical")}
+
+// readBlockObject reads an EIP-1898 object; a name repeated exactly is its
+// last value, two spellings of one name (in case) are refused.
+func readBlockObject(v []byte) (BlockRef, bool, bool) {
+	var names, vals [len(blockMembers)][]byte
+	it := jsonscan.Object{Data: v, I: 1}
+	for {
+		rawKey, x, more := it.Next()
+		if !more {
+			break
+		}
+		key, ok := keyText(rawKey)
+		j := 0
+		for j < len(blockMembers) && !bytes.EqualFold(key, blockMembers[j]) {
+			j++
+		}
+		if !ok || j == len(blockMembers) || names[j] != nil && string(names[j]) != string(key) {
+			return BlockRef{}, false, false
+		}
+		names[j], vals[j] = key, x
+	}
+	number, hash, rc := vals[0], vals[1], vals[2]
+	if rc != nil && rc[0] == 'n' {
+		rc = nil // null: absent
+	}
+	if (number != nil) == (hash != nil) {
+		return BlockRef{}, false, false
+	}
+	if number != nil {
+		s, isStr := text(number)
+		if ref, ok := readBlockString(s); isStr && ok && ref.Kind != RefHash && rc == nil {
+			return ref, false, true
+		}
+		return BlockRef{}, false, false
+	}
+	s, isStr := text(hash)
+	if !isStr || rc != nil && rc[0] != 't' && rc[0] != 'f' || !isHexLen(s, 64) {
+		return BlockRef{}, false, false
+	}
+	return BlockRef{Kind: RefHash, Hash: lowerHash(s)}, rc != nil && rc[0] == 't', true
+}
+
 // readBlockString reads a tag, a 32-byte hash or a hex number of at most
 // 64 bits.
-func readBlockString(s string) (BlockRef, bool) {
-	if k, ok := tag([]byte(s)); ok {
+func readBlockString(s []byte) (BlockRef, bool) {
+	if k, ok := tag(s); ok {
 		return BlockRef{Kind: k}, true
 	}
 	if len(s) == HashLen {
 		if !isHexLen(s, 64) {
 			return BlockRef{}, false
 		}
-		return BlockRef{Kind: RefHash, Hash: "0x" + strings.ToLower(s[2:])}, true
+		return BlockRef{Kind: RefHash, Hash: lowerHash(s)}, true
 	}
 	if !isHexLen(s, -1) || len(s) == 2 {
 		return BlockRef{}, false
 	}
-	n, err := strconv.ParseUint(s[2:], 16, 64)
-	if err != nil {
+	d := s[2:]
+	for len(d) > 1 && d[0] == '0' {
+		d = d[1:]
+	}
+	if len(d) > 16 {
 		return BlockRef{}, false
+	}
+	var n uint64
+	for _, c := range d {
+		n = n<<4 | uint64(unhex(c))
 	}
 	return BlockRef{Kind: RefNumber, Number: n}, true
 }
 
+// lowerHash is a hash (0x and 64 hex digits) as BlockRef.Hash holds it.
+func lowerHash(s []byte) string {
+	var h [HashLen]byte
+	copy(h[:2], "0x")
+	appendLower(h[2:2], s[2:])
+	return string(h[:])
+}
+
+// appendLower appends s with its ASCII letters in lowercase.
+func appendLower(b, s []byte) []byte {
+	for _, c := range s {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
 // isHexLen reports whether s is 0x or 0X and n hex digits (n < 0: any
 // number).
-func isHexLen(s string, n int) bool {
+func isHexLen[T string | []byte](s T, n int) bool {
 	if len(s) < 2 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || n >= 0 && len(s) != n+2 {
 		return false
 	}
@@ -218,125 +341,6 @@ func isHexLen(s string, n int) bool {
 		if unhex(s[i]) > 15 {
 			return false
 		}
-	}
-	return true
-}
-
-// canonAddress spells a 20-byte address in lowercase; anything else as sent.
-func canonAddress(v any) any {
-	if s, ok := v.(string); ok && isHexLen(s, 40) {
-		return "0x" + strings.ToLower(s[2:])
-	}
-	return v
-}
-
-// maxQuantityBits is the widest quantity geth reads (hexutil.Big).
-const maxQuantityBits = 256
-
-// canonQuantity spells a hex quantity without leading zeros, in lowercase;
-// anything else as sent.
-func canonQuantity(v any) any {
-	s, ok := v.(string)
-	if !ok || len(s) == 2 || !isHexLen(s, -1) {
-		return v
-	}
-	n, ok := new(big.Int).SetString(s[2:], 16)
-	if !ok || n.BitLen() > maxQuantityBits {
-		return v
-	}
-	return "0x" + n.Text(16)
-}
-
-// hexBytes spells hex bytes in lowercase; anything else as sent.
-func hexBytes(v any) any {
-	if s, ok := v.(string); ok && len(s)%2 == 0 && isHexLen(s, -1) {
-		return "0x" + strings.ToLower(s[2:])
-	}
-	return v
-}
-
-// slot spells a storage slot as eth_getStorageAt reads it (geth's
-// decodeStorageKey: an optional 0x, odd lengths padded, at most 32 bytes)
-// as 32 bytes in lowercase; anything else as sent.
-func slot(v any) any {
-	s, ok := v.(string)
-	if !ok {
-		return v
-	}
-	d := s
-	if len(d) >= 2 && d[0] == '0' && (d[1] == 'x' || d[1] == 'X') {
-		d = d[2:]
-	}
-	if len(d) > 64 || !isHexLen("0x"+d, -1) {
-		return v
-	}
-	return "0x" + strings.Repeat("0", 64-len(d)) + strings.ToLower(d)
-}
-
-// writeJSON appends v (as encoding/json decodes with UseNumber) with
-// object members in name order and no whitespace; ok is false when an
-// object holds two names equal but for case.
-func writeJSON(b []byte, v any) ([]byte, bool) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...), true
-	case bool:
-		return strconv.AppendBool(b, v), true
-	case json.Number:
-		// Kept as sent: 1 and 1.0 are not merged.
-		return append(b, v...), true
-	case string:
-		return strconv.AppendQuote(b, v), true
-	case []any:
-		b = append(b, '[')
-		for i, x := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = writeJSON(b, x); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
-	case map[string]any:
-		if !foldUnique(v) {
-			return b, false
-		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(strconv.AppendQuote(b, k), ':')
-			var ok bool
-			if b, ok = writeJSON(b, v[k]); !ok {
-				return b, false
-			}
-		}
-		return append(b, '}'), true
-	}
-	return b, false
-}
-
-// foldUnique reports whether no two names of obj are equal but for case
-// (strings.EqualFold, which geth's decoder matches field names by).
-func foldUnique(obj map[string]any) bool {
-	if len(obj) < 2 {
-		return true
-	}
-	seen := make(map[string]struct{}, len(obj))
-	for k := range obj {
-		f := foldKey(k)
-		if _, dup := seen[f]; dup {
-			return false
-		}
-		seen[f] = struct{}{}
 	}
 	return true
 }

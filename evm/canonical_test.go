@@ -1,6 +1,8 @@
 package evm
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +33,10 @@ func TestCanonicalSpellings(t *testing.T) {
 			`[{"gas":"0x0100","data":"0xabcd","to":"0x00000000000000000000000000000000000000ab"},"0x5"]`},
 		{"eth_call", `[{"to":"` + canonAddr + `","value":"0x0"},"0x5"]`, `[{"value":"0x00","to":"` + canonAddr + `"},"0x5"]`},
 		{"eth_call", `[{"to":"\u0030x00000000000000000000000000000000000000ab"},"0x5"]`, `[{"to":"` + canonAddr + `"},"0x5"]`},
+		{"eth_call", `[{"\u0074o":"` + canonAddr + `"},"0x5"]`, `[{"to":"` + canonAddr + `"},"0x5"]`},
+		{"eth_call", `[{"to":"` + canonAddr + `","gas":"0x1","gas":"0x2"},"0x5"]`, `[{"gas":"0x2","to":"` + canonAddr + `"},"0x5"]`},
+		{"eth_getCode", `["` + canonAddr + `",{"blockHash":"` + canonBlock + `","requireCanonical":null}]`, `["` + canonAddr + `","` + canonBlock + `"]`},
+		{"eth_getBalance", `["` + canonAddr + `",{"blockNumber":"0x1","blockNumber":"0x10"}]`, `["` + canonAddr + `","0x10"]`},
 	}
 	for _, tt := range tests {
 		a, okA := canonical(t, tt.method, tt.a)
@@ -84,6 +90,9 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"eth_getBalance", `["` + canonAddr + `","0xzz"]`},
 		{"eth_getBalance", `{"address":"` + canonAddr + `"}`},
 		{"eth_gasPrice", `[]`},
+		{"eth_getBalance", `["` + canonAddr + `","0x5"] x`},
+		{"eth_getBalance", `["` + canonAddr + `",{"blockNumber":"0x1","BlockNumber":"0x1"}]`},
+		{"eth_call", `[{"to":"` + canonAddr + `"},"0x5",` + strings.Repeat("[", maxCanonDepth) + strings.Repeat("]", maxCanonDepth) + `]`},
 	}
 	for _, tt := range tests {
 		if c, ok := canonical(t, tt.method, tt.params); ok {
@@ -103,5 +112,14 @@ func TestFoldKey(t *testing.T) {
 	}
 	if foldKey("a") == foldKey("b") {
 		t.Error("a and b fold together")
+	}
+}
+
+// TestCanonicalAllocations: a hit's key costs the canonical params' buffer
+// and nothing per member.
+func TestCanonicalAllocations(t *testing.T) {
+	c := ParseCall("eth_call", json.RawMessage(`[{"to":"`+canonAddr+`","data":"0x70a08231","gas":"0x0100"},"0x5"]`))
+	if n := testing.AllocsPerRun(100, func() { _, _ = c.Canonical() }); n > 1 {
+		t.Errorf("%v allocations, want 1", n)
 	}
 }

@@ -64,8 +64,9 @@ func (rt *Router) caches(c *evm.Call) bool {
 // cache holds it through the miss, and only the calls it keeps pay for one
 // on the heap; every other call stays on its caller's stack.
 func (rt *Router) cachedForward(ctx context.Context, req *jrpc.Request, c evm.Call) (json.RawMessage, error) {
-	return rt.cached(ctx, &c, rt.forwarded.answered, func(ctx context.Context) (json.RawMessage, error) {
-		return rt.forward(ctx, req, &c)
+	return rt.cached(ctx, &c, rt.forwarded.answered, func(ctx context.Context, pinned string) (json.RawMessage, error) {
+		p := pinnedTo(&c, pinned)
+		return rt.forward(ctx, req, &p)
 	})
 }
 
@@ -79,11 +80,25 @@ func (rt *Router) cachedReceipts(ctx context.Context, c evm.Call) (json.RawMessa
 		} else {
 			rt.forwarded.answered(ctx)
 		}
-	}, func(ctx context.Context) (json.RawMessage, error) {
-		res, b, err := rt.forge.BlockReceipts(ctx, &c)
+	}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
+		p := pinnedTo(&c, pinned)
+		res, b, err := rt.forge.BlockReceipts(ctx, &p)
 		built = b
 		return res, err
 	})
+}
+
+// pinnedTo is c sent pinned by EIP-1898 to the block hash its answer is to
+// be stored under (cache.Fetch): a remote on another branch then lacks the
+// block and the pool tries another, where by number it would answer for
+// its own block. The answer is the node's for that block, as by number.
+func pinnedTo(c *evm.Call, hash string) evm.Call {
+	if hash != "" {
+		if p, ok := c.WithBlockHash(hash); ok {
+			return p
+		}
+	}
+	return *c
 }
 
 // cached answers c from the response cache, or by fetch through it;
@@ -93,7 +108,7 @@ func (rt *Router) cached(ctx context.Context, c *evm.Call, answered func(context
 	// of the call's span, as for every call that reaches the remotes.
 	ch := rt.cacheNow()
 	if ch == nil { // a reload took it away since caches said yes
-		res, err := fetch(ctx)
+		res, err := fetch(ctx, "")
 		answered(ctx)
 		return res, err
 	}
