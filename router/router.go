@@ -119,9 +119,9 @@ type Router struct {
 	chainID json.RawMessage
 	head    Head // nil: no head window
 	remotes jrpc.Handler
-	calls   callServer    // remotes, when they take parsed calls; else nil
-	upHead  func() uint64 // the remotes' head; nil when they don't say
-	history History       // nil: no history store
+	calls   callServer               // remotes, when they take parsed calls; else nil
+	upHead  func() uint64            // the remotes' head; nil when they don't say
+	history History                  // nil: no history store
 	cache   atomic.Pointer[cacheRef] // nil: no response cache; a reload swaps it (SetCache)
 	// canonical is the head window's canonical hash of a number; nil
 	// without a window that says.
