@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -110,29 +109,6 @@ func startReplica(t *testing.T, chain, id string, nodes []*fakenode.Node, rdb re
 	return &replica{admin: a, pool: pool, reg: reg, srv: srv}
 }
 
-// do sends an admin request with token ("" none) and returns its status
-// and body.
-func do(t *testing.T, method, url, token, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // outBy reports whether pool has remote out of rotation by a manual
 // cordon.
 func outBy(pool Pool, remote string) bool {
@@ -195,7 +171,7 @@ func TestCordonAcrossReplicas(t *testing.T) {
 	waitSubscribed(t, rdb, chain, int64(len(rs)))
 	url := rs[0].srv.URL + "/admin/chains/" + chain + "/remotes/n1/"
 
-	code, body := do(t, "POST", url+"cordon", testToken, `{"reason":"flaky receipts","for":"10m"}`)
+	code, body := testkit.AdminDo(t, "POST", url+"cordon", testToken, `{"reason":"flaky receipts","for":"10m"}`)
 	if code != http.StatusOK || !strings.Contains(body, `"applied": true`) {
 		t.Fatalf("cordon = %d %s", code, body)
 	}
@@ -219,18 +195,18 @@ func TestCordonAcrossReplicas(t *testing.T) {
 		})
 	}
 
-	if code, body := do(t, "POST", url+"cordon", testToken, `{}`); code != http.StatusOK {
+	if code, body := testkit.AdminDo(t, "POST", url+"cordon", testToken, `{}`); code != http.StatusOK {
 		t.Fatalf("cordon = %d %s", code, body)
 	}
 	testkit.WaitFor(t, time.Second, "n1 cordoned on replica c", func() bool { return outBy(rs[2].pool, "n1") })
 	other := rs[2].srv.URL + "/admin/chains/" + chain + "/remotes/n1/uncordon"
-	if code, body := do(t, "POST", other, testToken, ``); code != http.StatusOK || !strings.Contains(body, `"removed": true`) {
+	if code, body := testkit.AdminDo(t, "POST", other, testToken, ``); code != http.StatusOK || !strings.Contains(body, `"removed": true`) {
 		t.Fatalf("uncordon = %d %s", code, body)
 	}
 	testkit.WaitFor(t, time.Second, "n1 back on replica a", func() bool { return !outBy(rs[0].pool, "n1") })
 
 	testkit.WaitFor(t, 2*time.Second, "every replica listed by b", func() bool {
-		code, body := do(t, "GET", rs[1].srv.URL+"/admin/replicas", testToken, "")
+		code, body := testkit.AdminDo(t, "GET", rs[1].srv.URL+"/admin/replicas", testToken, "")
 		for _, id := range ids {
 			if code != http.StatusOK || !strings.Contains(body, `"`+id+`"`) {
 				return false
@@ -255,17 +231,17 @@ func TestCordonSparesTheLastRemote(t *testing.T) {
 			nodes := []*fakenode.Node{fakenode.Start(t, fakenode.Options{Head: 100}), fakenode.Start(t, fakenode.Options{Head: 100})}
 			r := startReplica(t, chain, "solo", nodes, rdb, &clock{now: time.Now()})
 			url := r.srv.URL + "/admin/chains/" + chain + "/remotes/"
-			if code, body := do(t, "POST", url+"n0/cordon", testToken, `{}`); code != http.StatusOK || !strings.Contains(body, `"applied": true`) {
+			if code, body := testkit.AdminDo(t, "POST", url+"n0/cordon", testToken, `{}`); code != http.StatusOK || !strings.Contains(body, `"applied": true`) {
 				t.Fatalf("cordon n0 = %d %s", code, body)
 			}
-			code, body := do(t, "POST", url+"n1/cordon", testToken, `{}`)
+			code, body := testkit.AdminDo(t, "POST", url+"n1/cordon", testToken, `{}`)
 			if code != http.StatusOK || !strings.Contains(body, `"applied": false`) || !strings.Contains(body, "last remote") {
 				t.Fatalf("cordon n1 = %d %s, want it held back", code, body)
 			}
 			if outBy(r.pool, "n1") || !r.pool.Ready() {
 				t.Fatalf("the last remote was cordoned out: %+v", r.pool.Status())
 			}
-			if code, _ := do(t, "POST", url+"n0/uncordon", testToken, ``); code != http.StatusOK {
+			if code, _ := testkit.AdminDo(t, "POST", url+"n0/uncordon", testToken, ``); code != http.StatusOK {
 				t.Fatal(code)
 			}
 			testkit.WaitFor(t, time.Second, "n1's held cordon applies once n0 is back", func() bool {
@@ -288,7 +264,7 @@ func TestAPIRefusesWithoutToken(t *testing.T) {
 	}
 	for _, rt := range routes {
 		for _, tok := range []string{"", "wrong-token-0123456789", testToken + "x"} {
-			if code, body := do(t, rt.method, r.srv.URL+rt.path, tok, `{}`); code != http.StatusUnauthorized {
+			if code, body := testkit.AdminDo(t, rt.method, r.srv.URL+rt.path, tok, `{}`); code != http.StatusUnauthorized {
 				t.Errorf("%s %s with %q = %d %s, want 401", rt.method, rt.path, tok, code, body)
 			}
 		}
@@ -299,7 +275,7 @@ func TestAPIRefusesWithoutToken(t *testing.T) {
 	if outBy(r.pool, "n0") {
 		t.Error("a refused cordon applied")
 	}
-	if code, _ := do(t, "GET", r.srv.URL+"/admin/status", testToken, ""); code != http.StatusOK {
+	if code, _ := testkit.AdminDo(t, "GET", r.srv.URL+"/admin/status", testToken, ""); code != http.StatusOK {
 		t.Errorf("status with the token = %d", code)
 	}
 }
@@ -310,7 +286,7 @@ func TestReloadAndDrainHooks(t *testing.T) {
 	nodes := []*fakenode.Node{fakenode.Start(t, fakenode.Options{Head: 100})}
 	bare := startReplica(t, "hooks", "solo", nodes, nil, &clock{now: time.Now()})
 	for _, p := range []string{"/admin/reload", "/admin/drain"} {
-		if code, body := do(t, "POST", bare.srv.URL+p, testToken, ""); code != http.StatusNotImplemented {
+		if code, body := testkit.AdminDo(t, "POST", bare.srv.URL+p, testToken, ""); code != http.StatusNotImplemented {
 			t.Errorf("%s without a hook = %d %s, want 501", p, code, body)
 		}
 	}
@@ -321,14 +297,14 @@ func TestReloadAndDrainHooks(t *testing.T) {
 		}
 		o.Drain = func(context.Context) DrainReport { return DrainReport{Draining: true, Released: []string{"hooks"}} }
 	})
-	if code, body := do(t, "POST", r.srv.URL+"/admin/reload", testToken, ""); code != http.StatusUnprocessableEntity || !strings.Contains(body, "chains[0].name") {
+	if code, body := testkit.AdminDo(t, "POST", r.srv.URL+"/admin/reload", testToken, ""); code != http.StatusUnprocessableEntity || !strings.Contains(body, "chains[0].name") {
 		t.Errorf("invalid reload = %d %s, want 422 with the problems", code, body)
 	}
 	applied.Store(true)
-	if code, _ := do(t, "POST", r.srv.URL+"/admin/reload", testToken, ""); code != http.StatusOK {
+	if code, _ := testkit.AdminDo(t, "POST", r.srv.URL+"/admin/reload", testToken, ""); code != http.StatusOK {
 		t.Errorf("reload = %d", code)
 	}
-	if code, body := do(t, "POST", r.srv.URL+"/admin/drain", testToken, ""); code != http.StatusOK || !strings.Contains(body, `"hooks"`) {
+	if code, body := testkit.AdminDo(t, "POST", r.srv.URL+"/admin/drain", testToken, ""); code != http.StatusOK || !strings.Contains(body, `"hooks"`) {
 		t.Errorf("drain = %d %s", code, body)
 	}
 	if !r.admin.Draining() || bare.admin.Draining() {
@@ -364,7 +340,7 @@ func TestCordonRequests(t *testing.T) {
 		{"reqs/remotes/n0/uncordon", ``, http.StatusOK},
 	}
 	for _, tt := range tests {
-		if code, body := do(t, "POST", base+tt.path, testToken, tt.body); code != tt.want {
+		if code, body := testkit.AdminDo(t, "POST", base+tt.path, testToken, tt.body); code != tt.want {
 			t.Errorf("POST %s %s = %d %s, want %d", tt.path, tt.body, code, body, tt.want)
 		}
 	}
@@ -375,7 +351,7 @@ func TestCordonRequests(t *testing.T) {
 func TestSetChains(t *testing.T) {
 	nodes := []*fakenode.Node{fakenode.Start(t, fakenode.Options{Head: 100}), fakenode.Start(t, fakenode.Options{Head: 100})}
 	r := startReplica(t, "reload", "solo", nodes, nil, &clock{now: time.Now()})
-	if code, body := do(t, "POST", r.srv.URL+"/admin/chains/reload/remotes/n1/cordon", testToken, `{}`); code != http.StatusOK {
+	if code, body := testkit.AdminDo(t, "POST", r.srv.URL+"/admin/chains/reload/remotes/n1/cordon", testToken, `{}`); code != http.StatusOK {
 		t.Fatalf("cordon = %d %s", code, body)
 	}
 	fresh := startPool(t, "reload", nodes, prometheus.NewRegistry())
@@ -383,7 +359,7 @@ func TestSetChains(t *testing.T) {
 	if !outBy(fresh, "n1") {
 		t.Fatalf("the new pool lacks the cordon: %+v", fresh.Status())
 	}
-	if _, body := do(t, "GET", r.srv.URL+"/admin/chains/reload", testToken, ""); !strings.Contains(body, `"cordoned"`) {
+	if _, body := testkit.AdminDo(t, "GET", r.srv.URL+"/admin/chains/reload", testToken, ""); !strings.Contains(body, `"cordoned"`) {
 		t.Errorf("the chain view is not the new pool's: %s", body)
 	}
 }

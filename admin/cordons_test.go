@@ -124,7 +124,7 @@ func TestCordonReachesAnAddedChain(t *testing.T) {
 		r.admin.SetChains(context.Background(), []Chain{{Name: first, Pool: r.pool}, {Name: added, Pool: p}})
 	}
 	waitSubscribed(t, rdb, added, 2)
-	if code, body := do(t, "POST", a.srv.URL+"/admin/chains/"+added+"/remotes/n1/cordon", testToken, `{}`); code != http.StatusOK {
+	if code, body := testkit.AdminDo(t, "POST", a.srv.URL+"/admin/chains/"+added+"/remotes/n1/cordon", testToken, `{}`); code != http.StatusOK {
 		t.Fatalf("cordon = %d %s", code, body)
 	}
 	testkit.WaitFor(t, time.Second, "n1 cordoned on b's added chain", func() bool { return outBy(pools[1], "n1") })

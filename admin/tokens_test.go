@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // TestSetTokens: a reload's tokens take effect at once, for the API and
@@ -28,10 +29,10 @@ func TestSetTokens(t *testing.T) {
 	if !r.admin.SetTokens([]Token{{Name: "bob", Token: rotated}}) {
 		t.Fatal("SetTokens refused a rotation")
 	}
-	if code, _ := do(t, "GET", r.srv.URL+"/admin/status", testToken, ""); code != http.StatusUnauthorized {
+	if code, _ := testkit.AdminDo(t, "GET", r.srv.URL+"/admin/status", testToken, ""); code != http.StatusUnauthorized {
 		t.Errorf("the removed token = %d, want 401", code)
 	}
-	if code, _ := do(t, "GET", r.srv.URL+"/admin/status", rotated, ""); code != http.StatusOK {
+	if code, _ := testkit.AdminDo(t, "GET", r.srv.URL+"/admin/status", rotated, ""); code != http.StatusOK {
 		t.Errorf("the new token = %d, want 200", code)
 	}
 	if code, body := pageGet(t, c, r.srv.URL+"/status"); code != http.StatusUnauthorized || !strings.Contains(body, `name="token"`) {
@@ -40,7 +41,7 @@ func TestSetTokens(t *testing.T) {
 	if r.admin.SetTokens(nil) {
 		t.Error("SetTokens took the API to no tokens")
 	}
-	if code, _ := do(t, "GET", r.srv.URL+"/admin/status", "", ""); code != http.StatusUnauthorized {
+	if code, _ := testkit.AdminDo(t, "GET", r.srv.URL+"/admin/status", "", ""); code != http.StatusUnauthorized {
 		t.Errorf("without a token after a refused SetTokens(nil) = %d, want 401", code)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // TestAdminChainCache: a chain's admin state carries its cache's: the
@@ -13,7 +14,7 @@ import (
 func TestAdminChainCache(t *testing.T) {
 	node := fakenode.Start(t, fakenode.Options{})
 	a := startAdminApp(t, adminConfig(t, node, ""))
-	code, body := adminDo(t, http.MethodGet, a.admin+"/admin/chains/test", adminToken, "")
+	code, body := testkit.AdminDo(t, http.MethodGet, a.admin+"/admin/chains/test", adminToken, "")
 	if code != http.StatusOK {
 		t.Fatalf("status %d: %s", code, body)
 	}

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -77,49 +76,28 @@ func startAdminApp(t *testing.T, cfg *Config) *adminApp {
 	return &adminApp{admin: "http://" + as.svc.bound.String(), metrics: "http://" + s.metrics.bound.String(), logs: logs}
 }
 
-func adminDo(t *testing.T, method, url, token, body string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // TestAdminNeverShowsASecret reads every admin endpoint, acts, and reads
 // /readyz, /metrics and the logs: no secret of the config is in any.
 func TestAdminNeverShowsASecret(t *testing.T) {
 	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
 	a := startAdminApp(t, adminConfig(t, node, ""))
 	testkit.WaitFor(t, 5*time.Second, "the down remote's last error", func() bool {
-		_, body := adminDo(t, "GET", a.admin+"/admin/chains/test", adminToken, "")
+		_, body := testkit.AdminDo(t, "GET", a.admin+"/admin/chains/test", adminToken, "")
 		return strings.Contains(body, `"last_error"`)
 	})
 	bodies := map[string]string{}
 	for _, p := range []string{"/admin/status", "/admin/chains", "/admin/chains/test", "/admin/replicas", "/admin/config"} {
-		code, body := adminDo(t, "GET", a.admin+p, adminToken, "")
+		code, body := testkit.AdminDo(t, "GET", a.admin+p, adminToken, "")
 		if code != http.StatusOK {
 			t.Errorf("GET %s = %d %s", p, code, body)
 		}
-		if code, _ := adminDo(t, "GET", a.admin+p, "", ""); code != http.StatusUnauthorized {
+		if code, _ := testkit.AdminDo(t, "GET", a.admin+p, "", ""); code != http.StatusUnauthorized {
 			t.Errorf("GET %s without the token = %d, want 401", p, code)
 		}
 		bodies[p] = body
 	}
-	_, bodies["cordon"] = adminDo(t, "POST", a.admin+"/admin/chains/test/remotes/down/cordon", adminToken, `{"reason":"test"}`)
-	_, bodies["uncordon"] = adminDo(t, "POST", a.admin+"/admin/chains/test/remotes/down/uncordon", adminToken, ``)
+	_, bodies["cordon"] = testkit.AdminDo(t, "POST", a.admin+"/admin/chains/test/remotes/down/cordon", adminToken, `{"reason":"test"}`)
+	_, bodies["uncordon"] = testkit.AdminDo(t, "POST", a.admin+"/admin/chains/test/remotes/down/uncordon", adminToken, ``)
 	for k, v := range statusPages(t, a.admin) {
 		bodies[k] = v
 	}
@@ -245,7 +223,7 @@ chains:
 	testkit.WaitFor(t, 5*time.Second, "a leads", func() bool { return leader() == ids[0] })
 	b := startAdminApp(t, conf(ids[1]))
 
-	code, body := adminDo(t, "POST", a.admin+"/admin/drain", "", "")
+	code, body := testkit.AdminDo(t, "POST", a.admin+"/admin/drain", "", "")
 	if code != http.StatusOK || !strings.Contains(body, `"released": [`+"\n"+`    "`+chain+`"`) {
 		t.Fatalf("drain = %d %s", code, body)
 	}
@@ -257,7 +235,7 @@ chains:
 	if code, body := get(t, http.DefaultClient, b.metrics+"/readyz"); code != http.StatusOK {
 		t.Errorf("b's readyz = %d %s", code, body)
 	}
-	_, body = adminDo(t, "GET", b.admin+"/admin/chains/"+chain, "", "")
+	_, body = testkit.AdminDo(t, "GET", b.admin+"/admin/chains/"+chain, "", "")
 	if !strings.Contains(body, `"replica": "`+ids[1]+`"`) || !strings.Contains(body, `"leading": true`) {
 		t.Errorf("b's chain view: %s", body)
 	}
@@ -313,14 +291,14 @@ chains:
 	// A cordon applies only while another remote is in rotation: wait for
 	// both to be.
 	testkit.WaitFor(t, 10*time.Second, "both remotes in rotation", func() bool {
-		_, body := adminDo(t, "GET", base+"/admin/chains/test", "", "")
+		_, body := testkit.AdminDo(t, "GET", base+"/admin/chains/test", "", "")
 		return strings.Contains(body, `"remotes_in_rotation": 2`)
 	})
-	code, body := adminDo(t, "POST", base+"/admin/chains/test/remotes/n1/cordon", "", `{"for":"1h"}`)
+	code, body := testkit.AdminDo(t, "POST", base+"/admin/chains/test/remotes/n1/cordon", "", `{"for":"1h"}`)
 	if code != http.StatusOK || !strings.Contains(body, `"applied": true`) {
 		t.Fatalf("cordon = %d %s", code, body)
 	}
-	if code, body := adminDo(t, "GET", base+"/admin/chains/test", "", ""); code != http.StatusOK || !strings.Contains(body, `"code": "cordoned"`) {
+	if code, body := testkit.AdminDo(t, "GET", base+"/admin/chains/test", "", ""); code != http.StatusOK || !strings.Contains(body, `"code": "cordoned"`) {
 		t.Errorf("chain = %d %s", code, body)
 	}
 	if _, body := get(t, http.DefaultClient, base+"/metrics"); !strings.Contains(body, `venn_remote_cordoned{chain="test",remote="n1"} 1`) ||

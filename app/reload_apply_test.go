@@ -85,10 +85,10 @@ func TestReloadAdminSettings(t *testing.T) {
 	if !rep.Applied || !slices.Equal(rep.RestartRequired, []string{"admin_listen"}) {
 		t.Fatalf("report %+v", rep)
 	}
-	if code, _ := adminDo(t, "GET", base+"/admin/status", adminToken, ""); code != 401 {
+	if code, _ := testkit.AdminDo(t, "GET", base+"/admin/status", adminToken, ""); code != 401 {
 		t.Errorf("the rotated-out token = %d, want 401", code)
 	}
-	if code, _ := adminDo(t, "GET", base+"/admin/status", rotated, ""); code != 200 {
+	if code, _ := testkit.AdminDo(t, "GET", base+"/admin/status", rotated, ""); code != 200 {
 		t.Errorf("the new token = %d, want 200", code)
 	}
 	rep = app.reload(t, "admin: {on_metrics_listen: true}\n"+y)

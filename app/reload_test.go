@@ -394,18 +394,18 @@ func TestAdminReload(t *testing.T) {
 	y = strings.Replace(y, "metrics_listen: 127.0.0.1:0\n", "metrics_listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n", 1)
 	app := startReloadApp(t, y)
 	base := "http://" + app.admin.svc.bound.String()
-	if code, body := adminDo(t, http.MethodGet, base+"/admin/chains", "", ""); code != http.StatusOK || strings.Contains(body, `"third"`) {
+	if code, body := testkit.AdminDo(t, http.MethodGet, base+"/admin/chains", "", ""); code != http.StatusOK || strings.Contains(body, `"third"`) {
 		t.Fatalf("before: %d %s", code, body)
 	}
 	app.write(t, y+"  - name: third\n    chain_id: 10\n    remotes:\n      - "+remoteYAML("o", o)+"\n")
-	code, body := adminDo(t, http.MethodPost, base+"/admin/reload", "", "")
+	code, body := testkit.AdminDo(t, http.MethodPost, base+"/admin/reload", "", "")
 	if code != http.StatusOK || !strings.Contains(body, "chain third added") {
 		t.Fatalf("POST /admin/reload: %d %s", code, body)
 	}
-	if code, body := adminDo(t, http.MethodGet, base+"/admin/chains", "", ""); code != http.StatusOK || !strings.Contains(body, `"third"`) {
+	if code, body := testkit.AdminDo(t, http.MethodGet, base+"/admin/chains", "", ""); code != http.StatusOK || !strings.Contains(body, `"third"`) {
 		t.Errorf("the admin API's chains after the reload: %d %s", code, body)
 	}
-	if _, body := adminDo(t, http.MethodGet, base+"/admin/config", "", ""); !strings.Contains(body, `"third"`) {
+	if _, body := testkit.AdminDo(t, http.MethodGet, base+"/admin/config", "", ""); !strings.Contains(body, `"third"`) {
 		t.Errorf("the admin API's config after the reload: %s", body)
 	}
 }
