@@ -57,13 +57,6 @@ func (x *recentIndex) orphans(v View) []Key {
 	return out
 }
 
-// size is how many blocks the index holds.
-func (x *recentIndex) size() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return len(x.blocks)
-}
-
 // Window is the head window as the cache follows it: its changes (a new
 // head, a reorg) and what is canonical after them.
 type Window interface {

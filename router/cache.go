@@ -54,17 +54,20 @@ func (rt *Router) cacheNow() Cache {
 	return nil
 }
 
-// caches reports whether the response cache keeps c's method.
-func (rt *Router) caches(c *evm.Call) bool {
-	ch := rt.cacheNow()
-	return ch != nil && ch.Keeps(c.Method)
+// cacheFor is the response cache when it keeps c's method; nil: none.
+// The one load of the swapped pointer serves the whole call.
+func (rt *Router) cacheFor(c *evm.Call) Cache {
+	if ch := rt.cacheNow(); ch != nil && ch.Keeps(c.Method) {
+		return ch
+	}
+	return nil
 }
 
 // cachedForward is forward through the response cache. c is a copy: the
 // cache holds it through the miss, and only the calls it keeps pay for one
 // on the heap; every other call stays on its caller's stack.
-func (rt *Router) cachedForward(ctx context.Context, req *jrpc.Request, c evm.Call) (json.RawMessage, error) {
-	return rt.cached(ctx, &c, rt.forwarded.answered, func(ctx context.Context, pinned string) (json.RawMessage, error) {
+func (rt *Router) cachedForward(ctx context.Context, ch Cache, req *jrpc.Request, c evm.Call) (json.RawMessage, error) {
+	return rt.cached(ctx, ch, &c, rt.forwarded.answered, func(ctx context.Context, pinned string) (json.RawMessage, error) {
 		p := pinnedTo(&c, pinned)
 		return rt.forward(ctx, req, &p)
 	})
@@ -72,9 +75,9 @@ func (rt *Router) cachedForward(ctx context.Context, req *jrpc.Request, c evm.Ca
 
 // cachedReceipts is the forger's eth_getBlockReceipts through the response
 // cache; c is a copy, as in cachedForward.
-func (rt *Router) cachedReceipts(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+func (rt *Router) cachedReceipts(ctx context.Context, ch Cache, c evm.Call) (json.RawMessage, error) {
 	var built bool
-	return rt.cached(ctx, &c, func(ctx context.Context) {
+	return rt.cached(ctx, ch, &c, func(ctx context.Context) {
 		if built {
 			rt.forged.answered(ctx)
 		} else {
@@ -101,17 +104,11 @@ func pinnedTo(c *evm.Call, hash string) evm.Call {
 	return *c
 }
 
-// cached answers c from the response cache, or by fetch through it;
+// cached answers c from the response cache ch, or by fetch through it;
 // answered notes the source of a fetched answer (remotes, forger).
-func (rt *Router) cached(ctx context.Context, c *evm.Call, answered func(context.Context), fetch cache.Fetch) (json.RawMessage, error) {
+func (rt *Router) cached(ctx context.Context, ch Cache, c *evm.Call, answered func(context.Context), fetch cache.Fetch) (json.RawMessage, error) {
 	// The lookup's span covers a miss's fetch too; the sends stay children
 	// of the call's span, as for every call that reaches the remotes.
-	ch := rt.cacheNow()
-	if ch == nil { // a reload took it away since caches said yes
-		res, err := fetch(ctx, "")
-		answered(ctx)
-		return res, err
-	}
 	_, sp := rt.lookup(ctx, spanCache)
 	res, err, o := ch.Serve(ctx, c, cacheView{rt}, jrpc.SkipCache(ctx), fetch)
 	endLookup(sp, o == cache.Hit)

@@ -338,9 +338,13 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 		}
 		missed = m
 	}
+	var ch Cache
+	if c.Kind == evm.KindBlockReceipts {
+		ch = rt.cacheFor(c)
+	}
 	switch {
-	case c.Kind == evm.KindBlockReceipts && rt.caches(c):
-		res, err = rt.cachedReceipts(ctx, *c)
+	case ch != nil:
+		res, err = rt.cachedReceipts(ctx, ch, *c)
 	case c.Kind == evm.KindBlockReceipts:
 		var built bool
 		fctx, sp := rt.lookup(ctx, spanForger)

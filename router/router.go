@@ -247,8 +247,8 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 		res json.RawMessage
 		err error
 	)
-	if rt.caches(&c) {
-		res, err = rt.cachedForward(ctx, req, c)
+	if ch := rt.cacheFor(&c); ch != nil {
+		res, err = rt.cachedForward(ctx, ch, req, c)
 	} else {
 		rt.forwarded.answered(ctx)
 		res, err = rt.forward(ctx, req, &c)

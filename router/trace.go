@@ -23,8 +23,8 @@ const (
 
 // Lookup spans: children of the client call's span for the sources venn
 // answers from itself. The remotes' own spans are their sends
-// (remotes/trace.go). The response cache, when it sits between history
-// and the remotes, takes its span with rt.lookup(ctx, sourceCache).
+// (remotes/trace.go). The response cache's, between history and the
+// remotes, is spanCache (cache.go).
 const (
 	spanHead    = "venn.head"
 	spanHistory = "venn.history"
