@@ -100,12 +100,13 @@ func newHedger(cfg HedgeConfig, chain string, m *Metrics) *hedger {
 // hedgeGroup is the group that hedges method on this route, or nil; a
 // hedgeable call also earns the budget its share.
 func (p *Pool) hedgeGroup(method string, rt route) *HedgeGroup {
-	if p.hedger() == nil || rt.once || rt.only != nil || rt.verify != nil || !rt.hedgeable(method) {
+	h := p.hedger() // one load: a reload may swap it
+	if h == nil || rt.once || rt.only != nil || rt.verify != nil || !rt.hedgeable(method) {
 		return nil
 	}
-	for i := range p.hedger().groups {
-		if g := &p.hedger().groups[i]; evm.MatchMethod(g.Methods, method) {
-			p.hedger().budget.deposit()
+	for i := range h.groups {
+		if g := &h.groups[i]; evm.MatchMethod(g.Methods, method) {
+			h.budget.deposit()
 			return g
 		}
 	}
@@ -177,7 +178,8 @@ func (a *attempt) hedged(ctx context.Context, g *HedgeGroup) (json.RawMessage, e
 // hands back when it ends.
 type hedgeRace struct {
 	p       *Pool
-	jg      judge // the call's
+	h       *hedger // its budget and counters
+	jg      judge   // the call's
 	params  json.RawMessage
 	rt      route // where hedges may go: the call's route minus the fallback tier
 	ctx     context.Context
@@ -205,11 +207,12 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 	p := a.p
 	k := min(g.Max-a.hedges, p.conf().MaxAttempts-a.n)
 	delay, ok := hedgeDelay(g, r)
-	if !ok || k <= 0 {
+	h := p.hedger() // the race's, throughout: a reload may swap it, or turn hedging off
+	if !ok || k <= 0 || h == nil {
 		a.take(ctx, a.call(ctx, r, idx, false))
 		return
 	}
-	rc := &hedgeRace{p: p, jg: a.judge(), params: a.params, rt: a.rt,
+	rc := &hedgeRace{p: p, h: h, jg: a.judge(), params: a.params, rt: a.rt,
 		results: make(chan raceResult, k), tried: a.tried, n: a.n}
 	accept := a.rt.accept
 	rc.rt.accept = func(c *Remote) bool {
@@ -244,10 +247,10 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 	rc.mu.Unlock()
 	a.hedges += launched
 	if won {
-		p.hedger().won.Inc()
+		h.won.Inc()
 		launched--
 	}
-	p.hedger().lost.Add(float64(launched))
+	h.lost.Add(float64(launched))
 	a.take(ctx, win)
 	for _, j := range rest {
 		if a.stop {
@@ -292,13 +295,13 @@ func (rc *hedgeRace) fire() {
 		r, idx := p.pick(rc.jg.method, rc.rt, rc.tried)
 		if r == nil {
 			rc.mu.Unlock()
-			p.hedger().skippedNoRemote.Inc()
+			rc.h.skippedNoRemote.Inc()
 			rc.results <- raceResult{}
 			return
 		}
-		if !p.hedger().budget.take() {
+		if !rc.h.budget.take() {
 			rc.mu.Unlock()
-			p.hedger().skippedBudget.Inc()
+			rc.h.skippedBudget.Inc()
 			rc.results <- raceResult{}
 			return
 		}
@@ -314,7 +317,7 @@ func (rc *hedgeRace) fire() {
 		if j.mean == meanLocal {
 			// Nothing went out: the token goes back and another remote may
 			// take the hedge.
-			p.hedger().budget.refund()
+			rc.h.budget.refund()
 			rc.mu.Lock()
 			rc.n--
 			rc.launched--
