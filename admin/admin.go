@@ -57,7 +57,7 @@ type Admin struct {
 	tokens  atomic.Pointer[[]token] // Config.Tokens, then SetTokens's
 
 	chainsMu sync.RWMutex
-	chains   []Chain // opts.Chains, then SetChains's
+	chains   []Chain // opts.Chains, then Reloaded's
 	// effective is the running config a reload applied; nil: opts.Effective.
 	effective atomic.Pointer[any]
 	draining  atomic.Bool
@@ -116,15 +116,10 @@ func (a *Admin) Stop(ctx context.Context) error {
 	}
 }
 
-// SetChains replaces the chains admin reads and acts on: a hot reload that
-// added, removed or rebuilt chains or pools. The new pools get the stored
-// cordons at once, and hear of later changes by message like the others.
-func (a *Admin) SetChains(ctx context.Context, cs []Chain) {
-	a.setChains(ctx, cs)
-}
-
-// Reloaded takes what a hot reload applied: the chains served now and the
-// running config GET /admin/config shows.
+// Reloaded takes what a hot reload applied: the chains served now (added,
+// removed or rebuilt chains and pools) and the running config GET
+// /admin/config shows. New pools get the stored cordons at once, and hear
+// of later changes by message like the others.
 func (a *Admin) Reloaded(ctx context.Context, cs []Chain, effective any) {
 	a.effective.Store(&effective)
 	a.setChains(ctx, cs)

@@ -355,7 +355,7 @@ func TestSetChains(t *testing.T) {
 		t.Fatalf("cordon = %d %s", code, body)
 	}
 	fresh := startPool(t, "reload", nodes, prometheus.NewRegistry())
-	r.admin.SetChains(context.Background(), []Chain{{Name: "reload", Path: "/reload", Pool: fresh}})
+	r.admin.setChains(context.Background(), []Chain{{Name: "reload", Path: "/reload", Pool: fresh}})
 	if !outBy(fresh, "n1") {
 		t.Fatalf("the new pool lacks the cordon: %+v", fresh.Status())
 	}

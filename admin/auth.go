@@ -90,9 +90,9 @@ func (a *Admin) authenticate(action func(*http.Request) string, next http.Handle
 			next.ServeHTTP(w, withCaller(r, loopbackCaller))
 			return
 		}
-		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		name := a.tokenName(got)
-		if name == "" || !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		if name == "" || !bearer {
 			if act := action(r); act != "" {
 				a.m.actions.WithLabelValues(act, outcomeUnauthorized).Inc()
 			}

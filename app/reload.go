@@ -152,9 +152,8 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 func (r *Reloader) applyProcess(next *Config, rep *ReloadReport) {
 	cur := r.applied
 	if next.Log.Level != cur.Log.Level {
-		var l slog.Level
-		_ = l.UnmarshalText([]byte(next.Log.Level)) // validated
-		r.level.Set(l)
+		lv, _ := newLogLevel(next) // validated
+		r.level.Set(lv.Level())
 		rep.change("log.level: %s → %s", cur.Log.Level, next.Log.Level)
 	}
 	if !reflect.DeepEqual(cur.Limits, next.Limits) {

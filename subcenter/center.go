@@ -241,7 +241,8 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 		case len(args) > 2:
 			return nil, invalidParams("too many arguments, want at most 2")
 		}
-		f, err := parseLogFilter(args[1], filterLimits{addresses: c.options().MaxAddresses, topics: c.options().MaxTopics})
+		o := c.options() // one load: a reload may swap them
+		f, err := parseLogFilter(args[1], filterLimits{addresses: o.MaxAddresses, topics: o.MaxTopics})
 		var le *limitError
 		switch {
 		case errors.As(err, &le):
