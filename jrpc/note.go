@@ -105,17 +105,6 @@ func (n *Note) addRemote(name string) {
 	}
 }
 
-// Branch returns ctx for a goroutine that serves part of ctx's call while
-// others do too: what it notes goes to b, which the call's goroutine
-// merges (Merge) once the goroutine is done. Without a note on ctx it is
-// ctx.
-func Branch(ctx context.Context, b *Note) context.Context {
-	if NoteOf(ctx) == nil {
-		return ctx
-	}
-	return withNote(ctx, b)
-}
-
 // Branches are the notes of n parts of one call served on goroutines of
 // their own: part i serves under Context(ctx, i), and once every part is
 // done the call's goroutine calls Merge. nil (free) when the call has no

@@ -73,7 +73,7 @@ func TestNoteNilSafe(t *testing.T) {
 	if n != nil {
 		t.Fatal("a bare context has a note")
 	}
-	if ctx := context.Background(); Branch(ctx, &Note{}) != ctx {
+	if ctx := context.Background(); NewBranches(ctx, 2).Context(ctx, 1) != ctx {
 		t.Fatal("a branch of a call without a note has one")
 	}
 }
@@ -84,13 +84,11 @@ func TestNoteUpstream(t *testing.T) {
 	var n Note
 	ctx := withNote(context.Background(), &n)
 	NoteOf(ctx).Upstream("", 2) // a too-large answer, then a split
-	var parts [3]Note
+	parts := NewBranches(ctx, 3)
 	for i, name := range []string{"b", "a", "b"} {
-		NoteOf(Branch(ctx, &parts[i])).Upstream(name, 1)
+		NoteOf(parts.Context(ctx, i)).Upstream(name, 1)
 	}
-	for i := range parts {
-		n.Merge(&parts[i])
-	}
+	parts.Merge(ctx)
 	n.Merge(&Note{Remote: "a,c", Attempts: 2})
 	if n.Remote != "b,a,c" || n.Attempts != 7 {
 		t.Fatalf("note %+v, want remotes b,a,c and 7 attempts", n)
