@@ -2,17 +2,15 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
+	"github.com/venn-gateway/venn/stalker"
 )
 
 // Redis start limits.
@@ -116,25 +114,14 @@ func (r *Redis) Close() {
 	_ = r.Client.Close()
 }
 
-// Leader reads chain's leader lease ("replicaID:epoch"): the replica holding it and its
-// fencing epoch; "" when nobody holds it.
+// Leader reads chain's leader lease (stalker.ReadLeader): the replica
+// holding it and its fencing epoch; "" when nobody holds it.
 func (r *Redis) Leader(ctx context.Context, chain string) (string, uint64, error) {
-	v, err := r.Client.Get(ctx, keyspace.For(chain).Lease).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", 0, nil
+	l, ok, err := stalker.ReadLeader(ctx, r.Client, chain)
+	if err != nil || !ok {
+		return "", 0, err
 	}
-	if err != nil {
-		return "", 0, fmt.Errorf("read the lease: %w", err)
-	}
-	i := strings.LastIndexByte(v, ':')
-	if i < 0 {
-		return "", 0, fmt.Errorf("lease %q is not replicaID:epoch", v)
-	}
-	epoch, err := strconv.ParseUint(v[i+1:], 10, 64)
-	if err != nil {
-		return "", 0, fmt.Errorf("lease %q: epoch: %w", v, err)
-	}
-	return v[:i], epoch, nil
+	return l.Replica, l.Epoch, nil
 }
 
 // FreePort is a TCP port on 127.0.0.1 nobody listens on right now.
