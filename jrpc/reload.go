@@ -1,8 +1,6 @@
 package jrpc
 
 import (
-	"slices"
-
 	"github.com/coder/websocket"
 )
 
@@ -38,15 +36,13 @@ func (s *Server) Remove(chain, reason string) (int, bool) {
 		s.handleMu.Unlock()
 		return 0, false
 	}
-	next := &chainSet{byName: make(map[string]*chainEntry, len(old.byName))}
+	byName := make(map[string]*chainEntry, len(old.byName))
 	for k, v := range old.byName {
 		if k != chain {
-			next.byName[k] = v
-			next.paths = append(next.paths, "/"+k)
+			byName[k] = v
 		}
 	}
-	slices.Sort(next.paths)
-	s.chains.Store(next)
+	s.chains.Store(newChainSet(byName))
 	// Before the name can be handled again: its series are then the new
 	// chain's.
 	gone.metrics.drop()

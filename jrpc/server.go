@@ -212,16 +212,22 @@ func (s *Server) Handle(chain string, h Handler) {
 	if _, dup := old[chain]; dup {
 		panic("jrpc: chain " + chain + " handled twice")
 	}
-	next := &chainSet{byName: make(map[string]*chainEntry, len(old)+1)}
+	byName := make(map[string]*chainEntry, len(old)+1)
 	for k, v := range old {
-		next.byName[k] = v
+		byName[k] = v
 	}
-	next.byName[chain] = &chainEntry{name: chain, h: h, metrics: s.metrics.forChain(chain)}
-	for k := range next.byName {
-		next.paths = append(next.paths, "/"+k)
+	byName[chain] = &chainEntry{name: chain, h: h, metrics: s.metrics.forChain(chain)}
+	s.chains.Store(newChainSet(byName))
+}
+
+// newChainSet is the set of chains byName, with their paths in order.
+func newChainSet(byName map[string]*chainEntry) *chainSet {
+	cs := &chainSet{byName: byName}
+	for k := range byName {
+		cs.paths = append(cs.paths, "/"+k)
 	}
-	slices.Sort(next.paths)
-	s.chains.Store(next)
+	slices.Sort(cs.paths)
+	return cs
 }
 
 // Handler returns the HTTP handler: POST /{chain} for JSON-RPC over HTTP,
