@@ -261,6 +261,7 @@ func TestAPIRefusesWithoutToken(t *testing.T) {
 		{"GET", "/admin/replicas"}, {"GET", "/admin/config"},
 		{"POST", "/admin/chains/auth/remotes/n0/cordon"}, {"POST", "/admin/chains/auth/remotes/n0/uncordon"},
 		{"POST", "/admin/drain"}, {"POST", "/admin/reload"},
+		{"GET", "/admin/debug/pprof/"}, {"GET", "/admin/debug/pprof/heap"}, {"GET", "/admin/debug/pprof/profile?seconds=1"},
 	}
 	for _, rt := range routes {
 		for _, tok := range []string{"", "wrong-token-0123456789", testToken + "x"} {
@@ -277,6 +278,10 @@ func TestAPIRefusesWithoutToken(t *testing.T) {
 	}
 	if code, _ := testkit.AdminDo(t, "GET", r.srv.URL+"/admin/status", testToken, ""); code != http.StatusOK {
 		t.Errorf("status with the token = %d", code)
+	}
+	// The runtime's profiles are reads behind the same token.
+	if code, body := testkit.AdminDo(t, "GET", r.srv.URL+"/admin/debug/pprof/goroutine?debug=1", testToken, ""); code != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
+		t.Errorf("goroutine profile with the token = %d %.200s", code, body)
 	}
 }
 

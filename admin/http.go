@@ -97,6 +97,7 @@ func (a *Admin) apiHandler() http.Handler {
 	r.Post("/admin/chains/{chain}/remotes/{remote}/uncordon", a.postUncordon)
 	r.Post("/admin/drain", a.postDrain)
 	r.Post("/admin/reload", a.postReload)
+	profileRoutes(r)
 	return a.authenticate(actionOf, a.crossSite(r))
 }
 

@@ -108,29 +108,65 @@ func (o Outcome) String() string {
 }
 
 // Serve answers c from the cache, or by fetch, storing what fetch answers
-// when it may be kept. at resolves the call's block; skip (the client's
-// no-cache) bypasses the read, not the store. A tier's failure is a miss,
-// never the client's error.
+// when it may be kept: Look, then Fill when no tier answered.
 func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, fetch Fetch) (json.RawMessage, error, Outcome) {
+	return c.Fill(ctx, c.Look(ctx, call, at, skip), call, at, fetch)
+}
+
+// Probe is what Look found of one call: a tier's answer (Hit), or its key
+// for Fill.
+type Probe struct {
+	o   Outcome // Hit: res and err are the answer; None: the cache does not keep the call (or not now)
+	k   Key
+	p   pin
+	res json.RawMessage
+	err error
+}
+
+// Hit is the answer when a tier held it; ok is false for a call Fill is
+// to fetch.
+func (pr *Probe) Hit() (res json.RawMessage, err error, ok bool) {
+	return pr.res, pr.err, pr.o == Hit
+}
+
+// Look asks the tiers for call's answer. at resolves the call's block;
+// skip (the client's no-cache) bypasses the read, not the store. A tier's
+// failure is a miss, never the client's error. call is only read: a
+// caller's copy on its stack stays there, and a hit costs no allocation
+// of the caller's.
+func (c *Cache) Look(ctx context.Context, call *evm.Call, at View, skip bool) Probe {
 	if !c.policy.caches(call.Method) {
-		res, err := fetch(ctx, "")
-		return res, err, None
+		return Probe{o: None}
 	}
 	k, p, ok := deriveKey(c.chain, call, at)
 	if !ok {
 		c.count(call.Method, "any", "unkeyed")
+		return Probe{o: None}
+	}
+	if skip {
+		c.count(call.Method, "any", "bypass")
+		return Probe{o: Bypass, k: k, p: p}
+	}
+	if res, err, ok := c.lookup(ctx, k, p, call.Method); ok {
+		c.served.note(Hit)
+		return Probe{o: Hit, res: res, err: err}
+	}
+	return Probe{o: Miss, k: k, p: p}
+}
+
+// Fill answers the call pr was Look's reading of: from the tier that held
+// it, or by fetch, once for every caller of the process with the key,
+// storing what fetch answers when it may be kept. The flight holds call
+// and at until fetch returns.
+func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fetch Fetch) (json.RawMessage, error, Outcome) {
+	switch pr.o {
+	case Hit:
+		return pr.res, pr.err, Hit
+	case None:
 		res, err := fetch(ctx, "")
 		return res, err, None
 	}
-	o := Miss
-	if skip {
-		o = Bypass
-		c.count(call.Method, "any", "bypass")
-	} else if e, ok := c.lookup(ctx, k, p, call.Method); ok {
-		c.served.note(Hit)
-		res, err, _ := e.answer()
-		return res, err, Hit
-	}
+	o, k, p, skip := pr.o, pr.k, pr.p, pr.o == Bypass
 	// Bypassing calls share a flight only with each other: they are not
 	// to be served another replica's stored answer.
 	fk := string(k[:])
@@ -166,24 +202,26 @@ func isCut(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// lookup asks each tier in order; a hit fills the tiers above it.
-func (c *Cache) lookup(ctx context.Context, k Key, p pin, method string) (Entry, bool) {
+// lookup asks each tier in order for the answer; a hit fills the tiers
+// above it.
+func (c *Cache) lookup(ctx context.Context, k Key, p pin, method string) (json.RawMessage, error, bool) {
 	for i, l := range c.tiers {
 		e, ok := l.get(ctx, k)
 		if !ok {
 			c.count(method, l.name, "miss")
 			continue
 		}
-		if _, _, good := e.answer(); !good {
+		res, err, good := e.answer()
+		if !good {
 			c.count(method, l.name, "miss")
 			continue
 		}
 		c.count(method, l.name, "hit")
 		l.hits.Add(1)
 		c.fill(ctx, k, p, e, c.tiers[:i])
-		return e, true
+		return res, err, true
 	}
-	return Entry{}, false
+	return nil, nil, false
 }
 
 // fill stores e in tiers (those above the one it was found in).

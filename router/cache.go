@@ -7,17 +7,8 @@ import (
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
+	"go.opentelemetry.io/otel/trace"
 )
-
-// Cache is the chain's response cache (cache.Cache): state and trace
-// answers at a fixed block, asked after the head window and history and
-// before the remotes.
-type Cache interface {
-	Keeps(method string) bool
-	Serve(ctx context.Context, c *evm.Call, at cache.View, skip bool, fetch cache.Fetch) (json.RawMessage, error, cache.Outcome)
-}
-
-var _ Cache = (*cache.Cache)(nil)
 
 // cacheView is the chain as the cache resolves blocks: the settled line,
 // and the head window's canonical hashes only while the window is fresh (a
@@ -33,62 +24,59 @@ func (v cacheView) CanonicalHash(n uint64) (string, bool) {
 	return v.rt.canonical(n)
 }
 
-// cacheRef holds the chain's response cache for an atomic swap.
-type cacheRef struct{ Cache }
-
 // SetCache replaces the chain's response cache (nil: none), for a reload;
 // calls in flight finish on the one they started with.
-func (rt *Router) SetCache(c Cache) {
-	if c == nil {
-		rt.cache.Store(nil)
-		return
-	}
-	rt.cache.Store(&cacheRef{c})
-}
-
-// cacheNow is the chain's response cache; nil: none.
-func (rt *Router) cacheNow() Cache {
-	if r := rt.cache.Load(); r != nil {
-		return r.Cache
-	}
-	return nil
-}
+func (rt *Router) SetCache(c *cache.Cache) { rt.cache.Store(c) }
 
 // cacheFor is the response cache when it keeps c's method; nil: none.
 // The one load of the swapped pointer serves the whole call.
-func (rt *Router) cacheFor(c *evm.Call) Cache {
-	if ch := rt.cacheNow(); ch != nil && ch.Keeps(c.Method) {
+func (rt *Router) cacheFor(c *evm.Call) *cache.Cache {
+	if ch := rt.cache.Load(); ch != nil && ch.Keeps(c.Method) {
 		return ch
 	}
 	return nil
 }
 
-// cachedForward is forward through the response cache. c is a copy: the
-// cache holds it through the miss, and only the calls it keeps pay for one
-// on the heap; every other call stays on its caller's stack.
-func (rt *Router) cachedForward(ctx context.Context, ch Cache, req *jrpc.Request, c evm.Call) (json.RawMessage, error) {
-	return rt.cached(ctx, ch, &c, rt.forwarded.answered, func(ctx context.Context, pinned string) (json.RawMessage, error) {
+// cachedForward is forward through the response cache. A hit reads c
+// where it is; a miss hands the cache a copy to hold through the fetch
+// (forwardMiss), so only misses pay for one on the heap.
+func (rt *Router) cachedForward(ctx context.Context, ch *cache.Cache, req *jrpc.Request, c *evm.Call) (json.RawMessage, error) {
+	pr, sp := rt.look(ctx, ch, c)
+	if res, err, ok := pr.Hit(); ok {
+		rt.cacheServed(ctx, sp, cache.Hit, nil)
+		return res, err
+	}
+	return rt.forwardMiss(ctx, ch, pr, sp, req, *c)
+}
+
+func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr cache.Probe, sp trace.Span, req *jrpc.Request, c evm.Call) (json.RawMessage, error) {
+	res, err, o := ch.Fill(ctx, pr, &c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
 		p := pinnedTo(&c, pinned)
 		return rt.forward(ctx, req, &p)
 	})
+	rt.cacheServed(ctx, sp, o, rt.forwarded.answered)
+	return res, err
 }
 
 // cachedReceipts is the forger's eth_getBlockReceipts through the response
-// cache; c is a copy, as in cachedForward.
-func (rt *Router) cachedReceipts(ctx context.Context, ch Cache, c evm.Call) (json.RawMessage, error) {
+// cache; c is the copy a miss holds, as in forwardMiss.
+func (rt *Router) cachedReceipts(ctx context.Context, ch *cache.Cache, c evm.Call) (json.RawMessage, error) {
+	pr, sp := rt.look(ctx, ch, &c)
 	var built bool
-	return rt.cached(ctx, ch, &c, func(ctx context.Context) {
-		if built {
-			rt.forged.answered(ctx)
-		} else {
-			rt.forwarded.answered(ctx)
-		}
-	}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
+	res, err, o := ch.Fill(ctx, pr, &c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
 		p := pinnedTo(&c, pinned)
 		res, b, err := rt.forge.BlockReceipts(ctx, &p)
 		built = b
 		return res, err
 	})
+	rt.cacheServed(ctx, sp, o, func(ctx context.Context) {
+		if built {
+			rt.forged.answered(ctx)
+		} else {
+			rt.forwarded.answered(ctx)
+		}
+	})
+	return res, err
 }
 
 // pinnedTo is c sent pinned by EIP-1898 to the block hash its answer is to
@@ -104,13 +92,19 @@ func pinnedTo(c *evm.Call, hash string) evm.Call {
 	return *c
 }
 
-// cached answers c from the response cache ch, or by fetch through it;
-// answered notes the source of a fetched answer (remotes, forger).
-func (rt *Router) cached(ctx context.Context, ch Cache, c *evm.Call, answered func(context.Context), fetch cache.Fetch) (json.RawMessage, error) {
-	// The lookup's span covers a miss's fetch too; the sends stay children
-	// of the call's span, as for every call that reaches the remotes.
+// look asks the response cache ch for c's answer, under the lookup's
+// span, which the answer's end closes (cacheServed): it covers a miss's
+// fetch too, while the sends stay children of the call's span, as for
+// every call that reaches the remotes.
+func (rt *Router) look(ctx context.Context, ch *cache.Cache, c *evm.Call) (cache.Probe, trace.Span) {
 	_, sp := rt.lookup(ctx, spanCache)
-	res, err, o := ch.Serve(ctx, c, cacheView{rt}, jrpc.SkipCache(ctx), fetch)
+	return ch.Look(ctx, c, cacheView{rt}, jrpc.SkipCache(ctx)), sp
+}
+
+// cacheServed ends the lookup's span, notes the cache's word, and counts
+// the answer's source: the cache's for a hit, else answered's (remotes,
+// forger).
+func (rt *Router) cacheServed(ctx context.Context, sp trace.Span, o cache.Outcome, answered func(context.Context)) {
 	endLookup(sp, o == cache.Hit)
 	if o != cache.None {
 		jrpc.NoteOf(ctx).Cached(o.String())
@@ -120,5 +114,4 @@ func (rt *Router) cached(ctx context.Context, ch Cache, c *evm.Call, answered fu
 	} else {
 		answered(ctx)
 	}
-	return res, err
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
@@ -338,7 +339,7 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 		}
 		missed = m
 	}
-	var ch Cache
+	var ch *cache.Cache
 	if c.Kind == evm.KindBlockReceipts {
 		ch = rt.cacheFor(c)
 	}

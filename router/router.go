@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
@@ -59,7 +60,7 @@ type Config struct {
 	// such a block is not stored.
 	Confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
 	// Cache is the chain's response cache; nil: none.
-	Cache Cache
+	Cache *cache.Cache
 	// Logger logs the write-through and the forger; nil: discarded.
 	Logger *slog.Logger
 	// Tracer traces the head, history and forger lookups of traced calls,
@@ -119,10 +120,10 @@ type Router struct {
 	chainID json.RawMessage
 	head    Head // nil: no head window
 	remotes jrpc.Handler
-	calls   callServer               // remotes, when they take parsed calls; else nil
-	upHead  func() uint64            // the remotes' head; nil when they don't say
-	history History                  // nil: no history store
-	cache   atomic.Pointer[cacheRef] // nil: no response cache; a reload swaps it (SetCache)
+	calls   callServer                  // remotes, when they take parsed calls; else nil
+	upHead  func() uint64               // the remotes' head; nil when they don't say
+	history History                     // nil: no history store
+	cache   atomic.Pointer[cache.Cache] // nil: no response cache; a reload swaps it (SetCache)
 	// canonical is the head window's canonical hash of a number; nil
 	// without a window that says.
 	canonical func(n uint64) (string, bool)
@@ -248,7 +249,7 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 		err error
 	)
 	if ch := rt.cacheFor(&c); ch != nil {
-		res, err = rt.cachedForward(ctx, ch, req, c)
+		res, err = rt.cachedForward(ctx, ch, req, &c)
 	} else {
 		rt.forwarded.answered(ctx)
 		res, err = rt.forward(ctx, req, &c)

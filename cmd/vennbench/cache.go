@@ -80,6 +80,10 @@ type cacheConfig struct {
 	// Cache is the chain's cache settings, a YAML line under the chain
 	// ("" keeps venn's defaults).
 	Cache string
+	// Profile, when set, is where the follower's CPU and allocation
+	// profiles of each venn hit window go (PREFIX.rROUND.cCONC.cpu and
+	// .allocs), taken from its admin API.
+	Profile string
 }
 
 func parseCacheFlags(args []string, stderr io.Writer) (cacheConfig, int) {
@@ -99,6 +103,7 @@ func parseCacheFlags(args []string, stderr io.Writer) (cacheConfig, int) {
 	fs.Uint64Var(&cfg.Spec.From, "from", defaultCacheFrom, "first block of round 1")
 	fs.Uint64Var(&cfg.Spec.Seed, "seed", 1, "seed of the workload")
 	fs.IntVar(&cfg.Fill, "fill", defaultCacheFill, "distinct entries the memory phase adds (0: no memory phase)")
+	fs.StringVar(&cfg.Profile, "profile", "", "write the follower's CPU and allocation profiles of each venn hit window to PREFIX.rROUND.cCONC.{cpu,allocs} (go tool pprof)")
 	fs.StringVar(&cfg.Cache, "cache", "", "the chain's cache settings as one YAML line, e.g. 'cache: {memory_bytes: 536870912}'")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return cfg, code
@@ -162,6 +167,7 @@ type cacheTarget struct {
 	replay  []string // the replay's URLs, indexers alternating over them
 	hits    string   // the hit phase's URL
 	proc    *child   // whose CPU the hit phase reads; nil for direct
+	pprof   string   // the hits' replica's profiles' URL; "" for none
 	cluster bool
 }
 
@@ -172,6 +178,7 @@ func cacheBench(ctx context.Context, cfg cacheConfig, stdout, stderr io.Writer) 
 		return fmt.Errorf("own executable: %w", err)
 	}
 	bc, err := startBenchCluster(ctx, clusterOpts{name: "cache", venn: cfg.Venn, chainExtra: cfg.Cache,
+		extra:     profileExtra(cfg.Profile),
 		followers: []string{followerID}, upstreamArgs: []string{"-block-time", cfg.BlockTime.String(),
 			"-head", strconv.FormatUint(cfg.upstreamHead(), 10)}}, stderr)
 	if err != nil {
@@ -187,7 +194,8 @@ func cacheBench(ctx context.Context, cfg cacheConfig, stdout, stderr io.Writer) 
 	targets := []cacheTarget{
 		{name: targetDirect, replay: []string{bc.upURL}, hits: bc.upURL},
 		{name: targetProxy, replay: []string{pURL}, hits: pURL, proc: p},
-		{name: targetVenn, replay: []string{bc.leader.url, follower.url}, hits: follower.url, proc: follower.proc, cluster: true},
+		{name: targetVenn, replay: []string{bc.leader.url, follower.url}, hits: follower.url, proc: follower.proc, cluster: true,
+			pprof: strings.TrimSuffix(follower.metrics, "/metrics") + "/admin/debug/pprof/"},
 	}
 	c := &cacheRun{cfg: cfg, bc: bc}
 
@@ -237,7 +245,7 @@ func (c *cacheRun) measureTarget(ctx context.Context, t cacheTarget, w *workload
 	rep.replays = append(rep.replays, rs)
 	fmt.Fprintf(stderr, "round %d/%d replay %s\n", round, c.cfg.Rounds, rs)
 	for _, conc := range c.cfg.Conc {
-		hs, err := c.hits(ctx, t, w, conc)
+		hs, err := c.hits(ctx, t, w, conc, c.profileFile(t, round, conc))
 		if err != nil {
 			return err
 		}
@@ -373,4 +381,22 @@ func sortedTiers(m map[string]float64) []string {
 		return strings.Compare(a, b)
 	})
 	return out
+}
+
+// profileExtra is the replicas' admin setting when a profile is asked
+// for: the admin API on the metrics listener, loopback, without tokens.
+func profileExtra(file string) string {
+	if file == "" {
+		return ""
+	}
+	return "admin: {on_metrics_listen: true}"
+}
+
+// profileFile is the prefix t's hit window at conc in round is profiled
+// to; "" for none.
+func (c *cacheRun) profileFile(t cacheTarget, round, conc int) string {
+	if c.cfg.Profile == "" || t.pprof == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s.r%d.c%d", c.cfg.Profile, round, conc)
 }

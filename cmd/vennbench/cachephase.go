@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The cache bench's phases: the indexers' replay, the hit windows, and the
@@ -124,7 +128,7 @@ func (c *cacheRun) replay(ctx context.Context, t cacheTarget, w *workload) (repl
 
 // hits warms t up, then measures one window of w at conc against t's hit
 // URL: on venn, calls the replay left in the follower's cache.
-func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc int) (hitSample, error) {
+func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc int, profile string) (hitSample, error) {
 	n, per := hitConc(conc, c.cfg.Indexers)
 	urls := []string{t.hits}
 	if c.cfg.Warmup > 0 {
@@ -146,8 +150,12 @@ func (c *cacheRun) hits(ctx context.Context, t cacheTarget, w *workload, conc in
 	if err != nil {
 		return hitSample{}, err
 	}
+	prof := startProfile(ctx, t.pprof, profile, c.cfg.Duration)
 	res := c.bc.l.runIndexers(ctx, newIndexers(w, n, urls, false), per, c.cfg.Duration, rawPosters)
 	if err := ctx.Err(); err != nil {
+		return hitSample{}, err
+	}
+	if err := prof(); err != nil {
 		return hitSample{}, err
 	}
 	cpu1, err := cpuOf(t.proc)
@@ -269,4 +277,45 @@ func (c *cacheRun) measureMemory(ctx context.Context, r *replica) (memSample, er
 		CacheBytes: growth(cacheBytesGauge, memory),
 		RSS:        growth(rssGauge, nil), Heap: growth(heapGauge, nil),
 	}, nil
+}
+
+// startProfile asks the profiles at url for the CPU and the allocations
+// over d and writes them to prefix.cpu and prefix.allocs; the func it
+// returns waits for them and says how it went. prefix "" takes none.
+func startProfile(ctx context.Context, url, prefix string, d time.Duration) func() error {
+	if prefix == "" {
+		return func() error { return nil }
+	}
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	var g errgroup.Group
+	for _, p := range []struct{ name, file string }{{"profile", ".cpu"}, {"allocs", ".allocs"}} {
+		g.Go(func() error {
+			return fetchProfile(ctx, fmt.Sprintf("%s%s?seconds=%d", url, p.name, secs), prefix+p.file)
+		})
+	}
+	return g.Wait
+}
+
+func fetchProfile(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cpu profile: %s", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	return f.Close()
 }

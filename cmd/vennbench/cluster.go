@@ -45,7 +45,7 @@ func replicaConfig(port, mport int, s vennSpec, id string) cluster.Config {
 		BlockTime: time.Second, Window: headWindow,
 		Remotes: []cluster.Remote{{Name: "up", URL: s.upURL, WSURL: "ws" + strings.TrimPrefix(s.upURL, "http"),
 			MaxInFlight: proxyIdlePerHost}},
-		Extra:      "limits: {max_connections: 30000, max_connections_per_ip: 30000}",
+		Extra:      "limits: {max_connections: 30000, max_connections_per_ip: 30000}\n" + s.extra,
 		ChainExtra: s.chainExtra,
 	}
 }
@@ -59,6 +59,8 @@ type vennSpec struct {
 	// chainExtra is more of the chain's YAML, one field a line (the cache
 	// bench's cache: {...}); "" keeps venn's defaults.
 	chainExtra string
+	// extra is more top-level YAML ("admin: {...}"); "" adds none.
+	extra string
 }
 
 // checkLeader fails unless the chain's lease is held by leaderID: a run
@@ -388,6 +390,7 @@ type clusterOpts struct {
 	name         string   // of the bench: its temp dir
 	venn         string   // venn binary; "" builds ./cmd/venn
 	chainExtra   string   // see vennSpec
+	extra        string   // see vennSpec
 	followers    []string // replica ids after the leader
 	upstreamArgs []string // the upstream child's flags after -listen
 }
@@ -425,7 +428,7 @@ func startBenchCluster(ctx context.Context, o clusterOpts, stderr io.Writer) (_ 
 	if err = b.l.waitReady(ctx, b.upURL, b.up, childReadyTimeout); err != nil {
 		return nil, err
 	}
-	spec := vennSpec{bin: vennBin, dir: b.tmp, upURL: b.upURL, chainExtra: o.chainExtra}
+	spec := vennSpec{bin: vennBin, dir: b.tmp, upURL: b.upURL, chainExtra: o.chainExtra, extra: o.extra}
 	b.leader, b.followers, err = startCluster(ctx, b.l, spec, b.rs, o.followers)
 	return b, err
 }
