@@ -16,8 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -94,7 +92,6 @@ type Server struct {
 	log         *slog.Logger
 	metrics     *metrics
 	methodLabel func(string) string
-	router      http.Handler
 	diag        bool       // diagnostic headers
 	onCall      func(Call) // nil: no request log
 	ids         *requestIDs
@@ -182,16 +179,6 @@ func NewServer(opts Options) *Server {
 	s.chains.Store(&chainSet{byName: map[string]*chainEntry{}})
 	s.SetLimits(opts.Limits)
 
-	r := chi.NewRouter()
-	r.Use(middleware.StripSlashes) // /CHAIN/ is /CHAIN
-	r.HandleFunc("/", s.serveHTTP) // the only chain, when there is one
-	r.HandleFunc("/{chain}", s.serveHTTP)
-	if s.pathKeys {
-		r.HandleFunc("/{chain}/{key}", s.serveHTTP) // the key in the path
-	}
-	r.NotFound(s.notFound)
-	r.MethodNotAllowed(s.methodNotAllowed)
-	s.router = r
 	return s
 }
 
@@ -232,16 +219,42 @@ func newChainSet(byName map[string]*chainEntry) *chainSet {
 
 // Handler returns the HTTP handler: POST /{chain} for JSON-RPC over HTTP,
 // GET /{chain} with Upgrade: websocket for JSON-RPC over WebSocket.
-func (s *Server) Handler() http.Handler { return s.router }
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.route) }
+
+// route serves / (the only chain, when there is one), /CHAIN and, with
+// keys in paths, /CHAIN/KEY; one trailing slash is dropped (/CHAIN/ is
+// /CHAIN). It is a path split, not a router: every call passes here, and
+// a router's context and path values cost an allocation each.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.RawPath // a key's escapes stay as sent
+	if path == "" {
+		path = r.URL.Path
+	}
+	if len(path) > 1 && path[len(path)-1] == '/' {
+		path = path[:len(path)-1]
+	}
+	rest, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		s.notFound(w, r)
+		return
+	}
+	name, key, keyed := strings.Cut(rest, "/")
+	if keyed && (!s.pathKeys || name == "" || key == "" || strings.Contains(key, "/")) {
+		s.notFound(w, r)
+		return
+	}
+	s.serveHTTP(w, r, name, key)
+}
 
 func (s *Server) chain(name string) *chainEntry { return s.chains.Load().lookup(name) }
 
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+// serveHTTP serves a request for the chain name, with the key its path
+// holds ("" for none).
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, name, key string) {
 	id := s.tagRequest(w, r)
-	name := chi.URLParam(r, "chain")
 	ch := s.chain(name)
 	if ch == nil {
-		if s.pathKeys && chi.URLParam(r, "key") != "" {
+		if key != "" {
 			// The path holds a key: repeat only the chain.
 			writeHTTPError(w, http.StatusNotFound, errUnknownChain("/"+name, s.chains.Load().paths))
 			return
@@ -251,10 +264,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		s.servePost(w, r, ch, id)
+		s.servePost(w, r, ch, id, key)
 	case http.MethodGet:
 		if hasToken(r.Header.Get("Upgrade"), "websocket") {
-			s.serveWS(w, r, ch, id)
+			s.serveWS(w, r, ch, id, key)
 			return
 		}
 		s.methodNotAllowed(w, r)
@@ -266,7 +279,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // servePost serves one JSON-RPC POST. It holds one of MaxHTTPInFlight slots
 // from before the body is read until the answer is written, so bodies and
 // calls in flight are bounded together.
-func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntry, id string) {
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntry, id, key string) {
 	if n := s.httpInFlight.Add(1); n > int64(s.lim().MaxHTTPInFlight) {
 		s.httpInFlight.Add(-1)
 		ch.metrics.rejected(limitHTTPInFlight)
@@ -276,7 +289,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 	}
 	defer s.httpInFlight.Add(-1)
 
-	cl, ok := s.admit(w, r, ch, TransportHTTP, chi.URLParam(r, "key"))
+	cl, ok := s.admit(w, r, ch, TransportHTTP, key)
 	if !ok {
 		return
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/go-chi/chi/v5"
 )
 
 // ErrConnClosed is returned by Notify once the connection has ended.
@@ -128,10 +127,10 @@ type wsConn struct {
 	pauses atomic.Uint64
 }
 
-func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry, id string) {
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry, id, key string) {
 	// WebSocket has no preflight: the Gate checks the upgrade's Origin.
 	gen := s.gateGen.Load()
-	cl, ok := s.admit(w, r, ch, TransportWS, chi.URLParam(r, "key"))
+	cl, ok := s.admit(w, r, ch, TransportWS, key)
 	if !ok {
 		return
 	}
@@ -164,7 +163,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 		ip:      ip,
 		conn:    conn,
 		req:     r,
-		pathKey: chi.URLParam(r, "key"),
+		pathKey: key,
 		gen:     gen,
 		slots:   make(chan struct{}, s.lim().WSInFlight),
 		writeMu: make(chan struct{}, 1),
