@@ -75,7 +75,7 @@ var (
 func (c *Call) Canonical() (Canonical, bool) {
 	var out Canonical
 	p := c.Params
-	if c.BlockAt < 0 || !validParams(p) {
+	if c.BlockAt < 0 || !jsonscan.Valid(p) {
 		return out, false
 	}
 	i := jsonscan.SkipSpace(p, 0)
@@ -117,13 +117,6 @@ func (c *Call) Canonical() (Canonical, bool) {
 	}
 	out.Params = append(b, ']')
 	return out, true
-}
-
-// validParams reports whether p is one JSON value and nothing else.
-func validParams(p []byte) bool {
-	i := jsonscan.SkipSpace(p, 0)
-	end, err := jsonscan.ValidValue(p, i, 0)
-	return err == nil && jsonscan.SkipSpace(p, end) == len(p)
 }
 
 // writeArg appends v (a valid JSON value) in the canonical spelling of its

@@ -9,7 +9,7 @@ import (
 )
 
 // Decoding is the hot path of every call, so it does not build a tree:
-// json.Valid checks the syntax once without allocating, then a scanner that
+// jsonscan.Valid checks the syntax once without allocating, then a scanner that
 // trusts that check finds the members venn needs and hands out sub-slices of
 // the body for id and params. The body is never reused, so handlers may keep
 // those slices. Member names are matched case-sensitively (the spec asks for
@@ -35,7 +35,7 @@ func (it *item) answered() bool { return it.req.ID != nil || it.invalid }
 // whole (with id null): invalid JSON, an empty batch, a top-level value that
 // is neither object nor array, or a batch over maxItems.
 func decode(data []byte, maxItems int) (items []item, batch bool, werr *Error) {
-	if !json.Valid(data) {
+	if !jsonscan.Valid(data) {
 		return nil, false, errParse()
 	}
 	i := jsonscan.SkipSpace(data, 0)
