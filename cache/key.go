@@ -3,6 +3,7 @@ package cache
 import (
 	"crypto/sha256"
 	"strconv"
+	"sync"
 
 	"github.com/venn-gateway/venn/evm"
 )
@@ -41,16 +42,38 @@ func (p pin) pinned() string {
 // changes it, so that old entries are never read with a new meaning.
 const keyVersion = "venn/cache/1"
 
+// canonBufs hold the canonical params a key is digested from while it is
+// made: a hit's call allocates nothing for its key (the writers recurse,
+// so a buffer on the stack would escape anyway).
+var canonBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 512)
+	return &b
+}}
+
+// maxPooledCanon is the largest buffer kept for the next key: a huge
+// eth_call's params are not held for ever.
+const maxPooledCanon = 64 << 10
+
+func putCanonBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledCanon {
+		*bp = (*bp)[:0]
+		canonBufs.Put(bp)
+	}
+}
+
 // deriveKey is the key of c on chain, with its block resolved against v;
 // ok is false when c's answer is not fixed by its block (pending,
 // earliest, a tag the router did not pin, no block, a number the window
 // does not know) or its params have no canonical form. Trace methods are
 // keyed only by hash or settled.
 func deriveKey(chain string, c *evm.Call, v View) (Key, pin, bool) {
-	canon, ok := c.Canonical()
+	bp := canonBufs.Get().(*[]byte)
+	defer putCanonBuf(bp)
+	canon, ok := c.AppendCanonical((*bp)[:0])
 	if !ok {
 		return Key{}, pin{}, false
 	}
+	*bp = canon.Params
 	var p pin
 	b := canon.Block
 	switch b.Kind {

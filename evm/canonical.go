@@ -73,6 +73,13 @@ var (
 // unescaped, invalid UTF-8 as U+FFFD) without decoding them into maps: it
 // is on every cache hit's path.
 func (c *Call) Canonical() (Canonical, bool) {
+	return c.AppendCanonical(make([]byte, 0, len(c.Params)))
+}
+
+// AppendCanonical is Canonical with the params appended to dst, which a
+// caller's buffer on its stack can be: the cache's key costs no
+// allocation.
+func (c *Call) AppendCanonical(dst []byte) (Canonical, bool) {
 	var out Canonical
 	p := c.Params
 	if c.BlockAt < 0 || !jsonscan.Valid(p) {
@@ -87,7 +94,7 @@ func (c *Call) Canonical() (Canonical, bool) {
 		return out, false
 	}
 	shapes := argShapes[c.Method]
-	b := append(make([]byte, 0, len(p)), '[')
+	b := append(dst, '[')
 	it := jsonscan.Array{Data: p, I: i + 1}
 	for n := 0; ; n++ {
 		v, more := it.Next()
