@@ -322,17 +322,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 		return nil, false
 	}
 	// The deadline covers the body only, never the call: a long eth_getLogs
-	// is honest. net/http/1.1 lifts it itself at the body's EOF; lifting it
-	// here too does not depend on that. A writer without deadlines (a
-	// wrapping middleware) just goes without.
+	// is honest. net/http lifts it itself at the body's EOF (the read
+	// behind that watches for the client leaving), and an HTTP/2 stream
+	// reads nothing after it; a body cut short has it lifted here. A
+	// writer without deadlines (a wrapping middleware) just goes without.
 	rc := http.NewResponseController(w)
 	timed := rc.SetReadDeadline(time.Now().Add(s.lim().HTTPReadTimeout)) == nil
 	body, err := readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
-	if timed {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
 	if err == nil {
 		return body, true
+	}
+	if timed {
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 	var mbe *http.MaxBytesError
 	switch {
