@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/venn-gateway/venn/evm"
 )
 
@@ -23,6 +25,7 @@ type Cache struct {
 	recent *recentIndex
 	flight singleflight.Group
 	served served
+	counts sync.Map // countKey → prometheus.Counter
 	cfg    Config
 	log    *slog.Logger
 	m      *Metrics
@@ -311,7 +314,18 @@ func (c *Cache) awaitClaim(ctx context.Context, k Key, p pin) (Entry, bool) {
 }
 
 // count counts one lookup outcome; method is in the cached set (bounded
-// by the config).
+// by the config). Each series is looked up in the vector once: a hit
+// counts on every call, and the vector hashes and checks its labels each
+// time it is asked.
 func (c *Cache) count(method, tier, outcome string) {
-	c.m.requests.WithLabelValues(c.chain, method, tier, outcome).Inc()
+	k := countKey{method, tier, outcome}
+	if ctr, ok := c.counts.Load(k); ok {
+		ctr.(prometheus.Counter).Inc()
+		return
+	}
+	ctr, _ := c.counts.LoadOrStore(k, c.m.requests.WithLabelValues(c.chain, method, tier, outcome))
+	ctr.(prometheus.Counter).Inc()
 }
+
+// countKey names one series of venn_cache_requests_total of the chain.
+type countKey struct{ method, tier, outcome string }

@@ -391,7 +391,7 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 		if s.diag {
 			writeDiagnostics(h, &sv, time.Since(start))
 		}
-		h.Set("Content-Type", "application/json")
+		h["Content-Type"] = jsonContentType
 		h.Set("Content-Length", strconv.Itoa(len(out)))
 		w.WriteHeader(status)
 		// A failed write means the client left, or did not read in time;
@@ -436,6 +436,10 @@ func writeHTTPError(w http.ResponseWriter, status int, e *Error) {
 // isJSONContentType accepts application/json with any parameters, or no
 // Content-Type at all (curl -d sends form encoding, but many scripts send
 // nothing).
+// jsonContentType is every answer's Content-Type, one value shared by all
+// (net/http copies a handler's header before it writes it).
+var jsonContentType = []string{"application/json"}
+
 func isJSONContentType(ct string) bool {
 	if ct == "" {
 		return true
