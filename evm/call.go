@@ -298,22 +298,29 @@ func (c *Call) BlockCall() (Call, bool) {
 // (the router pins latest, safe and finalized to the cluster's numbers);
 // ok is false when the call has no block param to replace.
 func (c *Call) WithBlock(n uint64) (Call, bool) {
+	p := *c
+	return p, p.SetBlock(n)
+}
+
+// SetBlock is WithBlock in place: a Call is large, and the router pins
+// the one it holds. c is unchanged when ok is false.
+func (c *Call) SetBlock(n uint64) bool {
 	if c.BlockAt < 0 {
-		return Call{}, false
+		return false
 	}
 	params, ok := WithParam(c.Params, c.BlockAt, `"`+Quantity(n)+`"`)
 	if !ok {
-		return Call{}, false
+		return false
 	}
 	if c.Kind != KindOther {
 		// A store may answer it: read it again, as the new call it is.
-		return ParseCall(c.Method, params), true
+		*c = ParseCall(c.Method, params)
+		return true
 	}
-	p := *c
-	p.Params = params
-	p.BlockRaw = Param(params, c.BlockAt)
-	p.Block, p.BlockOK = BlockRef{Kind: RefNumber, Number: n}, true
-	return p, true
+	c.Params = params
+	c.BlockRaw = Param(params, c.BlockAt)
+	c.Block, c.BlockOK = BlockRef{Kind: RefNumber, Number: n}, true
+	return true
 }
 
 // WithBlockHash returns the call pinned by EIP-1898 to the block with

@@ -46,11 +46,14 @@ func (rt *Router) cachedForward(ctx context.Context, ch *cache.Cache, req *jrpc.
 		rt.cacheServed(ctx, sp, cache.Hit, nil)
 		return res, err
 	}
-	return rt.forwardMiss(ctx, ch, pr, sp, req, *c)
+	return rt.forwardMiss(ctx, ch, &pr, sp, req, c)
 }
 
-func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr cache.Probe, sp trace.Span, req *jrpc.Request, c evm.Call) (json.RawMessage, error) {
-	res, err, o := ch.Fill(ctx, pr, &c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
+// forwardMiss fetches what Look missed through the cache. Its copy of c
+// is on the heap, and the hit's path does not carry it in its frames.
+func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr *cache.Probe, sp trace.Span, req *jrpc.Request, call *evm.Call) (json.RawMessage, error) {
+	c := *call
+	res, err, o := ch.Fill(ctx, *pr, &c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
 		p := pinnedTo(&c, pinned)
 		return rt.forward(ctx, req, &p)
 	})
@@ -59,8 +62,9 @@ func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr cache.Pro
 }
 
 // cachedReceipts is the forger's eth_getBlockReceipts through the response
-// cache; c is the copy a miss holds, as in forwardMiss.
-func (rt *Router) cachedReceipts(ctx context.Context, ch *cache.Cache, c evm.Call) (json.RawMessage, error) {
+// cache, with a copy of call for a miss to hold, as in forwardMiss.
+func (rt *Router) cachedReceipts(ctx context.Context, ch *cache.Cache, call *evm.Call) (json.RawMessage, error) {
+	c := *call
 	pr, sp := rt.look(ctx, ch, &c)
 	var built bool
 	res, err, o := ch.Fill(ctx, pr, &c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {

@@ -345,7 +345,7 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 	}
 	switch {
 	case ch != nil:
-		res, err = rt.cachedReceipts(ctx, ch, *c)
+		res, err = rt.cachedReceipts(ctx, ch, c)
 	case c.Kind == evm.KindBlockReceipts:
 		var built bool
 		fctx, sp := rt.lookup(ctx, spanForger)

@@ -237,9 +237,7 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 			rt.fromHead.answered(ctx)
 			return res, nil
 		}
-		if pinned, ok := rt.pin(&c); ok {
-			c = pinned
-		}
+		rt.pin(&c)
 	}
 	if res, handled, err := rt.stored(ctx, req, &c); handled {
 		return res, err
@@ -346,21 +344,21 @@ func (rt *Router) fresh() bool {
 // pin rewrites a latest, safe or finalized block parameter to the
 // cluster's number for it, so that every replica and every remote answers
 // for the same block, whichever remote the call lands on.
-func (rt *Router) pin(c *evm.Call) (evm.Call, bool) {
+func (rt *Router) pin(c *evm.Call) {
 	if c.BlockAt < 0 || len(c.BlockRaw) == 0 || c.BlockRaw[0] != '"' || !c.BlockOK {
 		// None, absent (the node's own default), an EIP-1898 object (as
 		// sent), or not a block: the node's to read.
-		return evm.Call{}, false
+		return
 	}
 	var n uint64
 	switch c.Block.Kind {
 	case evm.RefLatest, evm.RefSafe, evm.RefFinalized:
 	default:
-		return evm.Call{}, false
+		return
 	}
 	tags, ok := rt.head.Tags()
 	if !ok {
-		return evm.Call{}, false
+		return
 	}
 	switch c.Block.Kind {
 	case evm.RefLatest:
@@ -373,9 +371,9 @@ func (rt *Router) pin(c *evm.Call) (evm.Call, bool) {
 	if n == 0 || rt.upHead != nil && rt.upHead() < n {
 		// No remote in rotation has the block yet: the call keeps its
 		// tag rather than fail with "header not found" everywhere.
-		return evm.Call{}, false
+		return
 	}
-	return c.WithBlock(n)
+	c.SetBlock(n)
 }
 
 // Metrics count where calls were answered.
