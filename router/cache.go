@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // cacheView is the chain as the cache resolves blocks: the settled line,
