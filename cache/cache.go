@@ -74,9 +74,13 @@ func New(cfg Config, o Options) *Cache {
 // worth a lookup.
 func (c *Cache) Keeps(method string) bool { return c.policy.caches(method) }
 
-// Close stops the memory tier's maintenance; the lower tiers are their
-// owners' to close.
-func (c *Cache) Close() { c.memory.Close() }
+// Close stops the memory tier's maintenance and takes the cache's tiers
+// out of venn_cache_bytes and venn_cache_entries; the lower tiers are
+// their owners' to close.
+func (c *Cache) Close() {
+	c.m.unwatch(c)
+	c.memory.Close()
+}
 
 // Fetch asks upstream for the call's answer: what the pool accepted. pinned
 // is the hash of the block a near-head answer is to be stored under (""
