@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/singleflight"
 
@@ -26,6 +27,10 @@ type Cache struct {
 	flight singleflight.Group
 	served served
 	counts sync.Map // countKey → prometheus.Counter
+	// closed is set by Close: the calls still on the cache count only
+	// into the series it resolved before, never a new one, which would be
+	// a removed chain's series again, for good.
+	closed atomic.Bool
 	cfg    Config
 	log    *slog.Logger
 	m      *Metrics
@@ -63,7 +68,7 @@ func New(cfg Config, o Options) *Cache {
 	})
 	mem := Layer{Tier: c.memory, RecentTTL: cfg.RecentTTL}
 	for _, l := range append([]Layer{mem}, o.Lower...) {
-		c.tiers = append(c.tiers, newLayer(l, o.Chain, log, o.Metrics))
+		c.tiers = append(c.tiers, newLayer(l, o.Chain, log, o.Metrics, &c.closed))
 	}
 	c.recent = newRecentIndex()
 	o.Metrics.watch(c)
@@ -78,6 +83,7 @@ func (c *Cache) Keeps(method string) bool { return c.policy.caches(method) }
 // out of venn_cache_bytes and venn_cache_entries; the lower tiers are
 // their owners' to close.
 func (c *Cache) Close() {
+	c.closed.Store(true)
 	c.m.unwatch(c)
 	c.memory.Close()
 }
@@ -325,6 +331,9 @@ func (c *Cache) count(method, tier, outcome string) {
 	k := countKey{method, tier, outcome}
 	if ctr, ok := c.counts.Load(k); ok {
 		ctr.(prometheus.Counter).Inc()
+		return
+	}
+	if c.closed.Load() {
 		return
 	}
 	ctr, _ := c.counts.LoadOrStore(k, c.m.requests.WithLabelValues(c.chain, method, tier, outcome))

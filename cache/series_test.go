@@ -66,6 +66,12 @@ func TestDropChain(t *testing.T) {
 	}
 	gone.Close()
 	m.DropChain("gone")
+	// A call still on the closed cache, of a method it had not counted.
+	up := &upstream{res: `"0x"`}
+	if _, err, _ := gone.Serve(context.Background(), call("eth_getCode", `["`+testAddr+`","0x10"]`),
+		newView(100, nil), false, up.fetch); err != nil {
+		t.Fatal(err)
+	}
 	if n := chainSeries(t, reg, "gone"); n != 0 {
 		t.Errorf("%d series of the dropped chain left", n)
 	}
