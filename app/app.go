@@ -196,6 +196,8 @@ type chains struct {
 	stopOnce sync.Once
 	// draining turns /readyz 503: a drain (admin API) or the shutdown.
 	draining atomic.Bool
+	// series deletes a removed chain's series (series.go).
+	series chainSeries
 }
 
 // chainParts is what every chain is built with: the process's own
@@ -269,6 +271,7 @@ func newChains(p chainsParams) (*chains, error) {
 	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
 		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
 		history: p.History, tracer: p.Tracer}
+	out.series.onDrop(out.parts.metrics.drop)
 	list := make([]*chain, 0, len(cfg.Chains))
 	for _, cc := range cfg.Chains {
 		c, err := out.build(cc)
@@ -284,8 +287,17 @@ func newChains(p chainsParams) (*chains, error) {
 }
 
 // build builds one chain: its pool, head feed, subscriptions and router.
-// It does no I/O.
+// It does no I/O. The chain holds its series (series.go) until forget.
 func (cs *chains) build(cc ChainConfig) (*chain, error) {
+	cs.series.hold(cc.Name) // before its parts resolve them
+	c, err := cs.buildHeld(cc)
+	if err != nil {
+		cs.series.release(cc.Name)
+	}
+	return c, err
+}
+
+func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
 	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer)
 	if err != nil {
@@ -318,6 +330,7 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
 	if err != nil {
+		pool.DropSeries()
 		return nil, fmt.Errorf("chain %s: cache: %w", cc.Name, err)
 	}
 	if ccache != nil {

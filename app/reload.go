@@ -65,6 +65,9 @@ type Reloader struct {
 }
 
 func newReloader(cfg *Config, rpc *jrpc.Server, g *gate, cs *chains, level *slog.LevelVar, log *slog.Logger) *Reloader {
+	// The edge's series of a chain go with its parts': the edge in force
+	// then deletes them from the series every edge shares.
+	cs.series.onDrop(func(chain string) { g.load().DropChain(chain) })
 	return &Reloader{path: cfg.File, rpc: rpc, gate: g, chains: cs, level: level, log: log,
 		started: cfg, applied: cfg}
 }

@@ -112,6 +112,7 @@ func (r *Reloader) applyChains(ctx context.Context, next *Config, rep *ReloadRep
 			rep.Problems = append(rep.Problems, fmt.Sprintf("chain %s not added: %v", c.name, err))
 			_ = c.halt(ctx)      // not run: closes its cache
 			_ = c.pool.Stop(ctx) // what Start opened before it failed
+			cs.forget(c)
 			failed[c] = true
 			continue
 		}
@@ -167,8 +168,8 @@ const retireTimeout = 10 * time.Second
 
 // retire stops a removed chain in the background: its campaign and
 // follower at once (a leader hands its lease over), its pool once the
-// calls it was serving have finished, within a call deadline. The
-// process's stop cuts the wait short.
+// calls it was serving have finished, within a call deadline; then its
+// series go (series.go). The process's stop cuts the wait short.
 func (cs *chains) retire(c *chain) {
 	cs.retired.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
@@ -180,7 +181,10 @@ func (cs *chains) retire(c *chain) {
 		if err := c.pool.Stop(ctx); err != nil {
 			cs.log.Warn("removed chain", "chain", c.name, "err", err)
 		}
-		c.pool.DropSeries()
+		// Its calls have finished (or had their call deadline): what is
+		// still in flight counts into series no longer exported, where
+		// they were resolved before (most are; see the README).
+		cs.forget(c)
 		cs.log.Info("chain stopped: removed by a config reload", "chain", c.name)
 	})
 }

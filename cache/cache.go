@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/singleflight"
 
@@ -26,6 +27,10 @@ type Cache struct {
 	flight singleflight.Group
 	served served
 	counts sync.Map // countKey → prometheus.Counter
+	// closed is set by Close: the calls still on the cache count only
+	// into the series it resolved before, never a new one, which would be
+	// a removed chain's series again, for good.
+	closed atomic.Bool
 	cfg    Config
 	log    *slog.Logger
 	m      *Metrics
@@ -63,7 +68,7 @@ func New(cfg Config, o Options) *Cache {
 	})
 	mem := Layer{Tier: c.memory, RecentTTL: cfg.RecentTTL}
 	for _, l := range append([]Layer{mem}, o.Lower...) {
-		c.tiers = append(c.tiers, newLayer(l, o.Chain, log, o.Metrics))
+		c.tiers = append(c.tiers, newLayer(l, o.Chain, log, o.Metrics, &c.closed))
 	}
 	c.recent = newRecentIndex()
 	o.Metrics.watch(c)
@@ -74,9 +79,14 @@ func New(cfg Config, o Options) *Cache {
 // worth a lookup.
 func (c *Cache) Keeps(method string) bool { return c.policy.caches(method) }
 
-// Close stops the memory tier's maintenance; the lower tiers are their
-// owners' to close.
-func (c *Cache) Close() { c.memory.Close() }
+// Close stops the memory tier's maintenance and takes the cache's tiers
+// out of venn_cache_bytes and venn_cache_entries; the lower tiers are
+// their owners' to close.
+func (c *Cache) Close() {
+	c.closed.Store(true)
+	c.m.unwatch(c)
+	c.memory.Close()
+}
 
 // Fetch asks upstream for the call's answer: what the pool accepted. pinned
 // is the hash of the block a near-head answer is to be stored under (""
@@ -321,6 +331,9 @@ func (c *Cache) count(method, tier, outcome string) {
 	k := countKey{method, tier, outcome}
 	if ctr, ok := c.counts.Load(k); ok {
 		ctr.(prometheus.Counter).Inc()
+		return
+	}
+	if c.closed.Load() {
 		return
 	}
 	ctr, _ := c.counts.LoadOrStore(k, c.m.requests.WithLabelValues(c.chain, method, tier, outcome))

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,6 +57,27 @@ func (m *Metrics) watch(c *Cache) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.caches = append(m.caches, c)
+}
+
+// unwatch takes c's tiers out of the gauges: c was closed, and a cache
+// that replaced it (a reload) reports the chain's, under the same labels.
+func (m *Metrics) unwatch(c *Cache) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.caches = slices.DeleteFunc(m.caches, func(o *Cache) bool { return o == c })
+}
+
+// DropChain deletes chain's series, once its cache has been closed for
+// good (a reload removed the chain): a cache of the chain built later
+// resolves them afresh.
+func (m *Metrics) DropChain(chain string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"chain": chain}
+	m.requests.DeletePartialMatch(l)
+	m.evictions.DeletePartialMatch(l)
+	m.storeErrors.DeletePartialMatch(l)
 }
 
 // Describe implements prometheus.Collector for the gauges.

@@ -59,12 +59,13 @@ type layer struct {
 	// deadline of their own, whose timer and context a hit would pay for.
 	inProcess bool
 	hits      atomic.Uint64 // lookups this tier answered, for State
+	closed    *atomic.Bool  // the cache's (Cache.closed): failures are then only logged
 }
 
-func newLayer(l Layer, chain string, log *slog.Logger, m *Metrics) *layer {
+func newLayer(l Layer, chain string, log *slog.Logger, m *Metrics, closed *atomic.Bool) *layer {
 	name := l.Tier.Name()
 	_, inProcess := l.Tier.(*Memory)
-	return &layer{Layer: l, name: name, chain: chain, log: log, m: m, inProcess: inProcess,
+	return &layer{Layer: l, name: name, chain: chain, log: log, m: m, inProcess: inProcess, closed: closed,
 		evictions: m.evictions.MustCurryWith(prometheus.Labels{"chain": chain, "tier": name})}
 }
 
@@ -82,7 +83,9 @@ func (l *layer) ttl(e Entry) time.Duration {
 // failed counts a failed operation, and logs the tier's outage when it
 // starts.
 func (l *layer) failed(op string, err error) {
-	l.m.storeErrors.WithLabelValues(l.chain, l.name, op).Inc()
+	if !l.closed.Load() {
+		l.m.storeErrors.WithLabelValues(l.chain, l.name, op).Inc()
+	}
 	if l.down.CompareAndSwap(false, true) {
 		l.log.Warn("cache tier unavailable; its lookups are misses until it answers",
 			"tier", l.name, "op", op, "err", err)

@@ -124,3 +124,22 @@ func (e *Edge) chain(name string) *chainEdge {
 	e.chains.byName.Store(&next)
 	return ch
 }
+
+// DropChain forgets the chain, once a reload removed it and its requests
+// have finished: its series are deleted, in every Edge on these metrics,
+// and a request for a chain of that name added later counts afresh. An
+// older Edge a request still holds counts it no more.
+func (e *Edge) DropChain(name string) {
+	e.chains.mu.Lock()
+	if old := e.chains.byName.Load(); old != nil && (*old)[name] != nil {
+		next := maps.Clone(*old)
+		delete(next, name)
+		e.chains.byName.Store(&next)
+	}
+	e.chains.mu.Unlock()
+	if m := e.metrics; m != nil {
+		l := prometheus.Labels{"chain": name}
+		m.auth.DeletePartialMatch(l)
+		m.rateLimited.DeletePartialMatch(l)
+	}
+}

@@ -34,3 +34,45 @@ func TestReconfiguredKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A dropped chain's series go, on the Edge in force and on the metrics it
+// shares with older ones, and a chain of the name added later counts
+// afresh; another chain's series stay.
+func TestDropChain(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := New(Config{Auth: AuthConfig{Keys: []APIKey{{Name: "k", Key: "secret"}}}}, Options{Registerer: reg})
+	refuse := func(chain string) {
+		t.Helper()
+		r := httptest.NewRequest("POST", "/"+chain, nil)
+		if _, refused := e.Admit(r, jrpc.Admission{Chain: chain, Transport: jrpc.TransportHTTP}); refused == nil {
+			t.Fatal("admitted without a key")
+		}
+	}
+	missing := func(chain string) float64 {
+		return counterValue(t, reg, "venn_auth_rejections_total", map[string]string{"chain": chain, "reason": "missing_key"})
+	}
+	refuse("gone")
+	refuse("gone")
+	refuse("kept")
+	e.DropChain("gone")
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "chain" && l.GetValue() == "gone" {
+					t.Errorf("%s of the dropped chain left: %v", mf.GetName(), m)
+				}
+			}
+		}
+	}
+	if got := missing("kept"); got != 1 {
+		t.Errorf("the other chain's rejections: %v, want 1", got)
+	}
+	refuse("gone") // added again
+	if got := missing("gone"); got != 1 {
+		t.Errorf("rejections of the chain added again: %v, want 1 (counted afresh)", got)
+	}
+}

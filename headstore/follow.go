@@ -21,7 +21,10 @@ type Follower struct {
 	store Store
 	w     *Window
 	log   *slog.Logger
-	m     *Metrics
+	// resyncs is resolved once, as the window's series are: a count
+	// after the chain's series were deleted (Metrics.DropChain) never
+	// writes them again.
+	resyncs prometheus.Counter
 }
 
 // NewFollower returns a follower of store into w. It does no I/O.
@@ -32,7 +35,8 @@ func NewFollower(chain string, store Store, w *Window, log *slog.Logger, m *Metr
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	f := &Follower{chain: chain, store: store, w: w, log: log.With("chain", chain), m: m}
+	f := &Follower{chain: chain, store: store, w: w, log: log.With("chain", chain),
+		resyncs: m.resyncs.WithLabelValues(chain)}
 	m.watch(chain, w)
 	lag := m.lag.WithLabelValues(chain)
 	prop := m.propagation.WithLabelValues(chain)
@@ -94,7 +98,7 @@ func (f *Follower) once(ctx context.Context, reload bool) error {
 		if err := f.w.Reset(snap); err != nil {
 			return err
 		}
-		f.m.resyncs.WithLabelValues(f.chain).Inc()
+		f.resyncs.Inc()
 		f.log.Debug("window loaded", "seq", snap.Seq, "blocks", len(snap.Blocks))
 	}
 	gen, seq = f.w.Seq()
@@ -146,6 +150,22 @@ func (m *Metrics) watch(chain string, w *Window) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.windows[chain] = w
+}
+
+// DropChain deletes chain's series and stops reporting its window's head,
+// once its follower has stopped for good (a reload removed the chain): a
+// follower of the chain built later reports its own.
+func (m *Metrics) DropChain(chain string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	delete(m.windows, chain)
+	m.mu.Unlock()
+	l := prometheus.Labels{"chain": chain}
+	m.lag.DeletePartialMatch(l)
+	m.propagation.DeletePartialMatch(l)
+	m.resyncs.DeletePartialMatch(l)
 }
 
 // Describe implements prometheus.Collector for the window's head number

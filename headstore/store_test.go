@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/testkit"
@@ -157,6 +158,15 @@ func TestFollowerMetrics(t *testing.T) {
 	if got["venn_head_number"] != 12 || got["venn_head_window_reloads_total"] != 1 ||
 		got["venn_head_propagation_seconds"] != 1 || got["venn_head_age_seconds"] <= 0 {
 		t.Fatalf("metrics %v: want head 12, 1 reload, 1 propagation sample, a positive age", got)
+	}
+
+	// Stopped for good (its chain removed), the follower's chain leaves
+	// every series, the scraped ones too.
+	cancel()
+	wg.Wait()
+	m.DropChain("metrics")
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("%d series after DropChain (%v), want none", n, err)
 	}
 }
 

@@ -177,6 +177,11 @@ type chainMetrics struct {
 
 	mu       sync.RWMutex
 	byMethod map[string]*methodMetrics // by method label, a bounded set
+	// dropped: the chain was removed and its series deleted (drop). A
+	// call still in flight then counts a method it had not yet into
+	// series of its own, never exported: a series asked of the vector
+	// would be the removed chain's again, for good.
+	dropped bool
 }
 
 type methodMetrics struct {
@@ -189,6 +194,9 @@ func (c *chainMetrics) drop() {
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropped = true
 	l := prometheus.Labels{"chain": c.chain}
 	c.m.requests.DeletePartialMatch(l)
 	c.m.duration.DeletePartialMatch(l)
@@ -217,6 +225,14 @@ func (c *chainMetrics) method(label string) *methodMetrics {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if mm = c.byMethod[label]; mm != nil {
+		return mm
+	}
+	if c.dropped {
+		mm = &methodMetrics{duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "dropped"})}
+		for o := range numOutcomes {
+			mm.outcomes[o] = prometheus.NewCounter(prometheus.CounterOpts{Name: "dropped"})
+		}
+		c.byMethod[label] = mm
 		return mm
 	}
 	mm = &methodMetrics{duration: c.m.duration.WithLabelValues(c.chain, label)}

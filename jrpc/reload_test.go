@@ -132,3 +132,39 @@ func TestRemoveChainDropsSeries(t *testing.T) {
 		t.Error("the other chain's series went too")
 	}
 }
+
+// A call in flight when its chain is removed, counted after, writes no
+// series of the removed chain again.
+func TestRemovedChainCallInFlight(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	started, release := make(chan struct{}), make(chan struct{})
+	s := newTestServer(t, Options{Registerer: reg}, HandlerFunc(func(ctx context.Context, req *Request) (json.RawMessage, error) {
+		close(started)
+		<-release
+		return json.RawMessage(`"done"`), nil
+	}))
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := s.tryPost(call(1, "slow"))
+		done <- err
+	}()
+	<-started
+	s.Remove(testChain, "removed")
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "chain" && l.GetValue() == testChain {
+					t.Errorf("%s of the removed chain written again: %v", mf.GetName(), m)
+				}
+			}
+		}
+	}
+}

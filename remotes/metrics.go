@@ -2,6 +2,7 @@ package remotes
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -106,10 +107,15 @@ type remoteMetrics struct {
 	breaker       prometheus.Gauge
 	inFlight      prometheus.Gauge
 	throttled     prometheus.Counter
+	// released: the remote left and let go of its series (release). A
+	// call that was still in flight then counts its failure nowhere:
+	// failures resolve their series per call, and would write a deleted
+	// remote's again, for good.
+	released atomic.Bool
 }
 
 // forRemote counts the caller in as a holder of the series (series.go):
-// it lets go with releaseRemote.
+// it lets go with release.
 func (m *Metrics) forRemote(chain, remote string) *remoteMetrics {
 	m.holdRemote(chain, remote)
 	return &remoteMetrics{
@@ -125,7 +131,17 @@ func (m *Metrics) forRemote(chain, remote string) *remoteMetrics {
 	}
 }
 
+// release lets go of the remote's series, once it has left (retire) or
+// never served (discard).
+func (rm *remoteMetrics) release() {
+	rm.released.Store(true)
+	rm.m.releaseRemote(rm.chain, rm.remote)
+}
+
 func (rm *remoteMetrics) failed(v Verdict, code, status int) {
+	if rm.released.Load() {
+		return
+	}
 	rm.m.calls.WithLabelValues(rm.chain, rm.remote, v.Class.String()).Inc()
 	rm.m.errors.WithLabelValues(rm.chain, rm.remote, codeLabel(code), statusLabel(status)).Inc()
 	rm.m.failures.WithLabelValues(rm.chain, rm.remote, v.Class.String(), string(v.Reason)).Inc()

@@ -240,7 +240,7 @@ func (p *Pool) discard(rs []*Remote) {
 	for _, r := range rs {
 		r.t.close()
 		p.freeSlot(r.slot)
-		p.m.releaseRemote(r.chain, r.Name())
+		r.m.release()
 	}
 }
 
@@ -272,7 +272,7 @@ func (p *Pool) retire(r *Remote, deadline time.Duration) {
 	}
 	r.t.close()
 	p.freeSlot(r.slot)
-	p.m.releaseRemote(r.chain, r.Name()) // its series go, unless a remote of its name took them over
+	r.m.release() // its series go, unless a remote of its name took them over
 	r.log.Info("remote left the pool")
 }
 

@@ -103,7 +103,7 @@ func (m *Metrics) deleteSeries(l prometheus.Labels) {
 func (p *Pool) DropSeries() {
 	p.release.Do(func() {
 		for _, r := range p.members() {
-			p.m.releaseRemote(r.chain, r.Name())
+			r.m.release()
 		}
 		p.m.releaseChain(p.conf().Chain)
 	})

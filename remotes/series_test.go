@@ -48,11 +48,22 @@ func TestRetiredSeriesDeleted(t *testing.T) {
 		return seriesOf(t, reg, map[string]string{"remote": "n0"}) > 5 && seriesOf(t, reg, n1) > 5
 	})
 
+	var gone *Remote
+	for _, r := range p.members() {
+		if r.Name() == "n1" {
+			gone = r
+		}
+	}
 	replaced := testConfigs([]string{a.URL()}, func(_ int, c *Config) { c.MaxInFlight = 7 })
 	if _, err := p.Reconfigure(cfg, replaced); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the removed remote's series deleted", func() bool { return seriesOf(t, reg, n1) == 0 })
+	// A call still in flight on it fails after: it writes none again.
+	gone.m.failed(Verdict{Class: ClassRetry, Reason: ReasonTimeout}, -32000, 503)
+	if n := seriesOf(t, reg, n1); n != 0 {
+		t.Errorf("a late failure wrote %d series of the removed remote again", n)
+	}
 	waitFor(t, "the replaced remote gone", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()

@@ -403,3 +403,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	return m
 }
+
+// DropChain deletes chain's series, once its router has stopped for good
+// (a reload removed the chain): a router of the chain built later
+// resolves them afresh, and the old one's late counts (a call that was
+// still in flight) go to series no longer exported.
+func (m *Metrics) DropChain(chain string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"chain": chain}
+	m.answers.DeletePartialMatch(l)
+	m.writeThrough.DeletePartialMatch(l)
+}

@@ -33,6 +33,8 @@ const (
 	wtUnlinked  = "unlinked"  // nothing links it to the chain the cluster follows
 )
 
+var wtOutcomes = []string{wtQueued, wtDuplicate, wtDropped, wtStored, wtOrphan, wtConflict, wtFailed, wtForeign, wtUnlinked}
+
 // chainLinks is how the write-through tells that a block belongs to the
 // chain the cluster follows, not to the chain of a remote that switched
 // networks (whose blocks are internally consistent, and which Put alone
@@ -62,8 +64,11 @@ type writeThrough struct {
 	settled func(uint64) bool
 	log     *slog.Logger
 	queue   chan wtJob
-	out     *prometheus.CounterVec // by outcome, curried with the chain
-	links   chainLinks             // set before run
+	// out counts by outcome: resolved once, so a late count after the
+	// chain's series were deleted (Metrics.DropChain) never writes them
+	// again.
+	out   map[string]prometheus.Counter
+	links chainLinks // set before run
 
 	mu      sync.Mutex
 	pending map[uint64]struct{} // queued or being written
@@ -81,7 +86,11 @@ func newWriteThrough(h History, f *forger.Forger, settled func(uint64) bool, siz
 	if size <= 0 {
 		size = DefaultWriteThroughQueue
 	}
-	return &writeThrough{history: h, forge: f, settled: settled, log: log, out: out,
+	counts := make(map[string]prometheus.Counter, len(wtOutcomes))
+	for _, o := range wtOutcomes {
+		counts[o] = out.WithLabelValues(o)
+	}
+	return &writeThrough{history: h, forge: f, settled: settled, log: log, out: counts,
 		queue: make(chan wtJob, size), pending: make(map[uint64]struct{})}
 }
 
@@ -96,15 +105,15 @@ func (w *writeThrough) offer(c *evm.Call, res json.RawMessage) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.pending[job.number]; ok {
-		w.out.WithLabelValues(wtDuplicate).Inc()
+		w.out[wtDuplicate].Inc()
 		return
 	}
 	select {
 	case w.queue <- job:
 		w.pending[job.number] = struct{}{}
-		w.out.WithLabelValues(wtQueued).Inc()
+		w.out[wtQueued].Inc()
 	default:
-		w.out.WithLabelValues(wtDropped).Inc()
+		w.out[wtDropped].Inc()
 	}
 }
 
@@ -116,7 +125,7 @@ func (w *writeThrough) run(ctx context.Context) {
 			return
 		case job := <-w.queue:
 			outcome := w.safeWrite(ctx, job)
-			w.out.WithLabelValues(outcome).Inc()
+			w.out[outcome].Inc()
 			w.mu.Lock()
 			delete(w.pending, job.number)
 			w.mu.Unlock()

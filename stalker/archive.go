@@ -297,6 +297,18 @@ func NewArchiveMetrics(reg prometheus.Registerer) *ArchiveMetrics {
 	return m
 }
 
+// DropChain deletes chain's series, once its archiver has stopped for
+// good (a reload removed the chain).
+func (m *ArchiveMetrics) DropChain(chain string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"chain": chain}
+	m.height.DeletePartialMatch(l)
+	m.blocks.DeletePartialMatch(l)
+	m.errors.DeletePartialMatch(l)
+}
+
 type archiveMetrics struct {
 	height prometheus.Gauge
 	blocks prometheus.Counter

@@ -399,3 +399,14 @@ func NewElectionMetrics(reg prometheus.Registerer) *ElectionMetrics {
 	}
 	return m
 }
+
+// DropChain deletes chain's series, once its campaign has ended for good
+// (a reload removed the chain).
+func (m *ElectionMetrics) DropChain(chain string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"chain": chain}
+	m.leader.DeletePartialMatch(l)
+	m.changes.DeletePartialMatch(l)
+}

@@ -525,6 +525,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// DropChain deletes chain's series, once its stalker has stopped for good
+// (a reload removed the chain): a stalker of the chain built later
+// resolves them afresh.
+func (m *Metrics) DropChain(chain string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"chain": chain}
+	for _, v := range []*prometheus.MetricVec{m.reorgs.MetricVec, m.reorgDepth.MetricVec, m.fetch.MetricVec,
+		m.published.MetricVec, m.head.MetricVec, m.errors.MetricVec, m.finalityErrors.MetricVec} {
+		v.DeletePartialMatch(l)
+	}
+}
+
 type stalkerMetrics struct {
 	reorgs     prometheus.Counter
 	reorgDepth prometheus.Observer

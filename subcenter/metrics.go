@@ -35,6 +35,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// DropChain deletes chain's series, once its subscriptions have ended
+// for good (a reload removed the chain): a center of the chain built later
+// resolves them afresh, and what the old one still counts (a connection
+// closing) goes to series no longer exported.
+func (m *Metrics) DropChain(chain string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"chain": chain}
+	for _, v := range []*prometheus.MetricVec{m.subs.MetricVec, m.sent.MetricVec, m.slow.MetricVec,
+		m.gaps.MetricVec, m.dispatch.MetricVec, m.filters.MetricVec} {
+		v.DeletePartialMatch(l)
+	}
+}
+
 type chainMetrics struct {
 	subs        [numKinds]prometheus.Gauge
 	sent        [numKinds]prometheus.Counter
