@@ -14,7 +14,7 @@ import (
 // TestPostgresRoundTrip: settled entries come back byte for byte; a key
 // stored again keeps its first answer; an unknown key is a miss.
 func TestPostgresRoundTrip(t *testing.T) {
-	p := NewPostgres(pgPool(t, pgtest.New(t)), 1, PostgresOptions{})
+	p := NewPostgres(pgPool(t, pgtest.New(t)), 1, patient(PostgresOptions{}))
 	ctx := t.Context()
 	for _, tt := range sampleEntries {
 		e := tt.give
@@ -35,7 +35,7 @@ func TestPostgresRoundTrip(t *testing.T) {
 		t.Errorf("Get of an unknown key = %v, %v; want a miss", ok, err)
 	}
 	// Chains do not share entries.
-	other := NewPostgres(p.db, 2, PostgresOptions{})
+	other := NewPostgres(p.db, 2, patient(PostgresOptions{}))
 	if _, ok, err := other.Get(ctx, testKey(sampleEntries[0].name)); ok || err != nil {
 		t.Errorf("another chain's Get = %v, %v; want a miss", ok, err)
 	}
@@ -47,7 +47,7 @@ func TestPostgresRoundTrip(t *testing.T) {
 func TestPostgresRefuses(t *testing.T) {
 	db := pgPool(t, pgtest.New(t))
 	ready := false
-	p := NewPostgres(db, 1, PostgresOptions{MaxEntryBytes: 10, Ready: func() bool { return ready }})
+	p := NewPostgres(db, 1, patient(PostgresOptions{MaxEntryBytes: 10, Ready: func() bool { return ready }}))
 	ctx := t.Context()
 	tests := []struct {
 		name string
@@ -77,8 +77,8 @@ func TestPostgresRefuses(t *testing.T) {
 func TestPostgresRetention(t *testing.T) {
 	u := pgtest.New(t)
 	db := pgPool(t, u)
-	p := NewPostgres(db, 1, PostgresOptions{MaxAge: time.Hour, MaxRows: 3, PruneBatch: 1})
-	other := NewPostgres(db, 2, PostgresOptions{MaxAge: time.Hour, MaxRows: 3})
+	p := NewPostgres(db, 1, patient(PostgresOptions{MaxAge: time.Hour, MaxRows: 3, PruneBatch: 1}))
+	other := NewPostgres(db, 2, patient(PostgresOptions{MaxAge: time.Hour, MaxRows: 3}))
 	ctx := t.Context()
 	value := []byte(`"0x1234"`)
 	for i := range 6 {
@@ -115,7 +115,7 @@ func keyBytes(s string) []byte { k := testKey(s); return k[:] }
 
 // TestPostgresRun prunes at once and stops with its context.
 func TestPostgresRun(t *testing.T) {
-	p := NewPostgres(pgPool(t, pgtest.New(t)), 1, PostgresOptions{MaxRows: 1})
+	p := NewPostgres(pgPool(t, pgtest.New(t)), 1, patient(PostgresOptions{MaxRows: 1}))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	for i := range 3 {

@@ -123,7 +123,7 @@ func TestRedisTooLarge(t *testing.T) {
 // only; storing the answer ends the claim.
 func TestRedisClaimShared(t *testing.T) {
 	a, rdb, chain := redisTier(t, RedisOptions{})
-	b := NewRedis(boundedClient(t, "127.0.0.1:6379"), chain, RedisOptions{})
+	b := NewRedis(boundedClient(t, "127.0.0.1:6379"), chain, RedisOptions{Timeout: testOpTimeout})
 	ctx := t.Context()
 	k := testKey("claimed")
 	if mine, err := a.Claim(ctx, k, 2*time.Second); !mine || err != nil {

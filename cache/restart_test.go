@@ -26,8 +26,9 @@ func TestSettledSurviveRedisRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	rt := cache.NewRedis(rdb, "restart", cache.RedisOptions{})
-	pt := cache.NewPostgres(pool, 1, cache.PostgresOptions{})
+	// Patient bounds: the restart, not a slow first query, is the test.
+	rt := cache.NewRedis(rdb, "restart", cache.RedisOptions{Timeout: 10 * time.Second})
+	pt := cache.NewPostgres(pool, 1, cache.PostgresOptions{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
 
 	k := cache.Key{1, 2, 3}
 	e := cache.Entry{Value: []byte(`{"structLogs":[],"gas":21000}`), Settled: true, Method: "debug_traceTransaction", Block: 7}

@@ -20,10 +20,31 @@ import (
 // testKey is the key of a made-up call named s.
 func testKey(s string) Key { return Key(sha256.Sum256([]byte(s))) }
 
+// testOpTimeout bounds one operation of a shared tier in the tests that
+// are not about its timeouts: on a machine busy with -race tests, the
+// first query of a new connection can outlast the production bound, and
+// the miss and the outage pause after it are not what those tests check.
+const testOpTimeout = 10 * time.Second
+
+// patient is opts with testOpTimeout where they leave the timeouts at
+// their defaults.
+func patient(opts PostgresOptions) PostgresOptions {
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = testOpTimeout
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = testOpTimeout
+	}
+	return opts
+}
+
 // redisTier returns a Redis tier on a chain of the test's own, its client
-// and its keys.
+// and its keys; a zero Timeout is testOpTimeout.
 func redisTier(t testing.TB, opts RedisOptions) (*Redis, *redis.Client, string) {
 	t.Helper()
+	if opts.Timeout == 0 {
+		opts.Timeout = testOpTimeout
+	}
 	name := func(token string) string { return "cache-test-" + token }
 	rdb, token := testkit.Redis(t, func(token string) string { return "venn:{" + name(token) + "}:*" })
 	return NewRedis(rdb, name(token), opts), rdb, name(token)
