@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"context"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -75,17 +74,4 @@ func (a *Attrs) Set(sp trace.Span) {
 	clear(a.kv[:a.n]) // no strings held in the pool
 	a.n = 0
 	attrsPool.Put(a)
-}
-
-// HTTPStatus puts an upstream reply's HTTP status on the span in ctx, when
-// it records: nothing when off, a context lookup when that span does not.
-func (t *Tracer) HTTPStatus(ctx context.Context, status int) {
-	if t == nil {
-		return
-	}
-	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
-		a := NewAttrs()
-		a.Add(KeyHTTPStatus.Int(status))
-		a.Set(sp)
-	}
 }
