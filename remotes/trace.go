@@ -54,23 +54,23 @@ func (jg *judge) send(ctx context.Context, r *Remote, idx, n int, params json.Ra
 	res, status, err := r.send(ctx, jg.method, params, withToken)
 	j := jg.of(r, idx, res, err)
 	if sp.IsRecording() {
-		jg.annotate(sp, label, j, n, status)
+		jg.annotate(sp, j, n, status)
 	}
 	sp.End()
 	return j
 }
 
-// annotate puts a judged reply on its attempt span, in one call: seven
-// attributes for an answer, under the eight the SDK's dedupe at End counts
-// without a map on the heap. status is the reply's HTTP status (0: none).
-func (jg *judge) annotate(sp trace.Span, label string, j judged, n, status int) {
+// annotate puts a judged reply on its attempt span, in one call: five
+// attributes for an answer, eight at most, as many as the SDK's dedupe at
+// End counts without a map on the heap. The span's name is its method's
+// label, so no rpc.method repeats it (nor rpc.system, the same jsonrpc on
+// every send). status is the reply's HTTP status (0: none).
+func (jg *judge) annotate(sp trace.Span, j judged, n, status int) {
 	role := jg.role
 	if role == "" {
 		role = rolePrimary
 	}
 	a := tracing.NewAttrs()
-	a.Add(tracing.KeyRPCSystem.String("jsonrpc"))
-	a.Add(tracing.KeyRPCMethod.String(label))
 	a.Add(tracing.KeyRemote.String(j.r.Name()))
 	a.Add(tracing.KeyAttempt.Int(n))
 	a.Add(tracing.KeyRole.String(role))

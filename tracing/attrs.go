@@ -11,8 +11,7 @@ import (
 // semantic conventions for JSON-RPC; venn.* are venn's own. Every value is
 // a name from config, a number or a label from a bounded set.
 const (
-	KeyRPCSystem    = attribute.Key("rpc.system")             // "jsonrpc"
-	KeyRPCMethod    = attribute.Key("rpc.method")             // the method's metric label
+	KeyRPCMethod    = attribute.Key("rpc.method")             // the call span's method label (a send's is its name)
 	KeyRPCErrorCode = attribute.Key("rpc.jsonrpc.error_code") // set on errors only
 	KeyHTTPStatus   = attribute.Key("http.response.status_code")
 

@@ -36,8 +36,8 @@ func (h callHook) StartCall(ctx context.Context, c jrpc.CallInfo) context.Contex
 // answer's outcome and code, and what the call's jrpc.Note says of it (the
 // source that answered; the remote and the attempts, when the remotes
 // did). A common call has eight attributes, as many as the SDK's dedupe at
-// End counts without a map on the heap; rpc.system, the same jsonrpc on
-// every call, is left to the upstream sends' spans. Only venn's and the
+// End counts without a map on the heap (rpc.system, the same jsonrpc on
+// every call, is on none of venn's spans). Only venn's and the
 // upstreams' failures mark the span an error; a revert or bad params is
 // the caller's answer, served as it should be.
 func (h callHook) EndCall(ctx context.Context, c jrpc.CallInfo, outcome string, code int) {

@@ -35,8 +35,6 @@ func callServer(tr *Tracer) http.Handler {
 		}
 		if sp.IsRecording() { // as remotes' judge annotates a send
 			a := NewAttrs()
-			a.Add(KeyRPCSystem.String("jsonrpc"))
-			a.Add(KeyRPCMethod.String(req.Method))
 			a.Add(KeyRemote.String("a"))
 			a.Add(KeyAttempt.Int(1))
 			a.Add(KeyRole.String("primary"))
@@ -90,8 +88,8 @@ func TestCallSpanReadsNote(t *testing.T) {
 			t.Errorf("call span %s = %q, want %q", k, got[k], v)
 		}
 	}
-	if len(send.Attributes) != 7 || send.Attributes[6] != KeyHTTPStatus.Int(http.StatusOK) {
-		t.Errorf("send span attributes %v, want six and the status", send.Attributes)
+	if len(send.Attributes) != 5 || send.Attributes[4] != KeyHTTPStatus.Int(http.StatusOK) {
+		t.Errorf("send span attributes %v, want four and the status", send.Attributes)
 	}
 	if len(call.Attributes) != 8 {
 		t.Errorf("call span attributes %v, want 8: more put a map on the heap at End", call.Attributes)
