@@ -147,8 +147,10 @@ func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *i
 	if it.err == nil {
 		ctx = withNote(ctx, &it.note) // under the hook's context: EndCall reads it
 	}
+	var info CallInfo
 	if hooked {
-		ctx = s.startCall(ctx, ch, it.req.Method, idx)
+		info = s.callInfo(ctx, ch, it.req.Method, idx, &it.note)
+		ctx = s.hook.StartCall(ctx, info)
 	}
 	if it.err == nil && cl != nil {
 		it.err = cl.Check(it.req.Method)
@@ -167,7 +169,7 @@ func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *i
 	}
 	s.record(ctx, ch, it, start)
 	if hooked {
-		s.endCall(ctx, it.err)
+		s.endCall(ctx, info, it.err)
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 type hookKey struct{}
 
 // recordingHook keeps what it was told of each call, and checks that the
-// handler and EndCall get the context StartCall returned.
+// handler and EndCall get the context StartCall returned, and EndCall its
+// CallInfo.
 type recordingHook struct {
 	mu    sync.Mutex
 	calls []string
@@ -23,12 +24,24 @@ func (h *recordingHook) StartCall(ctx context.Context, c CallInfo) context.Conte
 	return context.WithValue(ctx, hookKey{}, c)
 }
 
-func (h *recordingHook) EndCall(ctx context.Context, outcome string, code int) {
-	c, _ := ctx.Value(hookKey{}).(CallInfo)
+func (h *recordingHook) EndCall(ctx context.Context, c CallInfo, outcome string, code int) {
+	started, _ := ctx.Value(hookKey{}).(CallInfo)
+	reqID := "reqid"
+	if c.RequestID == "" || c.RequestID != RequestID(ctx) {
+		reqID = "no-reqid"
+	}
+	note := "note"
+	if c.Note == nil || c.Note != NoteOf(ctx) {
+		note = "no-note"
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if started.Chain != c.Chain || started.Method != c.Method || started.Index != c.Index ||
+		started.RequestID != c.RequestID || started.Note != c.Note {
+		h.calls = append(h.calls, "EndCall's CallInfo is not StartCall's")
+	}
 	h.calls = append(h.calls, strings.Join([]string{c.Chain, c.Method, strconv.Itoa(c.Index), c.Transport,
-		c.Header.Get("X-Probe"), outcome, strconv.Itoa(code)}, " "))
+		c.Header.Get("X-Probe"), reqID, note, outcome, strconv.Itoa(code)}, " "))
 }
 
 // TestCallHook: the hook sees every valid call with its bounded method
@@ -55,9 +68,9 @@ func TestCallHook(t *testing.T) {
 	hook.mu.Unlock()
 	slices.Sort(got)
 	want := []string{
-		"test other 1 http  invalid -32601",
-		"test sum -1 http  ok 0",
-		"test test_echo 0 http  ok 0",
+		"test other 1 http  reqid note invalid -32601",
+		"test sum -1 http  reqid note ok 0",
+		"test test_echo 0 http  reqid note ok 0",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("hook saw\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -12,8 +12,8 @@ import (
 // pool's own per-call cost, without HTTP.
 type cannedTransport struct{}
 
-func (cannedTransport) call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-	return json.RawMessage(`"0x1"`), nil
+func (cannedTransport) call(context.Context, string, json.RawMessage) (json.RawMessage, int, error) {
+	return json.RawMessage(`"0x1"`), 200, nil
 }
 
 func (cannedTransport) close() {}

@@ -341,7 +341,7 @@ func TestHTTPStatusBodyRedacted(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			fmt.Fprint(w, give)
 		})
-		_, err := tr.call(context.Background(), "eth_blockNumber", nil)
+		_, _, err := tr.call(context.Background(), "eth_blockNumber", nil)
 		se, ok := errors.AsType[*HTTPStatusError](err)
 		if !ok || se.Status != http.StatusUnauthorized {
 			t.Fatalf("err = %v; want an HTTPStatusError 401", err)
@@ -412,7 +412,7 @@ func TestUpstreamErrorTextBounded(t *testing.T) {
 		}
 	})
 	var err error
-	got := allocated(func() { _, err = tr.call(context.Background(), "eth_call", nil) })
+	got := allocated(func() { _, _, err = tr.call(context.Background(), "eth_call", nil) })
 	size := int64(len(msg) + len(data))
 	ue, ok := errors.AsType[*UpstreamError](err)
 	if !ok {

@@ -215,20 +215,24 @@ func ewma(a *atomic.Uint64, x, alpha float64) {
 // call sends one call to this remote within its own limits and per-attempt
 // timeout, and records the outcome in its health state.
 func (r *Remote) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return r.send(ctx, method, params, false)
+	res, _, err := r.send(ctx, method, params, false)
+	return res, err
 }
 
 // callWithToken is call for a caller that already took a rate-limit token
 // (waitForToken).
 func (r *Remote) callWithToken(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return r.send(ctx, method, params, true)
+	res, _, err := r.send(ctx, method, params, true)
+	return res, err
 }
 
-func (r *Remote) send(ctx context.Context, method string, params json.RawMessage, haveToken bool) (json.RawMessage, error) {
+// send is call, or callWithToken with haveToken, that also returns the
+// reply's HTTP status (transport.call), for the attempt's span.
+func (r *Remote) send(ctx context.Context, method string, params json.RawMessage, haveToken bool) (json.RawMessage, int, error) {
 	now := r.now()
 	ok, probe := r.brk.allow(now)
 	if !ok {
-		return nil, fmt.Errorf("remote %s: breaker open: %w", r.cfg.Name, errLocalLimit)
+		return nil, 0, fmt.Errorf("remote %s: breaker open: %w", r.cfg.Name, errLocalLimit)
 	}
 	if probe {
 		r.m.breaker.Set(float64(breakerHalfOpen))
@@ -236,12 +240,12 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 	if r.lim != nil && !haveToken && !r.lim.AllowN(now, 1) {
 		r.m.throttled.Inc()
 		r.releaseProbe(probe)
-		return nil, fmt.Errorf("remote %s: %w", r.cfg.Name, errOwnRateLimit)
+		return nil, 0, fmt.Errorf("remote %s: %w", r.cfg.Name, errOwnRateLimit)
 	}
 	if n := r.inFlight.Add(1); r.cfg.MaxInFlight > 0 && n > int64(r.cfg.MaxInFlight) {
 		r.inFlight.Add(-1)
 		r.releaseProbe(probe)
-		return nil, fmt.Errorf("remote %s: max in-flight: %w", r.cfg.Name, errLocalLimit)
+		return nil, 0, fmt.Errorf("remote %s: max in-flight: %w", r.cfg.Name, errLocalLimit)
 	}
 	r.m.inFlight.Inc()
 	caller := ctx
@@ -250,7 +254,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.Timeout)
 		defer cancel()
 	}
-	res, err := r.t.call(ctx, method, params)
+	res, status, err := r.t.call(ctx, method, params)
 	took := r.now().Sub(now)
 	r.inFlight.Add(-1)
 	r.m.inFlight.Dec()
@@ -265,10 +269,11 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		r.lat.observe(took) // a lower bound, but dropping it would hide the tail
 		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
 		r.releaseProbe(probe)
-		return nil, err
+		return nil, status, err
 	}
 	r.observe(method, took, err, probe)
-	return r.dropForeign(res, err)
+	res, err = r.dropForeign(res, err)
+	return res, status, err
 }
 
 // waitForToken takes a token of the remote's own rate limit, waiting for

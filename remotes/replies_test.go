@@ -189,7 +189,7 @@ func TestHTTPTransportReadsBoundedMemory(t *testing.T) {
 				res     json.RawMessage
 				callErr error
 			)
-			n := allocated(func() { res, callErr = tr.call(context.Background(), "eth_huge", nil) })
+			n := allocated(func() { res, _, callErr = tr.call(context.Background(), "eth_huge", nil) })
 			switch {
 			case tt.want != "":
 				if callErr != nil || strconv.Itoa(len(res)) != tt.want {
@@ -260,7 +260,7 @@ func TestWSTransportReadsBoundedMemory(t *testing.T) {
 
 	var err error
 	n := allocated(func() {
-		_, err = tr.call(context.Background(), "eth_huge", json.RawMessage(`[`+strconv.Itoa(4*max)+`]`))
+		_, _, err = tr.call(context.Background(), "eth_huge", json.RawMessage(`[`+strconv.Itoa(4*max)+`]`))
 	})
 	if !isTooLarge(err) {
 		t.Fatalf("16 MiB message: err = %v; want a *ReplyTooLargeError", err)
@@ -268,14 +268,14 @@ func TestWSTransportReadsBoundedMemory(t *testing.T) {
 	if n > 2*max {
 		t.Errorf("a 16 MiB message allocated %d MiB, want at most %d MiB", n>>20, 2*max>>20)
 	}
-	if got, err := tr.call(context.Background(), "eth_small", json.RawMessage(`[3]`)); err != nil || string(got) != `"aaa"` {
+	if got, _, err := tr.call(context.Background(), "eth_small", json.RawMessage(`[3]`)); err != nil || string(got) != `"aaa"` {
 		t.Fatalf("the connection did not survive: %s, %v", got, err)
 	}
 	// Past wsDiscardFactor caps, throwing away is not worth it.
-	if _, err := tr.call(context.Background(), "eth_huge", json.RawMessage(`[`+strconv.Itoa((wsDiscardFactor+2)*max)+`]`)); !errors.Is(err, ErrTransport) {
+	if _, _, err := tr.call(context.Background(), "eth_huge", json.RawMessage(`[`+strconv.Itoa((wsDiscardFactor+2)*max)+`]`)); !errors.Is(err, ErrTransport) {
 		t.Fatalf("endless message: err = %v; want ErrTransport (connection closed)", err)
 	}
-	if got, err := tr.call(context.Background(), "eth_small", json.RawMessage(`[3]`)); err != nil || string(got) != `"aaa"` {
+	if got, _, err := tr.call(context.Background(), "eth_small", json.RawMessage(`[3]`)); err != nil || string(got) != `"aaa"` {
 		t.Fatalf("no redial after the endless message: %s, %v", got, err)
 	}
 }
@@ -361,16 +361,16 @@ func TestHTTPTransportReplyBudget(t *testing.T) {
 	if err := b.take(ctx, 6*mib); err != nil { // replies of other calls
 		t.Fatal(err)
 	}
-	if _, err := big.call(ctx, "eth_big", nil); !errors.Is(err, ErrReplyBudget) {
+	if _, _, err := big.call(ctx, "eth_big", nil); !errors.Is(err, ErrReplyBudget) {
 		t.Fatalf("big reply with the budget held: err = %v; want ErrReplyBudget", err)
 	} else if v := Classify("eth_big", err); v.Class != ClassRetry || v.Fault {
 		t.Errorf("Classify = %+v; want a retry that is not the remote's fault", v)
 	}
-	if res, err := small.call(ctx, "eth_small", nil); err != nil || len(res) != 1004 {
+	if res, _, err := small.call(ctx, "eth_small", nil); err != nil || len(res) != 1004 {
 		t.Fatalf("small reply with the budget held: %d bytes, %v", len(res), err)
 	}
 	b.give(6 * mib)
-	if res, err := big.call(ctx, "eth_big", nil); err != nil || len(res) != 4*mib+4 {
+	if res, _, err := big.call(ctx, "eth_big", nil); err != nil || len(res) != 4*mib+4 {
 		t.Fatalf("big reply with the budget free: %d bytes, %v", len(res), err)
 	}
 	if u := b.used.Load(); u != 0 {

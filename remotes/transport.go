@@ -43,7 +43,8 @@ const (
 // transport calls one remote. Implementations are safe for concurrent use.
 type transport interface {
 	// call sends one JSON-RPC call and returns the raw result bytes, owned by
-	// the caller and never re-encoded.
+	// the caller and never re-encoded, and the reply's HTTP status (0 over
+	// WebSocket, or when no reply came), for the attempt's span.
 	//
 	// Errors: *UpstreamError when the remote sent an error object (HTTPStatus
 	// set over HTTP, 0 over WebSocket); *HTTPStatusError for a non-2xx reply
@@ -53,7 +54,7 @@ type transport interface {
 	// non-JSON or wrong-shape reply; ErrTransport (wrapped) when the remote
 	// could not be reached or its reply not read; ctx.Err() (wrapped) when
 	// ctx ends first. No error ever contains the remote's secrets.
-	call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	call(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, status int, err error)
 	// close releases connections. Calls in flight fail or finish; later
 	// calls fail with ErrTransport.
 	close()

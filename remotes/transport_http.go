@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -47,6 +48,9 @@ type httpTransport struct {
 	tracer *tracing.Tracer // injects the trace context when it propagates
 	ids    atomic.Uint64
 	bodies sync.Pool // *httpBody
+	// traced holds copies of tmpl.Header for requests that carry a trace
+	// context, each back once its reply's body is closed (traceHeader).
+	traced sync.Pool // http.Header
 }
 
 var _ transport = (*httpTransport)(nil)
@@ -112,42 +116,70 @@ func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
 	}
 }
 
-func (t *httpTransport) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (t *httpTransport) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, int, error) {
 	id := t.ids.Add(1)
 	body := t.getBody()
 	body.b = appendRequest(body.b, id, method, params)
 
 	req := t.tmpl.WithContext(ctx)
-	req.Header = t.tracer.Inject(ctx, req.Header) // a copy, when it propagates
+	traced := t.traceHeader(ctx)
+	if traced != nil {
+		req.Header = traced
+	}
 	req.ContentLength = int64(len(body.b))
 	req.Body = body.open()
 	req.GetBody = body.getBody // lets RoundTrip retry on a stale keep-alive connection
 	resp, err := t.rt.RoundTrip(req)
 	body.release()
 	if err != nil {
-		return nil, failure(ctx, t.name, t.red, "send", err)
+		// traced is not reused: RoundTrip's goroutines may still read it.
+		return nil, 0, failure(ctx, t.name, t.red, "send", err)
 	}
-	t.tracer.HTTPStatus(ctx, resp.StatusCode) // on the attempt's span
+	status := resp.StatusCode
 
 	data, taken, err := t.readBody(ctx, resp)
+	if traced != nil {
+		// The reply's body is closed, so RoundTrip is done with req
+		// (http.RoundTripper's contract) and its header can serve another.
+		t.traced.Put(traced)
+	}
 	if err != nil {
-		return nil, err
+		return nil, status, err
 	}
 	// The result is a slice of data, which is the caller's from here on:
 	// the budget covers the reading.
 	defer t.budget.give(taken)
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, t.statusError(id, resp.StatusCode, data)
+	if status < 200 || status > 299 {
+		return nil, status, t.statusError(id, status, data)
 	}
 
 	env, err := parseEnvelope(data)
 	if err != nil {
-		return nil, badReply(t.name, err.Error())
+		return nil, status, badReply(t.name, err.Error())
 	}
 	if !env.idIs(id) && (env.errObj == nil || !env.idIsNull()) {
-		return nil, badReply(t.name, "reply id does not match the call")
+		return nil, status, badReply(t.name, "reply id does not match the call")
 	}
-	return env.outcome(t.name, t.red, resp.StatusCode)
+	res, err := env.outcome(t.name, t.red, status)
+	return res, status, err
+}
+
+// traceHeader is the header of a request sent under ctx that carries the
+// trace context: a copy of the template's with ctx's traceparent, from
+// t.traced when one is free; nil when the request carries none (the
+// template's header is then sent as it is). The copy shares the
+// template's value slices, which nobody writes; InjectInto writes new ones.
+func (t *httpTransport) traceHeader(ctx context.Context) http.Header {
+	if !t.tracer.Carries(ctx) {
+		return nil
+	}
+	h, _ := t.traced.Get().(http.Header)
+	if h == nil {
+		h = make(http.Header, len(t.tmpl.Header)+1)
+		maps.Copy(h, t.tmpl.Header)
+	}
+	tracing.InjectInto(ctx, h)
+	return h
 }
 
 // statusError is the error for a non-2xx reply: the remote's own JSON-RPC

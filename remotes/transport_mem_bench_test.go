@@ -137,7 +137,7 @@ func BenchmarkHugeReplies(b *testing.B) {
 				var wg sync.WaitGroup
 				for range bb.conc {
 					wg.Go(func() {
-						res, err := tr.call(context.Background(), "eth_huge", nil)
+						res, _, err := tr.call(context.Background(), "eth_huge", nil)
 						if err == nil && len(res) < bb.size {
 							b.Errorf("result of %d bytes", len(res))
 						}

@@ -112,7 +112,7 @@ func BenchmarkHTTPTransportPassThrough(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						res, err := tr.call(context.Background(), "eth_getBalance", params)
+						res, _, err := tr.call(context.Background(), "eth_getBalance", params)
 						if err != nil || len(res) != len(result) {
 							b.Errorf("call = %d bytes, %v", len(res), err)
 							return

@@ -211,9 +211,12 @@ func TestHTTPTransportReplies(t *testing.T) {
 				}
 			})
 
-			got, err := tr.call(context.Background(), "eth_test", nil)
+			got, status, err := tr.call(context.Background(), "eth_test", nil)
 			if err != nil {
 				tpAssertNoSecret(t, err.Error())
+			}
+			if status != tt.status { // for the attempt's span
+				t.Errorf("status %d, want the reply's %d", status, tt.status)
 			}
 			switch {
 			case tt.want != "":
@@ -290,7 +293,7 @@ func TestHTTPTransportRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := tr.call(context.Background(), tt.method, json.RawMessage(tt.params)); err != nil {
+			if _, _, err := tr.call(context.Background(), tt.method, json.RawMessage(tt.params)); err != nil {
 				t.Fatalf("call: %v", err)
 			}
 			s := <-got
@@ -363,7 +366,7 @@ func TestHTTPTransportConnectionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.close()
-	_, err = tr.call(context.Background(), "eth_blockNumber", nil)
+	_, _, err = tr.call(context.Background(), "eth_blockNumber", nil)
 	if !errors.Is(err, ErrTransport) {
 		t.Fatalf("err = %v; want ErrTransport", err)
 	}
@@ -402,7 +405,7 @@ func TestHTTPTransportContext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := tt.ctx()
 			defer cancel()
-			_, err := tr.call(ctx, "eth_blockNumber", nil)
+			_, _, err := tr.call(ctx, "eth_blockNumber", nil)
 			if !errors.Is(err, tt.want) || errors.Is(err, ErrTransport) {
 				t.Fatalf("err = %v; want %v and not ErrTransport", err, tt.want)
 			}
@@ -594,7 +597,7 @@ func TestWSTransportCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
-			got, err := tr.call(context.Background(), tt.method, json.RawMessage(tt.params))
+			got, _, err := tr.call(context.Background(), tt.method, json.RawMessage(tt.params))
 			if err != nil {
 				tpAssertNoSecret(t, err.Error())
 			}
@@ -638,7 +641,7 @@ func TestWSTransportMultiplexes(t *testing.T) {
 		wg.Go(func() {
 			// Each params is unique; the server answers in reverse order.
 			params := fmt.Sprintf(`[%d,"call-%d"]`, n, i)
-			got, err := tr.call(context.Background(), "hold", json.RawMessage(params))
+			got, _, err := tr.call(context.Background(), "hold", json.RawMessage(params))
 			if err != nil || string(got) != params {
 				errs <- fmt.Errorf("call %d = %s, %v", i, got, err)
 			}
@@ -676,7 +679,7 @@ func TestWSTransportConnectionLoss(t *testing.T) {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_, err := tr.call(ctx, "never", nil)
+				_, _, err := tr.call(ctx, "never", nil)
 				bystander <- err
 			}()
 			if m := <-srv.received; m != "never" {
@@ -685,7 +688,7 @@ func TestWSTransportConnectionLoss(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_, err := tr.call(ctx, tt.method, nil)
+			_, _, err := tr.call(ctx, tt.method, nil)
 			<-srv.received
 			for _, want := range tt.wantIs {
 				if !errors.Is(err, want) {
@@ -701,7 +704,7 @@ func TestWSTransportConnectionLoss(t *testing.T) {
 		})
 	}
 
-	got, err := tr.call(context.Background(), "echo", json.RawMessage(`[7]`))
+	got, _, err := tr.call(context.Background(), "echo", json.RawMessage(`[7]`))
 	if err != nil || string(got) != `[7]` {
 		t.Fatalf("call after redial = %s, %v", got, err)
 	}
@@ -738,7 +741,7 @@ func TestWSTransportDialFails(t *testing.T) {
 			errs := make(chan error, 4)
 			for range 4 {
 				wg.Go(func() {
-					_, err := tr.call(context.Background(), "echo", nil)
+					_, _, err := tr.call(context.Background(), "echo", nil)
 					errs <- err
 				})
 			}
@@ -762,12 +765,12 @@ func TestWSTransportContext(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := tr.call(ctx, "never", nil)
+	_, _, err := tr.call(ctx, "never", nil)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTransport) {
 		t.Fatalf("err = %v; want DeadlineExceeded, not ErrTransport", err)
 	}
 	// One caller's deadline must not cost the others the connection.
-	got, err := tr.call(context.Background(), "echo", json.RawMessage(`[1]`))
+	got, _, err := tr.call(context.Background(), "echo", json.RawMessage(`[1]`))
 	if err != nil || string(got) != `[1]` {
 		t.Fatalf("call after a timeout = %s, %v", got, err)
 	}
@@ -783,7 +786,7 @@ func TestWSTransportClose(t *testing.T) {
 
 	pending := make(chan error, 1)
 	go func() {
-		_, err := tr.call(context.Background(), "never", nil)
+		_, _, err := tr.call(context.Background(), "never", nil)
 		pending <- err
 	}()
 	<-srv.received
@@ -791,7 +794,7 @@ func TestWSTransportClose(t *testing.T) {
 	if err := <-pending; !errors.Is(err, ErrTransport) {
 		t.Errorf("pending call err = %v; want ErrTransport", err)
 	}
-	if _, err := tr.call(context.Background(), "echo", nil); !errors.Is(err, ErrTransport) {
+	if _, _, err := tr.call(context.Background(), "echo", nil); !errors.Is(err, ErrTransport) {
 		t.Errorf("call after close err = %v; want ErrTransport", err)
 	}
 }
@@ -873,7 +876,7 @@ func BenchmarkHTTPTransportCall(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := tr.call(context.Background(), "eth_getBalance", params); err != nil {
+					if _, _, err := tr.call(context.Background(), "eth_getBalance", params); err != nil {
 						b.Error(err)
 						return
 					}
@@ -935,7 +938,7 @@ func TestUpstreamErrorTextRedacted(t *testing.T) {
 		echo := r.URL.Path + "?" + r.URL.RawQuery
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"bad key %s","data":{"url":%q}}}`, req.ID, echo, echo)
 	})
-	_, err := tr.call(context.Background(), "eth_blockNumber", nil)
+	_, _, err := tr.call(context.Background(), "eth_blockNumber", nil)
 	var ue *UpstreamError
 	if !errors.As(err, &ue) {
 		t.Fatalf("err = %v, want an UpstreamError", err)

@@ -110,33 +110,33 @@ func wsDialOptions(opts transportOptions) *websocket.DialOptions {
 	}
 }
 
-func (t *wsTransport) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (t *wsTransport) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, int, error) {
 	c, err := t.connect(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	id := t.ids.Add(1)
 	reply := make(chan wsReply, 1)
 	if err := c.register(id, reply); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	buf := t.bufs.get()
 	*buf = appendRequest(*buf, id, method, params)
 	select {
 	case c.out <- buf:
 	case r := <-reply: // the connection died first
-		return r.result, r.err
+		return r.result, 0, r.err
 	case <-ctx.Done():
 		c.unregister(id)
 		t.bufs.put(buf)
-		return nil, fmt.Errorf("remote %s: %w", t.name, ctx.Err())
+		return nil, 0, fmt.Errorf("remote %s: %w", t.name, ctx.Err())
 	}
 	select {
 	case r := <-reply:
-		return r.result, r.err
+		return r.result, 0, r.err
 	case <-ctx.Done():
 		c.unregister(id)
-		return nil, fmt.Errorf("remote %s: %w", t.name, ctx.Err())
+		return nil, 0, fmt.Errorf("remote %s: %w", t.name, ctx.Err())
 	}
 }
 

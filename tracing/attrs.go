@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"context"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,8 +11,7 @@ import (
 // semantic conventions for JSON-RPC; venn.* are venn's own. Every value is
 // a name from config, a number or a label from a bounded set.
 const (
-	KeyRPCSystem    = attribute.Key("rpc.system")             // "jsonrpc"
-	KeyRPCMethod    = attribute.Key("rpc.method")             // the method's metric label
+	KeyRPCMethod    = attribute.Key("rpc.method")             // the call span's method label (a send's is its name)
 	KeyRPCErrorCode = attribute.Key("rpc.jsonrpc.error_code") // set on errors only
 	KeyHTTPStatus   = attribute.Key("http.response.status_code")
 
@@ -75,17 +73,4 @@ func (a *Attrs) Set(sp trace.Span) {
 	clear(a.kv[:a.n]) // no strings held in the pool
 	a.n = 0
 	attrsPool.Put(a)
-}
-
-// HTTPStatus puts an upstream reply's HTTP status on the span in ctx, when
-// it records: nothing when off, a context lookup when that span does not.
-func (t *Tracer) HTTPStatus(ctx context.Context, status int) {
-	if t == nil {
-		return
-	}
-	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
-		a := NewAttrs()
-		a.Add(KeyHTTPStatus.Int(status))
-		a.Set(sp)
-	}
 }

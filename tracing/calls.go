@@ -24,35 +24,35 @@ type callHook struct{ t *Tracer }
 var _ jrpc.CallHook = callHook{}
 
 // StartCall starts the call's span, named by the method's bounded label.
+// Its attributes wait for EndCall, so that the span gets them all in one
+// call.
 func (h callHook) StartCall(ctx context.Context, c jrpc.CallInfo) context.Context {
-	ctx, sp := h.t.StartRoot(ctx, c.Method, trace.SpanKindServer, c.Header)
-	if !sp.IsRecording() {
-		return ctx
-	}
-	a := NewAttrs()
-	a.Add(KeyRPCSystem.String("jsonrpc"))
-	a.Add(KeyRPCMethod.String(c.Method))
-	a.Add(KeyChain.String(c.Chain))
-	a.Add(KeyTransport.String(c.Transport))
-	a.Add(KeyRequestID.String(jrpc.RequestID(ctx)))
-	if c.Index >= 0 {
-		a.Add(KeyBatchIndex.Int(c.Index))
-	}
-	a.Set(sp)
+	ctx, _ = h.t.StartRoot(ctx, c.Method, trace.SpanKindServer, c.Header)
 	return ctx
 }
 
-// EndCall records the answer's outcome and what the call's jrpc.Note says
-// of it (the source that answered; the remote and the attempts, when the
-// remotes did), and ends the span. Only venn's and the upstreams' failures
-// mark it an error; a revert or bad params is the caller's answer, served
-// as it should be.
-func (h callHook) EndCall(ctx context.Context, outcome string, code int) {
+// EndCall puts what is known of the call on its span and ends it: the
+// call's own (chain, method, transport, request id, batch index), the
+// answer's outcome and code, and what the call's jrpc.Note says of it (the
+// source that answered; the remote and the attempts, when the remotes
+// did). A common call has eight attributes, as many as the SDK's dedupe at
+// End counts without a map on the heap (rpc.system, the same jsonrpc on
+// every call, is on none of venn's spans). Only venn's and the
+// upstreams' failures mark the span an error; a revert or bad params is
+// the caller's answer, served as it should be.
+func (h callHook) EndCall(ctx context.Context, c jrpc.CallInfo, outcome string, code int) {
 	sp := trace.SpanFromContext(ctx)
 	if sp.IsRecording() {
 		a := NewAttrs()
+		a.Add(KeyRPCMethod.String(c.Method))
+		a.Add(KeyChain.String(c.Chain))
+		a.Add(KeyTransport.String(c.Transport))
+		a.Add(KeyRequestID.String(c.RequestID))
+		if c.Index >= 0 {
+			a.Add(KeyBatchIndex.Int(c.Index))
+		}
 		a.Add(KeyOutcome.String(outcome))
-		if n := jrpc.NoteOf(ctx); n != nil {
+		if n := c.Note; n != nil {
 			if n.Source != "" {
 				a.Add(KeySource.String(n.Source))
 			}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -16,8 +17,9 @@ import (
 	"github.com/venn-gateway/venn/jrpc"
 )
 
-// upstreamHeader stands for a remote's request headers.
-var upstreamHeader = http.Header{"Content-Type": {"application/json"}}
+// upstream stands for a remote's request headers, a map per request in
+// flight.
+var upstream = sync.Pool{New: func() any { return http.Header{"Content-Type": {"application/json"}} }}
 
 // callServer serves chain eth through jrpc with tr's hook (nil: none); its
 // handler sends one upstream attempt under a client span and notes that
@@ -26,16 +28,18 @@ func callServer(tr *Tracer) http.Handler {
 	srv := jrpc.NewServer(jrpc.Options{Hook: tr.CallHook(), MethodLabel: func(m string) string { return m }})
 	srv.Handle("eth", jrpc.HandlerFunc(func(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
 		sctx, sp := tr.Start(ctx, req.Method, trace.SpanKindClient)
-		_ = tr.Inject(sctx, upstreamHeader)
-		tr.HTTPStatus(sctx, http.StatusOK)
+		if tr.Carries(sctx) { // as remotes' HTTP transport does, its header map reused
+			h := upstream.Get().(http.Header)
+			InjectInto(sctx, h)
+			upstream.Put(h)
+		}
 		if sp.IsRecording() { // as remotes' judge annotates a send
 			a := NewAttrs()
-			a.Add(KeyRPCSystem.String("jsonrpc"))
-			a.Add(KeyRPCMethod.String(req.Method))
 			a.Add(KeyRemote.String("a"))
 			a.Add(KeyAttempt.Int(1))
 			a.Add(KeyRole.String("primary"))
 			a.Add(KeyMeaning.String("answer"))
+			a.Add(KeyHTTPStatus.Int(http.StatusOK))
 			a.Set(sp)
 		}
 		sp.End()
@@ -84,8 +88,11 @@ func TestCallSpanReadsNote(t *testing.T) {
 			t.Errorf("call span %s = %q, want %q", k, got[k], v)
 		}
 	}
-	if len(send.Attributes) != 7 || send.Attributes[0] != KeyHTTPStatus.Int(http.StatusOK) {
-		t.Errorf("send span attributes %v, want the status and six more", send.Attributes)
+	if len(send.Attributes) != 5 || send.Attributes[4] != KeyHTTPStatus.Int(http.StatusOK) {
+		t.Errorf("send span attributes %v, want four and the status", send.Attributes)
+	}
+	if len(call.Attributes) != 8 {
+		t.Errorf("call span attributes %v, want 8: more put a map on the heap at End", call.Attributes)
 	}
 }
 

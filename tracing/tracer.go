@@ -74,20 +74,19 @@ func (t *Tracer) StartRoot(ctx context.Context, name string, kind trace.SpanKind
 // (PropagateUpstream).
 func (t *Tracer) Propagates() bool { return t != nil && t.propagate }
 
-// Inject returns h with the W3C trace context of ctx's span added, in a
-// copy, when the tracer propagates and ctx holds a valid span; else h
-// itself. The copy shares h's value slices, which nobody writes: only the
-// map is new.
-func (t *Tracer) Inject(ctx context.Context, h http.Header) http.Header {
-	if !t.Propagates() || !trace.SpanContextFromContext(ctx).IsValid() {
-		return h
-	}
-	out := make(http.Header, len(h)+1)
-	for k, v := range h {
-		out[k] = v
-	}
-	w3c.Inject(ctx, canonical(out))
-	return out
+// Carries reports whether a request sent under ctx carries the W3C trace
+// context: the tracer propagates and ctx holds a valid span.
+func (t *Tracer) Carries(ctx context.Context) bool {
+	return t.Propagates() && trace.SpanContextFromContext(ctx).IsValid()
+}
+
+// InjectInto writes the W3C trace context of ctx's span into h, which is
+// the caller's own (never a template other requests share): traceparent,
+// and tracestate, or its removal when the span has none, so that a header
+// map reused from an earlier request says this span's alone.
+func InjectInto(ctx context.Context, h http.Header) {
+	delete(h, "Tracestate")
+	w3c.Inject(ctx, canonical(h))
 }
 
 // canonical is a carrier that writes the two W3C headers under their
