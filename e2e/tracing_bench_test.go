@@ -29,7 +29,8 @@ import (
 // the traceparent sent upstream), in one process: "off" is venn as it
 // ships; "discard" batches spans to an exporter that drops them, the cost
 // of making them; "otlp" batches them over OTLP/HTTP to an in-process sink
-// that reads and drops each export, the whole pipeline. Besides ns/op it
+// that reads and drops each export, the whole pipeline; "local" is discard
+// without the traceparent sent upstream, propagate_upstream's default. Besides ns/op it
 // reports cpu-ns/call, the process's CPU time (user+sys) over the loop per
 // call, which counts the client, the fake upstream, the exporter's
 // goroutines and the sink too; "direct" (the upstream alone) is the part
@@ -89,7 +90,9 @@ func BenchmarkTracingCost(b *testing.B) {
 type hopTarget struct{ name, url string }
 
 // tracingTargets serves the fake node (direct) and venn in front of it
-// three ways: off, discard and otlp. All stop at the end of b.
+// four ways: off, discard and otlp (both sending the traceparent
+// upstream), and local (discard with propagate_upstream at its default,
+// off). All stop at the end of b.
 func tracingTargets(b *testing.B) []hopTarget {
 	node := fakenode.New(fakenode.Options{ChainID: 1})
 	up := httptest.NewServer(node.Handler())
@@ -108,15 +111,19 @@ func tracingTargets(b *testing.B) []hopTarget {
 		b.Fatal(err)
 	}
 	discard := otlp.NewProvider(cfg, sdktrace.WithBatcher(dropSpans{}))
+	// As shipped at ratio 1: the traceparent stays in venn (propagate_upstream
+	// is off by default).
+	local := otlp.NewProvider(tracing.Config{Enabled: true, SamplingRatio: &one}, sdktrace.WithBatcher(dropSpans{}))
 	b.Cleanup(func() {
 		_ = exp.Shutdown(context.Background())
 		_ = discard.Shutdown(context.Background())
+		_ = local.Shutdown(context.Background())
 	})
 	targets := []hopTarget{{"direct", up.URL}}
 	for _, tc := range []struct {
 		name string
 		tr   *tracing.Tracer
-	}{{"off", nil}, {"discard", discard.Tracer()}, {"otlp", exp.Tracer()}} {
+	}{{"off", nil}, {"discard", discard.Tracer()}, {"otlp", exp.Tracer()}, {"local", local.Tracer()}} {
 		targets = append(targets, hopTarget{tc.name, tracedVenn(b, up.URL, tc.tr)})
 	}
 	return targets
