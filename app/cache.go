@@ -114,7 +114,8 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 			MaxAge: cc.Cache.PostgresRetention, MaxRows: cc.Cache.PostgresMaxRows, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
 		lower = append(lower, cc.Cache.PostgresLayer(pg))
 	}
-	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m, IsRevert: isRevert})
+	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m,
+		IsRevert: isRevert, LacksBlock: lacksBlock})
 	return &chainCache{c: c, pg: pg}, nil
 }
 
@@ -130,4 +131,10 @@ func (t *cacheTiers) close() {
 // the caller's errors are fixed by the call's block.
 func isRevert(method string, err error) bool {
 	return remotes.Classify(method, err).Reason == remotes.ReasonRevert
+}
+
+// lacksBlock is the remotes' verdict that err says the remote lacks the
+// call's block.
+func lacksBlock(method string, err error) bool {
+	return remotes.Classify(method, err).LacksBlock()
 }
