@@ -76,7 +76,7 @@ func New(cfg Config, o Options) *Cache {
 	})
 	mem := Layer{Tier: c.memory, RecentTTL: cfg.RecentTTL}
 	for _, l := range append([]Layer{mem}, o.Lower...) {
-		c.tiers = append(c.tiers, newLayer(l, o.Chain, log, o.Metrics, &c.closed))
+		c.tiers = append(c.tiers, newLayer(l, o.Chain, cfg.TierTimeout, log, o.Metrics, &c.closed))
 	}
 	c.recent = newRecentIndex()
 	o.Metrics.watch(c)

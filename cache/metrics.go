@@ -99,7 +99,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			if !ok {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), sizeTimeout)
+			ctx, cancel := l.sizeContext(context.Background())
 			entries, bytes, err := s.Size(ctx)
 			cancel()
 			if err != nil {

@@ -18,8 +18,8 @@ import (
 const (
 	// DefaultPostgresReadTimeout bounds one Get: the tier is asked on a
 	// miss of memory and Redis, and a Postgres that stalls must cost the
-	// call little before it goes upstream. It is inside the cache's own
-	// bound on a tier call (250 ms).
+	// call little before it goes upstream. The app sets it to the chain's
+	// tier_timeout, the cache's own bound on a tier call.
 	DefaultPostgresReadTimeout = 200 * time.Millisecond
 	// DefaultPostgresWriteTimeout bounds one Set.
 	DefaultPostgresWriteTimeout = 2 * time.Second
