@@ -99,7 +99,7 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 	t := &cs.tiers
 	if cs.rdb != nil && cc.Cache.Redis != nil && *cc.Cache.Redis {
 		r := cache.NewRedis(cs.rdb, cc.Name, cache.RedisOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
-			MaxTTL: cc.Cache.SettledTTL})
+			MaxTTL: cc.Cache.SettledTTL, Timeout: cc.Cache.TierTimeout})
 		lower = append(lower, cc.Cache.RedisLayer(r))
 	}
 	if t.hist != nil && cc.Cache.Postgres {
@@ -111,7 +111,8 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 			t.pool = pool
 		}
 		pg = cache.NewPostgres(t.pool, cc.ChainID, cache.PostgresOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
-			MaxAge: cc.Cache.PostgresRetention, MaxRows: cc.Cache.PostgresMaxRows, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
+			ReadTimeout: cc.Cache.TierTimeout,
+			MaxAge:      cc.Cache.PostgresRetention, MaxRows: cc.Cache.PostgresMaxRows, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
 		lower = append(lower, cc.Cache.PostgresLayer(pg))
 	}
 	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m,

@@ -199,9 +199,12 @@ chains:
     block_time: 50ms
     head: {window: 16}
     integrity: {stalker: false}
-    cache: {postgres: true, postgres_methods: [eth_getBalance]}
+    cache: {postgres: true, postgres_methods: [eth_getBalance], tier_timeout: 5s}
     remotes: [{name: node, url: "`+node.URL()+`"}]
 `)
+	// tier_timeout: with the stores up, every operation must succeed, on a
+	// loaded machine too (the default 250 ms is a production bound, not
+	// what -race under load gives); with them down, they refuse at once.
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	logs := &testkit.Buffer{}
@@ -211,6 +214,10 @@ chains:
 		app, s := startCached(t, cfg, logs, client)
 		testkit.WaitFor(t, 10*time.Second, "the history store (and cache_entries) to be ready", func() bool {
 			return logs.Count("history store ready") == started
+		})
+		// Its pool's first connection too: the tier is asked only then.
+		testkit.WaitFor(t, 10*time.Second, "the Postgres tier to connect", func() bool {
+			return logs.Count("cache tier connected") == started
 		})
 		asked.Store(0)
 		return app, s
