@@ -60,7 +60,18 @@ func TestCacheNeverStoresAMinorityBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
-	testkit.WaitFor(t, 10*time.Second, "the remotes' heads", func() bool { return pool.HealthyHead() == 100 })
+	// Both: a healthy head of 100 is the minority's alone until the
+	// canonical remote is in rotation too, and a call pinned to the
+	// canonical block then finds no remote with it.
+	testkit.WaitFor(t, 10*time.Second, "both remotes in rotation at head 100", func() bool {
+		n := 0
+		for _, s := range pool.Status() {
+			if s.InRotation && s.Head == 100 {
+				n++
+			}
+		}
+		return n == 2
+	})
 
 	c := cache.New(cache.Config{}.WithDefaults(time.Second, false), cache.Options{Chain: "dev"})
 	t.Cleanup(c.Close)
