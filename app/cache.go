@@ -99,7 +99,7 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 	t := &cs.tiers
 	if cs.rdb != nil && cc.Cache.Redis != nil && *cc.Cache.Redis {
 		r := cache.NewRedis(cs.rdb, cc.Name, cache.RedisOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
-			MaxTTL: cc.Cache.SettledTTL})
+			MaxTTL: cc.Cache.SettledTTL, Timeout: cc.Cache.TierTimeout})
 		lower = append(lower, cc.Cache.RedisLayer(r))
 	}
 	if t.hist != nil && cc.Cache.Postgres {
@@ -111,10 +111,12 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 			t.pool = pool
 		}
 		pg = cache.NewPostgres(t.pool, cc.ChainID, cache.PostgresOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
-			MaxAge: cc.Cache.PostgresRetention, MaxRows: cc.Cache.PostgresMaxRows, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
+			ReadTimeout: cc.Cache.TierTimeout,
+			MaxAge:      cc.Cache.PostgresRetention, MaxRows: cc.Cache.PostgresMaxRows, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
 		lower = append(lower, cc.Cache.PostgresLayer(pg))
 	}
-	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m, IsRevert: isRevert})
+	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m,
+		IsRevert: isRevert, LacksBlock: lacksBlock})
 	return &chainCache{c: c, pg: pg}, nil
 }
 
@@ -130,4 +132,10 @@ func (t *cacheTiers) close() {
 // the caller's errors are fixed by the call's block.
 func isRevert(method string, err error) bool {
 	return remotes.Classify(method, err).Reason == remotes.ReasonRevert
+}
+
+// lacksBlock is the remotes' verdict that err says the remote lacks the
+// call's block.
+func lacksBlock(method string, err error) bool {
+	return remotes.Classify(method, err).LacksBlock()
 }

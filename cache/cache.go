@@ -31,9 +31,11 @@ type Cache struct {
 	// into the series it resolved before, never a new one, which would be
 	// a removed chain's series again, for good.
 	closed atomic.Bool
-	cfg    Config
-	log    *slog.Logger
-	m      *Metrics
+	// lacksBlock is Options.LacksBlock; nil: no error says so.
+	lacksBlock func(method string, err error) bool
+	cfg        Config
+	log        *slog.Logger
+	m          *Metrics
 }
 
 // Options are what a chain's cache is built with besides its Config.
@@ -48,6 +50,12 @@ type Options struct {
 	// deterministic at its block (the remotes' classification); nil: no
 	// error is stored.
 	IsRevert func(method string, err error) bool
+	// LacksBlock reports an error that says the remotes lack the call's
+	// block (header not found, unknown block: the remotes'
+	// classification); nil: none does. A near-head miss pinned to the
+	// canonical block's hash that fails so is sent once more by number
+	// (fetch).
+	LacksBlock func(method string, err error) bool
 }
 
 // New builds a chain's cache from a defaulted, valid cfg; it does no I/O.
@@ -62,13 +70,13 @@ func New(cfg Config, o Options) *Cache {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("chain", o.Chain)
-	c := &Cache{chain: o.Chain, policy: newPolicy(cfg, o.IsRevert), cfg: cfg, log: log, m: o.Metrics}
+	c := &Cache{chain: o.Chain, policy: newPolicy(cfg, o.IsRevert), lacksBlock: o.LacksBlock, cfg: cfg, log: log, m: o.Metrics}
 	c.memory = NewMemory(cfg.MemoryBytes, func(reason string) {
 		c.tiers[0].evictions.WithLabelValues(reason).Inc()
 	})
 	mem := Layer{Tier: c.memory, RecentTTL: cfg.RecentTTL}
 	for _, l := range append([]Layer{mem}, o.Lower...) {
-		c.tiers = append(c.tiers, newLayer(l, o.Chain, log, o.Metrics, &c.closed))
+		c.tiers = append(c.tiers, newLayer(l, o.Chain, cfg.TierTimeout, log, o.Metrics, &c.closed))
 	}
 	c.recent = newRecentIndex()
 	o.Metrics.watch(c)
@@ -93,7 +101,9 @@ func (c *Cache) Close() {
 // when the call's own block fixes it): the call must be sent pinned to that
 // block (evm.Call.WithBlockHash), for a remote on another branch answers
 // by number for its own block, and that answer would be stored under the
-// canonical block's hash.
+// canonical block's hash. When the pinned call fails because the remotes
+// lack the block (Options.LacksBlock), fetch is asked once more with ""
+// (by number), and that answer is served, not stored.
 type Fetch func(ctx context.Context, pinned string) (json.RawMessage, error)
 
 // Outcome is the cache's word on one call, as X-Venn-Cache says it.
@@ -192,7 +202,7 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	a := v.(answer)
 	if shared && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
-		res, err := fetch(ctx, p.pinned())
+		res, err, _ := c.fetchAt(ctx, call.Method, fetch, p)
 		c.served.note(o)
 		return res, err, o
 	}
@@ -274,7 +284,10 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 			return answer{res: res, err: err, hit: true}
 		}
 	}
-	res, err := m.fetch(ctx, m.pin.pinned())
+	res, err, unpinned := c.fetchAt(ctx, m.call.Method, m.fetch, m.pin)
+	if unpinned {
+		return answer{res: res, err: err}
+	}
 	e, keep := c.policy.entry(m.call.Method, m.pin, res, err)
 	if keep && m.pin.recent {
 		// The block may have been orphaned while upstream answered: an
@@ -286,6 +299,23 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 		c.store(ctx, m.key, m.pin, e, m.call.Method)
 	}
 	return answer{res: res, err: err}
+}
+
+// fetchAt asks upstream for the answer at p's block, pinned to its hash
+// when p is a recent key's. When the remotes lack that block (they trail
+// the head window, or follow another branch there), the call goes once
+// more as the client sent it, by number, and is answered as it would be
+// without the cache: unpinned, that answer is served and never stored,
+// for nothing says which branch's block it was computed on.
+func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin) (res json.RawMessage, err error, unpinned bool) {
+	hash := p.pinned()
+	res, err = fetch(ctx, hash)
+	if hash == "" || err == nil || c.lacksBlock == nil || ctx.Err() != nil || !c.lacksBlock(method, err) {
+		return res, err, false
+	}
+	c.count(method, "any", "unpinned")
+	res, err = fetch(ctx, "")
+	return res, err, true
 }
 
 // store writes e to every tier that keeps it.

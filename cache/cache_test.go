@@ -287,6 +287,115 @@ func TestServePinsNearHeadFetches(t *testing.T) {
 	}
 }
 
+// lacksBlock is the remotes' verdict that the remote lacks the block, in
+// short.
+func lacksBlock(_ string, err error) bool {
+	je, ok := errors.AsType[*jrpc.Error](err)
+	return ok && je.Message == "header for hash not found"
+}
+
+// byBlock is an upstream that may lack the near-head block by hash (as a
+// remote behind the window, or on another branch, does) and answers by
+// number; it counts the sends of each kind.
+type byBlock struct {
+	lacks          atomic.Bool
+	pinned, byNum  atomic.Int64
+	byNumberAnswer string
+	byNumberErr    error
+}
+
+func (b *byBlock) fetch(_ context.Context, pinned string) (json.RawMessage, error) {
+	if pinned == "" {
+		b.byNum.Add(1)
+		if b.byNumberErr != nil {
+			return nil, b.byNumberErr
+		}
+		return json.RawMessage(b.byNumberAnswer), nil
+	}
+	b.pinned.Add(1)
+	if b.lacks.Load() {
+		return nil, &jrpc.Error{Code: -32000, Message: "header for hash not found"}
+	}
+	return json.RawMessage(`"0xcafe"`), nil
+}
+
+// TestServeUnpinnedWhenTheRemotesLackTheBlock: a near-head miss whose
+// pinned fetch finds no remote with the block is sent once more by number,
+// as without the cache, and that answer is served, never stored (its
+// branch is unknown); once a remote has the block, the pinned answer is
+// stored as usual. Other failures are not sent again, nor are settled
+// calls, which were never pinned.
+func TestServeUnpinnedWhenTheRemotesLackTheBlock(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := New(testConfig(), Options{Chain: "dev", Metrics: NewMetrics(reg), IsRevert: isRevert, LacksBlock: lacksBlock})
+	t.Cleanup(c.Close)
+	v := newView(100, map[uint64]string{0x65: hashA})
+	near := call("eth_getBalance", `["`+testAddr+`","0x65"]`)
+	up := &byBlock{byNumberAnswer: `"0xbeef"`}
+	up.lacks.Store(true)
+	for i := range 2 {
+		res, err, o := c.Serve(context.Background(), near, v, false, up.fetch)
+		if err != nil || string(res) != `"0xbeef"` || o != Miss {
+			t.Fatalf("call %d, no remote with the block: %s %v %v, want the by-number answer, a miss", i, res, err, o)
+		}
+	}
+	if p, n := up.pinned.Load(), up.byNum.Load(); p != 2 || n != 2 {
+		t.Fatalf("%d pinned and %d by-number sends, want 2 and 2: the by-number answer was stored", p, n)
+	}
+	if got := testutil.ToFloat64(c.m.requests.WithLabelValues("dev", "eth_getBalance", "any", "unpinned")); got != 2 {
+		t.Errorf("unpinned %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(c.m.requests.WithLabelValues("dev", "eth_getBalance", "memory", "stored")); got != 0 {
+		t.Errorf("stored %v, want 0", got)
+	}
+
+	up.lacks.Store(false) // a remote has the block now
+	for i, want := range []Outcome{Miss, Hit} {
+		res, err, o := c.Serve(context.Background(), near, v, false, up.fetch)
+		if err != nil || string(res) != `"0xcafe"` || o != want {
+			t.Fatalf("call %d, the block found: %s %v %v, want the pinned answer, %v", i, res, err, o, want)
+		}
+	}
+	if p, n := up.pinned.Load(), up.byNum.Load(); p != 3 || n != 2 {
+		t.Errorf("%d pinned and %d by-number sends, want 3 and 2", p, n)
+	}
+
+	tests := []struct {
+		name   string
+		params string
+		err    error
+	}{
+		{"settled, not pinned", `["` + testAddr + `","0x10"]`, &jrpc.Error{Code: -32000, Message: "header for hash not found"}},
+		{"another failure", `["` + testAddr + `","0x65"]`, &jrpc.Error{Code: -32005, Message: "rate limited"}},
+		{"a revert", `["` + testAddr + `","0x65"]`, &jrpc.Error{Code: 3, Message: "execution reverted"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newTestCache(t, testConfig())
+			c.lacksBlock = lacksBlock
+			var sends []string
+			_, err, _ := c.Serve(context.Background(), call("eth_getBalance", tt.params), v, false,
+				func(_ context.Context, pinned string) (json.RawMessage, error) {
+					sends = append(sends, pinned)
+					return nil, tt.err
+				})
+			if err != tt.err || len(sends) != 1 {
+				t.Errorf("%v after sends %q, want the upstream's error after one send", err, sends)
+			}
+		})
+	}
+
+	// The by-number answer fails too: the client gets that error, as it
+	// would without the cache.
+	byNumErr := &jrpc.Error{Code: -32000, Message: "header not found"}
+	lagging := &byBlock{byNumberErr: byNumErr}
+	lagging.lacks.Store(true)
+	_, err, _ := c.Serve(context.Background(), call("eth_getCode", `["`+testAddr+`","0x65"]`), v, false, lagging.fetch)
+	if err != byNumErr {
+		t.Errorf("both sends failed: %v, want the by-number error", err)
+	}
+}
+
 // TestServeHitAllocations: a memory hit costs the canonical params'
 // buffer and nothing else (no decoded params, no timeout context).
 func TestServeHitAllocations(t *testing.T) {

@@ -15,6 +15,11 @@ const (
 	DefaultSettledTTL        = 24 * time.Hour
 	DefaultPostgresRetention = 30 * 24 * time.Hour
 	DefaultClaimHold         = 5 * time.Second
+	// DefaultTierTimeout bounds one Redis or Postgres operation of a
+	// call: a store on the same network answers in a few milliseconds,
+	// and a call whose tier stalls waits this long at most before it is a
+	// miss.
+	DefaultTierTimeout = 250 * time.Millisecond
 	// DefaultRecentBlocks is how many block times a near-head entry is
 	// kept: past that its block is settled and asked by number, or gone.
 	DefaultRecentBlocks = 4
@@ -78,6 +83,11 @@ type Config struct {
 	// ClaimHold is how long a replica waits for another replica that
 	// claimed the same miss before asking upstream itself.
 	ClaimHold time.Duration `yaml:"claim_hold"`
+	// TierTimeout bounds one operation of the Redis and Postgres tiers (a
+	// lookup, a store, a claim): past it the operation fails, counted, and
+	// the call goes on as a miss. Raise it where the stores are far (or
+	// the machine is loaded) and a few ms is not what they take.
+	TierTimeout time.Duration `yaml:"tier_timeout"`
 }
 
 // Methods are a chain's changes to DefaultMethods.
@@ -127,6 +137,9 @@ func (c Config) WithDefaults(blockTime time.Duration, redis bool) Config {
 	if c.ClaimHold == 0 {
 		c.ClaimHold = DefaultClaimHold
 	}
+	if c.TierTimeout == 0 {
+		c.TierTimeout = DefaultTierTimeout
+	}
 	return c
 }
 
@@ -154,7 +167,8 @@ func (c Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"settled_ttl", c.SettledTTL}, {"recent_ttl", c.RecentTTL},
-		{"postgres_retention", c.PostgresRetention}, {"claim_hold", c.ClaimHold}} {
+		{"postgres_retention", c.PostgresRetention}, {"claim_hold", c.ClaimHold},
+		{"tier_timeout", c.TierTimeout}} {
 		if d.v <= 0 {
 			add(d.name, "must be positive")
 		}

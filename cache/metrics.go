@@ -31,8 +31,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "venn", Name: "cache_requests_total",
 			Help: "Cache lookups of calls in the cached set, by tier and outcome: hit, miss or error " +
 				"per tier asked; bypass (the client asked for a fresh answer) and unkeyed (the call's block " +
-				"is not fixed: a tag not pinned, pending, a number the head window does not know) with tier \"any\"; " +
-				"stored per tier an answer was written to.",
+				"is not fixed: a tag not pinned, pending, a number the head window does not know), claimed (another " +
+				"replica's answer, after its claim) and unpinned (a near-head miss no remote had the block of by hash, " +
+				"answered by number and not stored) with tier \"any\"; stored per tier an answer was written to.",
 		}, []string{"chain", "method", "tier", "outcome"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "venn", Name: "cache_evictions_total",
@@ -98,7 +99,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			if !ok {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), sizeTimeout)
+			ctx, cancel := l.sizeContext(context.Background())
 			entries, bytes, err := s.Size(ctx)
 			cancel()
 			if err != nil {

@@ -18,8 +18,8 @@ import (
 const (
 	// DefaultPostgresReadTimeout bounds one Get: the tier is asked on a
 	// miss of memory and Redis, and a Postgres that stalls must cost the
-	// call little before it goes upstream. It is inside the cache's own
-	// bound on a tier call (250 ms).
+	// call little before it goes upstream. The app sets it to the chain's
+	// tier_timeout, the cache's own bound on a tier call.
 	DefaultPostgresReadTimeout = 200 * time.Millisecond
 	// DefaultPostgresWriteTimeout bounds one Set.
 	DefaultPostgresWriteTimeout = 2 * time.Second
@@ -70,7 +70,8 @@ type DB interface {
 // or restart. It takes settled entries only (ErrNotSettled); which
 // methods reach it is the orchestrator's choice (expensive ones: traces,
 // eth_getProof). A row is written once and deleted by retention only
-// (Prune, run by Run). Every call is bounded (ReadTimeout, WriteTimeout);
+// (Prune, run by Run, which first opens a connection: the tier is not
+// asked before). Every call is bounded (ReadTimeout, WriteTimeout);
 // after a failure the tier does not ask Postgres for a short pause
 // (ErrDown), so a stalled Postgres is a fast miss.
 type Postgres struct {
@@ -81,6 +82,9 @@ type Postgres struct {
 	log     *slog.Logger
 
 	entries, bytes atomic.Int64 // as the last prune counted them
+	// dialing is set while Run opens the first connection: the tier is
+	// not asked meanwhile (connect).
+	dialing atomic.Bool
 }
 
 var (
@@ -165,7 +169,7 @@ func (p *Postgres) Name() string { return "postgres" }
 
 // Get implements Tier; every entry it returns is settled.
 func (p *Postgres) Get(ctx context.Context, k Key) (Entry, bool, error) {
-	if !p.opts.Ready() {
+	if !p.ready() {
 		return Entry{}, false, nil
 	}
 	if err := p.out.allow(); err != nil {
@@ -198,7 +202,7 @@ func (p *Postgres) Set(ctx context.Context, k Key, e Entry, _ time.Duration) err
 		return ErrNotSettled
 	case len(e.Value) > p.opts.MaxEntryBytes:
 		return ErrTooLarge
-	case !p.opts.Ready():
+	case !p.ready():
 		return nil
 	}
 	if err := p.out.allow(); err != nil {
@@ -215,6 +219,10 @@ func (p *Postgres) Set(ctx context.Context, k Key, e Entry, _ time.Duration) err
 	p.out.ok()
 	return nil
 }
+
+// ready reports whether Get and Set ask Postgres: the schema is migrated
+// (Ready) and Run is not opening the first connection.
+func (p *Postgres) ready() bool { return p.opts.Ready() && !p.dialing.Load() }
 
 // Size implements Sizer with what the last prune counted: no I/O, so the
 // gauges cost Postgres nothing; it lags by up to a prune interval.

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -128,6 +129,46 @@ func TestPostgresRun(t *testing.T) {
 		n, _, _ := p.Size(ctx)
 		return n == 1
 	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v; want context.Canceled", err)
+	}
+}
+
+// TestPostgresConnectsFirst: Run opens a connection before the tier is
+// asked, so that no call's Get spends its read bound dialing. Until it
+// has one, Get misses and Set stores nothing, without an error (no false
+// outage, no pause); then both ask Postgres.
+func TestPostgresConnectsFirst(t *testing.T) {
+	proxy := pgtest.NewProxy(t, pgtest.New(t))
+	proxy.Stop() // down at the start
+	logs := &testkit.Buffer{}
+	p := NewPostgres(pgPool(t, proxy.URL()), 1, PostgresOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	testkit.WaitFor(t, 10*time.Second, "the first connection to fail", func() bool {
+		return logs.Count("cache tier cannot connect") == 1
+	})
+	k := testKey("k")
+	e := Entry{Value: []byte(`"0x5"`), Settled: true}
+	if err := p.Set(ctx, k, e, 0); err != nil {
+		t.Fatalf("Set before a connection = %v; want nothing stored, no error", err)
+	}
+	if _, ok, err := p.Get(ctx, k); ok || err != nil {
+		t.Fatalf("Get before a connection = %v, %v; want a miss, no error", ok, err)
+	}
+	proxy.Start()
+	testkit.WaitFor(t, 10*time.Second, "the tier to connect", func() bool { return logs.Count("cache tier connected") == 1 })
+	if _, ok, err := p.Get(ctx, k); ok || err != nil {
+		t.Fatalf("Get of the entry set before = %v, %v; want a miss: nothing was stored", ok, err)
+	}
+	if err := p.Set(ctx, k, e, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := p.Get(ctx, k); !ok || err != nil || !sameEntry(got, e) {
+		t.Fatalf("Get once connected = %+v, %v, %v; want the entry", got, ok, err)
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v; want context.Canceled", err)

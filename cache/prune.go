@@ -15,11 +15,14 @@ import (
 // replicas pruning one chain at once take disjoint rows instead of
 // waiting on each other.
 
-// Run prunes the chain's rows at once and then every PruneInterval until
-// ctx ends; a failed prune is tried again at the next tick, and logged
-// when it is the first to fail since one succeeded. It returns ctx's
-// error.
+// Run connects (connect), then prunes the chain's rows at once and every
+// PruneInterval until ctx ends; a failed prune is tried again at the next
+// tick, and logged when it is the first to fail since one succeeded. It
+// returns ctx's error.
 func (p *Postgres) Run(ctx context.Context) error {
+	if err := p.connect(ctx); err != nil {
+		return err
+	}
 	t := time.NewTicker(p.opts.PruneInterval)
 	defer t.Stop()
 	failing := false
@@ -112,6 +115,44 @@ func (p *Postgres) count(ctx context.Context) (int64, error) {
 	p.entries.Store(n)
 	p.bytes.Store(b)
 	return n, nil
+}
+
+// connect opens the pool's first connection before the tier is asked
+// (dialing marks it so until then: Get misses and Set stores nothing,
+// without asking). A lazy pool dials on its first query, and a call's Get
+// that spent its read bound (a few hundred ms) dialing, as a loaded
+// machine may, would be a false outage: the store error counted, the
+// outage logged, the tier paused, and the answer not stored. Prune keeps
+// the connection in use from then on. Postgres down at the start: tried
+// again with a backoff up to PruneInterval, the first failure logged.
+func (p *Postgres) connect(ctx context.Context) error {
+	p.dialing.Store(true)
+	defer p.dialing.Store(false) // ctx ended: asked as before, each failure counted
+	backoff := outagePause
+	for logged := false; ; {
+		tctx, cancel := context.WithTimeout(ctx, poolConnectTimeout)
+		_, err := p.db.Exec(tctx, `SELECT 1`)
+		cancel()
+		if err == nil {
+			p.log.Info("cache tier connected")
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !logged {
+			logged = true
+			p.log.Warn("cache tier cannot connect; its lookups are misses until it does", "err", err, "retry_in", backoff)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, p.opts.PruneInterval)
+	}
 }
 
 // pruneTimeout bounds one statement of a prune: it runs off the calls'

@@ -18,7 +18,8 @@ import (
 const (
 	// DefaultRedisTimeout bounds one call: a Redis on the same network
 	// answers a hit of a few hundred kB in a few milliseconds, and a call
-	// that misses waits this long at most before it asks upstream.
+	// that misses waits this long at most before it asks upstream. The app
+	// sets it to the chain's tier_timeout.
 	DefaultRedisTimeout = 150 * time.Millisecond
 	// DefaultRedisMaxEntryBytes caps one value: larger answers (big
 	// traces) would crowd out many small ones and stall Redis's single

@@ -47,7 +47,7 @@ func (c *Cache) State(ctx context.Context) State {
 	for _, l := range c.tiers {
 		ts := TierState{Name: l.name, Hits: l.hits.Load()}
 		if s, ok := l.Tier.(Sizer); ok {
-			sctx, cancel := context.WithTimeout(ctx, sizeTimeout)
+			sctx, cancel := l.sizeContext(ctx)
 			entries, bytes, err := s.Size(sctx)
 			cancel()
 			if err == nil {

@@ -11,10 +11,6 @@ import (
 	"github.com/venn-gateway/venn/evm"
 )
 
-// tierTimeout bounds one operation of a tier below memory: a slow Redis
-// costs a call at most this, then it is a miss.
-const tierTimeout = 250 * time.Millisecond
-
 // claimPoll is how often a replica that lost a claim looks for the
 // winner's answer.
 const claimPoll = 20 * time.Millisecond
@@ -60,12 +56,15 @@ type layer struct {
 	inProcess bool
 	hits      atomic.Uint64 // lookups this tier answered, for State
 	closed    *atomic.Bool  // the cache's (Cache.closed): failures are then only logged
+	// timeout bounds one operation of a tier below memory (tier_timeout):
+	// a slow Redis costs a call at most this, then it is a miss.
+	timeout time.Duration
 }
 
-func newLayer(l Layer, chain string, log *slog.Logger, m *Metrics, closed *atomic.Bool) *layer {
+func newLayer(l Layer, chain string, timeout time.Duration, log *slog.Logger, m *Metrics, closed *atomic.Bool) *layer {
 	name := l.Tier.Name()
 	_, inProcess := l.Tier.(*Memory)
-	return &layer{Layer: l, name: name, chain: chain, log: log, m: m, inProcess: inProcess, closed: closed,
+	return &layer{Layer: l, name: name, chain: chain, timeout: timeout, log: log, m: m, inProcess: inProcess, closed: closed,
 		evictions: m.evictions.MustCurryWith(prometheus.Labels{"chain": chain, "tier": name})}
 }
 
@@ -106,7 +105,13 @@ func (l *layer) opContext(ctx context.Context) (context.Context, context.CancelF
 	if l.inProcess {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(context.WithoutCancel(ctx), tierTimeout)
+	return context.WithTimeout(context.WithoutCancel(ctx), l.timeout)
+}
+
+// sizeContext bounds one Size of the tier, at a scrape or for State: off
+// the calls' path, so at least sizeTimeout.
+func (l *layer) sizeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(sizeTimeout, l.timeout))
 }
 
 // get asks one tier; an error is a miss.

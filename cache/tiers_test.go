@@ -176,3 +176,57 @@ func TestConcurrentMissesShareOneCall(t *testing.T) {
 		t.Errorf("%d upstream calls for %d concurrent callers", n, callers)
 	}
 }
+
+// deadlineTier is a lower tier that records the time left on each call's
+// context and misses.
+type deadlineTier struct {
+	mu   sync.Mutex
+	left []time.Duration // 0: no deadline
+}
+
+func (d *deadlineTier) Name() string { return "redis" }
+
+func (d *deadlineTier) note(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var left time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		left = time.Until(dl)
+	}
+	d.left = append(d.left, left)
+}
+
+func (d *deadlineTier) Get(ctx context.Context, _ Key) (Entry, bool, error) {
+	d.note(ctx)
+	return Entry{}, false, nil
+}
+
+func (d *deadlineTier) Set(ctx context.Context, _ Key, _ Entry, _ time.Duration) error {
+	d.note(ctx)
+	return nil
+}
+
+// TestTierTimeoutBoundsEachOperation: every operation of a tier below
+// memory gets tier_timeout, not the client's deadline and not more.
+func TestTierTimeoutBoundsEachOperation(t *testing.T) {
+	for _, timeout := range []time.Duration{DefaultTierTimeout, time.Hour} {
+		cfg := testConfig()
+		cfg.TierTimeout = timeout
+		lower := &deadlineTier{}
+		c, _ := newTestCache(t, cfg, cfg.RedisLayer(lower))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+		_, _, _ = c.Serve(ctx, call("eth_getCode", `["`+testAddr+`","0x5"]`), newView(100, nil), false, (&upstream{res: `"0x60"`}).fetch)
+		cancel()
+		lower.mu.Lock()
+		left := lower.left
+		lower.mu.Unlock()
+		if len(left) != 2 { // the lookup and the store
+			t.Fatalf("tier_timeout %v: %d operations, want 2", timeout, len(left))
+		}
+		for i, l := range left {
+			if l <= 0 || l > timeout || timeout-l > time.Minute {
+				t.Errorf("tier_timeout %v: operation %d had %v left, want about %v", timeout, i, l, timeout)
+			}
+		}
+	}
+}

@@ -399,6 +399,38 @@ func TestClassifyCaseCount(t *testing.T) {
 	}
 }
 
+// TestVerdictLacksBlock: the errors of a remote without the call's block
+// (by hash above all: a near-head call the cache pinned) are told from
+// those the same call by number would get too.
+func TestVerdictLacksBlock(t *testing.T) {
+	tests := []struct {
+		give classifyGive
+		want bool
+	}{
+		{classifyGive{method: mCall, code: -32000, msg: "header not found"}, true},
+		{classifyGive{method: mBalance, code: -32000, msg: "header for hash not found"}, true}, // geth, EIP-1898 hash
+		{classifyGive{method: mBalance, code: -32000, msg: "unknown block"}, true},
+		{classifyGive{method: mBalance, code: -39001, msg: "Unknown block"}, true},                     // Besu
+		{classifyGive{method: mBalance, code: -32001, msg: "Resource not found"}, true},                // EIP-1898
+		{classifyGive{method: mCall, code: 3, msg: "unknown block"}, true},                             // Alchemy
+		{classifyGive{method: mBalance, code: -32001, msg: "block not found: hash 0xab"}, true},        // reth
+		{classifyGive{method: mCall, code: 3, msg: "execution reverted", data: `"0x08c379a0"`}, false}, // the call's own answer
+		{classifyGive{method: mBalance, code: -32000, msg: "missing trie node 0xab (path )"}, false},   // the block's state: by number too
+		{classifyGive{method: mBalance, code: 4444, msg: "pruned history unavailable"}, false},
+		{classifyGive{method: mBalance, code: -32005, msg: "daily request count exceeded, request rate limited"}, false},
+		{classifyGive{method: mBalance, status: 503, code: -32603, msg: "internal error"}, false},
+	}
+	for _, tt := range tests {
+		if got := Classify(tt.give.method, tt.give.err()).LacksBlock(); got != tt.want {
+			t.Errorf("%d %q: LacksBlock %v, want %v", tt.give.code, tt.give.msg, got, tt.want)
+		}
+		// As the pool hands it to the router: the remote's own error.
+		if got := Classify(tt.give.method, clientError(tt.give.err())).LacksBlock(); got != tt.want {
+			t.Errorf("%d %q unwrapped: LacksBlock %v, want %v", tt.give.code, tt.give.msg, got, tt.want)
+		}
+	}
+}
+
 func TestClassString(t *testing.T) {
 	tests := []struct {
 		give Class

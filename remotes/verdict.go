@@ -105,6 +105,15 @@ type Verdict struct {
 	MaxSpan uint64
 }
 
+// LacksBlock reports a remote that lacks the call's block: geth's
+// "header not found" (and "header for hash not found" for an EIP-1898
+// hash), "unknown block", "block not found", and missing data such as
+// EIP-1898's -32001 for a hash it does not know. Another remote, or the
+// call by number, may have it.
+func (v Verdict) LacksBlock() bool {
+	return v.Reason == ReasonHeaderNotFound || v.Reason == ReasonMissingData
+}
+
 // The verdicts the rules (rules.go) and the steps of Classify give.
 var (
 	vRevert       = Verdict{Class: ClassCaller, Reason: ReasonRevert}

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/headstore"
@@ -57,7 +60,18 @@ func TestCacheNeverStoresAMinorityBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
-	testkit.WaitFor(t, 10*time.Second, "the remotes' heads", func() bool { return pool.HealthyHead() == 100 })
+	// Both: a healthy head of 100 is the minority's alone until the
+	// canonical remote is in rotation too, and a call pinned to the
+	// canonical block then finds no remote with it.
+	testkit.WaitFor(t, 10*time.Second, "both remotes in rotation at head 100", func() bool {
+		n := 0
+		for _, s := range pool.Status() {
+			if s.InRotation && s.Head == 100 {
+				n++
+			}
+		}
+		return n == 2
+	})
 
 	c := cache.New(cache.Config{}.WithDefaults(time.Second, false), cache.Options{Chain: "dev"})
 	t.Cleanup(c.Close)
@@ -89,4 +103,118 @@ func mustRPC(t *testing.T, node *fakenode.Node, method, params string) string {
 		t.Fatal(err)
 	}
 	return string(res)
+}
+
+// TestCacheAnswersByNumberWhenNoRemoteHasTheBlock: the only remote is on
+// another branch at the window's near-head number, so the call pinned to
+// the window's hash finds no remote with the block. The client still gets
+// the answer the call by number gets without the cache, and it is not
+// stored (nothing says which branch it is of); once the remote follows
+// the window's branch, the pinned answer is stored and served.
+func TestCacheAnswersByNumberWhenNoRemoteHasTheBlock(t *testing.T) {
+	node := fakenode.Start(t, fakenode.Options{Name: "node"})
+	canon := fakenode.New(fakenode.Options{Name: "canon"}) // the window's branch; never listens
+	node.SetFork(96, 7)
+	if node.BlockHash(100) == canon.BlockHash(100) {
+		t.Fatal("the branches share block 100")
+	}
+	var pinned, byNumber atomic.Int64
+	node.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method == "eth_getBalance" {
+			if bytes.Contains(params, []byte("blockHash")) {
+				pinned.Add(1)
+			} else {
+				byNumber.Add(1)
+			}
+		}
+		return nil, nil, false
+	})
+	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "dev", ChainID: fakenode.DefaultChainID,
+		BlockTime: 100 * time.Millisecond, CallDeadline: 10 * time.Second}, []remotes.Config{
+		{Name: "node", URL: node.URL(), Timeout: 5 * time.Second},
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
+	testkit.WaitFor(t, 10*time.Second, "the remote's head", func() bool { return pool.HealthyHead() == 100 })
+
+	reg := prometheus.NewRegistry()
+	c := cache.New(cache.Config{}.WithDefaults(time.Second, false), cache.Options{Chain: "dev",
+		Metrics: cache.NewMetrics(reg), LacksBlock: func(method string, err error) bool {
+			return remotes.Classify(method, err).LacksBlock()
+		}})
+	t.Cleanup(c.Close)
+	head := forkHead{fakeHead{tags: headstore.Tags{Latest: 100}, ok: true}, canon}
+	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, Cache: c,
+		Settled: func() (uint64, bool) { return 36, true }}, head, pool, nil)
+	const addr = "0x00000000000000000000000000000000000000a0"
+	serve := func() string {
+		t.Helper()
+		req := &jrpc.Request{Method: "eth_getBalance", Params: json.RawMessage(`["` + addr + `","0x64"]`)}
+		res, err := rt.ServeRPC(context.Background(), req)
+		if err != nil {
+			t.Fatalf("eth_getBalance at 0x64: %v", err)
+		}
+		return string(res)
+	}
+	want := mustRPC(t, node, "eth_getBalance", `["`+addr+`","0x64"]`)
+	byNumber.Store(0)
+	for i := range 2 {
+		if got := serve(); got != want {
+			t.Fatalf("call %d: %s, want the by-number answer %s", i, got, want)
+		}
+	}
+	// Each call: pinned (the remote lacks the block), then by number.
+	if p, n := pinned.Load(), byNumber.Load(); p != 2 || n != 2 {
+		t.Fatalf("%d pinned and %d by-number sends, want 2 and 2: an unpinned answer was stored", p, n)
+	}
+	if got := cacheCount(t, reg, "any", "unpinned"); got != 2 {
+		t.Errorf("unpinned %v, want 2", got)
+	}
+	if got := cacheCount(t, reg, "memory", "stored"); got != 0 {
+		t.Errorf("stored %v, want 0", got)
+	}
+
+	node.SetFork(96, 0) // the remote is on the window's branch now
+	pinned.Store(0)
+	for range 2 {
+		if got := serve(); got != want {
+			t.Fatalf("with the block found: %s, want %s", got, want)
+		}
+	}
+	if p, n := pinned.Load(), byNumber.Load(); p != 1 || n != 2 {
+		t.Errorf("%d pinned and %d more by-number sends, want 1 (then a hit) and none", p, n-2)
+	}
+	if got := cacheCount(t, reg, "memory", "stored"); got != 1 {
+		t.Errorf("stored %v, want 1", got)
+	}
+}
+
+// cacheCount is venn_cache_requests_total of eth_getBalance on chain dev
+// at tier and outcome, as reg holds it (0: no such series).
+func cacheCount(t *testing.T, reg *prometheus.Registry, tier, outcome string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "venn_cache_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["chain"] == "dev" && l["method"] == "eth_getBalance" && l["tier"] == tier && l["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
