@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/app"
+	"github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/internal/testkit"
@@ -61,7 +63,8 @@ func startVenn(t *testing.T) *exported {
 	// cleanup (after venn stops: cleanups run last first).
 	_, token := testkit.Redis(t, func(token string) string { return "venn:{ops" + token + "}:*" })
 	chain := "ops" + token
-	rpcAddr, metricsAddr, adminAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	addrs := freeAddrs(t, 3)
+	rpcAddr, metricsAddr, adminAddr := addrs[0], addrs[1], addrs[2]
 	cfg, err := app.Parse([]byte(fmt.Sprintf(`
 listen: %s
 metrics_listen: %s
@@ -202,12 +205,17 @@ func statusWith(c *http.Client, url, token string) int {
 	return resp.StatusCode
 }
 
-func freeAddr(t *testing.T) string {
+// freeAddrs is n free addresses on 127.0.0.1, all different
+// (cluster.FreePorts).
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := cluster.FreePorts(n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	addrs := make([]string, n)
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return addrs
 }

@@ -109,14 +109,11 @@ func (r *replica) stop() {
 func startReplica(ctx context.Context, l *loader, s vennSpec, id string) (*replica, error) {
 	var lastErr error
 	for range vennStartAttempts {
-		port, err := cluster.FreePort()
+		ports, err := cluster.FreePorts(2) // two calls could pick one port for both
 		if err != nil {
 			return nil, err
 		}
-		mport, err := cluster.FreePort()
-		if err != nil {
-			return nil, err
-		}
+		port, mport := ports[0], ports[1]
 		path := filepath.Join(s.dir, id+".yaml")
 		conf := replicaConfig(port, mport, s, id).YAML()
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {

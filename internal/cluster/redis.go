@@ -126,10 +126,25 @@ func (r *Redis) Leader(ctx context.Context, chain string) (string, uint64, error
 
 // FreePort is a TCP port on 127.0.0.1 nobody listens on right now.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := FreePorts(1)
 	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
+		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ps[0], nil
+}
+
+// FreePorts is n free ports on 127.0.0.1, all different: each is held
+// until all are picked, where n calls of FreePort may be handed the same
+// port twice. They may still be taken before the caller binds them.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free port: %w", err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
