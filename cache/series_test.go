@@ -6,27 +6,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-)
 
-// chainSeries counts the series of reg labelled chain=name.
-func chainSeries(t *testing.T, reg prometheus.Gatherer, name string) int {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "chain" && l.GetValue() == name {
-					n++
-				}
-			}
-		}
-	}
-	return n
-}
+	"github.com/venn-gateway/venn/internal/testkit"
+)
 
 // A cache replaced by another of its chain (a reload's new settings)
 // leaves the size gauges once closed: two caches reporting the same
@@ -61,7 +43,7 @@ func TestDropChain(t *testing.T) {
 	defer kept.Close()
 	serve(gone)
 	serve(kept)
-	if chainSeries(t, reg, "gone") == 0 {
+	if testkit.Series(t, reg, map[string]string{"chain": "gone"}) == 0 {
 		t.Fatal("no series of the chain before")
 	}
 	gone.Close()
@@ -72,10 +54,10 @@ func TestDropChain(t *testing.T) {
 		newView(100, nil), false, up.fetch); err != nil {
 		t.Fatal(err)
 	}
-	if n := chainSeries(t, reg, "gone"); n != 0 {
+	if n := testkit.Series(t, reg, map[string]string{"chain": "gone"}); n != 0 {
 		t.Errorf("%d series of the dropped chain left", n)
 	}
-	if chainSeries(t, reg, "kept") == 0 {
+	if testkit.Series(t, reg, map[string]string{"chain": "kept"}) == 0 {
 		t.Error("the other chain's series went too")
 	}
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -55,18 +56,8 @@ func TestDropChain(t *testing.T) {
 	refuse("gone")
 	refuse("kept")
 	e.DropChain("gone")
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "chain" && l.GetValue() == "gone" {
-					t.Errorf("%s of the dropped chain left: %v", mf.GetName(), m)
-				}
-			}
-		}
+	if n := testkit.Series(t, reg, map[string]string{"chain": "gone"}); n != 0 {
+		t.Errorf("%d series of the dropped chain left", n)
 	}
 	if got := missing("kept"); got != 1 {
 		t.Errorf("the other chain's rejections: %v, want 1", got)

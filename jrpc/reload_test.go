@@ -104,23 +104,7 @@ func TestRemoveChainDropsSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	count := func(chain string) int {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "chain" && l.GetValue() == chain {
-						n++
-					}
-				}
-			}
-		}
-		return n
-	}
+	count := func(chain string) int { return testkit.Series(t, reg, map[string]string{"chain": chain}) }
 	if count(testChain) == 0 || count("other") == 0 {
 		t.Fatalf("series before: %d of %s, %d of other", count(testChain), testChain, count("other"))
 	}

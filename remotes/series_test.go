@@ -9,31 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
-
-// seriesOf counts the series on reg whose labels include all of want.
-func seriesOf(t *testing.T, reg prometheus.Gatherer, want map[string]string) int {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			match := 0
-			for _, l := range m.GetLabel() {
-				if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
-					match++
-				}
-			}
-			if match == len(want) {
-				n++
-			}
-		}
-	}
-	return n
-}
 
 // A removed remote's series are deleted once it has left; a replaced
 // one's stay with the remote of its name; a pool stopped for good drops its own.
@@ -45,7 +22,7 @@ func TestRetiredSeriesDeleted(t *testing.T) {
 	p := startPool(t, cfg, testConfigs([]string{a.URL(), b.URL()}, nil), NewMetrics(reg))
 	n1 := map[string]string{"chain": "test", "remote": "n1"}
 	waitFor(t, "both remotes' series", func() bool {
-		return seriesOf(t, reg, map[string]string{"remote": "n0"}) > 5 && seriesOf(t, reg, n1) > 5
+		return testkit.Series(t, reg, map[string]string{"remote": "n0"}) > 5 && testkit.Series(t, reg, n1) > 5
 	})
 
 	var gone *Remote
@@ -58,10 +35,10 @@ func TestRetiredSeriesDeleted(t *testing.T) {
 	if _, err := p.Reconfigure(cfg, replaced); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the removed remote's series deleted", func() bool { return seriesOf(t, reg, n1) == 0 })
+	waitFor(t, "the removed remote's series deleted", func() bool { return testkit.Series(t, reg, n1) == 0 })
 	// A call still in flight on it fails after: it writes none again.
 	gone.m.failed(Verdict{Class: ClassRetry, Reason: ReasonTimeout}, -32000, 503)
-	if n := seriesOf(t, reg, n1); n != 0 {
+	if n := testkit.Series(t, reg, n1); n != 0 {
 		t.Errorf("a late failure wrote %d series of the removed remote again", n)
 	}
 	waitFor(t, "the replaced remote gone", func() bool {
@@ -69,7 +46,7 @@ func TestRetiredSeriesDeleted(t *testing.T) {
 		defer p.mu.Unlock()
 		return bits.OnesCount64(p.slots) == 1 // the new n0's: the old one's slot is free
 	})
-	if n := seriesOf(t, reg, map[string]string{"remote": "n0"}); n < 5 {
+	if n := testkit.Series(t, reg, map[string]string{"remote": "n0"}); n < 5 {
 		t.Errorf("%d series of n0 after its old self left: the new n0's went with it", n)
 	}
 
@@ -77,7 +54,7 @@ func TestRetiredSeriesDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.DropSeries()
-	if n := seriesOf(t, reg, map[string]string{"chain": "test"}); n != 0 {
+	if n := testkit.Series(t, reg, map[string]string{"chain": "test"}); n != 0 {
 		t.Errorf("%d series of the stopped chain left", n)
 	}
 }

@@ -5,7 +5,7 @@
 // read; Redis is a client of the machine's Redis whose keys are cleaned up,
 // RedisServer a private redis-server a test can stop and restart empty,
 // ClosedAddr an address nothing listens on; EditJSON changes one field of
-// an answer.
+// an answer; Series counts a registry's series with some labels.
 package testkit
 
 import (
