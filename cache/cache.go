@@ -72,7 +72,9 @@ func New(cfg Config, o Options) *Cache {
 	log = log.With("chain", o.Chain)
 	c := &Cache{chain: o.Chain, policy: newPolicy(cfg, o.IsRevert), lacksBlock: o.LacksBlock, cfg: cfg, log: log, m: o.Metrics}
 	c.memory = NewMemory(cfg.MemoryBytes, func(reason string) {
-		c.tiers[0].evictions.WithLabelValues(reason).Inc()
+		if !c.closed.Load() { // a late store on a removed chain's cache counts nothing
+			c.tiers[0].evictions.WithLabelValues(reason).Inc()
+		}
 	})
 	mem := Layer{Tier: c.memory, RecentTTL: cfg.RecentTTL}
 	for _, l := range append([]Layer{mem}, o.Lower...) {
@@ -131,7 +133,8 @@ func (o Outcome) String() string {
 }
 
 // Serve answers c from the cache, or by fetch, storing what fetch answers
-// when it may be kept: Look, then Fill when no tier answered.
+// when it may be kept: Look, then Fill when no tier answered. The router
+// calls the two apart, so that a hit's call stays on its stack.
 func (c *Cache) Serve(ctx context.Context, call *evm.Call, at View, skip bool, fetch Fetch) (json.RawMessage, error, Outcome) {
 	return c.Fill(ctx, c.Look(ctx, call, at, skip), call, at, fetch)
 }

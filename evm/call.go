@@ -299,7 +299,8 @@ func (c *Call) BlockCall() (Call, bool) {
 // ok is false when the call has no block param to replace.
 func (c *Call) WithBlock(n uint64) (Call, bool) {
 	p := *c
-	return p, p.SetBlock(n)
+	ok := p.SetBlock(n)
+	return p, ok
 }
 
 // SetBlock is WithBlock in place: a Call is large, and the router pins

@@ -88,7 +88,7 @@ func (c *Call) AppendCanonical(dst []byte) (Canonical, bool) {
 	i := jsonscan.SkipSpace(p, 0)
 	if p[i] == 'n' {
 		// null: no params, as encoding/json reads it into a slice.
-		return Canonical{Params: []byte("[]")}, true
+		return Canonical{Params: append(dst, "[]"...)}, true
 	}
 	if p[i] != '[' {
 		return out, false

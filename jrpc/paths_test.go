@@ -1,9 +1,12 @@
 package jrpc
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -152,5 +155,31 @@ func TestChainPaths(t *testing.T) {
 			checkHTTPPath(t, tt.s, tt.path, tt.want)
 			checkWSPath(t, tt.s, tt.path, tt.want)
 		})
+	}
+}
+
+// TestAbsoluteFormRoot: a request line in absolute form without a path
+// ("POST http://host:8545 HTTP/1.1", which some proxies and clients send)
+// has an empty path: it is the root, and reaches the only chain.
+func TestAbsoluteFormRoot(t *testing.T) {
+	s := pathServer(t, Options{}, "test")
+	addr := strings.TrimPrefix(s.ts.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	body := `{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		s.ts.URL, addr, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("absolute-form request without a path = %d %s, want 200 from the only chain", resp.StatusCode, b)
 	}
 }

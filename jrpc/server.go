@@ -230,6 +230,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	if path == "" {
 		path = r.URL.Path
 	}
+	if path == "" {
+		path = "/" // an absolute-form request line without a path: the root
+	}
 	if len(path) > 1 && path[len(path)-1] == '/' {
 		path = path[:len(path)-1]
 	}
@@ -427,19 +430,19 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 func writeHTTPError(w http.ResponseWriter, status int, e *Error) {
 	body := appendError(make([]byte, 0, 128), nil, e)
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonContentType
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
 
-// isJSONContentType accepts application/json with any parameters, or no
-// Content-Type at all (curl -d sends form encoding, but many scripts send
-// nothing).
 // jsonContentType is every answer's Content-Type, one value shared by all
 // (net/http copies a handler's header before it writes it).
 var jsonContentType = []string{"application/json"}
 
+// isJSONContentType accepts application/json with any parameters, or no
+// Content-Type at all (curl -d sends form encoding, but many scripts send
+// nothing).
 func isJSONContentType(ct string) bool {
 	if ct == "" {
 		return true
