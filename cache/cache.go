@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sync/singleflight"
 
@@ -28,9 +27,9 @@ type Cache struct {
 	served served
 	counts sync.Map // countKey → prometheus.Counter
 	// closed is set by Close: the calls still on the cache count only
-	// into the series it resolved before, never a new one, which would be
-	// a removed chain's series again, for good.
-	closed atomic.Bool
+	// into series resolved before, so a removed chain's deleted series
+	// stay deleted.
+	closed closing
 	// lacksBlock is Options.LacksBlock; nil: no error says so.
 	lacksBlock func(method string, err error) bool
 	cfg        Config
@@ -72,9 +71,9 @@ func New(cfg Config, o Options) *Cache {
 	log = log.With("chain", o.Chain)
 	c := &Cache{chain: o.Chain, policy: newPolicy(cfg, o.IsRevert), lacksBlock: o.LacksBlock, cfg: cfg, log: log, m: o.Metrics}
 	c.memory = NewMemory(cfg.MemoryBytes, func(reason string) {
-		if !c.closed.Load() { // a late store on a removed chain's cache counts nothing
+		c.closed.ifOpen(func() { // a late store on a removed chain's cache counts nothing
 			c.tiers[0].evictions.WithLabelValues(reason).Inc()
-		}
+		})
 	})
 	mem := Layer{Tier: c.memory, RecentTTL: cfg.RecentTTL}
 	for _, l := range append([]Layer{mem}, o.Lower...) {
@@ -93,7 +92,7 @@ func (c *Cache) Keeps(method string) bool { return c.policy.caches(method) }
 // out of venn_cache_bytes and venn_cache_entries; the lower tiers are
 // their owners' to close.
 func (c *Cache) Close() {
-	c.closed.Store(true)
+	c.closed.close()
 	c.m.unwatch(c)
 	c.memory.Close()
 }
@@ -366,11 +365,33 @@ func (c *Cache) count(method, tier, outcome string) {
 		ctr.(prometheus.Counter).Inc()
 		return
 	}
-	if c.closed.Load() {
-		return
+	c.closed.ifOpen(func() {
+		ctr, _ := c.counts.LoadOrStore(k, c.m.requests.WithLabelValues(c.chain, method, tier, outcome))
+		ctr.(prometheus.Counter).Inc()
+	})
+}
+
+// closing is a cache's switch from counting to not. ifOpen runs f, which
+// resolves a series, only while the cache is open, and close waits for
+// those running: once Close returns, no call still on the cache makes a
+// series again, and DropChain's deletes hold.
+type closing struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+func (g *closing) ifOpen(f func()) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if !g.closed {
+		f()
 	}
-	ctr, _ := c.counts.LoadOrStore(k, c.m.requests.WithLabelValues(c.chain, method, tier, outcome))
-	ctr.(prometheus.Counter).Inc()
+}
+
+func (g *closing) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 // countKey names one series of venn_cache_requests_total of the chain.

@@ -55,13 +55,13 @@ type layer struct {
 	// deadline of their own, whose timer and context a hit would pay for.
 	inProcess bool
 	hits      atomic.Uint64 // lookups this tier answered, for State
-	closed    *atomic.Bool  // the cache's (Cache.closed): failures are then only logged
+	closed    *closing      // the cache's (Cache.closed): failures are then only logged
 	// timeout bounds one operation of a tier below memory (tier_timeout):
 	// a slow Redis costs a call at most this, then it is a miss.
 	timeout time.Duration
 }
 
-func newLayer(l Layer, chain string, timeout time.Duration, log *slog.Logger, m *Metrics, closed *atomic.Bool) *layer {
+func newLayer(l Layer, chain string, timeout time.Duration, log *slog.Logger, m *Metrics, closed *closing) *layer {
 	name := l.Tier.Name()
 	_, inProcess := l.Tier.(*Memory)
 	return &layer{Layer: l, name: name, chain: chain, timeout: timeout, log: log, m: m, inProcess: inProcess, closed: closed,
@@ -82,9 +82,7 @@ func (l *layer) ttl(e Entry) time.Duration {
 // failed counts a failed operation, and logs the tier's outage when it
 // starts.
 func (l *layer) failed(op string, err error) {
-	if !l.closed.Load() {
-		l.m.storeErrors.WithLabelValues(l.chain, l.name, op).Inc()
-	}
+	l.closed.ifOpen(func() { l.m.storeErrors.WithLabelValues(l.chain, l.name, op).Inc() })
 	if l.down.CompareAndSwap(false, true) {
 		l.log.Warn("cache tier unavailable; its lookups are misses until it answers",
 			"tier", l.name, "op", op, "err", err)

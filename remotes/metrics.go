@@ -2,7 +2,7 @@ package remotes
 
 import (
 	"strconv"
-	"sync/atomic"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -110,8 +110,11 @@ type remoteMetrics struct {
 	// released: the remote left and let go of its series (release). A
 	// call that was still in flight then counts its failure nowhere:
 	// failures resolve their series per call, and would write a deleted
-	// remote's again, for good.
-	released atomic.Bool
+	// remote's again, for good. release takes mu to set it, so a failure
+	// resolving its series under the read lock is done before the series
+	// are deleted.
+	mu       sync.RWMutex
+	released bool
 }
 
 // forRemote counts the caller in as a holder of the series (series.go):
@@ -134,12 +137,16 @@ func (m *Metrics) forRemote(chain, remote string) *remoteMetrics {
 // release lets go of the remote's series, once it has left (retire) or
 // never served (discard).
 func (rm *remoteMetrics) release() {
-	rm.released.Store(true)
+	rm.mu.Lock()
+	rm.released = true
+	rm.mu.Unlock()
 	rm.m.releaseRemote(rm.chain, rm.remote)
 }
 
 func (rm *remoteMetrics) failed(v Verdict, code, status int) {
-	if rm.released.Load() {
+	rm.mu.RLock()
+	defer rm.mu.RUnlock()
+	if rm.released {
 		return
 	}
 	rm.m.calls.WithLabelValues(rm.chain, rm.remote, v.Class.String()).Inc()
