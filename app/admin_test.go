@@ -51,7 +51,7 @@ chains:
         url: `+node.URL()+`/PATHSECRET?apikey=QUERYSECRET
         headers: {X-Api-Key: HEADERSECRET}
       - name: down
-        url: http://user:PASSSECRET@`+closedPort(t)+`/DOWNSECRET
+        url: http://user:PASSSECRET@`+testkit.ClosedAddr(t)+`/DOWNSECRET
         tier: secondary
         timeout: 300ms
 `)

@@ -23,18 +23,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// closedPort returns a 127.0.0.1 address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // testConfig is one chain "test" whose only remote is unreachable; its URL
 // carries a fake key that must not leak anywhere.
 func testConfig(t *testing.T, listen string) *Config {
@@ -50,7 +38,7 @@ chains:
     call_deadline: 2s
     remotes:
       - name: unreachable
-        url: http://`+closedPort(t)+`/SECRETKEY
+        url: http://`+testkit.ClosedAddr(t)+`/SECRETKEY
         timeout: 500ms
 `)
 }

@@ -171,7 +171,7 @@ chains:
   - name: test
     chain_id: 1337
     remotes:
-      - {name: unreachable, url: "http://`+closedPort(t)+`", timeout: 500ms}
+      - {name: unreachable, url: "http://`+testkit.ClosedAddr(t)+`", timeout: 500ms}
 `)
 }
 
@@ -410,13 +410,13 @@ func TestRateLimitsRedisDown(t *testing.T) {
 listen: 127.0.0.1:0
 metrics_listen: 127.0.0.1:0
 shutdown_timeout: 5s
-redis: {url: "redis://`+closedPort(t)+`/0"}
+redis: {url: "redis://`+testkit.ClosedAddr(t)+`/0"}
 rate_limits: {ip: {rps: 1, burst: 1}, on_redis_error: `+tt.mode+`}
 chains:
   - name: test
     chain_id: 1337
     remotes:
-      - {name: unreachable, url: "http://`+closedPort(t)+`", timeout: 500ms}
+      - {name: unreachable, url: "http://`+testkit.ClosedAddr(t)+`", timeout: 500ms}
 `))
 			client := &http.Client{Timeout: 10 * time.Second}
 			defer client.CloseIdleConnections()

@@ -308,7 +308,7 @@ chains:
     chain_id: 1337
     call_deadline: 2s
     integrity: {stalker: false}
-    remotes: [{name: down, url: "http://`+closedPort(t)+`", timeout: 500ms}]
+    remotes: [{name: down, url: "http://`+testkit.ClosedAddr(t)+`", timeout: 500ms}]
 `)
 	var s *servers
 	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&s))

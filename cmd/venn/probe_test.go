@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 func TestProbe(t *testing.T) {
@@ -26,7 +27,7 @@ func TestProbe(t *testing.T) {
 	}{
 		{name: "2xx", give: []string{"probe", srv.URL + "/healthz"}, wantCode: exitOK},
 		{name: "503", give: []string{"probe", srv.URL + "/readyz"}, wantCode: exitError, wantStderr: "503"},
-		{name: "refused", give: []string{"probe", "--timeout", "1s", "http://" + closedAddr(t) + "/healthz"}, wantCode: exitError, wantStderr: "refused"},
+		{name: "refused", give: []string{"probe", "--timeout", "1s", "http://" + testkit.ClosedAddr(t) + "/healthz"}, wantCode: exitError, wantStderr: "refused"},
 		{name: "no url", give: []string{"probe"}, wantCode: exitUsage, wantStderr: "usage"},
 		{name: "not http", give: []string{"probe", "redis://127.0.0.1:6379"}, wantCode: exitUsage, wantStderr: "http://"},
 	}
@@ -42,16 +43,4 @@ func TestProbe(t *testing.T) {
 		})
 	}
 	http.DefaultClient.CloseIdleConnections()
-}
-
-// closedAddr is a local address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,23 +13,12 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 )
 
-// freeAddr is a 127.0.0.1 address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestStatus starts venn in front of a fake node and a dead remote, and
 // prints its overview with venn status: both remotes, one in rotation and
 // one out with its reason, and no secret; a wrong token is refused.
 func TestStatus(t *testing.T) {
 	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
-	addr := freeAddr(t)
+	addr := testkit.ClosedAddr(t)
 	const token = "status-token-0123456789"
 	cfg, err := app.Parse([]byte(`
 listen: 127.0.0.1:0
@@ -42,7 +30,7 @@ chains:
     chain_id: 1337
     remotes:
       - {name: good, url: "` + node.URL() + `/SECRETKEY"}
-      - {name: dead, url: "http://` + freeAddr(t) + `/SECRETKEY", tier: fallback, timeout: 300ms}
+      - {name: dead, url: "http://` + testkit.ClosedAddr(t) + `/SECRETKEY", tier: fallback, timeout: 300ms}
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -27,23 +26,13 @@ const token = "page-token-0123456789abcdef"
 // secrets are in the config; the page must show none.
 var secrets = []string{"PATHSECRET", "QUERYSECRET", "HEADERSECRET", token}
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startVenn serves chain "dev" in front of two fake nodes, with the admin
 // API and status page at the returned base URL.
 func startVenn(t *testing.T) string {
 	t.Helper()
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
-	addr := freeAddr(t)
+	addr := testkit.ClosedAddr(t)
 	cfg, err := app.Parse([]byte(`
 listen: 127.0.0.1:0
 metrics_listen: ""
