@@ -134,12 +134,7 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 		}
 	}
 
-	rep := newReport(samples, cfg)
-	rep.write(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()))
-	if n := rep.errors(); n > 0 {
-		return fmt.Errorf("%d calls failed; the numbers above are not trustworthy", n)
-	}
-	return nil
+	return finish(stdout, newReport(samples, cfg), env, loadBefore)
 }
 
 // measure warms t up at conc, then measures one window: the load's view

@@ -222,11 +222,7 @@ func cacheBench(ctx context.Context, cfg cacheConfig, stdout, stderr io.Writer) 
 		}
 		fmt.Fprintf(stderr, "memory: %s\n", rep.mem)
 	}
-	rep.write(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()))
-	if n := rep.errors(); n > 0 {
-		return fmt.Errorf("%d calls failed; the numbers above are not trustworthy", n)
-	}
-	return nil
+	return finish(stdout, rep, env, loadBefore)
 }
 
 // cacheRun is what every phase of a cache run measures against.

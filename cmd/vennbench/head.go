@@ -346,12 +346,7 @@ func headBench(ctx context.Context, cfg headConfig, stdout, stderr io.Writer) er
 		}
 	}
 
-	rep := newHeadReport(samples, cfg)
-	rep.write(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()))
-	if n := rep.errors(); n > 0 {
-		return fmt.Errorf("%d calls failed; the numbers above are not trustworthy", n)
-	}
-	return nil
+	return finish(stdout, newHeadReport(samples, cfg), env, loadBefore)
 }
 
 // headRun is what every window of a head run measures against.

@@ -266,3 +266,19 @@ func us(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.1fµs", micros(d))
 }
+
+// benchReport is what a bench prints and how many of its calls failed.
+type benchReport interface {
+	write(w io.Writer, env string)
+	errors() int
+}
+
+// finish prints rep with the machine and its load before and now, and
+// fails the run when calls failed.
+func finish(stdout io.Writer, rep benchReport, env, loadBefore string) error {
+	rep.write(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()))
+	if n := rep.errors(); n > 0 {
+		return fmt.Errorf("%d calls failed; the numbers above are not trustworthy", n)
+	}
+	return nil
+}
