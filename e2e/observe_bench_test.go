@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,20 +74,12 @@ func BenchmarkObserve(b *testing.B) {
 	defer client.CloseIdleConnections()
 	n := 0
 	run := func(url string, calls int) time.Duration {
-		cpu0 := cpuTime(b)
+		cpu0 := processCPU(b)
 		for range calls {
 			n++ // a fresh address per call: nothing can be shared
-			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_getBalance","params":["0x%040x","latest"]}`, n, n)
-			resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(body)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
-				b.Fatalf("status %d, %v", resp.StatusCode, err)
-			}
-			resp.Body.Close()
+			hop(b, client, url, n)
 		}
-		return (cpuTime(b) - cpu0) / time.Duration(calls)
+		return time.Duration(processCPU(b)-cpu0) / time.Duration(calls)
 	}
 	for _, tc := range targets {
 		run(tc.url, 200) // warm connections and pools
@@ -121,12 +109,3 @@ func BenchmarkObserve(b *testing.B) {
 // observeRounds is how often BenchmarkObserve runs every target, b.N
 // calls each.
 const observeRounds = 40
-
-// cpuTime is the CPU the process has used, user and system.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
