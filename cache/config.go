@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -113,33 +114,17 @@ func (c Config) WithDefaults(blockTime time.Duration, redis bool) Config {
 	c.Redis = orBool(c.Redis, redis)
 	c.CacheReverts.Settled = orBool(c.CacheReverts.Settled, true)
 	c.CacheReverts.Recent = orBool(c.CacheReverts.Recent, false)
-	if c.MemoryBytes == 0 {
-		c.MemoryBytes = DefaultMemoryBytes
-	}
-	if c.MaxEntryBytes == 0 {
-		c.MaxEntryBytes = min(DefaultMaxEntryBytes, int(c.MemoryBytes/16))
-	}
-	if c.SettledTTL == 0 {
-		c.SettledTTL = DefaultSettledTTL
-	}
-	if c.RecentTTL == 0 {
-		c.RecentTTL = max(DefaultRecentBlocks*blockTime, minRecentTTL)
-	}
+	c.MemoryBytes = cmp.Or(c.MemoryBytes, DefaultMemoryBytes)
+	c.MaxEntryBytes = cmp.Or(c.MaxEntryBytes, min(DefaultMaxEntryBytes, int(c.MemoryBytes/16)))
+	c.SettledTTL = cmp.Or(c.SettledTTL, DefaultSettledTTL)
+	c.RecentTTL = cmp.Or(c.RecentTTL, max(DefaultRecentBlocks*blockTime, minRecentTTL))
 	if c.PostgresMethods == nil {
 		c.PostgresMethods = DefaultPostgresMethods
 	}
-	if c.PostgresRetention == 0 {
-		c.PostgresRetention = DefaultPostgresRetention
-	}
-	if c.PostgresMaxRows == 0 {
-		c.PostgresMaxRows = DefaultPostgresMaxRows
-	}
-	if c.ClaimHold == 0 {
-		c.ClaimHold = DefaultClaimHold
-	}
-	if c.TierTimeout == 0 {
-		c.TierTimeout = DefaultTierTimeout
-	}
+	c.PostgresRetention = cmp.Or(c.PostgresRetention, DefaultPostgresRetention)
+	c.PostgresMaxRows = cmp.Or(c.PostgresMaxRows, DefaultPostgresMaxRows)
+	c.ClaimHold = cmp.Or(c.ClaimHold, DefaultClaimHold)
+	c.TierTimeout = cmp.Or(c.TierTimeout, DefaultTierTimeout)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package reqlog
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 )
@@ -44,18 +45,10 @@ type Config struct {
 
 // WithDefaults fills the zero fields.
 func (c Config) WithDefaults() Config {
-	if c.Output == "" {
-		c.Output = DefaultOutput
-	}
-	if c.Sample == 0 {
-		c.Sample = DefaultSample
-	}
-	if c.ParamsMaxBytes == 0 {
-		c.ParamsMaxBytes = DefaultParamsMaxBytes
-	}
-	if c.Buffer == 0 {
-		c.Buffer = DefaultBuffer
-	}
+	c.Output = cmp.Or(c.Output, DefaultOutput)
+	c.Sample = cmp.Or(c.Sample, DefaultSample)
+	c.ParamsMaxBytes = cmp.Or(c.ParamsMaxBytes, DefaultParamsMaxBytes)
+	c.Buffer = cmp.Or(c.Buffer, DefaultBuffer)
 	return c
 }
 
