@@ -3,7 +3,6 @@ package cache
 import (
 	"crypto/sha256"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,44 +64,15 @@ func pgPool(t testing.TB, u string) *pgxpool.Pool {
 // server that hangs. It is closed at cleanup, with its connections.
 func stallServer(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
+	addr, _ := testkit.ServeTCP(t, func(c net.Conn) {
+		buf := make([]byte, 4096)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := c.Read(buf); err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				buf := make([]byte, 4096)
-				for {
-					if _, err := c.Read(buf); err != nil {
-						return
-					}
-				}
-			})
 		}
 	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
+	return addr
 }
 
 // boundedClient is a client as the app makes one: its calls bounded by

@@ -10,8 +10,9 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // ptServer is a keep-alive HTTP/1.1 JSON-RPC server that hardly allocates
@@ -19,36 +20,8 @@ import (
 // Content-Length, chunked (as geth sends anything over 2 KB), or gzipped
 // and chunked (as a CDN in front of a provider does).
 func ptServer(b *testing.B, result, mode string) (url string, stop func()) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { ptServe(c, result, mode) })
-		}
-	})
-	return "http://" + ln.Addr().String(), func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}
+	addr, stop := testkit.ServeTCP(b, func(c net.Conn) { ptServe(c, result, mode) })
+	return "http://" + addr, stop
 }
 
 func ptServe(c net.Conn, result, mode string) {

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // The secret parts of every test URL. No error or log may contain them.
@@ -804,34 +805,8 @@ func TestWSTransportClose(t *testing.T) {
 // tpRawServer is a minimal keep-alive HTTP/1.1 JSON-RPC server that hardly
 // allocates, so that allocs/op measure the transport, not the server.
 func tpRawServer(b *testing.B, result string) (url string, stop func()) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { tpServeRaw(c, result) })
-		}
-	})
-	return "http://" + ln.Addr().String(), func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}
+	addr, stop := testkit.ServeTCP(b, func(c net.Conn) { tpServeRaw(c, result) })
+	return "http://" + addr, stop
 }
 
 func tpServeRaw(c net.Conn, result string) {

@@ -5,7 +5,8 @@
 // read; Redis is a client of the machine's Redis whose keys are cleaned up,
 // RedisServer a private redis-server a test can stop and restart empty,
 // ClosedAddr an address nothing listens on; EditJSON changes one field of
-// an answer; Series counts a registry's series with some labels.
+// an answer; Series counts a registry's series with some labels; ServeTCP
+// serves a raw listener's connections and stops them all.
 package testkit
 
 import (
