@@ -48,18 +48,9 @@ func TestCacheNeverStoresAMinorityBranch(t *testing.T) {
 		}
 		return json.RawMessage(`"0xbad"`), nil, true
 	})
-	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "dev", ChainID: fakenode.DefaultChainID,
-		BlockTime: 100 * time.Millisecond, CallDeadline: 10 * time.Second}, []remotes.Config{
-		{Name: "minor", URL: minor.URL(), Timeout: 5 * time.Second},
-		{Name: "major", URL: major.URL(), Timeout: 5 * time.Second, Tier: remotes.TierSecondary},
-	}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pool.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
+	pool := startForkPool(t,
+		remotes.Config{Name: "minor", URL: minor.URL(), Timeout: 5 * time.Second},
+		remotes.Config{Name: "major", URL: major.URL(), Timeout: 5 * time.Second, Tier: remotes.TierSecondary})
 	// Both: a healthy head of 100 is the minority's alone until the
 	// canonical remote is in rotation too, and a call pinned to the
 	// canonical block then finds no remote with it.
@@ -129,17 +120,7 @@ func TestCacheAnswersByNumberWhenNoRemoteHasTheBlock(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "dev", ChainID: fakenode.DefaultChainID,
-		BlockTime: 100 * time.Millisecond, CallDeadline: 10 * time.Second}, []remotes.Config{
-		{Name: "node", URL: node.URL(), Timeout: 5 * time.Second},
-	}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pool.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
+	pool := startForkPool(t, remotes.Config{Name: "node", URL: node.URL(), Timeout: 5 * time.Second})
 	testkit.WaitFor(t, 10*time.Second, "the remote's head", func() bool { return pool.HealthyHead() == 100 })
 
 	reg := prometheus.NewRegistry()
@@ -217,4 +198,20 @@ func cacheCount(t *testing.T, reg *prometheus.Registry, tier, outcome string) fl
 		}
 	}
 	return 0
+}
+
+// startForkPool is a started pool of the fake chain on remotes, stopped at
+// cleanup.
+func startForkPool(t *testing.T, rs ...remotes.Config) *remotes.Pool {
+	t.Helper()
+	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "dev", ChainID: fakenode.DefaultChainID,
+		BlockTime: 100 * time.Millisecond, CallDeadline: 10 * time.Second}, rs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
+	return pool
 }
