@@ -203,7 +203,7 @@ func idleCalls(b *testing.B, n int, blocks uint64) float64 {
 	stopMining := mineEvery(b, idleBlockTime, nodes...)
 	defer stopMining()
 	lead := startReplica(b, fmt.Sprintf("r0-%s", token), chain, idleBlockTime, nodes...)
-	testkit.WaitFor(b, 20*time.Second, "r0 leads", func() bool { return lead.readiness().HeadTracking == "leader" })
+	testkit.WaitFor(b, 20*time.Second, "r0 leads", func() bool { return lead.metric(`venn_leader{chain="`+chain+`"}`) == 1 })
 	rs := []*replicaApp{lead}
 	defer func() {
 		for _, r := range rs {
