@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -253,7 +252,7 @@ func (s *HeadShare) snapshot(ctx context.Context, stale *time.Timer) {
 // replica leads (it is its own report) or the report is stale already.
 func (s *HeadShare) take(payload string, fresh time.Duration, stale *time.Timer) {
 	var rep headsReport
-	if len(payload) > maxHeadsReport || json.NewDecoder(strings.NewReader(payload)).Decode(&rep) != nil {
+	if len(payload) > maxHeadsReport || json.Unmarshal([]byte(payload), &rep) != nil {
 		s.log.Debug("malformed remote heads report ignored", "bytes", len(payload))
 		return
 	}
