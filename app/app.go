@@ -167,6 +167,7 @@ type headFeed struct {
 	follower *headstore.Follower
 	elector  stalker.Elector
 	stalker  *stalker.Stalker
+	heads    *stalker.HeadShare // the remotes' heads shared; nil without Redis
 	subs     *subcenter.Center
 
 	leading atomic.Bool // the stalker runs: this replica leads
@@ -176,11 +177,21 @@ type headFeed struct {
 	campaignDone chan struct{}
 }
 
-// lead runs the stalker for one leadership.
+// lead runs the stalker for one leadership, and publishes the remotes'
+// heads while it runs.
 func (h *headFeed) lead(ctx context.Context, epoch uint64) {
 	h.leading.Store(true)
 	defer h.leading.Store(false)
+	if h.heads == nil {
+		h.stalker.Lead(ctx, epoch)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { h.heads.Lead(ctx, epoch) })
 	h.stalker.Lead(ctx, epoch)
+	cancel()
+	wg.Wait()
 }
 
 // chains are in config order. A reload adds and removes chains (reload.go):
@@ -225,6 +236,7 @@ type chainMetrics struct {
 	head     *headstore.Metrics
 	stalker  *stalker.Metrics
 	election *stalker.ElectionMetrics
+	heads    *stalker.HeadShareMetrics
 	archive  *stalker.ArchiveMetrics
 	router   *router.Metrics
 	subs     *subcenter.Metrics
@@ -236,6 +248,7 @@ func newChainMetrics(reg prometheus.Registerer) chainMetrics {
 		head:     headstore.NewMetrics(reg),
 		stalker:  stalker.NewMetrics(reg),
 		election: stalker.NewElectionMetrics(reg),
+		heads:    stalker.NewHeadShareMetrics(reg),
 		archive:  stalker.NewArchiveMetrics(reg),
 		router:   router.NewMetrics(reg),
 		subs:     subcenter.NewMetrics(reg),
@@ -359,12 +372,16 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		elector = stalker.NewMemoryElector(ec)
 	}
 	w := headstore.NewWindow(cc.Head.Window)
-	return &headFeed{
+	h := &headFeed{
 		window:   w,
 		follower: headstore.NewFollower(cc.Name, store, w, cs.log, m.head),
 		elector:  elector,
 		stalker:  stalker.New(sc, pool, store, cs.log, m.stalker),
 	}
+	if cs.rdb != nil {
+		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool, cs.log, m.heads)
+	}
+	return h
 }
 
 // start starts every pool at once: each may wait a few seconds for a first
@@ -392,6 +409,9 @@ func (c *chain) run(campaign bool) {
 	c.cancel = cancel
 	c.wg.Go(func() { c.head.follower.Run(bg) })
 	c.wg.Go(func() { c.head.subs.Run(bg) })
+	if c.head.heads != nil {
+		c.wg.Go(func() { c.head.heads.Run(bg) })
+	}
 	if h := c.head; campaign {
 		camp, stop := context.WithCancel(bg)
 		h.stopCampaign, h.campaignDone = stop, make(chan struct{})

@@ -91,7 +91,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	log = log.With("chain", cfg.Chain)
 	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
 	p := &Pool{
-		log: log, m: m, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{})},
+		log: log, m: m, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{}), claims: make(chan struct{})},
 		chainHead:  m.chainHead.WithLabelValues(cfg.Chain),
 		blockTimeG: m.blockTime.WithLabelValues(cfg.Chain),
 		splits:     m.splits.WithLabelValues(cfg.Chain),

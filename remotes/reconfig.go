@@ -134,7 +134,7 @@ func (p *Pool) follow(r *Remote) {
 	r.unfollow = cancel
 	r.trackers.Go(func() { r.track(ctx, p.conf().ChainID, p.pollCadence, p.headChanged) })
 	if r.relayURL() != "" {
-		r.trackers.Go(func() { r.watch(ctx, p.headChanged) })
+		r.trackers.Go(func() { r.watch(ctx, p.pollCadence, p.headChanged) })
 	}
 }
 

@@ -79,6 +79,7 @@ type Remote struct {
 	lat    latencyHist                  // latency.go: recent latency quantiles
 	sc     scoreState                   // score.go: score and preferred set
 	cc     chainCheck                   // chaincheck.go: chain id re-checks
+	feed   remoteFeed                   // feed.go: heads from the cluster's feed
 
 	mu           sync.Mutex
 	unsupported  map[string]unsupportedEntry // methods the remote said it lacks

@@ -230,3 +230,21 @@ for _, k in ipairs(KEYS) do
 end
 return {n, b}
 `)
+
+// PublishHeads stores the leader's report of its remotes' heads with a
+// TTL (it is stale after that) and announces it on the heads channel, only
+// if ARGV[1] is the chain's current fencing epoch (else an error reply
+// starting FENCED, and nothing written or announced): a deposed leader's
+// late report never reaches a follower.
+//
+// KEYS: Chain.HeadsKeys (epoch, heads); ARGV[1] epoch, ARGV[2] the
+// report, ARGV[3] TTL in ms, ARGV[4] the channel (Chain.HeadsNotify).
+var PublishHeads = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur ~= ARGV[1] then
+  return redis.error_reply('FENCED epoch is ' .. (cur or 'unset') .. ', writer has ' .. ARGV[1])
+end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[2])
+return 1
+`)

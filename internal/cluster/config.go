@@ -13,6 +13,7 @@ type Config struct {
 	MetricsListen string // host:port
 	RedisAddr     string
 	ReplicaID     string
+	LeaseTTL      time.Duration // redis: {lease_ttl: ...}; 0 keeps venn's default
 	Chain         string
 	ChainID       uint64
 	BlockTime     time.Duration
@@ -41,7 +42,11 @@ func (c Config) YAML() string {
 	if c.Extra != "" {
 		y.WriteString(strings.TrimSuffix(c.Extra, "\n") + "\n")
 	}
-	fmt.Fprintf(&y, "redis: {url: \"redis://%s/0\", replica_id: %s}\n", c.RedisAddr, c.ReplicaID)
+	fmt.Fprintf(&y, "redis: {url: \"redis://%s/0\", replica_id: %s", c.RedisAddr, c.ReplicaID)
+	if c.LeaseTTL > 0 {
+		fmt.Fprintf(&y, ", lease_ttl: %s", c.LeaseTTL)
+	}
+	y.WriteString("}\n")
 	fmt.Fprintf(&y, "chains:\n  - name: %s\n    chain_id: %d\n    block_time: %s\n    head: {window: %d}\n",
 		c.Chain, c.ChainID, c.BlockTime, c.Window)
 	for line := range strings.SplitSeq(strings.TrimSuffix(c.ChainExtra, "\n"), "\n") {
