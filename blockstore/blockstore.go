@@ -212,11 +212,22 @@ func milliseconds(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 }
 
-// Chain returns the store of one chain; name labels its errors.
+// Chain returns the store of one chain, kept by the default Policy; name
+// labels its errors.
 func (p *Postgres) Chain(chainID uint64, name string) *Chain {
+	return p.ChainWith(chainID, name, Policy{})
+}
+
+// ChainWith returns the store of one chain, kept by pol.
+func (p *Postgres) ChainWith(chainID uint64, name string, pol Policy) *Chain {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "venn blockstore put %d", chainID)
-	return &Chain{p: p, id: int64(chainID), name: name, lockKey: int64(h.Sum64())}
+	span := pol.PartitionBlocks
+	if span == 0 {
+		span = DefaultPartitionBlocks
+	}
+	return &Chain{p: p, id: int64(chainID), name: name, lockKey: int64(h.Sum64()),
+		span: min(span, maxBlockNumber), keep: pol.KeepBlocks, parts: &partitions{}}
 }
 
 // Chain is the history of one chain.
@@ -225,6 +236,9 @@ type Chain struct {
 	id      int64
 	name    string
 	lockKey int64 // the advisory lock that orders Puts' link checks
+	span    uint64
+	keep    uint64 // 0: all
+	parts   *partitions
 }
 
 // do runs one of the chain's operations against Postgres.
