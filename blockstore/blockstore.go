@@ -244,7 +244,7 @@ type Chain struct {
 // do runs one of the chain's operations against Postgres.
 func (c *Chain) do(ctx context.Context, op string, idempotent bool, fn func(context.Context) error) error {
 	err := c.p.do(ctx, op, idempotent, fn)
-	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrTooLarge) {
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrNotCovered) {
 		return fmt.Errorf("blockstore %s %s: %w", c.name, op, err)
 	}
 	return err
@@ -275,7 +275,7 @@ func (p *Postgres) do(ctx context.Context, op string, idempotent bool, fn func(c
 	}
 	switch {
 	case err == nil, errors.Is(err, ErrConflict), errors.Is(err, ErrTooLarge), errors.Is(err, errMalformed),
-		errors.Is(err, ErrInvalidBlock):
+		errors.Is(err, ErrInvalidBlock), errors.Is(err, ErrNotCovered):
 		return err
 	case ctx.Err() != nil:
 		return err // the caller gave up: nothing said about Postgres
@@ -353,7 +353,7 @@ func (p *Postgres) probe(ctx context.Context) {
 // unreachable reports errors that mean Postgres cannot be used, as
 // opposed to one statement failing on a working server.
 func unreachable(err error) bool {
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrTooLarge) || errors.Is(err, errMalformed) {
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrTooLarge) || errors.Is(err, errMalformed) || errors.Is(err, ErrNotCovered) {
 		return false
 	}
 	var pgErr *pgconn.PgError

@@ -172,9 +172,11 @@ func (h *History) Readiness() Readiness {
 // tier, whose table the same migrations create, waits for it too.
 func (h *History) Migrated() bool { return h.ready.Load() }
 
-// Chain returns one chain's store, gated on the schema.
-func (h *History) Chain(chainID uint64, name string) *HistoryChain {
-	return &HistoryChain{h: h, c: h.pg.Chain(chainID, name)}
+// Chain returns one chain's store, kept by pol and gated on the schema.
+func (h *History) Chain(chainID uint64, name string, pol Policy) *HistoryChain {
+	g := &HistoryChain{h: h, c: h.pg.ChainWith(chainID, name, pol)}
+	g.retained.Store(-1)
+	return g
 }
 
 // HistoryChain is one chain's store as the stalker and the router use it:
@@ -183,14 +185,43 @@ func (h *History) Chain(chainID uint64, name string) *HistoryChain {
 type HistoryChain struct {
 	h *History
 	c *Chain
+	// retained is the partition span of the highest block stored when
+	// retention last ran; -1 before it ran.
+	retained atomic.Int64
 }
 
-// Put stores settled blocks (Chain.Put).
+// Put stores settled blocks (Chain.Put). With Policy.KeepBlocks, once a
+// block of a new partition span is stored, the partitions that fell out of
+// the kept range are dropped (Chain.Retain); a failure there is logged,
+// not returned, and retention runs again with the next Put.
 func (g *HistoryChain) Put(ctx context.Context, blocks []*evm.Block) error {
 	if !g.h.ready.Load() {
 		return ErrNotMigrated
 	}
-	return g.c.Put(ctx, blocks)
+	if err := g.c.Put(ctx, blocks); err != nil {
+		return err
+	}
+	if g.c.keep == 0 || len(blocks) == 0 {
+		return nil
+	}
+	var top uint64
+	for _, b := range blocks {
+		top = max(top, b.Number)
+	}
+	span := int64(top / g.c.span)
+	if prev := g.retained.Load(); span <= prev || !g.retained.CompareAndSwap(prev, span) {
+		return nil
+	}
+	dropped, err := g.c.Retain(ctx)
+	if err != nil {
+		g.retained.Store(-1)
+		g.h.log.Warn("history retention failed; retrying after the next write", "chain", g.c.name, "err", err)
+		return nil
+	}
+	for _, r := range dropped {
+		g.h.log.Info("history retention dropped a partition", "chain", g.c.name, "from", r.From, "to", r.To)
+	}
+	return nil
 }
 
 // Covered returns the stored sub-ranges of [from, to]; none before the

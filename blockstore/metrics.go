@@ -9,6 +9,8 @@ const (
 	opLogs    = "logs"
 	opCovered = "covered"
 	opHighest = "highest"
+	opRetain  = "retain"
+	opStats   = "stats"
 	opPing    = "ping" // the check while up, and Ping's callers
 )
 
@@ -33,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Blocks written to the history store (not counting ones already stored).",
 		}),
 	}
-	for _, op := range []string{opPut, opAnswer, opLogs, opCovered, opHighest, opPing} {
+	for _, op := range []string{opPut, opAnswer, opLogs, opCovered, opHighest, opRetain, opStats, opPing} {
 		m.errors.WithLabelValues(op)
 	}
 	if reg != nil {
