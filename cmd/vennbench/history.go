@@ -266,7 +266,7 @@ var dbNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 // fillStats is how the store was filled.
 type fillStats struct {
 	took     time.Duration
-	rawBytes int64         // the node's JSON: blocks with transactions, and receipts
+	rawBytes int64 // the node's JSON: blocks with transactions, and receipts
 	logs     int
 }
 
