@@ -515,12 +515,12 @@ func writeHistoryReport(w io.Writer, cfg historyConfig, fill fillStats, st stora
 	}
 	sel := results[0]
 	p50 := pct(sel.store.times, 50)
-	fmt.Fprintf(w, "\ngoal: selective p50 from the store under %.0f ms: %.1f ms, %s\n", goalSelectiveP50, p50, passFail(p50 < goalSelectiveP50))
+	fmt.Fprintf(w, "\ngoal: selective p50 from the store under %.0f ms: %.1f ms, %s\n", goalSelectiveP50, p50, verdict(p50 < goalSelectiveP50, p50))
 	for i, d := range cfg.Latencies {
 		if d == 50*time.Millisecond {
 			ratio := pct(sel.remote[i].times, 50) / p50
 			fmt.Fprintf(w, "goal: selective at least %.0f× faster than the split remotes at +50ms: %.1f×, %s\n",
-				goalSpeedup, ratio, passFail(ratio >= goalSpeedup))
+				goalSpeedup, ratio, verdict(ratio >= goalSpeedup, ratio))
 		}
 	}
 
@@ -533,13 +533,6 @@ func writeHistoryReport(w io.Writer, cfg historyConfig, fill fillStats, st stora
 	for _, t := range st.tables {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %.0f |\n", t.name, t.parts, t.rows, t.bytes, t.indexes, float64(t.bytes)/float64(cfg.Blocks))
 	}
-}
-
-func passFail(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "FAIL"
 }
 
 func maxOf(xs []float64) float64 {
