@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -200,5 +201,32 @@ func TestPutMakesPartitions(t *testing.T) {
 	mustPut(t, c, synthChain(t, "a", 1002, 1003, 1)...)
 	if got := mustCovered(t, c, 0, 10_000); !slices.Contains(got, Range{1002, 1003}) {
 		t.Errorf("coverage %v after a Put into a dropped partition's range", got)
+	}
+}
+
+// TestPutMakesPartitionsConcurrently: replicas writing into the same new
+// range at once (each its own Chain, knowing no partitions) both store
+// their blocks; the partition is made once.
+func TestPutMakesPartitionsConcurrently(t *testing.T) {
+	p, u := open(t)
+	const writers = 4
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		c := p.ChainWith(3, "three", Policy{PartitionBlocks: 1000})
+		blocks := synthChain(t, "a", uint64(5000+100*i), uint64(5000+100*i+9), 1)
+		wg.Go(func() { errs[i] = c.Put(context.Background(), blocks) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+	if got, want := partitionsOf(t, u), []string{"3:5000-6000", "3:6000-7000"}; !slices.Equal(got, want) {
+		t.Errorf("partitions %v, want %v", got, want)
+	}
+	if got := mustCovered(t, p.Chain(3, "three"), 0, 10_000); len(got) != writers {
+		t.Errorf("coverage %v, want the %d writers' ranges", got, writers)
 	}
 }
