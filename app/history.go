@@ -63,12 +63,13 @@ var (
 	_ router.History  = (*blockstore.HistoryChain)(nil)
 )
 
-// chain returns one chain's history store, nil without postgres.url.
+// chain returns one chain's history store, nil without postgres.url or
+// with the chain's history off.
 func (h *history) chain(cc ChainConfig) *blockstore.HistoryChain {
-	if h.store == nil {
+	if h.store == nil || cc.History.Off {
 		return nil
 	}
-	return h.store.Chain(cc.ChainID, cc.Name)
+	return h.store.Chain(cc.ChainID, cc.Name, cc.History.Policy())
 }
 
 // Chain returns the chain configured under name.

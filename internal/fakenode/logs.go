@@ -44,7 +44,7 @@ type logFilter struct {
 
 func (f *logFilter) match(t *tables, g uint64) bool {
 	if len(f.addresses) > 0 {
-		addr := t.contracts[contractOf(g)]
+		addr := t.contracts[t.contractOf(g)]
 		found := false
 		for _, a := range f.addresses {
 			if a == addr {
@@ -56,7 +56,7 @@ func (f *logFilter) match(t *tables, g uint64) bool {
 			return false
 		}
 	}
-	logTopics := [2]common.Hash{t.topic0s[topicOf(g)], t.senderTopics[senderOf(g)]}
+	logTopics := [2]common.Hash{t.topic0s[t.topicOf(g)], t.senderTopics[senderOf(g)]}
 	if len(f.topics) > len(logTopics) {
 		return false
 	}
