@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -156,7 +157,7 @@ func TestRedisLimiterOwnClock(t *testing.T) {
 	if err != nil || v.OK || v.RetryAfter <= 0 || v.RetryAfter > time.Second {
 		t.Fatalf("over the burst = %+v, %v; want a wait within a second", v, err)
 	}
-	ttl, err := rdb.PTTL(context.Background(), prefix+"key:x").Result()
+	ttl, err := rdb.PTTL(context.Background(), keyspace.RateLimitKey(prefix, "key:x")).Result()
 	if err != nil || ttl <= 0 || ttl > 3*time.Second+time.Millisecond {
 		t.Errorf("bucket key TTL = %v, %v; want it gone once the bucket is full again (3s)", ttl, err)
 	}

@@ -198,6 +198,29 @@ end
 return {0, 0}
 `)
 
+// Unlimit gives n calls back to the bucket in KEYS[1], which Limit took
+// them from: on a Redis Cluster a call's buckets sit in different slots,
+// so they are taken one script each, and a later bucket's refusal returns
+// what the earlier ones took. ARGV: n, now or "", interval.
+var Unlimit = redis.NewScript(`
+local now = tonumber(ARGV[2])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if not tat then
+  return 0
+end
+tat = tat - tonumber(ARGV[1]) * tonumber(ARGV[3])
+if tat <= now then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
+end
+return 1
+`)
+
 // CacheSet stores one cache entry with its TTL, ends the key's claim (the
 // answer is there for whoever waited on it) and, when the key was not
 // there, counts it in the counters of the slot it expires in, which
