@@ -59,9 +59,14 @@ return 0
 // it fails half way, so every check that can fail runs before the first
 // write.
 //
+// ARGV[9], unless "0", is the seq the writer last saw: a state at another
+// (an error reply starting STALE, nothing written) lost or gained events
+// the writer does not know of, as a failed-over Redis that had not yet
+// replicated the old master's last writes has.
+//
 // KEYS: Chain.PublishKeys (epoch, state, canon, events)
 // ARGV: epoch, gen, window, maxlen, blk prefix, event JSON, safe, finalized,
-// ndropped, dropped hash..., nadded, (number, hash, parent, body)...
+// seq seen, ndropped, dropped hash..., nadded, (number, hash, parent, body)...
 var Publish = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur ~= ARGV[1] then
@@ -71,9 +76,12 @@ local window = tonumber(ARGV[3])
 local prefix = ARGV[5]
 local function num(n) return string.format('%d', n) end
 
+local st = redis.call('HMGET', KEYS[2], 'gen', 'seq')
+if ARGV[9] ~= '0' and st[2] ~= ARGV[9] then
+  return redis.error_reply('STALE seq is ' .. (st[2] or 'unset') .. ', writer saw ' .. ARGV[9])
+end
 -- A state without gen is a new history (fresh Redis, or one that lost its
 -- data); so is a stream already past the next seq, which XADD would refuse.
-local st = redis.call('HMGET', KEYS[2], 'gen', 'seq')
 local gen = st[1]
 local fresh = not gen
 if not fresh then
@@ -88,7 +96,7 @@ if fresh then
   redis.call('HSET', KEYS[2], 'gen', gen, 'seq', '0')
 end
 
-local i = 9
+local i = 10
 local ndropped = tonumber(ARGV[i]); i = i + 1
 for _ = 1, ndropped do
   redis.call('ZREM', KEYS[3], ARGV[i])
