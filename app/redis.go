@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -138,6 +139,10 @@ func checkAddrs(field string, addrs []string) error {
 	return nil
 }
 
+// redisClusterReload is how often a Redis Cluster client reads the slots'
+// masters while it is in use.
+const redisClusterReload = time.Second
+
 // redisTuning is what one of venn's clients needs on top of the
 // deployment: the head feed's takes go-redis's retries; the rate
 // limiter's fails at once (edge.go).
@@ -170,6 +175,11 @@ func (c RedisConfig) newRedisClient(tune redisTuning) (redis.UniversalClient, er
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: t.addrs, Username: t.username, Password: t.password, TLSConfig: tlsConfig,
 			ContextTimeoutEnabled: true, MaxRetries: tune.maxRetries, DialerRetries: tune.dialerRetries,
+			// go-redis learns the slots again on a MOVED, but not when a
+			// master is gone: its slots' calls keep dialling it until the
+			// next reload (60s by default). One CLUSTER SLOTS a second
+			// finds the promoted replica about as soon as the cluster has.
+			ClusterStateReloadInterval: redisClusterReload,
 		}), nil
 	}
 	opts := t.server
