@@ -14,13 +14,13 @@ type Config struct {
 	RedisAddr     string
 	// Redis, when set, is the redis section's fields instead of a url to
 	// RedisAddr, in YAML flow style: `cluster: ["127.0.0.1:7000"]`.
-	Redis string
-	ReplicaID     string
-	Chain         string
-	ChainID       uint64
-	BlockTime     time.Duration
-	Window        int // head: {window: ...}
-	Remotes       []Remote
+	Redis     string
+	ReplicaID string
+	Chain     string
+	ChainID   uint64
+	BlockTime time.Duration
+	Window    int // head: {window: ...}
+	Remotes   []Remote
 	// Extra is top-level YAML written as is: limits, shutdown_timeout.
 	Extra string
 	// ChainExtra is more of the chain's fields, one a line, written
