@@ -3,6 +3,9 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -398,6 +401,38 @@ func TestRateLimitRedisDown(t *testing.T) {
 			}
 			if n := strings.Count(logs.String(), "rate limiter unavailable"); n != 1 {
 				t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+			}
+		})
+	}
+}
+
+// TestRedisLimiterPausesOnlyAfterATimeout: a Redis that does not answer
+// is not asked again for a while (each call would wait out the timeout);
+// one that refuses at once is asked again by the next call, so a failover
+// refuses calls no longer than it lasts.
+func TestRedisLimiterPausesOnlyAfterATimeout(t *testing.T) {
+	stalled, _ := testkit.ServeTCP(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	tests := []struct {
+		name      string
+		addr      string
+		wantPause bool
+	}{
+		{name: "not answering", addr: stalled, wantPause: true},
+		{name: "refusing", addr: testkit.ClosedAddr(t), wantPause: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// As venn builds the limiter's client (app/edge.go).
+			rdb := redis.NewClient(&redis.Options{Addr: tt.addr, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
+			defer rdb.Close()
+			l := NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: "venn-test:pause:", Timeout: 50 * time.Millisecond})
+			b := []Bucket{{ID: "key:x", Rate: Rate{RPS: 1}}}
+			if _, err := l.Take(context.Background(), 1, b); err == nil || errors.Is(err, ErrLimiterDown) {
+				t.Fatalf("first call: %v, want Redis's failure", err)
+			}
+			_, err := l.Take(context.Background(), 1, b)
+			if paused := errors.Is(err, ErrLimiterDown); err == nil || paused != tt.wantPause {
+				t.Errorf("second call: %v, want paused %v", err, tt.wantPause)
 			}
 		})
 	}

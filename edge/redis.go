@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -23,12 +24,15 @@ const (
 )
 
 // redisRetryAfter is how long a RedisLimiter stops asking Redis after a
-// failure: with Redis unreachable, calls must not each wait out a timeout
-// before failing open (or closed).
+// timeout: with Redis not answering, calls must not each wait out a
+// timeout before failing open (or closed). A quick failure (refused, a
+// demoted master's READONLY) costs the next call nothing, so it pauses
+// nothing: a Sentinel or Cluster failover refuses calls no longer than
+// the failover itself.
 const redisRetryAfter = 500 * time.Millisecond
 
 // ErrLimiterDown is returned, wrapped, by a RedisLimiter that has just
-// failed and is not asking Redis until a short pause has passed.
+// timed out and is not asking Redis until a short pause has passed.
 var ErrLimiterDown = errors.New("rate limiter: redis recently failed")
 
 // RedisLimiterOptions configure a RedisLimiter; zero fields take defaults.
@@ -111,7 +115,9 @@ func (l *RedisLimiter) Take(ctx context.Context, n int, buckets []Bucket) (Verdi
 		if ctx.Err() != nil {
 			return Verdict{}, ctx.Err() // the client left; Redis may be fine
 		}
-		l.retryAt.Store(time.Now().Add(redisRetryAfter).UnixNano())
+		if timedOut(err) {
+			l.retryAt.Store(time.Now().Add(redisRetryAfter).UnixNano())
+		}
 		return Verdict{}, fmt.Errorf("rate limiter: redis: %w", err)
 	}
 	if l.retryAt.Load() != 0 {
@@ -167,6 +173,13 @@ func (l *RedisLimiter) giveBack(ctx context.Context, n int, now any, buckets []B
 	for _, b := range buckets {
 		_ = keyspace.Unlimit.Run(ctx, l.rdb, []string{keyspace.RateLimitKey(l.prefix, b.ID)}, n, now, interval(b.Rate)).Err()
 	}
+}
+
+// timedOut reports whether err is a deadline's: the limiter's own or a
+// connection's.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // interval is r's interval in µs, as the scripts take it.
