@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -36,15 +38,17 @@ func StartRedisCluster(ctx context.Context, dir string, masters, replicas int) (
 		return nil, fmt.Errorf("redis-cli not found (Debian's redis-tools package has it): %w", err)
 	}
 	n := masters * (1 + replicas)
-	ports, err := FreePorts(n)
-	if err != nil {
-		return nil, err
-	}
 	c := &RedisCluster{}
 	addrs := make([]string, 0, n)
-	for _, p := range ports {
-		r, err := startRedis(ctx, dir, p, "--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes-"+strconv.Itoa(p)+".conf", "--cluster-node-timeout", clusterNodeTimeout)
+	for i := range n {
+		// A directory each: a node keeps its view of the cluster in
+		// nodes.conf.
+		nodeDir := filepath.Join(dir, "node"+strconv.Itoa(i))
+		if err := os.Mkdir(nodeDir, 0o700); err != nil {
+			c.Close()
+			return nil, err
+		}
+		r, err := startRedis(ctx, nodeDir, 0, "--cluster-enabled", "yes", "--cluster-node-timeout", clusterNodeTimeout)
 		if err != nil {
 			c.Close()
 			return nil, err

@@ -42,27 +42,14 @@ func StartRedisSentinel(ctx context.Context, dir string, n int) (*RedisSentinel,
 		return nil, err
 	}
 	s.Data = append(s.Data, replica)
-	ports, err := FreePorts(n)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	for _, p := range ports {
-		conf := filepath.Join(dir, "sentinel-"+strconv.Itoa(p)+".conf")
-		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
-			"sentinel monitor %s 127.0.0.1 %s 1\nsentinel down-after-milliseconds %[3]s 1000\n"+
-			"sentinel failover-timeout %[3]s 10000\n", p, dir, SentinelMaster, mport)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			s.Close()
-			return nil, err
-		}
-		proc, err := Start("redis-sentinel", nil, nil, "redis-server", conf, "--sentinel", "--loglevel", "warning")
+	for range n {
+		addr, proc, err := startSentinel(ctx, dir, mport)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
 		s.Sentinels = append(s.Sentinels, proc)
-		s.addrs = append(s.addrs, "127.0.0.1:"+strconv.Itoa(p))
+		s.addrs = append(s.addrs, addr)
 	}
 	s.client = redis.NewSentinelClient(&redis.Options{Addr: s.addrs[0]})
 	cctx, cancel := context.WithTimeout(ctx, ClusterReadyTimeout)
@@ -89,6 +76,45 @@ func StartRedisSentinel(ctx context.Context, dir string, n int) (*RedisSentinel,
 		return nil, fmt.Errorf("redis sentinel not ready: %w", err)
 	}
 	return s, nil
+}
+
+// startSentinel starts a sentinel watching the master on mport, on a
+// free port, and returns once it answers PING.
+func startSentinel(ctx context.Context, dir, mport string) (string, *Proc, error) {
+	var lastErr error
+	for range startAttempts {
+		p, err := FreePort()
+		if err != nil {
+			return "", nil, err
+		}
+		conf := filepath.Join(dir, "sentinel-"+strconv.Itoa(p)+".conf")
+		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
+			"sentinel monitor %s 127.0.0.1 %s 1\nsentinel down-after-milliseconds %[3]s 1000\n"+
+			"sentinel failover-timeout %[3]s 10000\n", p, dir, SentinelMaster, mport)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			return "", nil, err
+		}
+		proc, err := Start("redis-sentinel", nil, nil, "redis-server", conf, "--sentinel", "--loglevel", "warning")
+		if err != nil {
+			return "", nil, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(p)
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		pctx, cancel := context.WithTimeout(ctx, RedisReadyTimeout)
+		lastErr = poll(pctx, func() error {
+			if done, werr := proc.Exited(); done {
+				return fmt.Errorf("redis-sentinel exited: %v%s", werr, proc.StderrNote())
+			}
+			return rdb.Ping(pctx).Err()
+		})
+		cancel()
+		_ = rdb.Close()
+		if lastErr == nil {
+			return addr, proc, nil
+		}
+		proc.Kill()
+	}
+	return "", nil, fmt.Errorf("start redis-sentinel: %w", lastErr)
 }
 
 // Addrs are the sentinels' host:port.
