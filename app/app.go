@@ -198,8 +198,8 @@ func (h *headFeed) lead(ctx context.Context, epoch uint64) {
 // the list is swapped whole, so readers (readyz) load it without a lock.
 type chains struct {
 	list     atomic.Pointer[[]*chain]
-	rdb      *redis.Client // nil without redis.url
-	tiers    cacheTiers    // the Postgres cache tiers' pool
+	rdb      redis.UniversalClient // nil without Redis
+	tiers    cacheTiers            // the Postgres cache tiers' pool
 	log      *slog.Logger
 	parts    chainParts
 	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
@@ -270,15 +270,12 @@ type chainsParams struct {
 func newChains(p chainsParams) (*chains, error) {
 	cfg, log := p.Config, p.Log
 	out := &chains{log: log, stopping: make(chan struct{})}
-	if cfg.Redis.URL != "" {
-		opts, err := redis.ParseURL(cfg.Redis.URL)
+	if cfg.Redis.Enabled() {
+		rdb, err := cfg.Redis.newRedisClient(redisTuning{})
 		if err != nil {
-			return nil, errors.New("redis.url: invalid")
+			return nil, err
 		}
-		// Every call is bounded by its context: a leader's renew must not
-		// outlive its lease waiting on a dead connection.
-		opts.ContextTimeoutEnabled = true
-		out.rdb = redis.NewClient(opts)
+		out.rdb = rdb
 	}
 	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
 	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,

@@ -95,6 +95,11 @@ func (c Chain) CacheSetKeys(key, slot string) []string {
 // "ip:ADDRESS"), unless the edge is given another.
 const RateLimitPrefix = "venn:ratelimit:"
 
+// RateLimitKey is the key of bucket under prefix. Each bucket is its own
+// hash tag, so that a Redis Cluster spreads the buckets over its slots
+// instead of holding every client's on one node.
+func RateLimitKey(prefix, bucket string) string { return prefix + "{" + bucket + "}" }
+
 // Replicas is a HASH of the cluster's replicas: replica ID -> JSON of its
 // heartbeat (version, start and last-seen times), written every few
 // seconds by each replica's admin package; entries not seen for long are
