@@ -299,7 +299,11 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 
 func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
-	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer)
+	var budgets remotes.BudgetStore // without Redis each process counts its own
+	if cs.rdb != nil {
+		budgets = remotes.NewRedisBudgets(cs.rdb)
+	}
+	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets)
 	if err != nil {
 		return nil, err
 	}

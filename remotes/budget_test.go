@@ -14,7 +14,6 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 )
 
-
 // balanceCall asks for a different account each time: identical reads in
 // flight would share one call.
 func balanceCall(t *testing.T, p *Pool, i int) error {
