@@ -47,9 +47,11 @@ func (p Period) MarshalText() ([]byte, error) {
 	return []byte(p.String()), nil
 }
 
-// UnmarshalText reads hour, day or month.
+// UnmarshalText reads hour, day or month; "" (null) is none.
 func (p *Period) UnmarshalText(b []byte) error {
 	switch string(b) {
+	case "":
+		*p = PeriodNone
 	case "hour":
 		*p = PeriodHour
 	case "day":
