@@ -19,8 +19,8 @@ import (
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/reqlog"
+	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/tracing"
 )
