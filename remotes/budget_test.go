@@ -74,6 +74,9 @@ func TestBudgetExhaustedMovesTraffic(t *testing.T) {
 	if got := testutil.ToFloat64(m.bm.used.WithLabelValues("test", "n0")); got != 1 {
 		t.Fatalf("venn_remote_budget_used_ratio = %v, want 1", got)
 	}
+	if st := p.Status(); st[0].BudgetUsed == nil || *st[0].BudgetUsed != 1 || *st[0].Weight != 100 || st[1].BudgetUsed != nil {
+		t.Fatalf("status: %+v", st)
+	}
 	// Past its budget, the remote still answers when nothing else can.
 	other.SetFailStatus(503)
 	if err := balanceCall(t, p, 1000); err != nil {
