@@ -1,6 +1,7 @@
 package router
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -62,14 +63,13 @@ func (rt *Router) SetLogLimits(l LogLimits) {
 // checkLogs refuses an eth_getLogs past the chain's limits.
 func (rt *Router) checkLogs(c *evm.Call) error {
 	l := rt.logLimits.Load()
-	if c.Exact {
-		if n := c.Filter.Address.Len(); n > l.MaxAddresses {
-			return logQueryLimit(fmt.Sprintf("%d addresses, getlogs_limits.max_addresses is %d", n, l.MaxAddresses))
-		}
-		for i := range c.Filter.NTopics {
-			if n := c.Filter.Topics[i].Len(); n > l.MaxTopics {
-				return logQueryLimit(fmt.Sprintf("%d topics at position %d, getlogs_limits.max_topics is %d", n, i, l.MaxTopics))
-			}
+	addrs, topics := filterCounts(c)
+	if addrs > l.MaxAddresses {
+		return logQueryLimit(fmt.Sprintf("%d addresses, getlogs_limits.max_addresses is %d", addrs, l.MaxAddresses))
+	}
+	for i, n := range topics {
+		if n > l.MaxTopics {
+			return logQueryLimit(fmt.Sprintf("%d topics at position %d, getlogs_limits.max_topics is %d", n, i, l.MaxTopics))
 		}
 	}
 	if l.MaxBlockRange == 0 || !c.RangeOK || c.Range.ByHash {
@@ -87,6 +87,41 @@ func (rt *Router) checkLogs(c *evm.Call) error {
 			"exceed maximum block range: %d (asked for %d blocks)", l.MaxBlockRange, span+1)}
 	}
 	return nil
+}
+
+// filterCounts are the addresses of c's filter and the alternatives at
+// each topic position. A filter evm read exactly has them counted; one it
+// did not (past geth's own limits, which some providers lift) is counted
+// here, so that a cap holds for it too: the params are bounded by the
+// request's size.
+func filterCounts(c *evm.Call) (addrs int, topics []int) {
+	if c.Exact {
+		f := &c.Filter
+		topics = make([]int, f.NTopics)
+		for i := range f.NTopics {
+			topics[i] = f.Topics[i].Len()
+		}
+		return f.Address.Len(), topics
+	}
+	var f struct {
+		Address json.RawMessage   `json:"address"`
+		Topics  []json.RawMessage `json:"topics"`
+	}
+	if json.Unmarshal(evm.Param(c.Params, 0), &f) != nil {
+		return 0, nil // the node's to refuse
+	}
+	count := func(raw json.RawMessage) int {
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
+			return 0 // one value, or none
+		}
+		return len(list)
+	}
+	topics = make([]int, len(f.Topics))
+	for i, t := range f.Topics {
+		topics[i] = count(t)
+	}
+	return count(f.Address), topics
 }
 
 // logQueryLimit is geth's error for a filter over its --rpc.logquerylimit,

@@ -40,6 +40,7 @@ func TestLogLimitsRefuseBeforeAnyUpstreamCall(t *testing.T) {
 		{"reversed is the node's", `{"fromBlock":"0x9","toBlock":"0x1"}`, "", true},
 		{"addresses within", `{"address":` + addrs(3) + `}`, "", true},
 		{"addresses over", `{"address":` + addrs(4) + `}`, "exceed max addresses or topics per search position: 4 addresses, getlogs_limits.max_addresses is 3", false},
+		{"addresses past geth's own limit", `{"address":` + addrs(1001) + `}`, "exceed max addresses or topics per search position: 1001 addresses, getlogs_limits.max_addresses is 3", false},
 		{"topics within", `{"topics":[null,[` + topic(1) + `,` + topic(2) + `]]}`, "", true},
 		{"topics over", `{"topics":[null,` + three + `]}`, "exceed max addresses or topics per search position: 3 topics at position 1, getlogs_limits.max_topics is 2", false},
 	}
