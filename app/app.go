@@ -309,7 +309,11 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 
 func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
-	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer)
+	var budgets remotes.BudgetStore // without Redis each process counts its own
+	if cs.rdb != nil {
+		budgets = remotes.NewRedisBudgets(cs.rdb)
+	}
+	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +340,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
 	settled := cc.settledLine(h.window)
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash,
+		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
 	if err != nil {

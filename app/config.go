@@ -20,6 +20,7 @@ import (
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/reqlog"
+	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/tracing"
 )
@@ -165,6 +166,8 @@ type ChainConfig struct {
 	Integrity IntegrityConfig `yaml:"integrity"`
 	// Cache is the chain's response cache (package cache).
 	Cache cache.Config `yaml:"cache"`
+	// GetLogsLimits cap clients' eth_getLogs on the chain (package router).
+	GetLogsLimits router.LogLimits `yaml:"getlogs_limits"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).

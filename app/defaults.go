@@ -55,6 +55,7 @@ func (ch *ChainConfig) applyDefaults(redis bool) {
 		blockTime = remotes.DefaultBlockTime // until learnt
 	}
 	ch.Cache = ch.Cache.WithDefaults(blockTime, redis)
+	ch.GetLogsLimits = ch.GetLogsLimits.WithDefaults()
 }
 
 // applyPostgresDefaults runs after the chains' defaults: the read timeout

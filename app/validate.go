@@ -152,6 +152,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	p.under(path+".head", c.Head.Validate())
 	p.under(path+".history", c.History.Validate(c.Head.Window))
 	p.under(path, c.Pool.Validate(c.Remotes))
+	p.under(path+".getlogs_limits", c.GetLogsLimits.Validate())
 }
 
 // validateAdmin checks where the admin API serves: without tokens only on

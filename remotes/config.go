@@ -114,6 +114,15 @@ type Config struct {
 	// MaxResponseBytes caps one reply from the remote, on the wire and
 	// inflated (0: DefaultMaxResponseBytes, or the reply budget if less).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// Weight multiplies the remote's share of its tier's calls (1 when
+	// absent): a cheap provider can take most of the load while a dear
+	// one of the same tier stays warm. Scores still decide who is in the
+	// tier's preferred set (score.go); weight splits the calls among them.
+	Weight *float64 `yaml:"weight"`
+	// Budget caps what the remote is sent per period (budget.go): near it
+	// the remote's share falls, past it the remote takes calls only when
+	// no other can.
+	Budget Budget `yaml:"budget"`
 }
 
 // RateLimit paces the calls sent to a remote: RPS requests per second
@@ -186,6 +195,8 @@ func (c Config) Validate() error {
 	if r := c.RateLimit.RPS; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		p.add("rate_limit.rps", "must be a finite number >= 0")
 	}
+	validateWeight(&p, c.Weight)
+	c.Budget.validate(&p)
 	if c.RateLimit.Burst < 0 {
 		p.add("rate_limit.burst", "must be >= 0")
 	}

@@ -156,6 +156,7 @@ func (r *Remote) retryLog(msg string, err error) {
 func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
+	r.bill("eth_chainId")
 	res, _, err := r.t.call(ctx, "eth_chainId", nil)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -59,6 +59,8 @@ type Pool struct {
 
 	relay relayState // relay.go: remotes whose subscription relay failed lately
 
+	budgetLogAt atomic.Int64 // budget.go: unix nanos of the last flush failure logged
+
 	mu     sync.Mutex
 	bg     context.Context // the trackers' context, set by Start; nil before
 	cancel context.CancelFunc
@@ -138,6 +140,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.wg.Go(func() { p.scoreLoop(bg) })
+	p.wg.Go(func() { p.budgetLoop(bg) })
 	p.wg.Go(func() { p.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()

@@ -48,6 +48,9 @@ func (p *Pool) compile(cfg PoolConfig, members []*Remote, old *poolState) (*pool
 		}
 	}
 	st.sel = selector{remotes: st.remotes, probe: cfg.Scoring.probeShare()}
+	for _, r := range st.remotes {
+		st.sel.budgeted = st.sel.budgeted || r.bud != nil
+	}
 	if old != nil && reflect.DeepEqual(old.cfg.Hedge, cfg.Hedge) {
 		st.hedge = old.hedge
 	} else {
@@ -167,6 +170,7 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %d remotes, at most %d", cfg.Chain, len(rs), maxRemotes)
 	}
 	cfg.Replies, cfg.MisbehaviourLog, cfg.Tracer = old.cfg.Replies, old.cfg.MisbehaviourLog, old.cfg.Tracer
+	cfg.Budgets = old.cfg.Budgets
 	rec, members, fresh, gone, err := p.match(cfg, rs, old)
 	if err != nil {
 		return Reconfiguration{}, err
@@ -220,6 +224,7 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfigu
 		}
 		members, fresh = append(members, r), append(fresh, r)
 		if had {
+			r.bud.inherit(o.bud)
 			rec.Replaced, gone = append(rec.Replaced, rc.Name), append(gone, o)
 		} else {
 			rec.Added = append(rec.Added, rc.Name)

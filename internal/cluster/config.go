@@ -44,6 +44,9 @@ type Remote struct {
 	Name, URL, WSURL string
 	Timeout          time.Duration
 	MaxInFlight      int
+	// Extra is more of the remote's fields, in YAML flow style:
+	// "weight: 3, budget: {calls: 100, per: day}".
+	Extra string
 }
 
 // YAML is the configuration file's text. Logs are at info, which venn uses
@@ -92,6 +95,9 @@ func (c Config) chainYAML(y *strings.Builder, ch Chain, extra string) {
 		}
 		if r.MaxInFlight > 0 {
 			fmt.Fprintf(y, ", max_in_flight: %d", r.MaxInFlight)
+		}
+		if r.Extra != "" {
+			y.WriteString(", " + r.Extra)
 		}
 		y.WriteString("}\n")
 	}

@@ -82,6 +82,9 @@
 //   - SetMaxLogsRange(k): eth_getLogs over more than k blocks (to-from+1)
 //     fails with Besu's -32005 "requested range exceeds maximum RPC range
 //     limit". 0 turns it off.
+//   - SetMaxLogResults(k): eth_getLogs matching more than k logs fails
+//     with -32005 "query returned more than k results", even within one
+//     block. 0 turns it off.
 //   - DropFilters(): every eth_newPendingTransactionFilter filter is
 //     forgotten, as by a restarted node; the next eth_getFilterChanges on
 //     one gets geth's -32000 "filter not found". Reset leaves filters be.

@@ -238,15 +238,18 @@ func (n *Node) getLogs(v *chainView, f *faults, params []byte) ([]byte, *jrpc.Er
 		return nil, rerr
 	}
 	buf := append(make([]byte, 0, 1024), '[')
-	count := 0
+	count, most := 0, MaxLogResults
+	if f.maxResults > 0 {
+		most = min(most, f.maxResults)
+	}
 	for num := max(first, 1); num <= last; num++ {
 		var b *synthBlock // built only for blocks with a match
 		for idx := 0; idx < txsPerBlock; idx++ {
 			if !q.match(n.tables, num*txsPerBlock+uint64(idx)) {
 				continue
 			}
-			if count++; count > MaxLogResults {
-				return nil, errTooManyLogs
+			if count++; count > most {
+				return nil, &jrpc.Error{Code: codeLimit, Message: "query returned more than " + strconv.Itoa(most) + " results"}
 			}
 			if b == nil {
 				b = n.block(v, num)
