@@ -103,6 +103,8 @@ type Center struct {
 	// ascending, contiguous and parent-linked, at most the window's size.
 	// It runs ahead of the window while a rebuilt window grows back.
 	view []toldBlock
+	// ready is the connections a delivery started, to be written.
+	ready []*conn
 	// told is the head of view, for anyone to read (0: none yet).
 	told atomic.Uint64
 }

@@ -105,7 +105,24 @@ func newNotifier() *notifier {
 func (n *notifier) Notify(context.Context, string, json.RawMessage) error {
 	return errors.New("unused")
 }
-func (n *notifier) NotifySubscription(ctx context.Context, id string, res json.RawMessage) error {
+func (n *notifier) NotifySubscriptions(ctx context.Context, notes []jrpc.SubscriptionNote) error {
+	for _, nt := range notes {
+		if err := n.notify(ctx, nt.ID, nt.Result); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TryNotifySubscriptions finds the turn taken while writes block.
+func (n *notifier) TryNotifySubscriptions(notes []jrpc.SubscriptionNote) (bool, error) {
+	if n.block != nil {
+		return false, nil
+	}
+	return true, n.NotifySubscriptions(context.Background(), notes)
+}
+
+func (n *notifier) notify(ctx context.Context, id string, res json.RawMessage) error {
 	if n.block != nil {
 		select {
 		case <-n.block:

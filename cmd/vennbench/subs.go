@@ -33,6 +33,7 @@ const (
 	defaultSubsBlock   = 500 * time.Millisecond
 	maxSubsClients     = 18_000 // each side needs a descriptor per client
 	subsDialers        = 32
+	maxSubsProfile     = 20 * time.Second
 )
 
 const subsUsage = `vennbench subs — many subscribers on one replica: delivery latency, memory, CPU
@@ -54,6 +55,7 @@ type subsConfig struct {
 	Blocks    int
 	BlockTime time.Duration
 	Venn      string
+	Profile   string
 }
 
 func parseSubsFlags(args []string, stderr io.Writer) (subsConfig, int) {
@@ -63,6 +65,7 @@ func parseSubsFlags(args []string, stderr io.Writer) (subsConfig, int) {
 	fs.IntVar(&cfg.Blocks, "blocks", defaultSubsBlocks, "blocks measured")
 	fs.DurationVar(&cfg.BlockTime, "block-time", defaultSubsBlock, "the upstream mines a block this often")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: build ./cmd/venn)")
+	fs.StringVar(&cfg.Profile, "profile", "", "write the follower's CPU and allocation profiles over the timed blocks (at most the first 20 s) to PREFIX.{cpu,allocs} (go tool pprof)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return cfg, code
 	}
@@ -110,7 +113,7 @@ func (s *subscriber) resolve(p *publishLog) {
 
 func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) error {
 	bc, err := startBenchCluster(ctx, clusterOpts{name: "subs", venn: cfg.Venn, followers: []string{"f1"},
-		upstreamArgs: []string{"-block-time", cfg.BlockTime.String()}}, stderr)
+		extra: profileExtra(cfg.Profile), upstreamArgs: []string{"-block-time", cfg.BlockTime.String()}}, stderr)
 	if err != nil {
 		return err
 	}
@@ -200,6 +203,9 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	}
 	wall := time.Now()
 	ownBefore := ownCPU()
+	// The metrics listener ends a request after 30 s.
+	prof := startProfile(ctx, strings.TrimSuffix(f.metrics, "/metrics")+"/admin/debug/pprof/", cfg.Profile,
+		min(time.Duration(cfg.Blocks)*cfg.BlockTime, maxSubsProfile))
 	deadline := time.After(time.Duration(cfg.Blocks+20) * cfg.BlockTime * 4)
 	for published.count() < start+cfg.Blocks {
 		select {
@@ -224,6 +230,9 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	}
 	stopReading()
 	selfCPU := ownCPU() - ownBefore
+	if err := prof(); err != nil {
+		return err
+	}
 	for _, s := range subs {
 		s.resolve(published)
 	}
