@@ -20,7 +20,9 @@ func (n *stuckNotifier) Notify(context.Context, string, json.RawMessage) error {
 	return errors.New("unused")
 }
 
-func (n *stuckNotifier) TryNotifySubscriptions([]jrpc.SubscriptionNote) (bool, error) { return false, nil }
+func (n *stuckNotifier) TryNotifySubscriptions([]jrpc.SubscriptionNote) (bool, error) {
+	return false, nil
+}
 
 func (n *stuckNotifier) NotifySubscriptions(ctx context.Context, _ []jrpc.SubscriptionNote) error {
 	select {
