@@ -64,16 +64,6 @@ func appendNotification(buf []byte, method string, params []byte) []byte {
 	return append(buf, '}')
 }
 
-// appendSubscription appends geth's subscription notification:
-// {"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":<id>,"result":<result>}}.
-func appendSubscription(buf []byte, id string, result []byte) []byte {
-	buf = append(buf, `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":`...)
-	buf = AppendString(buf, id)
-	buf = append(buf, `,"result":`...)
-	buf = append(buf, result...)
-	return append(buf, "}}"...)
-}
-
 func appendHead(buf, id []byte) []byte {
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	if len(id) == 0 {

@@ -2,6 +2,7 @@ package jrpc
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/http"
@@ -9,29 +10,41 @@ import (
 	"syscall"
 )
 
-// sock is a WebSocket's network connection as the WebSocket library writes
-// to it. The library flushes every message with a write of its own; a
-// subscription fan-out writes a connection several notifications per
-// block, and on loopback or a LAN each write is most of a notification's
-// cost. While corked, what the library writes (whole frames: it flushes
-// only at a frame's end) is collected instead, and uncork sends all of it
-// in one write that never waits for the peer: what the socket does not
-// take at once stays pending, and writes behind it queue after it, until
-// flush has sent it. Every write goes through mu, so frames leave in the
-// order the library wrote them (a close frame never overtakes the
-// notifications before it).
+// sock is a WebSocket's network connection under the WebSocket library.
+// The library takes two locks, a select and a flush per message and
+// writes each message to the network on its own; a subscription fan-out
+// writes thousands of connections per block, and that is most of its
+// cost. So notifications bypass it: writeNotes frames a connection's
+// notifications itself (a server's text frames are unmasked, header and
+// payload) and sends them in one write that never waits for the peer.
+// What the socket does not take at once stays pending, and whatever is
+// written behind it queues after it, until flush has sent it.
+//
+// Every write goes through mu, so bytes leave in the order they were
+// written. The library's writes (answers, pings, pongs, close frames) are
+// followed frame by frame: notifications go only between the library's
+// frames, and never after its close frame.
 type sock struct {
 	net.Conn
 	raw syscall.RawConn // nil: the transport (TLS) has no non-blocking write; flush sends it all
 
 	mu       sync.Mutex
-	corked   bool
-	flushing bool    // uncork left bytes pending: flush owns them
-	buf      *[]byte // collected while corked or flushing; from sockBufs
+	flushing bool    // writeNotes left bytes pending: flush owns them
+	buf      *[]byte // pending; from sockBufs
+	// The library's frame being written: its bytes still to come (0: the
+	// next write starts a frame).
+	rest      int64
+	closeSent bool // the library wrote its close frame
+	lost      bool // a frame's header came split: the frames can no longer be followed
 }
 
-// sockBufs holds the buffers of corked writes between batches: a
-// connection keeps none while idle.
+var (
+	errCloseSent = errors.New("jrpc: websocket close frame sent")
+	errFrameLost = errors.New("jrpc: websocket frames out of step")
+)
+
+// sockBufs holds the buffers of notifications between writes: a connection
+// keeps none while idle.
 var sockBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // maxSockBuf keeps a rare huge batch from pinning its buffer in the pool.
@@ -47,47 +60,104 @@ func newSock(c net.Conn) *sock {
 	return s
 }
 
-// Write implements net.Conn: the library's frames.
+// Write implements net.Conn: the library's frames. It waits for the peer
+// unless something is pending, which it queues behind.
 func (s *sock) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.corked || s.flushing {
-		if s.buf == nil {
-			s.buf = sockBufs.Get().(*[]byte)
-		}
+	s.followLocked(p)
+	if s.flushing {
 		*s.buf = append(*s.buf, p...)
 		return len(p), nil
 	}
 	return s.Conn.Write(p)
 }
 
-// cork collects writes until uncork.
-func (s *sock) cork() {
-	s.mu.Lock()
-	s.corked = true
-	s.mu.Unlock()
+// followLocked follows the library's frames through p. The library flushes
+// its buffer at each frame's end, and its headers are at most 14 bytes, so
+// a frame's header always starts a write whole.
+func (s *sock) followLocked(p []byte) {
+	for len(p) > 0 && !s.lost {
+		if s.rest == 0 {
+			size, ok := frameSize(p)
+			if !ok {
+				s.lost = true
+				return
+			}
+			if p[0]&0x0f == opcodeClose {
+				s.closeSent = true
+			}
+			s.rest = size
+		}
+		n := min(int64(len(p)), s.rest)
+		s.rest -= n
+		p = p[n:]
+	}
 }
 
-// uncork sends what was collected in one write that does not wait for the
-// peer. done is false when the socket did not take all of it: the rest is
-// pending, and the caller must flush.
-func (s *sock) uncork() (done bool, err error) {
+const (
+	opcodeText  = 0x1
+	opcodeClose = 0x8
+	finBit      = 0x80
+	maskBit     = 0x80
+)
+
+// frameSize is the size of the frame whose header starts b, header
+// included; false when b does not hold the whole header.
+func frameSize(b []byte) (int64, bool) {
+	if len(b) < 2 {
+		return 0, false
+	}
+	head, n := int64(2), int64(b[1]&0x7f)
+	switch n {
+	case 126:
+		if len(b) < 4 {
+			return 0, false
+		}
+		head, n = 4, int64(binary.BigEndian.Uint16(b[2:]))
+	case 127:
+		if len(b) < 10 {
+			return 0, false
+		}
+		head, n = 10, int64(binary.BigEndian.Uint64(b[2:])&(1<<63-1))
+	}
+	if b[1]&maskBit != 0 {
+		head += 4
+	}
+	return head + n, true
+}
+
+// writeNotes frames notes, geth's eth_subscription notifications, as text
+// messages and writes them in one write that does not wait for the peer.
+// done is false when the socket did not take all of them: the rest is
+// pending, and the caller must flush. The caller has the connection's
+// writer's turn, so the library is not in the middle of a data frame.
+func (s *sock) writeNotes(notes []SubscriptionNote) (done bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.corked = false
+	switch {
+	case s.closeSent:
+		return true, errCloseSent
+	case s.lost || s.rest != 0:
+		return true, errFrameLost
+	}
+	if s.buf == nil {
+		s.buf = sockBufs.Get().(*[]byte)
+	}
+	b := *s.buf
+	for _, nt := range notes {
+		b = appendNoteFrame(b, nt)
+	}
+	*s.buf = b
 	if s.flushing {
 		return false, nil
 	}
-	if s.buf == nil {
-		return true, nil
-	}
-	b := *s.buf
 	n, err := s.writeNow(b)
-	if err != nil {
+	switch {
+	case err != nil:
 		s.dropBufLocked()
 		return true, err
-	}
-	if n < len(b) {
+	case n < len(b):
 		*s.buf = b[:copy(b, b[n:])]
 		s.flushing = true
 		return false, nil
@@ -96,8 +166,40 @@ func (s *sock) uncork() (done bool, err error) {
 	return true, nil
 }
 
-// flush sends what uncork left pending, and what was written behind it,
-// waiting for the peer; the caller bounds how long.
+// The parts of a notification around its id and its result.
+const (
+	notePrefix = `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":`
+	noteMiddle = `,"result":`
+	noteSuffix = `}}`
+)
+
+// appendNoteFrame appends nt as one WebSocket text frame (FIN, unmasked, as
+// a server sends it) of geth's notification:
+// {"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":<id>,"result":<result>}}.
+func appendNoteFrame(b []byte, nt SubscriptionNote) []byte {
+	var idb [80]byte
+	id := AppendString(idb[:0], nt.ID)
+	n := len(notePrefix) + len(id) + len(noteMiddle) + len(nt.Result) + len(noteSuffix)
+	b = append(b, finBit|opcodeText)
+	switch {
+	case n <= 125:
+		b = append(b, byte(n))
+	case n <= 0xffff:
+		b = append(b, 126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, 127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	b = append(b, notePrefix...)
+	b = append(b, id...)
+	b = append(b, noteMiddle...)
+	b = append(b, nt.Result...)
+	return append(b, noteSuffix...)
+}
+
+// flush sends what writeNotes left pending, and what was written behind
+// it, waiting for the peer; the caller bounds how long.
 func (s *sock) flush() error {
 	for {
 		s.mu.Lock()
@@ -108,7 +210,7 @@ func (s *sock) flush() error {
 			return nil
 		}
 		bp := s.buf
-		s.buf = nil
+		s.buf = sockBufs.Get().(*[]byte)
 		s.mu.Unlock()
 		_, err := s.Conn.Write(*bp)
 		putSockBuf(bp)

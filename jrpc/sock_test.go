@@ -1,10 +1,14 @@
 package jrpc
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +197,138 @@ func TestWSTryNotifyBackgroundWriteTimesOut(t *testing.T) {
 	case <-n.Closed():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the connection of a client that does not read stayed open past ws_write_timeout")
+	}
+}
+
+// tcpPair is both ends of a loopback TCP connection, closed at cleanup.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { server.Close(); client.Close() })
+	return server, client
+}
+
+// readFrames reads n frames from r: opcode and payload of each.
+func readFrames(t *testing.T, r io.Reader, n int) [][2]string {
+	t.Helper()
+	br := bufio.NewReader(r)
+	var out [][2]string
+	for range n {
+		head, err := br.Peek(2)
+		if err != nil {
+			t.Fatalf("frame header: %v", err)
+		}
+		switch head[1] & 0x7f {
+		case 126:
+			head, err = br.Peek(4)
+		case 127:
+			head, err = br.Peek(10)
+		}
+		if err != nil {
+			t.Fatalf("frame header: %v", err)
+		}
+		size, ok := frameSize(head)
+		if !ok {
+			t.Fatalf("frame header % x", head)
+		}
+		f := make([]byte, size)
+		if _, err := io.ReadFull(br, f); err != nil {
+			t.Fatalf("frame: %v", err)
+		}
+		hl := 2
+		switch f[1] & 0x7f {
+		case 126:
+			hl = 4
+		case 127:
+			hl = 10
+		}
+		out = append(out, [2]string{fmt.Sprint(f[0] & 0x0f), string(f[hl:])})
+	}
+	return out
+}
+
+// frame is a server's unmasked FIN frame.
+func frame(op byte, payload string) []byte {
+	b := []byte{finBit | op}
+	switch n := len(payload); {
+	case n <= 125:
+		b = append(b, byte(n))
+	case n <= 0xffff:
+		b = append(b, 126, byte(n>>8), byte(n))
+	default:
+		t := make([]byte, 8)
+		binary.BigEndian.PutUint64(t, uint64(n))
+		b = append(append(b, 127), t...)
+	}
+	return append(b, payload...)
+}
+
+// Notifications written next to the library's frames go between them,
+// never into one (a large frame comes in several writes) and never after
+// its close frame.
+func TestSockNotesBetweenLibraryFrames(t *testing.T) {
+	server, client := tcpPair(t)
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second)) // a bug fails, not hangs
+	s := newSock(server)
+	note := []SubscriptionNote{{ID: "0x1", Result: json.RawMessage(`"0x2"`)}}
+	wantNote := subscriptionJSON("0x1", `"0x2"`)
+
+	big := frame(opcodeText, strings.Repeat("a", 70_000)) // 64-bit length
+	// The library writes a large frame in parts, as its 4 KiB buffer fills.
+	if _, err := s.Write(big[:4096]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writeNotes(note); !errors.Is(err, errFrameLost) {
+		t.Fatalf("notes in the middle of a frame: %v, want errFrameLost", err)
+	}
+	if _, err := s.Write(big[4096:]); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := s.writeNotes(note); !done || err != nil {
+		t.Fatalf("notes after the frame: %v, %v", done, err)
+	}
+	if _, err := s.Write(frame(0x9, "ping")); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := s.writeNotes(append(note, note...)); !done || err != nil {
+		t.Fatalf("notes after a ping: %v, %v", done, err)
+	}
+	if _, err := s.Write(frame(opcodeClose, "\x03\xe8bye")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writeNotes(note); !errors.Is(err, errCloseSent) {
+		t.Fatalf("notes after the close frame: %v, want errCloseSent", err)
+	}
+
+	want := [][2]string{
+		{"1", strings.Repeat("a", 70_000)},
+		{"1", wantNote},
+		{"9", "ping"},
+		{"1", wantNote},
+		{"1", wantNote},
+		{"8", "\x03\xe8bye"},
+	}
+	got := readFrames(t, client, len(want))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("frame %d: got opcode %s, %.60q; want opcode %s, %.60q", i, got[i][0], got[i][1], want[i][0], want[i][1])
+		}
 	}
 }

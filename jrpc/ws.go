@@ -1,7 +1,6 @@
 package jrpc
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -114,7 +113,7 @@ type wsConn struct {
 	ch   *chainEntry
 	ip   string // what the connection counts against in max_connections_per_ip
 	conn *websocket.Conn
-	sock *sock // the network under conn; nil when the upgrade did not hijack through withSock
+	sock *sock // the network under conn
 
 	// The caller each message goes by: the Gate's answer to the upgrade,
 	// then to req again after each reload (Readmit, reload.go).
@@ -175,20 +174,26 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 	// The library would close an oversize message's connection; venn answers
 	// it with an error instead, so it reads the limit itself.
 	conn.SetReadLimit(-1)
+	sh, _ := hw.(*sockHijacker)
+	if sh == nil || sh.sock == nil {
+		// The library hijacked past withSock: no way to write notifications.
+		s.leaveConn(nil, ip)
+		_ = conn.Close(websocket.StatusInternalError, "")
+		s.log.LogAttrs(r.Context(), slog.LevelError, "websocket upgrade did not hijack through the sock", slog.String("chain", ch.name))
+		return
+	}
 
 	c := &wsConn{
 		s:       s,
 		ch:      ch,
 		ip:      ip,
 		conn:    conn,
+		sock:    sh.sock,
 		req:     r,
 		pathKey: key,
 		gen:     gen,
 		slots:   make(chan struct{}, s.lim().WSInFlight),
 		writeMu: make(chan struct{}, 1),
-	}
-	if sh, ok := hw.(*sockHijacker); ok {
-		c.sock = sh.sock
 	}
 	c.cl.Store(&admitted{Caller: cl})
 	// The request context ends with this handler, which is the connection's
@@ -475,7 +480,7 @@ func (c *wsConn) NotifySubscriptions(ctx context.Context, notes []SubscriptionNo
 	}
 	defer func() { <-c.writeMu }()
 	c.armWriteTimer()
-	done, err := c.writeNotes(notes)
+	done, err := c.sock.writeNotes(notes)
 	if err == nil && !done {
 		err = c.sock.flush()
 	}
@@ -492,7 +497,7 @@ func (c *wsConn) TryNotifySubscriptions(notes []SubscriptionNote) (bool, error) 
 	default:
 		return false, nil
 	}
-	done, err := c.writeNotes(notes)
+	done, err := c.sock.writeNotes(notes)
 	if err != nil || done {
 		<-c.writeMu
 		return true, c.notifyErr(err)
@@ -504,30 +509,6 @@ func (c *wsConn) TryNotifySubscriptions(notes []SubscriptionNote) (bool, error) 
 		return true, ErrConnClosed
 	}
 	return true, nil
-}
-
-// writeNotes frames notes through the library into the corked sock, then
-// writes them in one go; false when part of them is still pending for
-// sock.flush. The caller has the writer's turn.
-func (c *wsConn) writeNotes(notes []SubscriptionNote) (done bool, err error) {
-	bp := c.s.getBuf()
-	defer c.s.putBuf(bp)
-	if c.sock != nil {
-		c.sock.cork()
-	}
-	for _, n := range notes {
-		*bp = appendSubscription((*bp)[:0], n.ID, n.Result)
-		// Corked, the library's write only frames and copies: it waits for
-		// no peer, and needs no deadline.
-		if err = c.conn.Write(context.Background(), websocket.MessageText, *bp); err != nil {
-			break
-		}
-	}
-	if c.sock == nil {
-		return true, err
-	}
-	done, uerr := c.sock.uncork()
-	return done || err != nil, cmp.Or(err, uerr)
 }
 
 // flushPending sends what TryNotifySubscriptions left pending, in its
@@ -544,10 +525,14 @@ func (c *wsConn) flushPending() {
 }
 
 // notifyErr is what a notification's write error says to its caller. A
-// write that failed leaves the connection unusable: it is closed.
+// write that failed leaves the connection unusable: it is closed, unless
+// it is closing already (its close handshake runs its course).
 func (c *wsConn) notifyErr(err error) error {
-	if err == nil {
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, errCloseSent):
+		return ErrConnClosed
 	}
 	_ = c.conn.CloseNow()
 	if c.ctx.Err() != nil {
