@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // sock is a WebSocket's network connection under the WebSocket library.
@@ -248,17 +249,21 @@ func (s *sock) writeNow(b []byte) (int, error) {
 	var werr error
 	err := s.raw.Write(func(fd uintptr) bool {
 		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
-			if m > 0 {
-				n += m
-			}
+			// The socket is non-blocking, so the write returns at once: a raw
+			// syscall spares the scheduler's bookkeeping for a blocking one,
+			// and the P it would hand to another thread when the kernel's
+			// loopback work outlasts a sysmon tick.
+			r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd,
+				uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
+			m := int(r)
 			switch {
-			case err == syscall.EINTR:
+			case errno == syscall.EINTR:
 				continue
-			case err == syscall.EAGAIN:
-			case err != nil:
-				werr = err
+			case errno == syscall.EAGAIN:
+			case errno != 0:
+				werr = errno
 			case m > 0:
+				n += m
 				continue
 			}
 			break
