@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,6 +91,10 @@ type notifier struct {
 	closed chan struct{}
 	got    chan note
 	block  chan struct{} // nil: writes don't block
+	// refuse makes every other try find the writer's turn taken, as a
+	// connection does while a reply, or an earlier write, is still going.
+	refuse bool
+	tries  atomic.Int64
 	code   chan int
 }
 
@@ -116,7 +121,7 @@ func (n *notifier) NotifySubscriptions(ctx context.Context, notes []jrpc.Subscri
 
 // TryNotifySubscriptions finds the turn taken while writes block.
 func (n *notifier) TryNotifySubscriptions(notes []jrpc.SubscriptionNote) (bool, error) {
-	if n.block != nil {
+	if n.block != nil || n.refuse && n.tries.Add(1)%2 == 0 {
 		return false, nil
 	}
 	return true, n.NotifySubscriptions(context.Background(), notes)
@@ -210,6 +215,33 @@ func headNumbers(t *testing.T, notes []note) []string {
 		out = append(out, h.Number+"/"+h.Hash[len(h.Hash)-6:])
 	}
 	return out
+}
+
+// A connection whose writer's turn is now free, now taken, gets its
+// notifications partly from the dispatcher, partly from a writer
+// goroutine: still each once, in order.
+func TestNewHeadsInOrderWhenTheTurnIsSometimesTaken(t *testing.T) {
+	f := newFeed(t, 16)
+	f.extend("a", 1, 1, "a")
+	c := startCenter(t, f, Options{})
+	n := newNotifier()
+	n.refuse = true
+	subscribe(t, c, n, `["newHeads"]`)
+	const blocks = 200
+	var want []string
+	for i := uint64(2); i < 2+blocks; i++ {
+		f.extend("a", i, i, "a")
+		waitView(t, c, i) // delivered: the window, 16 blocks, never moves past it
+		h := blockHash("a", i)
+		want = append(want, fmt.Sprintf("0x%x/%s", i, h[len(h)-6:]))
+	}
+	if got := headNumbers(t, n.collect(t, blocks)); !slices.Equal(got, want) {
+		t.Fatalf("heads:\n got %v\nwant %v", got, want)
+	}
+	n.quiet(t)
+	if n.tries.Load() < 2 {
+		t.Fatalf("%d tries: the dispatcher never wrote", n.tries.Load())
+	}
 }
 
 func TestNewHeadsInOrderThroughReorgsAndReloads(t *testing.T) {
