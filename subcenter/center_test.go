@@ -224,6 +224,7 @@ func TestNewHeadsInOrderWhenTheTurnIsSometimesTaken(t *testing.T) {
 	f := newFeed(t, 16)
 	f.extend("a", 1, 1, "a")
 	c := startCenter(t, f, Options{})
+	waitView(t, c, 1) // the chain subscribers start from
 	n := newNotifier()
 	n.refuse = true
 	subscribe(t, c, n, `["newHeads"]`)
