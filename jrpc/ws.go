@@ -44,6 +44,10 @@ type Notifier interface {
 	// on it.
 	Disconnect(code int, reason string)
 	Closed() <-chan struct{}
+	// AfterClose arranges for f to run in its own goroutine once the
+	// connection ends, as context.AfterFunc does: no goroutine waits for it
+	// meanwhile. stop undoes it; false when f already started.
+	AfterClose(f func()) (stop func() bool)
 }
 
 var _ Notifier = (*wsConn)(nil)
@@ -576,6 +580,9 @@ func (c *wsConn) Disconnect(code int, reason string) {
 
 // Closed implements Notifier.
 func (c *wsConn) Closed() <-chan struct{} { return c.ctx.Done() }
+
+// AfterClose implements Notifier.
+func (c *wsConn) AfterClose(f func()) func() bool { return context.AfterFunc(c.ctx, f) }
 
 // pingLoop pings the peer every WSPingInterval and closes the connection when
 // no pong comes back within the next one.

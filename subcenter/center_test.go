@@ -89,6 +89,8 @@ func (f *feed) extend(fork string, from, to uint64, parentFork string) {
 type notifier struct {
 	once   sync.Once
 	closed chan struct{}
+	ctx    context.Context // ends with closed
+	cancel context.CancelFunc
 	got    chan note
 	block  chan struct{} // nil: writes don't block
 	// refuse makes every other try find the writer's turn taken, as a
@@ -104,7 +106,9 @@ type note struct {
 }
 
 func newNotifier() *notifier {
-	return &notifier{closed: make(chan struct{}), got: make(chan note, 10000), code: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &notifier{closed: make(chan struct{}), ctx: ctx, cancel: cancel,
+		got: make(chan note, 10000), code: make(chan int, 1)}
 }
 
 func (n *notifier) Notify(context.Context, string, json.RawMessage) error {
@@ -146,9 +150,12 @@ func (n *notifier) Disconnect(code int, reason string) {
 	n.once.Do(func() {
 		n.code <- code
 		close(n.closed)
+		n.cancel()
 	})
 }
 func (n *notifier) Closed() <-chan struct{} { return n.closed }
+
+func (n *notifier) AfterClose(f func()) func() bool { return context.AfterFunc(n.ctx, f) }
 
 // ctxFor is the context of a WebSocket call on n.
 func ctxFor(n jrpc.Notifier) context.Context {

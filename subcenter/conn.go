@@ -16,7 +16,8 @@ import (
 // network did not take) gets a writer goroutine, which waits its turn,
 // drains the queue and ends; so an idle subscriber costs no goroutine and
 // a slow one never holds up the dispatcher. The Center's crew owns the
-// writer, and a watcher that forgets the connection once it closes.
+// writer, and what forgets the connection once it closes (started by the
+// connection's AfterClose).
 type conn struct {
 	center *Center
 	n      jrpc.Notifier
