@@ -46,8 +46,8 @@ type Notifier interface {
 	Closed() <-chan struct{}
 	// AfterClose arranges for f to run in its own goroutine once the
 	// connection ends, as context.AfterFunc does: no goroutine waits for it
-	// meanwhile. stop undoes it; false when f already started.
-	AfterClose(f func()) (stop func() bool)
+	// meanwhile.
+	AfterClose(f func())
 }
 
 var _ Notifier = (*wsConn)(nil)
@@ -178,21 +178,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 	// The library would close an oversize message's connection; venn answers
 	// it with an error instead, so it reads the limit itself.
 	conn.SetReadLimit(-1)
-	sh, _ := hw.(*sockHijacker)
-	if sh == nil || sh.sock == nil {
-		// The library hijacked past withSock: no way to write notifications.
-		s.leaveConn(nil, ip)
-		_ = conn.Close(websocket.StatusInternalError, "")
-		s.log.LogAttrs(r.Context(), slog.LevelError, "websocket upgrade did not hijack through the sock", slog.String("chain", ch.name))
-		return
-	}
 
 	c := &wsConn{
 		s:       s,
 		ch:      ch,
 		ip:      ip,
 		conn:    conn,
-		sock:    sh.sock,
+		sock:    hw.(*sockHijacker).sock, // an upgrade hijacks, and Accept found the sock's Hijack first
 		req:     r,
 		pathKey: key,
 		gen:     gen,
@@ -582,7 +574,7 @@ func (c *wsConn) Disconnect(code int, reason string) {
 func (c *wsConn) Closed() <-chan struct{} { return c.ctx.Done() }
 
 // AfterClose implements Notifier.
-func (c *wsConn) AfterClose(f func()) func() bool { return context.AfterFunc(c.ctx, f) }
+func (c *wsConn) AfterClose(f func()) { context.AfterFunc(c.ctx, f) }
 
 // pingLoop pings the peer every WSPingInterval and closes the connection when
 // no pong comes back within the next one.

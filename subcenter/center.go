@@ -15,7 +15,8 @@
 // logs only for logs it was sent. Each connection has a bounded queue; a
 // client that cannot keep up is disconnected, never waited for. Every
 // goroutine the Center starts (connection writers, the forgetting of a
-// closed connection, relays) ends with it: Stop, or the end of Run, waits for them.
+// closed connection, relays) ends with it: Stop, or the end of Run, waits
+// for them.
 package subcenter
 
 import (
@@ -186,8 +187,8 @@ func (c *Center) Run(ctx context.Context) {
 }
 
 // Stop ends every goroutine the Center started and waits for them: the
-// relays, each connection's writer, and the forgetting of closed ones. A subscribe
-// after it is refused. Run stops the Center when its ctx ends; a Center
+// relays, each connection's writer, and the forgetting of closed ones. A
+// subscribe after it is refused. Run stops the Center when its ctx ends; a Center
 // used without Run must be stopped by its user.
 func (c *Center) Stop() {
 	c.mu.Lock()

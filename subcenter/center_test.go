@@ -155,7 +155,7 @@ func (n *notifier) Disconnect(code int, reason string) {
 }
 func (n *notifier) Closed() <-chan struct{} { return n.closed }
 
-func (n *notifier) AfterClose(f func()) func() bool { return context.AfterFunc(n.ctx, f) }
+func (n *notifier) AfterClose(f func()) { context.AfterFunc(n.ctx, f) }
 
 // ctxFor is the context of a WebSocket call on n.
 func ctxFor(n jrpc.Notifier) context.Context {

@@ -36,7 +36,7 @@ func (n *stuckNotifier) NotifySubscriptions(ctx context.Context, _ []jrpc.Subscr
 func (n *stuckNotifier) Disconnect(int, string)  {}
 func (n *stuckNotifier) Closed() <-chan struct{} { return nil }
 
-func (n *stuckNotifier) AfterClose(func()) func() bool { return func() bool { return true } }
+func (n *stuckNotifier) AfterClose(func()) {}
 
 // TestStopEndsWritersAndWatchers: when Run returns, the writer stuck on a
 // connection and the watcher of a connection that never closed are gone,
