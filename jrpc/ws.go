@@ -27,17 +27,37 @@ var ErrConnClosed = errors.New("jrpc: connection closed")
 // connection ends, after which Notify returns ErrConnClosed.
 type Notifier interface {
 	Notify(ctx context.Context, method string, params json.RawMessage) error
-	// NotifySubscription writes geth's eth_subscription notification:
-	// {"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":id,"result":result}}.
-	NotifySubscription(ctx context.Context, id string, result json.RawMessage) error
+	// NotifySubscriptions writes geth's eth_subscription notification of
+	// each of notes, in order, a WebSocket message each,
+	// {"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":id,"result":result}},
+	// all of them in one write to the network where the network takes it.
+	NotifySubscriptions(ctx context.Context, notes []SubscriptionNote) error
+	// TryNotifySubscriptions is NotifySubscriptions that never waits: false,
+	// and nothing written, when another write has the connection's turn.
+	// What the network does not take at once the connection sends in the
+	// background, keeping the turn until it has (or WSWriteTimeout closed
+	// the connection). A fan-out writes thousands of connections per block
+	// this way without a goroutine each.
+	TryNotifySubscriptions(notes []SubscriptionNote) (bool, error)
 	// Disconnect closes the connection with a WebSocket close code and a
 	// reason the client can read (at most 123 bytes), and ends every call
 	// on it.
 	Disconnect(code int, reason string)
 	Closed() <-chan struct{}
+	// AfterClose arranges for f to run in its own goroutine once the
+	// connection ends, as context.AfterFunc does: no goroutine waits for it
+	// meanwhile.
+	AfterClose(f func())
 }
 
 var _ Notifier = (*wsConn)(nil)
+
+// SubscriptionNote is one eth_subscription notification: the subscription's
+// id and its result, raw JSON sent as it is.
+type SubscriptionNote struct {
+	ID     string
+	Result json.RawMessage
+}
 
 type notifierKey struct{}
 
@@ -97,6 +117,7 @@ type wsConn struct {
 	ch   *chainEntry
 	ip   string // what the connection counts against in max_connections_per_ip
 	conn *websocket.Conn
+	sock *sock // the network under conn
 
 	// The caller each message goes by: the Gate's answer to the upgrade,
 	// then to req again after each reload (Readmit, reload.go).
@@ -143,7 +164,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 		writeHTTPError(w, status, e)
 		return
 	}
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	hw := withSock(w)
+	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // the origin is the Gate's to check
 		CompressionMode:    websocket.CompressionDisabled,
 	})
@@ -162,6 +184,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 		ch:      ch,
 		ip:      ip,
 		conn:    conn,
+		sock:    hw.(*sockHijacker).sock, // an upgrade hijacks, and Accept found the sock's Hijack first
 		req:     r,
 		pathKey: key,
 		gen:     gen,
@@ -397,12 +420,23 @@ func (c *wsConn) write(ctx context.Context, msg []byte) error {
 		return ErrConnClosed
 	}
 	defer func() { <-c.writeMu }()
+	c.armWriteTimer()
+	err := c.conn.Write(context.Background(), websocket.MessageText, msg)
+	return c.stopWriteTimer(err)
+}
+
+// armWriteTimer starts the WSWriteTimeout of a write; the caller has the
+// writer's turn.
+func (c *wsConn) armWriteTimer() {
 	if c.writeTimer == nil {
 		c.writeTimer = time.AfterFunc(c.s.lim().WSWriteTimeout, func() { _ = c.conn.CloseNow() })
 	} else {
 		c.writeTimer.Reset(c.s.lim().WSWriteTimeout)
 	}
-	err := c.conn.Write(context.Background(), websocket.MessageText, msg)
+}
+
+// stopWriteTimer ends the write armWriteTimer timed, whose error was err.
+func (c *wsConn) stopWriteTimer(err error) error {
 	if !c.writeTimer.Stop() && err == nil {
 		err = errWriteTimeout // the timer fired as the write ended: the connection is closed
 	}
@@ -428,25 +462,91 @@ func (c *wsConn) Notify(ctx context.Context, method string, params json.RawMessa
 	return nil
 }
 
-// NotifySubscription implements Notifier.
-func (c *wsConn) NotifySubscription(ctx context.Context, id string, result json.RawMessage) error {
+// NotifySubscriptions implements Notifier.
+func (c *wsConn) NotifySubscriptions(ctx context.Context, notes []SubscriptionNote) error {
 	if c.ctx.Err() != nil {
 		return ErrConnClosed
 	}
-	bp := c.s.getBuf()
-	defer c.s.putBuf(bp)
-	b := append((*bp)[:0], `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":`...)
-	b = AppendString(b, id)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	*bp = append(b, "}}"...)
-	if err := c.write(ctx, *bp); err != nil {
-		if c.ctx.Err() != nil {
-			return ErrConnClosed
-		}
-		return fmt.Errorf("notify: %w", err)
+	select {
+	case c.writeMu <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrConnClosed
 	}
-	return nil
+	defer func() { <-c.writeMu }()
+	c.armWriteTimer()
+	done, err := c.sock.writeNotes(notes)
+	if err == nil && !done {
+		err = c.sock.flush()
+	}
+	return c.notifyErr(c.stopWriteTimer(err))
+}
+
+// TryNotifySubscriptions implements Notifier.
+func (c *wsConn) TryNotifySubscriptions(notes []SubscriptionNote) (bool, error) {
+	if c.ctx.Err() != nil {
+		return false, ErrConnClosed
+	}
+	select {
+	case c.writeMu <- struct{}{}:
+	default:
+		return false, nil
+	}
+	done, err := c.sock.writeNotes(notes)
+	if err != nil || done {
+		<-c.writeMu
+		return true, c.notifyErr(err)
+	}
+	// The network took part: the rest goes in the background, which keeps
+	// the turn, so that what is written next queues behind it.
+	if !c.goOwned(c.flushPending) {
+		<-c.writeMu
+		return true, ErrConnClosed
+	}
+	return true, nil
+}
+
+// flushPending sends what TryNotifySubscriptions left pending, in its
+// turn, within WSWriteTimeout.
+func (c *wsConn) flushPending() {
+	defer func() { <-c.writeMu }()
+	c.armWriteTimer()
+	if err := c.stopWriteTimer(c.sock.flush()); err != nil {
+		c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket write",
+			slog.String("chain", c.ch.name), slog.Any("err", err))
+		_ = c.conn.CloseNow()
+		c.cancel()
+	}
+}
+
+// notifyErr is what a notification's write error says to its caller. A
+// write that failed leaves the connection unusable: it is closed, unless
+// it is closing already (its close handshake runs its course).
+func (c *wsConn) notifyErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errCloseSent):
+		return ErrConnClosed
+	}
+	_ = c.conn.CloseNow()
+	if c.ctx.Err() != nil {
+		return ErrConnClosed
+	}
+	return fmt.Errorf("notify: %w", err)
+}
+
+// goOwned runs f in a goroutine serve waits for; false, and f never runs,
+// once serve stopped waiting.
+func (c *wsConn) goOwned(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return false
+	}
+	c.wg.Go(f)
+	return true
 }
 
 // Disconnect implements Notifier. The close handshake runs in the
@@ -472,6 +572,9 @@ func (c *wsConn) Disconnect(code int, reason string) {
 
 // Closed implements Notifier.
 func (c *wsConn) Closed() <-chan struct{} { return c.ctx.Done() }
+
+// AfterClose implements Notifier.
+func (c *wsConn) AfterClose(f func()) { context.AfterFunc(c.ctx, f) }
 
 // pingLoop pings the peer every WSPingInterval and closes the connection when
 // no pong comes back within the next one.

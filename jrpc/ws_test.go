@@ -278,11 +278,18 @@ func TestWSNotifier(t *testing.T) {
 		t.Fatal("notifier closed while the connection is open")
 	default:
 	}
+	afterClose := make(chan struct{})
+	n.AfterClose(func() { close(afterClose) })
 	c.Close(websocket.StatusNormalClosure, "")
 	select {
 	case <-n.Closed():
 	case <-time.After(5 * time.Second):
 		t.Fatal("notifier not closed with its connection")
+	}
+	select {
+	case <-afterClose:
+	case <-time.After(5 * time.Second):
+		t.Fatal("AfterClose's func did not run when the connection closed")
 	}
 	if err := n.Notify(context.Background(), "eth_subscription", nil); !errors.Is(err, ErrConnClosed) {
 		t.Errorf("Notify after close = %v, want ErrConnClosed", err)

@@ -14,8 +14,9 @@
 // its top is not gone, only not back yet. Each subscription gets removed
 // logs only for logs it was sent. Each connection has a bounded queue; a
 // client that cannot keep up is disconnected, never waited for. Every
-// goroutine the Center starts (connection writers and close watchers,
-// relays) ends with it: Stop, or the end of Run, waits for them.
+// goroutine the Center starts (connection writers, the forgetting of a
+// closed connection, relays) ends with it: Stop, or the end of Run, waits
+// for them.
 package subcenter
 
 import (
@@ -103,6 +104,8 @@ type Center struct {
 	// ascending, contiguous and parent-linked, at most the window's size.
 	// It runs ahead of the window while a rebuilt window grows back.
 	view []toldBlock
+	// ready is the connections a delivery started, to be written.
+	ready []*conn
 	// told is the head of view, for anyone to read (0: none yet).
 	told atomic.Uint64
 }
@@ -184,8 +187,8 @@ func (c *Center) Run(ctx context.Context) {
 }
 
 // Stop ends every goroutine the Center started and waits for them: the
-// relays, and each connection's writer and close watcher. A subscribe
-// after it is refused. Run stops the Center when its ctx ends; a Center
+// relays, each connection's writer, and the forgetting of closed ones. A
+// subscribe after it is refused. Run stops the Center when its ctx ends; a Center
 // used without Run must be stopped by its user.
 func (c *Center) Stop() {
 	c.mu.Lock()
@@ -298,7 +301,9 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 	if cn == nil {
 		cn = newConn(c, n)
 		c.conns[n] = cn
-		c.crew.Go(func() { c.watch(cn) })
+		// No goroutine waits for the close: 10,000 idle subscribers would
+		// hold 10,000 stacks.
+		n.AfterClose(func() { c.crew.Go(func() { c.forget(cn) }) }) // refused once the Center stopped
 	}
 	o := c.options()
 	if len(cn.subs) >= o.MaxPerConn {
@@ -330,16 +335,11 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 	return cn, nil
 }
 
-// watch forgets cn's subscriptions once its connection closes, or ends
-// with the Center.
-func (c *Center) watch(cn *conn) {
-	select {
-	case <-cn.n.Closed():
-		c.mu.Lock()
-		c.dropLocked(cn)
-		c.mu.Unlock()
-	case <-c.ctx.Done():
-	}
+// forget forgets cn's subscriptions once its connection closed.
+func (c *Center) forget(cn *conn) {
+	c.mu.Lock()
+	c.dropLocked(cn)
+	c.mu.Unlock()
 }
 
 // Unsubscribe serves eth_unsubscribe: true, or geth's "subscription not

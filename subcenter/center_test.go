@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,8 +89,14 @@ func (f *feed) extend(fork string, from, to uint64, parentFork string) {
 type notifier struct {
 	once   sync.Once
 	closed chan struct{}
+	ctx    context.Context // ends with closed
+	cancel context.CancelFunc
 	got    chan note
 	block  chan struct{} // nil: writes don't block
+	// refuse makes every other try find the writer's turn taken, as a
+	// connection does while a reply, or an earlier write, is still going.
+	refuse bool
+	tries  atomic.Int64
 	code   chan int
 }
 
@@ -99,13 +106,32 @@ type note struct {
 }
 
 func newNotifier() *notifier {
-	return &notifier{closed: make(chan struct{}), got: make(chan note, 10000), code: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &notifier{closed: make(chan struct{}), ctx: ctx, cancel: cancel,
+		got: make(chan note, 10000), code: make(chan int, 1)}
 }
 
 func (n *notifier) Notify(context.Context, string, json.RawMessage) error {
 	return errors.New("unused")
 }
-func (n *notifier) NotifySubscription(ctx context.Context, id string, res json.RawMessage) error {
+func (n *notifier) NotifySubscriptions(ctx context.Context, notes []jrpc.SubscriptionNote) error {
+	for _, nt := range notes {
+		if err := n.notify(ctx, nt.ID, nt.Result); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TryNotifySubscriptions finds the turn taken while writes block.
+func (n *notifier) TryNotifySubscriptions(notes []jrpc.SubscriptionNote) (bool, error) {
+	if n.block != nil || n.refuse && n.tries.Add(1)%2 == 0 {
+		return false, nil
+	}
+	return true, n.NotifySubscriptions(context.Background(), notes)
+}
+
+func (n *notifier) notify(ctx context.Context, id string, res json.RawMessage) error {
 	if n.block != nil {
 		select {
 		case <-n.block:
@@ -124,9 +150,12 @@ func (n *notifier) Disconnect(code int, reason string) {
 	n.once.Do(func() {
 		n.code <- code
 		close(n.closed)
+		n.cancel()
 	})
 }
 func (n *notifier) Closed() <-chan struct{} { return n.closed }
+
+func (n *notifier) AfterClose(f func()) { context.AfterFunc(n.ctx, f) }
 
 // ctxFor is the context of a WebSocket call on n.
 func ctxFor(n jrpc.Notifier) context.Context {
@@ -193,6 +222,34 @@ func headNumbers(t *testing.T, notes []note) []string {
 		out = append(out, h.Number+"/"+h.Hash[len(h.Hash)-6:])
 	}
 	return out
+}
+
+// A connection whose writer's turn is now free, now taken, gets its
+// notifications partly from the dispatcher, partly from a writer
+// goroutine: still each once, in order.
+func TestNewHeadsInOrderWhenTheTurnIsSometimesTaken(t *testing.T) {
+	f := newFeed(t, 16)
+	f.extend("a", 1, 1, "a")
+	c := startCenter(t, f, Options{})
+	waitView(t, c, 1) // the chain subscribers start from
+	n := newNotifier()
+	n.refuse = true
+	subscribe(t, c, n, `["newHeads"]`)
+	const blocks = 200
+	var want []string
+	for i := uint64(2); i < 2+blocks; i++ {
+		f.extend("a", i, i, "a")
+		waitView(t, c, i) // delivered: the window, 16 blocks, never moves past it
+		h := blockHash("a", i)
+		want = append(want, fmt.Sprintf("0x%x/%s", i, h[len(h)-6:]))
+	}
+	if got := headNumbers(t, n.collect(t, blocks)); !slices.Equal(got, want) {
+		t.Fatalf("heads:\n got %v\nwant %v", got, want)
+	}
+	n.quiet(t)
+	if n.tries.Load() < 2 {
+		t.Fatalf("%d tries: the dispatcher never wrote", n.tries.Load())
+	}
 }
 
 func TestNewHeadsInOrderThroughReorgsAndReloads(t *testing.T) {

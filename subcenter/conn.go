@@ -1,17 +1,23 @@
 package subcenter
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/venn-gateway/venn/jrpc"
 )
 
 // conn is one client connection's subscriptions and its queue of
-// notifications. The dispatcher only appends to the queue; a writer
-// goroutine, started when there is something to write and gone when the
-// queue is empty, drains it, so an idle subscriber costs no goroutine and
+// notifications. The dispatcher only appends to the queue, then writes
+// each connection it queued to in one go that never waits for the client
+// (TryNotifySubscriptions): a block costs no goroutine per connection.
+// Only a connection that cannot take its notifications at once (its
+// writer's turn is taken: a reply, or the rest of an earlier write the
+// network did not take) gets a writer goroutine, which waits its turn,
+// drains the queue and ends; so an idle subscriber costs no goroutine and
 // a slow one never holds up the dispatcher. The Center's crew owns the
-// writer, and a watcher that forgets the connection once it closes.
+// writer, and what forgets the connection once it closes (started by the
+// connection's AfterClose).
 type conn struct {
 	center *Center
 	n      jrpc.Notifier
@@ -21,11 +27,10 @@ type conn struct {
 	filterBytes int64
 
 	mu      sync.Mutex
-	q       []item
-	head    int // q[head:] are waiting
+	q       []item // waiting
 	bytes   int64
 	holds   int  // subscribe replies not yet written: nothing may go before them
-	writing bool // a writer goroutine is draining q
+	writing bool // the dispatcher or a writer goroutine is draining q
 	closed  bool
 }
 
@@ -41,35 +46,40 @@ func newConn(c *Center, n jrpc.Notifier) *conn {
 	return &conn{center: c, n: n, subs: map[string]*sub{}}
 }
 
-// push queues a notification for s; false when the queue is full (the
-// caller disconnects the client).
+// push queues a notification for s and has a writer start when one must;
+// false when the queue is full (the caller disconnects the client).
 func (cn *conn) push(s *sub, payload []byte) bool {
+	ok, start := cn.queue(s, payload)
+	if start {
+		cn.center.crew.Go(cn.drain) // refused once the Center stopped: nothing is written then
+	}
+	return ok
+}
+
+// queue queues a notification for s; ok is false when the queue is full,
+// start true when the caller must now write the queue (drain or
+// writeNow): it is marked as being written.
+func (cn *conn) queue(s *sub, payload []byte) (ok, start bool) {
 	cn.mu.Lock()
+	defer cn.mu.Unlock()
 	if cn.closed {
-		cn.mu.Unlock()
-		return true
+		return true, false
 	}
 	o := cn.center.options()
-	if len(cn.q)-cn.head >= o.QueueLen || cn.bytes+int64(len(payload)) > o.QueueBytes {
-		cn.mu.Unlock()
-		return false
+	if len(cn.q) >= o.QueueLen || cn.bytes+int64(len(payload)) > o.QueueBytes {
+		return false, false
 	}
 	if cn.q == nil {
 		cn.q = make([]item, 0, notifyCapacity)
 	}
 	cn.q = append(cn.q, item{s, payload})
 	cn.bytes += int64(len(payload))
-	start := cn.startLocked()
-	cn.mu.Unlock()
-	if start {
-		cn.center.crew.Go(cn.drain) // refused once the Center stopped: nothing is written then
-	}
-	return true
+	return true, cn.startLocked()
 }
 
 // startLocked reports whether a writer must start now, and marks it started.
 func (cn *conn) startLocked() bool {
-	if cn.writing || cn.holds > 0 || cn.closed || cn.head == len(cn.q) {
+	if cn.writing || cn.holds > 0 || cn.closed || len(cn.q) == 0 {
 		return false
 	}
 	cn.writing = true
@@ -99,54 +109,103 @@ func (cn *conn) release() {
 func (cn *conn) queued() (int, int64) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
-	return len(cn.q) - cn.head, cn.bytes
+	return len(cn.q), cn.bytes
 }
 
 // close drops the queue; nothing more is written.
 func (cn *conn) close() {
 	cn.mu.Lock()
 	cn.closed = true
-	cn.q, cn.head, cn.bytes = nil, 0, 0
+	cn.q, cn.bytes = nil, 0
 	cn.mu.Unlock()
 }
 
-// drain writes the queue until it is empty, held, or the connection ends.
-func (cn *conn) drain() {
-	c := cn.center
-	for {
-		cn.mu.Lock()
-		if cn.closed || cn.holds > 0 || cn.head == len(cn.q) {
-			cn.writing = false
-			if cn.head == len(cn.q) {
-				cn.q, cn.head = cn.q[:0], 0
-			}
-			cn.mu.Unlock()
-			return
-		}
-		it := cn.q[cn.head]
-		cn.q[cn.head] = item{}
-		cn.head++
-		cn.bytes -= int64(len(it.payload))
-		if cn.head >= 1024 && cn.head*2 >= len(cn.q) {
-			// Keep a queue that never empties from growing without end.
-			n := copy(cn.q, cn.q[cn.head:])
-			clear(cn.q[n:])
-			cn.q, cn.head = cn.q[:n], 0
-		}
-		cn.mu.Unlock()
+// batch is the notifications of one write, and their kinds' counts.
+type batch struct {
+	notes []jrpc.SubscriptionNote
+	kinds [numKinds]int
+}
 
-		if it.s.gone.Load() {
-			continue // unsubscribed: geth sends nothing after the reply
+// next takes every notification waiting into b, for the writer to write;
+// false when there is none (or the queue is held, or closed): the writer
+// is done.
+func (cn *conn) next(b *batch) bool {
+	clear(b.notes)
+	b.notes, b.kinds = b.notes[:0], [numKinds]int{}
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	for {
+		if cn.closed || cn.holds > 0 || len(cn.q) == 0 {
+			cn.writing = false
+			return false
 		}
-		if err := cn.n.NotifySubscription(c.ctx, it.s.id, it.payload); err != nil {
-			if c.ctx.Err() != nil {
-				return // the Center stopped
+		for _, it := range cn.q {
+			cn.bytes -= int64(len(it.payload))
+			if it.s.gone.Load() {
+				continue // unsubscribed: geth sends nothing after the reply
 			}
-			c.mu.Lock()
-			c.dropLocked(cn)
-			c.mu.Unlock()
+			b.notes = append(b.notes, jrpc.SubscriptionNote{ID: it.s.id, Result: it.payload})
+			b.kinds[it.s.kind]++
+		}
+		clear(cn.q)
+		cn.q = cn.q[:0]
+		if len(b.notes) > 0 {
+			return true
+		}
+	}
+}
+
+// sent counts what b wrote.
+func (c *Center) sent(b *batch) {
+	for k, n := range b.kinds {
+		if n > 0 {
+			c.m.sent[k].Add(float64(n))
+		}
+	}
+}
+
+// writeNow writes the queue without waiting, for the dispatcher, which
+// queued to it and so started it (queue); if the connection cannot take
+// it now, a writer goroutine takes over. b is the caller's scratch.
+func (cn *conn) writeNow(b *batch) {
+	c := cn.center
+	for cn.next(b) {
+		ok, err := cn.n.TryNotifySubscriptions(b.notes)
+		switch {
+		case err != nil:
+			c.writeFailed(cn)
+			return
+		case !ok:
+			rest := &batch{notes: slices.Clone(b.notes), kinds: b.kinds}
+			c.crew.Go(func() { cn.drainFrom(rest) }) // refused once the Center stopped: nothing is written then
 			return
 		}
-		c.m.sent[it.s.kind].Inc()
+		c.sent(b)
 	}
+}
+
+// drain writes the queue until it is empty, held, or the connection ends.
+func (cn *conn) drain() { cn.drainFrom(&batch{}) }
+
+// drainFrom writes b, then drains the queue; b may be empty.
+func (cn *conn) drainFrom(b *batch) {
+	c := cn.center
+	for len(b.notes) > 0 || cn.next(b) {
+		if err := cn.n.NotifySubscriptions(c.ctx, b.notes); err != nil {
+			if c.ctx.Err() == nil {
+				c.writeFailed(cn)
+			}
+			return
+		}
+		c.sent(b)
+		clear(b.notes)
+		b.notes = b.notes[:0]
+	}
+}
+
+// writeFailed forgets a connection whose write failed: it is gone.
+func (c *Center) writeFailed(cn *conn) {
+	c.mu.Lock()
+	c.dropLocked(cn)
+	c.mu.Unlock()
 }

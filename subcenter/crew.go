@@ -3,9 +3,9 @@ package subcenter
 import "sync"
 
 // crew owns the goroutines a Center starts while it serves: the
-// connections' writers and close watchers, and the relays. stop refuses
-// new ones and waits for every one started, so nothing the Center started
-// outlives it.
+// connections' writers, the forgetting of closed connections, and the
+// relays. stop refuses new ones and waits for every one started, so
+// nothing the Center started outlives it.
 type crew struct {
 	mu      sync.Mutex
 	stopped bool

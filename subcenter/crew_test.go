@@ -20,7 +20,11 @@ func (n *stuckNotifier) Notify(context.Context, string, json.RawMessage) error {
 	return errors.New("unused")
 }
 
-func (n *stuckNotifier) NotifySubscription(ctx context.Context, _ string, _ json.RawMessage) error {
+func (n *stuckNotifier) TryNotifySubscriptions([]jrpc.SubscriptionNote) (bool, error) {
+	return false, nil
+}
+
+func (n *stuckNotifier) NotifySubscriptions(ctx context.Context, _ []jrpc.SubscriptionNote) error {
 	select {
 	case n.writing <- struct{}{}:
 	default:
@@ -31,6 +35,8 @@ func (n *stuckNotifier) NotifySubscription(ctx context.Context, _ string, _ json
 
 func (n *stuckNotifier) Disconnect(int, string)  {}
 func (n *stuckNotifier) Closed() <-chan struct{} { return nil }
+
+func (n *stuckNotifier) AfterClose(func()) {}
 
 // TestStopEndsWritersAndWatchers: when Run returns, the writer stuck on a
 // connection and the watcher of a connection that never closed are gone,

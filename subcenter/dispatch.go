@@ -3,6 +3,8 @@
 package subcenter
 
 import (
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/venn-gateway/venn/evm"
@@ -38,6 +40,7 @@ func (c *Center) sync() {
 	}
 	start := time.Now()
 	at := c.deliver(dropped, added)
+	c.writeReady()
 	c.m.dispatch.Observe(time.Since(start).Seconds())
 
 	view := make([]toldBlock, 0, len(kept)+len(added))
@@ -102,15 +105,20 @@ func above(kept []toldBlock, canon []*evm.Parts) (added []*evm.Parts, missed uin
 
 // deliver queues the notifications of one change: the logs of dropped
 // blocks again, removed, to the subscriptions they were sent to, then each
-// added block's head and logs. It returns the change's delivery number.
+// added block's head and logs. The connections it started are left in
+// c.ready for writeReady. It returns the change's delivery number.
 func (c *Center) deliver(dropped []toldBlock, added []*evm.Parts) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deliveries++
 	var slow []*conn
 	push := func(s *sub, payload []byte) {
-		if !s.c.push(s, payload) {
+		ok, start := s.c.queue(s, payload)
+		if !ok {
 			slow = append(slow, s.c)
+		}
+		if start {
+			c.ready = append(c.ready, s.c)
 		}
 	}
 	if c.logs.n > 0 {
@@ -148,6 +156,35 @@ func (c *Center) deliver(dropped []toldBlock, added []*evm.Parts) uint64 {
 		c.dropSlowLocked(cn)
 	}
 	return c.deliveries
+}
+
+// minWriteShard is the fewest connections worth a goroutine of their own
+// in writeReady.
+const minWriteShard = 256
+
+// writeReady writes the connections deliver queued to, spread over the
+// cores, and waits: none of it waits for a client (conn.writeNow).
+func (c *Center) writeReady() {
+	ready := c.ready
+	if n := min(runtime.GOMAXPROCS(0), len(ready)/minWriteShard); n > 1 {
+		var wg sync.WaitGroup
+		for i := 1; i < n; i++ {
+			wg.Go(func() { writeEach(ready[i*len(ready)/n : (i+1)*len(ready)/n]) })
+		}
+		writeEach(ready[:len(ready)/n])
+		wg.Wait()
+	} else {
+		writeEach(ready)
+	}
+	clear(ready)
+	c.ready = ready[:0]
+}
+
+func writeEach(conns []*conn) {
+	var b batch
+	for _, cn := range conns {
+		cn.writeNow(&b)
+	}
 }
 
 // dropSlowLocked disconnects a connection whose queue overflowed.

@@ -24,7 +24,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		gaps: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "subscription_missed_blocks_total",
 			Help: "Blocks subscribers never got because the window moved past more than it keeps (a feed outage longer than the window)."}, []string{"chain"}),
 		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "subscription_dispatch_seconds",
-			Help:    "Time to queue one head change's notifications for every subscriber.",
+			Help:    "Time to queue one head change's notifications for every subscriber and write what the connections take at once.",
 			Buckets: []float64{.0001, .0005, .001, .0025, .005, .01, .025, .05, .1, .25}}, []string{"chain"}),
 		filters: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "subscription_filter_bytes",
 			Help: "JSON bytes of the logs filters subscriptions hold (what max_filter_bytes_per_connection counts)."}, []string{"chain"}),

@@ -66,9 +66,15 @@ func startChild(ctx context.Context, name string, printsURL bool, path string, a
 // cpuTime is the user plus system CPU time the process has used so far, all
 // threads included, from /proc/PID/stat.
 func cpuTime(pid int) (time.Duration, error) {
+	user, sys, err := cpuTimes(pid)
+	return user + sys, err
+}
+
+// cpuTimes is cpuTime's user and system parts.
+func cpuTimes(pid int) (user, sys time.Duration, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, fmt.Errorf("read cpu time: %w", err)
+		return 0, 0, fmt.Errorf("read cpu time: %w", err)
 	}
 	return parseStatCPU(b)
 }
@@ -76,26 +82,26 @@ func cpuTime(pid int) (time.Duration, error) {
 // parseStatCPU reads utime and stime (fields 14 and 15) from a
 // /proc/PID/stat line. The command name (field 2) may hold spaces and
 // parentheses, so fields are counted from the last ')'.
-func parseStatCPU(b []byte) (time.Duration, error) {
+func parseStatCPU(b []byte) (user, sys time.Duration, err error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, errors.New("parse /proc stat: no command field")
+		return 0, 0, errors.New("parse /proc stat: no command field")
 	}
 	// After ')' come field 3 (state) onwards: utime is the 12th of them.
 	fields := strings.Fields(string(b[i+1:]))
 	const utimeIdx, stimeIdx = 14 - 3, 15 - 3
 	if len(fields) <= stimeIdx {
-		return 0, fmt.Errorf("parse /proc stat: %d fields", len(fields)+2)
+		return 0, 0, fmt.Errorf("parse /proc stat: %d fields", len(fields)+2)
 	}
-	var ticks uint64
-	for _, f := range []string{fields[utimeIdx], fields[stimeIdx]} {
+	var ticks [2]time.Duration
+	for j, f := range []string{fields[utimeIdx], fields[stimeIdx]} {
 		n, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("parse /proc stat: %w", err)
+			return 0, 0, fmt.Errorf("parse /proc stat: %w", err)
 		}
-		ticks += n
+		ticks[j] = time.Duration(n) * (time.Second / userHZ)
 	}
-	return time.Duration(ticks) * (time.Second / userHZ), nil
+	return ticks[0], ticks[1], nil
 }
 
 // firstLine is a child's stdout: it hands the first line to ch and

@@ -34,18 +34,18 @@ func TestParseStatCPU(t *testing.T) {
 	tests := []struct {
 		name    string
 		give    string
-		want    time.Duration
+		want    [2]time.Duration // user, system
 		wantErr bool
 	}{
 		{
 			name: "plain",
 			give: "1234 (venn) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 8 0 100 1000 10 18446744073709551615",
-			want: 3250 * time.Millisecond,
+			want: [2]time.Duration{2500 * time.Millisecond, 750 * time.Millisecond},
 		},
 		{
 			name: "command with spaces and parens",
 			give: "99 (a b) (c)) R 1 99 99 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 5 10 1 0",
-			want: 100 * time.Millisecond,
+			want: [2]time.Duration{70 * time.Millisecond, 30 * time.Millisecond},
 		},
 		{name: "no command", give: "1234 venn S 1", wantErr: true},
 		{name: "truncated", give: "1234 (venn) S 1 2 3", wantErr: true},
@@ -53,11 +53,11 @@ func TestParseStatCPU(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStatCPU([]byte(tt.give))
+			user, sys, err := parseStatCPU([]byte(tt.give))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			if got != tt.want {
+			if got := [2]time.Duration{user, sys}; got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})

@@ -31,8 +31,9 @@ const (
 	defaultSubsClients = 10_000
 	defaultSubsBlocks  = 60
 	defaultSubsBlock   = 500 * time.Millisecond
-	maxSubsClients     = 18_000 // each side needs a descriptor per client
+	maxSubsClients     = 19_500 // each side needs a descriptor per client, and 20,000 is the usual hard limit
 	subsDialers        = 32
+	maxSubsProfile     = 20 * time.Second
 )
 
 const subsUsage = `vennbench subs — many subscribers on one replica: delivery latency, memory, CPU
@@ -54,6 +55,7 @@ type subsConfig struct {
 	Blocks    int
 	BlockTime time.Duration
 	Venn      string
+	Profile   string
 }
 
 func parseSubsFlags(args []string, stderr io.Writer) (subsConfig, int) {
@@ -63,6 +65,7 @@ func parseSubsFlags(args []string, stderr io.Writer) (subsConfig, int) {
 	fs.IntVar(&cfg.Blocks, "blocks", defaultSubsBlocks, "blocks measured")
 	fs.DurationVar(&cfg.BlockTime, "block-time", defaultSubsBlock, "the upstream mines a block this often")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: build ./cmd/venn)")
+	fs.StringVar(&cfg.Profile, "profile", "", "write the follower's CPU and allocation profiles over the timed blocks (at most the first 20 s) to PREFIX.{cpu,allocs} (go tool pprof)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return cfg, code
 	}
@@ -110,7 +113,7 @@ func (s *subscriber) resolve(p *publishLog) {
 
 func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) error {
 	bc, err := startBenchCluster(ctx, clusterOpts{name: "subs", venn: cfg.Venn, followers: []string{"f1"},
-		upstreamArgs: []string{"-block-time", cfg.BlockTime.String()}}, stderr)
+		extra: profileExtra(cfg.Profile), upstreamArgs: []string{"-block-time", cfg.BlockTime.String()}}, stderr)
 	if err != nil {
 		return err
 	}
@@ -194,12 +197,15 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 
 	// Time the next blocks, then stop.
 	start := published.startTiming()
-	cpuBefore, err := cpuTime(f.proc.Pid())
+	userBefore, sysBefore, err := cpuTimes(f.proc.Pid())
 	if err != nil {
 		return err
 	}
 	wall := time.Now()
 	ownBefore := ownCPU()
+	// The metrics listener ends a request after 30 s.
+	prof := startProfile(ctx, strings.TrimSuffix(f.metrics, "/metrics")+"/admin/debug/pprof/", cfg.Profile,
+		min(time.Duration(cfg.Blocks)*cfg.BlockTime, maxSubsProfile))
 	deadline := time.After(time.Duration(cfg.Blocks+20) * cfg.BlockTime * 4)
 	for published.count() < start+cfg.Blocks {
 		select {
@@ -214,7 +220,7 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	}
 	time.Sleep(2 * time.Second) // the last block's notifications
 	elapsed := time.Since(wall)
-	cpuAfter, err := cpuTime(f.proc.Pid())
+	userAfter, sysAfter, err := cpuTimes(f.proc.Pid())
 	if err != nil {
 		return err
 	}
@@ -224,6 +230,9 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	}
 	stopReading()
 	selfCPU := ownCPU() - ownBefore
+	if err := prof(); err != nil {
+		return err
+	}
 	for _, s := range subs {
 		s.resolve(published)
 	}
@@ -231,7 +240,7 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 		return err
 	}
 	writeSubs(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()), cfg, subs,
-		subsFigures{rssIdle: rssIdle, rssSubscribed: rssSubscribed, rssEnd: rssEnd, cpu: cpuAfter - cpuBefore,
+		subsFigures{rssIdle: rssIdle, rssSubscribed: rssSubscribed, rssEnd: rssEnd, user: userAfter - userBefore, sys: sysAfter - sysBefore,
 			elapsed: elapsed, readErrs: readErrs.Load(), clients: selfCPU})
 	return nil
 }
@@ -360,7 +369,7 @@ func rssOf(pid int) (int64, error) {
 
 type subsFigures struct {
 	rssIdle, rssSubscribed, rssEnd int64
-	cpu, elapsed, clients          time.Duration
+	user, sys, elapsed, clients    time.Duration
 	readErrs                       int64
 }
 
@@ -410,11 +419,13 @@ func writeSubs(w io.Writer, env string, cfg subsConfig, subs []*subscriber, fig 
 	fmt.Fprintf(w, "\nfollower RSS: %.1f MiB idle, %.1f MiB with the subscribers, %.1f MiB at the end: %.1f KiB per subscriber\n",
 		mib(fig.rssIdle), mib(fig.rssSubscribed), mib(fig.rssEnd),
 		float64(max(fig.rssSubscribed, fig.rssEnd)-fig.rssIdle)/1024/float64(len(subs)))
-	fmt.Fprintf(w, "follower CPU: %v over %v (%.0f%% of one core)\n", fig.cpu.Round(time.Millisecond),
-		fig.elapsed.Round(time.Millisecond), 100*fig.cpu.Seconds()/fig.elapsed.Seconds())
-	fmt.Fprintf(w, "subscribers' CPU (this process): %v, %.1f µs per notification; the follower's: %.1f µs per notification\n",
-		fig.clients.Round(time.Millisecond), float64(fig.clients.Microseconds())/float64(max(notes, 1)),
-		float64(fig.cpu.Microseconds())/float64(max(notes, 1)))
+	cpu := fig.user + fig.sys
+	perNote := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(notes, 1)) }
+	fmt.Fprintf(w, "follower CPU: %v over %v (%.0f%% of one core): user %v, system %v\n", cpu.Round(time.Millisecond),
+		fig.elapsed.Round(time.Millisecond), 100*cpu.Seconds()/fig.elapsed.Seconds(),
+		fig.user.Round(time.Millisecond), fig.sys.Round(time.Millisecond))
+	fmt.Fprintf(w, "subscribers' CPU (this process): %v, %.1f µs per notification; the follower's: %.1f µs per notification (user %.1f, system %.1f)\n",
+		fig.clients.Round(time.Millisecond), perNote(fig.clients), perNote(cpu), perNote(fig.user), perNote(fig.sys))
 	fmt.Fprintf(w, "newHeads subscribers with a head twice: %d; with fewer than %d heads: %d\n", dupes, cfg.Blocks, gaps)
 }
 

@@ -1,0 +1,334 @@
+package jrpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/venn-gateway/venn/internal/testkit"
+)
+
+// notifierServer serves eth_subscribe by handing its connection's Notifier
+// to the test once the reply is written.
+func notifierServer(t *testing.T, lim Limits) (*testServer, chan Notifier) {
+	t.Helper()
+	notifiers := make(chan Notifier, 1)
+	h := HandlerFunc(func(ctx context.Context, req *Request) (json.RawMessage, error) {
+		if req.Method != "eth_subscribe" {
+			return json.RawMessage(`"pong"`), nil
+		}
+		n, _ := NotifierFromContext(ctx)
+		if !AfterReply(ctx, func() { notifiers <- n }) {
+			return nil, errors.New("no reply to hold notifications for")
+		}
+		return json.RawMessage(`"0x1"`), nil
+	})
+	return newTestServer(t, Options{Limits: lim}, h), notifiers
+}
+
+func subscribed(t *testing.T, c *websocket.Conn, notifiers chan Notifier) Notifier {
+	t.Helper()
+	testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}`)
+	if got, want := testkit.WSRead(t, c), `{"jsonrpc":"2.0","id":1,"result":"0x1"}`; got != want {
+		t.Fatalf("reply: got %s, want %s", got, want)
+	}
+	return <-notifiers
+}
+
+func subscriptionJSON(id, result string) string {
+	return `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"` + id + `","result":` + result + `}}`
+}
+
+// A batch written in one go arrives as one WebSocket message per
+// notification, in order, each geth's exact JSON; a call answered between
+// batches comes between them.
+func TestWSNotifySubscriptionsBatch(t *testing.T) {
+	s, notifiers := notifierServer(t, Limits{})
+	c := s.dial(t)
+	n := subscribed(t, c, notifiers)
+
+	first := []SubscriptionNote{
+		{ID: "0x1", Result: json.RawMessage(`{"number":"0x1","extra":"é\u2028"}`)},
+		{ID: "0xab", Result: json.RawMessage(`"0x2"`)},
+		{ID: "0x1", Result: json.RawMessage(`[]`)},
+	}
+	ok, err := n.TryNotifySubscriptions(first)
+	if !ok || err != nil {
+		t.Fatalf("TryNotifySubscriptions = %v, %v; want true, nil", ok, err)
+	}
+	testkit.WSWrite(t, c, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	var want []string
+	for _, nt := range first {
+		want = append(want, subscriptionJSON(nt.ID, string(nt.Result)))
+	}
+	for i, w := range want {
+		if got := testkit.WSRead(t, c); got != w {
+			t.Fatalf("message %d: got %s, want %s", i, got, w)
+		}
+	}
+	if got, want := testkit.WSRead(t, c), `{"jsonrpc":"2.0","id":2,"result":"pong"}`; got != want {
+		t.Fatalf("answer: got %s, want %s", got, want)
+	}
+	if err := n.NotifySubscriptions(context.Background(), first[1:]); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want[1:] {
+		if got := testkit.WSRead(t, c); got != w {
+			t.Fatalf("blocking batch, message %d: got %s, want %s", i, got, w)
+		}
+	}
+}
+
+// bigNotes is a batch of notifications of about 64 KiB each, numbered from
+// seq.
+func bigNotes(seq, count int) []SubscriptionNote {
+	pad := strings.Repeat("f", 64<<10)
+	notes := make([]SubscriptionNote, count)
+	for i := range notes {
+		notes[i] = SubscriptionNote{ID: "0x1", Result: json.RawMessage(fmt.Sprintf(`{"seq":%d,"pad":"%s"}`, seq+i, pad))}
+	}
+	return notes
+}
+
+// A client that does not read: a try never waits for it. The socket takes
+// what it can, the rest goes in the background, and until it has, another
+// try finds the turn taken and writes nothing. Once the client reads, it
+// gets every notification once, in order, whole.
+func TestWSTryNotifyBehindAClientThatDoesNotRead(t *testing.T) {
+	s, notifiers := notifierServer(t, Limits{})
+	c := s.dial(t)
+	n := subscribed(t, c, notifiers)
+
+	const batch = 16 // 1 MiB a try; loopback buffers hold a few
+	sent := 0
+	for tries := 0; ; tries++ {
+		if tries == 256 {
+			t.Fatal("256 MiB written to a client that does not read, and every try went through")
+		}
+		start := time.Now()
+		ok, err := n.TryNotifySubscriptions(bigNotes(sent, batch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("a try took %v: it waited for the client", d)
+		}
+		if !ok {
+			break // the turn is the background write's
+		}
+		sent += batch
+	}
+	if sent == 0 {
+		t.Fatal("the first try wrote nothing")
+	}
+
+	// The client reads; the background write ends, and a try gets through
+	// again: its notification comes last.
+	got := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				got <- err
+				return
+			}
+			var m struct {
+				Params struct {
+					Result struct{ Seq int }
+				}
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				got <- fmt.Errorf("message %d: %w", i, err)
+				return
+			}
+			if m.Params.Result.Seq != i {
+				got <- fmt.Errorf("message %d has seq %d", i, m.Params.Result.Seq)
+				return
+			}
+			if i == sent {
+				got <- nil
+				return
+			}
+		}
+	}()
+	testkit.WaitFor(t, 10*time.Second, "a try to get through once the client reads", func() bool {
+		ok, err := n.TryNotifySubscriptions(bigNotes(sent, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client did not get every notification")
+	}
+}
+
+// What the network did not take goes out within ws_write_timeout, or the
+// connection closes.
+func TestWSTryNotifyBackgroundWriteTimesOut(t *testing.T) {
+	s, notifiers := notifierServer(t, Limits{WSWriteTimeout: 200 * time.Millisecond})
+	c := s.dial(t)
+	n := subscribed(t, c, notifiers)
+	for tries := 0; ; tries++ {
+		if tries == 256 {
+			t.Fatal("every try went through to a client that does not read")
+		}
+		ok, err := n.TryNotifySubscriptions(bigNotes(0, 16))
+		if err != nil || !ok {
+			break
+		}
+	}
+	select {
+	case <-n.Closed():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection of a client that does not read stayed open past ws_write_timeout")
+	}
+}
+
+// tcpPair is both ends of a loopback TCP connection, closed at cleanup.
+func tcpPair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { server.Close(); client.Close() })
+	return server, client
+}
+
+// readFrames reads n frames from r: opcode and payload of each.
+func readFrames(t *testing.T, r io.Reader, n int) [][2]string {
+	t.Helper()
+	br := bufio.NewReader(r)
+	var out [][2]string
+	for range n {
+		head, err := br.Peek(2)
+		if err != nil {
+			t.Fatalf("frame header: %v", err)
+		}
+		switch head[1] & 0x7f {
+		case 126:
+			head, err = br.Peek(4)
+		case 127:
+			head, err = br.Peek(10)
+		}
+		if err != nil {
+			t.Fatalf("frame header: %v", err)
+		}
+		size, ok := frameSize(head)
+		if !ok {
+			t.Fatalf("frame header % x", head)
+		}
+		f := make([]byte, size)
+		if _, err := io.ReadFull(br, f); err != nil {
+			t.Fatalf("frame: %v", err)
+		}
+		hl := 2
+		switch f[1] & 0x7f {
+		case 126:
+			hl = 4
+		case 127:
+			hl = 10
+		}
+		out = append(out, [2]string{fmt.Sprint(f[0] & 0x0f), string(f[hl:])})
+	}
+	return out
+}
+
+// frame is a server's unmasked FIN frame.
+func frame(op byte, payload string) []byte {
+	b := []byte{finBit | op}
+	switch n := len(payload); {
+	case n <= 125:
+		b = append(b, byte(n))
+	case n <= 0xffff:
+		b = append(b, 126, byte(n>>8), byte(n))
+	default:
+		t := make([]byte, 8)
+		binary.BigEndian.PutUint64(t, uint64(n))
+		b = append(append(b, 127), t...)
+	}
+	return append(b, payload...)
+}
+
+// Notifications written next to the library's frames go between them,
+// never into one (a large frame comes in several writes) and never after
+// its close frame.
+func TestSockNotesBetweenLibraryFrames(t *testing.T) {
+	server, client := tcpPair(t)
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second)) // a bug fails, not hangs
+	s := newSock(server)
+	note := []SubscriptionNote{{ID: "0x1", Result: json.RawMessage(`"0x2"`)}}
+	wantNote := subscriptionJSON("0x1", `"0x2"`)
+
+	big := frame(opcodeText, strings.Repeat("a", 70_000)) // 64-bit length
+	// The library writes a large frame in parts, as its 4 KiB buffer fills.
+	if _, err := s.Write(big[:4096]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writeNotes(note); !errors.Is(err, errFrameLost) {
+		t.Fatalf("notes in the middle of a frame: %v, want errFrameLost", err)
+	}
+	if _, err := s.Write(big[4096:]); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := s.writeNotes(note); !done || err != nil {
+		t.Fatalf("notes after the frame: %v, %v", done, err)
+	}
+	if _, err := s.Write(frame(0x9, "ping")); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := s.writeNotes(append(note, note...)); !done || err != nil {
+		t.Fatalf("notes after a ping: %v, %v", done, err)
+	}
+	if _, err := s.Write(frame(opcodeClose, "\x03\xe8bye")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writeNotes(note); !errors.Is(err, errCloseSent) {
+		t.Fatalf("notes after the close frame: %v, want errCloseSent", err)
+	}
+
+	want := [][2]string{
+		{"1", strings.Repeat("a", 70_000)},
+		{"1", wantNote},
+		{"9", "ping"},
+		{"1", wantNote},
+		{"1", wantNote},
+		{"8", "\x03\xe8bye"},
+	}
+	got := readFrames(t, client, len(want))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("frame %d: got opcode %s, %.60q; want opcode %s, %.60q", i, got[i][0], got[i][1], want[i][0], want[i][1])
+		}
+	}
+}
