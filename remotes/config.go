@@ -114,6 +114,13 @@ type Config struct {
 	// MaxResponseBytes caps one reply from the remote, on the wire and
 	// inflated (0: DefaultMaxResponseBytes, or the reply budget if less).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// Archive states that the remote serves every block of every kind of
+	// data (avail.go): it is never probed, and its answers never narrow it.
+	Archive bool `yaml:"archive"`
+	// MaxBlockLookback states that the remote serves the last this many
+	// blocks below its head, of every kind of data; 0: not stated (probed
+	// and learnt from answers).
+	MaxBlockLookback uint64 `yaml:"max_block_lookback"`
 }
 
 // RateLimit paces the calls sent to a remote: RPS requests per second
@@ -185,6 +192,9 @@ func (c Config) Validate() error {
 	p.negative("max_response_bytes", c.MaxResponseBytes < 0)
 	if r := c.RateLimit.RPS; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		p.add("rate_limit.rps", "must be a finite number >= 0")
+	}
+	if c.Archive && c.MaxBlockLookback > 0 {
+		p.add("max_block_lookback", "must not be set with archive: true (an archive serves every block)")
 	}
 	if c.RateLimit.Burst < 0 {
 		p.add("rate_limit.burst", "must be >= 0")

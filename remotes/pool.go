@@ -316,6 +316,10 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, 
 // (single.go). Each decides what to send from the judge's meaning of every
 // reply (judge.go).
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
+	rt.histRoute(method, params)
+	if err := p.unavailable(method, &rt); err != nil {
+		return nil, err
+	}
 	if rule := p.voteRule(method, params, &rt); rule != nil {
 		v := p.newVote(method, params, rt, rule)
 		defer v.observe(ctx)
