@@ -81,6 +81,10 @@
 //   - SetMaxLogsRange(k): eth_getLogs over more than k blocks (to-from+1)
 //     fails with Besu's -32005 "requested range exceeds maximum RPC range
 //     limit". 0 turns it off.
+//   - SetStateWindow(k): a pruned node keeping the state of its last k
+//     blocks: state calls more than k below the visible head fail with
+//     geth's -32000 "missing trie node"; blocks, receipts and logs stay.
+//     0 turns it off.
 //   - DropFilters(): every eth_newPendingTransactionFilter filter is
 //     forgotten, as by a restarted node; the next eth_getFilterChanges on
 //     one gets geth's -32000 "filter not found". Reset leaves filters be.
