@@ -136,6 +136,9 @@ func (p *Pool) follow(r *Remote) {
 	if r.relayURL() != "" {
 		r.trackers.Go(func() { r.watch(ctx, p.headChanged) })
 	}
+	if p.conf().Availability.probing() {
+		r.trackers.Go(func() { p.probeLoop(ctx, r) })
+	}
 }
 
 // Reconfiguration is what a Reconfigure did, by remote name.
