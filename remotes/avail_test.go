@@ -22,7 +22,7 @@ const (
 
 // availNodes are an archive (n0) and two full nodes keeping availWindow
 // blocks of state (n1, n2).
-func availNodes(t *testing.T) []*fakenode.Node {
+func availNodes(t testing.TB) []*fakenode.Node {
 	nodes := make([]*fakenode.Node, 3)
 	for i := range nodes {
 		nodes[i] = fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: availHead})
