@@ -33,6 +33,7 @@ import (
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/availredis"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
@@ -299,7 +300,11 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 
 func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
-	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer)
+	var share remotes.AvailShare
+	if cs.rdb != nil {
+		share = availredis.New(cs.rdb, cfg.Redis.ReplicaID)
+	}
+	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, share)
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		Cordon:              defaultPoolCordon(),
 		Hedge:               defaultPoolHedge(),
 		Scoring:             defaultPoolScoring(),
+		Availability:        remotes.AvailabilityConfig{ProbeEvery: remotes.DefaultProbeEvery},
 	}
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v\nwant %+v", got, wantPool)
@@ -155,6 +156,7 @@ chains:
 		PendingPollInterval: 500 * time.Millisecond, Breaker: remotes.BreakerConfig{Failures: 3, Cooldown: time.Second},
 		Cordon: defaultPoolCordon(),
 		Hedge:  defaultPoolHedge(), Scoring: defaultPoolScoring(),
+		Availability: remotes.AvailabilityConfig{ProbeEvery: remotes.DefaultProbeEvery},
 	}
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v", got)

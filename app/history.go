@@ -85,13 +85,14 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 // Start the pool before calling through it. replies is the process's reply
 // budget, shared by every chain's pool (nil: the pool gets its own).
 func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget) (*remotes.Pool, error) {
-	return c.newPool(log, m, replies, nil)
+	return c.newPool(log, m, replies, nil, nil)
 }
 
-// newPool is NewPool with the process's tracer (nil: off).
-func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget, tr *tracing.Tracer) (*remotes.Pool, error) {
+// newPool is NewPool with the process's tracer (nil: off) and the
+// cluster's share of availability probes (nil: this process probes alone).
+func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget, tr *tracing.Tracer, share remotes.AvailShare) (*remotes.Pool, error) {
 	pc := c.PoolConfig()
-	pc.Replies, pc.Tracer = replies, tr
+	pc.Replies, pc.Tracer, pc.Availability.Share = replies, tr, share
 	pool, err := remotes.NewPool(pc, c.Remotes, log, m)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", c.Name, err)

@@ -170,6 +170,7 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %d remotes, at most %d", cfg.Chain, len(rs), maxRemotes)
 	}
 	cfg.Replies, cfg.MisbehaviourLog, cfg.Tracer = old.cfg.Replies, old.cfg.MisbehaviourLog, old.cfg.Tracer
+	cfg.Availability.Share = old.cfg.Availability.Share
 	rec, members, fresh, gone, err := p.match(cfg, rs, old)
 	if err != nil {
 		return Reconfiguration{}, err
