@@ -114,6 +114,23 @@ type mark struct {
 	atHead uint64
 	probed bool // by the probe; else from an answer
 	at     time.Time
+	// base is the mark an answer's raised (nil: none): it holds again once
+	// this one is older than answerTTL.
+	base *mark
+}
+
+// answerTTL bounds what one answer teaches: a node that said "missing trie
+// node" while it was syncing, or a load balancer that sent one call to a
+// pruned backend, is tried again after it, probed or not.
+const answerTTL = time.Hour
+
+// live is the mark that holds at now: m, or the one it raised once it is
+// stale.
+func (m *mark) live(now time.Time) *mark {
+	for m != nil && !m.probed && now.Sub(m.at) > answerTTL {
+		m = m.base
+	}
+	return m
 }
 
 // availability is one remote's learnt windows, by kind.
@@ -134,7 +151,7 @@ func (r *Remote) Oldest(k DataKind) uint64 {
 	case r.cfg.MaxBlockLookback > 0:
 		return r.Head() - min(r.Head(), r.cfg.MaxBlockLookback)
 	}
-	m := r.av.marks[k].Load()
+	m := r.av.marks[k].Load().live(r.now())
 	if m == nil {
 		return 0
 	}
@@ -169,13 +186,17 @@ func (r *Remote) learnLacks(k DataKind, n, floor uint64) {
 		return
 	}
 	next := max(n+1, floor)
-	head := r.Head()
+	head, now := r.Head(), r.now()
 	for {
 		old := r.av.marks[k].Load()
-		if old != nil && old.drifted(k, head) >= next {
+		base := old.live(now)
+		if base != nil && base.drifted(k, head) >= next {
 			return
 		}
-		m := &mark{oldest: next, atHead: head, at: r.now()}
+		if base != nil && !base.probed {
+			base = base.base // one answer's mark raises the probe's, not another's
+		}
+		m := &mark{oldest: next, atHead: head, at: now, base: base}
 		if r.av.marks[k].CompareAndSwap(old, m) {
 			r.m.oldest[k].Set(float64(next))
 			r.log.Debug("remote lacks old data", "kind", k.String(), "block", n, "oldest", next)
@@ -190,10 +211,11 @@ const prunedNullDepth = 128
 
 // lacksData reports an answer that says the remote has not got the data at
 // the block asked: pruned state or history, or (for a block the remote
-// claims by its head) a missing header.
+// claims by its head) a missing header. Other missing data ("indexing is
+// in progress", a -32001) may pass: it teaches nothing of the window.
 func lacksData(v Verdict) bool {
 	switch v.Reason {
-	case ReasonMissingState, ReasonPruned, ReasonHeaderNotFound, ReasonMissingData:
+	case ReasonMissingState, ReasonPruned, ReasonHeaderNotFound:
 		return true
 	}
 	return false
@@ -210,7 +232,7 @@ func (j *judged) learnFrom(k DataKind, n uint64) {
 		j.r.learnLacks(k, n, 0)
 	case j.err != nil && (j.v.Reason == ReasonMissingState || j.v.Reason == ReasonPruned):
 		j.r.learnLacks(k, n, j.v.Oldest)
-	case j.err != nil && lacksData(j.v) && n+prunedNullDepth <= j.r.Head():
+	case j.err != nil && j.v.Reason == ReasonHeaderNotFound && n+prunedNullDepth <= j.r.Head():
 		// A header not found far below the head: expired history.
 		j.r.learnLacks(k, n, j.v.Oldest)
 	}
@@ -231,7 +253,7 @@ func (r *Remote) availabilityOf() []Availability {
 	out := make([]Availability, 0, len(DataKinds))
 	for _, k := range DataKinds {
 		a := Availability{Kind: k.String(), Oldest: r.Oldest(k), Source: "unknown"}
-		switch m := r.av.marks[k].Load(); {
+		switch m := r.av.marks[k].Load().live(r.now()); {
 		case r.stated():
 			a.Source = "config"
 		case m != nil && m.probed:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -215,5 +216,37 @@ func TestHistOf(t *testing.T) {
 		if rt.hist != tt.kind || rt.histAt != tt.at {
 			t.Errorf("%s %s: %v at %d, want %v at %d", tt.method, tt.params, rt.hist, rt.histAt, tt.kind, tt.at)
 		}
+	}
+}
+
+// TestMarkLive: what an answer taught holds for answerTTL, then the
+// probe's mark it raised holds again (or nothing, when none).
+func TestMarkLive(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	probe := &mark{oldest: 900, atHead: 1000, probed: true, at: t0}
+	answer := &mark{oldest: 950, atHead: 1000, at: t0, base: probe}
+	alone := &mark{oldest: 950, atHead: 1000, at: t0}
+	tests := []struct {
+		name string
+		give *mark
+		at   time.Time
+		want *mark
+	}{
+		{"fresh answer", answer, t0.Add(answerTTL / 2), answer},
+		{"stale answer: the probe's again", answer, t0.Add(answerTTL + time.Second), probe},
+		{"stale answer without a probe: nothing", alone, t0.Add(answerTTL + time.Second), nil},
+		{"a probe does not go stale", probe, t0.Add(100 * answerTTL), probe},
+	}
+	for _, tt := range tests {
+		if got := tt.give.live(tt.at); got != tt.want {
+			t.Errorf("%s: live = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	// A windowed kind's window moves up with the head; a fixed one does not.
+	if got := probe.drifted(KindState, 1100); got != 1000 {
+		t.Errorf("state oldest at head 1100 = %d, want 1000", got)
+	}
+	if got := probe.drifted(KindLogs, 1100); got != 900 {
+		t.Errorf("logs oldest at head 1100 = %d, want 900", got)
 	}
 }
