@@ -111,6 +111,9 @@ func histOf(method string, cv *callView) (DataKind, uint64) {
 // moves up with the head from there).
 type mark struct {
 	oldest uint64
+	// lacks: every block below it is known to be missing (lacks <= oldest;
+	// the probe leaves a gap between them where its search stopped).
+	lacks  uint64
 	atHead uint64
 	probed bool // by the probe; else from an answer
 	at     time.Time
@@ -159,16 +162,44 @@ func (r *Remote) Oldest(k DataKind) uint64 {
 }
 
 // drifted is the mark's oldest block at head.
-func (m *mark) drifted(k DataKind, head uint64) uint64 {
-	if m.oldest == 0 || !windowed(k) || head <= m.atHead {
-		return m.oldest
+func (m *mark) drifted(k DataKind, head uint64) uint64 { return m.drift(m.oldest, k, head) }
+
+// drift moves block b, learnt at the mark's head, up with head for a
+// windowed kind.
+func (m *mark) drift(b uint64, k DataKind, head uint64) uint64 {
+	if b == 0 || !windowed(k) || head <= m.atHead {
+		return b
 	}
-	return m.oldest + (head - m.atHead)
+	return b + (head - m.atHead)
 }
 
-// serves reports whether the remote keeps kind k at block n.
-func (r *Remote) serves(k DataKind, n uint64) bool {
-	return k == KindNone || n >= r.Oldest(k)
+// lacksBelow is the block below which the remote is known not to keep kind
+// k (0: none known). Between it and Oldest the remote may or may not.
+func (r *Remote) lacksBelow(k DataKind) uint64 {
+	switch {
+	case r.cfg.Archive:
+		return 0
+	case r.cfg.MaxBlockLookback > 0:
+		return r.Oldest(k)
+	}
+	m := r.av.marks[k].Load().live(r.now())
+	if m == nil {
+		return 0
+	}
+	return m.drift(m.lacks, k, r.Head())
+}
+
+// serves reports whether the remote keeps kind k at block n; unsure
+// admits a block the remote is not known to lack, for a call no remote is
+// known to serve (Pool.unavailable).
+func (r *Remote) serves(k DataKind, n uint64, unsure bool) bool {
+	switch {
+	case k == KindNone:
+		return true
+	case unsure:
+		return n >= r.lacksBelow(k)
+	}
+	return n >= r.Oldest(k)
 }
 
 // setMark records m for kind k and its gauge.
@@ -190,16 +221,20 @@ func (r *Remote) learnLacks(k DataKind, n, floor uint64) {
 	for {
 		old := r.av.marks[k].Load()
 		base := old.live(now)
-		if base != nil && base.drifted(k, head) >= next {
-			return
+		oldest := next
+		if base != nil {
+			if base.drift(base.lacks, k, head) >= next {
+				return // known already
+			}
+			oldest = max(oldest, base.drifted(k, head))
+			if !base.probed {
+				base = base.base // one answer's mark raises the probe's, not another's
+			}
 		}
-		if base != nil && !base.probed {
-			base = base.base // one answer's mark raises the probe's, not another's
-		}
-		m := &mark{oldest: next, atHead: head, at: now, base: base}
+		m := &mark{oldest: oldest, lacks: next, atHead: head, at: now, base: base}
 		if r.av.marks[k].CompareAndSwap(old, m) {
-			r.m.oldest[k].Set(float64(next))
-			r.log.Debug("remote lacks old data", "kind", k.String(), "block", n, "oldest", next)
+			r.m.oldest[k].Set(float64(oldest))
+			r.log.Debug("remote lacks old data", "kind", k.String(), "block", n, "oldest", oldest)
 			return
 		}
 	}
@@ -278,12 +313,12 @@ func (rt *route) histRoute(method string, params []byte) {
 
 // unavailable is the answer to a call for data older than every remote of
 // the chain keeps (nil when one may have it): it names the block and the
-// oldest block any remote serves, and costs no upstream call.
+// oldest block any remote serves, and costs no upstream call. When no
+// remote is known to serve the block but some are not known to lack it
+// (the probe's search stopped short of their oldest), the call goes to
+// those (rt.unsure): their answers settle it.
 func (p *Pool) unavailable(method string, rt *route) error {
-	if rt.hist == KindNone {
-		return nil
-	}
-	oldest, any := uint64(0), false
+	oldest, any, maybe := uint64(0), false, false
 	for _, r := range p.members() {
 		if !r.configuredFor(method) {
 			continue
@@ -292,12 +327,17 @@ func (p *Pool) unavailable(method string, rt *route) error {
 		if rt.histAt >= o {
 			return nil
 		}
+		maybe = maybe || rt.histAt >= r.lacksBelow(rt.hist)
 		if !any || o < oldest {
 			oldest, any = o, true
 		}
 	}
 	if !any {
 		return nil // no remote is configured for it: unserved says so
+	}
+	if maybe {
+		rt.unsure = true
+		return nil
 	}
 	return &jrpc.Error{Code: jrpc.CodeBlockUnavailable,
 		Message: fmt.Sprintf("%s at block %d is not available on %s: the oldest block any remote serves is %d",

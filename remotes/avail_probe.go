@@ -56,6 +56,9 @@ type Probed struct {
 	At     time.Time         `json:"at"`
 	Head   uint64            `json:"head"`
 	Oldest map[string]uint64 `json:"oldest"` // by DataKind.String()
+	// Lacks is, by kind, the block below which the remote was found to
+	// keep nothing (absent: as Oldest).
+	Lacks map[string]uint64 `json:"lacks,omitempty"`
 }
 
 // note tells the probes that a call for old data came: a block more
@@ -153,22 +156,24 @@ func (p *Pool) probe(ctx context.Context, r *Remote) Probed {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	head := r.Head()
-	got := Probed{At: p.now(), Head: head, Oldest: make(map[string]uint64, len(DataKinds))}
+	got := Probed{At: p.now(), Head: head, Oldest: make(map[string]uint64, len(DataKinds)),
+		Lacks: make(map[string]uint64, len(DataKinds))}
 	for _, k := range DataKinds {
-		if oldest, ok := probeKind(ctx, r, k, head); ok {
-			got.Oldest[k.String()] = oldest
+		if oldest, lacks, ok := probeKind(ctx, r, k, head); ok {
+			got.Oldest[k.String()], got.Lacks[k.String()] = oldest, lacks
 		}
 	}
 	r.log.Info("remote availability probed", "head", head, "oldest", got.Oldest)
 	return got
 }
 
-// probeKind is the oldest block of kind k that r serves, as far as at most
-// maxProbeCalls calls tell; ok false when they could not tell (the method
-// is not served, the remote failed). The search asks block 1 first (an
-// archive answers it: one call), then gallops down from the head, where
-// pruned windows end, and halves the gap left.
-func probeKind(ctx context.Context, r *Remote, k DataKind, head uint64) (uint64, bool) {
+// probeKind is the oldest block of kind k that r served, and the block
+// below which it served none, as far as at most maxProbeCalls calls tell;
+// ok false when they could not tell (the method is not served, the remote
+// failed). The search asks block 1 first (an archive answers it: one
+// call), then gallops down from the head, where pruned windows end, and
+// halves the gap left.
+func probeKind(ctx context.Context, r *Remote, k DataKind, head uint64) (oldest, lacks uint64, ok bool) {
 	calls := 0
 	has := func(n uint64) (served, settled bool) {
 		calls++
@@ -176,19 +181,19 @@ func probeKind(ctx context.Context, r *Remote, k DataKind, head uint64) (uint64,
 	}
 	served, settled := has(1)
 	if !settled {
-		return 0, false
+		return 0, 0, false
 	}
 	if served {
-		return 0, true
+		return 0, 0, true
 	}
 	good, bad := head-probeDepth, uint64(1)
 	if served, settled = has(good); !settled || !served {
-		return 0, false // not even recent blocks: a broken remote, not a window
+		return 0, 0, false // not even recent blocks: a broken remote, not a window
 	}
 	for d := uint64(2 * probeDepth); calls < maxProbeCalls && d < head && head-d > bad; d *= 4 {
 		served, settled = has(head - d)
 		if !settled {
-			return good, true
+			return good, bad + 1, true
 		}
 		if !served {
 			bad = head - d
@@ -208,7 +213,7 @@ func probeKind(ctx context.Context, r *Remote, k DataKind, head uint64) (uint64,
 			bad = mid
 		}
 	}
-	return good, true
+	return good, bad + 1, true
 }
 
 // probeHas asks r for kind k at block n: served when it answered with the
@@ -254,7 +259,11 @@ func (r *Remote) applyProbe(got Probed) {
 	}
 	for _, k := range DataKinds {
 		if o, ok := got.Oldest[k.String()]; ok {
-			r.setMark(k, &mark{oldest: o, atHead: got.Head, probed: true, at: got.At})
+			lacks, known := got.Lacks[k.String()]
+			if !known || lacks > o {
+				lacks = o
+			}
+			r.setMark(k, &mark{oldest: o, lacks: lacks, atHead: got.Head, probed: true, at: got.At})
 		}
 	}
 }

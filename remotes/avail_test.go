@@ -250,3 +250,40 @@ func TestMarkLive(t *testing.T) {
 		t.Errorf("logs oldest at head 1100 = %d, want 900", got)
 	}
 }
+
+// TestAvailabilityUnsureGap: a block between where a remote is known to
+// lack data and where it is known to keep it (the probe's search stopped
+// between) is tried when no remote is known to keep it, and refused once
+// the answer settled it.
+func TestAvailabilityUnsureGap(t *testing.T) {
+	node := availNodes(t)[1] // keeps blocks above availHead-availWindow
+	p := testPool(t, PoolConfig{}, []*fakenode.Node{node}, nil)
+	r := p.members()[0]
+	r.setMark(KindState, &mark{oldest: availHead - 20, lacks: availHead - 1000, atHead: r.Head(), probed: true, at: time.Now()})
+	inGap, below := uint64(availHead-500), uint64(availHead-1500)
+
+	if _, err := call(t, p, "eth_getBalance", balanceAt(below)); err == nil || !strings.Contains(err.Error(), "not available") {
+		t.Fatalf("below what it lacks: err %v, want refused", err)
+	}
+	if got := node.Calls("eth_getBalance"); got != 0 {
+		t.Fatalf("%d calls for a block the remote is known to lack", got)
+	}
+	// In the gap: tried, and the node's own answer comes back.
+	if _, err := call(t, p, "eth_getBalance", balanceAt(inGap)); err == nil || !strings.Contains(err.Error(), "missing trie node") {
+		t.Fatalf("in the gap: err %v, want the node's missing trie node", err)
+	}
+	if got := node.Calls("eth_getBalance"); got != 1 {
+		t.Fatalf("%d calls for a block in the gap, want 1", got)
+	}
+	// Settled: refused at once now.
+	if _, err := call(t, p, "eth_getBalance", balanceAt(inGap)); err == nil || !strings.Contains(err.Error(), "not available") {
+		t.Fatalf("in the gap, once settled: err %v, want refused", err)
+	}
+	// Inside the known window: served.
+	if _, err := call(t, p, "eth_getBalance", balanceAt(availHead-10)); err != nil {
+		t.Fatalf("recent: %v", err)
+	}
+	if got := node.Calls("eth_getBalance"); got != 2 {
+		t.Errorf("%d calls in all, want 2", got)
+	}
+}

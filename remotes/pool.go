@@ -321,6 +321,7 @@ func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, 
 	rt.histRoute(method, params)
 	if rt.hist != KindNone {
 		p.wanted.note(rt.histAt, p.best.Load())
+		rt.unsure = false
 		if err := p.unavailable(method, &rt); err != nil {
 			return nil, err
 		}
