@@ -31,7 +31,9 @@
 //     latency.go, health.go (chain id and head tracking), chaincheck.go,
 //     heads.go and relay.go, relay_poll.go (upstream subscriptions),
 //     chainhead.go (the chain's corroborated head), blocktime.go (its
-//     block time, learnt from head timestamps).
+//     block time, learnt from head timestamps), avail.go and
+//     avail_probe.go (the oldest block it serves of each kind of data:
+//     stated, probed, learnt from answers; availredis shares the probes).
 //   - The wire: transport.go, transport_http.go, transport_ws.go,
 //     replies.go (bounded reads under one reply budget), redact.go (secrets
 //     out of every error), errors.go, and classify.go (the verdict of an
