@@ -68,7 +68,13 @@ func (r *redisCordons) announce(ctx context.Context, ks keyspace.Chain) {
 }
 
 func (r *redisCordons) watch(ctx context.Context, chains func() []string, rechain <-chan struct{}, changed func(string)) {
-	// go-redis resubscribes after a lost connection by itself.
+	// Classic pub/sub, not sharded (SSUBSCRIBE): on a Redis Cluster a
+	// PUBLISH reaches every node, so one connection, to whichever node,
+	// hears every chain's channel, where sharded channels of chains in
+	// different slots would need a connection per slot. Cordons change
+	// rarely; the broadcast costs nothing. go-redis resubscribes after a
+	// lost connection by itself, to the node then serving the first
+	// channel's slot: a failed-over master's replica.
 	sub := r.rdb.Subscribe(ctx)
 	defer sub.Close()
 	byChannel := map[string]string{}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/admin"
@@ -57,7 +56,7 @@ func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
 	cfg, cs := p.Config, p.Chains
 	list := cs.adminChains(p.History)
 	a := admin.New(admin.Options{Config: cfg.Admin, Replica: cfg.replicaID(), Version: p.Build.Version,
-		ConfigFile: cfg.File, Chains: list, Effective: cfg, Redis: redisOrNil(cs), Drain: cs.drain, Draining: cs.draining.Load,
+		ConfigFile: cfg.File, Chains: list, Effective: cfg, Redis: cs.rdb, Drain: cs.drain, Draining: cs.draining.Load,
 		Reload: p.Reload, Logger: p.Log, Registerer: p.Registry, Gatherer: p.Registry})
 	p.Lifecycle.Append(fx.Hook{OnStart: a.Start, OnStop: a.Stop})
 
@@ -85,14 +84,6 @@ func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
 		return a, &adminServer{svc: svc}
 	}
 	return a, &adminServer{}
-}
-
-// redisOrNil keeps a nil *redis.Client from becoming a non-nil interface.
-func redisOrNil(cs *chains) redis.UniversalClient {
-	if cs.rdb == nil {
-		return nil
-	}
-	return cs.rdb
 }
 
 // replicaID names this replica: redis.replica_id, defaulted with Redis;

@@ -168,6 +168,7 @@ type headFeed struct {
 	follower *headstore.Follower
 	elector  stalker.Elector
 	stalker  *stalker.Stalker
+	heads    *stalker.HeadShare // the remotes' heads shared; nil without Redis
 	subs     *subcenter.Center
 
 	leading atomic.Bool // the stalker runs: this replica leads
@@ -177,19 +178,29 @@ type headFeed struct {
 	campaignDone chan struct{}
 }
 
-// lead runs the stalker for one leadership.
+// lead runs the stalker for one leadership, and publishes the remotes'
+// heads while it runs.
 func (h *headFeed) lead(ctx context.Context, epoch uint64) {
 	h.leading.Store(true)
 	defer h.leading.Store(false)
+	if h.heads == nil {
+		h.stalker.Lead(ctx, epoch)
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { h.heads.Lead(ctx, epoch) })
 	h.stalker.Lead(ctx, epoch)
+	cancel()
+	wg.Wait()
 }
 
 // chains are in config order. A reload adds and removes chains (reload.go):
 // the list is swapped whole, so readers (readyz) load it without a lock.
 type chains struct {
 	list     atomic.Pointer[[]*chain]
-	rdb      *redis.Client // nil without redis.url
-	tiers    cacheTiers    // the Postgres cache tiers' pool
+	rdb      redis.UniversalClient // nil without Redis
+	tiers    cacheTiers            // the Postgres cache tiers' pool
 	log      *slog.Logger
 	parts    chainParts
 	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
@@ -226,6 +237,7 @@ type chainMetrics struct {
 	head     *headstore.Metrics
 	stalker  *stalker.Metrics
 	election *stalker.ElectionMetrics
+	heads    *stalker.HeadShareMetrics
 	archive  *stalker.ArchiveMetrics
 	router   *router.Metrics
 	subs     *subcenter.Metrics
@@ -237,6 +249,7 @@ func newChainMetrics(reg prometheus.Registerer) chainMetrics {
 		head:     headstore.NewMetrics(reg),
 		stalker:  stalker.NewMetrics(reg),
 		election: stalker.NewElectionMetrics(reg),
+		heads:    stalker.NewHeadShareMetrics(reg),
 		archive:  stalker.NewArchiveMetrics(reg),
 		router:   router.NewMetrics(reg),
 		subs:     subcenter.NewMetrics(reg),
@@ -258,15 +271,12 @@ type chainsParams struct {
 func newChains(p chainsParams) (*chains, error) {
 	cfg, log := p.Config, p.Log
 	out := &chains{log: log, stopping: make(chan struct{})}
-	if cfg.Redis.URL != "" {
-		opts, err := redis.ParseURL(cfg.Redis.URL)
+	if cfg.Redis.Enabled() {
+		rdb, err := cfg.Redis.newRedisClient(redisTuning{})
 		if err != nil {
-			return nil, errors.New("redis.url: invalid")
+			return nil, err
 		}
-		// Every call is bounded by its context: a leader's renew must not
-		// outlive its lease waiting on a dead connection.
-		opts.ContextTimeoutEnabled = true
-		out.rdb = redis.NewClient(opts)
+		out.rdb = rdb
 	}
 	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
 	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
@@ -300,11 +310,13 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 
 func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
-	var share remotes.AvailShare
+	var budgets remotes.BudgetStore // without Redis each process counts its own
+	var share remotes.AvailShare    // without Redis each process probes alone
 	if cs.rdb != nil {
+		budgets = remotes.NewRedisBudgets(cs.rdb)
 		share = availredis.New(cs.rdb, cfg.Redis.ReplicaID)
 	}
-	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, share)
+	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +343,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
 	settled := cc.settledLine(h.window)
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash,
+		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
 	if err != nil {
@@ -364,12 +376,16 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		elector = stalker.NewMemoryElector(ec)
 	}
 	w := headstore.NewWindow(cc.Head.Window)
-	return &headFeed{
+	h := &headFeed{
 		window:   w,
 		follower: headstore.NewFollower(cc.Name, store, w, cs.log, m.head),
 		elector:  elector,
 		stalker:  stalker.New(sc, pool, store, cs.log, m.stalker),
 	}
+	if cs.rdb != nil {
+		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool, cs.log, m.heads)
+	}
+	return h
 }
 
 // start starts every pool at once: each may wait a few seconds for a first
@@ -397,6 +413,9 @@ func (c *chain) run(campaign bool) {
 	c.cancel = cancel
 	c.wg.Go(func() { c.head.follower.Run(bg) })
 	c.wg.Go(func() { c.head.subs.Run(bg) })
+	if c.head.heads != nil {
+		c.wg.Go(func() { c.head.heads.Run(bg) })
+	}
 	if h := c.head; campaign {
 		camp, stop := context.WithCancel(bg)
 		h.stopCampaign, h.campaignDone = stop, make(chan struct{})

@@ -20,6 +20,7 @@ import (
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/reqlog"
+	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/tracing"
 )
@@ -85,16 +86,34 @@ type Config struct {
 	File string `yaml:"-"`
 }
 
-// RedisConfig is the cluster's shared Redis. URL may carry a password: no
-// message prints it.
+// RedisConfig is the cluster's shared Redis: one server, a Sentinel set or
+// a Redis Cluster (redis.go). URL and Password may carry a secret: no
+// message prints them.
 type RedisConfig struct {
-	URL string `yaml:"url"` // redis://host:6379/0; "" runs alone
+	// URL is redis://host:6379/0 (rediss:// for TLS), or
+	// redis+sentinel://host:26379,host:26379/0?master=NAME, or
+	// redis+cluster://host:6379,host:6379; "" with no Sentinel or Cluster
+	// runs alone.
+	URL string `yaml:"url"`
+	// Sentinel and Cluster spell the other two deployments in YAML, with
+	// Username and Password; a URL carries its own credentials.
+	Sentinel RedisSentinelConfig `yaml:"sentinel"`
+	Cluster  []string            `yaml:"cluster"` // seed nodes, host:port
+	Username string              `yaml:"username"`
+	Password string              `yaml:"password"`
 	// LeaseTTL is a chain leader's lease: a dead leader is replaced within
 	// about this long.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
 	// ReplicaID names this replica in leases and logs (default: host name
 	// and process id).
 	ReplicaID string `yaml:"replica_id"`
+}
+
+// RedisSentinelConfig names the master a Sentinel set watches and the
+// sentinels to ask for it.
+type RedisSentinelConfig struct {
+	Master string   `yaml:"master"`
+	Addrs  []string `yaml:"addrs"` // host:port of each sentinel
 }
 
 // LogConfig selects the slog handler.
@@ -147,6 +166,8 @@ type ChainConfig struct {
 	Integrity IntegrityConfig `yaml:"integrity"`
 	// Cache is the chain's response cache (package cache).
 	Cache cache.Config `yaml:"cache"`
+	// GetLogsLimits cap clients' eth_getLogs on the chain (package router).
+	GetLogsLimits router.LogLimits `yaml:"getlogs_limits"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).

@@ -26,7 +26,7 @@ func (c *Config) applyDefaults() {
 	c.RequestLog = c.RequestLog.WithDefaults()
 	c.Edge = c.Edge.WithDefaults()
 	c.Admin = c.Admin.WithDefaults()
-	if c.Redis.URL != "" {
+	if c.Redis.Enabled() {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
 		if c.Redis.ReplicaID == "" {
 			host, _ := os.Hostname()
@@ -34,7 +34,7 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	for i := range c.Chains {
-		c.Chains[i].applyDefaults(c.Redis.URL != "")
+		c.Chains[i].applyDefaults(c.Redis.Enabled())
 	}
 	c.applyPostgresDefaults()
 }
@@ -55,6 +55,7 @@ func (ch *ChainConfig) applyDefaults(redis bool) {
 		blockTime = remotes.DefaultBlockTime // until learnt
 	}
 	ch.Cache = ch.Cache.WithDefaults(blockTime, redis)
+	ch.GetLogsLimits = ch.GetLogsLimits.WithDefaults()
 }
 
 // applyPostgresDefaults runs after the chains' defaults: the read timeout

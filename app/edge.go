@@ -10,7 +10,6 @@ import (
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/edge"
@@ -67,17 +66,14 @@ type rateLimiter struct {
 // without the retries the head feed's client makes. The client is closed
 // after the JSON-RPC server has drained (its hook is appended first).
 func newRateLimiter(lc fx.Lifecycle, cfg *Config, log *slog.Logger) (*rateLimiter, error) {
-	if cfg.Redis.URL == "" || !cfg.Edge.RateLimited() {
+	if !cfg.Redis.Enabled() || !cfg.Edge.RateLimited() {
 		return &rateLimiter{}, nil
 	}
-	opts, err := redis.ParseURL(cfg.Redis.URL)
+	// A failed decision fails open or closed at once.
+	rdb, err := cfg.Redis.newRedisClient(redisTuning{maxRetries: -1, dialerRetries: 1})
 	if err != nil {
-		return nil, errors.New("redis.url: invalid")
+		return nil, err
 	}
-	opts.ContextTimeoutEnabled = true
-	opts.MaxRetries = -1 // a failed decision fails open or closed at once
-	opts.DialerRetries = 1
-	rdb := redis.NewClient(opts)
 	l := edge.NewRedisLimiter(rdb, edge.RedisLimiterOptions{Timeout: cfg.Edge.RateLimits.RedisTimeout})
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {

@@ -283,7 +283,7 @@ func TestRateLimitsAcrossReplicas(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		keys, _ := rdb.Keys(ctx, "venn:{"+chain+"}:*").Result()
-		keys = append(keys, keyspace.For(chain).Lease, keyspace.For(chain).Epoch, edge.DefaultRateLimitPrefix+"key:"+keyName)
+		keys = append(keys, keyspace.For(chain).Lease, keyspace.For(chain).Epoch, keyspace.RateLimitKey(edge.DefaultRateLimitPrefix, "key:"+keyName))
 		_ = rdb.Del(ctx, keys...).Err()
 		_ = rdb.Close()
 	})

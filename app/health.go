@@ -51,9 +51,14 @@ type chainReadiness struct {
 	BlockTimeSeconds float64 `json:"block_time_seconds"`
 	// BlockTimeSource: config (block_time), learned (block timestamps) or
 	// default (not learned yet).
-	BlockTimeSource     string   `json:"block_time_source"`
-	PollIntervalSeconds float64  `json:"poll_interval_seconds"`
-	Remotes             []string `json:"remotes"`
+	BlockTimeSource     string  `json:"block_time_source"`
+	PollIntervalSeconds float64 `json:"poll_interval_seconds"`
+	// HeadTracking says how this replica follows the remotes' heads in a
+	// cluster: leader (tracks and publishes them), feed (takes the
+	// leader's), own (no fresh feed: tracks them itself). Empty without
+	// Redis, where every replica tracks them.
+	HeadTracking string   `json:"head_tracking,omitempty"`
+	Remotes      []string `json:"remotes"`
 	// Reason says why the chain is not ready: each remote and why it is
 	// out of rotation.
 	Reason string `json:"reason,omitempty"`
@@ -73,6 +78,9 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 			PollIntervalSeconds: seconds(hs.PollInterval), Remotes: c.pool.Remotes()}
 		if !hs.Time.IsZero() {
 			cr.HeadAgeSeconds = seconds(max(now.Sub(hs.Time), 0))
+		}
+		if c.head.heads != nil {
+			cr.HeadTracking = c.head.heads.Mode()
 		}
 		if n, _, ok := c.head.window.Head(); ok {
 			cr.WindowHead = n

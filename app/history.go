@@ -63,12 +63,13 @@ var (
 	_ router.History  = (*blockstore.HistoryChain)(nil)
 )
 
-// chain returns one chain's history store, nil without postgres.url.
+// chain returns one chain's history store, nil without postgres.url or
+// with the chain's history off.
 func (h *history) chain(cc ChainConfig) *blockstore.HistoryChain {
-	if h.store == nil {
+	if h.store == nil || cc.History.Off {
 		return nil
 	}
-	return h.store.Chain(cc.ChainID, cc.Name)
+	return h.store.Chain(cc.ChainID, cc.Name, cc.History.Policy())
 }
 
 // Chain returns the chain configured under name.
@@ -85,14 +86,16 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 // Start the pool before calling through it. replies is the process's reply
 // budget, shared by every chain's pool (nil: the pool gets its own).
 func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget) (*remotes.Pool, error) {
-	return c.newPool(log, m, replies, nil, nil)
+	return c.newPool(log, m, replies, nil, nil, nil)
 }
 
 // newPool is NewPool with the process's tracer (nil: off) and the
-// cluster's share of availability probes (nil: this process probes alone).
-func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget, tr *tracing.Tracer, share remotes.AvailShare) (*remotes.Pool, error) {
+// cluster's budget counters (nil: the process counts its own) and share of
+// availability probes (nil: this process probes alone).
+func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget, tr *tracing.Tracer,
+	budgets remotes.BudgetStore, share remotes.AvailShare) (*remotes.Pool, error) {
 	pc := c.PoolConfig()
-	pc.Replies, pc.Tracer, pc.Availability.Share = replies, tr, share
+	pc.Replies, pc.Tracer, pc.Budgets, pc.Availability.Share = replies, tr, budgets, share
 	pool, err := remotes.NewPool(pc, c.Remotes, log, m)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", c.Name, err)

@@ -1,11 +1,13 @@
 package app
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -85,6 +87,8 @@ func TestHistoryConfigNamesField(t *testing.T) {
 				"chains[0].history.batch: must be at most 10000",
 				"chains[0].history.confirmations: must be below head.window (16)",
 			}},
+		{name: "partitions too small", give: threeRemotes + "    history: {partition_blocks: 10}\n",
+			want: []string{"chains[0].history.partition_blocks: must be at least 1000"}},
 		{name: "a type error names the field", give: threeRemotes + "    history: {confirmations: many}\n",
 			want: []string{"chains[0].history.confirmations (line 9): cannot unmarshal !!str `many` into uint64"}},
 	}
@@ -106,5 +110,30 @@ func TestHistoryConfigNamesField(t *testing.T) {
 				t.Errorf("the message shows the password: %v", err)
 			}
 		})
+	}
+}
+
+// TestHistoryPolicyAndOff: a chain's keep_blocks and partition_blocks are
+// its store's policy, and a chain with history off gets no store (nothing
+// archived, nothing read) while the others keep theirs.
+func TestHistoryPolicyAndOff(t *testing.T) {
+	cfg := mustParse(t, "postgres: {url: \""+pgtest.Empty(t)+"\"}\n"+threeRemotes+
+		"    history: {keep_blocks: 50000, partition_blocks: 2000}\n")
+	cc := cfg.Chains[0]
+	if got, want := cc.History.Policy(), (blockstore.Policy{PartitionBlocks: 2000, KeepBlocks: 50000}); got != want {
+		t.Errorf("policy %+v, want %+v", got, want)
+	}
+	store, err := blockstore.OpenHistory(context.Background(), cfg.Postgres, blockstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Stop(context.Background()) })
+	h := &history{store: store}
+	if h.chain(cc) == nil {
+		t.Error("a chain with history on has no store")
+	}
+	cc.History.Off = true
+	if h.chain(cc) != nil {
+		t.Error("a chain with history off has a store")
 	}
 }

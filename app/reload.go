@@ -146,7 +146,7 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		// keys in a header work at once.
 		rep.restart("auth.keys (as /CHAIN/KEY paths)")
 	}
-	if s.Redis.URL != "" && !s.Edge.RateLimited() && next.Edge.RateLimited() {
+	if s.Redis.Enabled() && !s.Edge.RateLimited() && next.Edge.RateLimited() {
 		rep.restart("rate_limits (kept in Redis; in this process until then)")
 	}
 }

@@ -33,6 +33,13 @@ var chainSections = []chainSection{
 	{name: "history", fields: []string{"History"}},     // the archiver is built with it
 	{name: "integrity", fields: []string{"Integrity"}}, // the router is built in front of it
 	{name: "cache", fields: []string{"Cache"}, apply: applyCache},
+	{name: "getlogs_limits", fields: []string{"GetLogsLimits"}, apply: applyLogLimits},
+}
+
+// applyLogLimits puts a chain's eth_getLogs caps in force on its router.
+func applyLogLimits(c *chain, cc ChainConfig) ([]string, error) {
+	c.router.SetLogLimits(cc.GetLogsLimits)
+	return []string{fmt.Sprintf("chain %s: getlogs_limits applied", c.name)}, nil
 }
 
 // same reports whether a and b agree on the section's fields.

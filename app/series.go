@@ -60,6 +60,7 @@ func (m chainMetrics) drop(chain string) {
 	m.head.DropChain(chain)
 	m.stalker.DropChain(chain)
 	m.election.DropChain(chain)
+	m.heads.DropChain(chain)
 	m.archive.DropChain(chain)
 	m.router.DropChain(chain)
 	m.subs.DropChain(chain)

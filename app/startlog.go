@@ -26,8 +26,8 @@ func logStart(cfg *Config, cs *chains, log *slog.Logger, b buildInfoIn) {
 	}
 	log.Info("venn", "version", version, "config", file, "replica", cfg.replicaID())
 	head, history := "memory", "off"
-	if cs.rdb != nil {
-		head = "redis"
+	if t, err := cfg.Redis.target(); cs.rdb != nil && err == nil {
+		head = "redis " + t.kind // server, sentinel or cluster
 	}
 	if cfg.Postgres.URL != "" {
 		history = "postgres"

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/jrpc"
@@ -64,11 +62,10 @@ func (c *Config) Validate() error {
 	validateLimits(&p, c.Limits)
 	p.under("request_log", c.RequestLog.Validate())
 	c.validateEdge(&p)
-	if c.Redis.URL != "" {
-		if _, err := redis.ParseURL(c.Redis.URL); err != nil {
-			// go-redis's message can quote the URL, password included.
-			p.add("redis.url", "must be redis://[:password@]host:port[/db] or rediss://...")
-		}
+	if _, err := c.Redis.target(); err != nil && (c.Redis.Enabled() || c.Redis.Username != "" || c.Redis.Password != "") {
+		p = append(p, err)
+	}
+	if c.Redis.Enabled() {
 		if c.Redis.LeaseTTL < 300*time.Millisecond {
 			p.add("redis.lease_ttl", "must be at least 300ms")
 		}
@@ -121,8 +118,8 @@ func (c *Config) validatePostgres(p *problems) {
 // turns on have their stores.
 func (c *Config) validateCache(p *problems, path string, cc cache.Config) {
 	p.under(path+".cache", cc.Validate())
-	if cc.Redis != nil && *cc.Redis && c.Redis.URL == "" {
-		p.add(path+".cache.redis", "requires redis.url")
+	if cc.Redis != nil && *cc.Redis && !c.Redis.Enabled() {
+		p.add(path+".cache.redis", "requires redis.url, redis.sentinel or redis.cluster")
 	}
 	if cc.Postgres && c.Postgres.URL == "" {
 		p.add(path+".cache.postgres", "requires postgres.url")
@@ -155,6 +152,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	p.under(path+".head", c.Head.Validate())
 	p.under(path+".history", c.History.Validate(c.Head.Window))
 	p.under(path, c.Pool.Validate(c.Remotes))
+	p.under(path+".getlogs_limits", c.GetLogsLimits.Validate())
 }
 
 // validateAdmin checks where the admin API serves: without tokens only on

@@ -212,11 +212,22 @@ func milliseconds(d time.Duration) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 }
 
-// Chain returns the store of one chain; name labels its errors.
+// Chain returns the store of one chain, kept by the default Policy; name
+// labels its errors.
 func (p *Postgres) Chain(chainID uint64, name string) *Chain {
+	return p.ChainWith(chainID, name, Policy{})
+}
+
+// ChainWith returns the store of one chain, kept by pol.
+func (p *Postgres) ChainWith(chainID uint64, name string, pol Policy) *Chain {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "venn blockstore put %d", chainID)
-	return &Chain{p: p, id: int64(chainID), name: name, lockKey: int64(h.Sum64())}
+	span := pol.PartitionBlocks
+	if span == 0 {
+		span = DefaultPartitionBlocks
+	}
+	return &Chain{p: p, id: int64(chainID), name: name, lockKey: int64(h.Sum64()),
+		span: min(span, maxBlockNumber), keep: pol.KeepBlocks, parts: &partitions{}}
 }
 
 // Chain is the history of one chain.
@@ -225,12 +236,15 @@ type Chain struct {
 	id      int64
 	name    string
 	lockKey int64 // the advisory lock that orders Puts' link checks
+	span    uint64
+	keep    uint64 // 0: all
+	parts   *partitions
 }
 
 // do runs one of the chain's operations against Postgres.
 func (c *Chain) do(ctx context.Context, op string, idempotent bool, fn func(context.Context) error) error {
 	err := c.p.do(ctx, op, idempotent, fn)
-	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrTooLarge) {
+	if err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrNotCovered) {
 		return fmt.Errorf("blockstore %s %s: %w", c.name, op, err)
 	}
 	return err
@@ -261,7 +275,7 @@ func (p *Postgres) do(ctx context.Context, op string, idempotent bool, fn func(c
 	}
 	switch {
 	case err == nil, errors.Is(err, ErrConflict), errors.Is(err, ErrTooLarge), errors.Is(err, errMalformed),
-		errors.Is(err, ErrInvalidBlock):
+		errors.Is(err, ErrInvalidBlock), errors.Is(err, ErrNotCovered):
 		return err
 	case ctx.Err() != nil:
 		return err // the caller gave up: nothing said about Postgres
@@ -339,7 +353,7 @@ func (p *Postgres) probe(ctx context.Context) {
 // unreachable reports errors that mean Postgres cannot be used, as
 // opposed to one statement failing on a working server.
 func unreachable(err error) bool {
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrTooLarge) || errors.Is(err, errMalformed) {
+	if errors.Is(err, ErrConflict) || errors.Is(err, ErrTooLarge) || errors.Is(err, errMalformed) || errors.Is(err, ErrNotCovered) {
 		return false
 	}
 	var pgErr *pgconn.PgError

@@ -44,6 +44,9 @@ type History struct {
 	log      *slog.Logger
 	ready    atomic.Bool // migrated
 
+	mu     sync.Mutex
+	chains map[int64]string // the chains served, by id: their names label the size metrics
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -67,23 +70,64 @@ func OpenHistory(ctx context.Context, cfg Config, opts Options) (*History, error
 func (h *History) Start(context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	h.wg.Go(func() { h.migrate(bg) })
+	h.wg.Go(func() {
+		if h.migrate(bg) {
+			h.report(bg)
+		}
+	})
 	return nil
 }
 
+// statsInterval is how often the size metrics are refreshed: the sizes
+// move slowly, and each refresh reads the catalog of every partition.
+const statsInterval = time.Minute
+
+// report refreshes the size metrics of the chains served from Stats,
+// every statsInterval until ctx ends. A failed refresh leaves the last
+// figures; Postgres's outage is the store's to report.
+func (h *History) report(ctx context.Context) {
+	t := time.NewTicker(statsInterval)
+	defer t.Stop()
+	for {
+		if stats, err := h.pg.Stats(ctx); err == nil {
+			h.setSizes(stats)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (h *History) setSizes(stats []ChainStats) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range stats {
+		name, ok := h.chains[int64(s.ChainID)]
+		if !ok {
+			continue // another deployment's chain, or one no longer configured
+		}
+		for _, t := range s.Tables {
+			h.pg.m.rows.WithLabelValues(name, t.Table).Set(float64(t.Rows))
+			h.pg.m.bytes.WithLabelValues(name, t.Table).Set(float64(t.Bytes))
+		}
+	}
+}
+
 // migrate applies the migrations, retrying with backoff until they succeed
-// or ctx ends.
-func (h *History) migrate(ctx context.Context) {
+// (true) or ctx ends.
+func (h *History) migrate(ctx context.Context) bool {
 	backoff := migrateBackoffMin
 	for {
 		applied, err := h.migrateOnce(ctx)
 		if err == nil {
 			h.ready.Store(true)
 			h.log.Info("history store ready", "migrations_applied", len(applied))
-			return
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		h.log.Warn("history store unavailable: serving without it until migrations succeed",
 			"err", err, "retry_in", backoff)
@@ -91,7 +135,7 @@ func (h *History) migrate(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return false
 		case <-t.C:
 		}
 		backoff = min(2*backoff, MaxMigrateBackoff)
@@ -172,9 +216,17 @@ func (h *History) Readiness() Readiness {
 // tier, whose table the same migrations create, waits for it too.
 func (h *History) Migrated() bool { return h.ready.Load() }
 
-// Chain returns one chain's store, gated on the schema.
-func (h *History) Chain(chainID uint64, name string) *HistoryChain {
-	return &HistoryChain{h: h, c: h.pg.Chain(chainID, name)}
+// Chain returns one chain's store, kept by pol and gated on the schema.
+func (h *History) Chain(chainID uint64, name string, pol Policy) *HistoryChain {
+	h.mu.Lock()
+	if h.chains == nil {
+		h.chains = map[int64]string{}
+	}
+	h.chains[int64(chainID)] = name
+	h.mu.Unlock()
+	g := &HistoryChain{h: h, c: h.pg.ChainWith(chainID, name, pol)}
+	g.retained.Store(-1)
+	return g
 }
 
 // HistoryChain is one chain's store as the stalker and the router use it:
@@ -183,14 +235,43 @@ func (h *History) Chain(chainID uint64, name string) *HistoryChain {
 type HistoryChain struct {
 	h *History
 	c *Chain
+	// retained is the partition span of the highest block stored when
+	// retention last ran; -1 before it ran.
+	retained atomic.Int64
 }
 
-// Put stores settled blocks (Chain.Put).
+// Put stores settled blocks (Chain.Put). With Policy.KeepBlocks, once a
+// block of a new partition span is stored, the partitions that fell out of
+// the kept range are dropped (Chain.Retain); a failure there is logged,
+// not returned, and retention runs again with the next Put.
 func (g *HistoryChain) Put(ctx context.Context, blocks []*evm.Block) error {
 	if !g.h.ready.Load() {
 		return ErrNotMigrated
 	}
-	return g.c.Put(ctx, blocks)
+	if err := g.c.Put(ctx, blocks); err != nil {
+		return err
+	}
+	if g.c.keep == 0 || len(blocks) == 0 {
+		return nil
+	}
+	var top uint64
+	for _, b := range blocks {
+		top = max(top, b.Number)
+	}
+	span := int64(top / g.c.span)
+	if prev := g.retained.Load(); span <= prev || !g.retained.CompareAndSwap(prev, span) {
+		return nil
+	}
+	dropped, err := g.c.Retain(ctx)
+	if err != nil {
+		g.retained.Store(-1)
+		g.h.log.Warn("history retention failed; retrying after the next write", "chain", g.c.name, "err", err)
+		return nil
+	}
+	for _, r := range dropped {
+		g.h.log.Info("history retention dropped a partition", "chain", g.c.name, "from", r.From, "to", r.To)
+	}
+	return nil
 }
 
 // Covered returns the stored sub-ranges of [from, to]; none before the

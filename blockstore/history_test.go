@@ -21,7 +21,7 @@ func TestHistoryMigratesAndGates(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	c := h.Chain(1, "test")
+	c := h.Chain(1, "test", Policy{})
 	blocks := synthChain(t, "a", 10, 12, 2)
 
 	if r := h.Readiness(); r != (Readiness{State: StateMigrating, Required: true}) || r.Ready() || !r.Degraded() {

@@ -17,6 +17,7 @@ import (
 // covered.
 func (c *Chain) answerLogs(ctx context.Context, r *evm.Call) (json.RawMessage, bool, error) {
 	f := &r.Filter
+	from, to := f.From.Number, f.To.Number
 	if f.ByHash {
 		var n int64
 		h, _ := hex.DecodeString(string(f.Hash[2:]))
@@ -27,33 +28,32 @@ func (c *Chain) answerLogs(ctx context.Context, r *evm.Call) (json.RawMessage, b
 		case err != nil:
 			return nil, false, err
 		}
-		res, err := c.logs(ctx, f, uint64(n), uint64(n))
-		return res, err == nil, err
-	}
-	from, to := f.From.Number, f.To.Number
-	covered, err := c.covers(ctx, from, to)
-	if err != nil || !covered {
-		return nil, false, err
+		from, to = uint64(n), uint64(n)
+	} else if to > math.MaxInt64 || from > to {
+		return nil, false, nil
 	}
 	res, err := c.logs(ctx, f, from, to)
+	if errors.Is(err, ErrNotCovered) {
+		return nil, false, nil
+	}
 	return res, err == nil, err
 }
 
-// covers reports whether [from, to] is stored completely.
-func (c *Chain) covers(ctx context.Context, from, to uint64) (bool, error) {
-	if to > math.MaxInt64 {
-		return false, nil
-	}
-	var ok bool
-	err := c.p.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM coverage
-		WHERE chain_id = $1 AND from_block <= $2 AND to_block >= $3)`, c.id, int64(from), int64(to)).Scan(&ok)
-	return ok, err
-}
+// ErrNotCovered is returned by Logs for a range not stored completely when
+// it is read (retention may have dropped it since the caller looked).
+var ErrNotCovered = errors.New("blockstore: range not stored")
+
+// coveredGuard is the condition that [$2, $3] is covered, checked in the
+// statement that reads the logs: coverage and rows are then of one
+// snapshot, and retention, which drops both in one transaction, is either
+// all seen or not at all.
+const coveredGuard = `EXISTS (SELECT 1 FROM coverage WHERE chain_id = $1 AND from_block <= $2 AND to_block >= $3)`
 
 // Logs returns the logs in [from, to] matching the eth_getLogs filter
 // object (its address and topics; its block fields are ignored) as a JSON
-// array in (block, logIndex) order, the node's bytes. The caller ensures
-// [from, to] is covered. ErrTooLarge: the answer would pass 128 MiB.
+// array in (block, logIndex) order, the node's bytes. ErrNotCovered: the
+// range is not stored completely. ErrTooLarge: the answer would pass
+// 128 MiB.
 func (c *Chain) Logs(ctx context.Context, f *evm.LogFilter, from, to uint64) (json.RawMessage, error) {
 	if from > to || to > math.MaxInt64 {
 		return resultEmptyList, nil
@@ -67,39 +67,19 @@ func (c *Chain) Logs(ctx context.Context, f *evm.LogFilter, from, to uint64) (js
 	return res, err
 }
 
-// logs queries the logs f matches in [from, to]. Wildcard positions still
-// need the log to have a topic there.
+// logs queries the logs f matches in [from, to], which must be covered.
+// Wildcard positions still need the log to have a topic there. Logs
+// found were read with their coverage; no log found takes a second
+// statement to tell an empty answer from a range not covered, which asks
+// both at once.
 func (c *Chain) logs(ctx context.Context, f *evm.LogFilter, from, to uint64) (json.RawMessage, error) {
-	q := `SELECT ` + logCols + `, b.hash, b.time
+	where, args, err := logsWhere(f, c.id, from, to)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.p.pool.Query(ctx, `SELECT `+logCols+`, b.hash, b.time
 		FROM logs l JOIN blocks b ON b.chain_id = l.chain_id AND b.number = l.block_number
-		WHERE l.chain_id = $1 AND l.block_number BETWEEN $2 AND $3`
-	args := []any{c.id, int64(from), int64(to)}
-	if !f.Address.Any() {
-		vals, err := values(&f.Address)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, vals)
-		q += fmt.Sprintf(" AND l.address = ANY($%d)", len(args))
-	}
-	for i := range f.NTopics {
-		c := &f.Topics[i]
-		if c.Any() {
-			continue
-		}
-		vals, err := values(c)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, vals)
-		q += fmt.Sprintf(" AND l.topic%d = ANY($%d)", i, len(args))
-	}
-	if n := f.NTopics; n > 0 && f.Topics[n-1].Any() {
-		q += fmt.Sprintf(" AND l.topic%d IS NOT NULL", n-1)
-	}
-	q += ` ORDER BY l.block_number, l.log_index`
-
-	rows, err := c.p.pool.Query(ctx, q, args...)
+		WHERE `+coveredGuard+` AND `+where+` ORDER BY l.block_number, l.log_index`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +105,49 @@ func (c *Chain) logs(ctx context.Context, f *evm.LogFilter, from, to uint64) (js
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(out) == 1 {
-		return resultEmptyList, nil
+	if len(out) > 1 {
+		return append(out, ']'), nil
 	}
-	return append(out, ']'), nil
+	var empty bool
+	if err := c.p.pool.QueryRow(ctx, `SELECT `+coveredGuard+` AND NOT EXISTS (SELECT 1 FROM logs l WHERE `+where+`)`,
+		args...).Scan(&empty); err != nil {
+		return nil, err
+	}
+	if !empty {
+		return nil, ErrNotCovered
+	}
+	return resultEmptyList, nil
+}
+
+// logsWhere is the condition on logs l of f in [from, to] of chain, with
+// its arguments: $1 the chain, $2 and $3 the range.
+func logsWhere(f *evm.LogFilter, chain int64, from, to uint64) (string, []any, error) {
+	q := `l.chain_id = $1 AND l.block_number BETWEEN $2 AND $3`
+	args := []any{chain, int64(from), int64(to)}
+	if !f.Address.Any() {
+		vals, err := values(&f.Address)
+		if err != nil {
+			return "", nil, err
+		}
+		args = append(args, vals)
+		q += fmt.Sprintf(" AND l.address = ANY($%d)", len(args))
+	}
+	for i := range f.NTopics {
+		c := &f.Topics[i]
+		if c.Any() {
+			continue
+		}
+		vals, err := values(c)
+		if err != nil {
+			return "", nil, err
+		}
+		args = append(args, vals)
+		q += fmt.Sprintf(" AND l.topic%d = ANY($%d)", i, len(args))
+	}
+	if n := f.NTopics; n > 0 && f.Topics[n-1].Any() {
+		q += fmt.Sprintf(" AND l.topic%d IS NOT NULL", n-1)
+	}
+	return q, args, nil
 }
 
 // values decodes a criterion's hex values.

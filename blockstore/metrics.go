@@ -9,6 +9,8 @@ const (
 	opLogs    = "logs"
 	opCovered = "covered"
 	opHighest = "highest"
+	opRetain  = "retain"
+	opStats   = "stats"
 	opPing    = "ping" // the check while up, and Ping's callers
 )
 
@@ -16,6 +18,8 @@ type metrics struct {
 	up     prometheus.Gauge
 	errors *prometheus.CounterVec
 	blocks prometheus.Counter
+	// Set by History's report from Stats, for the chains it serves.
+	rows, bytes *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -32,12 +36,20 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "venn", Subsystem: "blockstore", Name: "blocks_stored_total",
 			Help: "Blocks written to the history store (not counting ones already stored).",
 		}),
+		rows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "venn", Subsystem: "blockstore", Name: "rows",
+			Help: "Rows of a chain's stored history by table (Postgres's estimate, as of the last vacuum or analyze).",
+		}, []string{"chain", "table"}),
+		bytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "venn", Subsystem: "blockstore", Name: "bytes",
+			Help: "Bytes on disk of a chain's stored history by table, indexes and TOAST included.",
+		}, []string{"chain", "table"}),
 	}
-	for _, op := range []string{opPut, opAnswer, opLogs, opCovered, opHighest, opPing} {
+	for _, op := range []string{opPut, opAnswer, opLogs, opCovered, opHighest, opRetain, opStats, opPing} {
 		m.errors.WithLabelValues(op)
 	}
 	if reg != nil {
-		reg.MustRegister(m.up, m.errors, m.blocks)
+		reg.MustRegister(m.up, m.errors, m.blocks, m.rows, m.bytes)
 	}
 	return m
 }

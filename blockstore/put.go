@@ -37,6 +37,9 @@ func (c *Chain) Put(ctx context.Context, blocks []*evm.Block) error {
 	}
 	return c.do(ctx, opPut, false, func(ctx context.Context) error {
 		for attempt := 1; ; attempt++ {
+			if err := c.ensurePartitions(ctx, rows); err != nil {
+				return err
+			}
 			n, err := c.put(ctx, rows)
 			if err == nil {
 				c.p.m.blocks.Add(float64(n))
@@ -58,7 +61,7 @@ func prepare(blocks []*evm.Block) ([]*blockRows, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: block %d: %w", ErrInvalidBlock, b.Number, err)
 		}
-		if r.number > math.MaxInt64 {
+		if r.number > maxBlockNumber {
 			return nil, fmt.Errorf("%w: block number %d out of range", ErrInvalidBlock, r.number)
 		}
 		rows = append(rows, r)
@@ -119,6 +122,15 @@ func (c *Chain) put(ctx context.Context, rows []*blockRows) (int, error) {
 		return 0, err
 	}
 	defer rollback()
+
+	// Partitions are not dropped under the write (retention waits), and
+	// those ensurePartitions found are still there.
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, c.partitionLock()); err != nil {
+		return 0, err
+	}
+	if err := c.checkPartitions(ctx, tx, rows); err != nil {
+		return 0, err
+	}
 
 	// Puts of the same or neighbouring blocks take turns from here on, so
 	// that the second sees what the first stored; Puts of distant ranges
@@ -315,9 +327,13 @@ func runs(rows []*blockRows) [][]*blockRows {
 	return out
 }
 
-// raced reports errors from losing a race with a concurrent Put, after
-// which a new attempt sees what the other one stored.
+// raced reports errors from losing a race with a concurrent Put (or a
+// retention that dropped a partition), after which a new attempt sees what
+// the other one did.
 func raced(err error) bool {
+	if errors.Is(err, errPartitionGone) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false

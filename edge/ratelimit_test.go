@@ -3,7 +3,10 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -156,7 +160,7 @@ func TestRedisLimiterOwnClock(t *testing.T) {
 	if err != nil || v.OK || v.RetryAfter <= 0 || v.RetryAfter > time.Second {
 		t.Fatalf("over the burst = %+v, %v; want a wait within a second", v, err)
 	}
-	ttl, err := rdb.PTTL(context.Background(), prefix+"key:x").Result()
+	ttl, err := rdb.PTTL(context.Background(), keyspace.RateLimitKey(prefix, "key:x")).Result()
 	if err != nil || ttl <= 0 || ttl > 3*time.Second+time.Millisecond {
 		t.Errorf("bucket key TTL = %v, %v; want it gone once the bucket is full again (3s)", ttl, err)
 	}
@@ -397,6 +401,38 @@ func TestRateLimitRedisDown(t *testing.T) {
 			}
 			if n := strings.Count(logs.String(), "rate limiter unavailable"); n != 1 {
 				t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+			}
+		})
+	}
+}
+
+// TestRedisLimiterPausesOnlyAfterATimeout: a Redis that does not answer
+// is not asked again for a while (each call would wait out the timeout);
+// one that refuses at once is asked again by the next call, so a failover
+// refuses calls no longer than it lasts.
+func TestRedisLimiterPausesOnlyAfterATimeout(t *testing.T) {
+	stalled, _ := testkit.ServeTCP(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	tests := []struct {
+		name      string
+		addr      string
+		wantPause bool
+	}{
+		{name: "not answering", addr: stalled, wantPause: true},
+		{name: "refusing", addr: testkit.ClosedAddr(t), wantPause: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// As venn builds the limiter's client (app/edge.go).
+			rdb := redis.NewClient(&redis.Options{Addr: tt.addr, MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true})
+			defer rdb.Close()
+			l := NewRedisLimiter(rdb, RedisLimiterOptions{Prefix: "venn-test:pause:", Timeout: 50 * time.Millisecond})
+			b := []Bucket{{ID: "key:x", Rate: Rate{RPS: 1}}}
+			if _, err := l.Take(context.Background(), 1, b); err == nil || errors.Is(err, ErrLimiterDown) {
+				t.Fatalf("first call: %v, want Redis's failure", err)
+			}
+			_, err := l.Take(context.Background(), 1, b)
+			if paused := errors.Is(err, ErrLimiterDown); err == nil || paused != tt.wantPause {
+				t.Errorf("second call: %v, want paused %v", err, tt.wantPause)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -23,12 +24,15 @@ const (
 )
 
 // redisRetryAfter is how long a RedisLimiter stops asking Redis after a
-// failure: with Redis unreachable, calls must not each wait out a timeout
-// before failing open (or closed).
+// timeout: with Redis not answering, calls must not each wait out a
+// timeout before failing open (or closed). A quick failure (refused, a
+// demoted master's READONLY) costs the next call nothing, so it pauses
+// nothing: a Sentinel or Cluster failover refuses calls no longer than
+// the failover itself.
 const redisRetryAfter = 500 * time.Millisecond
 
 // ErrLimiterDown is returned, wrapped, by a RedisLimiter that has just
-// failed and is not asking Redis until a short pause has passed.
+// timed out and is not asking Redis until a short pause has passed.
 var ErrLimiterDown = errors.New("rate limiter: redis recently failed")
 
 // RedisLimiterOptions configure a RedisLimiter; zero fields take defaults.
@@ -47,8 +51,15 @@ type RedisLimiterOptions struct {
 // second gets 10 a second across the cluster, not 10 per replica. Each
 // decision is one round trip (one Lua script, atomic, for every bucket of
 // the request).
+//
+// Each bucket is a hash tag of its own (keyspace.RateLimitKey), so that a
+// Redis Cluster spreads them over its nodes. There a call's buckets (its
+// key's and its address's) sit in different slots, which no script may
+// span: they are taken one script each, in order, and the first to refuse
+// is the answer, the earlier ones given back (keyspace.Unlimit).
 type RedisLimiter struct {
 	rdb     redis.Scripter
+	cluster bool // rdb is a Redis Cluster: one script per bucket
 	prefix  string
 	timeout time.Duration
 	clock   func() time.Time
@@ -64,7 +75,8 @@ func NewRedisLimiter(rdb redis.Scripter, opts RedisLimiterOptions) *RedisLimiter
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultRedisLimitTimeout
 	}
-	return &RedisLimiter{rdb: rdb, prefix: opts.Prefix, timeout: opts.Timeout, clock: opts.Clock}
+	_, cluster := rdb.(*redis.ClusterClient)
+	return &RedisLimiter{rdb: rdb, cluster: cluster, prefix: opts.Prefix, timeout: opts.Timeout, clock: opts.Clock}
 }
 
 // Warm loads the script into Redis (and so opens a connection), so that
@@ -72,6 +84,11 @@ func NewRedisLimiter(rdb redis.Scripter, opts RedisLimiterOptions) *RedisLimiter
 func (l *RedisLimiter) Warm(ctx context.Context) error {
 	if err := keyspace.Limit.Load(ctx, l.rdb).Err(); err != nil {
 		return fmt.Errorf("rate limiter: load script: %w", err)
+	}
+	if l.cluster {
+		if err := keyspace.Unlimit.Load(ctx, l.rdb).Err(); err != nil {
+			return fmt.Errorf("rate limiter: load script: %w", err)
+		}
 	}
 	return nil
 }
@@ -81,30 +98,26 @@ func (l *RedisLimiter) Take(ctx context.Context, n int, buckets []Bucket) (Verdi
 	if at := l.retryAt.Load(); at != 0 && time.Now().UnixNano() < at {
 		return Verdict{}, ErrLimiterDown
 	}
-	keys := make([]string, len(buckets))
-	args := make([]any, 2, 2+2*len(buckets))
-	args[0] = n
-	args[1] = ""
+	var now any = ""
 	if l.clock != nil {
-		args[1] = l.clock().UnixMicro()
-	}
-	for i, b := range buckets {
-		keys[i] = l.prefix + b.ID
-		args = append(args,
-			strconv.FormatFloat(b.Rate.interval()/float64(time.Microsecond), 'f', -1, 64),
-			b.Rate.burst())
+		now = l.clock().UnixMicro()
 	}
 	tctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
-	res, err := keyspace.Limit.Run(tctx, l.rdb, keys, args...).Int64Slice()
-	if err == nil && (len(res) != 2 || res[0] < 0 || res[0] > int64(len(buckets))) {
-		err = fmt.Errorf("script answered %v", res)
+	var res []int64
+	var err error
+	if l.cluster && len(buckets) > 1 {
+		res, err = l.takeEach(tctx, n, now, buckets)
+	} else {
+		res, err = l.take(tctx, n, now, buckets)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return Verdict{}, ctx.Err() // the client left; Redis may be fine
 		}
-		l.retryAt.Store(time.Now().Add(redisRetryAfter).UnixNano())
+		if timedOut(err) {
+			l.retryAt.Store(time.Now().Add(redisRetryAfter).UnixNano())
+		}
 		return Verdict{}, fmt.Errorf("rate limiter: redis: %w", err)
 	}
 	if l.retryAt.Load() != 0 {
@@ -118,4 +131,58 @@ func (l *RedisLimiter) Take(ctx context.Context, n int, buckets []Bucket) (Verdi
 	default:
 		return Verdict{Refused: int(res[0]) - 1, RetryAfter: time.Duration(res[1]) * time.Microsecond}, nil
 	}
+}
+
+// take runs keyspace.Limit over buckets at once: {0, 0}, or the 1-based
+// bucket that refused and its wait in µs (-1: never).
+func (l *RedisLimiter) take(ctx context.Context, n int, now any, buckets []Bucket) ([]int64, error) {
+	keys := make([]string, len(buckets))
+	args := make([]any, 2, 2+2*len(buckets))
+	args[0], args[1] = n, now
+	for i, b := range buckets {
+		keys[i] = keyspace.RateLimitKey(l.prefix, b.ID)
+		args = append(args, interval(b.Rate), b.Rate.burst())
+	}
+	res, err := keyspace.Limit.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	if err == nil && (len(res) != 2 || res[0] < 0 || res[0] > int64(len(buckets))) {
+		err = fmt.Errorf("script answered %v", res)
+	}
+	return res, err
+}
+
+// takeEach takes buckets one script each, as take answers; a refusal
+// gives back what the buckets before it took.
+func (l *RedisLimiter) takeEach(ctx context.Context, n int, now any, buckets []Bucket) ([]int64, error) {
+	for i := range buckets {
+		res, err := l.take(ctx, n, now, buckets[i:i+1])
+		if err != nil {
+			l.giveBack(ctx, n, now, buckets[:i])
+			return nil, err
+		}
+		if res[0] != 0 {
+			l.giveBack(ctx, n, now, buckets[:i])
+			return []int64{int64(i + 1), res[1]}, nil
+		}
+	}
+	return []int64{0, 0}, nil
+}
+
+// giveBack returns n calls to buckets. It is best effort: a failed
+// return leaves the calls spent, as a refused call's would be.
+func (l *RedisLimiter) giveBack(ctx context.Context, n int, now any, buckets []Bucket) {
+	for _, b := range buckets {
+		_ = keyspace.Unlimit.Run(ctx, l.rdb, []string{keyspace.RateLimitKey(l.prefix, b.ID)}, n, now, interval(b.Rate)).Err()
+	}
+}
+
+// timedOut reports whether err is a deadline's: the limiter's own or a
+// connection's.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// interval is r's interval in µs, as the scripts take it.
+func interval(r Rate) string {
+	return strconv.FormatFloat(r.interval()/float64(time.Microsecond), 'f', -1, 64)
 }

@@ -16,6 +16,10 @@ const (
 	LogQueryLimit   = 1000 // --rpc.logquerylimit default: addresses, and alternatives per position
 )
 
+// ErrLogQueryLimit is geth's message for a filter over its
+// --rpc.logquerylimit; clients that split their filters look for it.
+const ErrLogQueryLimit = "exceed max addresses or topics per search position"
+
 // LogFilter is an eth_getLogs filter, read and matched exactly as geth
 // does. Its values stay sub-slices of the params, so parsing allocates
 // nothing. Every store that answers eth_getLogs itself uses this one.
@@ -45,6 +49,18 @@ const inlineValues = 4
 
 // Any reports whether c matches every value.
 func (c *Criterion) Any() bool { return c.raw == nil }
+
+// Len is the number of c's values (0 when it matches any).
+func (c *Criterion) Len() int {
+	if c.n >= 0 {
+		return c.n
+	}
+	n := 0
+	for range c.Values() {
+		n++
+	}
+	return n
+}
 
 // Values yields c's values as sent: 0x-prefixed hex of any case, without
 // quotes. It yields nothing when c matches any value.

@@ -53,6 +53,9 @@ func (m *Memory) Publish(_ context.Context, epoch uint64, ev *Event) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if ev.Seq != 0 && ev.Seq != m.seq {
+		return ErrStale
+	}
 	m.seq++
 	ev.Seq, ev.Epoch = m.seq, epoch
 	if ev.Time == 0 {

@@ -75,7 +75,8 @@ type redisEvent struct {
 }
 
 // Publish appends ev and updates the window in one script, only if epoch is
-// the chain's current epoch (ErrFenced otherwise, with nothing written).
+// the chain's current epoch (ErrFenced otherwise, with nothing written)
+// and a non-zero ev.Seq is the stored seq (ErrStale).
 // On success it sets ev.Seq, and ev.Epoch to epoch: the stream records the
 // epoch that was checked, not what the caller put in the event. A zero
 // ev.Time becomes now.
@@ -116,6 +117,7 @@ func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
 		e,
 		strconv.FormatUint(ev.Safe, 10),
 		strconv.FormatUint(ev.Finalized, 10),
+		strconv.FormatUint(ev.Seq, 10),
 		len(ev.Dropped),
 	)
 	for _, d := range ev.Dropped {
@@ -133,6 +135,9 @@ func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
 	seq, err := keyspace.Publish.Run(ctx, r.rdb, r.keys.PublishKeys(), args...).Int64()
 	if redis.HasErrorPrefix(err, "FENCED") {
 		return fmt.Errorf("publish: %w (%v)", ErrFenced, err)
+	}
+	if redis.HasErrorPrefix(err, "STALE") {
+		return fmt.Errorf("publish: %w (%v)", ErrStale, err)
 	}
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)

@@ -19,6 +19,7 @@ type Ref struct {
 // ascending order and contiguous; Added[0].Parent is the block below it.
 type Event struct {
 	// Seq is assigned by the store: 1, 2, 3... per chain, with no gap.
+	// Given to Publish, a non-zero Seq is the seq the writer last saw.
 	Seq uint64 `json:"seq"`
 	// Epoch is the fencing token of the leader that published it.
 	Epoch uint64 `json:"epoch"`
@@ -59,6 +60,11 @@ var (
 	// ErrGap: the events after the requested sequence number are gone
 	// (trimmed, or the store lost its data); reload a snapshot.
 	ErrGap = errors.New("headstore: events lost; reload the snapshot")
+	// ErrStale: the store is not at the seq the writer last saw: it lost
+	// events the writer published (a failed-over Redis that had not
+	// replicated them) or holds others. The write was not applied; the
+	// writer reloads the snapshot.
+	ErrStale = errors.New("headstore: stale: the store is not where the writer left it")
 )
 
 // Store is where the leader publishes a chain's head events and where every
@@ -67,7 +73,8 @@ var (
 type Store interface {
 	// Publish appends ev, assigning ev.Seq, and updates the stored window,
 	// all at once and only if epoch is the chain's current epoch
-	// (ErrFenced otherwise).
+	// (ErrFenced otherwise) and, when ev.Seq is not zero, the store's seq
+	// is ev.Seq: the one the writer last saw (ErrStale otherwise).
 	Publish(ctx context.Context, epoch uint64, ev *Event) error
 	// Snapshot reads the stored window and the sequence number it is at.
 	Snapshot(ctx context.Context) (*Snapshot, error)

@@ -59,6 +59,15 @@ func TestStoreContract(t *testing.T) {
 			if ev.Seq != 4 {
 				t.Fatalf("fourth event has seq %d", ev.Seq)
 			}
+			// A writer that last saw seq 2 does not know the store: refused,
+			// nothing written; one that saw 4 goes on.
+			b15 := c.block("b", 15, b14.Hash, 0)
+			if err := s.Publish(ctx, 1, &Event{Seq: 2, Added: []*evm.Block{b15}}); !errors.Is(err, ErrStale) {
+				t.Fatalf("publish after seq 2 of 4: %v, want ErrStale", err)
+			}
+			if snap, err := s.Snapshot(ctx); err != nil || snap.Seq != 4 || snap.Blocks[len(snap.Blocks)-1].Hash != b14.Hash {
+				t.Fatalf("after a stale publish: snapshot %+v, %v; want seq 4, head 14b", snap, err)
+			}
 			want := []*evm.Block{main[0], main[1], b12, b13, b14}
 			snap, err := s.Snapshot(ctx)
 			if err != nil || snap.Seq != 4 || !sameBlocks(snap.Blocks, want) || snap.Safe != 12 || snap.Finalized != 11 {

@@ -57,6 +57,21 @@ func Up(ctx context.Context, url string, log *slog.Logger) (applied []int64, err
 	return applied, nil
 }
 
+// UpTo applies the embedded migrations up to and including version, as Up
+// does: a test fills a store of an older schema with it and then migrates
+// the rest.
+func UpTo(ctx context.Context, url string, version int64, log *slog.Logger) error {
+	p, err := provider(url, log)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
 func provider(url string, log *slog.Logger) (*goose.Provider, error) {
 	fsys, err := fs.Sub(files, "sql")
 	if err != nil {

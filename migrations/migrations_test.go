@@ -33,7 +33,7 @@ func TestUpConcurrent(t *testing.T) {
 		all = append(all, applied[i]...)
 	}
 	slices.Sort(all)
-	if want := []int64{1, 2, 3}; !slices.Equal(all, want) {
+	if want := []int64{1, 2, 3, 4}; !slices.Equal(all, want) {
 		t.Fatalf("versions applied across replicas: %v; want %v, each once", all, want)
 	}
 
@@ -54,7 +54,7 @@ func TestUpConcurrent(t *testing.T) {
 	if !slices.Equal(recorded, all) {
 		t.Fatalf("goose_db_version holds %v, want %v", recorded, all)
 	}
-	for _, table := range []string{"blocks", "transactions", "logs", "coverage", "cache_entries"} {
+	for _, table := range []string{"blocks", "transactions", "logs", "coverage", "cache_entries", "history_partitions"} {
 		if _, err := conn.Exec(ctx, "SELECT 1 FROM "+table+" LIMIT 1"); err != nil {
 			t.Errorf("table %s: %v", table, err)
 		}

@@ -120,7 +120,8 @@ type chainHead struct {
 	revoked bool        // the tip's report lost its vouching: pick again
 	clock   blockClock
 	wake    chan struct{} // closed and replaced when the tip moves
-	retime  chan struct{} // closed and replaced when the poll interval moves
+	retime  chan struct{} // closed and replaced when the poll interval moves, or a remote's fed flag (feed.go)
+	claims  chan struct{} // closed and replaced when a remote reports a new head (feed.go)
 }
 
 // heldHead is a report that began to be held, for the log and the
@@ -147,6 +148,7 @@ func (p *Pool) headChanged() {
 		}
 	}
 	p.moveTip(now)
+	p.noteClaims()
 	h.mu.Unlock()
 
 	for _, hh := range held {

@@ -121,6 +121,15 @@ type Config struct {
 	// blocks below its head, of every kind of data; 0: not stated (probed
 	// and learnt from answers).
 	MaxBlockLookback uint64 `yaml:"max_block_lookback"`
+	// Weight multiplies the remote's share of its tier's calls (1 when
+	// absent): a cheap provider can take most of the load while a dear
+	// one of the same tier stays warm. Scores still decide who is in the
+	// tier's preferred set (score.go); weight splits the calls among them.
+	Weight *float64 `yaml:"weight"`
+	// Budget caps what the remote is sent per period (budget.go): near it
+	// the remote's share falls, past it the remote takes calls only when
+	// no other can.
+	Budget Budget `yaml:"budget"`
 }
 
 // RateLimit paces the calls sent to a remote: RPS requests per second
@@ -196,6 +205,8 @@ func (c Config) Validate() error {
 	if c.Archive && c.MaxBlockLookback > 0 {
 		p.add("max_block_lookback", "must not be set with archive: true (an archive serves every block)")
 	}
+	validateWeight(&p, c.Weight)
+	c.Budget.validate(&p)
 	if c.RateLimit.Burst < 0 {
 		p.add("rate_limit.burst", "must be >= 0")
 	}

@@ -13,7 +13,10 @@
 //     entry points; Pool.send chooses a call's strategy, once.
 //   - route.go: what a call may be routed to (route, readRoute).
 //   - select.go: selection: the tier walk, the candidate filter, the score
-//     chooser; score.go computes the scores and preferred sets it reads.
+//     chooser; score.go computes the scores and preferred sets it reads;
+//     budget_config.go (weights, budgets, cost tables) and budget.go (the
+//     counts, flushed to a BudgetStore such as budget_redis.go) the
+//     shares it draws by and the remotes it leaves for last.
 //   - judge.go: the judge: answer, caller error, cut, missing data, a range
 //     too large (with the span a remote named), venn's own limit, fault.
 //   - attempt.go: one call's retry state and what it does with each
@@ -21,7 +24,8 @@
 //   - The strategies: single.go (failover, one remote at a time), hedge.go
 //     (hedged: a slow send raced against others, under a budget), vote.go
 //     with consensus.go and canonical.go (voted: rules, ballots, tally,
-//     disputes), getlogs.go (split eth_getLogs), broadcast.go (raw
+//     disputes), getlogs.go and getlogs_address.go (split eth_getLogs, by
+//     range and, within one block, by address), broadcast.go (raw
 //     transactions to several remotes), filters.go (pinned: a filter's
 //     calls go to the remote that made it).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
@@ -31,7 +35,8 @@
 //     latency.go, health.go (chain id and head tracking), chaincheck.go,
 //     heads.go and relay.go, relay_poll.go (upstream subscriptions),
 //     chainhead.go (the chain's corroborated head), blocktime.go (its
-//     block time, learnt from head timestamps), avail.go and
+//     block time, learnt from head timestamps), feed.go (heads taken from
+//     the cluster leader's feed instead of tracked here), avail.go and
 //     avail_probe.go (the oldest block it serves of each kind of data:
 //     stated, probed, learnt from answers; availredis shares the probes).
 //   - The wire: transport.go, transport_http.go, transport_ws.go,

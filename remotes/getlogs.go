@@ -24,8 +24,9 @@ const maxSplitDepth = 16
 // tooLargeError: a remote refused an eth_getLogs span as too large (or with
 // too many results). span is the span it suggested, 0 if it said none.
 type tooLargeError struct {
-	span uint64
-	err  error
+	span   uint64
+	reason Reason
+	err    error
 }
 
 func (e *tooLargeError) Error() string { return e.err.Error() }
@@ -104,7 +105,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView)
 			return res, err
 		}
 		if span == 1 {
-			return nil, clientError(tl.err)
+			return newLogsSplit(p, params, from, end).byAddress(ctx, params, from, tl, 0)
 		}
 		chunk = nextSpan(span, tl.span)
 	} else {
@@ -151,9 +152,7 @@ func newLogsSplit(p *Pool, params json.RawMessage, from, to uint64) *logsSplit {
 func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) (json.RawMessage, error) {
 	q := (to - from) / chunk // parts - 1: +1 cannot wrap once q < maxParts
 	if q >= s.maxParts || s.parts.Add(q+1) > s.maxParts {
-		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
-			"eth_getLogs range of %d blocks needs more than %d parts (getlogs_max_parts); narrow the range",
-			s.span, s.maxParts)}
+		return nil, errPartsOver(s)
 	}
 	n := q + 1
 	s.p.splits.Inc()
@@ -213,7 +212,10 @@ func (s *logsSplit) part(ctx context.Context, a, b uint64, depth int) (json.RawM
 	<-s.sem
 	var tl *tooLargeError
 	if errors.As(err, &tl) {
-		if span == 1 || depth+1 >= maxSplitDepth {
+		if span == 1 {
+			return s.byAddress(ctx, sub, a, tl, depth)
+		}
+		if depth+1 >= maxSplitDepth {
 			return nil, clientError(tl.err) // the remote says best what is wrong
 		}
 		return s.run(ctx, a, b, nextSpan(span, tl.span), depth+1)
@@ -222,10 +224,24 @@ func (s *logsSplit) part(ctx context.Context, a, b uint64, depth int) (json.RawM
 		return nil, err
 	}
 	if s.bytes.Add(int64(len(res))) > s.maxBytes {
-		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
-			"eth_getLogs result over %d bytes; narrow the range or filter by address or topics", s.maxBytes)}
+		return nil, errBytesOver(s)
 	}
 	return res, nil
+}
+
+// errPartsOver is the answer to a split that would need more than
+// getlogs_max_parts upstream calls.
+func errPartsOver(s *logsSplit) error {
+	return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+		"eth_getLogs range of %d blocks needs more than %d parts (getlogs_max_parts); narrow the range",
+		s.span, s.maxParts)}
+}
+
+// errBytesOver is the answer to a split whose merged result would be
+// larger than any remote may send.
+func errBytesOver(s *logsSplit) error {
+	return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+		"eth_getLogs result over %d bytes; narrow the range or filter by address or topics", s.maxBytes)}
 }
 
 // logsArray is the resultCheck of a split part: its logs must be a JSON

@@ -17,6 +17,7 @@ import (
 // time), and at once when the cadence moves. With a ws url the head arrives
 // over newHeads and polling only fills in once that stream has been silent
 // for two intervals, so paid providers are not billed for idle polling.
+// A remote fed by the cluster's feed (feed.go) is not polled at all.
 // onChange is called after every check, so head and health gauges stay
 // current.
 func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time.Duration, <-chan struct{}), onChange func()) {
@@ -38,7 +39,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 		}
 		every, retimed = cadence()
 		next, brisk := every, false
-		if r.chainCheckDue() {
+		if r.ownCheckDue() {
 			// A failed check of a remote still verified polls anyway: the
 			// poll is what opens the breaker of a remote that went down.
 			if r.verifyChain(ctx, chainID) || r.chainVerified() {
@@ -47,7 +48,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 			if d, ok := r.chainRetry(every); ok {
 				next, brisk = d, true // until the remote answers, retry briskly
 			}
-		} else if r.chainVerified() {
+		} else if r.chainVerified() && !r.fed() {
 			// A head seen over newHeads within two block times makes the poll
 			// redundant; look again when that silence would reach them.
 			if silent := r.now().Sub(time.Unix(0, r.wsHeadAt.Load())); silent < 2*every {
@@ -56,7 +57,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 				r.pollChecked(ctx, onChange)
 			}
 		}
-		if !brisk && r.chainVerified() && r.claim.Load() == nil {
+		if !brisk && r.chainVerified() && r.claim.Load() == nil && !r.fed() {
 			// No head yet (its first poll failed): out of rotation until
 			// it has one, so asked again as briskly, not a block time on.
 			next, brisk = min(every, chainRetryEvery), true
@@ -78,8 +79,44 @@ func (r *Remote) pollChecked(ctx context.Context, onHead func()) {
 	r.headMoved(old)
 }
 
-// watch follows the remote's newHeads over its ws url until ctx ends.
-func (r *Remote) watch(ctx context.Context, onHead func()) {
+// watch follows the remote's newHeads over its ws url until ctx ends,
+// while the remote is not fed (feed.go): a fed remote's subscription is
+// closed, and opened again when it is no longer fed. cadence's channel
+// says when to look at the fed flag again.
+func (r *Remote) watch(ctx context.Context, cadence func() (time.Duration, <-chan struct{}), onHead func()) {
+	for {
+		_, changed := cadence()
+		if r.fed() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				continue
+			}
+		}
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); r.watchOnce(wctx, onHead) }()
+	wait:
+		for {
+			select {
+			case <-done:
+				stop()
+				return // ctx ended, or the subscription cannot be made
+			case <-changed:
+				if r.fed() {
+					break wait
+				}
+				_, changed = cadence()
+			}
+		}
+		stop()
+		<-done
+	}
+}
+
+// watchOnce follows the remote's newHeads until ctx ends.
+func (r *Remote) watchOnce(ctx context.Context, onHead func()) {
 	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), OtherURLs: []string{r.cfg.URL, r.cfg.WSURL},
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
 	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
@@ -119,6 +156,7 @@ func (r *Remote) retryLog(msg string, err error) {
 func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
+	r.bill("eth_chainId")
 	res, _, err := r.t.call(ctx, "eth_chainId", nil)
 	if err != nil {
 		if ctx.Err() == nil {

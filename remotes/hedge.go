@@ -293,7 +293,7 @@ func (rc *hedgeRace) fire() {
 			return
 		}
 		r, idx := p.pick(rc.jg.method, rc.rt, rc.tried)
-		if r == nil {
+		if r == nil || r.overBudget() { // a hedge is never worth a spent budget
 			rc.mu.Unlock()
 			rc.h.skippedNoRemote.Inc()
 			rc.results <- raceResult{}

@@ -130,7 +130,7 @@ func (jg *judge) failure(j judged) judged {
 		if v.Reason == ReasonRangeTooLarge && v.MaxSpan > 0 {
 			j.r.learnSpan(v.MaxSpan) // a cap; a result-count hint is not
 		}
-		j.mean, j.err = meanTooLarge, &tooLargeError{span: v.MaxSpan, err: j.err}
+		j.mean, j.err = meanTooLarge, &tooLargeError{span: v.MaxSpan, reason: v.Reason, err: j.err}
 	default:
 		j.mean = meanFault
 		if v.Class == ClassTooLarge {

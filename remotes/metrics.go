@@ -30,6 +30,7 @@ type Metrics struct {
 	hs        *hedgeScoreMetrics       // hedge.go, score.go
 	ig        *integrityMetrics        // integrity.go
 	cc        *chainCheckMetrics       // chaincheck.go
+	bm        *budgetMetrics           // budget.go
 	held      seriesHolders            // series.go: who writes each remote's and chain's series
 
 	// The reply budget (replies.go): one series each, summed over the
@@ -91,6 +92,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.hs = newHedgeScoreMetrics(reg)
 	m.ig = newIntegrityMetrics(reg)
 	m.cc = newChainCheckMetrics(reg)
+	m.bm = newBudgetMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.failures, m.head, m.lag, m.healthy, m.breaker,
 			m.inFlight, m.throttled, m.oldest, m.chainHead, m.blockTime, m.splits, m.shared, m.attempts,

@@ -59,7 +59,8 @@ type Pool struct {
 
 	relay relayState // relay.go: remotes whose subscription relay failed lately
 
-	wanted probeWanted // avail_probe.go: closed by the first call for old data
+	wanted      probeWanted  // avail_probe.go: closed by the first call for old data
+	budgetLogAt atomic.Int64 // budget.go: unix nanos of the last flush failure logged
 
 	mu     sync.Mutex
 	bg     context.Context // the trackers' context, set by Start; nil before
@@ -93,7 +94,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	log = log.With("chain", cfg.Chain)
 	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
 	p := &Pool{
-		log: log, m: m, now: time.Now, filters: newFilterTable(), wanted: probeWanted{ch: make(chan struct{})}, heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{})},
+		log: log, m: m, now: time.Now, filters: newFilterTable(), wanted: probeWanted{ch: make(chan struct{})}, heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{}), claims: make(chan struct{})},
 		chainHead:  m.chainHead.WithLabelValues(cfg.Chain),
 		blockTimeG: m.blockTime.WithLabelValues(cfg.Chain),
 		splits:     m.splits.WithLabelValues(cfg.Chain),
@@ -140,6 +141,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.wg.Go(func() { p.scoreLoop(bg) })
+	p.wg.Go(func() { p.budgetLoop(bg) })
 	p.wg.Go(func() { p.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()

@@ -99,6 +99,9 @@ type PoolConfig struct {
 	// Tracer traces each send of a traced call (trace.go) and, when it
 	// propagates, sends the trace context to HTTP remotes; nil: off.
 	Tracer *tracing.Tracer `yaml:"-"`
+	// Budgets keeps the remotes' budget counters for the cluster
+	// (NewRedisBudgets); nil: each process counts its own.
+	Budgets BudgetStore `yaml:"-"`
 }
 
 // AvailabilityConfig is how a chain learns its remotes' windows of old

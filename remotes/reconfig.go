@@ -48,6 +48,9 @@ func (p *Pool) compile(cfg PoolConfig, members []*Remote, old *poolState) (*pool
 		}
 	}
 	st.sel = selector{remotes: st.remotes, probe: cfg.Scoring.probeShare()}
+	for _, r := range st.remotes {
+		st.sel.budgeted = st.sel.budgeted || r.bud != nil
+	}
 	if old != nil && reflect.DeepEqual(old.cfg.Hedge, cfg.Hedge) {
 		st.hedge = old.hedge
 	} else {
@@ -134,7 +137,7 @@ func (p *Pool) follow(r *Remote) {
 	r.unfollow = cancel
 	r.trackers.Go(func() { r.track(ctx, p.conf().ChainID, p.pollCadence, p.headChanged) })
 	if r.relayURL() != "" {
-		r.trackers.Go(func() { r.watch(ctx, p.headChanged) })
+		r.trackers.Go(func() { r.watch(ctx, p.pollCadence, p.headChanged) })
 	}
 	if p.conf().Availability.probing() {
 		r.trackers.Go(func() { p.probeLoop(ctx, r) })
@@ -171,6 +174,7 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 	}
 	cfg.Replies, cfg.MisbehaviourLog, cfg.Tracer = old.cfg.Replies, old.cfg.MisbehaviourLog, old.cfg.Tracer
 	cfg.Availability.Share = old.cfg.Availability.Share
+	cfg.Budgets = old.cfg.Budgets
 	rec, members, fresh, gone, err := p.match(cfg, rs, old)
 	if err != nil {
 		return Reconfiguration{}, err
@@ -224,6 +228,7 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfigu
 		}
 		members, fresh = append(members, r), append(fresh, r)
 		if had {
+			r.bud.inherit(o.bud)
 			rec.Replaced, gone = append(rec.Replaced, rc.Name), append(gone, o)
 		} else {
 			rec.Added = append(rec.Added, rc.Name)

@@ -47,6 +47,9 @@ type Remote struct {
 
 	allow, deny []string
 
+	weight float64 // Config.Weight, 1 when absent
+	bud    *budget // budget.go; nil: no budget
+
 	// slot is the remote's bit in a call's mask of remotes tried: unique
 	// in its pool while it serves or finishes calls (reconfig.go).
 	slot int
@@ -80,6 +83,7 @@ type Remote struct {
 	lat    latencyHist                  // latency.go: recent latency quantiles
 	sc     scoreState                   // score.go: score and preferred set
 	cc     chainCheck                   // chaincheck.go: chain id re-checks
+	feed   remoteFeed                   // feed.go: heads from the cluster's feed
 
 	mu           sync.Mutex
 	unsupported  map[string]unsupportedEntry // methods the remote said it lacks
@@ -98,6 +102,8 @@ func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remot
 		r.lim = rate.NewLimiter(rate.Limit(rl.RPS), rl.Burst)
 	}
 	r.allow, r.deny = cfg.Methods.Allow, cfg.Methods.Deny
+	r.weight = weightOf(cfg.Weight)
+	r.bud = newBudget(cfg.Budget, m.m.bm.used.WithLabelValues(chain, cfg.Name))
 	r.cc.init(m)
 	r.latencyEWMA.Store(math.Float64bits(0.05)) // a neutral prior until measured
 	return r
@@ -249,6 +255,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		return nil, 0, fmt.Errorf("remote %s: max in-flight: %w", r.cfg.Name, errLocalLimit)
 	}
 	r.m.inFlight.Inc()
+	r.bill(method)
 	caller := ctx
 	if r.cfg.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -24,7 +24,8 @@ package remotes
 // preferred set, with hysteresis: a remote joins the set when its score is
 // within Margin of the tier's best score among the remotes in rotation,
 // and leaves it only when it is more than twice Margin behind. Calls go to the preferred remotes of
-// the first tier that has one (the less loaded of two random ones, so
+// the first tier that has one (the less loaded of two drawn by their
+// shares, weight and budget: budget.go; so
 // near-equal remotes share the load evenly and do not trade it back and
 // forth), then to the others of the tier in score order. A single
 // "preferred remote" would flap between two near-equal remotes as noise

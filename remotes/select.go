@@ -10,7 +10,9 @@ import (
 // (fallback only when nothing else can serve); the candidate filter keeps
 // the remotes of that tier the route allows and the pool's view puts in
 // reach of the call; the score chooser picks among them (score.go keeps
-// the preferred sets it reads).
+// the preferred sets it reads). A remote past its budget (budget.go) is
+// left out of the walk; only when no other remote can take the call does a
+// second walk admit it.
 
 // view is the pool's membership at one moment: what the candidate filter
 // reads.
@@ -21,6 +23,8 @@ type view struct {
 	// manualOK admits manually cordoned remotes: no other remote is left in
 	// rotation (lastResort).
 	manualOK bool
+	// spentOK admits remotes past their budget: no other can take the call.
+	spentOK bool
 }
 
 // lagging reports a remote too far behind the best head to be in rotation.
@@ -29,13 +33,25 @@ func (v *view) lagging(r *Remote) bool { return r.Head()+v.maxLag < v.best }
 // selector is a chain's selection over its remotes (by tier, then config
 // order).
 type selector struct {
-	remotes []*Remote
-	probe   float64 // ScoringConfig.ProbeShare
+	remotes  []*Remote
+	probe    float64 // ScoringConfig.ProbeShare
+	budgeted bool    // some remote has a budget
 }
 
 // pick chooses the next remote for a call on route rt that has not tried
 // the remotes in tried (a mask of slots), or nil; and the remote's slot.
 func (s *selector) pick(v *view, method string, rt *route, tried uint64) (*Remote, int) {
+	r, slot := s.pickWithin(v, method, rt, tried)
+	if r != nil || v.spentOK || !s.budgeted {
+		return r, slot
+	}
+	spent := *v
+	spent.spentOK = true
+	return s.pickWithin(&spent, method, rt, tried)
+}
+
+// pickWithin is pick among the remotes v admits.
+func (s *selector) pickWithin(v *view, method string, rt *route, tried uint64) (*Remote, int) {
 	need := min(rt.need, v.best)
 	// Above every remote's head (need > best): the remotes at the best head
 	// give the node's own answer (null, or an error).
@@ -96,14 +112,18 @@ func (s *selector) admits(v *view, r *Remote, method string, rt *route, need uin
 		return false
 	case !r.serves(rt.hist, rt.histAt, rt.unsure):
 		return false // older than its window (avail.go)
+	case !v.spentOK && r.overBudget():
+		return false
 	}
 	return rt.accept == nil || rt.accept(r)
 }
 
 // choose is the score chooser among the candidates of one tier (indices
-// into remotes, at least two), and its slot: usually the less loaded of two random
-// preferred ones; with the probe share, a random one outside the preferred
-// set; with no preferred candidate, the best-scored.
+// into remotes, at least two), and its slot: usually the less loaded of two
+// preferred ones drawn by their shares (weight, less near a budget), load
+// being calls in flight per unit of share; with the probe share, a random
+// one outside the preferred set; with no preferred candidate, the
+// best-scored.
 func (s *selector) choose(cand []int) (*Remote, int) {
 	rs := s.remotes
 	np := 0
@@ -126,13 +146,44 @@ func (s *selector) choose(cand []int) (*Remote, int) {
 		i := nthWhere(rs, cand, false, rand.IntN(no))
 		return rs[i], rs[i].slot
 	}
-	a := nthWhere(rs, cand, true, rand.IntN(np))
+	var (
+		shares [maxRemotes]float64
+		total  float64
+	)
+	for k, i := range cand {
+		if rs[i].sc.preferred.Load() {
+			shares[k] = rs[i].share()
+			total += shares[k]
+		}
+	}
+	a := drawShare(cand, shares[:len(cand)], total)
 	if np > 1 {
-		if b := nthWhere(rs, cand, true, rand.IntN(np)); rs[b].inFlight.Load() < rs[a].inFlight.Load() {
+		// b is less loaded than a when its calls in flight per unit of
+		// share are fewer: with equal shares, simply fewer calls.
+		b := drawShare(cand, shares[:len(cand)], total)
+		if float64(rs[b].inFlight.Load())*rs[a].share() < float64(rs[a].inFlight.Load())*rs[b].share() {
 			a = b
 		}
 	}
 	return rs[a], rs[a].slot
+}
+
+// drawShare draws a candidate with probability in proportion to its share
+// (0 for those left out of the draw).
+func drawShare(cand []int, shares []float64, total float64) int {
+	x := rand.Float64() * total
+	last := cand[0]
+	for k, i := range cand {
+		if shares[k] <= 0 {
+			continue
+		}
+		if x < shares[k] {
+			return i
+		}
+		x -= shares[k]
+		last = i
+	}
+	return last // rounding: the last with a share
 }
 
 // nthWhere is the k-th candidate (from 0) whose preferred flag is pref.

@@ -42,6 +42,9 @@ func (m *Metrics) vectors() []partialDeleter {
 	if m.cc != nil {
 		vs = append(vs, m.cc.checks, m.cc.wrong)
 	}
+	if m.bm != nil {
+		vs = append(vs, m.bm.used)
+	}
 	return vs
 }
 

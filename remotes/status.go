@@ -58,6 +58,11 @@ type RemoteStatus struct {
 	Score      float64     `json:"score"` // lower is better
 	Terms      ScoreTerms  `json:"score_terms"`
 	InFlight   int64       `json:"in_flight"`
+	// Weight is the configured weight (absent: 1); BudgetUsed the share of
+	// its budget used this period, as this replica knows it (absent: no
+	// budget).
+	Weight     *float64 `json:"weight,omitempty"`
+	BudgetUsed *float64 `json:"budget_used,omitempty"`
 	// Cordon is the operator's cordon, applied or held back because the
 	// remote is the chain's last in rotation (CordonHeld).
 	Cordon     *ManualCordon `json:"cordon,omitempty"`
@@ -125,6 +130,11 @@ func (p *Pool) Status() []RemoteStatus {
 			s.LastError, s.LastErrorAt = le.text, le.at
 		}
 		s.Availability = r.availabilityOf()
+		s.Weight = r.cfg.Weight
+		if r.bud != nil {
+			u := r.budgetUsed()
+			s.BudgetUsed = &u
+		}
 		s.Out = p.outReasons(r, now, best)
 		s.InRotation = len(s.Out) == 0
 		out[i] = s

@@ -66,6 +66,9 @@ type Config struct {
 	// Tracer traces the head, history and forger lookups of traced calls,
 	// and names each call's source on its span (trace.go); nil: off.
 	Tracer *tracing.Tracer
+	// LogLimits cap clients' eth_getLogs (loglimits.go); zero caps take
+	// their defaults.
+	LogLimits LogLimits
 }
 
 // Subscriptions is the chain's subcenter.
@@ -136,6 +139,9 @@ type Router struct {
 	trailing atomic.Bool
 	// maxLag is cfg.MaxLag, which a reload may change (SetMaxLag).
 	maxLag atomic.Uint64
+	// logLimits is cfg.LogLimits defaulted, which a reload may change
+	// (SetLogLimits).
+	logLimits atomic.Pointer[LogLimits]
 
 	local, fromHead, fromStore, fromCache, forged, forwarded origin
 }
@@ -175,6 +181,7 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 		forwarded: newSource(m, cfg, sourceRemotes),
 	}
 	rt.maxLag.Store(cfg.MaxLag)
+	rt.SetLogLimits(cfg.LogLimits)
 	if c, ok := head.(canonicalOf); ok {
 		rt.canonical = c.CanonicalHash
 	}
@@ -229,6 +236,12 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	}
 	// The one reading of the call: every source below takes it.
 	c := evm.ParseCall(req.Method, req.Params)
+	if c.Method == "eth_getLogs" {
+		if err := rt.checkLogs(&c); err != nil {
+			rt.local.answered(ctx)
+			return nil, err
+		}
+	}
 	if rt.fresh() {
 		_, sp := rt.lookup(ctx, spanHead)
 		res, ok := rt.head.Answer(c)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/headstore"
 )
 
@@ -74,6 +75,23 @@ type HistoryConfig struct {
 	Confirmations uint64 `yaml:"confirmations"`
 	// Batch is how many blocks one Put stores.
 	Batch int `yaml:"batch"`
+	// KeepBlocks keeps only the newest KeepBlocks blocks of the chain's
+	// history: older partitions are dropped whole. 0 keeps everything.
+	KeepBlocks uint64 `yaml:"keep_blocks"`
+	// PartitionBlocks is the block range of one partition of the chain's
+	// history; 0: the store's default (100,000).
+	PartitionBlocks uint64 `yaml:"partition_blocks"`
+	// Off keeps no history of the chain at all: nothing is archived and
+	// nothing is read from the store, though postgres.url is set.
+	Off bool `yaml:"off"`
+}
+
+// minPartitionBlocks bounds HistoryConfig.PartitionBlocks.
+const minPartitionBlocks = blockstore.MinPartitionBlocks
+
+// Policy is how the store keeps the chain's history.
+func (c HistoryConfig) Policy() blockstore.Policy {
+	return blockstore.Policy{PartitionBlocks: c.PartitionBlocks, KeepBlocks: c.KeepBlocks}
 }
 
 // WithDefaults fills the zero fields for a head window of window blocks
@@ -100,6 +118,9 @@ func (c HistoryConfig) Validate(window int) error {
 		errs = append(errs, errors.New("batch: must be positive"))
 	} else if c.Batch > maxArchiveBatch {
 		errs = append(errs, fmt.Errorf("batch: must be at most %d", maxArchiveBatch))
+	}
+	if c.PartitionBlocks != 0 && c.PartitionBlocks < minPartitionBlocks {
+		errs = append(errs, fmt.Errorf("partition_blocks: must be at least %d", minPartitionBlocks))
 	}
 	if window > 0 && c.Confirmations >= uint64(window) {
 		// The leader archives from its window: a block settled only

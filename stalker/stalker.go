@@ -108,6 +108,11 @@ type leading struct {
 	chain     []headstore.Ref // ascending, contiguous, at most Window
 	safe      uint64
 	finalized uint64
+	// seq is the store's seq as the leader last saw it (loaded or
+	// published): each publish must follow it, so that events the store
+	// lost (a Redis failover that had not replicated them) are noticed
+	// before the next block is written over the hole.
+	seq uint64
 
 	// loaded: chain, safe and finalized are the store's. Cleared when a
 	// publish may have landed without the leader knowing.
@@ -228,6 +233,7 @@ func (s *Stalker) load(ctx context.Context, l *leading) error {
 		l.chain = append(l.chain, headstore.Ref{Number: b.Number, Hash: b.Hash})
 	}
 	l.safe, l.finalized = snap.Safe, snap.Finalized
+	l.seq = snap.Seq
 	if l.arch != nil {
 		l.full.reset(snap.Blocks)
 		l.arch.offer(l.full.blocksOf(l.chain), l.finalized)
@@ -362,12 +368,14 @@ func (s *Stalker) walkBack(ctx context.Context, l *leading, b *evm.Block) ([]*ev
 func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) error {
 	ev.Safe, ev.Finalized = l.safe, l.finalized
 	ev.Time = s.now().UnixNano()
+	ev.Seq = l.seq
 	if err := s.store.Publish(ctx, l.epoch, ev); err != nil {
 		if errors.Is(err, headstore.ErrFenced) {
 			return errDeposed
 		}
 		return fmt.Errorf("publish: %w", err)
 	}
+	l.seq = ev.Seq
 	s.m.published.Add(float64(len(ev.Added)))
 	s.m.head.Set(float64(ev.Head()))
 	l.chain = headstore.NextChain(l.chain, ev, s.cfg.Window)

@@ -18,7 +18,7 @@ var errInvalidBlockRange = errors.New("invalid block range params")
 
 // errLogQueryLimit is geth's message for a filter over its
 // --rpc.logquerylimit; clients that split their filters look for it.
-const errLogQueryLimit = "exceed max addresses or topics per search position"
+const errLogQueryLimit = evm.ErrLogQueryLimit
 
 // filterLimits bound what one logs filter may name.
 type filterLimits struct {

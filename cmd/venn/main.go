@@ -43,6 +43,9 @@ Usage:
                                check the stored blocks A..B against the chain's
                                remotes (hashes, parent links); --purge removes
                                those of another chain
+  venn history stats --config FILE
+                               print each chain's stored history: partitions,
+                               ranges, rows and bytes by table
   venn probe [--timeout 2s] URL
                                GET URL (e.g. http://127.0.0.1:9545/healthz); exit 0
                                on a 2xx answer: a container health check

@@ -34,6 +34,7 @@ const (
 )
 
 const historyUsage = `usage: venn history verify --config FILE --chain NAME --from A --to B [--purge] [--concurrency N]
+       venn history stats --config FILE
 `
 
 // history runs a history subcommand.
@@ -45,6 +46,8 @@ func history(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "verify":
 		return verify(args[1:], stdout, stderr)
+	case "stats":
+		return historyStats(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, historyUsage)
 		return exitOK

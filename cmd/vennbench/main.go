@@ -22,9 +22,10 @@
 // call, hits by tier, the throughput of hits, memory per entry.
 //
 // `vennbench history` (in process, with a Postgres on 127.0.0.1) fills a
-// history store with 100,000 blocks of the fake node's chain and times one
-// eth_getLogs over all of them, with an address and a topic0, served from
-// the store against the same query split over a range-capped remote.
+// history store with 1,000,000 blocks of the fake node's chain, logs from
+// 1,000 contracts, and times a selective eth_getLogs (one contract, one
+// event, 10,000 blocks) and a wide one (every block), served from the store
+// against the same queries split over a range-capped remote.
 //
 // The same binary is the children: `vennbench upstream` and
 // `vennbench proxy` are re-executed from os.Args[0]. Only 127.0.0.1 is used.
@@ -34,7 +35,7 @@
 //	go run ./cmd/vennbench propagation [-blocks 200] [-followers 2] [-venn PATH]
 //	go run ./cmd/vennbench subs [-clients 10000] [-blocks 60] [-venn PATH]
 //	go run ./cmd/vennbench cache [-duration 10s] [-rounds 3] [-conc 1,128] [-indexers 4] [-cache YAML] [-venn PATH]
-//	go run ./cmd/vennbench history [-blocks 100000] [-runs 7] [-cap 1000] [-latency 0] [-pg URL]
+//	go run ./cmd/vennbench history [-blocks 1000000] [-contracts 1000] [-range 10000] [-runs 100] [-remote-runs 3] [-cap 1000] [-latency 0s,50ms] [-pg URL]
 package main
 
 import (
@@ -81,7 +82,7 @@ Usage:
   vennbench head [flags]                  head-served calls of a venn follower vs the proxy (head -h)
   vennbench propagation [flags]           time from a new block to every replica serving it (propagation -h)
   vennbench subs [flags]                  many subscribers on one replica: latency, memory, CPU (subs -h)
-  vennbench history [flags]               eth_getLogs over 100,000 blocks from Postgres vs the remotes (history -h)
+  vennbench history [flags]               eth_getLogs over 1,000,000 blocks from Postgres vs the remotes (history -h)
   vennbench cache [flags]                 indexers' state reads through a 2-replica cluster's cache vs the proxy (cache -h)
   vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
   vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL

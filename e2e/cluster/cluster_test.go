@@ -113,16 +113,21 @@ type cluster struct {
 	redis    *harness.Redis
 	nodes    []*fakenode.Node
 	replicas []*replica
+	tweak    func(*harness.Config) // changes every replica's config; nil: none
 }
 
-func startCluster(t *testing.T, n int) *cluster {
+func startCluster(t *testing.T, n int) *cluster { return startClusterWith(t, n, nil) }
+
+// startClusterWith is startCluster with every replica's config changed by
+// tweak.
+func startClusterWith(t *testing.T, n int, tweak func(*harness.Config)) *cluster {
 	t.Helper()
 	// All ports at once, so that no two processes are handed the same one.
 	ports, err := gethtest.FreePorts(1 + 2*n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{redis: startRedis(t, ports[0])}
+	c := &cluster{redis: startRedis(t, ports[0]), tweak: tweak}
 	for range 2 {
 		node := fakenode.New(fakenode.Options{ChainID: chainID, Head: 200})
 		if err := node.Start(); err != nil {
@@ -165,6 +170,9 @@ func (c *cluster) config(r *replica, nodes []*fakenode.Node) harness.Config {
 		Chain: chain, ChainID: chainID, BlockTime: blockTime, Window: window, Extra: "shutdown_timeout: 5s"}
 	for i, n := range nodes {
 		conf.Remotes = append(conf.Remotes, harness.Remote{Name: fmt.Sprintf("n%d", i), URL: n.URL(), WSURL: n.WSURL(), Timeout: time.Second})
+	}
+	if c.tweak != nil {
+		c.tweak(&conf)
 	}
 	return conf
 }

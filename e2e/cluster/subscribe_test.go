@@ -65,9 +65,15 @@ func parseQ(s string) uint64 {
 // logs the client also gets. The connection is closed when the test ends.
 func subscribe(t *testing.T, r *replica) *subscriber {
 	t.Helper()
+	return subscribeTo(t, r, chain)
+}
+
+// subscribeTo is subscribe on the replica's chain name.
+func subscribeTo(t *testing.T, r *replica, name string) *subscriber {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws://"+r.rpc+"/"+chain, nil)
+	ws, _, err := websocket.Dial(ctx, "ws://"+r.rpc+"/"+name, nil)
 	if err != nil {
 		t.Fatalf("replica %s: dial: %v", r.id, err)
 	}

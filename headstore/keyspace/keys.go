@@ -23,6 +23,9 @@ package keyspace
 //	venn:{CHAIN}:cordons   HASH remote name -> JSON of an operator's cordon
 //	                       (package admin); expired ones are ignored
 //	venn:{CHAIN}:cordons:changed  pub/sub channel: the cordons changed
+//	venn:{CHAIN}:heads     JSON of the leader's last report of its remotes'
+//	                       heads (package stalker), with a TTL: gone when stale
+//	venn:{CHAIN}:heads:changed  pub/sub channel: each report, as published
 //	venn:{CHAIN}:c:KEY     one cached answer (package cache's envelope),
 //	                       always with a TTL; KEY is the cache key in hex
 //	venn:{CHAIN}:cc:KEY    a claim on KEY's miss: the replica asking
@@ -45,6 +48,8 @@ type Chain struct {
 	BlockPrefix   string // + a block's hash
 	Cordons       string
 	CordonsNotify string // a channel, not a key
+	Heads         string
+	HeadsNotify   string // a channel, not a key
 
 	CachePrefix      string // + a cache key in hex
 	CacheClaimPrefix string // + a cache key in hex
@@ -66,6 +71,8 @@ func For(chain string) Chain {
 		BlockPrefix:   p + "blk:",
 		Cordons:       p + "cordons",
 		CordonsNotify: p + "cordons:changed",
+		Heads:         p + "heads",
+		HeadsNotify:   p + "heads:changed",
 
 		CachePrefix:      p + "c:",
 		CacheClaimPrefix: p + "cc:",
@@ -85,6 +92,9 @@ func (c Chain) PublishKeys() []string { return []string{c.Epoch, c.State, c.Cano
 // SnapshotKeys are Snapshot's KEYS.
 func (c Chain) SnapshotKeys() []string { return []string{c.State, c.Canon} }
 
+// HeadsKeys are PublishHeads's KEYS.
+func (c Chain) HeadsKeys() []string { return []string{c.Epoch, c.Heads} }
+
 // CacheSetKeys are CacheSet's KEYS for cache key key (hex) expiring in
 // slot: the entry, the slot's counters and the key's claim.
 func (c Chain) CacheSetKeys(key, slot string) []string {
@@ -94,6 +104,11 @@ func (c Chain) CacheSetKeys(key, slot string) []string {
 // RateLimitPrefix starts the key of every rate-limit bucket ("key:NAME",
 // "ip:ADDRESS"), unless the edge is given another.
 const RateLimitPrefix = "venn:ratelimit:"
+
+// RateLimitKey is the key of bucket under prefix. Each bucket is its own
+// hash tag, so that a Redis Cluster spreads the buckets over its slots
+// instead of holding every client's on one node.
+func RateLimitKey(prefix, bucket string) string { return prefix + "{" + bucket + "}" }
 
 // Replicas is a HASH of the cluster's replicas: replica ID -> JSON of its
 // heartbeat (version, start and last-seen times), written every few

@@ -59,9 +59,14 @@ return 0
 // it fails half way, so every check that can fail runs before the first
 // write.
 //
+// ARGV[9], unless "0", is the seq the writer last saw: a state at another
+// (an error reply starting STALE, nothing written) lost or gained events
+// the writer does not know of, as a failed-over Redis that had not yet
+// replicated the old master's last writes has.
+//
 // KEYS: Chain.PublishKeys (epoch, state, canon, events)
 // ARGV: epoch, gen, window, maxlen, blk prefix, event JSON, safe, finalized,
-// ndropped, dropped hash..., nadded, (number, hash, parent, body)...
+// seq seen, ndropped, dropped hash..., nadded, (number, hash, parent, body)...
 var Publish = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur ~= ARGV[1] then
@@ -71,9 +76,12 @@ local window = tonumber(ARGV[3])
 local prefix = ARGV[5]
 local function num(n) return string.format('%d', n) end
 
+local st = redis.call('HMGET', KEYS[2], 'gen', 'seq')
+if ARGV[9] ~= '0' and st[2] ~= ARGV[9] then
+  return redis.error_reply('STALE seq is ' .. (st[2] or 'unset') .. ', writer saw ' .. ARGV[9])
+end
 -- A state without gen is a new history (fresh Redis, or one that lost its
 -- data); so is a stream already past the next seq, which XADD would refuse.
-local st = redis.call('HMGET', KEYS[2], 'gen', 'seq')
 local gen = st[1]
 local fresh = not gen
 if not fresh then
@@ -88,7 +96,7 @@ if fresh then
   redis.call('HSET', KEYS[2], 'gen', gen, 'seq', '0')
 end
 
-local i = 9
+local i = 10
 local ndropped = tonumber(ARGV[i]); i = i + 1
 for _ = 1, ndropped do
   redis.call('ZREM', KEYS[3], ARGV[i])
@@ -198,6 +206,29 @@ end
 return {0, 0}
 `)
 
+// Unlimit gives n calls back to the bucket in KEYS[1], which Limit took
+// them from: on a Redis Cluster a call's buckets sit in different slots,
+// so they are taken one script each, and a later bucket's refusal returns
+// what the earlier ones took. ARGV: n, now or "", interval.
+var Unlimit = redis.NewScript(`
+local now = tonumber(ARGV[2])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if not tat then
+  return 0
+end
+tat = tat - tonumber(ARGV[1]) * tonumber(ARGV[3])
+if tat <= now then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - now) / 1000) + 1)
+end
+return 1
+`)
+
 // CacheSet stores one cache entry with its TTL, ends the key's claim (the
 // answer is there for whoever waited on it) and, when the key was not
 // there, counts it in the counters of the slot it expires in, which
@@ -229,4 +260,22 @@ for _, k in ipairs(KEYS) do
   b = b + (tonumber(v[2]) or 0)
 end
 return {n, b}
+`)
+
+// PublishHeads stores the leader's report of its remotes' heads with a
+// TTL (it is stale after that) and announces it on the heads channel, only
+// if ARGV[1] is the chain's current fencing epoch (else an error reply
+// starting FENCED, and nothing written or announced): a deposed leader's
+// late report never reaches a follower.
+//
+// KEYS: Chain.HeadsKeys (epoch, heads); ARGV[1] epoch, ARGV[2] the
+// report, ARGV[3] TTL in ms, ARGV[4] the channel (Chain.HeadsNotify).
+var PublishHeads = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur ~= ARGV[1] then
+  return redis.error_reply('FENCED epoch is ' .. (cur or 'unset') .. ', writer has ' .. ARGV[1])
+end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[2])
+return 1
 `)

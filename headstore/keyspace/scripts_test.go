@@ -35,7 +35,7 @@ func publish(t *testing.T, rdb *redis.Client, c Chain, epoch, n uint64) (int64, 
 	parent := "0x" + strconv.FormatUint(n-1, 16)
 	ev := `{"epoch":` + strconv.FormatUint(epoch, 10) + `,"added":[{"number":` + strconv.FormatUint(n, 10) + `,"hash":"` + hash + `"}]}`
 	args := []any{
-		strconv.FormatUint(epoch, 10), "00000000000000aa", 8, 32, c.BlockPrefix, ev, "0", "0",
+		strconv.FormatUint(epoch, 10), "00000000000000aa", 8, 32, c.BlockPrefix, ev, "0", "0", "0",
 		0,                                                                  // dropped
 		1, strconv.FormatUint(n, 10), hash, parent, `{"n":"` + hash + `"}`, // added
 	}

@@ -12,7 +12,7 @@ import (
 // TestConfigYAML: what Config writes is what venn reads.
 func TestConfigYAML(t *testing.T) {
 	c := Config{Listen: "127.0.0.1:8545", MetricsListen: "127.0.0.1:9100", RedisAddr: "127.0.0.1:6390",
-		ReplicaID: "r1", Chain: "dev", ChainID: 1337, BlockTime: 150 * time.Millisecond, Window: 32,
+		ReplicaID: "r1", LeaseTTL: 5 * time.Second, Chain: "dev", ChainID: 1337, BlockTime: 150 * time.Millisecond, Window: 32,
 		Remotes: []Remote{
 			{Name: "n0", URL: "http://127.0.0.1:1/", WSURL: "ws://127.0.0.1:1/", Timeout: time.Second},
 			{Name: "up", URL: "http://127.0.0.1:2/", MaxInFlight: 64},
@@ -26,7 +26,7 @@ func TestConfigYAML(t *testing.T) {
 	switch {
 	case got.Listen != c.Listen || got.MetricsListen == nil || *got.MetricsListen != c.MetricsListen:
 		t.Errorf("listeners %q %v", got.Listen, got.MetricsListen)
-	case got.Redis.ReplicaID != "r1" || ch.Name != "dev" || ch.ChainID != 1337 || ch.Pool.BlockTime != c.BlockTime:
+	case got.Redis.ReplicaID != "r1" || got.Redis.LeaseTTL != c.LeaseTTL || ch.Name != "dev" || ch.ChainID != 1337 || ch.Pool.BlockTime != c.BlockTime:
 		t.Errorf("redis %+v, chain %s %d %v", got.Redis, ch.Name, ch.ChainID, ch.Pool.BlockTime)
 	case len(ch.Remotes) != 2 || ch.Remotes[0].WSURL != c.Remotes[0].WSURL || ch.Remotes[0].Timeout != time.Second ||
 		ch.Remotes[1].MaxInFlight != 64:

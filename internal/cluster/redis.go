@@ -32,11 +32,17 @@ type Redis struct {
 	Proc *Proc
 	port int
 	dir  string
+	args []string // more of redis-server's arguments: a cluster node's
 }
 
 // StartRedis starts redis-server on port (0: a free one) with its files in
 // dir, and returns once it answers PING.
 func StartRedis(ctx context.Context, dir string, port int) (*Redis, error) {
+	return startRedis(ctx, dir, port)
+}
+
+// startRedis is StartRedis with more arguments for redis-server.
+func startRedis(ctx context.Context, dir string, port int, args ...string) (*Redis, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, fmt.Errorf("redis-server not found (Debian's redis-server package has it): %w", err)
 	}
@@ -49,7 +55,7 @@ func StartRedis(ctx context.Context, dir string, port int) (*Redis, error) {
 				return nil, err
 			}
 		}
-		r := &Redis{port: p, dir: dir}
+		r := &Redis{port: p, dir: dir, args: args}
 		r.Client = redis.NewClient(&redis.Options{Addr: r.Addr()})
 		if lastErr = r.Start(ctx); lastErr == nil {
 			return r, nil
@@ -68,8 +74,9 @@ func (r *Redis) Addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
 // Start starts the server, again after Kill, on its port, and returns once
 // it answers PING.
 func (r *Redis) Start(ctx context.Context) error {
-	p, err := Start("redis-server", nil, nil, "redis-server", "--port", strconv.Itoa(r.port),
-		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.dir, "--loglevel", "warning")
+	args := append([]string{"--port", strconv.Itoa(r.port),
+		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.dir, "--loglevel", "warning"}, r.args...)
+	p, err := Start("redis-server", nil, nil, "redis-server", args...)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 )
 
@@ -54,8 +55,20 @@ var (
 	}
 )
 
-// Contracts returns the addresses that emit the synthetic logs.
+// Contracts returns the addresses that emit the synthetic logs of a node
+// with the default Options.Contracts; a node with more also has those of
+// [Node.Contracts].
 func Contracts() []string { return append([]string(nil), contractHex[:]...) }
+
+// Contracts returns the addresses that emit the node's synthetic logs:
+// those of [Contracts], then the made-up ones Options.Contracts asks for.
+func (n *Node) Contracts() []string {
+	out := make([]string, len(n.tables.contracts))
+	for i, a := range n.tables.contracts {
+		out[i] = hexutil.Encode(a[:])
+	}
+	return out
+}
 
 // Topic0s returns the event signatures (topic0) of the synthetic logs.
 func Topic0s() []string { return append([]string(nil), topic0Hex[:]...) }
@@ -66,25 +79,37 @@ func Senders() []string { return append([]string(nil), senderHex[:]...) }
 
 // Which contract, event and sender global transaction g uses. Co-prime
 // periods make every combination occur.
-func contractOf(g uint64) int { return int(g % uint64(len(contractHex))) }
-func topicOf(g uint64) int    { return int((g / uint64(len(contractHex))) % uint64(len(topic0Hex))) }
-func senderOf(g uint64) int   { return int(g % uint64(len(senderHex))) }
+func (t *tables) contractOf(g uint64) int { return int(g % uint64(len(t.contracts))) }
+func (t *tables) topicOf(g uint64) int {
+	return int((g / uint64(len(t.contracts))) % uint64(len(topic0Hex)))
+}
+func senderOf(g uint64) int { return int(g % uint64(len(senderHex))) }
 
 // tables holds the fixed sets decoded once per node.
 type tables struct {
-	contracts    [len(contractHex)]common.Address
+	contracts    []common.Address
 	topic0s      [len(topic0Hex)]common.Hash
 	senders      [len(senderHex)]common.Address
 	senderTopics [len(senderHex)]common.Hash
-	contractBits [len(contractHex)]types.Bloom
+	contractBits []types.Bloom
 	topicBits    [len(topic0Hex)]types.Bloom
 	senderBits   [len(senderHex)]types.Bloom
 }
 
-func newTables() *tables {
+// newTables decodes the fixed sets, with contracts contracts (at least
+// those of contractHex).
+func newTables(contracts int) *tables {
 	t := new(tables)
-	for i, s := range contractHex {
-		t.contracts[i] = common.HexToAddress(s)
+	t.contracts = make([]common.Address, max(contracts, len(contractHex)))
+	t.contractBits = make([]types.Bloom, len(t.contracts))
+	for i := range t.contracts {
+		if i < len(contractHex) {
+			t.contracts[i] = common.HexToAddress(contractHex[i])
+		} else {
+			// Made up, and clear of the real ones: 0xc0de…, then i.
+			t.contracts[i][0], t.contracts[i][1] = 0xc0, 0xde
+			binary.BigEndian.PutUint64(t.contracts[i][12:], uint64(i))
+		}
 		t.contractBits[i].Add(t.contracts[i].Bytes())
 	}
 	for i, s := range topic0Hex {
@@ -101,8 +126,8 @@ func newTables() *tables {
 
 func (t *tables) logBloom(g uint64) types.Bloom {
 	var b types.Bloom
-	orBloom(&b, &t.contractBits[contractOf(g)])
-	orBloom(&b, &t.topicBits[topicOf(g)])
+	orBloom(&b, &t.contractBits[t.contractOf(g)])
+	orBloom(&b, &t.topicBits[t.topicOf(g)])
 	orBloom(&b, &t.senderBits[senderOf(g)])
 	return b
 }
@@ -311,7 +336,7 @@ func (n *Node) appendTx(buf []byte, b *synthBlock, tx *synthTx) []byte {
 	buf = append(buf, `","nonce":`...)
 	buf = appendQuantity(buf, nonceOf(tx.g))
 	buf = append(buf, `,"to":`...)
-	buf = appendData(buf, t.contracts[contractOf(tx.g)][:])
+	buf = appendData(buf, t.contracts[t.contractOf(tx.g)][:])
 	buf = append(buf, `,"transactionIndex":`...)
 	buf = appendQuantity(buf, uint64(tx.idx))
 	buf = append(buf, `,"value":"0x0","type":"0x2","accessList":[],"chainId":`...)
@@ -367,7 +392,7 @@ func (n *Node) appendReceipt(buf []byte, b *synthBlock, tx *synthTx) []byte {
 	buf = append(buf, `],"logsBloom":`...)
 	buf = appendData(buf, tx.bloom[:])
 	buf = append(buf, `,"status":"0x1","to":`...)
-	buf = appendData(buf, t.contracts[contractOf(tx.g)][:])
+	buf = appendData(buf, t.contracts[t.contractOf(tx.g)][:])
 	buf = append(buf, `,"transactionHash":`...)
 	buf = appendHash(buf, tx.hash)
 	buf = append(buf, `,"transactionIndex":`...)
@@ -381,9 +406,9 @@ func (n *Node) appendReceipt(buf []byte, b *synthBlock, tx *synthTx) []byte {
 func (n *Node) appendLog(buf []byte, b *synthBlock, tx *synthTx, removed bool) []byte {
 	t := n.tables
 	buf = append(buf, `{"address":`...)
-	buf = appendData(buf, t.contracts[contractOf(tx.g)][:])
+	buf = appendData(buf, t.contracts[t.contractOf(tx.g)][:])
 	buf = append(buf, `,"topics":[`...)
-	buf = appendHash(buf, t.topic0s[topicOf(tx.g)])
+	buf = appendHash(buf, t.topic0s[t.topicOf(tx.g)])
 	buf = append(buf, ',')
 	buf = appendHash(buf, t.senderTopics[senderOf(tx.g)])
 	buf = append(buf, `],"data":"0x`...)

@@ -16,8 +16,9 @@
 // keccak256(seed, salt, n) (the last 8 bytes carry an invertible mix of n so
 // that lookups by hash need no index), parentHash = hash(n-1), and two type-2
 // transactions (genesis has none). Each transaction emits one log from one of
-// three contracts ([Contracts]) with topic0 from a fixed set ([Topic0s]) and
-// topic1 the padded sender, so address and topic filters select real subsets.
+// three contracts ([Contracts]; Options.Contracts asks for more) with topic0
+// from a fixed set ([Topic0s]) and topic1 the padded sender, so address and
+// topic filters select real subsets.
 // Hashes are synthetic: they are not the keccak of the RLP encoding, and a
 // client recomputing them will disagree. Blocks orphaned by a fork are not
 // served by hash any more, as on a node that never saw the side chain.
@@ -85,6 +86,9 @@
 //     blocks: state calls more than k below the visible head fail with
 //     geth's -32000 "missing trie node"; blocks, receipts and logs stay.
 //     0 turns it off.
+//   - SetMaxLogResults(k): eth_getLogs matching more than k logs fails
+//     with -32005 "query returned more than k results", even within one
+//     block. 0 turns it off.
 //   - DropFilters(): every eth_newPendingTransactionFilter filter is
 //     forgotten, as by a restarted node; the next eth_getFilterChanges on
 //     one gets geth's -32000 "filter not found". Reset leaves filters be.

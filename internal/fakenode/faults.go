@@ -29,6 +29,7 @@ type faults struct {
 	echo       func(r *http.Request) *jrpc.Error
 	chainID    uint64 // reported chain id; 0 means the real one
 	maxLogs    uint64 // eth_getLogs range cap in blocks; 0 off
+	maxResults int    // eth_getLogs result cap below MaxLogResults; 0 off
 	bogusHead  uint64 // head claimed but not served; 0 off
 	stateKeep  uint64 // state kept for this many blocks below the head; 0: all (archive)
 	drop       bool
@@ -107,6 +108,9 @@ func (n *Node) SetMaxLogsRange(k uint64) { n.setFault(func(f *faults) { f.maxLog
 // geth's -32000 "missing trie node". Blocks, receipts and logs stay. 0 turns
 // it off (an archive node).
 func (n *Node) SetStateWindow(k uint64) { n.setFault(func(f *faults) { f.stateKeep = k }) }
+// SetMaxLogResults fails eth_getLogs that match more than k logs, as
+// MaxLogResults does; 0 turns it off.
+func (n *Node) SetMaxLogResults(k int) { n.setFault(func(f *faults) { f.maxResults = k }) }
 
 // SetBogusHead makes the node claim head h while its chain stays where it
 // is, as a broken node or a misrouted load balancer does: eth_blockNumber

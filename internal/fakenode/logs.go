@@ -44,7 +44,7 @@ type logFilter struct {
 
 func (f *logFilter) match(t *tables, g uint64) bool {
 	if len(f.addresses) > 0 {
-		addr := t.contracts[contractOf(g)]
+		addr := t.contracts[t.contractOf(g)]
 		found := false
 		for _, a := range f.addresses {
 			if a == addr {
@@ -56,7 +56,7 @@ func (f *logFilter) match(t *tables, g uint64) bool {
 			return false
 		}
 	}
-	logTopics := [2]common.Hash{t.topic0s[topicOf(g)], t.senderTopics[senderOf(g)]}
+	logTopics := [2]common.Hash{t.topic0s[t.topicOf(g)], t.senderTopics[senderOf(g)]}
 	if len(f.topics) > len(logTopics) {
 		return false
 	}
@@ -238,15 +238,18 @@ func (n *Node) getLogs(v *chainView, f *faults, params []byte) ([]byte, *jrpc.Er
 		return nil, rerr
 	}
 	buf := append(make([]byte, 0, 1024), '[')
-	count := 0
+	count, most := 0, MaxLogResults
+	if f.maxResults > 0 {
+		most = min(most, f.maxResults)
+	}
 	for num := max(first, 1); num <= last; num++ {
 		var b *synthBlock // built only for blocks with a match
 		for idx := 0; idx < txsPerBlock; idx++ {
 			if !q.match(n.tables, num*txsPerBlock+uint64(idx)) {
 				continue
 			}
-			if count++; count > MaxLogResults {
-				return nil, errTooManyLogs
+			if count++; count > most {
+				return nil, &jrpc.Error{Code: codeLimit, Message: "query returned more than " + strconv.Itoa(most) + " results"}
 			}
 			if b == nil {
 				b = n.block(v, num)

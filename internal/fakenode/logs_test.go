@@ -117,3 +117,29 @@ func TestGetLogsCap(t *testing.T) {
 		t.Errorf("runaway query: %v, want -32005", rerr)
 	}
 }
+
+// TestManyContracts: with Options.Contracts each transaction's log comes
+// from the next contract in turn, so one contract's logs are rare: those
+// of the last of 1,000 in blocks 1..3000 are the six of transactions
+// 999, 1999, ... 5999.
+func TestManyContracts(t *testing.T) {
+	n := Start(t, Options{Contracts: 1000, Head: 3000})
+	hc := httpClient(t)
+	c := n.Contracts()
+	if len(c) != 1000 || !slices.Equal(c[:3], Contracts()) || len(slices.Compact(slices.Sorted(slices.Values(c)))) != 1000 {
+		t.Fatalf("contracts: %d, the first %v; want 1000 distinct, the default three first", len(c), c[:3])
+	}
+	var logs []logEntry
+	if err := json.Unmarshal(mustRPC(t, hc, n.URL(), "eth_getLogs",
+		map[string]any{"fromBlock": "0x1", "toBlock": "0xbb8", "address": c[999]}), &logs); err != nil {
+		t.Fatal(err)
+	}
+	if len(logs) != 6 {
+		t.Fatalf("%d logs of contract 999, want 6", len(logs))
+	}
+	for _, l := range logs {
+		if l.Address != c[999] {
+			t.Errorf("log of %s in the answer for %s", l.Address, c[999])
+		}
+	}
+}

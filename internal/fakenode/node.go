@@ -56,6 +56,12 @@ type Options struct {
 	// below the visible head. Defaults 32 and 64.
 	SafeDepth      uint64
 	FinalizedDepth uint64
+	// Contracts is how many contracts emit the synthetic logs, each
+	// transaction's log from the next in turn ([Node.Contracts]). Default
+	// (and at least) the three of [Contracts]; a history bench asks for
+	// thousands, so that one contract's logs are as rare as on a real
+	// chain.
+	Contracts int
 	// ClientVersion is web3_clientVersion's answer. Default "fakenode/v1".
 	ClientVersion string
 	// Logger receives debug logs of faults and connections. Default: none.
@@ -146,7 +152,7 @@ func New(opts Options) *Node {
 		opts:     opts,
 		log:      opts.Logger.With("fakenode", opts.Name),
 		hash:     hasher{seed: opts.ChainID},
-		tables:   newTables(),
+		tables:   newTables(opts.Contracts),
 		subs:     make(map[string]*subscription),
 		nextSalt: 1 << 32, // clear of small salts callers pick for SetFork
 		sent:     make(map[common.Hash]struct{}),

@@ -1,0 +1,40 @@
+package remotes
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/headstore/keyspace"
+)
+
+// RedisBudgets keeps the budget counters in Redis, shared by the replicas:
+// one pipeline per flush, an INCRBY and an EXPIREAT per remote (the
+// expiry is the same every time, so setting it again is harmless).
+type RedisBudgets struct{ rdb redis.Cmdable }
+
+var _ BudgetStore = (*RedisBudgets)(nil)
+
+// NewRedisBudgets returns the counters on rdb. It does no I/O.
+func NewRedisBudgets(rdb redis.Cmdable) *RedisBudgets { return &RedisBudgets{rdb: rdb} }
+
+// Add implements BudgetStore.
+func (s *RedisBudgets) Add(ctx context.Context, chain string, counts []BudgetCount) error {
+	incr := make([]*redis.IntCmd, len(counts))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range counts {
+			k := keyspace.BudgetKey(chain, c.Remote, c.Period)
+			incr[i] = p.IncrBy(ctx, k, c.N)
+			p.ExpireAt(ctx, k, c.Expire)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("budget counters: %w", err)
+	}
+	for i := range counts {
+		counts[i].Total = incr[i].Val()
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package remotes
+
+// Heads from the cluster's feed. In a cluster only the chain's leader
+// tracks its remotes' heads (polling, newHeads); it publishes them
+// (RemoteHeads, ClaimsChanged) and every other replica's pool takes them
+// from there (FeedHeads) instead of asking the remotes. A fed remote is
+// neither polled nor subscribed to, nor are its chain ids asked again
+// every ChainRecheck: the leader does that, and drops from its feed a
+// remote it no longer vouches for, which this replica then tracks itself
+// again. What a fed remote's calls do here (errors, latency, breaker,
+// throttling) is still this replica's own: the feed carries heads only.
+// When the feed goes stale, TrackHeads hands every remote back to its own
+// trackers at once.
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// RemoteHead is one remote's head as the leader's pool saw it, the unit of
+// the cluster's head feed. The remote is named, never by its URL.
+type RemoteHead struct {
+	Remote string `json:"remote"`
+	Number uint64 `json:"number"`
+	Hash   string `json:"hash"`
+	Parent string `json:"parent"`
+	Time   uint64 `json:"time"` // the block's timestamp, unix seconds
+	// Age is how long before the report was taken the remote first
+	// reported this head: relative, so replicas' clocks need not agree.
+	Age time.Duration `json:"age"`
+}
+
+// remoteFeed is a remote's part in the feed.
+type remoteFeed struct {
+	fed atomic.Bool // its heads come from the feed; its trackers idle
+	// noted is the claim the last headChanged saw, guarded by
+	// Pool.heads.mu: a new one is news for ClaimsChanged.
+	noted *headReport
+}
+
+// RemoteHeads reports the head of every remote this pool tracks itself
+// and found on the chain, for the leader to publish.
+func (p *Pool) RemoteHeads() []RemoteHead {
+	now := p.now()
+	var out []RemoteHead
+	for _, r := range p.members() {
+		c := r.claim.Load()
+		if c == nil || !r.chainVerified() || r.feed.fed.Load() {
+			continue
+		}
+		out = append(out, RemoteHead{Remote: r.Name(), Number: c.Number, Hash: c.Hash, Parent: c.Parent,
+			Time: c.Time, Age: max(now.Sub(c.Seen), 0)})
+	}
+	return out
+}
+
+// ClaimsChanged returns a channel closed when any remote next reports a
+// new head (not only a new tip), so the leader publishes every one.
+func (p *Pool) ClaimsChanged() <-chan struct{} {
+	p.heads.mu.Lock()
+	defer p.heads.mu.Unlock()
+	return p.heads.claims
+}
+
+// FeedHeads takes the remotes' heads from the cluster's feed: each remote
+// named in hs is fed from now on, and its head noted; a remote not named
+// (the leader does not vouch for it, or does not know it) is tracked by
+// this replica. Heads of unknown remotes are ignored.
+func (p *Pool) FeedHeads(hs []RemoteHead) {
+	byName := make(map[string]*RemoteHead, len(hs))
+	for i := range hs {
+		byName[hs[i].Remote] = &hs[i]
+	}
+	flipped := false
+	for _, r := range p.members() {
+		h, ok := byName[r.Name()]
+		if ok {
+			r.noteHead(&headReport{Number: h.Number, Hash: h.Hash, Parent: h.Parent, Time: h.Time})
+		}
+		flipped = r.setFed(ok) || flipped
+	}
+	if flipped {
+		p.retrack()
+	}
+	p.headChanged()
+}
+
+// TrackHeads hands every remote back to its own trackers, which poll (or
+// subscribe) at once: the feed went stale, or this replica leads.
+func (p *Pool) TrackHeads() {
+	flipped := false
+	for _, r := range p.members() {
+		flipped = r.setFed(false) || flipped
+	}
+	if flipped {
+		p.retrack()
+	}
+}
+
+// Fed reports how many of the pool's remotes take their heads from the
+// feed.
+func (p *Pool) Fed() int {
+	n := 0
+	for _, r := range p.members() {
+		if r.feed.fed.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// retrack wakes every tracker (track, watch) to look at its remote's fed
+// flag again, through the channel a new poll cadence closes.
+func (p *Pool) retrack() {
+	p.heads.mu.Lock()
+	defer p.heads.mu.Unlock()
+	close(p.heads.retime)
+	p.heads.retime = make(chan struct{})
+}
+
+// noteClaims closes the claims channel when a remote's claim changed
+// since the last look. h.mu must be held.
+func (p *Pool) noteClaims() {
+	news := false
+	for _, r := range p.members() {
+		if c := r.claim.Load(); c != r.feed.noted {
+			r.feed.noted, news = c, true
+		}
+	}
+	if news {
+		close(p.heads.claims)
+		p.heads.claims = make(chan struct{})
+	}
+}
+
+// fed reports whether the remote's heads come from the feed.
+func (r *Remote) fed() bool { return r.feed.fed.Load() }
+
+// setFed sets whether the remote is fed and reports whether that changed.
+func (r *Remote) setFed(v bool) bool { return r.feed.fed.Swap(v) != v }
+
+// ownCheckDue is chainCheckDue for a remote that may be fed: the leader
+// asks a fed remote's chain id every ChainRecheck, so this replica asks
+// only what it has its own reason to (never checked, its breaker opened,
+// a head jump).
+func (r *Remote) ownCheckDue() bool {
+	if r.fed() && r.chainVerified() && !r.cc.due.Load() && !r.cc.headsHeld.Load() {
+		return false
+	}
+	return r.chainCheckDue()
+}
