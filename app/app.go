@@ -33,6 +33,7 @@ import (
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/availredis"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
@@ -310,10 +311,12 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
 	var budgets remotes.BudgetStore // without Redis each process counts its own
+	var share remotes.AvailShare    // without Redis each process probes alone
 	if cs.rdb != nil {
 		budgets = remotes.NewRedisBudgets(cs.rdb)
+		share = availredis.New(cs.rdb, cfg.Redis.ReplicaID)
 	}
-	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets)
+	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
 	if err != nil {
 		return nil, err
 	}

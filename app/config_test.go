@@ -62,6 +62,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 		Cordon:              defaultPoolCordon(),
 		Hedge:               defaultPoolHedge(),
 		Scoring:             defaultPoolScoring(),
+		Availability:        remotes.AvailabilityConfig{ProbeEvery: remotes.DefaultProbeEvery},
 	}
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v\nwant %+v", got, wantPool)
@@ -155,6 +156,7 @@ chains:
 		PendingPollInterval: 500 * time.Millisecond, Breaker: remotes.BreakerConfig{Failures: 3, Cooldown: time.Second},
 		Cordon: defaultPoolCordon(),
 		Hedge:  defaultPoolHedge(), Scoring: defaultPoolScoring(),
+		Availability: remotes.AvailabilityConfig{ProbeEvery: remotes.DefaultProbeEvery},
 	}
 	if got := c.Chains[0].PoolConfig(); !reflect.DeepEqual(got, wantPool) {
 		t.Errorf("pool = %+v", got)
@@ -250,6 +252,7 @@ chains:
     chain_id: 2
     chain_recheck: -1s
     pending_poll_interval: 2m
+    availability: {probe_every: 10s}
   - name: b
     chain_id: 3
     remotes: [{name: x, url: "http://127.0.0.1:1"}]
@@ -262,6 +265,8 @@ chains:
         timeout: 4s
       - name: defaulted
         url: http://127.0.0.1:2
+        archive: true
+        max_block_lookback: 128
 `,
 			want: []string{
 				`chains[0].name: must match [a-z0-9_-]+`,
@@ -276,7 +281,9 @@ chains:
 				`chains[0].call_deadline: must be positive`,
 				`chains[0].pending_poll_interval: must be positive`,
 				`chains[1].pending_poll_interval: must be at most 1m0s, not 2m0s`,
+				`chains[1].availability.probe_every: must be at least 1m0s`,
 				`chains[3].remotes[0].timeout: must be shorter than the chain's call_deadline (4s)`,
+				`chains[3].remotes[1].max_block_lookback: must not be set with archive: true (an archive serves every block)`,
 				`chains[0].breaker.failures: must be positive`,
 				`chains[0].breaker.cooldown: must be positive`,
 				`chains[0].remotes: at least one remote is required`,

@@ -62,6 +62,10 @@ type chainReadiness struct {
 	// Reason says why the chain is not ready: each remote and why it is
 	// out of rotation.
 	Reason string `json:"reason,omitempty"`
+	// Availability is, by remote, the oldest block of each kind of data
+	// (state, blocks, logs, traces) the remote is taken to serve and where
+	// that comes from; older calls are not sent to it.
+	Availability map[string][]remotes.Availability `json:"availability"`
 }
 
 func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
@@ -81,8 +85,10 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 		if n, _, ok := c.head.window.Head(); ok {
 			cr.WindowHead = n
 		}
+		rs := c.pool.Status()
+		cr.Availability = availabilityOf(rs)
 		if !cr.Ready {
-			cr.Reason = notReadyReason(c.pool.Status())
+			cr.Reason = notReadyReason(rs)
 		}
 		body.Ready = body.Ready && cr.Ready
 		body.Chains = append(body.Chains, cr)
@@ -103,6 +109,15 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// availabilityOf is each remote's windows of old data, by name.
+func availabilityOf(rs []remotes.RemoteStatus) map[string][]remotes.Availability {
+	out := make(map[string][]remotes.Availability, len(rs))
+	for _, r := range rs {
+		out[r.Name] = r.Availability
+	}
+	return out
 }
 
 // notReadyReason says why no remote of a chain is in rotation, remote by

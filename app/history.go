@@ -86,14 +86,16 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 // Start the pool before calling through it. replies is the process's reply
 // budget, shared by every chain's pool (nil: the pool gets its own).
 func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget) (*remotes.Pool, error) {
-	return c.newPool(log, m, replies, nil, nil)
+	return c.newPool(log, m, replies, nil, nil, nil)
 }
 
 // newPool is NewPool with the process's tracer (nil: off) and the
-// cluster's budget counters (nil: the process counts its own).
-func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget, tr *tracing.Tracer, budgets remotes.BudgetStore) (*remotes.Pool, error) {
+// cluster's budget counters (nil: the process counts its own) and share of
+// availability probes (nil: this process probes alone).
+func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget, tr *tracing.Tracer,
+	budgets remotes.BudgetStore, share remotes.AvailShare) (*remotes.Pool, error) {
 	pc := c.PoolConfig()
-	pc.Replies, pc.Tracer, pc.Budgets = replies, tr, budgets
+	pc.Replies, pc.Tracer, pc.Budgets, pc.Availability.Share = replies, tr, budgets, share
 	pool, err := remotes.NewPool(pc, c.Remotes, log, m)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", c.Name, err)

@@ -39,6 +39,10 @@ const (
 	// CodeRemotesDisagree: a call put to a vote (consensus) found no answer
 	// enough remotes agreed on.
 	CodeRemotesDisagree = -32058
+	// CodeBlockUnavailable: the call reads data at a block older than any
+	// remote of the chain keeps (a pruned node's state window, expired
+	// history); no remote was asked.
+	CodeBlockUnavailable = -32059
 )
 
 // coder is implemented by errors that carry their own JSON-RPC code.

@@ -229,11 +229,16 @@ func (f *rpcFailure) throttled() (Verdict, bool) {
 // missing is step 4: block tags, a lagging remote, missing data.
 func (f *rpcFailure) missing() (Verdict, bool) {
 	if v, ok := match(f.t, missingRules); ok {
+		if v.Reason == ReasonPruned || v.Reason == ReasonMissingState {
+			v.Oldest = earliestNamed(f.t.s)
+		}
 		return v, true
 	}
 	switch f.code {
 	case 4444:
-		return vPruned, true
+		v := vPruned
+		v.Oldest = earliestNamed(f.t.s)
+		return v, true
 	case -39001:
 		return vHeader, true
 	case -32019:

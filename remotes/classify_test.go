@@ -16,8 +16,13 @@ import (
 
 // Shorthands for the verdicts a row expects. Faults are spelled out, never
 // taken from the package, so the tests pin them.
-func wantCaller(r Reason) Verdict    { return Verdict{Class: ClassCaller, Reason: r} }
-func wantRetry(r Reason) Verdict     { return Verdict{Class: ClassRetry, Reason: r} }
+func wantCaller(r Reason) Verdict { return Verdict{Class: ClassCaller, Reason: r} }
+func wantRetry(r Reason) Verdict  { return Verdict{Class: ClassRetry, Reason: r} }
+
+// wantPruned is a pruned remote's error that names its earliest block.
+func wantPruned(oldest uint64) Verdict {
+	return Verdict{Class: ClassRetry, Reason: ReasonPruned, Oldest: oldest}
+}
 func wantFault(r Reason) Verdict     { return Verdict{Class: ClassRetry, Reason: r, Fault: true} }
 func wantThrottled(r Reason) Verdict { return Verdict{Class: ClassThrottled, Reason: r} }
 func wantTooLarge(r Reason, span uint64) Verdict {
@@ -130,7 +135,7 @@ var classifyRPCTests = []struct {
 	{"geth historical state", classifyGive{mBalance, 200, -32000, "historical state 0xabc is not available", ""}, wantRetry(ReasonMissingState)},
 	{"geth path state not available", classifyGive{mBalance, 200, -32000, "state 0xabc is not available", ""}, wantRetry(ReasonMissingState)},
 	{"geth 4444 pruned", classifyGive{"eth_getBlockByNumber", 200, 4444, "pruned history unavailable", ""}, wantRetry(ReasonPruned)},
-	{"reth 4444 with range", classifyGive{"eth_getBlockByNumber", 200, 4444, "pruned history unavailable: requested 5, earliest available 100", ""}, wantRetry(ReasonPruned)},
+	{"reth 4444 with range", classifyGive{"eth_getBlockByNumber", 200, 4444, "pruned history unavailable: requested 5, earliest available 100", ""}, wantPruned(100)},
 	{"besu 4444 capitalised", classifyGive{"eth_getBlockByNumber", 200, 4444, "Pruned history unavailable", ""}, wantRetry(ReasonPruned)},
 	{"4444 unknown text", classifyGive{"eth_getBlockByNumber", 200, 4444, "history expired", ""}, wantRetry(ReasonPruned)},
 	{"geth unknown block", classifyGive{mLogs, 200, -32000, "unknown block", ""}, wantRetry(ReasonHeaderNotFound)},
@@ -155,11 +160,11 @@ var classifyRPCTests = []struct {
 	{"op historical backend", classifyGive{mCall, 200, -32000, "historical backend error: timeout", ""}, wantRetry(ReasonPruned)},
 	{"moonbeam state discarded", classifyGive{mBalance, 200, -32603, "state already discarded for BlockId::Hash(0xabc)", ""}, wantRetry(ReasonMissingState)},
 	{"kava node state pruned", classifyGive{mBalance, 200, -32000, "node state is pruned", ""}, wantRetry(ReasonPruned)},
-	{"zksync lowest height", classifyGive{mBalance, 200, -32000, "height 5 is not available, lowest height is 100", ""}, wantRetry(ReasonPruned)},
+	{"zksync lowest height", classifyGive{mBalance, 200, -32000, "height 5 is not available, lowest height is 100", ""}, wantPruned(100)},
 	{"purged for block", classifyGive{mBalance, 200, -32000, "data purged for block 5", ""}, wantRetry(ReasonPruned)},
 	{"block with such an id is pruned", classifyGive{"eth_getBlockByHash", 200, -32000, "Block with such an ID is pruned", ""}, wantRetry(ReasonPruned)},
 	{"unsupported block number", classifyGive{mBalance, 200, -32000, "unsupported block number 5", ""}, wantRetry(ReasonPruned)},
-	{"arbitrum has been pruned", classifyGive{mBalance, 200, -32000, "block 5 has been pruned; earliest available is 100", ""}, wantRetry(ReasonPruned)},
+	{"arbitrum has been pruned", classifyGive{mBalance, 200, -32000, "block 5 has been pruned; earliest available is 100", ""}, wantPruned(100)},
 	{"alchemy code 3 unknown block", classifyGive{mBalance, 400, 3, "Unknown block", ""}, wantRetry(ReasonHeaderNotFound)},
 	{"alchemy code 3 block not found", classifyGive{mBalance, 200, 3, "block not found with number 0x1234", ""}, wantRetry(ReasonHeaderNotFound)},
 	{"drpc code 40000", classifyGive{mLogs, 200, -32000, "ChainException: Unexpected error (code=40000)", ""}, wantRetry(ReasonMissingData)},

@@ -114,6 +114,13 @@ type Config struct {
 	// MaxResponseBytes caps one reply from the remote, on the wire and
 	// inflated (0: DefaultMaxResponseBytes, or the reply budget if less).
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// Archive states that the remote serves every block of every kind of
+	// data (avail.go): it is never probed, and its answers never narrow it.
+	Archive bool `yaml:"archive"`
+	// MaxBlockLookback states that the remote serves the last this many
+	// blocks below its head, of every kind of data; 0: not stated (probed
+	// and learnt from answers).
+	MaxBlockLookback uint64 `yaml:"max_block_lookback"`
 	// Weight multiplies the remote's share of its tier's calls (1 when
 	// absent): a cheap provider can take most of the load while a dear
 	// one of the same tier stays warm. Scores still decide who is in the
@@ -194,6 +201,9 @@ func (c Config) Validate() error {
 	p.negative("max_response_bytes", c.MaxResponseBytes < 0)
 	if r := c.RateLimit.RPS; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		p.add("rate_limit.rps", "must be a finite number >= 0")
+	}
+	if c.Archive && c.MaxBlockLookback > 0 {
+		p.add("max_block_lookback", "must not be set with archive: true (an archive serves every block)")
 	}
 	validateWeight(&p, c.Weight)
 	c.Budget.validate(&p)

@@ -36,7 +36,9 @@
 //     heads.go and relay.go, relay_poll.go (upstream subscriptions),
 //     chainhead.go (the chain's corroborated head), blocktime.go (its
 //     block time, learnt from head timestamps), feed.go (heads taken from
-//     the cluster leader's feed instead of tracked here).
+//     the cluster leader's feed instead of tracked here), avail.go and
+//     avail_probe.go (the oldest block it serves of each kind of data:
+//     stated, probed, learnt from answers; availredis shares the probes).
 //   - The wire: transport.go, transport_http.go, transport_ws.go,
 //     replies.go (bounded reads under one reply budget), redact.go (secrets
 //     out of every error), errors.go, and classify.go (the verdict of an

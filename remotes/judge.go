@@ -75,14 +75,17 @@ func (jg *judge) ask(ctx context.Context, r *Remote, idx, n int, params json.Raw
 // of judges one reply of remote r (index idx).
 func (jg *judge) of(r *Remote, idx int, res json.RawMessage, err error) judged {
 	j := judged{r: r, idx: idx, res: res, err: err}
-	if err == nil {
-		return jg.result(j)
-	}
-	if errors.Is(err, errLocalLimit) {
+	switch {
+	case err == nil:
+		j = jg.result(j)
+	case errors.Is(err, errLocalLimit):
 		j.mean = meanLocal
 		return j
+	default:
+		j = jg.failure(j)
 	}
-	return jg.failure(j)
+	j.learnFrom(jg.rt.hist, jg.rt.histAt)
+	return j
 }
 
 // result judges a result: the route's checks, then null as missing data.

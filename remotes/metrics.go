@@ -20,6 +20,7 @@ type Metrics struct {
 	breaker   *prometheus.GaugeVec     // chain, remote
 	inFlight  *prometheus.GaugeVec     // chain, remote
 	throttled *prometheus.CounterVec   // chain, remote
+	oldest    *prometheus.GaugeVec     // chain, remote, kind (avail.go)
 	chainHead *prometheus.GaugeVec     // chain
 	blockTime *prometheus.GaugeVec     // chain
 	splits    *prometheus.CounterVec   // chain
@@ -67,6 +68,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Calls in flight to a remote."}, cr),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "throttled_total",
 			Help: "Calls not sent or refused because of a rate limit (ours or the remote's)."}, cr),
+		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "oldest_block",
+			Help: "Oldest block of each kind of data (state, blocks, logs, traces) the remote is taken to serve; 0: every block, or not known."},
+			[]string{"chain", "remote", "kind"}),
 		chainHead: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "chain_head",
 			Help: "Best head of a chain across its remotes."}, []string{"chain"}),
 		// Alerts judge the head's age in block times: a fixed threshold
@@ -91,7 +95,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.bm = newBudgetMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.failures, m.head, m.lag, m.healthy, m.breaker,
-			m.inFlight, m.throttled, m.chainHead, m.blockTime, m.splits, m.shared, m.attempts,
+			m.inFlight, m.throttled, m.oldest, m.chainHead, m.blockTime, m.splits, m.shared, m.attempts,
 			m.replyBytes, m.replyBudgetExhausted)
 	}
 	return m
@@ -109,6 +113,7 @@ type remoteMetrics struct {
 	breaker       prometheus.Gauge
 	inFlight      prometheus.Gauge
 	throttled     prometheus.Counter
+	oldest        [numKinds]prometheus.Gauge // by DataKind; KindNone unused
 	// released: the remote left and let go of its series (release). A
 	// call that was still in flight then counts its failure nowhere:
 	// failures resolve their series per call, and would write a deleted
@@ -123,7 +128,7 @@ type remoteMetrics struct {
 // it lets go with release.
 func (m *Metrics) forRemote(chain, remote string) *remoteMetrics {
 	m.holdRemote(chain, remote)
-	return &remoteMetrics{
+	rm := &remoteMetrics{
 		m: m, chain: chain, remote: remote,
 		ok:        m.calls.WithLabelValues(chain, remote, "ok"),
 		latency:   m.latency.WithLabelValues(chain, remote),
@@ -134,6 +139,10 @@ func (m *Metrics) forRemote(chain, remote string) *remoteMetrics {
 		inFlight:  m.inFlight.WithLabelValues(chain, remote),
 		throttled: m.throttled.WithLabelValues(chain, remote),
 	}
+	for _, k := range DataKinds {
+		rm.oldest[k] = m.oldest.WithLabelValues(chain, remote, k.String())
+	}
+	return rm
 }
 
 // release lets go of the remote's series, once it has left (retire) or

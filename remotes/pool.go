@@ -59,6 +59,7 @@ type Pool struct {
 
 	relay relayState // relay.go: remotes whose subscription relay failed lately
 
+	wanted      probeWanted  // avail_probe.go: closed by the first call for old data
 	budgetLogAt atomic.Int64 // budget.go: unix nanos of the last flush failure logged
 
 	mu     sync.Mutex
@@ -93,7 +94,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	log = log.With("chain", cfg.Chain)
 	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
 	p := &Pool{
-		log: log, m: m, now: time.Now, filters: newFilterTable(), heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{}), claims: make(chan struct{})},
+		log: log, m: m, now: time.Now, filters: newFilterTable(), wanted: probeWanted{ch: make(chan struct{})}, heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{}), claims: make(chan struct{})},
 		chainHead:  m.chainHead.WithLabelValues(cfg.Chain),
 		blockTimeG: m.blockTime.WithLabelValues(cfg.Chain),
 		splits:     m.splits.WithLabelValues(cfg.Chain),
@@ -319,6 +320,14 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, 
 // (single.go). Each decides what to send from the judge's meaning of every
 // reply (judge.go).
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
+	rt.histRoute(method, params)
+	if rt.hist != KindNone {
+		p.wanted.note(rt.histAt, p.best.Load())
+		rt.unsure = false
+		if err := p.unavailable(method, &rt); err != nil {
+			return nil, err
+		}
+	}
 	if rule := p.voteRule(method, params, &rt); rule != nil {
 		v := p.newVote(method, params, rt, rule)
 		defer v.observe(ctx)

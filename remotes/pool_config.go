@@ -20,6 +20,9 @@ const (
 	DefaultGetLogsConcurrency = 4
 	DefaultGetLogsMaxParts    = 1000
 	DefaultBroadcastFanout    = 3
+	// DefaultProbeEvery: each remote's oldest blocks are probed again this
+	// often (avail_probe.go); providers prune and change plans slowly.
+	DefaultProbeEvery = 6 * time.Hour
 )
 
 // Bounds of a chain's pool settings.
@@ -33,6 +36,9 @@ const (
 	// maxPendingPollInterval bounds pending_poll_interval: nodes drop a
 	// filter that is not polled for a while (geth after 5 minutes).
 	maxPendingPollInterval = time.Minute
+	// minProbeEvery bounds availability.probe_every from below: a probe is
+	// a dozen calls or more to each remote, billed by providers.
+	minProbeEvery = time.Minute
 )
 
 // PoolConfig is one chain's pool, and the YAML schema of the chain-level
@@ -84,6 +90,8 @@ type PoolConfig struct {
 	Hedge HedgeConfig `yaml:"hedge"`
 	// Scoring orders the remotes of a tier (score.go).
 	Scoring ScoringConfig `yaml:"scoring"`
+	// Availability learns the oldest block each remote serves (avail.go).
+	Availability AvailabilityConfig `yaml:"availability"`
 	// Replies bounds the bytes of replies being read (replies.go). The app
 	// gives every chain's pool the same one; nil: the pool has its own of
 	// DefaultReplyBytesInFlight.
@@ -95,6 +103,21 @@ type PoolConfig struct {
 	// (NewRedisBudgets); nil: each process counts its own.
 	Budgets BudgetStore `yaml:"-"`
 }
+
+// AvailabilityConfig is how a chain learns its remotes' windows of old
+// data: by probing at start and every ProbeEvery (unless Probe is false),
+// and from answers. A remote's archive or max_block_lookback wins over both.
+type AvailabilityConfig struct {
+	// Probe, default true; false learns the windows from answers only.
+	Probe      *bool         `yaml:"probe"`
+	ProbeEvery time.Duration `yaml:"probe_every"`
+	// Share, when set, shares the probes among a cluster's replicas, so
+	// that one probes each remote; the app gives one when Redis is set.
+	Share AvailShare `yaml:"-"`
+}
+
+// probing reports whether the probe runs.
+func (c AvailabilityConfig) probing() bool { return c.Probe == nil || *c.Probe }
 
 // BreakerConfig opens a remote's breaker after Failures consecutive
 // faults, for Cooldown, after which one probe call is let through.
@@ -129,6 +152,7 @@ func (c PoolConfig) WithDefaults(nRemotes int) PoolConfig {
 	setDefault(&c.Cordon.Strikes, DefaultCordonStrikes)
 	setDefault(&c.Cordon.Within, DefaultCordonWithin)
 	setDefault(&c.Cordon.Period, DefaultCordonPeriod)
+	setDefault(&c.Availability.ProbeEvery, DefaultProbeEvery)
 	c.Consensus = ConsensusDefaults(c.Consensus, nRemotes)
 	c.Hedge = c.Hedge.WithDefaults()
 	c.Scoring = c.Scoring.WithDefaults()
@@ -169,6 +193,9 @@ func (c PoolConfig) Validate(rs []Config) error {
 		p.add("chain_recheck", "must be positive")
 	} else if c.ChainRecheck > 0 && c.ChainRecheck < minChainRecheck {
 		p.add("chain_recheck", "must be at least %v", minChainRecheck)
+	}
+	if e := c.Availability.ProbeEvery; e < minProbeEvery {
+		p.add("availability.probe_every", "must be at least %v", minProbeEvery)
 	}
 	if c.GetLogsMaxParts > maxGetLogsParts {
 		p.add("getlogs_max_parts", "must be at most %d", maxGetLogsParts)

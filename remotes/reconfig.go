@@ -139,6 +139,9 @@ func (p *Pool) follow(r *Remote) {
 	if r.relayURL() != "" {
 		r.trackers.Go(func() { r.watch(ctx, p.pollCadence, p.headChanged) })
 	}
+	if p.conf().Availability.probing() {
+		r.trackers.Go(func() { p.probeLoop(ctx, r) })
+	}
 }
 
 // Reconfiguration is what a Reconfigure did, by remote name.
@@ -170,6 +173,7 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %d remotes, at most %d", cfg.Chain, len(rs), maxRemotes)
 	}
 	cfg.Replies, cfg.MisbehaviourLog, cfg.Tracer = old.cfg.Replies, old.cfg.MisbehaviourLog, old.cfg.Tracer
+	cfg.Availability.Share = old.cfg.Availability.Share
 	cfg.Budgets = old.cfg.Budgets
 	rec, members, fresh, gone, err := p.match(cfg, rs, old)
 	if err != nil {

@@ -74,6 +74,7 @@ type Remote struct {
 
 	// learnedSpan: the eth_getLogs span cap the remote named in a range error.
 	learnedSpan atomic.Pointer[learnedSpan]
+	av          availability // avail.go: the oldest blocks it serves, by kind
 
 	mb     misbehaviourState            // misbehave.go: cordon and strikes
 	manual atomic.Pointer[manualCordon] // cordon.go: an operator's cordon; nil: none

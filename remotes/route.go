@@ -14,6 +14,9 @@ type route struct {
 	once          bool               // writes: no failover once a remote may have acted
 	nullIsMissing bool               // a null result means "try another remote"
 	only          *Remote            // stateful calls: this remote and no other
+	hist          DataKind           // the historical data it reads (avail.go); KindNone: none
+	histAt        uint64             // the oldest block it reads it at
+	unsure        bool               // no remote is known to keep it: try those not known to lack it
 	check         resultCheck        // a result it rejects is a bad reply: fail over
 	parsed        bool               // cv is the call's view (call.go); else view parses
 	cv            callView

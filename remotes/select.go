@@ -110,6 +110,8 @@ func (s *selector) admits(v *view, r *Remote, method string, rt *route, need uin
 		return false
 	case !r.usable(v.now) || r.manuallyOut() && !v.manualOK || v.lagging(r) || r.Head() < need || !r.supports(method):
 		return false
+	case !r.serves(rt.hist, rt.histAt, rt.unsure):
+		return false // older than its window (avail.go)
 	case !v.spentOK && r.overBudget():
 		return false
 	}

@@ -49,6 +49,21 @@ func suggestedSpan(text string, isRange bool) uint64 {
 	return 0
 }
 
+// earliestNamed reads the earliest block a pruned remote's error says it
+// has: reth's "earliest available 100", Arbitrum's "earliest available is
+// 100", Erigon's "lowest height is 100"; 0 when it names none.
+func earliestNamed(text string) uint64 {
+	for _, key := range []string{"earliest available block", "earliest available", "lowest height is"} {
+		if i := strings.Index(text, key); i >= 0 {
+			rest := strings.TrimPrefix(text[i+len(key):], " is")
+			if n, _, ok := number(rest); ok {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
 // capKeys precede the cap in range errors; specific keys before the general
 // "maximum", so "maximum allowed is 1000" is not read at "maximum allowed".
 var capKeys = []string{

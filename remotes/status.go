@@ -65,10 +65,13 @@ type RemoteStatus struct {
 	BudgetUsed *float64 `json:"budget_used,omitempty"`
 	// Cordon is the operator's cordon, applied or held back because the
 	// remote is the chain's last in rotation (CordonHeld).
-	Cordon      *ManualCordon `json:"cordon,omitempty"`
-	CordonHeld  bool          `json:"cordon_held,omitempty"`
-	LastError   string        `json:"last_error,omitempty"`
-	LastErrorAt time.Time     `json:"last_error_at,omitzero"`
+	Cordon     *ManualCordon `json:"cordon,omitempty"`
+	CordonHeld bool          `json:"cordon_held,omitempty"`
+	// Availability is the oldest block of each kind of data the remote is
+	// taken to serve (avail.go).
+	Availability []Availability `json:"availability"`
+	LastError    string         `json:"last_error,omitempty"`
+	LastErrorAt  time.Time      `json:"last_error_at,omitzero"`
 }
 
 // lastError is a remote's last fault, redacted and cut short.
@@ -126,6 +129,7 @@ func (p *Pool) Status() []RemoteStatus {
 		if le := r.last.Load(); le != nil {
 			s.LastError, s.LastErrorAt = le.text, le.at
 		}
+		s.Availability = r.availabilityOf()
 		s.Weight = r.cfg.Weight
 		if r.bud != nil {
 			u := r.budgetUsed()

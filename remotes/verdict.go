@@ -103,6 +103,9 @@ type Verdict struct {
 	// MaxSpan is the block span a range error says works (a suggested range,
 	// or the cap it names), else 0.
 	MaxSpan uint64
+	// Oldest is the earliest block a pruned remote's error names as the
+	// one it has ("earliest available 100"), else 0.
+	Oldest uint64
 }
 
 // LacksBlock reports a remote that lacks the call's block: geth's

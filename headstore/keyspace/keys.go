@@ -35,6 +35,10 @@ package keyspace
 //	                       TTLs under an hour, hHOUR (unix hours) for the
 //	                       rest; it expires with them, so the live ones sum
 //	                       what the cache holds (CacheSize)
+//	venn:{CHAIN}:avail     HASH remote name -> JSON of its last availability
+//	                       probe (package remotes' Probed)
+//	venn:{CHAIN}:availc:REMOTE  the claim of the replica probing REMOTE,
+//	                       with a TTL
 type Chain struct {
 	Lease         string
 	Epoch         string
@@ -50,6 +54,9 @@ type Chain struct {
 	CachePrefix      string // + a cache key in hex
 	CacheClaimPrefix string // + a cache key in hex
 	CacheSizePrefix  string // + "m" and a unix minute, or "h" and a unix hour
+
+	Avail            string
+	AvailClaimPrefix string // + a remote's name
 }
 
 // For returns the keys of chain.
@@ -70,6 +77,9 @@ func For(chain string) Chain {
 		CachePrefix:      p + "c:",
 		CacheClaimPrefix: p + "cc:",
 		CacheSizePrefix:  p + "cn:",
+
+		Avail:            p + "avail",
+		AvailClaimPrefix: p + "availc:",
 	}
 }
 

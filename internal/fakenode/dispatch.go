@@ -254,7 +254,19 @@ func (n *Node) stateNumber(v *chainView, raw []byte, idx int) (uint64, *jrpc.Err
 	if num > vis {
 		return 0, errHeaderNotFound
 	}
+	if k := n.faults.Load().stateKeep; k > 0 && num+k < vis {
+		return 0, missingTrieNode(n.hasherOf(v).block(num, stateRootSalt).Hex())
+	}
 	return num, nil
+}
+
+// stateRootSalt makes the synthetic state root a missing trie node names.
+const stateRootSalt = 0x57a7e
+
+// missingTrieNode is geth's answer for state a pruned node no longer has:
+// the state root's node is gone.
+func missingTrieNode(root string) *jrpc.Error {
+	return &jrpc.Error{Code: codeServer, Message: "missing trie node " + root + " (path )"}
 }
 
 // parseAddress decodes an address argument, quickly when it is canonical.

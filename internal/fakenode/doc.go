@@ -82,6 +82,10 @@
 //   - SetMaxLogsRange(k): eth_getLogs over more than k blocks (to-from+1)
 //     fails with Besu's -32005 "requested range exceeds maximum RPC range
 //     limit". 0 turns it off.
+//   - SetStateWindow(k): a pruned node keeping the state of its last k
+//     blocks: state calls more than k below the visible head fail with
+//     geth's -32000 "missing trie node"; blocks, receipts and logs stay.
+//     0 turns it off.
 //   - SetMaxLogResults(k): eth_getLogs matching more than k logs fails
 //     with -32005 "query returned more than k results", even within one
 //     block. 0 turns it off.

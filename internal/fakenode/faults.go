@@ -31,6 +31,7 @@ type faults struct {
 	maxLogs    uint64 // eth_getLogs range cap in blocks; 0 off
 	maxResults int    // eth_getLogs result cap below MaxLogResults; 0 off
 	bogusHead  uint64 // head claimed but not served; 0 off
+	stateKeep  uint64 // state kept for this many blocks below the head; 0: all (archive)
 	drop       bool
 	garbage    bool
 }
@@ -100,6 +101,13 @@ func (n *Node) SetChainID(id uint64) { n.setFault(func(f *faults) { f.chainID = 
 // SetMaxLogsRange fails eth_getLogs over more than k blocks; 0 turns it off.
 func (n *Node) SetMaxLogsRange(k uint64) { n.setFault(func(f *faults) { f.maxLogs = k }) }
 
+// SetStateWindow makes the node a pruned (full) node that keeps the state
+// of its last k blocks only, as geth keeps 128: a state call (eth_getBalance,
+// eth_getCode, eth_getStorageAt, eth_getTransactionCount, eth_call,
+// eth_estimateGas) at a block more than k below the visible head fails with
+// geth's -32000 "missing trie node". Blocks, receipts and logs stay. 0 turns
+// it off (an archive node).
+func (n *Node) SetStateWindow(k uint64) { n.setFault(func(f *faults) { f.stateKeep = k }) }
 // SetMaxLogResults fails eth_getLogs that match more than k logs, as
 // MaxLogResults does; 0 turns it off.
 func (n *Node) SetMaxLogResults(k int) { n.setFault(func(f *faults) { f.maxResults = k }) }

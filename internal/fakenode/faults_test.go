@@ -121,6 +121,20 @@ func TestFaults(t *testing.T) {
 			wantBody:   `{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"requested range exceeds maximum RPC range limit"}}`,
 		},
 		{
+			name:       "state window: pruned",
+			set:        func(n *Node) { n.SetStateWindow(10) },
+			give:       `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x7435ed30a8b4aeb0877cef0c6e8cffe834eb865f","0x59"]}`,
+			wantStatus: http.StatusOK,
+			wantBody:   `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"missing trie node 0x3bb4e97a3795e0181c114c3985fe7e9b8d6742af222064002c491ff42108e85e (path )"}}`,
+		},
+		{
+			name:       "state window: kept",
+			set:        func(n *Node) { n.SetStateWindow(10) },
+			give:       `{"jsonrpc":"2.0","id":1,"method":"eth_getCode","params":["0x7435ed30a8b4aeb0877cef0c6e8cffe834eb865f","0x5a"]}`,
+			wantStatus: http.StatusOK,
+			wantBody:   `{"jsonrpc":"2.0","id":1,"result":"0x"}`,
+		},
+		{
 			name: "hook",
 			set: func(n *Node) {
 				n.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
