@@ -19,8 +19,8 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/app"
-	"github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/freeport"
 	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -206,10 +206,10 @@ func statusWith(c *http.Client, url, token string) int {
 }
 
 // freeAddrs is n free addresses on 127.0.0.1, all different
-// (cluster.FreePorts).
+// (freeport.Ports).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	ports, err := cluster.FreePorts(n)
+	ports, err := freeport.Ports(n)
 	if err != nil {
 		t.Fatal(err)
 	}

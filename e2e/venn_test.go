@@ -21,6 +21,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/app"
+	"github.com/venn-gateway/venn/internal/freeport"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -99,7 +100,7 @@ func startVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) *venn {
 }
 
 func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn, error) {
-	ports, err := gethtest.FreePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
-	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/freeport"
 )
 
 // redisServer is a private redis-server that a test can restart empty,
@@ -32,7 +32,7 @@ func startRedisServer(t *testing.T) *redisServer {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatal("redis-server not found: install Debian's redis-server package (scripts/test.sh does)")
 	}
-	ports, err := gethtest.FreePorts(1)
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}

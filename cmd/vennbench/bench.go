@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/venn-gateway/venn/internal/cluster"
+	"github.com/venn-gateway/venn/internal/freeport"
 )
 
 // The targets, in the order every round measures them.
@@ -231,7 +231,7 @@ func startProxy(ctx context.Context, l *loader, exe, upURL string) (*child, stri
 func startVenn(ctx context.Context, l *loader, bin, upURL, dir string) (*child, string, error) {
 	var lastErr error
 	for range vennStartAttempts {
-		port, err := cluster.FreePort() // startVenn retries if it is taken in between
+		port, err := freeport.Port() // startVenn retries if it is taken in between
 		if err != nil {
 			return nil, "", err
 		}

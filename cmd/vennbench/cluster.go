@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/cluster"
+	"github.com/venn-gateway/venn/internal/freeport"
 )
 
 // The cluster benches (head, propagation) run venn as a real cluster: a
@@ -109,7 +110,7 @@ func (r *replica) stop() {
 func startReplica(ctx context.Context, l *loader, s vennSpec, id string) (*replica, error) {
 	var lastErr error
 	for range vennStartAttempts {
-		ports, err := cluster.FreePorts(2) // two calls could pick one port for both
+		ports, err := freeport.Ports(2) // two calls could pick one port for both
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ import (
 
 	harness "github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
-	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/freeport"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
 
@@ -123,7 +123,7 @@ func startCluster(t *testing.T, n int) *cluster { return startClusterWith(t, n, 
 func startClusterWith(t *testing.T, n int, tweak func(*harness.Config)) *cluster {
 	t.Helper()
 	// All ports at once, so that no two processes are handed the same one.
-	ports, err := gethtest.FreePorts(1 + 2*n)
+	ports, err := freeport.Ports(1 + 2*n)
 	if err != nil {
 		t.Fatal(err)
 	}

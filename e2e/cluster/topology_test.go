@@ -18,7 +18,7 @@ import (
 	"github.com/venn-gateway/venn/headstore/keyspace"
 	harness "github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
-	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/freeport"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/stalker"
 )
@@ -51,7 +51,7 @@ func startHA(t *testing.T, rdb redis.UniversalClient, redisFields, extra string,
 		t.Cleanup(node.Close)
 		c.chains = append(c.chains, haChain{name: name, node: node})
 	}
-	ports, err := gethtest.FreePorts(2 * n)
+	ports, err := freeport.Ports(2 * n)
 	if err != nil {
 		t.Fatal(err)
 	}

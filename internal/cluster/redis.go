@@ -3,13 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venn-gateway/venn/internal/freeport"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -51,7 +51,7 @@ func startRedis(ctx context.Context, dir string, port int, args ...string) (*Red
 		p := port
 		if p == 0 {
 			var err error
-			if p, err = FreePort(); err != nil {
+			if p, err = freeport.Port(); err != nil {
 				return nil, err
 			}
 		}
@@ -129,29 +129,4 @@ func (r *Redis) Leader(ctx context.Context, chain string) (string, uint64, error
 		return "", 0, err
 	}
 	return l.Replica, l.Epoch, nil
-}
-
-// FreePort is a TCP port on 127.0.0.1 nobody listens on right now.
-func FreePort() (int, error) {
-	ps, err := FreePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ps[0], nil
-}
-
-// FreePorts is n free ports on 127.0.0.1, all different: each is held
-// until all are picked, where n calls of FreePort may be handed the same
-// port twice. They may still be taken before the caller binds them.
-func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

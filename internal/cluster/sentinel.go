@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/venn-gateway/venn/internal/freeport"
 )
 
 // SentinelMaster is the name the sentinels of a RedisSentinel watch.
@@ -83,7 +84,7 @@ func StartRedisSentinel(ctx context.Context, dir string, n int) (*RedisSentinel,
 func startSentinel(ctx context.Context, dir, mport string) (string, *Proc, error) {
 	var lastErr error
 	for range startAttempts {
-		p, err := FreePort()
+		p, err := freeport.Port()
 		if err != nil {
 			return "", nil, err
 		}

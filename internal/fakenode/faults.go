@@ -108,6 +108,7 @@ func (n *Node) SetMaxLogsRange(k uint64) { n.setFault(func(f *faults) { f.maxLog
 // geth's -32000 "missing trie node". Blocks, receipts and logs stay. 0 turns
 // it off (an archive node).
 func (n *Node) SetStateWindow(k uint64) { n.setFault(func(f *faults) { f.stateKeep = k }) }
+
 // SetMaxLogResults fails eth_getLogs that match more than k logs, as
 // MaxLogResults does; 0 turns it off.
 func (n *Node) SetMaxLogResults(k int) { n.setFault(func(f *faults) { f.maxResults = k }) }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/venn-gateway/venn/internal/freeport"
 )
 
 // ChainID is the chain id of every geth --dev chain.
@@ -113,7 +113,7 @@ func Start(t testing.TB, opts Options) *Geth {
 }
 
 func start(t testing.TB, bin string, opts Options) (*Geth, error) {
-	ports, err := FreePorts(3)
+	ports, err := freeport.Ports(3)
 	if err != nil {
 		return nil, err
 	}
@@ -376,20 +376,4 @@ func (g *Geth) logTail() string {
 	}
 	b, _ := io.ReadAll(f)
 	return strings.TrimSpace(string(b))
-}
-
-// FreePorts returns n distinct loopback ports that were free a moment ago.
-// All are held open together so they differ; someone may still take one
-// before it is bound, so callers retry.
-func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("pick free port: %w", err)
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
