@@ -100,29 +100,6 @@ func (r *replicaApp) metric(series string) float64 {
 	return 0
 }
 
-// mineEvery mines one block on every node each d until stop or cleanup.
-func mineEvery(tb testing.TB, d time.Duration, nodes ...*fakenode.Node) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(d)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				for _, n := range nodes {
-					n.Mine(1)
-				}
-			}
-		}
-	})
-	stop = func() { cancel(); wg.Wait() }
-	tb.Cleanup(stop)
-	return stop
-}
-
 // clusterChain is a chain name of its own on the shared Redis, its keys
 // deleted at cleanup.
 func clusterChain(tb testing.TB, prefix string) (chain, token string) {
@@ -137,7 +114,7 @@ func clusterChain(tb testing.TB, prefix string) (chain, token string) {
 func TestFollowerTakesHeadsFromTheLeader(t *testing.T) {
 	chain, token := clusterChain(t, "heads")
 	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
-	mineEvery(t, headsBlockTime, node)
+	fakenode.MineEvery(t, headsBlockTime, node)
 	a := startReplica(t, "a-"+token, chain, headsBlockTime, node)
 	testkit.WaitFor(t, 10*time.Second, "a leads", func() bool { return a.readiness().HeadTracking == "leader" })
 	b := startReplica(t, "b-"+token, chain, headsBlockTime, node)
@@ -200,7 +177,7 @@ func idleCalls(b *testing.B, n int, blocks uint64) float64 {
 	for range 3 {
 		nodes = append(nodes, fakenode.Start(b, fakenode.Options{ChainID: 1337, BlockTime: idleBlockTime}))
 	}
-	stopMining := mineEvery(b, idleBlockTime, nodes...)
+	stopMining := fakenode.MineEvery(b, idleBlockTime, nodes...)
 	defer stopMining()
 	lead := startReplica(b, fmt.Sprintf("r0-%s", token), chain, idleBlockTime, nodes...)
 	testkit.WaitFor(b, 20*time.Second, "r0 leads", func() bool { return lead.metric(`venn_leader{chain="`+chain+`"}`) == 1 })

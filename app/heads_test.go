@@ -32,29 +32,6 @@ func vennOver(t *testing.T, remotes ...string) (rpc, metrics string) {
 	return "http://" + s.rpc.bound.String() + "/test", "http://" + s.metrics.bound.String()
 }
 
-// mineAll mines one block on every node each d until the test ends: one
-// chain, followed by every node.
-func mineAll(t *testing.T, d time.Duration, nodes ...*fakenode.Node) {
-	t.Helper()
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		tick := time.NewTicker(d)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				for _, n := range nodes {
-					n.Mine(1)
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() { close(done); <-exited })
-}
-
 func blockNumberOf(t *testing.T, c *http.Client, rpc string) uint64 {
 	t.Helper()
 	r := post(t, c, rpc, `{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}`)
@@ -89,7 +66,7 @@ func TestLyingRemoteDoesNotTakeOver(t *testing.T) {
 	opts := fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime}
 	honest, liar := fakenode.Start(t, opts), fakenode.Start(t, opts)
 	rpc, metrics := vennOver(t, "{name: honest, url: "+honest.URL()+"}", "{name: liar, url: "+liar.URL()+"}")
-	mineAll(t, headsBlockTime, honest, liar)
+	fakenode.MineEvery(t, headsBlockTime, honest, liar)
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
 	testkit.WaitFor(t, 10*time.Second, "venn at the head", func() bool { return blockNumberOf(t, c, rpc) >= honest.Head()-2 })

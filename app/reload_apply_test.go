@@ -26,7 +26,7 @@ func (a *reloadApp) chainNamed(name string) *chain {
 func TestReloadChainThatCannotStart(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
 	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a, o)
+	fakenode.MineEvery(t, headsBlockTime, a, o)
 	y := reloadYAML("warn", []string{remoteYAML("a", a)}, "")
 	app := startReloadApp(t, y)
 	third := func(log string) string {
@@ -52,7 +52,7 @@ func TestReloadAfterDrainDoesNotCampaign(t *testing.T) {
 	_, token := testkit.Redis(t, func(token string) string { return "venn:{*" + token + "*}*" })
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
 	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a, o)
+	fakenode.MineEvery(t, headsBlockTime, a, o)
 	first := "first-" + token
 	y := reloadYAML("warn", []string{remoteYAML("a", a)}, "")
 	y = strings.Replace(y, "name: test", "name: "+first, 1)
@@ -74,7 +74,7 @@ func TestReloadAfterDrainDoesNotCampaign(t *testing.T) {
 // token list applies at once.
 func TestReloadAdminSettings(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a)
+	fakenode.MineEvery(t, headsBlockTime, a)
 	y := reloadYAML("warn", []string{remoteYAML("a", a)}, "")
 	tokens := func(tok string) string { return "admin: {tokens: [{name: ops, token: " + tok + "}]}\n" }
 	first := "admin_listen: 127.0.0.1:0\n" + tokens(adminToken) + y

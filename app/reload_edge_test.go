@@ -43,7 +43,7 @@ func dialWS(t *testing.T, url string, h http.Header) *websocket.Conn {
 // limit from its next call.
 func TestReloadRevokesKeysOnOpenConnections(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a)
+	fakenode.MineEvery(t, headsBlockTime, a)
 	remotes := []string{remoteYAML("a", a)}
 	app := startReloadApp(t, keysYAML(true, "")+reloadYAML("warn", remotes, ""))
 	alice := dialWS(t, app.ws("test"), http.Header{"X-Api-Key": {"alice-secret-0123456789"}})
@@ -97,7 +97,7 @@ func TestReloadRevokesKeysOnOpenConnections(t *testing.T) {
 // the connections already open.
 func TestReloadSubscriptionLimits(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a)
+	fakenode.MineEvery(t, headsBlockTime, a)
 	remotes := []string{remoteYAML("a", a)}
 	app := startReloadApp(t, "limits: {max_subscriptions_per_connection: 1}\n"+reloadYAML("warn", remotes, ""))
 	c := dialWS(t, app.ws("test"), nil)

@@ -70,7 +70,7 @@ func TestReloadDropsSeries(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
 	b := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
 	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a, b, o)
+	fakenode.MineEvery(t, headsBlockTime, a, b, o)
 	other := "  - name: other\n    chain_id: 10\n    remotes:\n      - " + remoteYAML("o", o) + "\n"
 	both := reloadYAML("warn", []string{remoteYAML("a", a), remoteYAML("b", b)}, other)
 	app := startReloadApp(t, both)
@@ -145,7 +145,7 @@ func TestReloadChainIDKeepsSeries(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
 	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
 	o2 := fakenode.Start(t, fakenode.Options{ChainID: 11, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a, o, o2)
+	fakenode.MineEvery(t, headsBlockTime, a, o, o2)
 	other := func(id string, n *fakenode.Node) string {
 		return "  - name: other\n    chain_id: " + id + "\n    remotes:\n      - " + remoteYAML("o", n) + "\n"
 	}

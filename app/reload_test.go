@@ -216,7 +216,7 @@ func (l *load) end() {
 func TestReloadAddsRemoteUnderLoad(t *testing.T) {
 	opts := fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime}
 	a, b := fakenode.Start(t, opts), fakenode.Start(t, opts)
-	mineAll(t, headsBlockTime, a, b)
+	fakenode.MineEvery(t, headsBlockTime, a, b)
 	app := startReloadApp(t, reloadYAML("warn", []string{remoteYAML("a", a)}, ""))
 	sub := subscribeHeads(t, app.ws("test"))
 	testkit.WaitFor(t, 10*time.Second, "the subscriber's first heads", func() bool {
@@ -346,7 +346,7 @@ func TestReloadSignalSetsLogLevel(t *testing.T) {
 func TestReloadRemovesAndAddsChains(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
 	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a, o)
+	fakenode.MineEvery(t, headsBlockTime, a, o)
 	other := "  - name: other\n    chain_id: 10\n    remotes:\n      - " + remoteYAML("o", o) + "\n"
 	app := startReloadApp(t, reloadYAML("warn", []string{remoteYAML("a", a)}, other))
 	sub := subscribeHeads(t, app.ws("other"))
@@ -389,7 +389,7 @@ func TestReloadRemovesAndAddsChains(t *testing.T) {
 func TestAdminReload(t *testing.T) {
 	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
 	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
-	mineAll(t, headsBlockTime, a, o)
+	fakenode.MineEvery(t, headsBlockTime, a, o)
 	y := reloadYAML("warn", []string{remoteYAML("a", a)}, "")
 	y = strings.Replace(y, "metrics_listen: 127.0.0.1:0\n", "metrics_listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n", 1)
 	app := startReloadApp(t, y)

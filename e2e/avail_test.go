@@ -27,7 +27,7 @@ func TestPrunedRemoteGetsNoOldState(t *testing.T) {
 		}
 		urls = append(urls, [2]string{nodes[i].URL(), nodes[i].WSURL()})
 	}
-	stop := mineEvery(nodes, 200*time.Millisecond)
+	stop := fakenode.MineEvery(t, 200*time.Millisecond, nodes...)
 	defer stop()
 	v := startVenn(t, nil, vennOptions{urls: urls})
 
@@ -81,28 +81,6 @@ func TestPrunedRemoteGetsNoOldState(t *testing.T) {
 			t.Errorf("pruned g%d got %d old-state calls after probing, want 0", i+2, got)
 		}
 	}
-}
-
-// mineEvery mines a block on every node each period, so their heads move
-// together, until stop is called.
-func mineEvery(nodes []*fakenode.Node, period time.Duration) (stop func()) {
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				for _, n := range nodes {
-					n.Mine(1)
-				}
-			}
-		}
-	}()
-	return func() { close(done); <-exited }
 }
 
 // availability is one remote's window of one kind in /readyz.

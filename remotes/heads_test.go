@@ -55,40 +55,6 @@ func (c *testClock) use(p *Pool) {
 	}
 }
 
-// mineEvery mines one block per d on every node until the test ends or
-// stop is called, like a chain with that block time that every node
-// follows.
-func mineEvery(t *testing.T, d time.Duration, nodes ...*fakenode.Node) (stop func()) {
-	t.Helper()
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		tick := time.NewTicker(d)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				for _, n := range nodes {
-					n.Mine(1)
-				}
-			}
-		}
-	}()
-	var stopped bool
-	stop = func() {
-		if !stopped {
-			stopped = true
-			close(done)
-			<-exited
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
 // With a ws url, the head comes over newHeads and polling stops while heads
 // flow; it resumes once they have been silent for two block times. The
 // pool's clock is the test's: time passes only when the test says, so a
@@ -254,7 +220,7 @@ func TestLyingHeadNotFollowed(t *testing.T) {
 					c.WSURL = []string{good.WSURL(), liar.WSURL()}[i]
 				}
 			}), m)
-			mineEvery(t, 50*time.Millisecond, good, liar)
+			fakenode.MineEvery(t, 50*time.Millisecond, good, liar)
 
 			liar.SetBogusHead(lie)
 			claimed := m.head.WithLabelValues("test", "n1")
@@ -493,7 +459,7 @@ func TestPollsAtLearnedBlockTime(t *testing.T) {
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 1000, BlockTime: 100 * time.Millisecond})
 	p := startPool(t, PoolConfig{BlockTime: learnBlockTime}, []Config{{Name: "n0", URL: n.URL(), Timeout: time.Second}}, nil)
 	start := n.Head()
-	mineEvery(t, 100*time.Millisecond, n)
+	fakenode.MineEvery(t, 100*time.Millisecond, n)
 	waitFor(t, "the head to follow a 0.1 s chain", func() bool {
 		h := n.Head()
 		return h >= start+10 && h-p.Head() <= 2

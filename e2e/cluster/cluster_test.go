@@ -207,25 +207,9 @@ func (c *cluster) replica(id string) *replica {
 }
 
 // mine advances both nodes every blockTime until the returned stop is
-// called; it never runs past waitLimit.
-func (c *cluster) mine() (stop func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(blockTime)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				for _, n := range c.nodes {
-					n.Mine(1)
-				}
-			}
-		}
-	})
-	return func() { cancel(); wg.Wait() }
+// called or the test ends.
+func (c *cluster) mine(t *testing.T) (stop func()) {
+	return fakenode.MineEvery(t, blockTime, c.nodes...)
 }
 
 // reorg replaces the top depth blocks of both nodes with the same new
@@ -407,7 +391,7 @@ func (c *cluster) checkFeed(t *testing.T, from feedMark) {
 
 func TestLeaderKilled(t *testing.T) {
 	c := startCluster(t, 3)
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	leader, epoch, _ := c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)
@@ -434,7 +418,7 @@ func TestLeaderKilled(t *testing.T) {
 
 func TestLeaderPausedPastItsLease(t *testing.T) {
 	c := startCluster(t, 3)
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	leader, epoch, _ := c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)
@@ -470,7 +454,7 @@ func TestLeaderPausedPastItsLease(t *testing.T) {
 
 func TestRedisRestarted(t *testing.T) {
 	c := startCluster(t, 3)
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)
@@ -620,7 +604,7 @@ func tail(s string, n int) string {
 
 func TestRemoteDownOrLagging(t *testing.T) {
 	c := startCluster(t, 3)
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)

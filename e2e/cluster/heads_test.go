@@ -41,7 +41,7 @@ func TestFollowerFallsBackWhenTheLeaderIsKilled(t *testing.T) {
 			conf.Remotes[i].WSURL = "" // polled: each poll is a call to see
 		}
 	})
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	leader, _, _ := c.waitLeader(t, "")
 	followers := c.without(leader)

@@ -54,7 +54,7 @@ func TestSIGHUPReloads(t *testing.T) {
 	t.Cleanup(other.Close)
 	before := c.nodes
 	c.nodes = append(c.nodes, added)
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	r := c.replicas[0]
 	c.waitConverged(t, c.replicas) // serving: SIGHUP is venn's to handle by now

@@ -304,7 +304,7 @@ func nodeLogs(t *testing.T, node *fakenode.Node, hash string) []subLog {
 // leader sees its connection end.
 func TestSubscribersAcrossLeaderKill(t *testing.T) {
 	c := startCluster(t, 3)
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	leader, _, _ := c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)
@@ -351,7 +351,7 @@ func TestSubscribersAcrossLeaderKill(t *testing.T) {
 // subscriber nor, since it lasts far less than the window, skips one.
 func TestSubscribersAcrossRedisRestart(t *testing.T) {
 	c := startCluster(t, 3)
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	leader, _, _ := c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)

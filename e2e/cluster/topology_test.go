@@ -138,25 +138,14 @@ func (c *haCluster) waitServed(t *testing.T, ch haChain) {
 	}
 }
 
-// mine advances every chain's node each blockTime until stop.
-func (c *haCluster) mine() (stop func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*waitLimit)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(blockTime)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				for _, ch := range c.chains {
-					ch.node.Mine(1)
-				}
-			}
-		}
-	})
-	return func() { cancel(); wg.Wait() }
+// mine advances every chain's node each blockTime until stop or the
+// test's end.
+func (c *haCluster) mine(t *testing.T) (stop func()) {
+	nodes := make([]*fakenode.Node, 0, len(c.chains))
+	for _, ch := range c.chains {
+		nodes = append(nodes, ch.node)
+	}
+	return fakenode.MineEvery(t, blockTime, nodes...)
 }
 
 // follower is a replica that does not lead name.
@@ -218,7 +207,7 @@ func TestRedisClusterFailover(t *testing.T) {
 		c.waitServed(t, ch)
 	}
 
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	subs := make([]*subscriber, len(c.chains))
 	from := make([]uint64, len(c.chains))
@@ -321,7 +310,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 	c.waitLeader(t, chain, "")
 	c.waitServed(t, ch)
 
-	stop := c.mine()
+	stop := c.mine(t)
 	defer stop()
 	var subs []*subscriber
 	for _, r := range c.replicas {
