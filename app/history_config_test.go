@@ -89,6 +89,8 @@ func TestHistoryConfigNamesField(t *testing.T) {
 			}},
 		{name: "partitions too small", give: threeRemotes + "    history: {partition_blocks: 10}\n",
 			want: []string{"chains[0].history.partition_blocks: must be at least 1000"}},
+		{name: "keeping fewer blocks than the window", give: threeRemotes + "    history: {keep_blocks: 100}\n",
+			want: []string{"chains[0].history.keep_blocks: must be 0 (keep all) or at least head.window and confirmations (128)"}},
 		{name: "a type error names the field", give: threeRemotes + "    history: {confirmations: many}\n",
 			want: []string{"chains[0].history.confirmations (line 9): cannot unmarshal !!str `many` into uint64"}},
 	}
@@ -108,6 +110,42 @@ func TestHistoryConfigNamesField(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "SECRETPW") {
 				t.Errorf("the message shows the password: %v", err)
+			}
+		})
+	}
+}
+
+// TestHistorySharedChainID: two chains may name one chain_id (its history
+// is shared) unless both keep it and keep it differently, when each
+// leader's retention would drop the other's blocks.
+func TestHistorySharedChainID(t *testing.T) {
+	const pg = "postgres: {url: \"postgres://db/venn\"}\n"
+	second := func(history string) string {
+		return "  - name: ethereum-archive\n    chain_id: 1\n    remotes:\n      - {name: d, url: \"http://127.0.0.1:4\"}\n" + history
+	}
+	const keep = "    history: {keep_blocks: 50000}\n"
+	tests := []struct {
+		name    string
+		give    string
+		wantErr string
+	}{
+		{name: "alike", give: pg + threeRemotes + keep + second(keep)},
+		{name: "default partitions spelled out", give: pg + threeRemotes + second("    history: {partition_blocks: 100000}\n")},
+		{name: "one keeps no history", give: pg + threeRemotes + keep + second("    history: {off: true}\n")},
+		{name: "no history store", give: threeRemotes + keep + second("")},
+		{name: "retention differs", give: pg + threeRemotes + keep + second(""),
+			wantErr: "chains[1].history: chain_id 1 is also chains[0]'s, whose history keep_blocks or partition_blocks differ"},
+		{name: "partitions differ", give: pg + threeRemotes + second("    history: {partition_blocks: 2000}\n"),
+			wantErr: "chains[1].history: chain_id 1 is also chains[0]'s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.give))
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Parse = %v, want no error", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("Parse = %v, want %q", err, tt.wantErr)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -76,6 +77,7 @@ func (c *Config) Validate() error {
 	if len(c.Chains) == 0 {
 		p.add("chains", "at least one chain is required")
 	}
+	c.validateChainIDs(&p)
 	seen := make(map[string]int, len(c.Chains))
 	for i := range c.Chains {
 		ch := &c.Chains[i]
@@ -112,6 +114,46 @@ func (c *Config) validatePostgres(p *problems) {
 			p.add("postgres.read_timeout", "must be shorter than chains[%d].call_deadline (%v)", i, ch.Pool.CallDeadline)
 		}
 	}
+}
+
+// validateChainIDs rejects chains that share a chain_id but keep its
+// history differently. Two names for one chain (say, one per set of
+// remotes) are allowed: the history store is the chain's, keyed by
+// chain_id, and both archive into it. But its partitions and retention
+// are keyed so too: with different keep_blocks or partition_blocks each
+// chain's leader would drop, or split, the history the other keeps.
+func (c *Config) validateChainIDs(p *problems) {
+	if c.Postgres.URL == "" {
+		return
+	}
+	first := make(map[uint64]int, len(c.Chains))
+	for i, ch := range c.Chains {
+		if ch.History.Off || ch.ChainID == 0 {
+			continue
+		}
+		j, dup := first[ch.ChainID]
+		if !dup {
+			first[ch.ChainID] = i
+			continue
+		}
+		if !samePolicy(ch.History.Policy(), c.Chains[j].History.Policy()) {
+			p.add(fmt.Sprintf("chains[%d].history", i),
+				"chain_id %d is also chains[%d]'s, whose history keep_blocks or partition_blocks differ: chains sharing a chain_id share its history and must keep it alike (or set history.off on one)",
+				ch.ChainID, j)
+		}
+	}
+}
+
+// samePolicy reports whether a and b keep a chain's history alike, a
+// zero partition size standing for the store's default.
+func samePolicy(a, b blockstore.Policy) bool {
+	span := func(n uint64) uint64 {
+		if n == 0 {
+			return blockstore.DefaultPartitionBlocks
+		}
+		return n
+	}
+	return a.KeepBlocks == b.KeepBlocks && span(a.PartitionBlocks) == span(b.PartitionBlocks)
 }
 
 // validateCache checks a chain's cache section, and that the tiers it

@@ -42,7 +42,8 @@ type History struct {
 	url      string
 	required bool
 	log      *slog.Logger
-	ready    atomic.Bool // migrated
+	ready    atomic.Bool      // migrated
+	now      func() time.Time // times retention's backoff; a test's clock
 
 	mu     sync.Mutex
 	chains map[int64]string // the chains served, by id: their names label the size metrics
@@ -63,7 +64,7 @@ func OpenHistory(ctx context.Context, cfg Config, opts Options) (*History, error
 	if log == nil {
 		log = slog.Default()
 	}
-	return &History{pg: pg, url: cfg.URL, required: cfg.Required, log: log}, nil
+	return &History{pg: pg, url: cfg.URL, required: cfg.Required, log: log, now: time.Now}, nil
 }
 
 // Start migrates in the background until the schema is in place or Stop.
@@ -236,14 +237,35 @@ type HistoryChain struct {
 	h *History
 	c *Chain
 	// retained is the partition span of the highest block stored when
-	// retention last ran; -1 before it ran.
+	// retention last ran; -1 before it ran and after it failed.
 	retained atomic.Int64
+	// retryAt (Unix nanoseconds) holds retention back after a failure
+	// until then; see retentionRetryDelay.
+	retryAt atomic.Int64
 }
+
+// retentionRetryDelay is how long retention waits after a failure before
+// it runs again. A failure is mostly a lock timeout: a DROP TABLE of a
+// partition queues for an ACCESS EXCLUSIVE lock of the parent tables,
+// and every read of every chain queues behind it until lock_timeout
+// (retentionLockTimeout). Retried at once, with the next Put, a store
+// under steady read load would stall its reads that long on every block
+// written; retried a minute later, that stall is at most one a minute,
+// while partitions past the kept range wait a minute longer to go.
+//
+// Detaching first (DETACH PARTITION ... CONCURRENTLY, which does not
+// take the parent's ACCESS EXCLUSIVE lock) was not chosen: it cannot
+// run in a transaction, so moving the coverage and removing the rows
+// would no longer be one, and a detach cut short leaves the partition
+// pending, to be finalized by hand or by a later run, under the advisory
+// locks that keep Puts out, which are then held across transactions.
+const retentionRetryDelay = time.Minute
 
 // Put stores settled blocks (Chain.Put). With Policy.KeepBlocks, once a
 // block of a new partition span is stored, the partitions that fell out of
 // the kept range are dropped (Chain.Retain); a failure there is logged,
-// not returned, and retention runs again with the next Put.
+// not returned, and retention runs again with the first Put
+// retentionRetryDelay later.
 func (g *HistoryChain) Put(ctx context.Context, blocks []*evm.Block) error {
 	if !g.h.ready.Load() {
 		return ErrNotMigrated
@@ -259,13 +281,15 @@ func (g *HistoryChain) Put(ctx context.Context, blocks []*evm.Block) error {
 		top = max(top, b.Number)
 	}
 	span := int64(top / g.c.span)
-	if prev := g.retained.Load(); span <= prev || !g.retained.CompareAndSwap(prev, span) {
+	prev := g.retained.Load()
+	if span <= prev || g.h.now().UnixNano() < g.retryAt.Load() || !g.retained.CompareAndSwap(prev, span) {
 		return nil
 	}
 	dropped, err := g.c.Retain(ctx)
 	if err != nil {
+		g.retryAt.Store(g.h.now().Add(retentionRetryDelay).UnixNano())
 		g.retained.Store(-1)
-		g.h.log.Warn("history retention failed; retrying after the next write", "chain", g.c.name, "err", err)
+		g.h.log.Warn("history retention failed; retrying with a write after the delay", "chain", g.c.name, "delay", retentionRetryDelay, "err", err)
 		return nil
 	}
 	for _, r := range dropped {

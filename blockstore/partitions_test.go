@@ -111,8 +111,10 @@ func answers(t *testing.T, c *Chain, from, to uint64) []string {
 // TestMigrationPartitionsFilledStore fills a store of the schema before
 // partitioning (two chains, blocks on both sides of a partition bound),
 // migrates it, and finds every row as it was, in partitions of 100,000
-// blocks, answering the same; Put goes on into the partitions it finds and
-// makes the ones it needs.
+// blocks, answering the same, with the span above each chain's highest
+// block made too, so a replica not yet upgraded (writing without making
+// partitions) goes on storing; Put goes on into the partitions it finds
+// and makes the ones it needs.
 func TestMigrationPartitionsFilledStore(t *testing.T) {
 	u := pgtest.Empty(t)
 	ctx := context.Background()
@@ -140,7 +142,7 @@ func TestMigrationPartitionsFilledStore(t *testing.T) {
 			t.Errorf("%s: %d rows before the migration, %d after, or some differ", table, len(rows), len(after[table]))
 		}
 	}
-	want := []string{"1:0-100000", "1:100000-200000", "2:200000-300000"}
+	want := []string{"1:0-100000", "1:100000-200000", "1:200000-300000", "2:200000-300000", "2:300000-400000"}
 	if got := partitionsOf(t, u); !slices.Equal(got, want) {
 		t.Errorf("partitions after the migration %v, want %v", got, want)
 	}
@@ -158,13 +160,15 @@ func TestMigrationPartitionsFilledStore(t *testing.T) {
 	if got := answers(t, two, 250_000, 250_003); !slices.Equal(got, answersTwo) {
 		t.Errorf("chain two answers differently after the migration")
 	}
+	storeOld(t, one, synthChain(t, "a", 200_000, 200_001, 4)) // as a replica not yet upgraded writes
+	storeOld(t, two, synthChain(t, "b", 300_000, 300_001, 4))
 	mustPut(t, one, synthChain(t, "a", 100_005, 100_009, 4)...)
 	mustPut(t, one, synthChain(t, "a", 420_000, 420_001, 1)...)
-	want = []string{"1:0-100000", "1:100000-200000", "1:200000-300000", "1:400000-500000", "1:500000-600000", "2:200000-300000"}
+	want = []string{"1:0-100000", "1:100000-200000", "1:200000-300000", "1:400000-500000", "1:500000-600000", "2:200000-300000", "2:300000-400000"}
 	if got := partitionsOf(t, u); !slices.Equal(got, want) {
 		t.Errorf("partitions after Puts %v, want %v (the span written and the next)", got, want)
 	}
-	if got := mustCovered(t, one, 0, 1_000_000); !slices.Equal(got, []Range{{99_995, 100_012}, {420_000, 420_001}}) {
+	if got := mustCovered(t, one, 0, 1_000_000); !slices.Equal(got, []Range{{99_995, 100_012}, {200_000, 200_001}, {420_000, 420_001}}) {
 		t.Errorf("coverage of chain one %v", got)
 	}
 }

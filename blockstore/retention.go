@@ -10,7 +10,7 @@ import (
 // retentionLockTimeout bounds retention's wait for the locks of the tables
 // it drops: dropping a partition locks its parent table, and reads of
 // every chain queue behind a lock that is waited for. Retention gives up
-// instead and runs again after a later Put.
+// instead and runs again with a Put retentionRetryDelay later.
 const retentionLockTimeout = "1s"
 
 // Retain drops the chain's partitions that lie wholly below its newest

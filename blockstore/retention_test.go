@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/pgtest"
@@ -112,5 +115,69 @@ func TestRetentionReadsNeverSeeCoverageWithoutRows(t *testing.T) {
 	}
 	if gone.Load() == 0 {
 		t.Errorf("no read saw the range dropped (%d reads)", reads.Load())
+	}
+}
+
+// TestRetentionBacksOffAfterFailure: a drop that times out on a lock is
+// not retried by the next Put (each retry would stall every chain's
+// reads up to the lock timeout) but by the first Put a retry delay later.
+func TestRetentionBacksOffAfterFailure(t *testing.T) {
+	u := pgtest.New(t)
+	h, err := OpenHistory(context.Background(), Config{URL: u}, Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ready.Store(true) // migrated by pgtest
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	h.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	ctx := t.Context()
+	g := h.Chain(1, "test", Policy{PartitionBlocks: 1000, KeepBlocks: 1500})
+	blocks := synthChain(t, "a", 0, 3999, 2)
+	put := func(from uint64) {
+		t.Helper()
+		if err := g.Put(ctx, blocks[from:from+400]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for from := uint64(0); from < 2800; from += 400 {
+		put(from)
+	}
+
+	// Another session holds a partition to be dropped: the Put that
+	// crosses into the span of 3,000 fails to drop [0, 1000).
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE logs_c1_0 IN ACCESS SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	put(2800)
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := partitionsOf(t, u); len(got) == 0 || got[0] != "1:0-1000" {
+		t.Fatalf("partitions after the failed drop %v, want 1:0-1000 kept", got)
+	}
+
+	put(3200) // within the delay: not retried
+	if got := partitionsOf(t, u); len(got) == 0 || got[0] != "1:0-1000" {
+		t.Errorf("partitions after a Put within the retry delay %v, want 1:0-1000 kept", got)
+	}
+
+	clock.Add(int64(retentionRetryDelay))
+	put(3600) // the floor is 2,500 now
+	if got, want := partitionsOf(t, u), []string{"1:2000-3000", "1:3000-4000", "1:4000-5000"}; !slices.Equal(got, want) {
+		t.Errorf("partitions after the retry delay %v, want %v", got, want)
+	}
+	if got := mustCovered(t, g.c, 0, 5000); !slices.Equal(got, []Range{{2000, 3999}}) {
+		t.Errorf("coverage %v, want [2000, 3999]", got)
 	}
 }

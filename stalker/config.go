@@ -76,7 +76,9 @@ type HistoryConfig struct {
 	// Batch is how many blocks one Put stores.
 	Batch int `yaml:"batch"`
 	// KeepBlocks keeps only the newest KeepBlocks blocks of the chain's
-	// history: older partitions are dropped whole. 0 keeps everything.
+	// history: older partitions are dropped whole. 0 keeps everything;
+	// otherwise at least the head window and the confirmations, so that
+	// no block the leader still archives or may reorg is dropped.
 	KeepBlocks uint64 `yaml:"keep_blocks"`
 	// PartitionBlocks is the block range of one partition of the chain's
 	// history; 0: the store's default (100,000).
@@ -121,6 +123,12 @@ func (c HistoryConfig) Validate(window int) error {
 	}
 	if c.PartitionBlocks != 0 && c.PartitionBlocks < minPartitionBlocks {
 		errs = append(errs, fmt.Errorf("partition_blocks: must be at least %d", minPartitionBlocks))
+	}
+	if floor := max(uint64(max(window, 0)), c.Confirmations); c.KeepBlocks != 0 && c.KeepBlocks < floor {
+		// The newest blocks archived are still within the window:
+		// dropping them would drop what the leader is still archiving
+		// and what a reorg may replace.
+		errs = append(errs, fmt.Errorf("keep_blocks: must be 0 (keep all) or at least head.window and confirmations (%d)", floor))
 	}
 	if window > 0 && c.Confirmations >= uint64(window) {
 		// The leader archives from its window: a block settled only

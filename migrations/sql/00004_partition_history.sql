@@ -10,6 +10,10 @@
 -- new ones (venn_history_partition) ahead of its writes. Rows already
 -- stored move into partitions of 100,000 blocks.
 --
+-- The copy runs in the migration's one transaction, holding the three
+-- tables throughout: replicas' history reads and writes wait for it
+-- (README, upgrading to partitioned history).
+--
 -- Partitions hold one chain each, so the log indexes no longer lead with
 -- chain_id.
 
@@ -95,11 +99,16 @@ CREATE TABLE logs (
     log          bytea   NOT NULL
 ) PARTITION BY RANGE (chain_id, block_number);
 
+-- Besides the spans holding rows, the span above each chain's highest
+-- block: a replica not yet upgraded writes into the partitioned tables
+-- without making partitions, and goes on archiving until its chain
+-- passes that span.
 SELECT venn_history_partition(chain_id, span * 100000, span * 100000 + 100000)
 FROM (
     SELECT chain_id, number / 100000 AS span FROM blocks_unpartitioned
     UNION SELECT chain_id, block_number / 100000 FROM transactions_unpartitioned
     UNION SELECT chain_id, block_number / 100000 FROM logs_unpartitioned
+    UNION SELECT chain_id, max(number) / 100000 + 1 FROM blocks_unpartitioned GROUP BY chain_id
 ) AS spans
 ORDER BY chain_id, span;
 
