@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,16 +107,24 @@ var scripts = map[string]*redis.Script{"Acquire": keyspace.Acquire, "Renew": key
 	"CacheSize": keyspace.CacheSize, "PublishHeads": keyspace.PublishHeads}
 
 // packageScripts are the names of the exported package-level variables
-// that the keyspace package's own source sets to redis.NewScript.
+// that the keyspace package's own (non-test) source sets to
+// redis.NewScript.
 func packageScripts(t *testing.T) []string {
 	t.Helper()
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", nil, parser.SkipObjectResolution)
+	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	fset := token.NewFileSet()
 	var names []string
-	for _, f := range pkgs["keyspace"].Files {
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.VAR {
