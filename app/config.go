@@ -87,8 +87,8 @@ type Config struct {
 }
 
 // RedisConfig is the cluster's shared Redis: one server, a Sentinel set or
-// a Redis Cluster (redis.go). URL and Password may carry a secret: no
-// message prints them.
+// a Redis Cluster (redis.go). URL, Password and Sentinel.Password may
+// carry a secret: no message prints them.
 type RedisConfig struct {
 	// URL is redis://host:6379/0 (rediss:// for TLS), or
 	// redis+sentinel://host:26379,host:26379/0?master=NAME, or
@@ -96,11 +96,13 @@ type RedisConfig struct {
 	// runs alone.
 	URL string `yaml:"url"`
 	// Sentinel and Cluster spell the other two deployments in YAML, with
-	// Username and Password; a URL carries its own credentials.
+	// Username, Password (the data servers') and TLS; a URL carries its
+	// own credentials and says rediss:// for TLS.
 	Sentinel RedisSentinelConfig `yaml:"sentinel"`
 	Cluster  []string            `yaml:"cluster"` // seed nodes, host:port
 	Username string              `yaml:"username"`
 	Password string              `yaml:"password"`
+	TLS      bool                `yaml:"tls"` // to every server and sentinel
 	// LeaseTTL is a chain leader's lease: a dead leader is replaced within
 	// about this long.
 	LeaseTTL time.Duration `yaml:"lease_ttl"`
@@ -114,6 +116,9 @@ type RedisConfig struct {
 type RedisSentinelConfig struct {
 	Master string   `yaml:"master"`
 	Addrs  []string `yaml:"addrs"` // host:port of each sentinel
+	// Password is the sentinels' own, which often have none; the
+	// servers' is redis.password.
+	Password string `yaml:"password"`
 }
 
 // LogConfig selects the slog handler.

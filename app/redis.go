@@ -50,6 +50,8 @@ func (c RedisConfig) target() (redisTarget, error) {
 		return redisTarget{}, errors.New("redis.sentinel and redis.cluster: set one")
 	case c.URL != "" && (block || len(c.Cluster) > 0):
 		return redisTarget{}, errors.New("redis.url: set it or redis.sentinel or redis.cluster, not both")
+	case c.Sentinel.Password != "" && !block:
+		return redisTarget{}, errors.New("redis.sentinel.password: only with redis.sentinel.master and addrs")
 	case block:
 		if c.Sentinel.Master == "" {
 			return redisTarget{}, errors.New("redis.sentinel.master: required")
@@ -58,14 +60,16 @@ func (c RedisConfig) target() (redisTarget, error) {
 			return redisTarget{}, err
 		}
 		return redisTarget{kind: redisSentinel, addrs: c.Sentinel.Addrs, master: c.Sentinel.Master,
-			username: c.Username, password: c.Password}, nil
+			username: c.Username, password: c.Password, sentinelPassword: c.Sentinel.Password, tls: c.TLS}, nil
 	case len(c.Cluster) > 0:
 		if err := checkAddrs("redis.cluster", c.Cluster); err != nil {
 			return redisTarget{}, err
 		}
-		return redisTarget{kind: redisCluster, addrs: c.Cluster, username: c.Username, password: c.Password}, nil
+		return redisTarget{kind: redisCluster, addrs: c.Cluster, username: c.Username, password: c.Password, tls: c.TLS}, nil
 	case c.Username != "" || c.Password != "":
 		return redisTarget{}, errors.New("redis.username, redis.password: only with redis.sentinel or redis.cluster (a URL carries its own)")
+	case c.TLS:
+		return redisTarget{}, errors.New("redis.tls: only with redis.sentinel or redis.cluster (a URL says rediss://)")
 	}
 	return parseRedisURL(c.URL)
 }

@@ -18,6 +18,10 @@ func TestRedisTarget(t *testing.T) {
 			want: redisTarget{kind: redisSentinel, addrs: []string{"s1:26379"}, master: "m", username: "u", password: "p", sentinelPassword: "SP", tls: true}},
 		{name: "sentinel block", give: "sentinel: {master: main, addrs: [\"s1:26379\", \"s2:26379\"]}\n  password: PW",
 			want: redisTarget{kind: redisSentinel, addrs: []string{"s1:26379", "s2:26379"}, master: "main", password: "PW"}},
+		{name: "sentinel block, TLS and the sentinels' password", give: "sentinel: {master: main, addrs: [\"s1:26379\"], password: SP}\n  password: PW\n  tls: true",
+			want: redisTarget{kind: redisSentinel, addrs: []string{"s1:26379"}, master: "main", password: "PW", sentinelPassword: "SP", tls: true}},
+		{name: "cluster block, TLS", give: "cluster: [\"n1:6379\"]\n  username: u\n  password: PW\n  tls: true",
+			want: redisTarget{kind: redisCluster, addrs: []string{"n1:6379"}, username: "u", password: "PW", tls: true}},
 		{name: "cluster block", give: `cluster: ["n1:6379", "n2:6379", "n3:6379"]`,
 			want: redisTarget{kind: redisCluster, addrs: []string{"n1:6379", "n2:6379", "n3:6379"}}},
 		{name: "cluster URL", give: `url: "rediss+cluster://:PW@n1:6379,n2:6379"`,
@@ -65,6 +69,11 @@ func TestRedisConfigNamesTheField(t *testing.T) {
 		{`sentinel: {master: m}`, "redis.sentinel.addrs: at least one host:port is required"},
 		{`cluster: ["n1:6379", "n2"]`, "redis.cluster: address 2 is not host:port"},
 		{"url: \"redis://n1:6379\"\n  password: SECRET", "redis.username, redis.password: only with redis.sentinel or redis.cluster"},
+		{"url: \"redis://:SECRET@n1:6379\"\n  tls: true", "redis.tls: only with redis.sentinel or redis.cluster (a URL says rediss://)"},
+		{"cluster: [\"n1:6379\"]\n  sentinel: {password: SECRET}", "redis.sentinel.password: only with redis.sentinel.master and addrs"},
+		{"url: \"redis://:SECRET@n1:6379\"\n  sentinel: {password: SECRET}", "redis.sentinel.password: only with redis.sentinel.master and addrs"},
+		{"tls: true", "redis.tls: only with redis.sentinel or redis.cluster"},
+		{"sentinel: {password: SECRET}", "redis.sentinel.password: only with redis.sentinel.master and addrs"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte("redis:\n  " + tt.give + "\n" + threeRemotes))

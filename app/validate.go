@@ -63,7 +63,8 @@ func (c *Config) Validate() error {
 	validateLimits(&p, c.Limits)
 	p.under("request_log", c.RequestLog.Validate())
 	c.validateEdge(&p)
-	if _, err := c.Redis.target(); err != nil && (c.Redis.Enabled() || c.Redis.Username != "" || c.Redis.Password != "") {
+	r := c.Redis
+	if _, err := r.target(); err != nil && (r.Enabled() || r.Username != "" || r.Password != "" || r.TLS || r.Sentinel.Password != "") {
 		p = append(p, err)
 	}
 	if c.Redis.Enabled() {

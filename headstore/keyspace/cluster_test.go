@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +24,9 @@ import (
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/headstore/keyspace"
 	harness "github.com/venn-gateway/venn/internal/cluster"
+	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/availredis"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -91,14 +99,84 @@ func redisArg(a any) string {
 	return fmt.Sprint(a)
 }
 
+// scripts are the keyspace's scripts by their names in the package, so
+// that the test can say which one was never run.
+var scripts = map[string]*redis.Script{"Acquire": keyspace.Acquire, "Renew": keyspace.Renew,
+	"Release": keyspace.Release, "Publish": keyspace.Publish, "Snapshot": keyspace.Snapshot,
+	"Limit": keyspace.Limit, "Unlimit": keyspace.Unlimit, "CacheSet": keyspace.CacheSet,
+	"CacheSize": keyspace.CacheSize, "PublishHeads": keyspace.PublishHeads}
+
+// packageScripts are the names of the exported package-level variables
+// that the keyspace package's own (non-test) source sets to
+// redis.NewScript.
+func packageScripts(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var names []string
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range g.Specs {
+				v := spec.(*ast.ValueSpec)
+				for i, name := range v.Names {
+					if i < len(v.Values) && name.IsExported() && isNewScript(v.Values[i]) {
+						names = append(names, name.Name)
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func isNewScript(e ast.Expr) bool {
+	call, ok := e.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "redis" && sel.Sel.Name == "NewScript"
+}
+
 // TestScriptsStayInOneSlot runs every part of venn that writes Redis (the
-// lease, the head window's publish, snapshot and follow, the cache, the
-// rate limiter) for two chains on a real Redis Cluster of three masters,
-// and checks the slot of every key each script and multi-key command was
+// lease, the head window's publish, snapshot and follow, the remotes' head
+// feed, the cache, the budget counters, the availability share, the rate
+// limiter) for two chains on a real Redis Cluster of three masters, and
+// checks the slot of every key each script and multi-key command was
 // called with: all in one slot per call (the cluster refuses any other,
 // so every call must also succeed), the keys the publish script builds
-// from its block prefix too. Every script of the keyspace is seen.
+// from its block prefix too. Every script the keyspace package declares
+// is seen: one added without being run here fails the test.
 func TestScriptsStayInOneSlot(t *testing.T) {
+	declared := packageScripts(t)
+	if len(declared) == 0 {
+		t.Fatal("no scripts found in the keyspace package's source")
+	}
+	for _, name := range declared {
+		if scripts[name] == nil {
+			t.Errorf("script %s is declared by the keyspace package but not exercised by this test: add it to scripts and run it", name)
+		}
+	}
+
 	ctx := t.Context()
 	rc, err := harness.StartRedisCluster(context.Background(), t.TempDir(), 3, 0)
 	if err != nil {
@@ -159,17 +237,16 @@ func TestScriptsStayInOneSlot(t *testing.T) {
 	if len(rec.multiKey) == 0 {
 		t.Error("no MGET of block bodies was seen")
 	}
-	for name, s := range map[string]*redis.Script{"Acquire": keyspace.Acquire, "Renew": keyspace.Renew,
-		"Release": keyspace.Release, "Publish": keyspace.Publish, "Snapshot": keyspace.Snapshot,
-		"Limit": keyspace.Limit, "Unlimit": keyspace.Unlimit, "CacheSet": keyspace.CacheSet, "CacheSize": keyspace.CacheSize} {
+	for name, s := range scripts {
 		if !seen[s.Hash()] {
 			t.Errorf("script %s was never run", name)
 		}
 	}
 }
 
-// exerciseChain runs a leadership, three blocks and a reorg, a follower
-// and the cache for chain.
+// exerciseChain runs a leadership, three blocks and a reorg, a follower,
+// the remotes' head feed, the cache, the budget counters and the
+// availability share for chain.
 func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 	t.Helper()
 	ctx := t.Context()
@@ -218,6 +295,7 @@ func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 	if snap, err = store.Snapshot(ctx); err != nil || len(snap.Blocks) != 3 || snap.Blocks[2].Hash != "0xf3" {
 		t.Fatalf("%s: snapshot after the reorg = %+v, %v", chain, snap, err)
 	}
+	exerciseHeadFeed(t, rdb, chain, epoch)
 	if err := el.Release(ctx, epoch); err != nil {
 		t.Fatalf("%s: release: %v", chain, err)
 	}
@@ -235,6 +313,165 @@ func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 	}
 	if n, _, err := c.Size(ctx); err != nil || n != 1 {
 		t.Fatalf("%s: cache size = %d, %v", chain, n, err)
+	}
+	exerciseBudgets(t, rdb, chain)
+	exerciseAvail(t, rdb, chain)
+}
+
+// headPool is a pool's head side for the head feed: the heads it would
+// publish as leader, and those fed to it as follower.
+type headPool struct {
+	mu     sync.Mutex
+	heads  []remotes.RemoteHead
+	claims chan struct{}
+	fed    []remotes.RemoteHead
+}
+
+func (p *headPool) RemoteHeads() []remotes.RemoteHead {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.heads)
+}
+
+func (p *headPool) ClaimsChanged() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.claims
+}
+
+// report is a remote reporting head n.
+func (p *headPool) report(n uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.heads = []remotes.RemoteHead{{Remote: "n0", Number: n, Hash: "0x" + strconv.FormatUint(n, 16)}}
+	close(p.claims)
+	p.claims = make(chan struct{})
+}
+
+func (p *headPool) FeedHeads(hs []remotes.RemoteHead) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fed = slices.Clone(hs)
+}
+
+func (p *headPool) TrackHeads() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fed = nil
+}
+
+func (p *headPool) Fed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.fed)
+}
+
+// fedHead is the head number fed for the one remote; 0: none.
+func (p *headPool) fedHead() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.fed) != 1 {
+		return 0
+	}
+	return p.fed[0].Number
+}
+
+// BlockTime is long, so that the leader publishes only on start and on a
+// report: the follower's first head can only come from the snapshot.
+func (p *headPool) BlockTime() time.Duration { return time.Hour }
+
+// exerciseHeadFeed leads chain's head feed under epoch: the follower,
+// started after the first report, takes it from the snapshot, and the
+// next from the channel.
+func exerciseHeadFeed(t *testing.T, rdb redis.UniversalClient, chain string, epoch uint64) {
+	t.Helper()
+	lp := &headPool{claims: make(chan struct{})}
+	lp.report(1)
+	fp := &headPool{claims: make(chan struct{})}
+	leader := stalker.NewHeadShare(rdb, chain, lp, nil, nil)
+	follower := stalker.NewHeadShare(rdb, chain, fp, nil, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+
+	wg.Go(func() { leader.Lead(ctx, epoch) })
+	heads := keyspace.For(chain).Heads
+	testkit.WaitFor(t, 10*time.Second, chain+": the leader's first report stored", func() bool {
+		return rdb.Exists(ctx, heads).Val() == 1
+	})
+	wg.Go(func() { follower.Run(ctx) })
+	testkit.WaitFor(t, 10*time.Second, chain+": the follower fed head 1 from the snapshot", func() bool {
+		return fp.fedHead() == 1
+	})
+	lp.report(2)
+	testkit.WaitFor(t, 10*time.Second, chain+": the follower fed head 2 from the channel", func() bool {
+		return fp.fedHead() == 2
+	})
+	if m := follower.Mode(); m != stalker.HeadsFeed {
+		t.Errorf("%s: follower's head tracking = %s, want %s", chain, m, stalker.HeadsFeed)
+	}
+}
+
+// exerciseBudgets flushes two remotes' counters for two periods twice, in
+// one pipeline each: all of a chain's counters in one slot, the totals
+// summed.
+func exerciseBudgets(t *testing.T, rdb redis.UniversalClient, chain string) {
+	t.Helper()
+	ctx := t.Context()
+	b := remotes.NewRedisBudgets(rdb)
+	expire := time.Now().Add(time.Hour)
+	counts := func() []remotes.BudgetCount {
+		return []remotes.BudgetCount{
+			{Remote: "alchemy", Period: "h2026120100", N: 3, Expire: expire},
+			{Remote: "alchemy", Period: "d20261201", N: 3, Expire: expire},
+			{Remote: "infura", Period: "m202612", N: 5, Expire: expire},
+		}
+	}
+	if err := b.Add(ctx, chain, counts()); err != nil {
+		t.Fatalf("%s: budgets: %v", chain, err)
+	}
+	got := counts()
+	if err := b.Add(ctx, chain, got); err != nil {
+		t.Fatalf("%s: budgets again: %v", chain, err)
+	}
+	for _, c := range got {
+		if c.Total != 2*c.N {
+			t.Errorf("%s: budget %s %s total = %d, want %d", chain, c.Remote, c.Period, c.Total, 2*c.N)
+		}
+	}
+	first, err := rdb.ClusterKeySlot(ctx, keyspace.BudgetKey(chain, got[0].Remote, got[0].Period)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got[1:] {
+		k := keyspace.BudgetKey(chain, c.Remote, c.Period)
+		if s := rdb.ClusterKeySlot(ctx, k).Val(); s != first {
+			t.Errorf("%s: budget key %s in slot %d, the chain's first in %d", chain, k, s, first)
+		}
+	}
+}
+
+// exerciseAvail loads, claims and stores a remote's availability probe.
+func exerciseAvail(t *testing.T, rdb redis.UniversalClient, chain string) {
+	t.Helper()
+	ctx := t.Context()
+	a, b := availredis.New(rdb, "r1"), availredis.New(rdb, "r2")
+	if _, ok, err := a.Load(ctx, chain, "alchemy"); err != nil || ok {
+		t.Fatalf("%s: avail load before any store = %v, %v", chain, ok, err)
+	}
+	if ok, err := a.Claim(ctx, chain, "alchemy", time.Minute); err != nil || !ok {
+		t.Fatalf("%s: avail claim = %v, %v", chain, ok, err)
+	}
+	if ok, err := b.Claim(ctx, chain, "alchemy", time.Minute); err != nil || ok {
+		t.Fatalf("%s: second replica's avail claim = %v, %v, want refused", chain, ok, err)
+	}
+	want := remotes.Probed{At: time.Unix(1_700_000_000, 0).UTC(), Head: 100, Oldest: map[string]uint64{"state": 90}}
+	if err := a.Store(ctx, chain, "alchemy", want); err != nil {
+		t.Fatalf("%s: avail store: %v", chain, err)
+	}
+	got, ok, err := b.Load(ctx, chain, "alchemy")
+	if err != nil || !ok || got.Head != want.Head || !got.At.Equal(want.At) || got.Oldest["state"] != 90 {
+		t.Fatalf("%s: avail load = %+v, %v, %v, want %+v", chain, got, ok, err, want)
 	}
 }
 
