@@ -70,13 +70,13 @@ func newSock(c net.Conn) *sock {
 }
 
 // Write implements net.Conn: the library's frames. It waits for the peer
-// unless something is pending, which it queues behind. The wait is made
-// busy, without mu: notifications are neither written into the library's
-// bytes nor held up behind them by mu (writeNotes).
+// unless something is pending, which it queues behind. It waits with mu
+// released and busy set: notifications are neither written into the
+// library's bytes nor kept waiting for the peer behind mu (writeNotes).
 func (s *sock) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	// The library writes one frame at a time; this keeps the order should
-	// two of its writes ever meet.
+	// The library writes one frame at a time (under its frame lock); this
+	// keeps the order should two of its writes ever meet.
 	for s.busy {
 		s.idle.Wait()
 	}
@@ -156,8 +156,9 @@ func frameSize(b []byte) (int64, bool) {
 // pending, and the caller must flush. The caller has the connection's
 // writer's turn, so the library is not in the middle of a data frame; it
 // may still be writing a control frame (busy): with wait writeNotes waits
-// for that write to end (it ends by the library's timeout, or when the
-// connection closes), without it writes nothing and returns errSockBusy.
+// for that write to end (the peer takes it, or the library's timeout or
+// the caller's write timer closes the connection); without, it writes
+// nothing and returns errSockBusy.
 func (s *sock) writeNotes(notes []SubscriptionNote, wait bool) (done bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
