@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -93,9 +94,20 @@ type testServer struct {
 
 func newTestServer(t *testing.T, opts Options, h Handler) *testServer {
 	t.Helper()
+	return newTestServerOn(t, opts, h, nil)
+}
+
+// newTestServerOn is newTestServer whose listener is wrap's (when not
+// nil) around the test server's own.
+func newTestServerOn(t *testing.T, opts Options, h Handler, wrap func(net.Listener) net.Listener) *testServer {
+	t.Helper()
 	s := NewServer(opts)
 	s.Handle(testChain, h)
-	ts := httptest.NewServer(s.Handler())
+	ts := httptest.NewUnstartedServer(s.Handler())
+	if wrap != nil {
+		ts.Listener = wrap(ts.Listener)
+	}
+	ts.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -21,17 +21,23 @@ import (
 // What the socket does not take at once stays pending, and whatever is
 // written behind it queues after it, until flush has sent it.
 //
-// Every write goes through mu, so bytes leave in the order they were
+// Every write is ordered under mu, so bytes leave in the order they were
 // written. The library's writes (answers, pings, pongs, close frames) are
 // followed frame by frame: notifications go only between the library's
-// frames, and never after its close frame.
+// frames, and never after its close frame. The library writes pings,
+// pongs and close frames outside the connection's writer's turn, and such
+// a write may wait for the peer (up to the library's control timeout):
+// it does so with mu released, busy set, so that a try at notifications
+// (the dispatcher's) finds the sock busy instead of waiting for the peer.
 type sock struct {
 	net.Conn
 	raw syscall.RawConn // nil: the transport (TLS) has no non-blocking write; flush sends it all
 
 	mu       sync.Mutex
-	flushing bool    // writeNotes left bytes pending: flush owns them
-	buf      *[]byte // pending; from sockBufs
+	idle     sync.Cond // on mu: busy turned false
+	busy     bool      // Write is writing the library's bytes to the network
+	flushing bool      // writeNotes left bytes pending: flush owns them
+	buf      *[]byte   // pending; from sockBufs
 	// The library's frame being written: its bytes still to come (0: the
 	// next write starts a frame).
 	rest      int64
@@ -42,6 +48,7 @@ type sock struct {
 var (
 	errCloseSent = errors.New("jrpc: websocket close frame sent")
 	errFrameLost = errors.New("jrpc: websocket frames out of step")
+	errSockBusy  = errors.New("jrpc: websocket library write in progress")
 )
 
 // sockBufs holds the buffers of notifications between writes: a connection
@@ -53,6 +60,7 @@ const maxSockBuf = 1 << 20
 
 func newSock(c net.Conn) *sock {
 	s := &sock{Conn: c}
+	s.idle.L = &s.mu
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			s.raw = raw
@@ -62,16 +70,30 @@ func newSock(c net.Conn) *sock {
 }
 
 // Write implements net.Conn: the library's frames. It waits for the peer
-// unless something is pending, which it queues behind.
+// unless something is pending, which it queues behind. It waits with mu
+// released and busy set: notifications are neither written into the
+// library's bytes nor kept waiting for the peer behind mu (writeNotes).
 func (s *sock) Write(p []byte) (int, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	// The library writes one frame at a time (under its frame lock); this
+	// keeps the order should two of its writes ever meet.
+	for s.busy {
+		s.idle.Wait()
+	}
 	s.followLocked(p)
 	if s.flushing {
 		*s.buf = append(*s.buf, p...)
+		s.mu.Unlock()
 		return len(p), nil
 	}
-	return s.Conn.Write(p)
+	s.busy = true
+	s.mu.Unlock()
+	n, err := s.Conn.Write(p)
+	s.mu.Lock()
+	s.busy = false
+	s.idle.Broadcast()
+	s.mu.Unlock()
+	return n, err
 }
 
 // followLocked follows the library's frames through p. The library flushes
@@ -132,10 +154,20 @@ func frameSize(b []byte) (int64, bool) {
 // messages and writes them in one write that does not wait for the peer.
 // done is false when the socket did not take all of them: the rest is
 // pending, and the caller must flush. The caller has the connection's
-// writer's turn, so the library is not in the middle of a data frame.
-func (s *sock) writeNotes(notes []SubscriptionNote) (done bool, err error) {
+// writer's turn, so the library is not in the middle of a data frame; it
+// may still be writing a control frame (busy): with wait writeNotes waits
+// for that write to end (the peer takes it, or the library's timeout or
+// the caller's write timer closes the connection); without, it writes
+// nothing and returns errSockBusy.
+func (s *sock) writeNotes(notes []SubscriptionNote, wait bool) (done bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.busy {
+		if !wait {
+			return false, errSockBusy
+		}
+		s.idle.Wait()
+	}
 	switch {
 	case s.closeSent:
 		return true, errCloseSent

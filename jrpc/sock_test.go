@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +24,12 @@ import (
 // to the test once the reply is written.
 func notifierServer(t *testing.T, lim Limits) (*testServer, chan Notifier) {
 	t.Helper()
+	return notifierServerOn(t, lim, nil)
+}
+
+// notifierServerOn is notifierServer on wrap's listener (newTestServerOn).
+func notifierServerOn(t *testing.T, lim Limits, wrap func(net.Listener) net.Listener) (*testServer, chan Notifier) {
+	t.Helper()
 	notifiers := make(chan Notifier, 1)
 	h := HandlerFunc(func(ctx context.Context, req *Request) (json.RawMessage, error) {
 		if req.Method != "eth_subscribe" {
@@ -33,7 +41,7 @@ func notifierServer(t *testing.T, lim Limits) (*testServer, chan Notifier) {
 		}
 		return json.RawMessage(`"0x1"`), nil
 	})
-	return newTestServer(t, Options{Limits: lim}, h), notifiers
+	return newTestServerOn(t, Options{Limits: lim}, h, wrap), notifiers
 }
 
 func subscribed(t *testing.T, c *websocket.Conn, notifiers chan Notifier) Notifier {
@@ -295,25 +303,25 @@ func TestSockNotesBetweenLibraryFrames(t *testing.T) {
 	if _, err := s.Write(big[:4096]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.writeNotes(note); !errors.Is(err, errFrameLost) {
+	if _, err := s.writeNotes(note, false); !errors.Is(err, errFrameLost) {
 		t.Fatalf("notes in the middle of a frame: %v, want errFrameLost", err)
 	}
 	if _, err := s.Write(big[4096:]); err != nil {
 		t.Fatal(err)
 	}
-	if done, err := s.writeNotes(note); !done || err != nil {
+	if done, err := s.writeNotes(note, false); !done || err != nil {
 		t.Fatalf("notes after the frame: %v, %v", done, err)
 	}
 	if _, err := s.Write(frame(0x9, "ping")); err != nil {
 		t.Fatal(err)
 	}
-	if done, err := s.writeNotes(append(note, note...)); !done || err != nil {
+	if done, err := s.writeNotes(append(note, note...), false); !done || err != nil {
 		t.Fatalf("notes after a ping: %v, %v", done, err)
 	}
 	if _, err := s.Write(frame(opcodeClose, "\x03\xe8bye")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.writeNotes(note); !errors.Is(err, errCloseSent) {
+	if _, err := s.writeNotes(note, false); !errors.Is(err, errCloseSent) {
 		t.Fatalf("notes after the close frame: %v, want errCloseSent", err)
 	}
 
@@ -330,5 +338,125 @@ func TestSockNotesBetweenLibraryFrames(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("frame %d: got opcode %s, %.60q; want opcode %s, %.60q", i, got[i][0], got[i][1], want[i][0], want[i][1])
 		}
+	}
+}
+
+// holdingListener's connections hold a write once the test asks: the
+// write of a peer whose socket takes nothing more. (A real socket cannot
+// be filled to the byte on purpose: how much it takes, and when it takes
+// more, is the kernel's.) The non-blocking writes of notifications go
+// under it, to the socket itself.
+type holdingListener struct {
+	net.Listener
+	holds chan chan struct{} // the next write takes one and waits for it to close
+	held  chan struct{}      // a write is being held
+}
+
+func (l *holdingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &holdingConn{TCPConn: c.(*net.TCPConn), l: l}, nil
+}
+
+type holdingConn struct {
+	*net.TCPConn // its SyscallConn too: the sock's non-blocking write
+	l            *holdingListener
+}
+
+func (c *holdingConn) Write(p []byte) (int, error) {
+	select {
+	case release := <-c.l.holds:
+		c.l.held <- struct{}{}
+		<-release
+	default:
+	}
+	return c.TCPConn.Write(p)
+}
+
+// A ping (or pong, or close frame) the library writes outside the
+// writer's turn may wait for a peer that does not read. A try at
+// notifications meanwhile does not wait for it: the turn is taken, and
+// nothing is written. The notifications written next, in the turn, wait
+// for the ping's frame and follow it whole, once each.
+func TestWSTryNotifyBesideAPingThePeerHoldsUp(t *testing.T) {
+	hl := &holdingListener{holds: make(chan chan struct{}, 1), held: make(chan struct{}, 1)}
+	s, notifiers := notifierServerOn(t, Limits{WSPingInterval: time.Hour}, func(ln net.Listener) net.Listener {
+		hl.Listener = ln
+		return hl
+	})
+	var pings atomic.Int32
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, s.wsURL(), &websocket.DialOptions{
+		OnPingReceived: func(context.Context, []byte) bool { pings.Add(1); return true },
+	})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	n := subscribed(t, c, notifiers)
+
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	defer letGo() // a failure below still ends the held write
+	hl.holds <- release
+	pinged := make(chan error, 1)
+	go func() { pinged <- n.(*wsConn).conn.Ping(ctx) }()
+	select {
+	case <-hl.held:
+	case <-ctx.Done():
+		t.Fatal("the ping was never written")
+	}
+
+	note := func(seq int) []SubscriptionNote {
+		return []SubscriptionNote{{ID: "0x1", Result: json.RawMessage(fmt.Sprintf(`{"seq":%d}`, seq))}}
+	}
+	type try struct {
+		ok  bool
+		err error
+	}
+	tried := make(chan try, 1)
+	go func() {
+		ok, err := n.TryNotifySubscriptions(note(1))
+		tried <- try{ok, err}
+	}()
+	select {
+	case got := <-tried:
+		if got.ok || got.err != nil {
+			t.Fatalf("TryNotifySubscriptions beside a held ping = %v, %v; want false, nil", got.ok, got.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("TryNotifySubscriptions waited for the peer to take the library's ping")
+	}
+
+	// The writer's turn, as a subscriber's writer takes it after a refused
+	// try: it waits for the ping's frame to be written.
+	written := make(chan error, 1)
+	go func() { written <- n.NotifySubscriptions(ctx, note(1)) }()
+	letGo()
+	if got, want := testkit.WSRead(t, c), subscriptionJSON("0x1", `{"seq":1}`); got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	if got := pings.Load(); got != 1 {
+		t.Fatalf("the notification came after %d pings, want after the one", got)
+	}
+	for what, ch := range map[string]chan error{"the notification's write": written, "the ping": pinged} {
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s did not end", what)
+		}
+	}
+	if ok, err := n.TryNotifySubscriptions(note(2)); !ok || err != nil {
+		t.Fatalf("TryNotifySubscriptions once the ping is out = %v, %v; want true, nil", ok, err)
+	}
+	if got, want := testkit.WSRead(t, c), subscriptionJSON("0x1", `{"seq":2}`); got != want {
+		t.Fatalf("next message: got %s, want %s (each notification once)", got, want)
 	}
 }

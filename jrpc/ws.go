@@ -33,7 +33,8 @@ type Notifier interface {
 	// all of them in one write to the network where the network takes it.
 	NotifySubscriptions(ctx context.Context, notes []SubscriptionNote) error
 	// TryNotifySubscriptions is NotifySubscriptions that never waits: false,
-	// and nothing written, when another write has the connection's turn.
+	// and nothing written, when another write has the connection's turn
+	// (or the WebSocket library is writing a ping, pong or close frame).
 	// What the network does not take at once the connection sends in the
 	// background, keeping the turn until it has (or WSWriteTimeout closed
 	// the connection). A fan-out writes thousands of connections per block
@@ -476,7 +477,7 @@ func (c *wsConn) NotifySubscriptions(ctx context.Context, notes []SubscriptionNo
 	}
 	defer func() { <-c.writeMu }()
 	c.armWriteTimer()
-	done, err := c.sock.writeNotes(notes)
+	done, err := c.sock.writeNotes(notes, true)
 	if err == nil && !done {
 		err = c.sock.flush()
 	}
@@ -493,7 +494,13 @@ func (c *wsConn) TryNotifySubscriptions(notes []SubscriptionNote) (bool, error) 
 	default:
 		return false, nil
 	}
-	done, err := c.sock.writeNotes(notes)
+	done, err := c.sock.writeNotes(notes, false)
+	if errors.Is(err, errSockBusy) {
+		// The library is writing a control frame, which may wait for the
+		// peer: the caller writes these later, in the writer's turn.
+		<-c.writeMu
+		return false, nil
+	}
 	if err != nil || done {
 		<-c.writeMu
 		return true, c.notifyErr(err)
