@@ -75,7 +75,7 @@ type budget struct {
 	mu     sync.Mutex
 	period string // the current period's name
 	end    time.Time
-	warned int // 1: logged at budgetSoft, 2: logged exhausted, this period
+	warned int           // 1: logged at budgetSoft, 2: logged exhausted, this period
 	carry  []BudgetCount // counts of ended periods a flush failed to add
 }
 
