@@ -20,8 +20,15 @@ import (
 // others' within a flush interval. Without a store (no Redis) the counts
 // are this process's own.
 //
-// What is counted is every call sent to the remote, health polls and
-// chain checks included: providers bill those too.
+// What is counted is every call sent to the remote, venn's own included
+// (head polls, chain checks, the eth_subscribe of a heads or relayed
+// subscription): providers bill those too. A units budget also counts
+// each subscription notification received, at its cost table's
+// notificationMethod entry (none: free), as providers that bill
+// notifications do; a calls budget does not, a notification is not a
+// call. Only what this replica's own connections carry is counted: a
+// follower in a cluster takes its heads from the leader's feed
+// (feed.go), so the leader's newHeads subscriptions are the ones billed.
 
 // BudgetFlushInterval is how often a pool adds its counts to the store.
 const BudgetFlushInterval = time.Second
@@ -65,7 +72,8 @@ type budget struct {
 	limit  float64
 	per    Period
 	cost   costTable
-	counts bool // in units priced by cost, not calls
+	counts bool  // in units priced by cost, not calls
+	notify int64 // units a notification costs (notificationMethod)
 
 	pending atomic.Int64 // counted here since the last flush
 	shared  atomic.Int64 // the period's total as of the last flush
@@ -83,20 +91,30 @@ func newBudget(b Budget, gauge prometheus.Gauge) *budget {
 	if !b.Set() {
 		return nil
 	}
-	return &budget{limit: float64(b.limit()), per: b.Per, cost: compileCost(b.Cost), counts: b.Units > 0, gauge: gauge}
+	bud := &budget{limit: float64(b.limit()), per: b.Per, cost: compileCost(b.Cost), counts: b.Units > 0, gauge: gauge}
+	if bud.counts {
+		bud.notify = int64(min(b.Cost[notificationMethod], math.MaxInt32))
+	}
+	return bud
 }
 
-// bill counts one call of method sent to the remote.
+// bill counts one call of method sent to the remote, or, with
+// notificationMethod, one subscription notification received from it.
 func (r *Remote) bill(method string) {
 	b := r.bud
 	if b == nil {
 		return
 	}
 	n := int64(1)
-	if b.counts {
+	switch {
+	case method == notificationMethod:
+		n = b.notify
+	case b.counts:
 		n = int64(min(b.cost.of(method), math.MaxInt32))
 	}
-	b.pending.Add(n)
+	if n > 0 {
+		b.pending.Add(n)
+	}
 }
 
 // budgetUsed is the share of its budget the remote has used this period,

@@ -272,6 +272,50 @@ func TestBudgetWithoutStoreCountsLocally(t *testing.T) {
 	}
 }
 
+// A notification costs only in a units budget, at exactly its cost
+// table's eth_subscription entry: never the default, never a call.
+func TestBudgetNotificationPrice(t *testing.T) {
+	tests := []struct {
+		name string
+		give Budget
+		want float64 // used after one notification
+	}{
+		{"calls", Budget{Calls: 100, Per: PeriodDay}, 0},
+		{"units priced", Budget{Units: 100, Per: PeriodDay, Cost: map[string]uint64{"default": 5, "eth_subscription": 40}}, 0.4},
+		{"units unpriced", Budget{Units: 100, Per: PeriodDay, Cost: map[string]uint64{"default": 5, "eth_*": 7}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := budgetPool(t, "notify", tt.give, nil, nil, nil).members()[0]
+			r.bill(notificationMethod)
+			if got := r.budgetUsed(); got != tt.want {
+				t.Fatalf("one notification used %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The newHeads subscription venn keeps on a remote is billed: its
+// eth_subscribe, and each notification received.
+func TestBudgetCountsHeadNotifications(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	const subscribe, notification = 10, 1000
+	rs := testConfigs([]string{n.URL()}, func(_ int, c *Config) {
+		c.WSURL = n.WSURL()
+		// Nothing else costs, so what is used is the subscription's.
+		c.Budget = Budget{Units: 1 << 40, Per: PeriodMonth,
+			Cost: map[string]uint64{"default": 0, "eth_subscribe": subscribe, "eth_subscription": notification}}
+	})
+	p := startPool(t, PoolConfig{}, rs, nil)
+	r := p.members()[0]
+	waitFor(t, "the heads subscription", func() bool { return n.Calls("eth_subscribe") > 0 })
+	n.Mine(3)
+	waitFor(t, "three notifications billed", func() bool {
+		used := int64(r.budgetUsed()*float64(int64(1)<<40)) - subscribe*n.Calls("eth_subscribe")
+		return used >= 3*notification && used%notification == 0
+	})
+}
+
 func TestBudgetConfigValidate(t *testing.T) {
 	tests := []struct {
 		name string
