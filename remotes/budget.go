@@ -196,7 +196,7 @@ func (p *Pool) flushBudgets(ctx context.Context, now time.Time) {
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
-		r.bud.settle(now, counts[starts[i]:end], store != nil)
+		r.bud.settle(counts[starts[i]:end], store != nil)
 		r.noteBudget()
 	}
 	if err != nil {
@@ -234,7 +234,7 @@ func (b *budget) take(now time.Time, remote string, counts []BudgetCount) []Budg
 // store did not add is sent again, with the next flush, and the current
 // period's total is what the store answered. Without a store the counts
 // are the total.
-func (b *budget) settle(now time.Time, counts []BudgetCount, stored bool) {
+func (b *budget) settle(counts []BudgetCount, stored bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, c := range counts {
