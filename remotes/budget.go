@@ -20,8 +20,15 @@ import (
 // others' within a flush interval. Without a store (no Redis) the counts
 // are this process's own.
 //
-// What is counted is every call sent to the remote, health polls and
-// chain checks included: providers bill those too.
+// What is counted is every call sent to the remote, venn's own included
+// (head polls, chain checks, the eth_subscribe of a heads or relayed
+// subscription): providers bill those too. A units budget also counts
+// each subscription notification received, at its cost table's
+// notificationMethod entry (none: free), as providers that bill
+// notifications do; a calls budget does not, a notification is not a
+// call. Only what this replica's own connections carry is counted: a
+// follower in a cluster takes its heads from the leader's feed
+// (feed.go), so the leader's newHeads subscriptions are the ones billed.
 
 // BudgetFlushInterval is how often a pool adds its counts to the store.
 const BudgetFlushInterval = time.Second
@@ -41,7 +48,11 @@ const budgetFlushTimeout = 2 * time.Second
 // BudgetStore keeps the cluster's budget counters (NewRedisBudgets).
 type BudgetStore interface {
 	// Add adds each count's N to its counter, which expires at Expire,
-	// and sets each Total to the counter's value after the add.
+	// and sets each Total to the counter's value after the add, or
+	// Failed when the add did not happen or may not have: the caller
+	// sends those again, so a count is never lost, at worst added twice.
+	// The error, for the log, is set when any count failed or an expiry
+	// was not set.
 	Add(ctx context.Context, chain string, counts []BudgetCount) error
 }
 
@@ -52,6 +63,7 @@ type BudgetCount struct {
 	N      int64
 	Expire time.Time
 	Total  int64 // set by Add
+	Failed bool  // set by Add: N was not added, or may not have been
 }
 
 // budget is a remote's budget at run time. bill and used run on the hot
@@ -60,7 +72,8 @@ type budget struct {
 	limit  float64
 	per    Period
 	cost   costTable
-	counts bool // in units priced by cost, not calls
+	counts bool  // in units priced by cost, not calls
+	notify int64 // units a notification costs (notificationMethod)
 
 	pending atomic.Int64 // counted here since the last flush
 	shared  atomic.Int64 // the period's total as of the last flush
@@ -70,27 +83,38 @@ type budget struct {
 	mu     sync.Mutex
 	period string // the current period's name
 	end    time.Time
-	warned int // 1: logged at budgetSoft, 2: logged exhausted, this period
+	warned int           // 1: logged at budgetSoft, 2: logged exhausted, this period
+	carry  []BudgetCount // counts of ended periods a flush failed to add
 }
 
 func newBudget(b Budget, gauge prometheus.Gauge) *budget {
 	if !b.Set() {
 		return nil
 	}
-	return &budget{limit: float64(b.limit()), per: b.Per, cost: compileCost(b.Cost), counts: b.Units > 0, gauge: gauge}
+	bud := &budget{limit: float64(b.limit()), per: b.Per, cost: compileCost(b.Cost), counts: b.Units > 0, gauge: gauge}
+	if bud.counts {
+		bud.notify = int64(min(b.Cost[notificationMethod], math.MaxInt32))
+	}
+	return bud
 }
 
-// bill counts one call of method sent to the remote.
+// bill counts one call of method sent to the remote, or, with
+// notificationMethod, one subscription notification received from it.
 func (r *Remote) bill(method string) {
 	b := r.bud
 	if b == nil {
 		return
 	}
 	n := int64(1)
-	if b.counts {
+	switch {
+	case method == notificationMethod:
+		n = b.notify
+	case b.counts:
 		n = int64(min(b.cost.of(method), math.MaxInt32))
 	}
-	b.pending.Add(n)
+	if n > 0 {
+		b.pending.Add(n)
+	}
 }
 
 // budgetUsed is the share of its budget the remote has used this period,
@@ -148,18 +172,16 @@ func (p *Pool) flushBudgets(ctx context.Context, now time.Time) {
 	var (
 		rs     []*Remote
 		counts []BudgetCount
+		starts []int // rs[i]'s counts begin at counts[starts[i]]
 	)
 	for _, r := range p.members() {
 		b := r.bud
 		if b == nil {
 			continue
 		}
-		b.roll(now)
-		b.mu.Lock()
-		c := BudgetCount{Remote: r.Name(), Period: b.period, Expire: b.end.Add(time.Hour), N: b.pending.Swap(0)}
-		b.mu.Unlock()
 		rs = append(rs, r)
-		counts = append(counts, c)
+		starts = append(starts, len(counts))
+		counts = b.take(now, r.Name(), counts)
 	}
 	if len(rs) == 0 {
 		return
@@ -170,21 +192,65 @@ func (p *Pool) flushBudgets(ctx context.Context, now time.Time) {
 		err = store.Add(ctx, p.conf().Chain, counts)
 	}
 	for i, r := range rs {
-		b, c := r.bud, &counts[i]
-		b.mu.Lock()
-		switch {
-		case store == nil:
-			b.shared.Add(c.N)
-		case err != nil:
-			b.pending.Add(c.N) // sent with the next flush
-		default:
-			b.shared.Store(c.Total)
+		end := len(counts)
+		if i+1 < len(starts) {
+			end = starts[i+1]
 		}
-		b.mu.Unlock()
+		r.bud.settle(counts[starts[i]:end], store != nil)
 		r.noteBudget()
 	}
 	if err != nil {
 		p.budgetErr(err)
+	}
+}
+
+// take appends to counts what the budget has to flush: counts of ended
+// periods a flush failed to add, then what was counted since the last
+// flush, under the period it was counted in. When now is past that
+// period the budget rolls to the next one and a zero count of it follows,
+// to learn its total. So the last count is always the current period's.
+// What was billed between the period's end and this flush is counted in
+// the ended period: the split is as fine as a flush interval.
+func (b *budget) take(now time.Time, remote string, counts []BudgetCount) []BudgetCount {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.carry {
+		if now.Before(c.Expire) { // past it, its counter is gone: too late
+			counts = append(counts, BudgetCount{Remote: remote, Period: c.Period, N: c.N, Expire: c.Expire})
+		}
+	}
+	b.carry = b.carry[:0]
+	if b.period == "" {
+		b.rollLocked(now)
+	}
+	counts = append(counts, BudgetCount{Remote: remote, Period: b.period, Expire: b.end.Add(time.Hour), N: b.pending.Swap(0)})
+	if !now.Before(b.end) && b.rollLocked(now) {
+		counts = append(counts, BudgetCount{Remote: remote, Period: b.period, Expire: b.end.Add(time.Hour)})
+	}
+	return counts
+}
+
+// settle takes in the outcome of flushing counts (take's): a count the
+// store did not add is sent again, with the next flush, and the current
+// period's total is what the store answered. Without a store the counts
+// are the total.
+func (b *budget) settle(counts []BudgetCount, stored bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range counts {
+		switch {
+		case c.Period != b.period && (!stored || !c.Failed):
+			// An ended period's count: added, or without a store of no
+			// further use.
+		case !stored:
+			b.shared.Add(c.N)
+		case c.Failed && c.Period == b.period:
+			b.pending.Add(c.N)
+		case c.Failed:
+			b.carry = append(b.carry, c)
+		default:
+			b.shared.Store(c.Total)
+		}
 	}
 }
 
@@ -197,19 +263,16 @@ func (p *Pool) budgetErr(err error) {
 	p.log.Warn("budget counts not flushed; counting locally until the store answers", "err", err)
 }
 
-// roll starts a new period when now is past the current one.
-func (b *budget) roll(now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.period != "" && now.Before(b.end) {
-		return
-	}
+// rollLocked starts the period holding now when it is not the current
+// one, and reports whether it did. b.mu is held.
+func (b *budget) rollLocked(now time.Time) bool {
 	_, end, name := b.per.bounds(now)
 	if name == b.period {
-		return
+		return false
 	}
 	b.period, b.end, b.warned = name, end, 0
 	b.shared.Store(0)
+	return true
 }
 
 // noteBudget sets the remote's gauge and logs, once a period each, that it
@@ -256,10 +319,11 @@ func (b *budget) inherit(old *budget) {
 		return
 	}
 	old.mu.Lock()
-	period, end, warned := old.period, old.end, old.warned
+	period, end, warned, carry := old.period, old.end, old.warned, old.carry
+	old.carry = nil
 	old.mu.Unlock()
 	b.mu.Lock()
-	b.period, b.end, b.warned = period, end, warned
+	b.period, b.end, b.warned, b.carry = period, end, warned, carry
 	b.mu.Unlock()
 	b.shared.Store(old.shared.Load())
 	b.pending.Store(old.pending.Swap(0))

@@ -89,7 +89,8 @@ type Budget struct {
 	Per   Period `yaml:"per"`
 	// Cost prices each method in units: a method name, a prefix ending in
 	// "*" (debug_trace*), or "default" for the rest (1 when absent). The
-	// longest matching prefix wins. Only with Units.
+	// longest matching prefix wins. eth_subscription prices each
+	// subscription notification received (absent: free). Only with Units.
 	Cost map[string]uint64 `yaml:"cost"`
 }
 
@@ -101,6 +102,12 @@ func (b Budget) limit() uint64 { return max(b.Calls, b.Units) }
 
 // costDefault is the Cost key for the methods no other entry names.
 const costDefault = "default"
+
+// notificationMethod is the Cost key pricing one subscription notification
+// received (the method a notification carries). Only an entry of exactly
+// this name prices it, never a prefix or default: absent, notifications
+// are free.
+const notificationMethod = "eth_subscription"
 
 // validate reports the budget's problems under budget.
 func (b Budget) validate(p *problems) {

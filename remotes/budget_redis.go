@@ -19,7 +19,11 @@ var _ BudgetStore = (*RedisBudgets)(nil)
 // NewRedisBudgets returns the counters on rdb. It does no I/O.
 func NewRedisBudgets(rdb redis.Cmdable) *RedisBudgets { return &RedisBudgets{rdb: rdb} }
 
-// Add implements BudgetStore.
+// Add implements BudgetStore. Each INCRBY's own reply says whether its
+// count was added: a pipeline can fail part way, and the counts it added
+// must not be sent again. One whose reply never came (the connection
+// broke) may have been added; it is reported failed, to be counted
+// twice rather than not at all.
 func (s *RedisBudgets) Add(ctx context.Context, chain string, counts []BudgetCount) error {
 	incr := make([]*redis.IntCmd, len(counts))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -30,11 +34,15 @@ func (s *RedisBudgets) Add(ctx context.Context, chain string, counts []BudgetCou
 		}
 		return nil
 	})
+	for i, c := range incr {
+		if c.Err() != nil {
+			counts[i].Failed = true
+			continue
+		}
+		counts[i].Total = c.Val()
+	}
 	if err != nil {
 		return fmt.Errorf("budget counters: %w", err)
-	}
-	for i := range counts {
-		counts[i].Total = incr[i].Val()
 	}
 	return nil
 }

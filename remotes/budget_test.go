@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -161,6 +162,101 @@ func TestBudgetCountedAcrossReplicas(t *testing.T) {
 	}
 }
 
+func TestBudgetCountsStayInTheirPeriod(t *testing.T) {
+	rdb, token := testkit.Redis(t, func(tok string) string { return "venn:{budget" + tok + "}:*" })
+	chain := "budget" + token
+	p := budgetPool(t, chain, Budget{Calls: 100, Per: PeriodHour}, NewRedisBudgets(rdb), nil, nil)
+	r := p.members()[0]
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 23, 59, 59, 0, time.UTC)
+
+	for range 5 {
+		r.bill("eth_call")
+	}
+	p.flushBudgets(ctx, at)
+	// Billed in the hour's last flush interval, flushed after it ended.
+	for range 7 {
+		r.bill("eth_call")
+	}
+	// The ended hour's counter cannot take them at first (not a number):
+	// they are sent to it again with the next flush.
+	ended := keyspace.BudgetKey(chain, "paid", "h2026120123")
+	if err := rdb.Set(ctx, ended, "x", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.flushBudgets(ctx, at.Add(BudgetFlushInterval))
+	if got := r.budgetUsed(); got != 0 {
+		t.Fatalf("the new hour starts at %v used, want 0", got)
+	}
+	if err := rdb.Set(ctx, ended, "5", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.bill("eth_call")
+	p.flushBudgets(ctx, at.Add(2*BudgetFlushInterval))
+	for _, tt := range []struct {
+		period string
+		want   int64
+	}{{"h2026120123", 12}, {"h2026120200", 1}} {
+		if got, err := rdb.Get(ctx, keyspace.BudgetKey(chain, "paid", tt.period)).Int64(); err != nil || got != tt.want {
+			t.Errorf("period %s counted %d (%v), want %d", tt.period, got, err, tt.want)
+		}
+	}
+	if got := r.budgetUsed(); got != 0.01 {
+		t.Fatalf("used %v in the new hour, want 0.01", got)
+	}
+}
+
+func TestBudgetFlushPartlyFailed(t *testing.T) {
+	rdb, token := testkit.Redis(t, func(tok string) string { return "venn:{budget" + tok + "}:*" })
+	chain := "budget" + token
+	b := Budget{Calls: 100, Per: PeriodMonth}
+	var logs testkit.Buffer
+	p, err := NewPool(PoolConfig{Chain: chain, ChainID: testChainID, Budgets: NewRedisBudgets(rdb)},
+		[]Config{
+			{Name: "good", URL: "http://" + testkit.ClosedAddr(t), Budget: b},
+			{Name: "bad", URL: "http://" + testkit.ClosedAddr(t), Budget: b},
+		}, slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	_, _, period := PeriodMonth.bounds(now)
+	goodKey, badKey := keyspace.BudgetKey(chain, "good", period), keyspace.BudgetKey(chain, "bad", period)
+	// bad's counter is a list: its INCRBY fails, good's in the same
+	// pipeline succeeds.
+	if err := rdb.RPush(ctx, badKey, "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	good, bad := p.members()[0], p.members()[1]
+	for range 10 {
+		good.bill("eth_call")
+		bad.bill("eth_call")
+	}
+	p.flushBudgets(ctx, now)
+	if !strings.Contains(logs.String(), "budget counts not flushed") {
+		t.Fatalf("a failed flush is not logged:\n%s", logs.String())
+	}
+	if got := bad.budgetUsed(); got != 0.1 {
+		t.Fatalf("the failed remote's own count is %v, want 0.1 kept for the next flush", got)
+	}
+	if err := rdb.Del(ctx, badKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.flushBudgets(ctx, now)
+	for _, tt := range []struct {
+		key  string
+		want int64
+	}{{goodKey, 10}, {badKey, 10}} {
+		if got, err := rdb.Get(ctx, tt.key).Int64(); err != nil || got != tt.want {
+			t.Errorf("%s counted %d (%v), want %d: each count added once", tt.key, got, err, tt.want)
+		}
+	}
+	if good.budgetUsed() != 0.1 || bad.budgetUsed() != 0.1 {
+		t.Fatalf("used %v and %v, want 0.1 each", good.budgetUsed(), bad.budgetUsed())
+	}
+}
+
 func TestBudgetWithoutStoreCountsLocally(t *testing.T) {
 	p := budgetPool(t, "local", Budget{Units: 1000, Per: PeriodHour,
 		Cost: map[string]uint64{"default": 1, "eth_getLogs": 75, "debug_trace*": 300, "debug_traceBlockByHash": 500}}, nil, nil, nil)
@@ -174,6 +270,50 @@ func TestBudgetWithoutStoreCountsLocally(t *testing.T) {
 	if got := r.budgetUsed(); got != 0.876 {
 		t.Fatalf("used %v, want (75+300+500+1)/1000", got)
 	}
+}
+
+// A notification costs only in a units budget, at exactly its cost
+// table's eth_subscription entry: never the default, never a call.
+func TestBudgetNotificationPrice(t *testing.T) {
+	tests := []struct {
+		name string
+		give Budget
+		want float64 // used after one notification
+	}{
+		{"calls", Budget{Calls: 100, Per: PeriodDay}, 0},
+		{"units priced", Budget{Units: 100, Per: PeriodDay, Cost: map[string]uint64{"default": 5, "eth_subscription": 40}}, 0.4},
+		{"units unpriced", Budget{Units: 100, Per: PeriodDay, Cost: map[string]uint64{"default": 5, "eth_*": 7}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := budgetPool(t, "notify", tt.give, nil, nil, nil).members()[0]
+			r.bill(notificationMethod)
+			if got := r.budgetUsed(); got != tt.want {
+				t.Fatalf("one notification used %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The newHeads subscription venn keeps on a remote is billed: its
+// eth_subscribe, and each notification received.
+func TestBudgetCountsHeadNotifications(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	const subscribe, notification = 10, 1000
+	rs := testConfigs([]string{n.URL()}, func(_ int, c *Config) {
+		c.WSURL = n.WSURL()
+		// Nothing else costs, so what is used is the subscription's.
+		c.Budget = Budget{Units: 1 << 40, Per: PeriodMonth,
+			Cost: map[string]uint64{"default": 0, "eth_subscribe": subscribe, "eth_subscription": notification}}
+	})
+	p := startPool(t, PoolConfig{}, rs, nil)
+	r := p.members()[0]
+	waitFor(t, "the heads subscription", func() bool { return n.Calls("eth_subscribe") > 0 })
+	n.Mine(3)
+	waitFor(t, "three notifications billed", func() bool {
+		used := int64(r.budgetUsed()*float64(int64(1)<<40)) - subscribe*n.Calls("eth_subscribe")
+		return used >= 3*notification && used%notification == 0
+	})
 }
 
 func TestBudgetConfigValidate(t *testing.T) {

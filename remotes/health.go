@@ -120,6 +120,7 @@ func (r *Remote) watchOnce(ctx context.Context, onHead func()) {
 	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), OtherURLs: []string{r.cfg.URL, r.cfg.WSURL},
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
 	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
+	opts.Bill = r.bill
 	watchHeads(ctx, opts, func(h *headReport) {
 		if !r.headsTrusted() {
 			return

@@ -261,7 +261,7 @@ func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage,
 		maxBytes = c
 	}
 	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), Headers: headerOf(r.cfg.Headers),
-		MaxResponseBytes: maxBytes, OtherURLs: []string{r.cfg.URL, r.cfg.WSURL}, Logger: r.log}
+		MaxResponseBytes: maxBytes, OtherURLs: []string{r.cfg.URL, r.cfg.WSURL}, Logger: r.log, Bill: r.bill}
 	sub, err := newWSSubscription("relay", opts, params, subHooks{
 		subscribed: func() {
 			r.log.Debug("remote relay subscribed")

@@ -39,6 +39,7 @@ type wsSubscription struct {
 	dialOpts *websocket.DialOptions
 	log      *slog.Logger
 	hooks    subHooks
+	bill     func(method string) // nil: not billed
 
 	// answerWithin bounds the wait for the answer to eth_subscribe; zero
 	// waits as long as the connection lives. The timings are fields so
@@ -80,6 +81,7 @@ func newWSSubscription(what string, opts transportOptions, params json.RawMessag
 		dialOpts:     wsDialOptions(opts),
 		log:          opts.Logger,
 		hooks:        h,
+		bill:         opts.Bill,
 		pingInterval: wsPingInterval,
 		pingTimeout:  wsPingTimeout,
 	}, nil
@@ -104,6 +106,9 @@ func (s *wsSubscription) run(ctx context.Context) (subscribed time.Time, err err
 	wg.Go(func() { s.ping(sctx, ws) })
 
 	req := appendRequest(nil, subscribeID, "eth_subscribe", s.params)
+	if s.bill != nil {
+		s.bill("eth_subscribe")
+	}
 	wctx, cancel := context.WithTimeout(sctx, wsWriteTimeout)
 	err = ws.Write(wctx, websocket.MessageText, req)
 	cancel()
@@ -140,6 +145,9 @@ func (s *wsSubscription) read(ctx, sctx context.Context, ws *websocket.Conn) (su
 				s.hooks.subscribed()
 			}
 		case string(env.method) == `"eth_subscription"`:
+			if s.bill != nil {
+				s.bill(notificationMethod) // received, so billed, whatever it holds
+			}
 			res := jsonscan.Member(env.params, "result")
 			if res == nil {
 				s.log.Debug("remote " + s.what + ": notification without a result")

@@ -90,6 +90,10 @@ type transportOptions struct {
 	// endpoint than the one checked before (chaincheck.go). They must not
 	// block.
 	OnRedial, OnSubscribed func()
+	// Bill, when set, is called by a subscription with eth_subscribe for
+	// each subscribe request it sends and with eth_subscription for each
+	// notification it receives (Remote.bill): providers bill both.
+	Bill func(method string)
 }
 
 // newTransport returns the HTTP or WebSocket transport for opts.URL. It does

@@ -37,9 +37,11 @@ func (l LogLimits) WithDefaults() LogLimits {
 	return l
 }
 
-// Validate reports the problems of defaulted limits, each naming its field
-// (max_addresses).
+// Validate reports the limits' problems, each naming its field
+// (max_addresses). It checks them as they will be in force, defaulted: a
+// zero cap is geth's.
 func (l LogLimits) Validate() error {
+	l = l.WithDefaults()
 	var errs []error
 	// venn reads a filter as geth does, and geth refuses more than
 	// evm.LogQueryLimit of either: a higher cap could not be counted.
@@ -47,8 +49,9 @@ func (l LogLimits) Validate() error {
 		name string
 		v    int
 	}{{"max_addresses", l.MaxAddresses}, {"max_topics", l.MaxTopics}} {
-		if f.v < 0 || f.v > evm.LogQueryLimit {
-			errs = append(errs, fmt.Errorf("%s: must be 1 to %d (geth's own limit), not %d", f.name, evm.LogQueryLimit, f.v))
+		if f.v < 1 || f.v > evm.LogQueryLimit {
+			errs = append(errs, fmt.Errorf("%s: must be 1 to %d (geth's own limit; 0 or absent is %[2]d), not %d",
+				f.name, evm.LogQueryLimit, f.v))
 		}
 	}
 	return errors.Join(errs...)

@@ -76,8 +76,38 @@ func TestLogLimitsDefaultsAndReload(t *testing.T) {
 	if _, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_getLogs", Params: params}); err == nil || len(rec.sent) != 1 {
 		t.Fatalf("a range cap set by reload did not hold: %v", err)
 	}
-	if err := (LogLimits{MaxAddresses: 1001, MaxTopics: -1}).Validate(); err == nil ||
-		!strings.Contains(err.Error(), "max_addresses: must be 1 to 1000") || !strings.Contains(err.Error(), "max_topics: must be 1 to 1000") {
-		t.Fatalf("Validate: %v", err)
+}
+
+func TestLogLimitsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		give LogLimits
+		want []string // none: valid
+	}{
+		{"zero is geth's", LogLimits{}, nil},
+		{"in range", LogLimits{MaxBlockRange: 10, MaxAddresses: 1, MaxTopics: 1000}, nil},
+		{"both out", LogLimits{MaxAddresses: 1001, MaxTopics: -1}, []string{
+			"max_addresses: must be 1 to 1000 (geth's own limit; 0 or absent is 1000), not 1001",
+			"max_topics: must be 1 to 1000 (geth's own limit; 0 or absent is 1000), not -1"}},
+		{"zero beside a bad one", LogLimits{MaxTopics: -5}, []string{"max_topics: must be 1 to 1000"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.give.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("want %q in %v", w, err)
+				}
+			}
+			if err != nil && tt.give.MaxAddresses == 0 && strings.Contains(err.Error(), "max_addresses") {
+				t.Errorf("a zero max_addresses reported: %v", err)
+			}
+		})
 	}
 }
