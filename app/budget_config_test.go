@@ -1,8 +1,6 @@
 package app
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,30 +53,5 @@ chains:
 	if _, err := Parse([]byte(strings.Replace(minimal, "url:", "budget: {calls: 5, per: week}\n        url:", 1))); err == nil ||
 		!strings.Contains(err.Error(), "budget.per") || !strings.Contains(err.Error(), "hour, day or month") {
 		t.Errorf("an unknown period: %v", err)
-	}
-}
-
-// The shipped cost tables are what README says: budgets to paste under a
-// remote's budget:, as they are.
-func TestShippedCostTablesParse(t *testing.T) {
-	files, err := filepath.Glob("../deploy/costs/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no cost tables: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			table, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			indented := "          " + strings.ReplaceAll(strings.TrimSpace(string(table)), "\n", "\n          ")
-			c, err := Parse([]byte(minimal + "        budget:\n" + indented + "\n"))
-			if err != nil {
-				t.Fatalf("pasted under a remote: %v", err)
-			}
-			if b := c.Chains[0].Remotes[0].Budget; !b.Set() {
-				t.Fatalf("read as no budget: %+v", b)
-			}
-		})
 	}
 }
