@@ -168,7 +168,11 @@ func TestBudgetCountsStayInTheirPeriod(t *testing.T) {
 	p := budgetPool(t, chain, Budget{Calls: 100, Per: PeriodHour}, NewRedisBudgets(rdb), nil, nil)
 	r := p.members()[0]
 	ctx := context.Background()
-	at := time.Date(2026, 12, 1, 23, 59, 59, 0, time.UTC)
+	// The current hour's last second, so that the counters' expiry (the
+	// period's end and a grace) is still ahead of the real clock Redis keeps.
+	_, end, endedPeriod := PeriodHour.bounds(time.Now())
+	at := end.Add(-time.Second)
+	_, _, nextPeriod := PeriodHour.bounds(end)
 
 	for range 5 {
 		r.bill("eth_call")
@@ -180,7 +184,7 @@ func TestBudgetCountsStayInTheirPeriod(t *testing.T) {
 	}
 	// The ended hour's counter cannot take them at first (not a number):
 	// they are sent to it again with the next flush.
-	ended := keyspace.BudgetKey(chain, "paid", "h2026120123")
+	ended := keyspace.BudgetKey(chain, "paid", endedPeriod)
 	if err := rdb.Set(ctx, ended, "x", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +200,7 @@ func TestBudgetCountsStayInTheirPeriod(t *testing.T) {
 	for _, tt := range []struct {
 		period string
 		want   int64
-	}{{"h2026120123", 12}, {"h2026120200", 1}} {
+	}{{endedPeriod, 12}, {nextPeriod, 1}} {
 		if got, err := rdb.Get(ctx, keyspace.BudgetKey(chain, "paid", tt.period)).Int64(); err != nil || got != tt.want {
 			t.Errorf("period %s counted %d (%v), want %d", tt.period, got, err, tt.want)
 		}
