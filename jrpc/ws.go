@@ -406,6 +406,19 @@ func (c *wsConn) serveMessage(msg []byte) {
 	}
 }
 
+// takeTurn waits for the writer's turn (writeMu), until ctx ends or the
+// connection closes; whoever takes it gives it back.
+func (c *wsConn) takeTurn(ctx context.Context) error {
+	select {
+	case c.writeMu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrConnClosed
+	}
+}
+
 // write sends one message once it is the writer's turn (waiting until ctx
 // ends). The write itself is bounded by WSWriteTimeout: a timer, reset for
 // each write, closes the connection when it passes mid-write (a
@@ -413,12 +426,8 @@ func (c *wsConn) serveMessage(msg []byte) {
 // without a deadline, which spares it arming a timeout per message: a
 // subscription fan-out writes thousands of them per block.
 func (c *wsConn) write(ctx context.Context, msg []byte) error {
-	select {
-	case c.writeMu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.ctx.Done():
-		return ErrConnClosed
+	if err := c.takeTurn(ctx); err != nil {
+		return err
 	}
 	defer func() { <-c.writeMu }()
 	c.armWriteTimer()
@@ -468,12 +477,8 @@ func (c *wsConn) NotifySubscriptions(ctx context.Context, notes []SubscriptionNo
 	if c.ctx.Err() != nil {
 		return ErrConnClosed
 	}
-	select {
-	case c.writeMu <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.ctx.Done():
-		return ErrConnClosed
+	if err := c.takeTurn(ctx); err != nil {
+		return err
 	}
 	defer func() { <-c.writeMu }()
 	c.armWriteTimer()
