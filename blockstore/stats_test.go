@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // TestStats reports each chain's partitions, coverage, rows and bytes, and
@@ -69,23 +70,8 @@ func TestStats(t *testing.T) {
 // gauge returns the value of the gauge name{chain, table}; -1 when absent.
 func gauge(t *testing.T, reg *prometheus.Registry, name, chain, table string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["chain"] == chain && labels["table"] == table {
-				return m.GetGauge().GetValue()
-			}
-		}
+	if v, ok := testkit.Value(t, reg, name, map[string]string{"chain": chain, "table": table}); ok {
+		return v
 	}
 	return -1
 }

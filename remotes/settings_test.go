@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -28,25 +29,8 @@ func throttled(t *testing.T, reg *prometheus.Registry, remote string) float64 {
 	if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
 		t.Fatalf("%s not registered (%d series, %v)", name, n, err)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["chain"] == "test" && labels["remote"] == remote {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := testkit.Value(t, reg, name, map[string]string{"chain": "test", "remote": remote})
+	return v
 }
 
 func TestRateLimitSendsExcessElsewhere(t *testing.T) {

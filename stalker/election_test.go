@@ -660,28 +660,11 @@ func TestMemoryElector(t *testing.T) {
 // metricValue reads the series name{chain} from reg; -1 when it is missing.
 func metricValue(t *testing.T, reg *prometheus.Registry, name, chain string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "chain" && l.GetValue() == chain {
-					if g := m.GetGauge(); g != nil {
-						return g.GetValue()
-					}
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
+	if v, ok := testkit.Value(t, reg, name, map[string]string{"chain": chain}); ok {
+		return v
 	}
 	return -1
 }
-
 func TestLeaderMetrics(t *testing.T) {
 	t.Parallel()
 	const ttl = testTTL
