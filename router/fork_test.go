@@ -204,14 +204,5 @@ func cacheCount(t *testing.T, reg *prometheus.Registry, tier, outcome string) fl
 // cleanup.
 func startForkPool(t *testing.T, rs ...remotes.Config) *remotes.Pool {
 	t.Helper()
-	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "dev", ChainID: fakenode.DefaultChainID,
-		BlockTime: 100 * time.Millisecond, CallDeadline: 10 * time.Second}, rs, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pool.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
-	return pool
+	return startChainPool(t, fakenode.DefaultChainID, rs...)
 }

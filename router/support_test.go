@@ -252,7 +252,14 @@ func startPool(t *testing.T, url string, more ...string) *remotes.Pool {
 	for i, u := range more {
 		rs = append(rs, remotes.Config{Name: fmt.Sprintf("geth%d", i+2), URL: u, Timeout: 5 * time.Second})
 	}
-	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "dev", ChainID: gethtest.ChainID,
+	return startChainPool(t, gethtest.ChainID, rs...)
+}
+
+// startChainPool is a started pool of chain chainID ("dev") on rs,
+// stopped at cleanup.
+func startChainPool(t *testing.T, chainID uint64, rs ...remotes.Config) *remotes.Pool {
+	t.Helper()
+	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "dev", ChainID: chainID,
 		BlockTime: 100 * time.Millisecond, CallDeadline: 10 * time.Second}, rs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
