@@ -154,13 +154,7 @@ func (c *cluster) newReplica(t *testing.T, id string, rpcPort, metricsPort int) 
 	if err := os.WriteFile(r.cfgPath, []byte(c.config(r, c.nodes).YAML()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		r.kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(r.logPath)
-			t.Logf("replica %s log tail:\n%s", r.id, tail(string(b), 4000))
-		}
-	})
+	r.killAtEnd(t)
 	return r
 }
 
@@ -187,6 +181,18 @@ func (r *replica) start(t *testing.T) {
 	if r.proc, err = harness.Start("venn "+r.id, logFile, logFile, vennBinary(t), "serve", "--config", r.cfgPath); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// killAtEnd kills r when the test ends, logging the tail of its log if
+// the test failed.
+func (r *replica) killAtEnd(t *testing.T) {
+	t.Cleanup(func() {
+		r.kill()
+		if t.Failed() {
+			b, _ := os.ReadFile(r.logPath)
+			t.Logf("replica %s log tail:\n%s", r.id, tail(string(b), 4000))
+		}
+	})
 }
 
 func (r *replica) signal(sig syscall.Signal) { r.proc.Signal(sig) }

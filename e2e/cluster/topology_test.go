@@ -72,13 +72,7 @@ func startHA(t *testing.T, rdb redis.UniversalClient, redisFields, extra string,
 		if err := os.WriteFile(r.cfgPath, []byte(conf.YAML()), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			r.kill()
-			if t.Failed() {
-				b, _ := os.ReadFile(r.logPath)
-				t.Logf("replica %s log tail:\n%s", r.id, tail(string(b), 4000))
-			}
-		})
+		r.killAtEnd(t)
 		r.start(t)
 		c.replicas = append(c.replicas, r)
 	}
