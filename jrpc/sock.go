@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -43,6 +44,14 @@ type sock struct {
 	rest      int64
 	closeSent bool // the library wrote its close frame
 	lost      bool // a frame's header came split: the frames can no longer be followed
+
+	// The pinger's (wsping.go): a ping frame that goes with the next
+	// notifications, when the last left, and how many writes carried
+	// notifications.
+	ping        [10]byte
+	pingPending bool
+	pingSentAt  time.Time
+	noteWrites  uint64
 }
 
 var (
@@ -121,6 +130,7 @@ func (s *sock) followLocked(p []byte) {
 const (
 	opcodeText  = 0x1
 	opcodeClose = 0x8
+	opcodePing  = 0x9
 	finBit      = 0x80
 	maskBit     = 0x80
 )
@@ -181,6 +191,14 @@ func (s *sock) writeNotes(notes []SubscriptionNote, wait bool) (done bool, err e
 	for _, nt := range notes {
 		b = appendNoteFrame(b, nt)
 	}
+	if len(notes) > 0 {
+		s.noteWrites++
+	}
+	if s.pingPending {
+		b = append(b, s.ping[:]...)
+		s.pingPending = false
+		s.pingSentAt = time.Now()
+	}
 	*s.buf = b
 	if s.flushing {
 		return false, nil
@@ -197,6 +215,31 @@ func (s *sock) writeNotes(notes []SubscriptionNote, wait bool) (done bool, err e
 	}
 	s.dropBufLocked()
 	return true, nil
+}
+
+// queuePing has the next notifications (or sendPing) carry a ping whose
+// payload is seq.
+func (s *sock) queuePing(seq uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ping[0], s.ping[1] = finBit|opcodePing, 8
+	binary.BigEndian.PutUint64(s.ping[2:], seq)
+	s.pingPending = true
+}
+
+// dropPing forgets a ping that has not left.
+func (s *sock) dropPing() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pingPending = false
+}
+
+// pingState says whether a ping waits to leave, when the last one left,
+// and how many writes have carried notifications.
+func (s *sock) pingState() (pending bool, sentAt time.Time, noteWrites uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pingPending, s.pingSentAt, s.noteWrites
 }
 
 // The parts of a notification around its id and its result.

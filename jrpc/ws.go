@@ -135,7 +135,7 @@ type wsConn struct {
 	slots      chan struct{}  // one per message in flight
 	writeMu    chan struct{}  // the writer's turn; a channel so waiters can give up
 	writeTimer *time.Timer    // closes the connection when a write outlasts WSWriteTimeout; guarded by writeMu
-	wg         sync.WaitGroup // message goroutines, the pinger and a Disconnect's close
+	wg         sync.WaitGroup // message goroutines, a pending write's flush and a Disconnect's close
 
 	// mu guards ended and disconnecting: a Disconnect's close joins wg only
 	// while serve has not begun waiting for it.
@@ -143,10 +143,12 @@ type wsConn struct {
 	ended         bool
 	disconnecting bool
 
+	pinger *wsPinger
 	// The pinger must not mistake a paused reader (which reads no pongs) for a
-	// dead peer.
+	// dead peer; a peer that sent a message is alive.
 	paused atomic.Bool
 	pauses atomic.Uint64
+	reads  atomic.Uint64
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry, id, key string) {
@@ -166,9 +168,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 		return
 	}
 	hw := withSock(w)
+	pinger := newWSPinger(s.lim().WSPingInterval)
 	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // the origin is the Gate's to check
 		CompressionMode:    websocket.CompressionDisabled,
+		OnPongReceived:     pinger.pong,
 	})
 	if err != nil {
 		s.leaveConn(nil, ip) // Accept has answered the client
@@ -191,6 +195,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 		gen:     gen,
 		slots:   make(chan struct{}, s.lim().WSInFlight),
 		writeMu: make(chan struct{}, 1),
+		pinger:  pinger,
 	}
 	c.cl.Store(&admitted{Caller: cl})
 	// The request context ends with this handler, which is the connection's
@@ -291,13 +296,13 @@ func (s *Server) leaveConn(c *wsConn, ip string) {
 // serve runs the connection until it ends, then stops and waits for
 // everything it started.
 func (c *wsConn) serve() {
-	c.wg.Add(1)
-	go c.pingLoop()
+	c.pinger.start(c)
 	err := c.readLoop()
 	c.cancel() // calls of a closed connection have no one to answer
 	c.mu.Lock()
 	c.ended = true
 	c.mu.Unlock()
+	c.pinger.stop()
 	c.wg.Wait()
 	_ = c.conn.CloseNow()
 	if c.s.log.Enabled(c.ctx, slog.LevelDebug) {
@@ -340,6 +345,7 @@ func (c *wsConn) readLoop() error {
 			c.release()
 			return err
 		}
+		c.reads.Add(1)
 		c.wg.Add(1)
 		go c.serveMessage(msg)
 	}
@@ -587,42 +593,6 @@ func (c *wsConn) Closed() <-chan struct{} { return c.ctx.Done() }
 
 // AfterClose implements Notifier.
 func (c *wsConn) AfterClose(f func()) { context.AfterFunc(c.ctx, f) }
-
-// pingLoop pings the peer every WSPingInterval and closes the connection when
-// no pong comes back within the next one.
-func (c *wsConn) pingLoop() {
-	defer c.wg.Done()
-	interval := c.s.lim().WSPingInterval
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-		}
-		if c.paused.Load() {
-			continue // the peer is busy sending us calls: alive
-		}
-		pauses := c.pauses.Load()
-		ctx, cancel := context.WithTimeout(c.ctx, interval)
-		err := c.conn.Ping(ctx)
-		cancel()
-		switch {
-		case err == nil:
-			continue
-		case c.ctx.Err() != nil:
-			return
-		case c.paused.Load() || c.pauses.Load() != pauses:
-			continue // the reader stopped, so the pong could not be read
-		}
-		c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket peer missed a ping",
-			slog.String("chain", c.ch.name), slog.Any("err", err))
-		_ = c.conn.CloseNow()
-		c.cancel()
-		return
-	}
-}
 
 // goAway closes the connection for shutdown (or its chain's removal): StatusGoingAway and a reason,
 // then ends whatever still runs on it.
