@@ -118,6 +118,7 @@ type Server struct {
 	nconns       int
 	connsByIP    map[string]int
 	connWG       sync.WaitGroup // one per admitted WebSocket connection
+	pings        pingWheel
 }
 
 // chainSet is the chains served, replaced whole by Handle.
@@ -172,6 +173,7 @@ func NewServer(opts Options) *Server {
 		conns:       make(map[*wsConn]struct{}),
 		connsByIP:   make(map[string]int),
 	}
+	s.pings.interval = func() time.Duration { return s.lim().WSPingInterval }
 	s.bufs.New = func() any {
 		b := make([]byte, 0, minReadBuf)
 		return &b

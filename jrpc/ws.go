@@ -168,7 +168,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 		return
 	}
 	hw := withSock(w)
-	pinger := newWSPinger(s.lim().WSPingInterval)
+	pinger := &wsPinger{}
 	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // the origin is the Gate's to check
 		CompressionMode:    websocket.CompressionDisabled,
@@ -296,13 +296,13 @@ func (s *Server) leaveConn(c *wsConn, ip string) {
 // serve runs the connection until it ends, then stops and waits for
 // everything it started.
 func (c *wsConn) serve() {
-	c.pinger.start(c)
+	c.s.pings.join(c)
 	err := c.readLoop()
 	c.cancel() // calls of a closed connection have no one to answer
 	c.mu.Lock()
 	c.ended = true
 	c.mu.Unlock()
-	c.pinger.stop()
+	c.s.pings.leave(c)
 	c.wg.Wait()
 	_ = c.conn.CloseNow()
 	if c.s.log.Enabled(c.ctx, slog.LevelDebug) {

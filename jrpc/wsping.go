@@ -20,14 +20,13 @@ import (
 // ping rides with the connection's next notifications, in their write
 // (sock.queuePing); only a connection that was sent no notification in the
 // last interval is pinged by itself. A peer that sent a message in the last
-// interval is alive and is not pinged. No goroutine waits meanwhile: the
-// ticks are a timer's.
+// interval is alive and is not pinged. No goroutine or timer per
+// connection waits meanwhile: the Server's pingWheel ticks them all.
 type wsPinger struct {
-	c        *wsConn
-	interval time.Duration
+	c      *wsConn
+	bucket int // in the wheel; under its mu
 
 	mu      sync.Mutex
-	timer   *time.Timer
 	stopped bool
 	seq     uint64 // the last ping's payload; 0: none yet
 	pauses  uint64 // c.pauses when it was made
@@ -37,10 +36,6 @@ type wsPinger struct {
 	answered atomic.Uint64 // the payload of the peer's last pong
 }
 
-func newWSPinger(interval time.Duration) *wsPinger {
-	return &wsPinger{interval: interval}
-}
-
 // pong is the library's OnPongReceived.
 func (p *wsPinger) pong(_ context.Context, payload []byte) {
 	if len(payload) == 8 {
@@ -48,33 +43,104 @@ func (p *wsPinger) pong(_ context.Context, payload []byte) {
 	}
 }
 
-// start pings c from now until stop.
-func (p *wsPinger) start(c *wsConn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.c = c
-	p.timer = time.AfterFunc(p.interval, p.tick)
+// pingBuckets is how many turns a pingWheel's round has: a connection is
+// ticked within an interval/pingBuckets of its interval.
+const pingBuckets = 32
+
+// pingWheel ticks the pingers of a Server's connections with one goroutine,
+// which runs while there are connections: each turn, an interval over
+// pingBuckets, ticks one bucket of them, so each connection is ticked once
+// an interval.
+type pingWheel struct {
+	interval func() time.Duration // WSPingInterval, read each turn
+
+	mu      sync.Mutex
+	buckets [pingBuckets]map[*wsPinger]struct{}
+	turn    int // the bucket ticked next
+	n       int
+	running bool
+	kick    chan struct{} // the last connection left: the goroutine ends
+	batch   []*wsPinger   // the turn's; the goroutine's
 }
 
-// stop ends the ticks; none runs once it returns.
-func (p *wsPinger) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stopped = true
-	if p.timer != nil {
-		p.timer.Stop()
+// join has c's pinger ticked from its next interval on.
+func (w *pingWheel) join(c *wsConn) {
+	p := c.pinger
+	p.c = c
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// The bucket ticked last in this round: a whole interval from now.
+	p.bucket = (w.turn + pingBuckets - 1) % pingBuckets
+	if w.buckets[p.bucket] == nil {
+		w.buckets[p.bucket] = map[*wsPinger]struct{}{}
+	}
+	w.buckets[p.bucket][p] = struct{}{}
+	w.n++
+	if !w.running {
+		w.running = true
+		if w.kick == nil {
+			w.kick = make(chan struct{}, 1)
+		}
+		go w.run()
 	}
 }
 
-func (p *wsPinger) tick() {
+// leave stops c's pinger: no tick runs once it returns.
+func (w *pingWheel) leave(c *wsConn) {
+	p := c.pinger
+	w.mu.Lock()
+	if _, ok := w.buckets[p.bucket][p]; ok {
+		delete(w.buckets[p.bucket], p)
+		if w.n--; w.n == 0 {
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	w.mu.Unlock()
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+}
+
+// run turns the wheel until no connection is left.
+func (w *pingWheel) run() {
+	interval := w.interval()
+	t := time.NewTimer(interval / pingBuckets)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-w.kick:
+		}
+		w.mu.Lock()
+		if w.n == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		batch := w.batch[:0]
+		for p := range w.buckets[w.turn] {
+			batch = append(batch, p)
+		}
+		w.turn = (w.turn + 1) % pingBuckets
+		w.mu.Unlock()
+		for _, p := range batch {
+			p.tick(interval)
+		}
+		clear(batch)
+		w.batch = batch
+		interval = w.interval()
+		t.Reset(interval / pingBuckets)
+	}
+}
+
+func (p *wsPinger) tick(interval time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.c
-	if p.stopped || c.ctx.Err() != nil {
-		return
-	}
-	if p.judge() {
-		p.timer.Reset(p.interval)
+	if p.stopped || c.ctx.Err() != nil || p.judge(interval) {
 		return
 	}
 	p.stopped = true
@@ -86,7 +152,7 @@ func (p *wsPinger) tick() {
 
 // judge looks at the last ping and makes the next; false: the peer missed
 // it.
-func (p *wsPinger) judge() bool {
+func (p *wsPinger) judge(interval time.Duration) bool {
 	c := p.c
 	pending, sentAt, notes := c.sock.pingState()
 	reads := c.reads.Load()
@@ -105,7 +171,7 @@ func (p *wsPinger) judge() bool {
 		// by itself.
 		c.sendPing()
 		return true
-	case time.Since(sentAt) < p.interval/2:
+	case time.Since(sentAt) < interval/2:
 		return true // it rode late: the peer gets until the next tick
 	default:
 		return false
