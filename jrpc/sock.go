@@ -32,7 +32,11 @@ import (
 // (the dispatcher's) finds the sock busy instead of waiting for the peer.
 type sock struct {
 	net.Conn
-	raw syscall.RawConn // nil: the transport (TLS) has no non-blocking write; flush sends it all
+	// The socket's descriptor, written without the poller's locks, under mu:
+	// Close takes mu, so no write is under way, and none starts, once the
+	// descriptor may have gone back to the system. -1: the transport (TLS)
+	// has no non-blocking write; flush sends it all.
+	fd int
 
 	mu       sync.Mutex
 	idle     sync.Cond // on mu: busy turned false
@@ -44,6 +48,7 @@ type sock struct {
 	rest      int64
 	closeSent bool // the library wrote its close frame
 	lost      bool // a frame's header came split: the frames can no longer be followed
+	closed    bool // Close began
 
 	// The pinger's (wsping.go): a ping frame that goes with the next
 	// notifications, when the last left, and how many writes carried
@@ -68,14 +73,23 @@ var sockBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &
 const maxSockBuf = 1 << 20
 
 func newSock(c net.Conn) *sock {
-	s := &sock{Conn: c}
+	s := &sock{Conn: c, fd: -1}
 	s.idle.L = &s.mu
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
-			s.raw = raw
+			_ = raw.Control(func(fd uintptr) { s.fd = int(fd) })
 		}
 	}
 	return s
+}
+
+// Close implements net.Conn. The library (and only it) closes the
+// connection.
+func (s *sock) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	return s.Conn.Close()
 }
 
 // Write implements net.Conn: the library's frames. It waits for the peer
@@ -315,37 +329,35 @@ func putSockBuf(bp *[]byte) {
 }
 
 // writeNow writes as much of b as the socket takes without waiting; with
-// no non-blocking write (TLS), none.
+// no non-blocking write (TLS), none. The caller holds mu.
 func (s *sock) writeNow(b []byte) (int, error) {
-	if s.raw == nil {
+	switch {
+	case s.closed:
+		return 0, net.ErrClosed
+	case s.fd < 0:
 		return 0, nil
 	}
-	var n int
-	var werr error
-	err := s.raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			// The socket is non-blocking, so the write returns at once: a raw
-			// syscall spares the scheduler's bookkeeping for a blocking one,
-			// and the P it would hand to another thread when the kernel's
-			// loopback work outlasts a sysmon tick.
-			r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd,
-				uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
-			m := int(r)
-			switch {
-			case errno == syscall.EINTR:
-				continue
-			case errno == syscall.EAGAIN:
-			case errno != 0:
-				werr = errno
-			case m > 0:
-				n += m
-				continue
-			}
-			break
+	n := 0
+	for n < len(b) {
+		// The socket is non-blocking, so the write returns at once: a raw
+		// syscall spares the scheduler's bookkeeping for a blocking one,
+		// and the P it would hand to another thread when the kernel's
+		// loopback work outlasts a sysmon tick.
+		r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(s.fd),
+			uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
+		switch {
+		case errno == syscall.EINTR:
+			continue
+		case errno == syscall.EAGAIN:
+			return n, nil
+		case errno != 0:
+			return n, errno
+		case r == 0:
+			return n, nil
 		}
-		return true // one try: never wait for the peer here
-	})
-	return n, errors.Join(err, werr)
+		n += int(r)
+	}
+	return n, nil
 }
 
 // sockHijacker gives the library the hijacked connection as a sock.

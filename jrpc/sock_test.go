@@ -460,3 +460,20 @@ func TestWSTryNotifyBesideAPingThePeerHoldsUp(t *testing.T) {
 		t.Fatalf("next message: got %s, want %s (each notification once)", got, want)
 	}
 }
+
+// Once the library closed the connection, notifications fail: nothing is
+// written to a descriptor the system may have given to another file.
+func TestSockNotesAfterClose(t *testing.T) {
+	server, _ := tcpPair(t)
+	s := newSock(server)
+	if s.fd < 0 {
+		t.Fatal("a TCP connection's sock has no descriptor to write")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done, err := s.writeNotes([]SubscriptionNote{{ID: "0x1", Result: json.RawMessage(`1`)}}, false)
+	if !done || !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("writeNotes after Close = %v, %v; want true, net.ErrClosed", done, err)
+	}
+}

@@ -124,6 +124,9 @@ func (cn *conn) close() {
 type batch struct {
 	notes []jrpc.SubscriptionNote
 	kinds [numKinds]int
+	// The kinds' counts of the writes made with it, for writeEach to count
+	// once: the counters are shared by the cores writing.
+	tally [numKinds]int
 }
 
 // next takes every notification waiting into b, for the writer to write;
@@ -156,8 +159,10 @@ func (cn *conn) next(b *batch) bool {
 }
 
 // sent counts what b wrote.
-func (c *Center) sent(b *batch) {
-	for k, n := range b.kinds {
+func (c *Center) sent(b *batch) { c.count(&b.kinds) }
+
+func (c *Center) count(kinds *[numKinds]int) {
+	for k, n := range kinds {
 		if n > 0 {
 			c.m.sent[k].Add(float64(n))
 		}
@@ -166,7 +171,8 @@ func (c *Center) sent(b *batch) {
 
 // writeNow writes the queue without waiting, for the dispatcher, which
 // queued to it and so started it (queue); if the connection cannot take
-// it now, a writer goroutine takes over. b is the caller's scratch.
+// it now, a writer goroutine takes over. b is the caller's scratch, and
+// tallies what was written.
 func (cn *conn) writeNow(b *batch) {
 	c := cn.center
 	for cn.next(b) {
@@ -180,7 +186,9 @@ func (cn *conn) writeNow(b *batch) {
 			c.crew.Go(func() { cn.drainFrom(rest) }) // refused once the Center stopped: nothing is written then
 			return
 		}
-		c.sent(b)
+		for k, n := range b.kinds {
+			b.tally[k] += n
+		}
 	}
 }
 

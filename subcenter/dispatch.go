@@ -169,22 +169,23 @@ func (c *Center) writeReady() {
 	if n := min(runtime.GOMAXPROCS(0), len(ready)/minWriteShard); n > 1 {
 		var wg sync.WaitGroup
 		for i := 1; i < n; i++ {
-			wg.Go(func() { writeEach(ready[i*len(ready)/n : (i+1)*len(ready)/n]) })
+			wg.Go(func() { c.writeEach(ready[i*len(ready)/n : (i+1)*len(ready)/n]) })
 		}
-		writeEach(ready[:len(ready)/n])
+		c.writeEach(ready[:len(ready)/n])
 		wg.Wait()
 	} else {
-		writeEach(ready)
+		c.writeEach(ready)
 	}
 	clear(ready)
 	c.ready = ready[:0]
 }
 
-func writeEach(conns []*conn) {
+func (c *Center) writeEach(conns []*conn) {
 	var b batch
 	for _, cn := range conns {
 		cn.writeNow(&b)
 	}
+	c.count(&b.tally)
 }
 
 // dropSlowLocked disconnects a connection whose queue overflowed.
