@@ -86,6 +86,7 @@ type subscriber struct {
 	got   []receipt
 	heads []string        // newHeads of timed blocks, in order
 	lat   []time.Duration // of timed blocks
+	of    []string        // the block of each of lat
 }
 
 // receipt is one notification as read: its block and when.
@@ -107,6 +108,7 @@ func (s *subscriber) resolve(p *publishLog) {
 			s.heads = append(s.heads, r.hash)
 		}
 		s.lat = append(s.lat, r.at.Sub(t))
+		s.of = append(s.of, r.hash)
 	}
 	s.got = nil
 }
@@ -376,9 +378,13 @@ type subsFigures struct {
 func writeSubs(w io.Writer, env string, cfg subsConfig, subs []*subscriber, fig subsFigures) {
 	var all []time.Duration
 	kinds := map[string][]time.Duration{}
+	blocks := map[string][]time.Duration{}
 	var notes, dupes, gaps int
 	for _, s := range subs {
 		all = append(all, s.lat...)
+		for i, h := range s.of {
+			blocks[h] = append(blocks[h], s.lat[i])
+		}
 		kinds[s.kind] = append(kinds[s.kind], s.lat...)
 		notes += len(s.lat)
 		seen := map[string]bool{}
@@ -415,6 +421,12 @@ func writeSubs(w io.Writer, env string, cfg subsConfig, subs []*subscriber, fig 
 		}
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s |\n", k, len(d), q(d, .5), q(d, .99), q(d, 1))
 	}
+	var p99s []time.Duration
+	for _, d := range blocks {
+		slices.Sort(d)
+		p99s = append(p99s, d[min(len(d)-1, int(.99*float64(len(d))))])
+	}
+	fmt.Fprintf(w, "\nthe %d blocks' own p99: lowest %s, median %s, highest %s\n", len(p99s), q(p99s, 0), q(p99s, .5), q(p99s, 1))
 	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
 	fmt.Fprintf(w, "\nfollower RSS: %.1f MiB idle, %.1f MiB with the subscribers, %.1f MiB at the end: %.1f KiB per subscriber\n",
 		mib(fig.rssIdle), mib(fig.rssSubscribed), mib(fig.rssEnd),
