@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -203,6 +204,11 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	mc := &http.Client{Timeout: 10 * time.Second}
+	mBefore, err := scrape(ctx, mc, f.metrics)
+	if err != nil {
+		return err
+	}
 	wall := time.Now()
 	ownBefore := ownCPU()
 	// The metrics listener ends a request after 30 s.
@@ -230,6 +236,10 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	mAfter, err := scrape(ctx, mc, f.metrics)
+	if err != nil {
+		return err
+	}
 	stopReading()
 	selfCPU := ownCPU() - ownBefore
 	if err := prof(); err != nil {
@@ -243,9 +253,13 @@ func subsBench(ctx context.Context, cfg subsConfig, stdout, stderr io.Writer) er
 	}
 	writeSubs(stdout, fmt.Sprintf("%s; load average %s before, %s after", env, loadBefore, loadAvg()), cfg, subs,
 		subsFigures{rssIdle: rssIdle, rssSubscribed: rssSubscribed, rssEnd: rssEnd, user: userAfter - userBefore, sys: sysAfter - sysBefore,
-			elapsed: elapsed, readErrs: readErrs.Load(), clients: selfCPU})
+			elapsed: elapsed, readErrs: readErrs.Load(), clients: selfCPU,
+			dispatch: mAfter.histogram(dispatchMetric).since(mBefore.histogram(dispatchMetric))})
 	return nil
 }
+
+// dispatchMetric times the follower's fan-out of a window change.
+const dispatchMetric = "venn_subscription_dispatch_seconds"
 
 // subscribeWS dials url and subscribes; it returns once the reply is in.
 func subscribeWS(ctx context.Context, url, params string) (*rawWS, error) {
@@ -373,6 +387,7 @@ type subsFigures struct {
 	rssIdle, rssSubscribed, rssEnd int64
 	user, sys, elapsed, clients    time.Duration
 	readErrs                       int64
+	dispatch                       histogram // the follower's, over the timed blocks
 }
 
 func writeSubs(w io.Writer, env string, cfg subsConfig, subs []*subscriber, fig subsFigures) {
@@ -427,6 +442,8 @@ func writeSubs(w io.Writer, env string, cfg subsConfig, subs []*subscriber, fig 
 		p99s = append(p99s, d[min(len(d)-1, int(.99*float64(len(d))))])
 	}
 	fmt.Fprintf(w, "\nthe %d blocks' own p99: lowest %s, median %s, highest %s\n", len(p99s), q(p99s, 0), q(p99s, .5), q(p99s, 1))
+	fmt.Fprintf(w, "the follower's dispatch of a block (queueing, and every write handed to the kernel): %.0f blocks, mean %.1f ms, p99 %.1f ms\n",
+		fig.dispatch.count, 1000*fig.dispatch.mean(), 1000*fig.dispatch.quantile(.99))
 	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
 	fmt.Fprintf(w, "\nfollower RSS: %.1f MiB idle, %.1f MiB with the subscribers, %.1f MiB at the end: %.1f KiB per subscriber\n",
 		mib(fig.rssIdle), mib(fig.rssSubscribed), mib(fig.rssEnd),
