@@ -16,7 +16,7 @@ import (
 //
 // A subscriber at the syscall floor gets one write per block, and a ping
 // of its own would add a write and two goroutine wake-ups per connection
-// and interval (a tenth of a fan-out's CPU at 10,000 subscribers). So a
+// and interval (about a fifth of the CPU of `vennbench subs`). So a
 // ping rides with the connection's next notifications, in their write
 // (sock.queuePing); only a connection that was sent no notification in the
 // last interval is pinged by itself. A peer that sent a message in the last
