@@ -202,3 +202,47 @@ type dropSpans struct{}
 
 func (dropSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (dropSpans) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkTracingFloor is BenchmarkTracingHop's direct, off and local
+// targets (local: ratio 1, the traceparent kept in venn), each set up in
+// its own sub-benchmark, so that one selected alone runs in a process of
+// its own, for instruction counts (callgrind) that the other targets'
+// setup and background work do not blur. "batch" is local with the SDK's
+// batch span processor, as shipped; "drop" has a processor that drops
+// each span as it ends, the least any processor can cost: the floor of
+// venn's spans with the SDK.
+func BenchmarkTracingFloor(b *testing.B) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer client.CloseIdleConnections()
+	one := 1.0
+	cfg := tracing.Config{Enabled: true, SamplingRatio: &one}
+	for _, tc := range []struct {
+		name string
+		proc sdktrace.TracerProviderOption // nil: tracing off
+	}{{"direct", nil}, {"off", nil}, {"batch", sdktrace.WithBatcher(dropSpans{})}, {"drop", sdktrace.WithSpanProcessor(dropAtEnd{})}} {
+		b.Run(tc.name, func(b *testing.B) {
+			node := fakenode.New(fakenode.Options{ChainID: 1})
+			up := httptest.NewServer(node.Handler())
+			b.Cleanup(up.Close)
+			url := up.URL
+			if tc.name != "direct" {
+				var tr *tracing.Tracer
+				if tc.proc != nil {
+					p := otlp.NewProvider(cfg, tc.proc)
+					b.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+					tr = p.Tracer()
+				}
+				url = tracedVenn(b, up.URL, tr)
+			}
+			driveHop(b, client, url)
+		})
+	}
+}
+
+// dropAtEnd is a span processor that drops every span as it ends.
+type dropAtEnd struct{}
+
+func (dropAtEnd) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (dropAtEnd) OnEnd(sdktrace.ReadOnlySpan)                     {}
+func (dropAtEnd) Shutdown(context.Context) error                  { return nil }
+func (dropAtEnd) ForceFlush(context.Context) error                { return nil }

@@ -64,8 +64,10 @@ func (t *Tracer) StartRoot(ctx context.Context, name string, kind trace.SpanKind
 	if t == nil {
 		return ctx, noSpan
 	}
-	if header != nil && header.Get("Traceparent") != "" {
-		ctx = w3c.Extract(ctx, propagation.HeaderCarrier(header))
+	// Indexed under the canonical name, not Get: Get canonicalises its
+	// argument on every call, and this runs on every traced call.
+	if len(header["Traceparent"]) > 0 {
+		ctx = w3c.Extract(ctx, canonical(header))
 	}
 	return t.t.Start(ctx, name, startOptions(kind)...)
 }
@@ -89,22 +91,31 @@ func InjectInto(ctx context.Context, h http.Header) {
 	w3c.Inject(ctx, canonical(h))
 }
 
-// canonical is a carrier that writes the two W3C headers under their
-// canonical names without http.Header.Set's canonicalising (which
-// allocates for names outside its table, as traceparent is).
+// canonical is a carrier that reads and writes the two W3C headers under
+// their canonical names without http.Header's canonicalising (which scans
+// the name on every Get, and allocates in Set for names outside its table,
+// as traceparent is).
 type canonical http.Header
 
-func (c canonical) Get(key string) string { return http.Header(c).Get(key) }
-func (c canonical) Keys() []string        { return propagation.HeaderCarrier(c).Keys() }
+func (c canonical) Get(key string) string {
+	if v := c[canonicalName(key)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
-func (c canonical) Set(key, value string) {
+func (c canonical) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
+
+func (c canonical) Set(key, value string) { c[canonicalName(key)] = []string{value} }
+
+// canonicalName is key as http.Header stores it, the W3C names without
+// scanning them.
+func canonicalName(key string) string {
 	switch key {
 	case "traceparent":
-		key = "Traceparent"
+		return "Traceparent"
 	case "tracestate":
-		key = "Tracestate"
-	default:
-		key = http.CanonicalHeaderKey(key)
+		return "Tracestate"
 	}
-	c[key] = []string{value}
+	return http.CanonicalHeaderKey(key)
 }

@@ -119,3 +119,30 @@ func TestInject(t *testing.T) {
 		t.Error("propagate_upstream off: Carries all the same")
 	}
 }
+
+// TestStartRootJoins: a root started under a request's traceparent and
+// tracestate (as http.Header holds them, under canonical names) is a child
+// in the caller's trace, and one without a traceparent starts a trace.
+func TestStartRootJoins(t *testing.T) {
+	tr := sdkTracer(t, true)
+	const trace1, span1 = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	h := http.Header{}
+	h.Set("Traceparent", "00-"+trace1+"-"+span1+"-01")
+	h.Set("Tracestate", "vendor=1")
+	_, sp := tr.StartRoot(context.Background(), "call", trace.SpanKindServer, h)
+	sc := sp.SpanContext()
+	sp.End()
+	if sc.TraceID().String() != trace1 || sc.SpanID().String() == span1 || sc.TraceState().Get("vendor") != "1" {
+		t.Errorf("span %v in trace %v, state %q: want a child in the caller's trace %s, its state kept",
+			sc.SpanID(), sc.TraceID(), sc.TraceState(), trace1)
+	}
+	if ro, ok := sp.(sdktrace.ReadOnlySpan); !ok || ro.Parent().SpanID().String() != span1 || !ro.Parent().IsRemote() {
+		t.Errorf("parent %v, want the caller's span %s", sp, span1)
+	}
+
+	_, sp = tr.StartRoot(context.Background(), "call", trace.SpanKindServer, http.Header{"Content-Type": {"application/json"}})
+	defer sp.End()
+	if sp.SpanContext().TraceID().String() == trace1 || !sp.SpanContext().IsValid() {
+		t.Errorf("no traceparent: span context %v, want a new trace", sp.SpanContext())
+	}
+}
