@@ -63,8 +63,25 @@ func (rt *Router) SetLogLimits(l LogLimits) {
 	rt.logLimits.Store(&l)
 }
 
-// checkLogs refuses an eth_getLogs past the chain's limits.
-func (rt *Router) checkLogs(c *evm.Call) error {
+// checkFilter refuses an eth_getLogs or eth_newFilter past the chain's
+// limits.
+func (rt *Router) checkFilter(c *evm.Call, params json.RawMessage) error {
+	switch c.Method {
+	case "eth_getLogs":
+		return rt.checkLogs(c, true)
+	case "eth_newFilter":
+		f := evm.ParseCall("eth_getLogs", params) // the same filter
+		return rt.checkLogs(&f, false)
+	}
+	return nil
+}
+
+// checkLogs refuses an eth_getLogs past the chain's limits; without
+// withRange, a filter past its address and topic caps (eth_newFilter, which
+// geth holds to those when it reads the filter: its range is asked only by
+// eth_getFilterLogs, and a filter polled by eth_getFilterChanges from an old
+// fromBlock is sent only what is new).
+func (rt *Router) checkLogs(c *evm.Call, withRange bool) error {
 	l := rt.logLimits.Load()
 	addrs, topics := filterCounts(c)
 	if addrs > l.MaxAddresses {
@@ -75,7 +92,7 @@ func (rt *Router) checkLogs(c *evm.Call) error {
 			return logQueryLimit(fmt.Sprintf("%d topics at position %d, getlogs_limits.max_topics is %d", n, i, l.MaxTopics))
 		}
 	}
-	if l.MaxBlockRange == 0 || !c.RangeOK || c.Range.ByHash {
+	if !withRange || l.MaxBlockRange == 0 || !c.RangeOK || c.Range.ByHash {
 		return nil
 	}
 	from, okFrom := rt.resolveTag(c.Range.From)

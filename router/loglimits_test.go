@@ -45,23 +45,30 @@ func TestLogLimitsRefuseBeforeAnyUpstreamCall(t *testing.T) {
 		{"topics over", `{"topics":[null,` + three + `]}`, "exceed max addresses or topics per search position: 3 topics at position 1, getlogs_limits.max_topics is 2", false},
 	}
 	head := fakeHead{tags: headstore.Tags{Latest: 2000, Safe: 1950, Finalized: 1900}, ok: true}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec := &recorder{}
-			rt := New(Config{Chain: "c", ChainID: 1, MaxLag: 5,
-				LogLimits: LogLimits{MaxBlockRange: 100, MaxAddresses: 3, MaxTopics: 2}}, head, rec, nil)
-			_, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: "eth_getLogs", Params: json.RawMessage("[" + tt.give + "]")})
-			if fw := len(rec.sent) > 0; fw != tt.wantFw {
-				t.Fatalf("forwarded %v, want %v (err %v)", fw, tt.wantFw, err)
+	// eth_newFilter is held to the address and topic caps; its range is
+	// eth_getFilterLogs's to ask, so any range goes.
+	for _, method := range []string{"eth_getLogs", "eth_newFilter"} {
+		for _, tt := range tests {
+			if method == "eth_newFilter" && strings.HasPrefix(tt.want, "exceed maximum block range") {
+				tt.want, tt.wantFw = "", true
 			}
-			if tt.want == "" {
-				return
-			}
-			var je *jrpc.Error
-			if !errors.As(err, &je) || je.Code != jrpc.CodeLimitExceeded || je.Message != tt.want {
-				t.Fatalf("error %v, want -32052 %q", err, tt.want)
-			}
-		})
+			t.Run(method+"/"+tt.name, func(t *testing.T) {
+				rec := &recorder{}
+				rt := New(Config{Chain: "c", ChainID: 1, MaxLag: 5,
+					LogLimits: LogLimits{MaxBlockRange: 100, MaxAddresses: 3, MaxTopics: 2}}, head, rec, nil)
+				_, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: method, Params: json.RawMessage("[" + tt.give + "]")})
+				if fw := len(rec.sent) > 0; fw != tt.wantFw {
+					t.Fatalf("forwarded %v, want %v (err %v)", fw, tt.wantFw, err)
+				}
+				if tt.want == "" {
+					return
+				}
+				var je *jrpc.Error
+				if !errors.As(err, &je) || je.Code != jrpc.CodeLimitExceeded || je.Message != tt.want {
+					t.Fatalf("error %v, want -32052 %q", err, tt.want)
+				}
+			})
+		}
 	}
 }
 

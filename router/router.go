@@ -236,11 +236,9 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	}
 	// The one reading of the call: every source below takes it.
 	c := evm.ParseCall(req.Method, req.Params)
-	if c.Method == "eth_getLogs" {
-		if err := rt.checkLogs(&c); err != nil {
-			rt.local.answered(ctx)
-			return nil, err
-		}
+	if err := rt.checkFilter(&c, req.Params); err != nil {
+		rt.local.answered(ctx)
+		return nil, err
 	}
 	if rt.fresh() {
 		_, sp := rt.lookup(ctx, spanHead)
