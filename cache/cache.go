@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,12 +313,22 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin) (res json.RawMessage, err error, unpinned bool) {
 	hash := p.pinned()
 	res, err = fetch(ctx, hash)
-	if hash == "" || err == nil || c.lacksBlock == nil || ctx.Err() != nil || !c.lacksBlock(method, err) {
+	if hash == "" || ctx.Err() != nil || !c.lacks(method, res, err) {
 		return res, err, false
 	}
 	c.count(method, "any", "unpinned")
 	res, err = fetch(ctx, "")
 	return res, err, true
+}
+
+// lacks reports an answer by block hash that says the remote lacks the
+// block: the remotes' verdict on an error, or geth's null for
+// eth_getBlockReceipts of a block it does not have.
+func (c *Cache) lacks(method string, res json.RawMessage, err error) bool {
+	if err != nil {
+		return c.lacksBlock != nil && c.lacksBlock(method, err)
+	}
+	return method == "eth_getBlockReceipts" && string(bytes.TrimSpace(res)) == "null"
 }
 
 // store writes e to every tier that keeps it.

@@ -299,6 +299,7 @@ func lacksBlock(_ string, err error) bool {
 // number; it counts the sends of each kind.
 type byBlock struct {
 	lacks          atomic.Bool
+	lacksAsNull    bool // it says so as geth's eth_getBlockReceipts does: null
 	pinned, byNum  atomic.Int64
 	byNumberAnswer string
 	byNumberErr    error
@@ -313,7 +314,10 @@ func (b *byBlock) fetch(_ context.Context, pinned string) (json.RawMessage, erro
 		return json.RawMessage(b.byNumberAnswer), nil
 	}
 	b.pinned.Add(1)
-	if b.lacks.Load() {
+	switch {
+	case b.lacks.Load() && b.lacksAsNull:
+		return json.RawMessage(`null`), nil
+	case b.lacks.Load():
 		return nil, &jrpc.Error{Code: -32000, Message: "header for hash not found"}
 	}
 	return json.RawMessage(`"0xcafe"`), nil
@@ -411,5 +415,27 @@ func TestServeHitAllocations(t *testing.T) {
 	})
 	if n > 1 {
 		t.Errorf("a hit allocates %v times, want at most 1", n)
+	}
+}
+
+// eth_getBlockReceipts of a block a remote lacks is geth's null, not an
+// error: a near-head miss answered so by hash is sent once more by number,
+// and the block's receipts are served, not a null for a block that exists.
+func TestServeUnpinnedReceiptsWhenTheRemotesAnswerNull(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := New(testConfig(), Options{Chain: "dev", Metrics: NewMetrics(reg), IsRevert: isRevert, LacksBlock: lacksBlock})
+	t.Cleanup(c.Close)
+	v := newView(100, map[uint64]string{0x65: hashA})
+	up := &byBlock{byNumberAnswer: `[{"status":"0x1"}]`, lacksAsNull: true}
+	up.lacks.Store(true)
+	res, err, _ := c.Serve(context.Background(), call("eth_getBlockReceipts", `["0x65"]`), v, false, up.fetch)
+	if err != nil || string(res) != up.byNumberAnswer {
+		t.Fatalf("got %s %v, want the by-number receipts", res, err)
+	}
+	if p, n := up.pinned.Load(), up.byNum.Load(); p != 1 || n != 1 {
+		t.Fatalf("%d pinned and %d by-number sends, want 1 and 1", p, n)
+	}
+	if got := testutil.ToFloat64(c.m.requests.WithLabelValues("dev", "eth_getBlockReceipts", "any", "unpinned")); got != 1 {
+		t.Errorf("unpinned %v, want 1", got)
 	}
 }
