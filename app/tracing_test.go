@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -147,6 +148,9 @@ chains:
 	testkit.WSRead(t, ws)
 	ws.Close(websocket.StatusNormalClosure, "")
 
+	if n, err := testutil.GatherAndCount(reg, "venn_trace_spans_dropped_total"); err != nil || n != 1 {
+		t.Errorf("venn_trace_spans_dropped_total: %d series (%v), want 1", n, err)
+	}
 	app.RequireStop() // flushes the batcher
 	spans := exp.GetSpans()
 	checkNoSecrets(t, spans)
