@@ -50,7 +50,7 @@ func BenchmarkTracingHop(b *testing.B) {
 // process CPU per call (the median over rounds) and the medians of the
 // per-round ratios to off: of the process's CPU, and of venn's own (the
 // process's less direct's, the client and upstream). A segment is 512
-// calls, 1024 spans, two full batches of the batch span processor, so no
+// calls, 1024 spans, two full batches of the Batcher (otlp), so no
 // target's spans are exported in another's segment.
 func BenchmarkTracingCost(b *testing.B) {
 	const hopSegment = 512
