@@ -63,9 +63,10 @@ func (jg *judge) send(ctx context.Context, r *Remote, idx, n int, params json.Ra
 
 // annotate puts a judged reply on its attempt span, in one call: four
 // attributes for an answer to a call's own send over HTTP, eight at most,
-// as many as the SDK's dedupe at End counts without a map on the heap. The span's name is its method's
-// label, so no rpc.method repeats it (nor rpc.system, the same jsonrpc on
-// every send). status is the reply's HTTP status (0: none).
+// as many as the SDK's dedupe at End counts without a map on the heap.
+// The span's name is its method's label, so no rpc.method repeats it (nor
+// rpc.system, the same jsonrpc on every send). status is the reply's HTTP
+// status (0: none).
 func (jg *judge) annotate(sp trace.Span, j judged, n, status int) {
 	a := tracing.NewAttrs()
 	a.Add(tracing.KeyRemote.String(j.r.Name()))
