@@ -3,6 +3,7 @@ package app
 import (
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/fx"
@@ -30,6 +31,7 @@ type tracerParams struct {
 	Lifecycle fx.Lifecycle
 	Config    *Config
 	Log       *slog.Logger
+	Registry  *prometheus.Registry
 	Exporter  sdktrace.SpanExporter `name:"app_trace_exporter" optional:"true"`
 }
 
@@ -47,7 +49,7 @@ func newTracer(p tracerParams) (*tracing.Tracer, error) {
 		err error
 	)
 	if p.Exporter != nil {
-		tp = otlp.NewProvider(cfg, sdktrace.WithBatcher(p.Exporter))
+		tp = otlp.NewBatchedProvider(cfg, p.Exporter)
 	} else if tp, err = otlp.Open(cfg); err != nil {
 		return nil, err
 	}
@@ -57,6 +59,10 @@ func newTracer(p tracerParams) (*tracing.Tracer, error) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("tracing: export failed", "err", err)
 	}))
+	p.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "venn", Subsystem: "trace", Name: "spans_dropped_total",
+		Help: "Ended spans dropped because the export queue was full (OTEL_BSP_MAX_QUEUE_SIZE).",
+	}, func() float64 { return float64(tp.Dropped()) }))
 	p.Lifecycle.Append(fx.Hook{OnStop: tp.Shutdown})
 	return tp.Tracer(), nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -147,6 +148,9 @@ chains:
 	testkit.WSRead(t, ws)
 	ws.Close(websocket.StatusNormalClosure, "")
 
+	if n, err := testutil.GatherAndCount(reg, "venn_trace_spans_dropped_total"); err != nil || n != 1 {
+		t.Errorf("venn_trace_spans_dropped_total: %d series (%v), want 1", n, err)
+	}
 	app.RequireStop() // flushes the batcher
 	spans := exp.GetSpans()
 	checkNoSecrets(t, spans)
@@ -158,8 +162,8 @@ chains:
 		t.Errorf("call span's parent = %s (remote %v), want the client's %s", got, call.Parent.IsRemote(), clientSpanHTTP)
 	}
 	wantAttrs(t, "call span", call, map[string]string{"rpc.method": "eth_getBalance", "venn.chain": "test",
-		"venn.transport": "http", "venn.source": "remotes", "venn.outcome": "ok",
-		"venn.remote": "b", "venn.attempts": "2"}) // from the call's note
+		"venn.source": "remotes", "venn.outcome": "ok", // the source from the call's note
+		"venn.remote": "", "venn.attempts": "", "venn.transport": ""}) // on the sends, or nowhere
 	if call.Name != "eth_getBalance" {
 		t.Errorf("call span named %q", call.Name)
 	}
@@ -181,10 +185,10 @@ chains:
 		first, second = second, first
 	}
 	wantAttrs(t, "first send", first, map[string]string{"venn.remote": "a", "venn.attempt": "1",
-		"venn.attempt.role": "primary", "venn.attempt.result": "fault", "venn.error.class": "retry",
+		"venn.attempt.role": "", "venn.attempt.result": "fault", "venn.error.class": "retry",
 		"venn.error.reason": "server_error", "rpc.jsonrpc.error_code": "-32603", "http.response.status_code": "200"})
 	wantAttrs(t, "second send", second, map[string]string{"venn.remote": "b", "venn.attempt": "2",
-		"venn.attempt.role": "primary", "venn.attempt.result": "answer", "http.response.status_code": "200"})
+		"venn.attempt.role": "", "venn.attempt.result": "answer", "http.response.status_code": "200"})
 
 	// propagate_upstream: each remote got its own send's span as parent.
 	wantParent(t, "remote a", hdrA.all(), first)
@@ -219,7 +223,7 @@ chains:
 	wsCall := findSpan(t, spans, func(sp tracetest.SpanStub) bool {
 		return sp.SpanKind == trace.SpanKindServer && sp.SpanContext.TraceID().String() == clientTraceWS
 	})
-	wantAttrs(t, "WebSocket call span", wsCall, map[string]string{"venn.transport": "ws", "rpc.method": "eth_chainId"})
+	wantAttrs(t, "WebSocket call span", wsCall, map[string]string{"rpc.method": "eth_chainId"})
 	if got := wsCall.Parent.SpanID().String(); got != clientSpanWS {
 		t.Errorf("WebSocket call span's parent = %s, want %s", got, clientSpanWS)
 	}

@@ -50,7 +50,7 @@ func BenchmarkTracingHop(b *testing.B) {
 // process CPU per call (the median over rounds) and the medians of the
 // per-round ratios to off: of the process's CPU, and of venn's own (the
 // process's less direct's, the client and upstream). A segment is 512
-// calls, 1024 spans, two full batches of the batch span processor, so no
+// calls, 1024 spans, two full batches of the Batcher (otlp), so no
 // target's spans are exported in another's segment.
 func BenchmarkTracingCost(b *testing.B) {
 	const hopSegment = 512
@@ -110,10 +110,10 @@ func tracingTargets(b *testing.B) []hopTarget {
 	if err != nil {
 		b.Fatal(err)
 	}
-	discard := otlp.NewProvider(cfg, sdktrace.WithBatcher(dropSpans{}))
+	discard := otlp.NewBatchedProvider(cfg, dropSpans{})
 	// As shipped at ratio 1: the traceparent stays in venn (propagate_upstream
 	// is off by default).
-	local := otlp.NewProvider(tracing.Config{Enabled: true, SamplingRatio: &one}, sdktrace.WithBatcher(dropSpans{}))
+	local := otlp.NewBatchedProvider(tracing.Config{Enabled: true, SamplingRatio: &one}, dropSpans{})
 	b.Cleanup(func() {
 		_ = exp.Shutdown(context.Background())
 		_ = discard.Shutdown(context.Background())
@@ -207,19 +207,26 @@ func (dropSpans) Shutdown(context.Context) error                             { r
 // targets (local: ratio 1, the traceparent kept in venn), each set up in
 // its own sub-benchmark, so that one selected alone runs in a process of
 // its own, for instruction counts (callgrind) that the other targets'
-// setup and background work do not blur. "batch" is local with the SDK's
-// batch span processor, as shipped; "drop" has a processor that drops
-// each span as it ends, the least any processor can cost: the floor of
-// venn's spans with the SDK.
+// setup and background work do not blur. "batch" is local as shipped,
+// with otlp's Batcher; "sdk" is local with the SDK's batch span processor
+// in its place; "drop" has a processor that drops each span as it ends,
+// the least any processor can cost: the floor of venn's spans with the
+// SDK.
 func BenchmarkTracingFloor(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	defer client.CloseIdleConnections()
 	one := 1.0
 	cfg := tracing.Config{Enabled: true, SamplingRatio: &one}
 	for _, tc := range []struct {
-		name string
-		proc sdktrace.TracerProviderOption // nil: tracing off
-	}{{"direct", nil}, {"off", nil}, {"batch", sdktrace.WithBatcher(dropSpans{})}, {"drop", sdktrace.WithSpanProcessor(dropAtEnd{})}} {
+		name     string
+		provider func() *otlp.Provider // nil: tracing off
+	}{
+		{"direct", nil},
+		{"off", nil},
+		{"batch", func() *otlp.Provider { return otlp.NewBatchedProvider(cfg, dropSpans{}) }},
+		{"sdk", func() *otlp.Provider { return otlp.NewProvider(cfg, sdktrace.WithBatcher(dropSpans{})) }},
+		{"drop", func() *otlp.Provider { return otlp.NewProvider(cfg, sdktrace.WithSpanProcessor(dropAtEnd{})) }},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			node := fakenode.New(fakenode.Options{ChainID: 1})
 			up := httptest.NewServer(node.Handler())
@@ -227,8 +234,8 @@ func BenchmarkTracingFloor(b *testing.B) {
 			url := up.URL
 			if tc.name != "direct" {
 				var tr *tracing.Tracer
-				if tc.proc != nil {
-					p := otlp.NewProvider(cfg, tc.proc)
+				if tc.provider != nil {
+					p := tc.provider()
 					b.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 					tr = p.Tracer()
 				}

@@ -64,7 +64,7 @@ type judge struct {
 	rt     route
 	log    *slog.Logger
 	tracer *tracing.Tracer // nil: off
-	role   string          // of its sends, on their spans (trace.go); "": primary
+	role   string          // of its sends, on their spans (trace.go); "": the call's own, no role
 }
 
 // ask sends the call to r (index idx), its n-th send, and judges the reply.

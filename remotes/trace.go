@@ -17,11 +17,12 @@ import (
 // strategy acts on. Health polls and other untraced work start none
 // (tracing.Tracer.Start needs a recording parent).
 
-// Roles of a send, on its span.
+// Roles of a send, on its span. A call's own sends (its first, and a
+// failover after one) have no role on their spans: the attribute is on
+// hedges and ballots only, one attribute fewer on every common send.
 const (
-	rolePrimary = "primary" // a call's send, or a failover after one
-	roleHedge   = "hedge"   // a hedge fired by a race (hedge.go)
-	roleVote    = "vote"    // a ballot of a voted call (vote.go)
+	roleHedge = "hedge" // a hedge fired by a race (hedge.go)
+	roleVote  = "vote"  // a ballot of a voted call (vote.go)
 )
 
 func (m meaning) String() string {
@@ -60,20 +61,19 @@ func (jg *judge) send(ctx context.Context, r *Remote, idx, n int, params json.Ra
 	return j
 }
 
-// annotate puts a judged reply on its attempt span, in one call: five
-// attributes for an answer, eight at most, as many as the SDK's dedupe at
-// End counts without a map on the heap. The span's name is its method's
-// label, so no rpc.method repeats it (nor rpc.system, the same jsonrpc on
-// every send). status is the reply's HTTP status (0: none).
+// annotate puts a judged reply on its attempt span, in one call: four
+// attributes for an answer to a call's own send over HTTP, eight at most,
+// as many as the SDK's dedupe at End counts without a map on the heap.
+// The span's name is its method's label, so no rpc.method repeats it (nor
+// rpc.system, the same jsonrpc on every send). status is the reply's HTTP
+// status (0: none).
 func (jg *judge) annotate(sp trace.Span, j judged, n, status int) {
-	role := jg.role
-	if role == "" {
-		role = rolePrimary
-	}
 	a := tracing.NewAttrs()
 	a.Add(tracing.KeyRemote.String(j.r.Name()))
 	a.Add(tracing.KeyAttempt.Int(n))
-	a.Add(tracing.KeyRole.String(role))
+	if jg.role != "" {
+		a.Add(tracing.KeyRole.String(jg.role))
+	}
 	a.Add(tracing.KeyMeaning.String(j.mean.String()))
 	if status != 0 {
 		a.Add(tracing.KeyHTTPStatus.Int(status))

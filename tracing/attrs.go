@@ -17,19 +17,17 @@ const (
 
 	KeyChain      = attribute.Key("venn.chain")
 	KeyRequestID  = attribute.Key("venn.request_id")  // the answer's X-Request-Id, as the request log has it
-	KeyTransport  = attribute.Key("venn.transport")   // http | ws
 	KeyBatchIndex = attribute.Key("venn.batch.index") // in a batch only
 	KeySource     = attribute.Key("venn.source")      // local | head | history | cache | forger | remotes
 	KeyOutcome    = attribute.Key("venn.outcome")     // venn_requests_total's outcome
 	KeyHit        = attribute.Key("venn.hit")         // a lookup answered
 
-	KeyRemote   = attribute.Key("venn.remote")         // the remote's name, never its URL
-	KeyAttempts = attribute.Key("venn.attempts")       // a call's upstream sends
-	KeyAttempt  = attribute.Key("venn.attempt")        // 1 for a call's first send
-	KeyRole     = attribute.Key("venn.attempt.role")   // primary | hedge | vote
-	KeyClass    = attribute.Key("venn.error.class")    // the classifier's class
-	KeyReason   = attribute.Key("venn.error.reason")   // the classifier's reason
-	KeyMeaning  = attribute.Key("venn.attempt.result") // answer | caller | cut | missing | too_large | local | fault
+	KeyRemote  = attribute.Key("venn.remote")         // the remote's name, never its URL
+	KeyAttempt = attribute.Key("venn.attempt")        // 1 for a call's first send
+	KeyRole    = attribute.Key("venn.attempt.role")   // hedge | vote; none on a call's own sends
+	KeyClass   = attribute.Key("venn.error.class")    // the classifier's class
+	KeyReason  = attribute.Key("venn.error.reason")   // the classifier's reason
+	KeyMeaning = attribute.Key("venn.attempt.result") // answer | caller | cut | missing | too_large | local | fault
 
 	KeyBlock  = attribute.Key("venn.block")        // a block number
 	KeyBlocks = attribute.Key("venn.blocks")       // how many blocks

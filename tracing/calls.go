@@ -32,36 +32,28 @@ func (h callHook) StartCall(ctx context.Context, c jrpc.CallInfo) context.Contex
 }
 
 // EndCall puts what is known of the call on its span and ends it: the
-// call's own (chain, method, transport, request id, batch index), the
-// answer's outcome and code, and what the call's jrpc.Note says of it (the
-// source that answered; the remote and the attempts, when the remotes
-// did). A common call has eight attributes, as many as the SDK's dedupe at
-// End counts without a map on the heap (rpc.system, the same jsonrpc on
-// every call, is on none of venn's spans). Only venn's and the
-// upstreams' failures mark the span an error; a revert or bad params is
-// the caller's answer, served as it should be.
+// call's own (chain, method, request id, batch index), the answer's
+// outcome and code, and the source that answered, from the call's
+// jrpc.Note. The remote and the attempts are on the call's send spans and
+// not repeated here, and the transport is not on it: each attribute costs
+// every traced call its share in the SDK (see BENCHMARKS.md), and a common
+// call has five. rpc.system, the same jsonrpc on every call, is on none of
+// venn's spans. Only venn's and the upstreams' failures mark the span an
+// error; a revert or bad params is the caller's answer, served as it
+// should be.
 func (h callHook) EndCall(ctx context.Context, c jrpc.CallInfo, outcome string, code int) {
 	sp := trace.SpanFromContext(ctx)
 	if sp.IsRecording() {
 		a := NewAttrs()
 		a.Add(KeyRPCMethod.String(c.Method))
 		a.Add(KeyChain.String(c.Chain))
-		a.Add(KeyTransport.String(c.Transport))
 		a.Add(KeyRequestID.String(c.RequestID))
 		if c.Index >= 0 {
 			a.Add(KeyBatchIndex.Int(c.Index))
 		}
 		a.Add(KeyOutcome.String(outcome))
-		if n := c.Note; n != nil {
-			if n.Source != "" {
-				a.Add(KeySource.String(n.Source))
-			}
-			if n.Remote != "" {
-				a.Add(KeyRemote.String(n.Remote))
-			}
-			if n.Attempts > 0 {
-				a.Add(KeyAttempts.Int(n.Attempts))
-			}
+		if n := c.Note; n != nil && n.Source != "" {
+			a.Add(KeySource.String(n.Source))
 		}
 		if code != 0 {
 			a.Add(KeyRPCErrorCode.Int(code))

@@ -20,6 +20,7 @@ const instrumentation = "github.com/venn-gateway/venn"
 type Provider struct {
 	tp *sdktrace.TracerProvider
 	t  *tracing.Tracer
+	b  *Batcher // nil when built with another processor (NewProvider)
 }
 
 // Open builds the OTLP exporter cfg describes and a provider on it. It
@@ -29,12 +30,21 @@ func Open(cfg tracing.Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewProvider(cfg, sdktrace.WithBatcher(exp)), nil
+	return NewBatchedProvider(cfg, exp), nil
+}
+
+// NewBatchedProvider builds a provider that sends spans to exp through a
+// Batcher with the OTEL_BSP_* variables' limits (BatchOptionsFromEnv).
+func NewBatchedProvider(cfg tracing.Config, exp sdktrace.SpanExporter) *Provider {
+	b := NewBatcher(exp, BatchOptionsFromEnv())
+	p := NewProvider(cfg, sdktrace.WithSpanProcessor(b))
+	p.b = b
+	return p
 }
 
 // NewProvider builds a provider with cfg's sampler and resource that sends
-// spans through proc (a batcher on any exporter; tests use an in-memory
-// one; nil: spans are recorded and dropped).
+// spans through proc (a processor on any exporter: tests and benchmarks;
+// nil: spans are recorded and dropped).
 func NewProvider(cfg tracing.Config, proc sdktrace.TracerProviderOption) *Provider {
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(newResource(cfg))}
 	if proc != nil {
@@ -55,6 +65,15 @@ func (p *Provider) Tracer() *tracing.Tracer {
 		return nil
 	}
 	return p.t
+}
+
+// Dropped is how many spans the provider's Batcher dropped because its
+// queue was full; 0 without one.
+func (p *Provider) Dropped() uint64 {
+	if p == nil || p.b == nil {
+		return 0
+	}
+	return p.b.Dropped()
 }
 
 // Shutdown flushes the spans queued and stops the exporter.
