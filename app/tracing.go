@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
@@ -40,6 +41,18 @@ type tracerParams struct {
 // no SDK, no spans, no cost) otherwise. Every component gets the one
 // *tracing.Tracer.
 func newTracer(p tracerParams) (*tracing.Tracer, error) {
+	// Exported with tracing off too (0), so that an alert on it or a
+	// dashboard finds it on every replica.
+	var dropped atomic.Pointer[otlp.Provider]
+	p.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "venn", Subsystem: "trace", Name: "spans_dropped_total",
+		Help: "Ended spans dropped because the export queue was full (OTEL_BSP_MAX_QUEUE_SIZE).",
+	}, func() float64 {
+		if tp := dropped.Load(); tp != nil {
+			return float64(tp.Dropped())
+		}
+		return 0
+	}))
 	cfg := p.Config.Tracing
 	if !cfg.On() {
 		return nil, nil
@@ -59,10 +72,7 @@ func newTracer(p tracerParams) (*tracing.Tracer, error) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("tracing: export failed", "err", err)
 	}))
-	p.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Namespace: "venn", Subsystem: "trace", Name: "spans_dropped_total",
-		Help: "Ended spans dropped because the export queue was full (OTEL_BSP_MAX_QUEUE_SIZE).",
-	}, func() float64 { return float64(tp.Dropped()) }))
+	dropped.Store(tp)
 	p.Lifecycle.Append(fx.Hook{OnStop: tp.Shutdown})
 	return tp.Tracer(), nil
 }
