@@ -104,6 +104,9 @@ func TestHTTPReadTimeoutCutsSlowBody(t *testing.T) {
 
 	// A slowloris client: a large declared body, one byte at a time, each
 	// well inside the timeout. Only a deadline on the whole body stops it.
+	// The server's deadline starts once it has the request's headers, so
+	// the wait is timed from before they are sent.
+	start := time.Now()
 	conn := rawPost(t, s, 1<<20)
 	stop := make(chan struct{})
 	trickled := make(chan struct{})
@@ -124,7 +127,6 @@ func TestHTTPReadTimeoutCutsSlowBody(t *testing.T) {
 	}()
 	defer func() { close(stop); <-trickled }()
 
-	start := time.Now()
 	_ = conn.SetReadDeadline(start.Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
