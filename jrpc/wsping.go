@@ -28,7 +28,8 @@ type wsPinger struct {
 
 	mu      sync.Mutex
 	stopped bool
-	seq     uint64 // the last ping's payload; 0: none yet
+	seq     uint64 // the last ping's payload
+	out     bool   // it waits for its pong: not answered, nor forgotten
 	pauses  uint64 // c.pauses when it was made
 	reads   uint64 // c.reads at the last tick
 	notes   uint64 // the sock's writes of notifications at the last tick
@@ -146,7 +147,10 @@ func (p *wsPinger) tick(interval time.Duration) {
 	p.stopped = true
 	c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket peer missed a ping",
 		slog.String("chain", c.ch.name))
-	_ = c.conn.CloseNow()
+	// Ending the context closes the connection (serveWS's AfterFunc) in a
+	// goroutine of its own: a close handshake already under way makes
+	// CloseNow wait for it, up to the library's timeouts, and the wheel's
+	// other connections must not.
 	c.cancel()
 }
 
@@ -161,11 +165,12 @@ func (p *wsPinger) judge(interval time.Duration) bool {
 	quiet := notes == p.notes // no notifications went out since the last tick
 	p.notes = notes
 	switch {
-	case p.seq == 0 || p.answered.Load() == p.seq:
+	case !p.out || p.answered.Load() == p.seq:
 	case c.paused.Load() || c.pauses.Load() != p.pauses || readSome:
 		// A paused reader reads no pongs; a peer that sent a message is
 		// alive. The ping is forgotten, and its pong ignored.
 		c.sock.dropPing()
+		p.out = false
 	case pending:
 		// It waited an interval for a notification to ride with: it goes
 		// by itself.
@@ -180,6 +185,7 @@ func (p *wsPinger) judge(interval time.Duration) bool {
 		return true
 	}
 	p.seq++
+	p.out = true
 	p.pauses = c.pauses.Load()
 	c.sock.queuePing(p.seq)
 	if quiet {

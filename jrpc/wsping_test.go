@@ -178,3 +178,34 @@ func TestWSPingPeerThatNeverAnswers(t *testing.T) {
 		t.Fatal("a peer that never answers a ping is still connected")
 	}
 }
+
+// A ping forgotten because the peer sent a message (it never left: no
+// notification took it, and the writer's turn was taken) leaves nothing to
+// answer: a peer quiet after it is pinged again, not judged to have missed
+// it.
+func TestWSPingForgottenIsNotMissed(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := &wsConn{writeMu: make(chan struct{}, 1), sock: newSock(a), pinger: &wsPinger{}}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer c.cancel()
+	p := c.pinger
+	p.c = c
+	c.writeMu <- struct{}{} // the turn is taken: no ping leaves by itself
+	c.sock.noteWrites = 1   // a notification went out: the ping waits to ride
+	const interval = time.Second
+	if !p.judge(interval) {
+		t.Fatal("first tick: judged missed with no ping out")
+	}
+	c.reads.Add(1) // the peer sends a message: alive, the ping forgotten
+	if !p.judge(interval) {
+		t.Fatal("tick after the peer's message: judged missed")
+	}
+	if !p.judge(interval) {
+		t.Fatal("a quiet peer judged to have missed a ping that never left")
+	}
+	if pending, _, _ := c.sock.pingState(); !pending {
+		t.Fatal("the quiet peer is not pinged again")
+	}
+}

@@ -102,7 +102,8 @@ var _ sdktrace.SpanProcessor = (*Batcher)(nil)
 // NewBatcher starts a Batcher exporting to exp; Shutdown stops it.
 func NewBatcher(exp sdktrace.SpanExporter, opts BatchOptions) *Batcher {
 	opts.MaxQueueSize = max(opts.MaxQueueSize, 1)
-	opts.MaxExportBatchSize = max(opts.MaxExportBatchSize, 1)
+	// A batch larger than the queue could never fill.
+	opts.MaxExportBatchSize = min(max(opts.MaxExportBatchSize, 1), opts.MaxQueueSize)
 	b := &Batcher{
 		exp:       exp,
 		opts:      opts,
