@@ -2,7 +2,6 @@ package app
 
 import (
 	"log/slog"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
@@ -41,30 +40,24 @@ type tracerParams struct {
 // no SDK, no spans, no cost) otherwise. Every component gets the one
 // *tracing.Tracer.
 func newTracer(p tracerParams) (*tracing.Tracer, error) {
-	// Exported with tracing off too (0), so that an alert on it or a
-	// dashboard finds it on every replica.
-	var dropped atomic.Pointer[otlp.Provider]
+	cfg := p.Config.Tracing
+	var tp *otlp.Provider // nil: off
+	if cfg.On() {
+		var err error
+		if p.Exporter != nil {
+			tp = otlp.NewBatchedProvider(cfg, p.Exporter)
+		} else if tp, err = otlp.Open(cfg); err != nil {
+			return nil, err
+		}
+	}
+	// Exported with tracing off too (0: Dropped of a nil provider), so
+	// that an alert on it or a dashboard finds it on every replica.
 	p.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: "venn", Subsystem: "trace", Name: "spans_dropped_total",
 		Help: "Ended spans dropped because the export queue was full (OTEL_BSP_MAX_QUEUE_SIZE).",
-	}, func() float64 {
-		if tp := dropped.Load(); tp != nil {
-			return float64(tp.Dropped())
-		}
-		return 0
-	}))
-	cfg := p.Config.Tracing
-	if !cfg.On() {
+	}, func() float64 { return float64(tp.Dropped()) }))
+	if tp == nil {
 		return nil, nil
-	}
-	var (
-		tp  *otlp.Provider
-		err error
-	)
-	if p.Exporter != nil {
-		tp = otlp.NewBatchedProvider(cfg, p.Exporter)
-	} else if tp, err = otlp.Open(cfg); err != nil {
-		return nil, err
 	}
 	// The SDK reports failed exports only through OpenTelemetry's global
 	// handler; without this they go to the standard logger, unformatted.
@@ -72,7 +65,6 @@ func newTracer(p tracerParams) (*tracing.Tracer, error) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		log.Warn("tracing: export failed", "err", err)
 	}))
-	dropped.Store(tp)
 	p.Lifecycle.Append(fx.Hook{OnStop: tp.Shutdown})
 	return tp.Tracer(), nil
 }

@@ -174,6 +174,7 @@ func NewServer(opts Options) *Server {
 		connsByIP:   make(map[string]int),
 	}
 	s.pings.interval = func() time.Duration { return s.lim().WSPingInterval }
+	s.pings.kick = make(chan struct{}, 1)
 	s.bufs.New = func() any {
 		b := make([]byte, 0, minReadBuf)
 		return &b

@@ -54,14 +54,14 @@ const pingBuckets = 32
 // an interval.
 type pingWheel struct {
 	interval func() time.Duration // WSPingInterval, read each turn
+	kick     chan struct{}        // capacity 1: the last connection left, the goroutine ends
 
 	mu      sync.Mutex
 	buckets [pingBuckets]map[*wsPinger]struct{}
 	turn    int // the bucket ticked next
 	n       int
 	running bool
-	kick    chan struct{} // the last connection left: the goroutine ends
-	batch   []*wsPinger   // the turn's; the goroutine's
+	batch   []*wsPinger // the turn's; the goroutine's
 }
 
 // join has c's pinger ticked from its next interval on.
@@ -79,9 +79,6 @@ func (w *pingWheel) join(c *wsConn) {
 	w.n++
 	if !w.running {
 		w.running = true
-		if w.kick == nil {
-			w.kick = make(chan struct{}, 1)
-		}
 		go w.run()
 	}
 }

@@ -158,9 +158,7 @@ func (cn *conn) next(b *batch) bool {
 	}
 }
 
-// sent counts what b wrote.
-func (c *Center) sent(b *batch) { c.count(&b.kinds) }
-
+// count counts the notifications written, by kind.
 func (c *Center) count(kinds *[numKinds]int) {
 	for k, n := range kinds {
 		if n > 0 {
@@ -205,7 +203,7 @@ func (cn *conn) drainFrom(b *batch) {
 			}
 			return
 		}
-		c.sent(b)
+		c.count(&b.kinds)
 		clear(b.notes)
 		b.notes = b.notes[:0]
 	}
