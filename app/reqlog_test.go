@@ -53,6 +53,14 @@ chains:
 `)
 	s := startApp(t, cfg)
 	o.rpc = "http://" + s.rpc.bound.String() + "/test"
+	// Both in rotation before the first call, which fails over to backup-b.
+	metrics := "http://" + s.metrics.bound.String()
+	for _, r := range []string{"primary-a", "backup-b"} {
+		testkit.WaitFor(t, 10*time.Second, r+" in rotation", func() bool {
+			v, ok := metricValue(t, o.client, metrics, `venn_remote_healthy{chain="test",remote="`+r+`"}`)
+			return ok && v == 1
+		})
+	}
 	return o
 }
 
