@@ -89,8 +89,8 @@ type Block struct {
 // dynamic-fee and a set-code transaction, calls that emit logs with 0 to 4
 // topics, a transfer and a transaction that runs out of gas; a blob
 // transaction; then plain transfers until the dev chain's finalized block
-// is past 0. It reads every block back and fails the test if the chain
-// moved meanwhile or lacks any of that. g must have been started with
+// is past 0. It reads every block back (Read) and fails the test if the
+// chain lacks any of that. g must have been started with
 // Period 0.
 func Produce(t testing.TB, g *Geth) *Chain {
 	t.Helper()
@@ -173,29 +173,53 @@ func Produce(t testing.TB, g *Geth) *Chain {
 		waitMined(t, g, Send(t, g, map[string]any{"from": c.Dev, "to": c.Dev, "value": "0x1"}))
 	}
 
-	c.Head = quantity(t, g.MustCall(t, "eth_blockNumber"))
-	c.Safe = tagNumber(t, g, "safe")
-	c.Finalized = tagNumber(t, g, "finalized")
-	for n := uint64(0); n <= c.Head; n++ {
-		raw := g.MustCall(t, "eth_getBlockByNumber", "0x"+strconv.FormatUint(n, 16), true)
-		var b struct {
-			Hash         string `json:"hash"`
-			Transactions []struct {
-				Hash string `json:"hash"`
-			} `json:"transactions"`
-		}
-		decode(t, raw, &b)
-		blk := Block{Number: n, Hash: b.Hash, Raw: raw, Receipts: g.MustCall(t, "eth_getBlockReceipts", b.Hash)}
-		for _, tx := range b.Transactions {
-			blk.Txs = append(blk.Txs, tx.Hash)
-		}
-		c.Blocks = append(c.Blocks, blk)
-	}
-	if got := quantity(t, g.MustCall(t, "eth_blockNumber")); got != c.Head {
-		t.Fatalf("gethtest: the chain moved while it was read: head %d, then %d", c.Head, got)
-	}
+	c.Read(t, g)
 	check(t, c)
 	return c
+}
+
+// readAttempts bounds Read's reads of a chain that keeps moving.
+const readAttempts = 5
+
+// Read reads c's head, safe and finalized blocks and every block from 0 to
+// the head from g again, until one read finds the head where it started:
+// geth --dev seals an empty block of its own now and then, a little after
+// a transaction's. A test that compares live answers with c calls it
+// again when it finds geth's head past c.Head.
+func (c *Chain) Read(t testing.TB, g *Geth) {
+	t.Helper()
+	for range readAttempts {
+		head := quantity(t, g.MustCall(t, "eth_blockNumber"))
+		c.Head = head
+		c.Safe = tagNumber(t, g, "safe")
+		c.Finalized = tagNumber(t, g, "finalized")
+		c.Blocks = c.Blocks[:0]
+		for n := uint64(0); n <= head; n++ {
+			raw := g.MustCall(t, "eth_getBlockByNumber", "0x"+strconv.FormatUint(n, 16), true)
+			var b struct {
+				Hash         string `json:"hash"`
+				Transactions []struct {
+					Hash string `json:"hash"`
+				} `json:"transactions"`
+			}
+			decode(t, raw, &b)
+			blk := Block{Number: n, Hash: b.Hash, Raw: raw, Receipts: g.MustCall(t, "eth_getBlockReceipts", b.Hash)}
+			for _, tx := range b.Transactions {
+				blk.Txs = append(blk.Txs, tx.Hash)
+			}
+			c.Blocks = append(c.Blocks, blk)
+		}
+		if quantity(t, g.MustCall(t, "eth_blockNumber")) == head {
+			return
+		}
+	}
+	t.Fatalf("gethtest: the chain moved during each of %d reads of it", readAttempts)
+}
+
+// Moved reports whether g's head is no longer c.Head.
+func (c *Chain) Moved(t testing.TB, g *Geth) bool {
+	t.Helper()
+	return quantity(t, g.MustCall(t, "eth_blockNumber")) != c.Head
 }
 
 // check makes sure c holds what Produce promises: transactions of types 0
