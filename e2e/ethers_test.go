@@ -77,8 +77,7 @@ func TestEthersPendingOverHTTPOnlyRemote(t *testing.T) {
 		}
 	}
 
-	// venn answers the subscribe once its filter is in place: from then
-	// on every transaction sent is ethers' to see.
+	// ethers' subscription reached venn.
 	if !testkit.Poll(viemSubscribeWait, func() bool {
 		n, _ := v.metric(t, "venn_subscriptions", `kind="newPendingTransactions"`)
 		return n >= 1 || exited()
@@ -87,6 +86,19 @@ func TestEthersPendingOverHTTPOnlyRemote(t *testing.T) {
 	}
 	if exited() {
 		t.Fatalf("node %s exited before subscribing: %v; stdout %s; stderr:\n%s", ethersScript, runErr, truncate(stdout.String()), stderr.String())
+	}
+
+	// Warm up: the subscription is counted before venn's pending filter is
+	// in place on geth, and a transaction sent before that is never seen.
+	// Send until ethers reports one of these, giving each a filter poll's
+	// while to arrive.
+	warmUntil := time.Now().Add(viemSubscribeWait)
+	for seen := false; !seen; {
+		h := dev.send(t)
+		seen = testkit.Poll(pendingWarmWait, func() bool { return strings.Contains(stderr.String(), "pending "+h) || exited() })
+		if exited() || !seen && time.Now().After(warmUntil) {
+			t.Fatalf("no pending transaction reached ethers within %v (exited %v); stderr:\n%s", viemSubscribeWait, exited(), stderr.String())
+		}
 	}
 
 	var want []string

@@ -16,6 +16,10 @@ import (
 const (
 	pendingSends  = 10               // transactions each test checks
 	pendingSettle = 30 * time.Second // for every one to reach every subscriber
+	// pendingWarmWait is how long a warm-up transaction is waited for
+	// before the next is sent: a few of venn's polls of its pending
+	// filter (remotes.DefaultPendingPollInterval).
+	pendingWarmWait = 3 * time.Second
 )
 
 // devSender sends value transfers from geth --dev's account, counting the

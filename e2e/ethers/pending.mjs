@@ -3,7 +3,8 @@
 // which is an eth_subscribe("newPendingTransactions") on VENN_WS_URL.
 // Once the caller knows what it sent, it writes one JSON line on stdin
 // ({"hashes": ["0x..", ...]}); the script collects until it has seen each
-// of them, then prints one JSON object on stdout:
+// of them, then prints one JSON object on stdout (and each hash as it
+// arrives on stderr, "pending 0x.."):
 //   {"hashes": [every hash ethers handed over, in order], "errors": ["..."],
 //    "timedOut": false}
 // An error ethers raises (a refused eth_subscribe is an unhandled
@@ -76,5 +77,7 @@ provider.on('error', (err) => {
 await provider.on('pending', (hash) => {
   if (finished) return
   hashes.push(String(hash).toLowerCase())
+  // For the caller's warm-up: it sends until it sees one of its own here.
+  process.stderr.write(`pending ${String(hash).toLowerCase()}\n`)
   check()
 })
