@@ -89,7 +89,8 @@ func notifyEvery(t *testing.T, n Notifier, stop func() bool) (int, error) {
 // and stays, and gets every notification once, in order.
 func TestWSPingRidesWithNotifications(t *testing.T) {
 	ln := &recordingListener{}
-	s, notifiers := notifierServerOn(t, Limits{WSPingInterval: 100 * time.Millisecond}, func(l net.Listener) net.Listener {
+	// Long enough that a loaded machine's stalls do not make a pong late.
+	s, notifiers := notifierServerOn(t, Limits{WSPingInterval: 500 * time.Millisecond}, func(l net.Listener) net.Listener {
 		ln.Listener = l
 		return ln
 	})
