@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -58,6 +59,9 @@ func hedgeCountsOf(p *Pool) hedgeCounts {
 }
 
 func TestHedge(t *testing.T) {
+	// A slow remote answers after slowRemote; an answer before beforeSlow
+	// was not its, with room for a loaded machine's stalls.
+	const slowRemote, beforeSlow = 2 * time.Second, 1500 * time.Millisecond
 	const revert = `[{"to":"0x0000000000000000000000000000000000000001","data":"0xdeadbeef"},"latest"]`
 	group := func(delay time.Duration, methods ...string) HedgeConfig {
 		return HedgeConfig{Groups: []HedgeGroup{{Methods: methods, Delay: delay}}}
@@ -75,16 +79,16 @@ func TestHedge(t *testing.T) {
 		maxTook    time.Duration
 	}{
 		{name: "slow first remote: the hedge wins", hedge: group(30*time.Millisecond, "eth_getBalance"),
-			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1),
-			wantN1: 1, want: hedgeCounts{won: 1}, minTook: 30 * time.Millisecond, maxTook: 500 * time.Millisecond},
-		{name: "fast first remote: no hedge", hedge: group(300*time.Millisecond, "eth_getBalance"),
-			method: "eth_getBalance", params: balanceOf(1), maxTook: 250 * time.Millisecond},
+			lat0: slowRemote, method: "eth_getBalance", params: balanceOf(1),
+			wantN1: 1, want: hedgeCounts{won: 1}, minTook: 30 * time.Millisecond, maxTook: beforeSlow},
+		{name: "fast first remote: no hedge", hedge: group(slowRemote, "eth_getBalance"),
+			method: "eth_getBalance", params: balanceOf(1), maxTook: beforeSlow},
 		{name: "delay 0 asks both at once", hedge: group(0, "eth_getBalance"),
-			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1),
-			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: 500 * time.Millisecond},
+			lat0: slowRemote, method: "eth_getBalance", params: balanceOf(1),
+			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: beforeSlow},
 		{name: "prefix group", hedge: group(30*time.Millisecond, "eth_get*"),
-			lat0: time.Second, method: "eth_getBalance", params: balanceOf(1),
-			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: 500 * time.Millisecond},
+			lat0: slowRemote, method: "eth_getBalance", params: balanceOf(1),
+			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: beforeSlow},
 		{name: "method in no group", hedge: group(10*time.Millisecond, "eth_call"),
 			lat0: 300 * time.Millisecond, method: "eth_getBalance", params: balanceOf(1),
 			minTook: 300 * time.Millisecond, maxTook: 2 * time.Second},
@@ -92,8 +96,8 @@ func TestHedge(t *testing.T) {
 			lat0: 150 * time.Millisecond, lat1: 2 * time.Second, method: "eth_getBalance", params: balanceOf(1),
 			wantN1: 1, want: hedgeCounts{lost: 1}, minTook: 150 * time.Millisecond, maxTook: time.Second},
 		{name: "a revert from the hedge is the answer", hedge: group(20*time.Millisecond, "eth_call"),
-			lat0: time.Second, method: "eth_call", params: revert, wantErr: 3,
-			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: 500 * time.Millisecond},
+			lat0: slowRemote, method: "eth_call", params: revert, wantErr: 3,
+			wantN1: 1, want: hedgeCounts{won: 1}, maxTook: beforeSlow},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -339,6 +343,22 @@ func TestHedgeWithDedup(t *testing.T) {
 	p := hedgePool(t, PoolConfig{Hedge: HedgeConfig{Groups: []HedgeGroup{{Methods: []string{"eth_getBalance"}, Delay: 30 * time.Millisecond}}}},
 		nodes, nil)
 	nodes[0].SetLatency(time.Second)
+	// The hedge's answer waits until all ten share the flight, so that a
+	// caller a loaded machine starts late still finds it in the air.
+	joined := func() bool {
+		p.flights.mu.Lock()
+		defer p.flights.mu.Unlock()
+		for _, f := range p.flights.m {
+			return f.callers == 10
+		}
+		return false
+	}
+	nodes[1].SetHook(func(method string, _ json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method == "eth_getBalance" && !testkit.Poll(5*time.Second, joined) {
+			return nil, &jrpc.Error{Code: jrpc.CodeInternal, Message: "the ten callers never shared one flight"}, true
+		}
+		return nil, nil, false
+	})
 	var wg sync.WaitGroup
 	results := make([]json.RawMessage, 10)
 	for i := range results {
