@@ -33,6 +33,9 @@ const (
 	// subRounds is how many rounds of two emitter calls the geth --dev
 	// test sends, a block or so each.
 	subRounds = 6
+	// subMaxRounds bounds the rounds that wait for the block range
+	// filter's blocks.
+	subMaxRounds = 40
 	// subSettle bounds the wait for a block to reach every subscriber.
 	subSettle = 20 * time.Second
 	// subDialTimeout bounds a WebSocket dial and a subscribe.
@@ -102,8 +105,10 @@ func TestSubscribeEthclientMatchesGeth(t *testing.T) {
 
 	subHTTPRefused(t, v.URL(chainName), g.HTTPURL())
 
-	// The block range filter covers three blocks of the rounds below.
-	from := quantity(t, g.MustCall(t, "eth_blockNumber")) + 6
+	// The block range filter covers three blocks of the rounds below: far
+	// enough ahead that a slow setup does not pass them, and the rounds go
+	// on until they are mined.
+	from := quantity(t, g.MustCall(t, "eth_blockNumber")) + 10
 	filters := subLogFilters(emitters[0], emitters[1], from)
 	queries := subQueries(common.HexToAddress(emitters[0]), common.HexToAddress(emitters[1]))
 	vs := subOpen(t, "venn", v.WSURL(chainName), filters, queries)
@@ -114,7 +119,10 @@ func TestSubscribeEthclientMatchesGeth(t *testing.T) {
 	start := quantity(t, g.MustCall(t, "eth_blockNumber"))
 
 	var last uint64
-	for r := uint64(1); r <= subRounds; r++ {
+	for r := uint64(1); r <= subRounds || last < from+2; r++ {
+		if r > subMaxRounds {
+			t.Fatalf("%d rounds mined up to block %d, short of the block range filter's %d", subMaxRounds, last, from+2)
+		}
 		txs := []string{
 			gethtest.Send(t, g, map[string]any{"from": dev, "to": emitters[0], "data": gethtest.Topic(r)}),
 			gethtest.Send(t, g, map[string]any{"from": dev, "to": emitters[1], "data": gethtest.Topic(100 + r)}),

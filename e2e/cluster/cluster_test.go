@@ -408,8 +408,10 @@ func TestLeaderKilled(t *testing.T) {
 	next, nextEpoch, _ := c.waitLeader(t, leader)
 	took := time.Since(killedAt)
 	t.Logf("leader %s killed; %s leads (epoch %d→%d) after %v", leader, next, epoch, nextEpoch, took)
-	if took > leaseTTL+time.Second {
-		t.Errorf("new leader after %v, want within TTL+1s (%v)", took, leaseTTL+time.Second)
+	// The lease outlives its last renewal by up to a TTL, and followers
+	// try every quarter TTL; the rest is room for a loaded machine.
+	if bound := 2 * leaseTTL; took > bound {
+		t.Errorf("new leader after %v, want within two TTLs (%v)", took, bound)
 	}
 	if nextEpoch <= epoch {
 		t.Errorf("epoch went from %d to %d", epoch, nextEpoch)
