@@ -27,15 +27,19 @@ type conn struct {
 	filterBytes int64
 
 	mu      sync.Mutex
-	q       []item // waiting
+	q       []item // waiting: in inline while it fits
+	inline  [inlineQueue]item
 	bytes   int64
 	holds   int  // subscribe replies not yet written: nothing may go before them
 	writing bool // the dispatcher or a writer goroutine is draining q
 	closed  bool
 }
 
-// notifyCapacity is a queue's first capacity: a block's few notifications.
-const notifyCapacity = 64
+// inlineQueue is how many notifications a connection's queue holds in
+// the connection itself: a block's few. A longer queue moves to the heap,
+// where its backing array stays; the common one costs no array of its own
+// to allocate, keep, and fetch into the cache on each block.
+const inlineQueue = 4
 
 type item struct {
 	s       *sub
@@ -70,7 +74,7 @@ func (cn *conn) queue(s *sub, payload []byte) (ok, start bool) {
 		return false, false
 	}
 	if cn.q == nil {
-		cn.q = make([]item, 0, notifyCapacity)
+		cn.q = cn.inline[:0]
 	}
 	cn.q = append(cn.q, item{s, payload})
 	cn.bytes += int64(len(payload))
@@ -116,6 +120,7 @@ func (cn *conn) queued() (int, int64) {
 func (cn *conn) close() {
 	cn.mu.Lock()
 	cn.closed = true
+	clear(cn.q)
 	cn.q, cn.bytes = nil, 0
 	cn.mu.Unlock()
 }
