@@ -262,17 +262,23 @@ func TestCacheMatchesGeth(t *testing.T) {
 	v := startVenn(t, []*gethtest.Geth{g}, vennOptions{inChain: "    history: {confirmations: 1}"})
 	// geth --dev may seal an empty block of its own a while after the last
 	// transaction's, so its head is read again until venn's window holds it.
-	var head uint64
-	testkit.WaitFor(t, cacheSettle, "venn's head window at geth's head", func() bool {
+	var (
+		head uint64
+		why  string
+	)
+	if !testkit.Poll(cacheSettle, func() bool {
 		var latest struct {
 			Number hexutil.Uint64
 			Hash   common.Hash
 		}
 		mustUnmarshal(t, g.MustCall(t, "eth_getBlockByNumber", "latest", false), &latest)
 		head = uint64(latest.Number)
-		ok, _ := windowAt(t, v, chainName, head, latest.Hash)
+		var ok bool
+		ok, why = windowAt(t, v, chainName, head, latest.Hash)
 		return ok
-	})
+	}) {
+		t.Fatalf("not within %v: venn's head window at geth's head %d: %s", cacheSettle, head, why)
+	}
 	for _, c := range []struct{ method, params string }{
 		{"eth_getBalance", `["` + dev + `","` + hex(head-1) + `"]`},
 		{"eth_getTransactionCount", `["` + dev + `","` + hex(head-1) + `"]`},

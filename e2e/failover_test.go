@@ -37,7 +37,7 @@ func loadCalls() []loadCall {
 		{"eth_getBalance", []any{zeroAddress, "latest"}},
 		{"eth_getTransactionCount", []any{zeroAddress, "latest"}},
 		{"eth_getCode", []any{zeroAddress, "latest"}},
-		{"eth_chainId", nil},
+		{"eth_getStorageAt", []any{zeroAddress, "0x0", "latest"}},
 		{"web3_clientVersion", nil},
 		{"net_version", nil},
 	}

@@ -201,7 +201,8 @@ func TestHeadServeMatchesGeth(t *testing.T) {
 			}
 			return
 		}
-		t.Logf("geth's head moved past %d during comparison %d: reading the chain again", c.Head, attempt)
+		t.Logf("geth's head moved past %d during comparison %d (%d differences, the first: %s): reading the chain again",
+			c.Head, attempt, len(r), r[0])
 		c.Read(t, g)
 	}
 }
