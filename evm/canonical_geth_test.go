@@ -36,9 +36,13 @@ var gethShapes = []gethShape{
 	{"from", "eth_call", func(v string) string { return `[{"to":"` + canonAddr + `","from":` + v + `},"0x5"]` }, decodeAs[common.Address]},
 	{"block", "eth_getBalance", func(v string) string { return `["` + canonAddr + `",` + v + `]` }, decodeAs[rpc.BlockNumberOrHash]},
 	{"blockNumber", "eth_getBalance", func(v string) string { return `["` + canonAddr + `",{"blockNumber":` + v + `}]` },
-		func(v []byte) (any, error) { return decodeAs[rpc.BlockNumberOrHash]([]byte(`{"blockNumber":` + string(v) + `}`)) }},
+		func(v []byte) (any, error) {
+			return decodeAs[rpc.BlockNumberOrHash]([]byte(`{"blockNumber":` + string(v) + `}`))
+		}},
 	{"blockHash", "eth_getCode", func(v string) string { return `["` + canonAddr + `",{"blockHash":` + v + `}]` },
-		func(v []byte) (any, error) { return decodeAs[rpc.BlockNumberOrHash]([]byte(`{"blockHash":` + string(v) + `}`)) }},
+		func(v []byte) (any, error) {
+			return decodeAs[rpc.BlockNumberOrHash]([]byte(`{"blockHash":` + string(v) + `}`))
+		}},
 	{"override", "eth_call", func(v string) string {
 		return `[{"to":"` + canonAddr + `"},"0x5",{"` + canonAddr + `":{"balance":` + v + `}}]`
 	}, decodeAs[hexutil.Big]},
