@@ -108,7 +108,7 @@ func TestServeHitMissAndSpellings(t *testing.T) {
 	up := &upstream{res: `"0x0"`}
 	for _, params := range []string{
 		`["` + testAddr + `","0x10"]`,
-		`[ "0x00000000000000000000000000000000000000AA", "0x010" ]`,
+		`[ "0X00000000000000000000000000000000000000AA", "0X10" ]`,
 		`["` + testAddr + `",{"blockNumber":"0x10"}]`,
 	} {
 		res, err, _ := c.Serve(context.Background(), call("eth_getBalance", params), v, false, up.fetch)

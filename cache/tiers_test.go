@@ -156,7 +156,7 @@ func TestConcurrentMissesShareOneCall(t *testing.T) {
 			// Different spellings of one call.
 			params := `["` + testAddr + `","0x5"]`
 			if i%2 == 1 {
-				params = `["` + testAddr + `",{"blockNumber":"0x05"}]`
+				params = `["` + testAddr + `",{"blockNumber":"0X5"}]`
 			}
 			entered <- struct{}{}
 			res, err, _ := c.Serve(context.Background(), call("eth_getBalance", params), v, false,

@@ -112,6 +112,11 @@ func RateLimitKey(prefix, bucket string) string { return prefix + "{" + bucket +
 
 // Replicas is a HASH of the cluster's replicas: replica ID -> JSON of its
 // heartbeat (version, start and last-seen times), written every few
-// seconds by each replica's admin package; entries not seen for long are
-// deleted by whoever reads them.
+// seconds by each replica's admin package; entries whose presence key
+// (ReplicaPresence) has expired are deleted by whoever reads them.
 const Replicas = "venn:replicas"
+
+// ReplicaPresence is the key that says replica id is alive: a string set
+// with a TTL at each heartbeat, so that a replica killed without cleanup
+// disappears when it expires, measured by Redis's clock alone.
+func ReplicaPresence(id string) string { return "venn:replica:" + id }
