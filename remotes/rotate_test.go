@@ -3,6 +3,7 @@ package remotes
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,8 +13,12 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 )
 
-// rotationLoad keeps workers calling p until stop, counting the calls
-// that failed and the ones answered.
+// rotationPace is how often each worker of a rotation load calls: a
+// client polling, whose failed calls fail fast and do not spin.
+const rotationPace = 20 * time.Millisecond
+
+// rotationLoad keeps workers calling p until stop, each at most once per
+// rotationPace, counting the calls that failed and the ones answered.
 type rotationLoad struct {
 	failed, ok atomic.Int64
 	lastErr    atomic.Value
@@ -25,11 +30,13 @@ func startRotationLoad(p *Pool, workers int) *rotationLoad {
 	l := &rotationLoad{stop: make(chan struct{})}
 	for range workers {
 		l.wg.Go(func() {
+			tick := time.NewTicker(rotationPace)
+			defer tick.Stop()
 			for {
 				select {
 				case <-l.stop:
 					return
-				default:
+				case <-tick.C:
 				}
 				_, err := p.Call(context.Background(), "eth_getBalance",
 					json.RawMessage(`["0x0000000000000000000000000000000000000001","0x10"]`))
@@ -48,15 +55,30 @@ func startRotationLoad(p *Pool, workers int) *rotationLoad {
 func (l *rotationLoad) end() { close(l.stop); l.wg.Wait() }
 
 // rotate reloads p with its one remote at u and waits until the remote
-// in selection is the new one and has served a call of the load.
+// in selection is the new one and has served calls of the load.
 func rotate(t testing.TB, p *Pool, cfg PoolConfig, u string, l *rotationLoad) {
 	t.Helper()
-	old := p.members()[0]
-	if _, err := p.Reconfigure(cfg, []Config{{Name: "n0", URL: u, Timeout: 2 * time.Second}}); err != nil {
+	rotateAll(t, p, cfg, []string{u}, l)
+}
+
+// rotateAll reloads p with remote i at urls[i] and waits until every
+// remote in selection is at its new URL and the load has had answers.
+func rotateAll(t testing.TB, p *Pool, cfg PoolConfig, urls []string, l *rotationLoad) {
+	t.Helper()
+	rs := make([]Config, len(urls))
+	for i, u := range urls {
+		rs[i] = Config{Name: fmt.Sprintf("n%d", i), URL: u, Timeout: 2 * time.Second}
+	}
+	if _, err := p.Reconfigure(cfg, rs); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the replacement to take over", func() bool {
-		return p.members()[0] != old && p.members()[0].cfg.URL == u
+	testkit.WaitFor(t, 10*time.Second, "the replacements to take over", func() bool {
+		for i, r := range p.members() {
+			if r.cfg.URL != urls[i] {
+				return false
+			}
+		}
+		return true
 	})
 	served := l.ok.Load()
 	testkit.WaitFor(t, 10*time.Second, "calls answered after the rotation", func() bool { return l.ok.Load() >= served+4 })
@@ -165,4 +187,81 @@ func TestSameEndpoint(t *testing.T) {
 			t.Errorf("%s: sameEndpoint = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// BenchmarkKeyRotation rotates the keys of both remotes of a chain under
+// load (8 callers, each calling every 20 ms or when its last call
+// returned, 100 ms remotes): once per op. failed/rotation is the
+// calls that failed per rotation; the issue's figure is 0. Both remotes
+// keep their endpoint ("same-endpoint": the key in the path changes) or
+// move to another ("new-endpoint").
+func BenchmarkKeyRotation(b *testing.B) {
+	nodes := make([]*fakenode.Node, 4)
+	for i := range nodes {
+		nodes[i] = fakenode.Start(b, fakenode.Options{ChainID: testChainID, Head: 100})
+		nodes[i].SetLatency(100 * time.Millisecond)
+	}
+	keys := []string{"/v3/KEYaaaa0000111122223333", "/v3/KEYbbbb4444555566667777"}
+	for _, bb := range []struct {
+		name string
+		urls func(round int) []string
+	}{
+		{"same-endpoint", func(round int) []string {
+			k := keys[round%2]
+			return []string{nodes[0].URL() + k, nodes[1].URL() + k}
+		}},
+		{"new-endpoint", func(round int) []string {
+			k := keys[round%2]
+			return []string{nodes[2*(round%2)].URL() + k, nodes[2*(round%2)+1].URL() + k}
+		}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			cfg := PoolConfig{Chain: "test", ChainID: testChainID, BlockTime: time.Second, CallDeadline: 5 * time.Second}
+			first := bb.urls(0)
+			p := startPoolB(b, cfg, []Config{{Name: "n0", URL: first[0], Timeout: 2 * time.Second},
+				{Name: "n1", URL: first[1], Timeout: 2 * time.Second}})
+			cfg = *p.conf()
+			l := startRotationLoad(p, 8)
+			round := 0
+			b.ResetTimer()
+			for b.Loop() {
+				round++
+				rotateAll(b, p, cfg, bb.urls(round), l)
+			}
+			b.StopTimer()
+			l.end()
+			b.ReportMetric(float64(l.failed.Load())/float64(round), "failed/rotation")
+			b.ReportMetric(float64(l.ok.Load())/float64(round), "ok/rotation")
+		})
+	}
+}
+
+// startPoolB starts a pool for a benchmark and waits for every remote to
+// be in rotation.
+func startPoolB(b *testing.B, cfg PoolConfig, rs []Config) *Pool {
+	b.Helper()
+	cfg.Availability = noProbe()
+	p, err := NewPool(cfg, rs, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			b.Error(err)
+		}
+	})
+	testkit.WaitFor(b, 10*time.Second, "every remote in rotation", func() bool {
+		for _, s := range p.Status() {
+			if !s.InRotation {
+				return false
+			}
+		}
+		return true
+	})
+	return p
 }
