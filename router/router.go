@@ -260,8 +260,8 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	if ch := rt.cacheFor(&c); ch != nil {
 		res, err = rt.cachedForward(ctx, ch, req, &c)
 	} else {
-		rt.forwarded.answered(ctx)
 		res, err = rt.forward(ctx, req, &c)
+		rt.answeredBy(ctx, err, rt.forwarded)
 	}
 	if err == nil && c.Kind == evm.KindBlockNumber && rt.head != nil {
 		res = rt.blockNumber(res)
