@@ -104,7 +104,7 @@ func redisArg(a any) string {
 var scripts = map[string]*redis.Script{"Acquire": keyspace.Acquire, "Renew": keyspace.Renew,
 	"Release": keyspace.Release, "Publish": keyspace.Publish, "Snapshot": keyspace.Snapshot,
 	"Limit": keyspace.Limit, "Unlimit": keyspace.Unlimit, "CacheSet": keyspace.CacheSet,
-	"CacheSize": keyspace.CacheSize, "PublishHeads": keyspace.PublishHeads}
+	"CacheSize": keyspace.CacheSize, "CacheClaim": keyspace.CacheClaim, "CacheRelease": keyspace.CacheRelease, "PublishHeads": keyspace.PublishHeads}
 
 // packageScripts are the names of the exported package-level variables
 // that the keyspace package's own (non-test) source sets to
@@ -304,6 +304,12 @@ func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 	k := cache.Key{1, 2, 3}
 	if ok, err := c.Claim(ctx, k, time.Second); err != nil || !ok {
 		t.Fatalf("%s: cache claim = %v, %v", chain, ok, err)
+	}
+	if err := c.Release(ctx, k); err != nil {
+		t.Fatalf("%s: cache release: %v", chain, err)
+	}
+	if _, ok, claimed, err := c.Watch(ctx, k); err != nil || ok || claimed {
+		t.Fatalf("%s: cache watch after the release = %v, %v, %v", chain, ok, claimed, err)
 	}
 	if err := c.Set(ctx, k, cache.Entry{Value: []byte(`"0x1"`), Settled: true}, time.Minute); err != nil {
 		t.Fatalf("%s: cache set: %v", chain, err)

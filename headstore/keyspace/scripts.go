@@ -250,6 +250,34 @@ end
 return fresh and 1 or 0
 `)
 
+// CacheClaim claims a cache key's miss for the replica whose token is
+// ARGV[1], for ARGV[2] ms: 1 when the claim is the caller's (new, or its
+// own still held, which it renews: a replica never waits on itself), 0
+// when another replica's claim holds it.
+//
+// KEYS: the claim (Chain.CacheClaimPrefix + key).
+var CacheClaim = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`)
+
+// CacheRelease ends the claim of the replica whose token is ARGV[1]
+// (another's, taken after this one expired, is left alone): its fetch
+// stored nothing, and the replicas waiting on it, which see neither an
+// entry nor a claim, ask upstream themselves at once.
+//
+// KEYS: the claim (Chain.CacheClaimPrefix + key).
+var CacheRelease = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
 // CacheSize sums the cache's slot counters in KEYS (CacheSizePrefix +
 // every slot an entry may still expire in); it returns {entries, bytes}.
 var CacheSize = redis.NewScript(`
