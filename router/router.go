@@ -111,6 +111,12 @@ type canonicalOf interface {
 	CanonicalHash(n uint64) (hash string, ok bool)
 }
 
+// canonicalNumberOf is the head window's canonical blocks by hash, which
+// the response cache keys an EIP-1898 requireCanonical hash by.
+type canonicalNumberOf interface {
+	CanonicalNumber(hash string) (n uint64, ok bool)
+}
+
 // storedLinks is the history store's check that a block links by hash to
 // its stored neighbours (blockstore.Chain.Links).
 type storedLinks interface {
@@ -130,6 +136,9 @@ type Router struct {
 	// canonical is the head window's canonical hash of a number; nil
 	// without a window that says.
 	canonical func(n uint64) (string, bool)
+	// canonicalNumber is the head window's number of a canonical block's
+	// hash; nil without a window that says.
+	canonicalNumber func(hash string) (uint64, bool)
 	forge     *forger.Forger
 	wt        *writeThrough // nil without history
 	log       *slog.Logger
@@ -184,6 +193,9 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	rt.SetLogLimits(cfg.LogLimits)
 	if c, ok := head.(canonicalOf); ok {
 		rt.canonical = c.CanonicalHash
+	}
+	if c, ok := head.(canonicalNumberOf); ok {
+		rt.canonicalNumber = c.CanonicalNumber
 	}
 	rt.SetCache(cfg.Cache)
 	if rt.history != nil {
