@@ -161,9 +161,9 @@ type Router struct {
 	// canonicalNumber is the head window's number of a canonical block's
 	// hash; nil without a window that says.
 	canonicalNumber func(hash string) (uint64, bool)
-	forge     *forger.Forger
-	wt        *writeThrough // nil without history
-	log       *slog.Logger
+	forge           *forger.Forger
+	wt              *writeThrough // nil without history
+	log             *slog.Logger
 
 	// trailing is set while the window trails the remotes by more than
 	// MaxLag: logged once when it starts and once when it ends.
