@@ -170,6 +170,7 @@ type headFeed struct {
 	stalker  *stalker.Stalker
 	heads    *stalker.HeadShare // the remotes' heads shared; nil without Redis
 	subs     *subcenter.Center
+	filters  *subcenter.Filters
 
 	leading atomic.Bool // the stalker runs: this replica leads
 	// stopCampaign ends the campaign alone (a drain), campaignDone is
@@ -341,9 +342,10 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 		relay = pool
 	}
 	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
+	h.filters = cs.newFilters(cc, h.window, relay)
 	settled := cc.settledLine(h.window)
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
+		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
 	if err != nil {
@@ -357,6 +359,19 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	c := &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, owner: cs}
 	c.cache.Store(ccache)
 	return c, nil
+}
+
+// newFilters builds a chain's polled filters: on the cluster's Redis when
+// there is one, so that every replica serves them, in memory when not.
+func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcenter.Relay) *subcenter.Filters {
+	var (
+		store   subcenter.FilterStore = subcenter.NewMemoryFilters()
+		pending                       = subcenter.NewMemoryPending()
+	)
+	if cs.rdb != nil {
+		store, pending = subcenter.NewRedisFilters(cs.rdb, cc.Name), subcenter.NewRedisPending(cs.rdb, cc.Name)
+	}
+	return subcenter.NewFilters(cc.Name, w, store, pending, relay, cc.Filters, cs.log)
 }
 
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
@@ -413,6 +428,7 @@ func (c *chain) run(campaign bool) {
 	c.cancel = cancel
 	c.wg.Go(func() { c.head.follower.Run(bg) })
 	c.wg.Go(func() { c.head.subs.Run(bg) })
+	c.wg.Go(func() { <-bg.Done(); c.head.filters.Stop() })
 	if c.head.heads != nil {
 		c.wg.Go(func() { c.head.heads.Run(bg) })
 	}

@@ -34,6 +34,7 @@ type Window struct {
 	safe      uint64
 	finalized uint64
 	changed   chan struct{} // closed and replaced on every change
+	orphans   orphanKeep    // blocks reorged out, for Since
 
 	// served is the highest head this replica has answered: eth_blockNumber
 	// never goes below it, even when a reorg shortens the chain.
@@ -99,10 +100,12 @@ func (w *Window) Reset(s *Snapshot) error {
 	w.gen, w.seq, w.safe, w.finalized = s.Gen, s.Seq, s.Safe, s.Finalized
 	w.byHash = make(map[string]*evm.Parts, len(es))
 	w.byTx = map[string]txLoc{}
+	before := w.canon
 	w.canon = es
 	for _, e := range es {
 		w.add(e)
 	}
+	w.keepOrphans(before)
 	w.notify()
 	return nil
 }
@@ -140,6 +143,7 @@ func (w *Window) Apply(ev *Event) error {
 	for _, e := range added {
 		w.add(e)
 	}
+	w.keepOrphans(before)
 	w.seq = ev.Seq
 	if ev.Safe > 0 {
 		w.safe = ev.Safe

@@ -38,6 +38,11 @@ type Config struct {
 	// Subscriptions serves eth_subscribe and eth_unsubscribe; nil answers
 	// them as a node without notifications does.
 	Subscriptions Subscriptions
+	// Filters serves the filter methods (eth_newFilter,
+	// eth_getFilterChanges, ...) from state every replica shares; nil:
+	// they go to the remotes, each filter pinned to the remote that made
+	// it.
+	Filters Filters
 	// History is the chain's history store; nil: none. Calls the head
 	// window could not answer are read from it before the remotes, and
 	// settled blocks clients fetched from the remotes are written through
@@ -75,6 +80,23 @@ type Config struct {
 type Subscriptions interface {
 	Subscribe(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 	Unsubscribe(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+}
+
+// Filters is the chain's polled filters (subcenter.Filters). via is the
+// router itself: what the head window lacks for a poll (logs below it, an
+// orphan it never saw) is asked through the router's sources and limits.
+type Filters interface {
+	ServeFilter(ctx context.Context, via jrpc.Handler, req *jrpc.Request) (json.RawMessage, error)
+}
+
+// isFilterMethod reports the methods Config.Filters serves.
+func isFilterMethod(method string) bool {
+	switch method {
+	case "eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter",
+		"eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter":
+		return true
+	}
+	return false
 }
 
 // Head is the chain's head window as the router uses it.
@@ -239,6 +261,10 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	if err := rt.checkFilter(&c, req.Params); err != nil {
 		rt.local.answered(ctx)
 		return nil, err
+	}
+	if rt.cfg.Filters != nil && isFilterMethod(req.Method) {
+		rt.local.answered(ctx)
+		return rt.cfg.Filters.ServeFilter(ctx, rt, req)
 	}
 	if rt.fresh() {
 		_, sp := rt.lookup(ctx, spanHead)

@@ -78,6 +78,7 @@ wait_for() {
 
 step "toolchain"
 command -v go >/dev/null 2>&1 || die "go is not installed: get Go 1.26 from https://go.dev/dl/ (e.g. tar -C /usr/local -xzf go1.26.*.linux-amd64.tar.gz; export PATH=\$PATH:/usr/local/go/bin)"
+command -v curl >/dev/null 2>&1 || die "curl is missing (the README's quick start, which a test runs, uses it): apt-get install -y curl"
 go version
 
 step "redis on 127.0.0.1:6379"
