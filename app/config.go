@@ -20,6 +20,7 @@ import (
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
+	"github.com/venn-gateway/venn/subcenter"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -171,6 +172,9 @@ type ChainConfig struct {
 	Cache cache.Config `yaml:"cache"`
 	// GetLogsLimits cap clients' eth_getLogs on the chain (package router).
 	GetLogsLimits router.LogLimits `yaml:"getlogs_limits"`
+	// Filters are the chain's polled filters (eth_newFilter and the
+	// rest), which venn serves itself (package subcenter).
+	Filters subcenter.FilterConfig `yaml:"filters"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).
