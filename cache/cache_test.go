@@ -303,7 +303,7 @@ func TestServePinsNearHeadFetches(t *testing.T) {
 		{"eth_getBalance", `["` + testAddr + `","0x10"]`, settledHash(0x10)},
 		{"eth_getBalance", `["` + testAddr + `",{"blockHash":"` + hashB + `"}]`, ""},
 		{"debug_traceCall", `[{"to":"` + testAddr + `"},"0x11"]`, ""}, // a trace's block param is not EIP-1898's
-		{"eth_getBalance", `["` + testAddr + `","0x66"]`, ""}, // the window knows no hash: not cached
+		{"eth_getBalance", `["` + testAddr + `","0x66"]`, ""},         // the window knows no hash: not cached
 		{"eth_gasPrice", `[]`, ""},
 	}
 	for _, tt := range tests {
