@@ -142,7 +142,9 @@ func TestStatusPageCharts(t *testing.T) {
 	b.waitLoaded(base + "/status")
 
 	var cards []card
-	b.eval(cardJS, &cards)
+	testkit.WaitFor(t, 15*time.Second, "the signed-in overview's cards", func() bool {
+		return b.tryEval(cardJS, &cards) == nil && len(cards) > 0
+	})
 	if len(cards) != chartChains {
 		t.Fatalf("%d cards, want %d", len(cards), chartChains)
 	}
