@@ -54,6 +54,7 @@ type Admin struct {
 	pages   sessions                // page.go: the status page's signed-in browsers
 	signins signinThrottle          // page_guard.go: failed sign-ins
 	traffic trafficHistory          // traffic_window.go: the recent error shares
+	charts  chartRing               // charts.go: the status page's charts
 	tokens  atomic.Pointer[[]token] // Config.Tokens, then SetTokens's
 
 	chainsMu sync.RWMutex
@@ -94,6 +95,7 @@ func (a *Admin) Start(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.wg.Go(func() { a.sync.run(ctx) })
+	a.wg.Go(func() { a.runCharts(ctx) })
 	if a.opts.Redis != nil {
 		a.wg.Go(func() { a.heartbeats(ctx) })
 	}
@@ -154,12 +156,13 @@ func (a *Admin) Draining() bool {
 }
 
 func (a *Admin) heartbeats(ctx context.Context) {
-	t := time.NewTicker(a.opts.Config.Heartbeat)
+	every := a.opts.Config.Heartbeat
+	t := time.NewTicker(every)
 	defer t.Stop()
 	failing := false
 	for {
-		err := writeHeartbeat(ctx, a.opts.Redis, a.opts.Replica, heartbeat{Version: a.opts.Version,
-			Started: a.started, Seen: a.now(), Leads: a.leads()})
+		err := writeHeartbeat(ctx, a.opts.Redis, a.opts.Replica, presenceBeats*every,
+			heartbeat{Version: a.opts.Version, Started: a.started, Seen: a.now()})
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			a.log.Warn("admin: heartbeat failing", "err", err)
@@ -169,13 +172,20 @@ func (a *Admin) heartbeats(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			// A clean stop leaves the list at once; a killed process
+			// leaves it when its presence key expires.
+			rctx, cancel := context.WithTimeout(context.Background(), every)
+			defer cancel()
+			if err := removeHeartbeat(rctx, a.opts.Redis, a.opts.Replica); err != nil {
+				a.log.Debug("admin: remove heartbeat", "err", err)
+			}
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// leads lists the chains this replica leads now.
+// leads lists the chains this replica leads now, as it sees itself.
 func (a *Admin) leads() []string {
 	var out []string
 	for _, c := range a.chainList() {
@@ -186,19 +196,41 @@ func (a *Admin) leads() []string {
 	return out
 }
 
-// replicas lists the cluster's replicas, this one first.
+// leaders maps each replica to the chains whose lease it holds in Redis:
+// the one account of leadership, so that two replicas never both show as
+// leading a chain. Chains whose lease cannot be read are left out.
+func (a *Admin) leaders(ctx context.Context) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range a.chainList() {
+		if c.Leader == nil {
+			continue
+		}
+		if l, ok, err := c.Leader(ctx); err == nil && ok {
+			out[l.Replica] = append(out[l.Replica], c.Name)
+		}
+	}
+	return out
+}
+
+// replicas lists the cluster's replicas, this one first: those whose
+// heartbeat lives, each leading the chains whose lease it holds.
 func (a *Admin) replicas(ctx context.Context) ([]ReplicaView, error) {
-	self := ReplicaView{Replica: a.opts.Replica, Version: a.opts.Version, Started: a.started, LastSeen: a.now(),
-		Leads: a.leads(), Self: true}
+	self := ReplicaView{Replica: a.opts.Replica, Version: a.opts.Version, Started: a.started, LastSeen: a.now(), Self: true}
 	if a.opts.Redis == nil {
+		self.Leads = a.leads()
 		return []ReplicaView{self}, nil
 	}
-	rs, err := readReplicas(ctx, a.opts.Redis, a.now())
+	leads := a.leaders(ctx)
+	self.Leads = leads[a.opts.Replica]
+	rs, err := readReplicas(ctx, a.opts.Redis)
 	if err != nil {
 		return []ReplicaView{self}, err
 	}
 	rs = slices.DeleteFunc(rs, func(r ReplicaView) bool { return r.Replica == a.opts.Replica })
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Replica < rs[j].Replica })
+	for i := range rs {
+		rs[i].Leads = leads[rs[i].Replica]
+	}
 	return append([]ReplicaView{self}, rs...), nil
 }
 
@@ -208,9 +240,13 @@ func (a *Admin) overview(ctx context.Context) Overview {
 		Started: a.started, Draining: a.Draining()}
 	tr := traffic(a.opts.Gatherer)
 	a.traffic.recent(a.now(), tr)
-	for _, c := range a.chainList() {
+	cs := a.chainList()
+	live := sampleCharts(a.opts.Gatherer, cs, a.now())
+	for _, c := range cs {
 		v := a.chainView(ctx, c, true)
 		v.Traffic = tr[c.Name]
+		rv := chartView(a.charts.samples(c.Name, live[c.Name]))
+		v.Recent = &rv
 		o.Chains = append(o.Chains, v)
 	}
 	rs, err := a.replicas(ctx)
