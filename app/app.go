@@ -132,12 +132,17 @@ func newLogger(p loggerParams) (*slog.Logger, error) {
 }
 
 // newRegistry is the one registry every component registers on; it is
-// passed in, never global.
-func newRegistry() *prometheus.Registry {
+// passed in, never global. venn_replica_info names this process as the
+// logs, the leases and the admin API do.
+func newRegistry(cfg *Config, b buildInfoIn) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "replica_info",
+		Help: "Always 1: this process's replica id (redis.replica_id, or host-pid) and version."}, []string{"replica", "version"})
+	info.WithLabelValues(cfg.replicaID(), b.Build.versionOrUnknown()).Set(1)
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		info,
 	)
 	return reg
 }
@@ -315,7 +320,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	var share remotes.AvailShare    // without Redis each process probes alone
 	if cs.rdb != nil {
 		budgets = remotes.NewRedisBudgets(cs.rdb)
-		share = availredis.New(cs.rdb, cfg.Redis.ReplicaID)
+		share = availredis.New(cs.rdb, cfg.replicaID())
 	}
 	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
 	if err != nil {
@@ -377,7 +382,7 @@ func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcente
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
 // there is one, in memory (this process leads) when not.
 func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, pool *remotes.Pool, m chainMetrics) *headFeed {
-	ec := stalker.ElectionConfig{Chain: cc.Name, ReplicaID: cfg.Redis.ReplicaID,
+	ec := stalker.ElectionConfig{Chain: cc.Name, ReplicaID: cfg.replicaID(),
 		TTL: cfg.Redis.LeaseTTL, Logger: cs.log, Metrics: m.election}
 	var (
 		store   headstore.Store

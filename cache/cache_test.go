@@ -49,6 +49,17 @@ func (v *view) CanonicalHash(n uint64) (string, bool) {
 	return h, ok
 }
 
+func (v *view) CanonicalNumber(hash string) (uint64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for n, h := range v.canon {
+		if h == hash {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
 func (v *view) Changed() <-chan struct{} {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -437,5 +448,51 @@ func TestServeUnpinnedReceiptsWhenTheRemotesAnswerNull(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(c.m.requests.WithLabelValues("dev", "eth_getBlockReceipts", "any", "unpinned")); got != 1 {
 		t.Errorf("unpinned %v, want 1", got)
+	}
+}
+
+// TestRequireCanonicalAfterReorg: an EIP-1898 hash with requireCanonical
+// is answered from the cache only while its block is canonical: after a
+// reorg orphans it, the call goes upstream (geth refuses it there: "not
+// currently canonical"), and the entry is evicted; a hash the window does
+// not hold is not cached, for the cache cannot tell whether it is
+// canonical.
+func TestRequireCanonicalAfterReorg(t *testing.T) {
+	cfg := testConfig()
+	lower := newFakeTier("redis")
+	c, _ := newTestCache(t, cfg, cfg.RedisLayer(lower))
+	v := newView(100, map[uint64]string{0x65: hashA})
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() { defer close(ran); c.Run(ctx, v, v.Settled) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	get := func(hash string) *evm.Call {
+		return call("eth_getBalance", `["`+testAddr+`",{"blockHash":"`+hash+`","requireCanonical":true}]`)
+	}
+	up := &upstream{res: `"0x7"`}
+	for i, want := range []Outcome{Miss, Hit} {
+		if res, _, o := c.Serve(t.Context(), get(hashA), v, false, up.fetch); o != want || string(res) != `"0x7"` {
+			t.Fatalf("call %d while canonical: %s %v, want %v", i, res, o, want)
+		}
+	}
+	k := mustKey(t, get(hashA), v)
+	v.reorg(0x65, hashB)
+	if _, _, o := c.Serve(t.Context(), get(hashA), v, false, up.fetch); o == Hit {
+		t.Fatal("served from the cache after its block was orphaned")
+	}
+	if up.calls.Load() != 2 {
+		t.Fatalf("upstream calls %d, want 2: the orphan's call goes upstream", up.calls.Load())
+	}
+	if !testkit.Poll(10*time.Second, func() bool {
+		_, inMem, _ := c.memory.Get(t.Context(), k)
+		return !inMem
+	}) {
+		t.Fatal("the orphan's entry was not evicted")
+	}
+	if _, _, o := c.Serve(t.Context(), get(hashB), v, false, up.fetch); o != Miss {
+		t.Fatalf("the new canonical block's call: %v, want a miss", o)
+	}
+	if _, _, o := c.Serve(t.Context(), get("0xcc00000000000000000000000000000000000000000000000000000000000001"), v, false, up.fetch); o != None {
+		t.Fatalf("a hash the window does not hold: %v, want none", o)
 	}
 }

@@ -28,6 +28,14 @@ func (fuzzView) CanonicalHash(n uint64) (string, bool) {
 	return fmt.Sprintf("0x%064x", n), true
 }
 
+func (fuzzView) CanonicalNumber(hash string) (uint64, bool) {
+	var n uint64
+	if _, err := fmt.Sscanf(hash, "0x%x", &n); err != nil || n <= fuzzSettled || n > fuzzHead || hash != fmt.Sprintf("0x%064x", n) {
+		return 0, false
+	}
+	return n, true
+}
+
 // fuzzCall is what one call means; spell writes it in one of many ways.
 type fuzzCall struct {
 	method string

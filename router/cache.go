@@ -25,6 +25,13 @@ func (v cacheView) CanonicalHash(n uint64) (string, bool) {
 	return v.rt.canonical(n)
 }
 
+func (v cacheView) CanonicalNumber(hash string) (uint64, bool) {
+	if v.rt.canonicalNumber == nil || !v.rt.fresh() {
+		return 0, false
+	}
+	return v.rt.canonicalNumber(hash)
+}
+
 // SetCache replaces the chain's response cache (nil: none), for a reload;
 // calls in flight finish on the one they started with. The router holds
 // the concrete *cache.Cache, not an interface of its own: through an
