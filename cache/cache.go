@@ -206,7 +206,7 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	}
 	if !lead && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
-		res, err, _ := c.fetchAt(ctx, call.Method, fetch, p)
+		res, err, _ := c.fetchAt(ctx, call.Method, fetch, p, at)
 		c.served.note(o)
 		return res, err, o
 	}
@@ -365,7 +365,7 @@ func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 			}
 		}()
 	}
-	res, err, unpinned := c.fetchAt(ctx, m.method, fetch, m.pin)
+	res, err, unpinned := c.fetchAt(ctx, m.method, fetch, m.pin, m.at)
 	if unpinned {
 		return answer{res: res, err: err}
 	}
@@ -383,13 +383,26 @@ func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 }
 
 // fetchAt asks upstream for the answer at p's block, pinned to its hash
-// when p is a recent key's. When the remotes lack that block (they trail
-// the head window, or follow another branch there), the call goes once
-// more as the client sent it, by number, and is answered as it would be
-// without the cache: unpinned, that answer is served and never stored,
-// for nothing says which branch's block it was computed on.
-func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin) (res json.RawMessage, err error, unpinned bool) {
+// when p is a number's: a recent key's block, or the settled block at
+// that number as the cluster knows it (View.SettledHash), so that a
+// remote on another chain or fork, which lacks the block, cannot answer
+// it. When the remotes lack that block (they trail the head window, or
+// follow another branch there), or the settled block's hash is not known,
+// the call goes once more as the client sent it, by number, and is
+// answered as it would be without the cache: unpinned, that answer is
+// served and never stored, for nothing says which chain's block it was
+// computed on. Traces go by number: their block param is not EIP-1898's.
+func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin, at View) (res json.RawMessage, err error, unpinned bool) {
 	hash := p.pinned()
+	if p.settled && !p.byHash && !isTrace(method) {
+		h, ok := at.SettledHash(ctx, p.number)
+		if !ok {
+			c.count(method, "any", "unpinned")
+			res, err = fetch(ctx, "")
+			return res, err, true
+		}
+		hash = h
+	}
 	res, err = fetch(ctx, hash)
 	if hash == "" || ctx.Err() != nil || !c.lacks(method, res, err) {
 		return res, err, false

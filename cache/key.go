@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"crypto/sha256"
 	"strconv"
 	"sync"
@@ -19,6 +20,10 @@ type View interface {
 	// CanonicalNumber is the number of the canonical block with hash
 	// (lowercase) in the head window.
 	CanonicalNumber(hash string) (n uint64, ok bool)
+	// SettledHash is the hash (lowercase) of settled block n as the
+	// cluster knows it (the head window, the history store, or one
+	// header lookup); ok is false when it cannot say.
+	SettledHash(ctx context.Context, n uint64) (hash string, ok bool)
 }
 
 // pin is the block a key is fixed to.

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -26,6 +27,10 @@ func (fuzzView) CanonicalHash(n uint64) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprintf("0x%064x", n), true
+}
+
+func (fuzzView) SettledHash(_ context.Context, n uint64) (string, bool) {
+	return fmt.Sprintf("0x5e%062x", n), n <= fuzzSettled
 }
 
 func (fuzzView) CanonicalNumber(hash string) (uint64, bool) {

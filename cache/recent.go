@@ -133,6 +133,8 @@ type windowView struct {
 	settled func() (uint64, bool)
 }
 
+var _ canonView = windowView{}
+
 func (v windowView) Settled() (uint64, bool) {
 	if v.settled == nil {
 		return 0, false

@@ -25,6 +25,10 @@ func (v cacheView) CanonicalHash(n uint64) (string, bool) {
 	return v.rt.canonical(n)
 }
 
+func (v cacheView) SettledHash(ctx context.Context, n uint64) (string, bool) {
+	return v.rt.settledHash(ctx, n)
+}
+
 func (v cacheView) CanonicalNumber(hash string) (uint64, bool) {
 	if v.rt.canonicalNumber == nil || !v.rt.fresh() {
 		return 0, false

@@ -161,6 +161,7 @@ type Router struct {
 	// canonicalNumber is the head window's number of a canonical block's
 	// hash; nil without a window that says.
 	canonicalNumber func(hash string) (uint64, bool)
+	hashes          settledHashes // settled blocks' hashes from header lookups
 	forge           *forger.Forger
 	wt              *writeThrough // nil without history
 	log             *slog.Logger
