@@ -131,6 +131,21 @@ for pkg in viem ethers; do
   echo "$pkg $(node -p "require('$dir/node_modules/$pkg/package.json').version")"
 done
 
+step "haproxy for the filter tests' load balancer (e2e/filters_test.go)"
+# The test puts a real load balancer in front of two replicas; without
+# haproxy it fails, saying how to install it.
+if ! command -v haproxy >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends haproxy >/dev/null ||
+      { apt-get update >/dev/null && apt-get install -y --no-install-recommends haproxy >/dev/null; } ||
+      die "could not install Debian's haproxy: apt-get install -y haproxy"
+  else
+    die "haproxy is missing (the filter tests need it): apt-get install -y haproxy, as root"
+  fi
+fi
+haproxy -v | head -1
+
 step "promtool for the alert rules' tests (Debian's prometheus package)"
 # deploy's tests run promtool check rules and promtool test rules; without
 # promtool they skip, saying so.
