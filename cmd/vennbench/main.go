@@ -33,6 +33,7 @@
 //	go run ./cmd/vennbench [-duration 10s] [-rounds 3] [-conc 1,32,128] [-venn PATH]
 //	go run ./cmd/vennbench head [-duration 10s] [-rounds 3] [-conc 1,32,128] [-calls ...] [-venn PATH]
 //	go run ./cmd/vennbench propagation [-blocks 200] [-followers 2] [-venn PATH]
+//	go run ./cmd/vennbench shape [-shapes l2,base,bsc,mainnet] [-remotes http,ws] [-duration 60s] [-baseline PATH] [-venn PATH]
 //	go run ./cmd/vennbench subs [-clients 10000] [-blocks 60] [-venn PATH]
 //	go run ./cmd/vennbench cache [-duration 10s] [-rounds 3] [-conc 1,128] [-indexers 4] [-cache YAML] [-venn PATH]
 //	go run ./cmd/vennbench history [-blocks 1000000] [-contracts 1000] [-range 10000] [-runs 100] [-remote-runs 3] [-cap 1000] [-latency 0s,50ms] [-pg URL]
@@ -81,6 +82,7 @@ Usage:
   vennbench [flags]                       run the benchmark (flags below)
   vennbench head [flags]                  head-served calls of a venn follower vs the proxy (head -h)
   vennbench propagation [flags]           time from a new block to every replica serving it (propagation -h)
+  vennbench shape [flags]                 real-sized heads on a chain's schedule to subscribers on 2 replicas (shape -h)
   vennbench subs [flags]                  many subscribers on one replica: latency, memory, CPU (subs -h)
   vennbench history [flags]               eth_getLogs over 1,000,000 blocks from Postgres vs the remotes (history -h)
   vennbench cache [flags]                 indexers' state reads through a 2-replica cluster's cache vs the proxy (cache -h)
@@ -115,6 +117,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runBench(ctx, args[1:], stdout, stderr, parseSubsFlags, subsBench)
 		case "propagation":
 			return runBench(ctx, args[1:], stdout, stderr, parsePropagationFlags, propagationBench)
+		case "shape":
+			return runBench(ctx, args[1:], stdout, stderr, parseShapeFlags, shapeBench)
 		}
 	}
 	return runBench(ctx, args, stdout, stderr, parseBenchFlags, bench)
