@@ -354,7 +354,7 @@ type releasedReply struct {
 func serveReleased(w http.ResponseWriter, sc *fakenode.ShapeChain) {
 	head := sc.Head()
 	rel := releasedReply{Head: head, Released: map[string]int64{}}
-	for n := head; n > 0 && head-n < 1024; n-- {
+	for n := head; n > 0 && head-n < fakenode.ShapeReleases; n-- {
 		at := sc.Released(n)
 		if at.IsZero() {
 			break

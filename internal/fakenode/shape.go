@@ -67,6 +67,8 @@ const (
 	shapeHistory = 80
 	// shapeKeep is how many blocks below the head are still served.
 	shapeKeep = 160
+	// ShapeReleases is how many blocks' release times are kept.
+	ShapeReleases = 8192
 	// shapeSenders sign the transactions, round robin.
 	shapeSenders   = 16
 	shapeCalldata  = 260
@@ -228,7 +230,7 @@ func (c *ShapeChain) release(b *shapeBlock) {
 	now := time.Now()
 	c.mu.Lock()
 	c.released[b.num] = now.UnixNano()
-	delete(c.released, b.num-min(b.num, shapeKeep))
+	delete(c.released, b.num-min(b.num, ShapeReleases))
 	c.mu.Unlock()
 	c.head.Store(b)
 	c.node.PushHead(b.header)
