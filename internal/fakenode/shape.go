@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,15 +64,16 @@ func ShapeByName(name string) (Shape, bool) {
 
 // Shape chain settings.
 const (
-	// shapeHistory is how many blocks the chain has when it starts.
-	shapeHistory = 80
+	// shapeHistory is how many blocks the chain has when it starts: a
+	// few more than a bench's head window.
+	shapeHistory = 72
 	// shapeKeep is how many blocks below the head are still served.
 	shapeKeep = 160
 	// ShapeReleases is how many blocks' release times are kept.
 	ShapeReleases = 8192
 	// shapeSenders sign the transactions, round robin.
 	shapeSenders   = 16
-	shapeCalldata  = 260
+	shapeCalldata  = 180
 	shapeLogsPerTx = 2
 	shapeGasPerTx  = 90_000
 	shapeGasLimit  = 60_000_000
@@ -384,9 +386,7 @@ func (c *ShapeChain) encode(blk *types.Block, senders []common.Address, receipts
 		m["from"] = quoted(strings.ToLower(senders[i].Hex()))
 		m["gasPrice"] = quoted(hexutil.EncodeBig(price))
 		m["transactionIndex"] = quoted(hexutil.EncodeUint64(uint64(i)))
-		if full[i], err = json.Marshal(m); err != nil {
-			return nil, err
-		}
+		full[i] = objectJSON(m)
 
 		r := receipts[i]
 		r.TxHash, r.GasUsed, r.EffectiveGasPrice = hashes[i], shapeGasPerTx, price
@@ -410,34 +410,61 @@ func (c *ShapeChain) encode(blk *types.Block, senders []common.Address, receipts
 		}
 		m["from"] = quoted(strings.ToLower(senders[i].Hex()))
 		m["to"] = quoted(strings.ToLower(tx.To().Hex()))
-		if receiptJSON[i], err = json.Marshal(m); err != nil {
-			return nil, err
+		receiptJSON[i] = objectJSON(m)
+	}
+	hashList := make([]json.RawMessage, len(hashes))
+	for i, h := range hashes {
+		hashList[i] = quoted(h.Hex())
+	}
+	fields["transactions"] = joinJSON(full)
+	fullJSON := objectJSON(fields)
+	fields["transactions"] = joinJSON(hashList)
+	return &shapeBlock{num: num, hash: hash, full: fullJSON, hashes: objectJSON(fields), header: header,
+		receipts: joinJSON(receiptJSON)}, nil
+}
+
+// joinJSON writes a JSON array of compact values, without encoding/json
+// compacting them all again.
+func joinJSON(vs []json.RawMessage) json.RawMessage {
+	size := 2
+	for _, v := range vs {
+		size += len(v) + 1
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, '[')
+	for i, v := range vs {
+		if i > 0 {
+			buf = append(buf, ',')
 		}
+		buf = append(buf, v...)
 	}
-	fields["transactions"] = mustJSON(full)
-	fullJSON, err := json.Marshal(fields)
-	if err != nil {
-		return nil, err
+	return append(buf, ']')
+}
+
+// objectJSON writes an object of compact values, keys sorted as a Go map
+// marshals.
+func objectJSON(m map[string]json.RawMessage) json.RawMessage {
+	keys := make([]string, 0, len(m))
+	size := 2
+	for k, v := range m {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 4
 	}
-	fields["transactions"] = mustJSON(hashes)
-	hashesJSON, err := json.Marshal(fields)
-	if err != nil {
-		return nil, err
+	slices.Sort(keys)
+	buf := make([]byte, 0, size)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendQuote(buf, k)
+		buf = append(buf, ':')
+		buf = append(buf, m[k]...)
 	}
-	return &shapeBlock{num: num, hash: hash, full: fullJSON, hashes: hashesJSON, header: header,
-		receipts: mustJSON(receiptJSON)}, nil
+	return append(buf, '}')
 }
 
 func quoted(s string) json.RawMessage { return json.RawMessage(strconv.Quote(s)) }
-
-// mustJSON marshals what cannot fail to marshal (hashes, raw messages).
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
 
 // hook answers the block methods from the shape chain.
 func (c *ShapeChain) hook(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
