@@ -160,6 +160,11 @@ func shapeBench(ctx context.Context, cfg shapeConfig, stdout, stderr io.Writer) 
 				fmt.Fprintf(stderr, "shape %s, %s remote, %s venn ...\n", shape.Name, remote, b.name)
 				r, err := shapeRun(ctx, cfg, shape, remote, b.name, b.bin, stderr)
 				if err != nil {
+					if len(results) > 0 {
+						// What was measured is kept: a case that failed late
+						// must not cost the others.
+						writeShape(stdout, env+"; the run stopped early", cfg, results)
+					}
 					return fmt.Errorf("shape %s, %s remote, %s venn: %w", shape.Name, remote, b.name, err)
 				}
 				results = append(results, r)
