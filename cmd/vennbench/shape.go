@@ -33,6 +33,9 @@ const (
 	defaultShapeDuration = 60 * time.Second
 	minShapeBlocks       = 10
 	defaultShapeSkip     = 5
+	// shapeWarmup caps the warm-up of slow chains: -skip blocks, or this
+	// much chain time when that is shorter (at least a block).
+	shapeWarmup = 15 * time.Second
 	// shapeWindow is the bench cluster's head window: real-sized blocks
 	// take ~0.7 MB each in every replica and in Redis.
 	shapeWindow = 64
@@ -206,10 +209,12 @@ func shapeRun(ctx context.Context, cfg shapeConfig, shape fakenode.Shape, remote
 	if err != nil {
 		return res, err
 	}
-	start := first + uint64(cfg.Skip)
+	// A slow chain's warm-up is shorter: a block or two is enough there.
+	skip := min(cfg.Skip, max(1, int(shapeWarmup/shape.BlockTime)))
+	start := first + uint64(skip)
 	n := shapeBlocks(cfg, shape)
 	end := start + uint64(n) - 1
-	if err := waitHead(ctx, subs[0], start-1, time.Duration(cfg.Skip+1)*shape.BlockTime+shapeLate); err != nil {
+	if err := waitHead(ctx, subs[0], start-1, time.Duration(skip+1)*shape.BlockTime+shapeLate); err != nil {
 		return res, err
 	}
 	st0, err := upstreamStatsOf(ctx, bc)
@@ -509,8 +514,8 @@ func waitHead(ctx context.Context, s *headSub, n uint64, timeout time.Duration) 
 // writeShape prints the table of every case.
 func writeShape(w io.Writer, env string, cfg shapeConfig, rs []shapeResult) {
 	fmt.Fprintf(w, "Machine: %s\n\n", env)
-	fmt.Fprintf(w, "Each case: a leader and a follower on one Redis, an ethclient SubscribeNewHead subscriber on each; %v of blocks measured after %d unmeasured. Latency is from the upstream's release of a block to its header at the subscriber; \"every\" is the later of the two subscribers.\n\n",
-		cfg.Duration, cfg.Skip)
+	fmt.Fprintf(w, "Each case: a leader and a follower on one Redis, an ethclient SubscribeNewHead subscriber on each; %v of blocks measured (at least %d) after %d unmeasured (at most %v of them). Latency is from the upstream's release of a block to its header at the subscriber; \"every\" is the later of the two subscribers.\n\n",
+		cfg.Duration, minShapeBlocks, cfg.Skip, shapeWarmup)
 	fmt.Fprintln(w, "| shape | remote | venn | blocks | every p50 ms | every p99 ms | every max ms | leader sub p50 ms | follower sub p50 ms | upstream calls / block | head polls / block | leader CPU ms / block | follower CPU ms / block |")
 	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rs {
