@@ -91,7 +91,7 @@ func parseShapeFlags(args []string, stderr io.Writer) (shapeConfig, int) {
 	fs.IntVar(&cfg.Skip, "skip", defaultShapeSkip, "blocks released after the cluster is up and not measured")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: go build ./cmd/venn into a temp dir)")
 	fs.StringVar(&cfg.Baseline, "baseline", "", "another venn binary run before -venn in every case (today's code)")
-	fs.StringVar(&cfg.Profile, "profile", "", "write the leader's and the follower's CPU profiles over each measured run to PREFIX.SHAPE.REMOTE.BUILD.{leader,follower}.cpu")
+	fs.StringVar(&cfg.Profile, "profile", "", "write the leader's and the follower's CPU profiles over each measured run (at most its first 20 s) to PREFIX.SHAPE.REMOTE.BUILD.{leader,follower}.cpu")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return cfg, code
 	}
@@ -313,7 +313,8 @@ func replicasCPU(rs []*replica) ([]time.Duration, error) {
 // profileReplicas profiles each replica's CPU for d, in the background;
 // the function returned waits for the files.
 func profileReplicas(ctx context.Context, rs []*replica, prefix string, d time.Duration) func() error {
-	secs := max(1, int(d.Round(time.Second)/time.Second))
+	// The metrics listener answers within 30 s: a longer profile is cut.
+	secs := max(1, int(min(d, maxSubsProfile).Round(time.Second)/time.Second))
 	errs := make(chan error, len(rs))
 	for i, r := range rs {
 		role := "leader"
