@@ -37,6 +37,9 @@ const (
 	// paceLatePolls: a block not seen this many dense polls after it was
 	// due is late; from then on it is polled every quarter block time.
 	paceLatePolls = 3
+	// paceExactFrom: a block time this long or longer is taken from the
+	// timestamps as is; a shorter one is measured from the arrivals.
+	paceExactFrom = 2 * time.Second
 )
 
 // pollPlan is the leader's plan for its polls. Its zero value is unused
@@ -48,6 +51,10 @@ type pollPlan struct {
 	arrival time.Time // when tip came, as estimated; zero: unknown
 	missAt  time.Time // the send time of the last poll that saw no block above tip
 	errs    []time.Duration
+	// gaps are the recent intervals between consecutive blocks' arrivals:
+	// their median paces the plan once there are a few, since timestamps
+	// in whole seconds tell a sub-second block time only roughly.
+	gaps []time.Duration
 }
 
 // SetLeading switches the pool's pollers to the due-time plan (true:
@@ -58,7 +65,7 @@ func (p *Pool) SetLeading(on bool) {
 	changed := pc.leading != on
 	pc.leading = on
 	if on && changed {
-		pc.tip, pc.arrival, pc.missAt, pc.errs = 0, time.Time{}, time.Time{}, nil
+		pc.tip, pc.arrival, pc.missAt, pc.errs, pc.gaps = 0, time.Time{}, time.Time{}, nil, nil
 	}
 	pc.mu.Unlock()
 	if changed {
@@ -85,6 +92,7 @@ func (pc *pollPlan) saw(sent time.Time, head uint64, poll bool, bt time.Duration
 	if !pc.leading {
 		return
 	}
+	bt = pc.period(bt)
 	if head <= pc.tip {
 		if poll && sent.After(pc.missAt) {
 			pc.missAt = sent
@@ -108,13 +116,36 @@ func (pc *pollPlan) saw(sent time.Time, head uint64, poll bool, bt time.Duration
 			e = -e
 		}
 		if e < bt { // a missed slot is not jitter
-			pc.errs = append(pc.errs, e)
-			if len(pc.errs) > paceSamples {
-				pc.errs = pc.errs[1:]
-			}
+			pc.errs = appendSample(pc.errs, e)
 		}
+		pc.gaps = appendSample(pc.gaps, est.Sub(pc.arrival))
 	}
 	pc.tip, pc.arrival, pc.missAt = head, est, time.Time{}
+}
+
+func appendSample(s []time.Duration, d time.Duration) []time.Duration {
+	s = append(s, d)
+	if len(s) > paceSamples {
+		s = s[1:]
+	}
+	return s
+}
+
+// period is the interval the plan expects between blocks: bt, the block
+// time the timestamps say, for blocks paceExactFrom apart or more, which
+// whole-second timestamps measure well; for faster chains the median of
+// the recent gaps between arrivals, when there are a few and they are
+// within a factor of two of bt. pc.mu must be held.
+func (pc *pollPlan) period(bt time.Duration) time.Duration {
+	if bt >= paceExactFrom || len(pc.gaps) < 4 {
+		return bt
+	}
+	gs := slices.Clone(pc.gaps)
+	slices.Sort(gs)
+	if m := gs[len(gs)/2]; m >= bt/2 && m <= 2*bt {
+		return m
+	}
+	return bt
 }
 
 // plan is how early before a due block the dense polling starts (the
@@ -145,6 +176,7 @@ func (pc *pollPlan) next(now time.Time, bt time.Duration) (time.Duration, bool) 
 	if !pc.leading {
 		return 0, false
 	}
+	bt = pc.period(bt)
 	spread, step := pc.plan(bt)
 	if pc.arrival.IsZero() {
 		return max(bt/4, minPaceInterval), true // the first block sets the plan

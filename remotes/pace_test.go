@@ -20,6 +20,9 @@ func TestPollPlan(t *testing.T) {
 		bt, jitter time.Duration
 		rtt        time.Duration
 		emptyEvery int // every emptyEvery-th slot has no block (0: none)
+		// learned is the block time the plan is told (0: bt), as whole-
+		// second timestamps tell a sub-second one only roughly.
+		learned time.Duration
 	}{
 		{name: "l2", bt: 250 * time.Millisecond, jitter: 20 * time.Millisecond, rtt: 3 * time.Millisecond},
 		{name: "base", bt: 2 * time.Second, jitter: 100 * time.Millisecond, rtt: 30 * time.Millisecond},
@@ -27,6 +30,8 @@ func TestPollPlan(t *testing.T) {
 		{name: "mainnet", bt: 12 * time.Second, jitter: time.Second, rtt: 80 * time.Millisecond},
 		{name: "mainnet with empty slots", bt: 12 * time.Second, jitter: time.Second, rtt: 80 * time.Millisecond, emptyEvery: 7},
 		{name: "no jitter", bt: time.Second, rtt: time.Millisecond},
+		{name: "bsc, block time learned 11% short", bt: 750 * time.Millisecond, jitter: 50 * time.Millisecond,
+			rtt: 10 * time.Millisecond, learned: 667 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,13 +53,17 @@ func TestPollPlan(t *testing.T) {
 				return uint64(sort.Search(len(release), func(i int) bool { return release[i].After(at) }))
 			}
 			pc := &pollPlan{leading: true}
+			learned := tt.learned
+			if learned == 0 {
+				learned = tt.bt
+			}
 			now := t0
 			var seen uint64
 			var delays []time.Duration
 			polls, counted := 0, 0
 			for seen < blocks {
 				head := headAt(now.Add(tt.rtt / 2)) // the remote answers mid-trip
-				pc.saw(now, head, true, tt.bt)
+				pc.saw(now, head, true, learned)
 				if seen >= warm {
 					polls++
 				}
@@ -66,7 +75,7 @@ func TestPollPlan(t *testing.T) {
 					}
 				}
 				seen = max(seen, head)
-				wait, ok := pc.next(done, tt.bt)
+				wait, ok := pc.next(done, learned)
 				if !ok || wait <= 0 {
 					t.Fatalf("next poll: %v, %v", wait, ok)
 				}
