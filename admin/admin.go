@@ -154,12 +154,13 @@ func (a *Admin) Draining() bool {
 }
 
 func (a *Admin) heartbeats(ctx context.Context) {
-	t := time.NewTicker(a.opts.Config.Heartbeat)
+	every := a.opts.Config.Heartbeat
+	t := time.NewTicker(every)
 	defer t.Stop()
 	failing := false
 	for {
-		err := writeHeartbeat(ctx, a.opts.Redis, a.opts.Replica, heartbeat{Version: a.opts.Version,
-			Started: a.started, Seen: a.now(), Leads: a.leads()})
+		err := writeHeartbeat(ctx, a.opts.Redis, a.opts.Replica, presenceBeats*every,
+			heartbeat{Version: a.opts.Version, Started: a.started, Seen: a.now()})
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			a.log.Warn("admin: heartbeat failing", "err", err)
@@ -169,13 +170,20 @@ func (a *Admin) heartbeats(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			// A clean stop leaves the list at once; a killed process
+			// leaves it when its presence key expires.
+			rctx, cancel := context.WithTimeout(context.Background(), every)
+			defer cancel()
+			if err := removeHeartbeat(rctx, a.opts.Redis, a.opts.Replica); err != nil {
+				a.log.Debug("admin: remove heartbeat", "err", err)
+			}
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// leads lists the chains this replica leads now.
+// leads lists the chains this replica leads now, as it sees itself.
 func (a *Admin) leads() []string {
 	var out []string
 	for _, c := range a.chainList() {
@@ -186,19 +194,41 @@ func (a *Admin) leads() []string {
 	return out
 }
 
-// replicas lists the cluster's replicas, this one first.
+// leaders maps each replica to the chains whose lease it holds in Redis:
+// the one account of leadership, so that two replicas never both show as
+// leading a chain. Chains whose lease cannot be read are left out.
+func (a *Admin) leaders(ctx context.Context) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range a.chainList() {
+		if c.Leader == nil {
+			continue
+		}
+		if l, ok, err := c.Leader(ctx); err == nil && ok {
+			out[l.Replica] = append(out[l.Replica], c.Name)
+		}
+	}
+	return out
+}
+
+// replicas lists the cluster's replicas, this one first: those whose
+// heartbeat lives, each leading the chains whose lease it holds.
 func (a *Admin) replicas(ctx context.Context) ([]ReplicaView, error) {
-	self := ReplicaView{Replica: a.opts.Replica, Version: a.opts.Version, Started: a.started, LastSeen: a.now(),
-		Leads: a.leads(), Self: true}
+	self := ReplicaView{Replica: a.opts.Replica, Version: a.opts.Version, Started: a.started, LastSeen: a.now(), Self: true}
 	if a.opts.Redis == nil {
+		self.Leads = a.leads()
 		return []ReplicaView{self}, nil
 	}
-	rs, err := readReplicas(ctx, a.opts.Redis, a.now())
+	leads := a.leaders(ctx)
+	self.Leads = leads[a.opts.Replica]
+	rs, err := readReplicas(ctx, a.opts.Redis)
 	if err != nil {
 		return []ReplicaView{self}, err
 	}
 	rs = slices.DeleteFunc(rs, func(r ReplicaView) bool { return r.Replica == a.opts.Replica })
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Replica < rs[j].Replica })
+	for i := range rs {
+		rs[i].Leads = leads[rs[i].Replica]
+	}
 	return append([]ReplicaView{self}, rs...), nil
 }
 

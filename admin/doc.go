@@ -7,7 +7,7 @@
 // counted (venn_admin_actions_total).
 //
 // It owns the manual cordons' storage and their propagation (cordons.go:
-// Redis, or memory without it), the replicas' heartbeats (replicas.go) and
+// Redis, or memory without it), the replicas' heartbeats and presence keys (redis.go) and
 // the config's redaction (redact.go). It does not own what it reads or
 // acts on: the app hands it each chain's pool and state (Chain), and the
 // drain and reload as functions. The Redis keys it uses are named by

@@ -85,13 +85,14 @@ type Overview struct {
 	Replicas   []ReplicaView `json:"replicas"`
 }
 
-// ReplicaView is one replica of the cluster, as its heartbeat says.
+// ReplicaView is one replica of the cluster, as its heartbeat says; its
+// leads as the chains' leases say.
 type ReplicaView struct {
 	Replica  string    `json:"replica"`
 	Version  string    `json:"version"`
 	Started  time.Time `json:"started"`
 	LastSeen time.Time `json:"last_seen"`
-	Leads    []string  `json:"leads,omitempty"` // chains it led at its last heartbeat
+	Leads    []string  `json:"leads,omitempty"` // chains whose lease it holds
 	Self     bool      `json:"self,omitempty"`
 }
 

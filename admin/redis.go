@@ -128,17 +128,23 @@ type heartbeat struct {
 	Version string    `json:"version"`
 	Started time.Time `json:"started"`
 	Seen    time.Time `json:"seen"`
-	Leads   []string  `json:"leads,omitempty"`
 }
 
-// replicaForget: a replica not seen for this long is dropped from the
-// list (it stopped, or was replaced under another ID).
-const replicaForget = 10 * time.Minute
+// presenceBeats is how many heartbeats a replica's presence key outlives
+// the heartbeat that set it: one missed beat (a slow Redis call, a GC
+// pause) does not make it look gone, three do.
+const presenceBeats = 3
 
-func writeHeartbeat(ctx context.Context, rdb redis.UniversalClient, id string, hb heartbeat) error {
+// writeHeartbeat sets id's presence key for ttl and its entry in the
+// HASH, in that order: a reader that finds the entry finds the key too,
+// until the replica stops beating.
+func writeHeartbeat(ctx context.Context, rdb redis.UniversalClient, id string, ttl time.Duration, hb heartbeat) error {
 	v, err := json.Marshal(hb)
 	if err != nil {
 		return err
+	}
+	if err := rdb.Set(ctx, keyspace.ReplicaPresence(id), hb.Version, ttl).Err(); err != nil {
+		return fmt.Errorf("write heartbeat: %w", err)
 	}
 	if err := rdb.HSet(ctx, keyspace.Replicas, id, v).Err(); err != nil {
 		return fmt.Errorf("write heartbeat: %w", err)
@@ -146,25 +152,54 @@ func writeHeartbeat(ctx context.Context, rdb redis.UniversalClient, id string, h
 	return nil
 }
 
-// readReplicas lists the replicas seen within replicaForget of now, and
-// deletes the others.
-func readReplicas(ctx context.Context, rdb redis.UniversalClient, now time.Time) ([]ReplicaView, error) {
+// removeHeartbeat forgets id at once: a clean stop.
+func removeHeartbeat(ctx context.Context, rdb redis.UniversalClient, id string) error {
+	if err := rdb.Del(ctx, keyspace.ReplicaPresence(id)).Err(); err != nil {
+		return fmt.Errorf("remove heartbeat: %w", err)
+	}
+	if err := rdb.HDel(ctx, keyspace.Replicas, id).Err(); err != nil {
+		return fmt.Errorf("remove heartbeat: %w", err)
+	}
+	return nil
+}
+
+// readReplicas lists the replicas whose presence key lives, and deletes
+// the others' entries.
+func readReplicas(ctx context.Context, rdb redis.UniversalClient) ([]ReplicaView, error) {
 	m, err := rdb.HGetAll(ctx, keyspace.Replicas).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read replicas: %w", err)
 	}
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	// One EXISTS a key: on a Redis Cluster the keys sit in different
+	// slots, which one multi-key EXISTS cannot span; the pipeline sends
+	// each to its node.
+	alive := make([]*redis.IntCmd, len(ids))
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			alive[i] = p.Exists(ctx, keyspace.ReplicaPresence(id))
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read replicas: %w", err)
+	}
 	var out []ReplicaView
-	var stale []string
-	for id, v := range m {
+	var gone []string
+	for i, id := range ids {
 		var hb heartbeat
-		if json.Unmarshal([]byte(v), &hb) != nil || now.Sub(hb.Seen) > replicaForget {
-			stale = append(stale, id)
+		if alive[i].Val() == 0 || json.Unmarshal([]byte(m[id]), &hb) != nil {
+			gone = append(gone, id)
 			continue
 		}
-		out = append(out, ReplicaView{Replica: id, Version: hb.Version, Started: hb.Started, LastSeen: hb.Seen, Leads: hb.Leads})
+		out = append(out, ReplicaView{Replica: id, Version: hb.Version, Started: hb.Started, LastSeen: hb.Seen})
 	}
-	if len(stale) > 0 {
-		_ = rdb.HDel(ctx, keyspace.Replicas, stale...).Err() // the next reader tries again
+	if len(gone) > 0 {
+		// A replica that beats again between the read and this delete
+		// writes its entry back at its next beat.
+		_ = rdb.HDel(ctx, keyspace.Replicas, gone...).Err() // the next reader tries again
 	}
 	return out, nil
 }

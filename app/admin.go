@@ -87,7 +87,9 @@ func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
 }
 
 // replicaID names this replica: redis.replica_id, defaulted with Redis;
-// without it, as that default would be.
+// without it, as that default would be. The one name of this process in
+// its logs, its leases (the in-memory elector's too), the admin API and
+// venn_replica_info.
 func (c *Config) replicaID() string {
 	if c.Redis.ReplicaID != "" {
 		return c.Redis.ReplicaID

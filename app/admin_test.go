@@ -306,3 +306,31 @@ chains:
 		t.Errorf("metrics lack the cordon")
 	}
 }
+
+// TestOneReplicaIDPerProcess: a process alone (no Redis) names itself
+// once: the start line, the election's "leader elected", the admin API
+// and venn_replica_info all carry the same replica id.
+func TestOneReplicaIDPerProcess(t *testing.T) {
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
+	a := startAdminApp(t, adminConfig(t, node, ""))
+	testkit.WaitFor(t, 5*time.Second, "leader elected", func() bool { return strings.Contains(a.logs.String(), "leader elected") })
+	ids := map[string]bool{}
+	for line := range strings.SplitSeq(a.logs.String(), "\n") {
+		if _, rest, ok := strings.Cut(line, " replica="); ok {
+			id, _, _ := strings.Cut(rest, " ")
+			ids[id] = true
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("the logs name replicas %v, want one", ids)
+	}
+	var id string
+	for id = range ids {
+	}
+	if _, body := testkit.AdminDo(t, "GET", a.admin+"/admin/status", adminToken, ""); !strings.Contains(body, `"replica": "`+id+`"`) {
+		t.Errorf("/admin/status does not name replica %s: %.300s", id, body)
+	}
+	if v, ok := metricValue(t, http.DefaultClient, a.metrics, `venn_replica_info{replica="`+id+`",version="v-test"}`); !ok || v != 1 {
+		t.Errorf("venn_replica_info{replica=%q} = %v, %v; want 1", id, v, ok)
+	}
+}

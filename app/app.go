@@ -132,12 +132,17 @@ func newLogger(p loggerParams) (*slog.Logger, error) {
 }
 
 // newRegistry is the one registry every component registers on; it is
-// passed in, never global.
-func newRegistry() *prometheus.Registry {
+// passed in, never global. venn_replica_info names this process as the
+// logs, the leases and the admin API do.
+func newRegistry(cfg *Config, b buildInfoIn) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Name: "replica_info",
+		Help: "Always 1: this process's replica id (redis.replica_id, or host-pid) and version."}, []string{"replica", "version"})
+	info.WithLabelValues(cfg.replicaID(), b.Build.versionOrUnknown()).Set(1)
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		info,
 	)
 	return reg
 }
@@ -170,6 +175,7 @@ type headFeed struct {
 	stalker  *stalker.Stalker
 	heads    *stalker.HeadShare // the remotes' heads shared; nil without Redis
 	subs     *subcenter.Center
+	filters  *subcenter.Filters
 
 	leading atomic.Bool // the stalker runs: this replica leads
 	// stopCampaign ends the campaign alone (a drain), campaignDone is
@@ -314,7 +320,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	var share remotes.AvailShare    // without Redis each process probes alone
 	if cs.rdb != nil {
 		budgets = remotes.NewRedisBudgets(cs.rdb)
-		share = availredis.New(cs.rdb, cfg.Redis.ReplicaID)
+		share = availredis.New(cs.rdb, cfg.replicaID())
 	}
 	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
 	if err != nil {
@@ -341,9 +347,10 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 		relay = pool
 	}
 	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
+	h.filters = cs.newFilters(cc, h.window, relay)
 	settled := cc.settledLine(h.window)
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
+		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
 	if err != nil {
@@ -359,10 +366,23 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	return c, nil
 }
 
+// newFilters builds a chain's polled filters: on the cluster's Redis when
+// there is one, so that every replica serves them, in memory when not.
+func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcenter.Relay) *subcenter.Filters {
+	var (
+		store   subcenter.FilterStore = subcenter.NewMemoryFilters()
+		pending                       = subcenter.NewMemoryPending()
+	)
+	if cs.rdb != nil {
+		store, pending = subcenter.NewRedisFilters(cs.rdb, cc.Name), subcenter.NewRedisPending(cs.rdb, cc.Name)
+	}
+	return subcenter.NewFilters(cc.Name, w, store, pending, relay, cc.Filters, cs.log)
+}
+
 // newHeadFeed builds a chain's head feed: on the cluster's Redis when
 // there is one, in memory (this process leads) when not.
 func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, pool *remotes.Pool, m chainMetrics) *headFeed {
-	ec := stalker.ElectionConfig{Chain: cc.Name, ReplicaID: cfg.Redis.ReplicaID,
+	ec := stalker.ElectionConfig{Chain: cc.Name, ReplicaID: cfg.replicaID(),
 		TTL: cfg.Redis.LeaseTTL, Logger: cs.log, Metrics: m.election}
 	var (
 		store   headstore.Store
@@ -413,6 +433,7 @@ func (c *chain) run(campaign bool) {
 	c.cancel = cancel
 	c.wg.Go(func() { c.head.follower.Run(bg) })
 	c.wg.Go(func() { c.head.subs.Run(bg) })
+	c.wg.Go(func() { <-bg.Done(); c.head.filters.Stop() })
 	if c.head.heads != nil {
 		c.wg.Go(func() { c.head.heads.Run(bg) })
 	}

@@ -56,6 +56,7 @@ func (ch *ChainConfig) applyDefaults(redis bool) {
 	}
 	ch.Cache = ch.Cache.WithDefaults(blockTime, redis)
 	ch.GetLogsLimits = ch.GetLogsLimits.WithDefaults()
+	ch.Filters = ch.Filters.WithDefaults()
 }
 
 // applyPostgresDefaults runs after the chains' defaults: the read timeout

@@ -59,9 +59,13 @@ type chainReadiness struct {
 	// Redis, where every replica tracks them.
 	HeadTracking string   `json:"head_tracking,omitempty"`
 	Remotes      []string `json:"remotes"`
-	// Reason says why the chain is not ready: each remote and why it is
-	// out of rotation.
+	// Reason says why the chain is not ready: each remote, why it is out
+	// of rotation and the kind of its last failure.
 	Reason string `json:"reason,omitempty"`
+	// RemotesOut is each remote out of rotation: its reason codes and
+	// what it last failed with (dns, refused, tls, wrong_chain, ...), the
+	// text redacted (remotes.PrivateHost: public host names stay).
+	RemotesOut []remotes.RemoteReason `json:"remotes_out,omitempty"`
 	// Availability is, by remote, the oldest block of each kind of data
 	// (state, blocks, logs, traces) the remote is taken to serve and where
 	// that comes from; older calls are not sent to it.
@@ -89,6 +93,11 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 		cr.Availability = availabilityOf(rs)
 		if !cr.Ready {
 			cr.Reason = notReadyReason(rs)
+		}
+		for _, r := range c.pool.Reasons() {
+			if !r.InRotation {
+				cr.RemotesOut = append(cr.RemotesOut, r)
+			}
 		}
 		body.Ready = body.Ready && cr.Ready
 		body.Chains = append(body.Chains, cr)
@@ -121,8 +130,9 @@ func availabilityOf(rs []remotes.RemoteStatus) map[string][]remotes.Availability
 }
 
 // notReadyReason says why no remote of a chain is in rotation, remote by
-// remote, by name and reason code only: /readyz takes no token, and a
-// reason's text may hold a cordon's free-text reason and a token's name.
+// remote, by name, reason code and last failure's kind only: /readyz takes
+// no token, and a reason's text may hold a cordon's free-text reason and a
+// token's name.
 func notReadyReason(rs []remotes.RemoteStatus) string {
 	parts := make([]string, 0, len(rs))
 	for _, r := range rs {
@@ -133,7 +143,11 @@ func notReadyReason(rs []remotes.RemoteStatus) string {
 		if len(texts) == 0 {
 			texts = append(texts, "in rotation")
 		}
-		parts = append(parts, r.Name+": "+strings.Join(texts, ", "))
+		part := r.Name + ": " + strings.Join(texts, ", ")
+		if r.LastFailure != "" {
+			part += " (last: " + r.LastFailure + ")"
+		}
+		parts = append(parts, part)
 	}
 	return "no remote in rotation: " + strings.Join(parts, "; ")
 }

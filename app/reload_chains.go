@@ -34,6 +34,13 @@ var chainSections = []chainSection{
 	{name: "integrity", fields: []string{"Integrity"}}, // the router is built in front of it
 	{name: "cache", fields: []string{"Cache"}, apply: applyCache},
 	{name: "getlogs_limits", fields: []string{"GetLogsLimits"}, apply: applyLogLimits},
+	{name: "filters", fields: []string{"Filters"}, apply: applyFilters},
+}
+
+// applyFilters puts a chain's filter timeout and caps in force.
+func applyFilters(c *chain, cc ChainConfig) ([]string, error) {
+	c.head.filters.SetConfig(cc.Filters)
+	return []string{fmt.Sprintf("chain %s: filters applied", c.name)}, nil
 }
 
 // applyLogLimits puts a chain's eth_getLogs caps in force on its router.

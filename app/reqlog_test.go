@@ -234,3 +234,44 @@ func TestDiagnosticHeadersOff(t *testing.T) {
 		t.Errorf("raw transaction logged as %s", raw)
 	}
 }
+
+// TestLocalAnswerHeaders: once both remotes answered that they lack the
+// state at an old block, a call for an older one is refused by venn
+// itself (-32059, from what the remotes said before, no upstream call);
+// its headers and its request log line name venn as the source, and no
+// cache: not the remotes, not a cache miss.
+func TestLocalAnswerHeaders(t *testing.T) {
+	o := startObserved(t, "", "")
+	pruned := func(m string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if m != "eth_getBalance" || !strings.Contains(string(params), `"0x5"`) {
+			return nil, nil, false
+		}
+		return nil, &jrpc.Error{Code: -32000, Message: "missing trie node 0123 (path ) state 0x5 is not available"}, true
+	}
+	o.a.SetHook(pruned)
+	o.b.SetHook(pruned)
+	at := func(block string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x00000000000000000000000000000000000000aa","` + block + `"]}`
+	}
+	h, body := o.call(t, at("0x5"), "")
+	if !strings.Contains(body, "missing trie node") || h.Get("X-Venn-Source") != "remotes" {
+		t.Fatalf("the remotes' own answer: %s, source %q", body, h.Get("X-Venn-Source"))
+	}
+	calls := o.a.Calls("eth_getBalance") + o.b.Calls("eth_getBalance")
+
+	h, body = o.call(t, at("0x4"), "pruned-1")
+	if !strings.Contains(body, `"code":-32059`) {
+		t.Fatalf("older block: %s, want -32059", body)
+	}
+	for k, want := range map[string]string{"X-Venn-Source": "local", "X-Venn-Cache": "none", "X-Venn-Attempts": "0", "X-Venn-Remote": ""} {
+		if got := h.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if after := o.a.Calls("eth_getBalance") + o.b.Calls("eth_getBalance"); after != calls {
+		t.Errorf("%d upstream calls for the -32059", after-calls)
+	}
+	if _, l := o.line(t, "pruned-1", 0); l["source"] != "local" || l["code"] != -32059.0 {
+		t.Errorf("request log line %v, want source local, code -32059", l)
+	}
+}

@@ -20,11 +20,7 @@ func logStart(cfg *Config, cs *chains, log *slog.Logger, b buildInfoIn) {
 	if file == "" {
 		file = "built-in default"
 	}
-	version := b.Build.Version
-	if version == "" {
-		version = "unknown"
-	}
-	log.Info("venn", "version", version, "config", file, "replica", cfg.replicaID())
+	log.Info("venn", "version", b.Build.versionOrUnknown(), "config", file, "replica", cfg.replicaID())
 	head, history := "memory", "off"
 	if t, err := cfg.Redis.target(); cs.rdb != nil && err == nil {
 		head = "redis " + t.kind // server, sentinel or cluster
@@ -40,4 +36,12 @@ func logStart(cfg *Config, cs *chains, log *slog.Logger, b buildInfoIn) {
 		log.Info("chain", "chain", cc.Name, "chain_id", cc.ChainID, "path", "/"+cc.Name,
 			"remotes", strings.Join(rs, ", "), "head_store", head, "history_store", history)
 	}
+}
+
+// versionOrUnknown is the version, "unknown" when the binary did not say.
+func (b BuildInfo) versionOrUnknown() string {
+	if b.Version == "" {
+		return "unknown"
+	}
+	return b.Version
 }

@@ -196,6 +196,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	p.under(path+".history", c.History.Validate(c.Head.Window))
 	p.under(path, c.Pool.Validate(c.Remotes))
 	p.under(path+".getlogs_limits", c.GetLogsLimits.Validate())
+	p.under(path+".filters", c.Filters.Validate())
 }
 
 // validateAdmin checks where the admin API serves: without tokens only on

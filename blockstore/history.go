@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,9 +102,20 @@ func (h *History) report(ctx context.Context) {
 	}
 }
 
+// setSizes sets the size metrics of the chains served; one with nothing
+// stored yet shows 0, not an absent series.
 func (h *History) setSizes(stats []ChainStats) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for id, name := range h.chains {
+		if slices.ContainsFunc(stats, func(s ChainStats) bool { return int64(s.ChainID) == id }) {
+			continue
+		}
+		for _, t := range historyTables {
+			h.pg.m.rows.WithLabelValues(name, t).Set(0)
+			h.pg.m.bytes.WithLabelValues(name, t).Set(0)
+		}
+	}
 	for _, s := range stats {
 		name, ok := h.chains[int64(s.ChainID)]
 		if !ok {

@@ -21,9 +21,12 @@ type ChainStats struct {
 // TableStats is one table of a chain: the sums over its partitions.
 type TableStats struct {
 	Table string // blocks, transactions or logs
-	// Rows is Postgres's estimate (pg_class.reltuples, as vacuum and
-	// analyze leave it): counting a busy chain's logs exactly would read
-	// them all.
+	// Rows is exact for a partition Postgres estimates below
+	// exactRowsBelow rows; above, the estimate (the larger of
+	// pg_class.reltuples, as vacuum and analyze leave it, and the live
+	// rows the statistics counted since): counting a busy chain's logs
+	// exactly would read them all. A partition never analyzed is counted,
+	// so stored rows never show as 0.
 	Rows  int64
 	Bytes int64 // tables, TOAST and indexes
 }
@@ -35,6 +38,18 @@ func (s ChainStats) Bytes() int64 {
 		n += t.Bytes
 	}
 	return n
+}
+
+// exactRowsBelow: a partition estimated below this many rows is counted
+// (at most this many read), since an estimate is worst on small and new
+// tables: -1 or 0 until the first analyze.
+const exactRowsBelow = 100_000
+
+// partition is one table partition as Stats reads it.
+type partition struct {
+	chain, table int64 // table: 1 + its index in historyTables
+	schema, name string
+	estimate     int64
 }
 
 // Stats returns the size of every chain's stored history, by chain id.
@@ -57,16 +72,29 @@ func (p *Postgres) Stats(ctx context.Context) ([]ChainStats, error) {
 			}
 			return s
 		}
-		batch.Queue(`SELECT p.chain_id, t.i, count(*), sum(greatest(c.reltuples, 0))::bigint, sum(pg_total_relation_size(c.oid))::bigint
+		var small []partition
+		batch.Queue(`SELECT p.chain_id, t.i, n.nspname, c.relname,
+				greatest(c.reltuples, coalesce(pg_stat_get_live_tuples(c.oid), 0), 0)::bigint,
+				pg_total_relation_size(c.oid)
 			FROM history_partitions p
 			CROSS JOIN unnest($1::text[]) WITH ORDINALITY AS t(name, i)
 			JOIN pg_class c ON c.oid = to_regclass(quote_ident(format('%s_c%s_%s', t.name, p.chain_id, p.from_block)))
-			GROUP BY 1, 2 ORDER BY 1, 2`, historyTables).Query(func(rows pgx.Rows) error {
-			var id, i, parts, n, bytes int64
-			_, err := pgx.ForEachRow(rows, []any{&id, &i, &parts, &n, &bytes}, func() error {
-				s := chain(id)
-				s.Partitions = int(parts)
-				s.Tables[i-1].Rows, s.Tables[i-1].Bytes = n, bytes
+			JOIN pg_namespace n ON n.oid = c.relnamespace
+			ORDER BY 1, 2`, historyTables).Query(func(rows pgx.Rows) error {
+			var pt partition
+			var bytes int64
+			_, err := pgx.ForEachRow(rows, []any{&pt.chain, &pt.table, &pt.schema, &pt.name, &pt.estimate, &bytes}, func() error {
+				s := chain(pt.chain)
+				if pt.table == 1 {
+					s.Partitions++
+				}
+				t := &s.Tables[pt.table-1]
+				t.Bytes += bytes
+				if pt.estimate < exactRowsBelow {
+					small = append(small, pt)
+				} else {
+					t.Rows += pt.estimate
+				}
 				return nil
 			})
 			return err
@@ -83,6 +111,9 @@ func (p *Postgres) Stats(ctx context.Context) ([]ChainStats, error) {
 		if err := p.pool.SendBatch(ctx, &batch).Close(); err != nil {
 			return err
 		}
+		if err := p.countSmall(ctx, small, chain); err != nil {
+			return err
+		}
 		slices.Sort(order)
 		for _, id := range order {
 			out = append(out, *byChain[id])
@@ -90,4 +121,29 @@ func (p *Postgres) Stats(ctx context.Context) ([]ChainStats, error) {
 		return nil
 	})
 	return out, err
+}
+
+// countSmall adds the rows of the partitions estimated small, counted, to
+// their chains' tables. A count reads at most exactRowsBelow rows: past
+// that, the estimate was stale and the count's bound is the better one.
+func (p *Postgres) countSmall(ctx context.Context, parts []partition, chain func(int64) *ChainStats) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	var batch pgx.Batch
+	for _, pt := range parts {
+		batch.Queue(`SELECT count(*) FROM (SELECT FROM `+pgx.Identifier{pt.schema, pt.name}.Sanitize()+` LIMIT $1) s`,
+			exactRowsBelow).QueryRow(func(row pgx.Row) error {
+			var n int64
+			if err := row.Scan(&n); err != nil {
+				return err
+			}
+			if n == exactRowsBelow {
+				n = max(n, pt.estimate) // cut short: a lower bound
+			}
+			chain(pt.chain).Tables[pt.table-1].Rows += n
+			return nil
+		})
+	}
+	return p.pool.SendBatch(ctx, &batch).Close()
 }

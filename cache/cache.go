@@ -205,7 +205,7 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	a := v.(answer)
 	if shared && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
-		res, err, _ := c.fetchAt(ctx, call.Method, fetch, p)
+		res, err, _ := c.fetchAt(ctx, call.Method, fetch, p, at)
 		c.served.note(o)
 		return res, err, o
 	}
@@ -272,7 +272,11 @@ type missed struct {
 
 // miss asks upstream once for every caller in the process, after the
 // cluster's claim when a tier shares misses, and stores what may be kept.
+// The claim ends with the fetch, whatever its outcome: by the store, or
+// else released, so that no replica waits for an answer that is not
+// coming.
 func (c *Cache) miss(ctx context.Context, m *missed) answer {
+	var claimed *layer // the tier whose claim this flight holds
 	if !m.skip {
 		// A flight for the key may have ended, stored, between this
 		// call's lookup and its flight.
@@ -281,13 +285,23 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 				return answer{res: res, err: err, hit: true}
 			}
 		}
-		if e, ok := c.awaitClaim(ctx, m.key, m.pin); ok {
+		e, ok, l := c.awaitClaim(ctx, m.key, m.pin)
+		if ok {
 			c.count(m.call.Method, "any", "claimed")
 			res, err, _ := e.answer()
 			return answer{res: res, err: err, hit: true}
 		}
+		claimed = l
 	}
-	res, err, unpinned := c.fetchAt(ctx, m.call.Method, m.fetch, m.pin)
+	stored := false
+	if claimed != nil {
+		defer func() {
+			if !stored {
+				claimed.release(ctx, claimed.Tier.(Claimer), m.key)
+			}
+		}()
+	}
+	res, err, unpinned := c.fetchAt(ctx, m.call.Method, m.fetch, m.pin, m.at)
 	if unpinned {
 		return answer{res: res, err: err}
 	}
@@ -299,19 +313,32 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 		keep = ok && hash == m.pin.hash
 	}
 	if keep {
-		c.store(ctx, m.key, m.pin, e, m.call.Method)
+		stored = c.store(ctx, m.key, m.pin, e, m.call.Method, claimed)
 	}
 	return answer{res: res, err: err}
 }
 
 // fetchAt asks upstream for the answer at p's block, pinned to its hash
-// when p is a recent key's. When the remotes lack that block (they trail
-// the head window, or follow another branch there), the call goes once
-// more as the client sent it, by number, and is answered as it would be
-// without the cache: unpinned, that answer is served and never stored,
-// for nothing says which branch's block it was computed on.
-func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin) (res json.RawMessage, err error, unpinned bool) {
+// when p is a number's: a recent key's block, or the settled block at
+// that number as the cluster knows it (View.SettledHash), so that a
+// remote on another chain or fork, which lacks the block, cannot answer
+// it. When the remotes lack that block (they trail the head window, or
+// follow another branch there), or the settled block's hash is not known,
+// the call goes once more as the client sent it, by number, and is
+// answered as it would be without the cache: unpinned, that answer is
+// served and never stored, for nothing says which chain's block it was
+// computed on. Traces go by number: their block param is not EIP-1898's.
+func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin, at View) (res json.RawMessage, err error, unpinned bool) {
 	hash := p.pinned()
+	if p.settled && !p.byHash && !isTrace(method) {
+		h, ok := at.SettledHash(ctx, p.number)
+		if !ok {
+			c.count(method, "any", "unpinned")
+			res, err = fetch(ctx, "")
+			return res, err, true
+		}
+		hash = h
+	}
 	res, err = fetch(ctx, hash)
 	if hash == "" || ctx.Err() != nil || !c.lacks(method, res, err) {
 		return res, err, false
@@ -331,39 +358,47 @@ func (c *Cache) lacks(method string, res json.RawMessage, err error) bool {
 	return method == "eth_getBlockReceipts" && string(bytes.TrimSpace(res)) == "null"
 }
 
-// store writes e to every tier that keeps it.
-func (c *Cache) store(ctx context.Context, k Key, p pin, e Entry, method string) {
+// store writes e to every tier that keeps it; it reports whether claimed
+// (the tier of the flight's claim, nil: none) stored it, which ended the
+// claim.
+func (c *Cache) store(ctx context.Context, k Key, p pin, e Entry, method string, claimed *layer) bool {
+	ended := false
 	for _, l := range c.tiers {
 		if l.set(ctx, k, e) {
 			c.count(method, l.name, "stored")
+			ended = ended || l == claimed
 		}
 	}
 	if p.recent {
 		c.recent.add(p.hash, p.number, k)
 	}
+	return ended
 }
 
-// awaitClaim claims k in the first Claimer tier; when another replica
-// holds the claim it waits for that replica's answer, at most claim_hold.
-func (c *Cache) awaitClaim(ctx context.Context, k Key, p pin) (Entry, bool) {
+// awaitClaim claims k in the first Claimer tier (mine: that tier, for the
+// flight to end the claim); when another replica holds the claim it waits
+// for that replica's answer (ok), at most claim_hold, and no longer than
+// the claim: a claim that ends without an answer sends this call
+// upstream at once.
+func (c *Cache) awaitClaim(ctx context.Context, k Key, p pin) (e Entry, ok bool, mine *layer) {
 	for i, l := range c.tiers {
-		cl, ok := l.Tier.(Claimer)
-		if !ok {
+		cl, isClaimer := l.Tier.(Claimer)
+		if !isClaimer {
 			continue
 		}
 		if l.claim(ctx, cl, k, c.cfg.ClaimHold) {
-			return Entry{}, false
+			return Entry{}, false, l
 		}
-		e, ok := l.await(ctx, k, c.cfg.ClaimHold)
+		e, ok := l.await(ctx, cl, k, c.cfg.ClaimHold)
 		if ok {
 			if _, _, good := e.answer(); !good {
-				return Entry{}, false
+				return Entry{}, false, nil
 			}
 			c.fill(ctx, k, p, e, c.tiers[:i])
 		}
-		return e, ok
+		return e, ok, nil
 	}
-	return Entry{}, false
+	return Entry{}, false, nil
 }
 
 // count counts one lookup outcome; method is in the cached set (bounded

@@ -81,8 +81,9 @@ type Config struct {
 	// CacheReverts says where a revert (the caller's own, deterministic
 	// error at a fixed block) is stored like an answer.
 	CacheReverts Reverts `yaml:"cache_reverts"`
-	// ClaimHold is how long a replica waits for another replica that
-	// claimed the same miss before asking upstream itself.
+	// ClaimHold is the longest a replica waits for another replica that
+	// claimed the same miss before asking upstream itself: a claim ends
+	// with its fetch, so this bounds only a claimant that died mid-fetch.
 	ClaimHold time.Duration `yaml:"claim_hold"`
 	// TierTimeout bounds one operation of the Redis and Postgres tiers (a
 	// lookup, a store, a claim): past it the operation fails, counted, and

@@ -34,9 +34,15 @@ func (x *recentIndex) add(hash string, number uint64, k Key) {
 	b.keys[k] = struct{}{}
 }
 
+// canonView is what orphans asks of the chain.
+type canonView interface {
+	Settled() (n uint64, ok bool)
+	CanonicalHash(n uint64) (hash string, ok bool)
+}
+
 // orphans takes out of the index the blocks v no longer holds canonical,
 // returning their keys, and forgets the settled ones.
-func (x *recentIndex) orphans(v View) []Key {
+func (x *recentIndex) orphans(v canonView) []Key {
 	line, lineOK := v.Settled()
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -69,6 +75,8 @@ type windowView struct {
 	Window
 	settled func() (uint64, bool)
 }
+
+var _ canonView = windowView{}
 
 func (v windowView) Settled() (uint64, bool) {
 	if v.settled == nil {

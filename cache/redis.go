@@ -191,10 +191,12 @@ func (r *Redis) Delete(ctx context.Context, k Key) error {
 	return nil
 }
 
-// Claim implements Claimer with SET NX PX on k's claim key: the first
-// replica to claim a miss asks upstream, the others wait up to hold for
-// its answer to appear. On an error mine is true: a Redis that does not
-// answer must not hold a miss back.
+// Claim implements Claimer on k's claim key (keyspace.CacheClaim): the
+// first replica to claim a miss asks upstream, the others wait up to hold
+// for its answer to appear, or its claim to end. A claim this tier still
+// holds (its Release failed) is its own again: a replica never waits on
+// itself. On an error mine is true: a Redis that does not answer must not
+// hold a miss back.
 func (r *Redis) Claim(ctx context.Context, k Key, hold time.Duration) (bool, error) {
 	if err := r.out.allow(); err != nil {
 		return true, fmt.Errorf("cache redis claim: %w", err)
@@ -202,12 +204,53 @@ func (r *Redis) Claim(ctx context.Context, k Key, hold time.Duration) (bool, err
 	hold = max(hold, time.Millisecond)
 	tctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	mine, err := r.rdb.SetNX(tctx, r.keys.CacheClaimPrefix+k.String(), r.token, hold).Result()
+	n, err := keyspace.CacheClaim.Run(tctx, r.rdb, []string{r.keys.CacheClaimPrefix + k.String()}, r.token, hold.Milliseconds()).Int()
 	if err != nil {
 		return true, r.failed(ctx, "claim", err)
 	}
 	r.out.ok()
-	return mine, nil
+	return n == 1, nil
+}
+
+// Release implements Claimer: it ends this tier's claim on k
+// (keyspace.CacheRelease), whose fetch stored nothing here.
+func (r *Redis) Release(ctx context.Context, k Key) error {
+	if err := r.out.allow(); err != nil {
+		return fmt.Errorf("cache redis release: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	if err := keyspace.CacheRelease.Run(tctx, r.rdb, []string{r.keys.CacheClaimPrefix + k.String()}, r.token).Err(); err != nil {
+		return r.failed(ctx, "release", err)
+	}
+	r.out.ok()
+	return nil
+}
+
+// Watch implements Claimer with one MGET of k's entry and claim (one
+// slot: the chain's hash tag).
+func (r *Redis) Watch(ctx context.Context, k Key) (e Entry, ok, claimed bool, err error) {
+	if err := r.out.allow(); err != nil {
+		return Entry{}, false, false, fmt.Errorf("cache redis watch: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	v, err := r.rdb.MGet(tctx, r.keys.CachePrefix+k.String(), r.keys.CacheClaimPrefix+k.String()).Result()
+	if err == nil && len(v) != 2 {
+		err = fmt.Errorf("MGET answered %d values", len(v))
+	}
+	if err != nil {
+		return Entry{}, false, false, r.failed(ctx, "watch", err)
+	}
+	r.out.ok()
+	if s, isStr := v[0].(string); isStr {
+		e, err := decodeEntry([]byte(s))
+		if err != nil {
+			return Entry{}, false, false, fmt.Errorf("cache redis watch %s: %w", k, err)
+		}
+		return e, true, true, nil
+	}
+	return Entry{}, false, v[1] != nil, nil
 }
 
 // Size implements Sizer from the size counters (keyspace.CacheSet): one

@@ -120,7 +120,9 @@ func TestRedisTooLarge(t *testing.T) {
 
 // TestRedisClaimShared: two replicas' tiers on one Redis: the first to
 // claim a miss asks upstream, the other is told to wait, for the hold
-// only; storing the answer ends the claim.
+// only; a replica's claim is its own again (it never waits on itself);
+// storing the answer ends the claim, and so does a release, which the
+// waiter watches.
 func TestRedisClaimShared(t *testing.T) {
 	a, rdb, chain := redisTier(t, RedisOptions{})
 	b := NewRedis(boundedClient(t, "127.0.0.1:6379"), chain, RedisOptions{Timeout: testOpTimeout})
@@ -132,14 +134,35 @@ func TestRedisClaimShared(t *testing.T) {
 	if mine, err := b.Claim(ctx, k, 2*time.Second); mine || err != nil {
 		t.Fatalf("second replica's claim = %v, %v; want not mine", mine, err)
 	}
-	if mine, err := a.Claim(ctx, k, 2*time.Second); mine || err != nil {
-		t.Fatalf("a second claim by the first = %v, %v; want not mine", mine, err)
+	if mine, err := a.Claim(ctx, k, 2*time.Second); !mine || err != nil {
+		t.Fatalf("a second claim by the first = %v, %v; want mine", mine, err)
+	}
+	if _, ok, claimed, err := b.Watch(ctx, k); ok || !claimed || err != nil {
+		t.Fatalf("watch of a held claim = %v, %v, %v; want claimed, no entry", ok, claimed, err)
+	}
+	if err := b.Release(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, claimed, _ := b.Watch(ctx, k); !claimed {
+		t.Fatal("another replica's release ended the claim")
+	}
+	if err := a.Release(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, claimed, err := b.Watch(ctx, k); ok || claimed || err != nil {
+		t.Fatalf("watch after the release = %v, %v, %v; want neither entry nor claim", ok, claimed, err)
+	}
+	if mine, err := a.Claim(ctx, k, 2*time.Second); !mine || err != nil {
+		t.Fatalf("claim after the release = %v, %v; want mine", mine, err)
 	}
 	if ttl, err := rdb.PTTL(ctx, "venn:{"+chain+"}:cc:"+k.String()).Result(); err != nil || ttl <= 0 || ttl > 2*time.Second {
 		t.Fatalf("claim's PTTL %v, %v; want within the hold", ttl, err)
 	}
 	if err := a.Set(ctx, k, Entry{Value: []byte(`"0x2"`)}, time.Minute); err != nil {
 		t.Fatal(err)
+	}
+	if e, ok, _, err := b.Watch(ctx, k); !ok || err != nil || string(e.Value) != `"0x2"` {
+		t.Fatalf("watch after the store = %s, %v, %v; want the entry", e.Value, ok, err)
 	}
 	if mine, err := b.Claim(ctx, k, 2*time.Second); !mine || err != nil {
 		t.Fatalf("claim after the answer was stored = %v, %v; want mine", mine, err)

@@ -51,10 +51,19 @@ type Tier interface {
 }
 
 // Claimer is a tier that can share one miss across the cluster: Claim
-// reports whether this replica is to ask upstream (mine), or another
-// replica already is and its answer should appear in the tier within hold.
+// reports whether this replica is to ask upstream (mine: a claim it
+// already holds is its own again), or another replica already is and its
+// answer should appear in the tier within hold. A claim ends the moment
+// its fetch does: storing the answer ends it, and Release ends one whose
+// fetch stored nothing in the tier (a revert near the head, an error, an
+// answer too large, one not pinned), so that the replicas waiting on it
+// learn, by Watch, that nothing is coming, and ask upstream themselves.
 type Claimer interface {
 	Claim(ctx context.Context, k Key, hold time.Duration) (mine bool, err error)
+	Release(ctx context.Context, k Key) error
+	// Watch is k's entry (ok), or when there is none whether a claim on k
+	// is still held.
+	Watch(ctx context.Context, k Key) (e Entry, ok, claimed bool, err error)
 }
 
 // Sizer is a tier that can say how much it holds, for the bytes and

@@ -154,9 +154,26 @@ func (l *layer) claim(ctx context.Context, c Claimer, k Key, hold time.Duration)
 	return mine
 }
 
+// release ends this replica's claim on k, whose fetch stored nothing in
+// the tier; a failure is counted (the claim then expires, and this
+// replica's next Claim of k is its own again).
+func (l *layer) release(ctx context.Context, c Claimer, k Key) {
+	if l.down.Load() {
+		return // the claim was no one's: the tier did not answer it
+	}
+	rctx, cancel := l.opContext(ctx)
+	defer cancel()
+	if err := c.Release(rctx, k); err != nil {
+		l.failed("release", err)
+		return
+	}
+	l.ok()
+}
+
 // await polls the tier for the answer of the replica that claimed k,
-// until it appears, hold passes or ctx ends.
-func (l *layer) await(ctx context.Context, k Key, hold time.Duration) (Entry, bool) {
+// until it appears (ok), the claim ends without one (nothing is coming:
+// the caller asks upstream itself), hold passes or ctx ends.
+func (l *layer) await(ctx context.Context, c Claimer, k Key, hold time.Duration) (Entry, bool) {
 	deadline := time.NewTimer(hold)
 	defer deadline.Stop()
 	tick := time.NewTicker(claimPoll)
@@ -168,10 +185,18 @@ func (l *layer) await(ctx context.Context, k Key, hold time.Duration) (Entry, bo
 		case <-deadline.C:
 			return Entry{}, false
 		case <-tick.C:
-			if e, ok := l.get(ctx, k); ok {
+			wctx, cancel := l.opContext(ctx)
+			e, ok, claimed, err := c.Watch(wctx, k)
+			cancel()
+			if err != nil {
+				l.failed("watch", err)
+				return Entry{}, false
+			}
+			l.ok()
+			if ok {
 				return e, true
 			}
-			if l.down.Load() {
+			if !claimed {
 				return Entry{}, false
 			}
 		}

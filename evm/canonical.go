@@ -2,6 +2,7 @@ package evm
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"unicode"
 
@@ -10,12 +11,17 @@ import (
 
 // Canonical is a call's params in one spelling per meaning, for the
 // response cache's key: two calls geth reads the same way share it, two it
-// reads differently never do. Key order, whitespace, string escapes, the
-// case of hex and addresses, leading zeros of quantities and the form of
-// the block param (a string, or an EIP-1898 object) are spelling; every
-// other difference is kept. Where a value does not read as its shape says
-// (an address of the wrong length, a quantity that is not hex) it is kept
-// as sent: it then matches only the same spelling.
+// reads differently never do. Key order, whitespace, escapes in member
+// names, the case of hex and addresses, and the form of the block param (a
+// string, or an EIP-1898 object) are spelling; every other difference is
+// kept. Only what geth reads identically is merged: geth's hex decoders
+// (hexutil, common.Address and common.Hash, as UnmarshalJSON) read a
+// value's bytes as sent, so a string value with an escape ("\u0030x…")
+// and a quantity with leading zeros ("0x01") are refused there (-32602),
+// and here kept as sent, never the key of their valid twins. Where a
+// value does not read as its shape says (an address of the wrong length, a
+// quantity that is not hex) it is kept as sent too: it then matches only
+// the same spelling.
 type Canonical struct {
 	// Params is the canonical encoding of the params with the block param
 	// left out (written as @): the block is the cache's to resolve.
@@ -134,7 +140,7 @@ func writeArg(b []byte, v []byte, shape argShape) ([]byte, bool) {
 	case argAddress:
 		return writeAddress(b, v, depth)
 	case argSlot:
-		if s, ok := text(v); ok {
+		if s, ok := plainString(v); ok {
 			if d, ok := slotDigits(s); ok {
 				b = append(b, `"0x`...)
 				b = append(b, "0000000000000000000000000000000000000000000000000000000000000000"[:64-len(d)]...)
@@ -158,7 +164,7 @@ func writeTxMember(b []byte, key, v []byte, depth int) ([]byte, bool) {
 	case isOneOf(key, txAddresses):
 		return writeAddress(b, v, depth)
 	case string(key) == "data" || string(key) == "input":
-		if s, ok := text(v); ok && len(s)%2 == 0 && isHexLen(s, -1) {
+		if s, ok := plainString(v); ok && len(s)%2 == 0 && isHexLen(s, -1) {
 			return append(appendLower(append(b, `"0x`...), s[2:]), '"'), true
 		}
 	}
@@ -174,10 +180,10 @@ func isOneOf(key []byte, names []string) bool {
 	return false
 }
 
-// writeAddress spells a 20-byte address in lowercase; anything else as
-// sent.
+// writeAddress spells a 20-byte address in lowercase; anything else
+// (escaped too: geth refuses it) as sent.
 func writeAddress(b []byte, v []byte, depth int) ([]byte, bool) {
-	if s, ok := text(v); ok && isHexLen(s, 40) {
+	if s, ok := plainString(v); ok && isHexLen(s, 40) {
 		return append(appendLower(append(b, `"0x`...), s[2:]), '"'), true
 	}
 	return writeValue(b, v, depth)
@@ -187,18 +193,15 @@ func writeAddress(b []byte, v []byte, depth int) ([]byte, bool) {
 // bits), in hex digits.
 const maxQuantityDigits = 64
 
-// writeQuantity spells a hex quantity without leading zeros, in lowercase;
-// anything else as sent.
+// writeQuantity spells a hex quantity in lowercase; anything else as
+// sent: leading zeros and escapes too, which geth's hexutil refuses.
 func writeQuantity(b []byte, v []byte, depth int) ([]byte, bool) {
-	s, ok := text(v)
+	s, ok := plainString(v)
 	if !ok || len(s) == 2 || !isHexLen(s, -1) {
 		return writeValue(b, v, depth)
 	}
 	d := s[2:]
-	for len(d) > 1 && d[0] == '0' {
-		d = d[1:]
-	}
-	if len(d) > maxQuantityDigits {
+	if len(d) > maxQuantityDigits || len(d) > 1 && d[0] == '0' {
 		return writeValue(b, v, depth)
 	}
 	return append(appendLower(append(b, `"0x`...), d), '"'), true
@@ -221,16 +224,21 @@ func slotDigits(s []byte) ([]byte, bool) {
 }
 
 // readBlock reads a block param (a valid JSON value) as geth's
-// BlockNumberOrHash does, but for leading zeros in a number (spelling,
-// here): a tag, a number, a hash, or an EIP-1898 object with exactly one
-// of blockNumber and blockHash (names matched regardless of case, as
-// geth's decoder matches them) and no member geth would ignore.
+// BlockNumberOrHash does: a tag, a number (no leading zeros, at most
+// MaxInt64), a hash, or an EIP-1898 object with exactly one of blockNumber
+// and blockHash (names matched regardless of case, as geth's decoder
+// matches them) and no member geth would ignore. A value with an escape
+// does not read (geth's BlockNumber and Hash refuse it in an object; a
+// plain string it would read, but no key is worth the doubt).
 func readBlock(v []byte) (ref BlockRef, requireCanonical, ok bool) {
 	switch v[0] {
 	case 'n':
 		return BlockRef{Kind: RefNone}, false, true
 	case '"':
-		s, _ := text(v)
+		s, isStr := plainString(v)
+		if !isStr {
+			return BlockRef{}, false, false
+		}
 		ref, ok := readBlockString(s)
 		return ref, false, ok
 	case '{':
@@ -270,21 +278,21 @@ func readBlockObject(v []byte) (BlockRef, bool, bool) {
 		return BlockRef{}, false, false
 	}
 	if number != nil {
-		s, isStr := text(number)
+		s, isStr := plainString(number)
 		if ref, ok := readBlockString(s); isStr && ok && ref.Kind != RefHash && rc == nil {
 			return ref, false, true
 		}
 		return BlockRef{}, false, false
 	}
-	s, isStr := text(hash)
+	s, isStr := plainString(hash)
 	if !isStr || rc != nil && rc[0] != 't' && rc[0] != 'f' || !isHexLen(s, 64) {
 		return BlockRef{}, false, false
 	}
 	return BlockRef{Kind: RefHash, Hash: lowerHash(s)}, rc != nil && rc[0] == 't', true
 }
 
-// readBlockString reads a tag, a 32-byte hash or a hex number of at most
-// 64 bits.
+// readBlockString reads a tag, a 32-byte hash or a hex number as geth's
+// hexutil.DecodeUint64 does (no leading zeros), at most MaxInt64.
 func readBlockString(s []byte) (BlockRef, bool) {
 	if k, ok := tag(s); ok {
 		return BlockRef{Kind: k}, true
@@ -295,19 +303,9 @@ func readBlockString(s []byte) (BlockRef, bool) {
 		}
 		return BlockRef{Kind: RefHash, Hash: lowerHash(s)}, true
 	}
-	if !isHexLen(s, -1) || len(s) == 2 {
+	n, ok := hexQuantity(s)
+	if !ok || n > math.MaxInt64 {
 		return BlockRef{}, false
-	}
-	d := s[2:]
-	for len(d) > 1 && d[0] == '0' {
-		d = d[1:]
-	}
-	if len(d) > 16 {
-		return BlockRef{}, false
-	}
-	var n uint64
-	for _, c := range d {
-		n = n<<4 | uint64(unhex(c))
 	}
 	return BlockRef{Kind: RefNumber, Number: n}, true
 }

@@ -25,10 +25,13 @@ func refCanonical(c *Call) (Canonical, bool) {
 		return out, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(c.Params))
-	dec.UseNumber()
-	var params []any
-	if err := dec.Decode(&params); err != nil || dec.More() {
+	var raws []json.RawMessage
+	if err := dec.Decode(&raws); err != nil || dec.More() {
 		return out, false
+	}
+	params := make([]any, len(raws))
+	for i, r := range raws {
+		params[i] = refDecode(r)
 	}
 	shapes := argShapes[c.Method]
 	b := append(make([]byte, 0, len(c.Params)), '[')
@@ -56,6 +59,46 @@ func refCanonical(c *Call) (Canonical, bool) {
 	}
 	out.Params = append(b, ']')
 	return out, true
+}
+
+// refRaw is a string value with an escape, as sent: geth's hex decoders
+// refuse it, so it is never merged with its unescaped twin.
+type refRaw string
+
+// refDecode decodes v (valid JSON) as encoding/json does with UseNumber,
+// but for strings with an escape, which it keeps as sent (refRaw).
+func refDecode(v json.RawMessage) any {
+	v = bytes.TrimSpace(v)
+	switch v[0] {
+	case '{':
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(v, &m)
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			out[k] = refDecode(x)
+		}
+		return out
+	case '[':
+		var a []json.RawMessage
+		_ = json.Unmarshal(v, &a)
+		out := make([]any, len(a))
+		for i, x := range a {
+			out[i] = refDecode(x)
+		}
+		return out
+	case '"':
+		if bytes.IndexByte(v, '\\') >= 0 {
+			return refRaw(v)
+		}
+		var s string
+		_ = json.Unmarshal(v, &s)
+		return s
+	case 't', 'f':
+		return v[0] == 't'
+	case 'n':
+		return nil
+	}
+	return json.Number(v)
 }
 
 // writeArg appends v in the canonical spelling of its shape.
@@ -146,10 +189,10 @@ func refReadBlockString(s string) (BlockRef, bool) {
 		}
 		return BlockRef{Kind: RefHash, Hash: "0x" + strings.ToLower(s[2:])}, true
 	}
-	if !isHexLen(s, -1) || len(s) == 2 {
+	if !isHexLen(s, -1) || len(s) == 2 || len(s) > 3 && s[2] == '0' {
 		return BlockRef{}, false
 	}
-	n, err := strconv.ParseUint(s[2:], 16, 64)
+	n, err := strconv.ParseUint(s[2:], 16, 63)
 	if err != nil {
 		return BlockRef{}, false
 	}
@@ -167,11 +210,11 @@ func refCanonAddress(v any) any {
 // maxQuantityBits is the widest quantity geth reads (hexutil.Big).
 const refMaxQuantityBits = 256
 
-// canonQuantity spells a hex quantity without leading zeros, in lowercase;
-// anything else as sent.
+// canonQuantity spells a hex quantity in lowercase; anything else (leading
+// zeros too) as sent.
 func refCanonQuantity(v any) any {
 	s, ok := v.(string)
-	if !ok || len(s) == 2 || !isHexLen(s, -1) {
+	if !ok || len(s) == 2 || !isHexLen(s, -1) || len(s) > 3 && s[2] == '0' {
 		return v
 	}
 	n, ok := new(big.Int).SetString(s[2:], 16)
@@ -221,6 +264,8 @@ func refWriteJSON(b []byte, v any) ([]byte, bool) {
 		return append(b, v...), true
 	case string:
 		return strconv.AppendQuote(b, v), true
+	case refRaw:
+		return append(b, v...), true
 	case []any:
 		b = append(b, '[')
 		for i, x := range v {

@@ -24,15 +24,14 @@ func TestCanonicalSpellings(t *testing.T) {
 		method string
 		a, b   string
 	}{
-		{"eth_getBalance", `["` + canonAddr + `","0x10"]`, ` [ "0X00000000000000000000000000000000000000AB" , "0x010" ] `},
+		{"eth_getBalance", `["` + canonAddr + `","0x10"]`, ` [ "0X00000000000000000000000000000000000000AB" , "0X10" ] `},
 		{"eth_getBalance", `["` + canonAddr + `","0x10"]`, `["` + canonAddr + `",{"blockNumber":"0x10"}]`},
 		{"eth_getCode", `["` + canonAddr + `",{"blockHash":"` + canonBlock + `"}]`, `["` + canonAddr + `","0xab00000000000000000000000000000000000000000000000000000000000001"]`},
 		{"eth_getStorageAt", `["` + canonAddr + `","0x1","0x5"]`, `["` + canonAddr + `","0x0000000000000000000000000000000000000000000000000000000000000001","0x5"]`},
 		{"eth_getStorageAt", `["` + canonAddr + `","1","0x5"]`, `["` + canonAddr + `","0x01","0x5"]`},
 		{"eth_call", `[{"to":"` + canonAddr + `","data":"0xABCD","gas":"0x100"},"0x5"]`,
-			`[{"gas":"0x0100","data":"0xabcd","to":"0x00000000000000000000000000000000000000ab"},"0x5"]`},
-		{"eth_call", `[{"to":"` + canonAddr + `","value":"0x0"},"0x5"]`, `[{"value":"0x00","to":"` + canonAddr + `"},"0x5"]`},
-		{"eth_call", `[{"to":"\u0030x00000000000000000000000000000000000000ab"},"0x5"]`, `[{"to":"` + canonAddr + `"},"0x5"]`},
+			`[{"gas":"0X100","data":"0xabcd","to":"0x00000000000000000000000000000000000000ab"},"0x5"]`},
+		{"eth_call", `[{"to":"` + canonAddr + `","value":"0x0"},"0x5"]`, `[{"value":"0X0","to":"` + canonAddr + `"},"0x5"]`},
 		{"eth_call", `[{"\u0074o":"` + canonAddr + `"},"0x5"]`, `[{"to":"` + canonAddr + `"},"0x5"]`},
 		{"eth_call", `[{"to":"` + canonAddr + `","gas":"0x1","gas":"0x2"},"0x5"]`, `[{"gas":"0x2","to":"` + canonAddr + `"},"0x5"]`},
 		{"eth_getCode", `["` + canonAddr + `",{"blockHash":"` + canonBlock + `","requireCanonical":null}]`, `["` + canonAddr + `","` + canonBlock + `"]`},
@@ -70,6 +69,18 @@ func TestCanonicalMeanings(t *testing.T) {
 		{"eth_getBalance", `["` + canonAddr + `","0x5"]`, `["` + canonAddr + `","0x5",null]`},
 		{"eth_getCode", `["` + canonAddr + `",{"blockHash":"` + canonBlock + `"}]`,
 			`["` + canonAddr + `",{"blockHash":"` + canonBlock + `","requireCanonical":true}]`},
+		// geth refuses the second of each (-32602): leading zeros and
+		// escaped hex are not spellings of the first.
+		{"eth_call", call(`{"to":"` + canonAddr + `","gas":"0x100"}`), call(`{"to":"` + canonAddr + `","gas":"0x0100"}`)},
+		{"eth_call", call(`{"to":"` + canonAddr + `","value":"0x0"}`), call(`{"to":"` + canonAddr + `","value":"0x00"}`)},
+		{"eth_call", call(`{"to":"` + canonAddr + `"}`), call(`{"to":"\u0030x00000000000000000000000000000000000000ab"}`)},
+		{"eth_call", call(`{"to":"` + canonAddr + `","data":"0x01"}`), call(`{"to":"` + canonAddr + `","data":"\u0030x01"}`)},
+		{"eth_call", `[{"to":"` + canonAddr + `"},"0x5",{"` + canonAddr + `":{"balance":"0x1"}}]`,
+			`[{"to":"` + canonAddr + `"},"0x5",{"` + canonAddr + `":{"balance":"\u0030x1"}}]`},
+		{"eth_getBalance", `["` + canonAddr + `","0x5"]`, `["` + canonAddr + `","0x05"]`},
+		{"eth_getBalance", `["` + canonAddr + `","0x324"]`, `["` + canonAddr + `",{"blockNumber":"0x0324"}]`},
+		{"eth_getBalance", `["` + canonAddr + `","0x5"]`, `["\u0030x00000000000000000000000000000000000000ab","0x5"]`},
+		{"eth_getCode", `["` + canonAddr + `","` + canonBlock + `"]`, `["` + canonAddr + `",{"blockHash":"\u0030x` + canonBlock[2:] + `"}]`},
 	}
 	for _, tt := range tests {
 		a, okA := canonical(t, tt.method, tt.a)

@@ -14,7 +14,11 @@ import (
 // no whitespace, read straight from the client's bytes. Everything it is
 // given has passed jsonscan.ValidValue. Strings without escapes or bytes
 // outside printable ASCII (every hex value, name and tag a client sends)
-// are their own text; only the others are unescaped, by encoding/json.
+// are their own text. A string value with an escape is kept as sent: geth
+// reads many strings as hex (hexutil, common.Address, in overrides and
+// access lists too) from their bytes as sent, and refuses an escaped one,
+// so it must never share a key with its unescaped twin. Member names are
+// unescaped, as every decoder reads them.
 
 // maxCanonDepth bounds the nesting of params that have a canonical form:
 // each level costs a scan of what it holds, so a hostile nesting would
@@ -34,6 +38,9 @@ func writeValue(b []byte, v []byte, depth int) ([]byte, bool) {
 	}
 	switch v[0] {
 	case '"':
+		if bytes.IndexByte(v, '\\') >= 0 {
+			return append(b, v...), true
+		}
 		s, _ := text(v)
 		return appendQuoted(b, s), true
 	case '{':

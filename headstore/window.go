@@ -34,6 +34,7 @@ type Window struct {
 	safe      uint64
 	finalized uint64
 	changed   chan struct{} // closed and replaced on every change
+	orphans   orphanKeep    // blocks reorged out, for Since
 
 	// served is the highest head this replica has answered: eth_blockNumber
 	// never goes below it, even when a reorg shortens the chain.
@@ -99,10 +100,12 @@ func (w *Window) Reset(s *Snapshot) error {
 	w.gen, w.seq, w.safe, w.finalized = s.Gen, s.Seq, s.Safe, s.Finalized
 	w.byHash = make(map[string]*evm.Parts, len(es))
 	w.byTx = map[string]txLoc{}
+	before := w.canon
 	w.canon = es
 	for _, e := range es {
 		w.add(e)
 	}
+	w.keepOrphans(before)
 	w.notify()
 	return nil
 }
@@ -140,6 +143,7 @@ func (w *Window) Apply(ev *Event) error {
 	for _, e := range added {
 		w.add(e)
 	}
+	w.keepOrphans(before)
 	w.seq = ev.Seq
 	if ev.Safe > 0 {
 		w.safe = ev.Safe
@@ -339,6 +343,17 @@ func (w *Window) headTime() (n, time uint64, ok bool) {
 	}
 	h := w.canon[len(w.canon)-1]
 	return h.Number, h.Time, true
+}
+
+// CanonicalNumber is the number of the canonical block with hash h (any
+// case) the window holds; ok is false for any other hash.
+func (w *Window) CanonicalNumber(h string) (n uint64, ok bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if e := w.lookupHash(h); e != nil {
+		return e.Number, true
+	}
+	return 0, false
 }
 
 // CanonicalHash is the hash of canonical block n as the window knows it: a

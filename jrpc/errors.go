@@ -52,6 +52,31 @@ func toWire(err error) (e *Error, unknown bool) {
 	return &Error{Code: CodeInternal, Message: "internal error"}, true
 }
 
+// localError marks an error venn answered itself (Local).
+type localError struct{ err error }
+
+func (l localError) Error() string { return l.err.Error() }
+func (l localError) Unwrap() error { return l.err }
+
+// Local marks err as venn's own answer, made from what it knew before the
+// call (an earlier answer of a remote, its own configuration) with no
+// upstream call for this one: the part that would have forwarded the call
+// notes it answered by source "local", so the diagnostic headers, the
+// request log and the answers' count name the source that answered. The
+// wire error stays err's (ToWire looks through the mark).
+func Local(err error) error {
+	if err == nil {
+		return nil
+	}
+	return localError{err: err}
+}
+
+// IsLocal reports an error marked by Local.
+func IsLocal(err error) bool {
+	_, ok := errors.AsType[localError](err)
+	return ok
+}
+
 // Wire errors of the transport itself.
 
 func errParse() *Error { return &Error{Code: CodeParseError, Message: "parse error"} }

@@ -234,9 +234,22 @@ func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr 
 			Message: fmt.Sprintf("request timed out after trying %d remote(s)", tried)}
 	case tried == 0:
 		return &jrpc.Error{Code: jrpc.CodeNoRemote,
-			Message: fmt.Sprintf("no remote available for %s on %s", method, p.conf().Chain)}
+			Message: fmt.Sprintf("no remote available for %s on %s", method, p.conf().Chain), Data: p.noRemoteData()}
 	}
 	return &jrpc.Error{Code: jrpc.CodeNoRemote,
 		Message: fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)",
-			tried, method, p.conf().Chain, Classify(method, lastErr).Reason)}
+			tried, method, p.conf().Chain, Classify(method, lastErr).Reason), Data: p.noRemoteData()}
+}
+
+// noRemoteData is -32050's data: each remote of the chain, by name, with
+// why it is out of rotation and what it last failed with (Reasons), so a
+// caller told "no remote" learns why (no network: dns; a proxy: tls).
+func (p *Pool) noRemoteData() json.RawMessage {
+	b, err := json.Marshal(struct {
+		Remotes []RemoteReason `json:"remotes"`
+	}{p.Reasons()})
+	if err != nil {
+		return nil
+	}
+	return b
 }

@@ -313,7 +313,8 @@ func (rt *route) histRoute(method string, params []byte) {
 
 // unavailable is the answer to a call for data older than every remote of
 // the chain keeps (nil when one may have it): it names the block and the
-// oldest block any remote serves, and costs no upstream call. When no
+// oldest block any remote serves, and costs no upstream call: it is
+// marked jrpc.Local, venn's own answer. When no
 // remote is known to serve the block but some are not known to lack it
 // (the probe's search stopped short of their oldest), the call goes to
 // those (rt.unsure): their answers settle it.
@@ -339,8 +340,8 @@ func (p *Pool) unavailable(method string, rt *route) error {
 		rt.unsure = true
 		return nil
 	}
-	return &jrpc.Error{Code: jrpc.CodeBlockUnavailable,
+	return jrpc.Local(&jrpc.Error{Code: jrpc.CodeBlockUnavailable,
 		Message: fmt.Sprintf("%s at block %d is not available on %s: the oldest block any remote serves is %d",
 			rt.hist, rt.histAt, p.conf().Chain, oldest),
-		Data: fmt.Appendf(nil, `{"block":%d,"oldest_available":%d,"kind":%q}`, rt.histAt, oldest, rt.hist.String())}
+		Data: fmt.Appendf(nil, `{"block":%d,"oldest_available":%d,"kind":%q}`, rt.histAt, oldest, rt.hist.String())})
 }

@@ -201,6 +201,7 @@ func (r *Remote) chainChecked(want, got uint64) bool {
 		}
 		r.m.healthy.Set(0)
 		r.cc.wrongGauge.Set(1)
+		r.last.Store(&lastError{text: fmt.Sprintf("answers chain id %d, not %d", got, want), kind: FailWrongChain, at: r.now()})
 		return false
 	}
 	r.cc.ok.Inc()

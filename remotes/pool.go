@@ -69,6 +69,12 @@ type Pool struct {
 	slots  uint64         // remote slots taken, by members and by retired remotes still draining
 	wg     sync.WaitGroup // trackers, background broadcasts and retiring remotes
 
+	// reconfMu orders reloads (Reconfigure) and the swaps of pending
+	// replacements (rotate.go); swaps and swapGen are under it.
+	reconfMu sync.Mutex
+	swaps    []swap
+	swapGen  uint64
+
 	release sync.Once // DropSeries lets go of the series once
 }
 
@@ -168,7 +174,10 @@ func (p *Pool) Stop(ctx context.Context) error {
 	p.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
-		p.wg.Wait() // retiring remotes included
+		p.wg.Wait() // retiring remotes and pending swaps included
+		p.reconfMu.Lock()
+		p.endSwaps()
+		p.reconfMu.Unlock()
 		for _, r := range p.members() {
 			r.trackers.Wait()
 		}

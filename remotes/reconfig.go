@@ -148,20 +148,24 @@ func (p *Pool) follow(r *Remote) {
 type Reconfiguration struct {
 	Added    []string `json:"added,omitempty"`
 	Removed  []string `json:"removed,omitempty"`
-	Replaced []string `json:"replaced,omitempty"` // its settings changed: a new remote, fresh health
+	Replaced []string `json:"replaced,omitempty"` // its settings changed: a new remote, made before the old one breaks (rotate.go)
 	Settings bool     `json:"settings,omitempty"` // the chain's pool settings changed
 }
 
 // Reconfigure applies a reloaded chain's pool settings and remotes, all
 // at once. A remote whose own settings are unchanged is kept with its
 // health, breaker, score and head, and the chain's settings it holds
-// change on it in place (retune); a new or changed one starts fresh,
-// preferred, and is followed at once; a removed or replaced one leaves
-// selection now, and its calls in flight finish on it before its
-// transport closes. The chain's name and id must be the pool's;
-// misbehaviour_log is read at Start only and keeps its value. On an error
-// nothing changed.
+// change on it in place (retune); a new one starts fresh, preferred, and
+// is followed at once; a removed one leaves selection now. A changed one
+// is replaced make-before-break (rotate.go): at the same endpoint its
+// replacement takes over its verified chain and head at once; at another,
+// it stays in selection until its replacement is verified. A remote that
+// leaves finishes its calls in flight before its transport closes. The
+// chain's name and id must be the pool's; misbehaviour_log is read at
+// Start only and keeps its value. On an error nothing changed.
 func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error) {
+	p.reconfMu.Lock()
+	defer p.reconfMu.Unlock()
 	old := p.state.Load()
 	cfg = cfg.WithDefaults(len(rs))
 	switch {
@@ -175,7 +179,10 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 	cfg.Replies, cfg.MisbehaviourLog, cfg.Tracer = old.cfg.Replies, old.cfg.MisbehaviourLog, old.cfg.Tracer
 	cfg.Availability.Share = old.cfg.Availability.Share
 	cfg.Budgets = old.cfg.Budgets
-	rec, members, fresh, gone, err := p.match(cfg, rs, old)
+	p.mu.Lock()
+	started := p.bg != nil
+	p.mu.Unlock()
+	rec, members, fresh, gone, pending, err := p.match(cfg, rs, old, started)
 	if err != nil {
 		return Reconfiguration{}, err
 	}
@@ -188,10 +195,13 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 	for _, r := range members { // the kept ones take the new settings
 		r.retune(&cfg)
 	}
+	for _, s := range pending { // and their replacements
+		s.new.retune(&cfg)
+	}
+	p.endSwaps() // replacements still pending were judged again by match
 
 	p.mu.Lock()
 	p.state.Store(st)
-	started := p.bg != nil
 	if started {
 		for _, r := range fresh {
 			p.follow(r)
@@ -199,8 +209,13 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		for _, r := range gone {
 			p.wg.Go(func() { p.retire(r, old.cfg.CallDeadline) })
 		}
+		gen := p.swapGen
+		for _, s := range pending {
+			p.wg.Go(func() { p.swapIn(gen, s, cfg.CallDeadline) })
+		}
 	}
 	p.mu.Unlock()
+	p.swaps = pending
 	if !started {
 		p.discard(gone)
 	}
@@ -208,8 +223,11 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 }
 
 // match pairs the remotes rs with the members of old: kept (unchanged),
-// fresh (new or changed, built here) and gone (removed or changed).
-func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfiguration, members, fresh, gone []*Remote, err error) {
+// fresh (new or changed, built here), gone (removed, or changed and
+// replaced now) and pending (changed, at another endpoint: the old one
+// stays a member until its replacement is ready; rotate.go). Before the
+// pool starts nothing is pending: no remote is verified yet.
+func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState, started bool) (rec Reconfiguration, members, fresh, gone []*Remote, pending []swap, err error) {
 	byName := make(map[string]*Remote, len(old.remotes))
 	for _, r := range old.remotes {
 		byName[r.Name()] = r
@@ -224,22 +242,31 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState) (rec Reconfigu
 		r, err := p.newRemote(cfg, rc)
 		if err != nil {
 			p.discard(fresh)
-			return Reconfiguration{}, nil, nil, nil, err
+			return Reconfiguration{}, nil, nil, nil, nil, err
 		}
-		members, fresh = append(members, r), append(fresh, r)
-		if had {
-			r.bud.inherit(o.bud)
-			rec.Replaced, gone = append(rec.Replaced, rc.Name), append(gone, o)
-		} else {
+		fresh = append(fresh, r)
+		switch {
+		case !had:
+			members = append(members, r)
 			rec.Added = append(rec.Added, rc.Name)
+			continue
+		case sameEndpoint(o.cfg, r.cfg):
+			p.carryOver(r, o)
+			members, gone = append(members, r), append(gone, o)
+		case started && o.chainVerified():
+			members, pending = append(members, o), append(pending, swap{old: o, new: r})
+		default: // nothing to stand in with: the old one is not verified either
+			members, gone = append(members, r), append(gone, o)
 		}
+		r.bud.inherit(o.bud)
+		rec.Replaced = append(rec.Replaced, rc.Name)
 	}
 	for _, r := range old.remotes { // config order of what is left
 		if byName[r.Name()] != nil {
 			rec.Removed, gone = append(rec.Removed, r.Name()), append(gone, r)
 		}
 	}
-	return rec, members, fresh, gone, nil
+	return rec, members, fresh, gone, pending, nil
 }
 
 // discard closes remotes that never served a call (never started, or

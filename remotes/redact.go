@@ -10,11 +10,15 @@ package remotes
 // client or a log.
 //
 // The redactor knows every secret value of the remote: each URL (url and
-// ws_url) whole and without user info, the user and password and the
-// Basic credential they make, the host when it is a domain (keys live in
-// subdomains), the path and each path segment or host label that looks
-// like a key, the query and each of its values, and each configured header
-// value, with and without its scheme ("Bearer KEY"). It finds them in any
+// ws_url) whole and without user info when it holds more than a public
+// host, the user and password and the Basic credential they make, the host
+// when it is private (an IP, a bare name, an internal domain: PrivateHost),
+// the path and each path segment or host label that looks like a key (keys
+// live in subdomains too), the query and each of its values, and each
+// configured header value, with and without its scheme ("Bearer KEY"). A
+// public host name is no secret and stays: it says which provider failed.
+// Transport errors also lose the IP addresses they quote (maskAddrs). It
+// finds secrets in any
 // escaping a remote is likely to use, mixed and nested a few layers deep:
 // JSON (\/, \u002f, \\), percent-encoding (either case), HTML entities,
 // and any letter case. Text holding no secret is returned as it was, byte
@@ -27,6 +31,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"golang.org/x/net/publicsuffix"
 )
 
 const (
@@ -91,9 +97,9 @@ func (s secretSet) url(raw string) {
 	if raw == "" {
 		return
 	}
-	s.add(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
+		s.add(raw)
 		for _, f := range strings.FieldsFunc(raw, func(c rune) bool { return !isKeyChar(c) }) {
 			s.addKeyLike(f)
 		}
@@ -108,15 +114,27 @@ func (s secretSet) url(raw string) {
 		// What the HTTP transport sends as Basic auth for them.
 		s.add(base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)))
 	}
-	// A bare name or an IP (http://node:8545) carries no key, and redacting
-	// it would mangle ordinary words ("missing trie node"). A domain goes:
-	// DNS errors quote it, and some providers put the key in a subdomain.
-	if h := u.Hostname(); strings.Contains(h, ".") && net.ParseIP(h) == nil {
-		s.add(u.Host)
-		s.add(h)
+	// A public host name is shown: it says which provider failed ("lookup
+	// eth.example.org: no such host") and is no secret, but a label that
+	// looks like a key goes (some providers put the key in a subdomain).
+	// A private host is the address of a self-hosted node: it goes. Of a
+	// bare name only the forms a URL gives it are secret (node:8545,
+	// //node): the word alone would mangle node errors ("missing trie node").
+	h := u.Hostname()
+	switch {
+	case !PrivateHost(h):
 		for _, label := range strings.Split(h, ".") {
 			s.addKeyLike(label)
 		}
+	case strings.ContainsAny(h, ".:"): // an IP or a private domain
+		s.add(u.Host)
+		s.add(h)
+	default:
+		if u.Port() != "" {
+			s.add(u.Host)
+		}
+		s.add("//" + h)
+		s.addKeyLike(h)
 	}
 	s.add(u.RawQuery)
 	for _, kv := range strings.Split(u.RawQuery, "&") {
@@ -138,9 +156,75 @@ func (s secretSet) url(raw string) {
 			s.addKeyLike(d)
 		}
 	}
-	bare := *u
-	bare.User = nil
-	s.add(bare.String())
+	// A private host's URL whole: one span for it reads better than its
+	// pieces redacted one by one. A public host's stays, its keys go.
+	if PrivateHost(h) {
+		s.add(raw)
+		bare := *u
+		bare.User = nil
+		s.add(bare.String())
+	}
+}
+
+// PrivateHost reports whether a URL's host is private: an IP literal, a
+// name of one label (node, localhost), or a name under a top-level domain
+// no registry delegates (internal, local, lan, corp, home.arpa, ...). It
+// names a self-hosted node and is redacted wherever venn shows text; a
+// public host name (eth-mainnet.provider.io) is shown, since it is no
+// secret and says which provider failed. The one rule of logs, errors,
+// /readyz and the admin API.
+func PrivateHost(host string) bool {
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if host == "" {
+		return false
+	}
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	i := strings.LastIndexByte(host, '.')
+	if i < 0 {
+		return true
+	}
+	low := lowerASCII(host)
+	if low == "home.arpa" || strings.HasSuffix(low, ".home.arpa") {
+		return true
+	}
+	_, icann := publicsuffix.PublicSuffix(low[i+1:])
+	return !icann
+}
+
+// RedactURL is how a remote's URL is shown, where one is shown at all (the
+// admin API's config): its scheme, its host when public (PrivateHost) with
+// any label that looks like a key redacted, its port, and "/[redacted]"
+// for whatever follows (user info, path, query: where keys live).
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return redactedText
+	}
+	b := strings.Builder{}
+	b.WriteString(u.Scheme + "://")
+	h := u.Hostname()
+	if PrivateHost(h) {
+		b.WriteString(redactedText)
+	} else {
+		for i, label := range strings.Split(h, ".") {
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			if looksLikeKey(label) {
+				label = redactedText
+			}
+			b.WriteString(label)
+		}
+	}
+	if p := u.Port(); p != "" {
+		b.WriteString(":" + p)
+	}
+	if u.User != nil || u.RawQuery != "" || len(u.EscapedPath()) > 1 || u.Fragment != "" {
+		b.WriteString("/" + redactedText)
+	}
+	return b.String()
 }
 
 // value adds a query value: any value of a parameter named like a secret

@@ -71,12 +71,16 @@ type RemoteStatus struct {
 	// taken to serve (avail.go).
 	Availability []Availability `json:"availability"`
 	LastError    string         `json:"last_error,omitempty"`
-	LastErrorAt  time.Time      `json:"last_error_at,omitzero"`
+	// LastFailure is the last fault's kind: dns, refused, tls, timeout,
+	// ... (failure.go), or a Classify reason (unauthorized, http_5xx).
+	LastFailure string    `json:"last_failure,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
 
 // lastError is a remote's last fault, redacted and cut short.
 type lastError struct {
 	text string
+	kind string // failure.go
 	at   time.Time
 }
 
@@ -88,14 +92,22 @@ const maxLastError = 200
 // show either.
 var ipRE = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9A-Fa-f:.]+\](?::\d+)?`)
 
+// maskAddrs replaces the IP addresses in text.
+func maskAddrs(text string) string {
+	if !strings.ContainsAny(text, ".[") {
+		return text
+	}
+	return ipRE.ReplaceAllString(text, "[address]")
+}
+
 // noteError keeps err as the remote's last fault: redacted, without IP
-// addresses, cut short.
+// addresses, cut short, and its kind.
 func (r *Remote) noteError(err error) {
-	text := ipRE.ReplaceAllString(strings.ToValidUTF8(r.red.redact(err.Error()), ""), "[address]")
+	text := maskAddrs(strings.ToValidUTF8(r.red.redact(err.Error()), ""))
 	if len(text) > maxLastError {
 		text = strings.ToValidUTF8(text[:maxLastError], "") + "…"
 	}
-	r.last.Store(&lastError{text: text, at: r.now()})
+	r.last.Store(&lastError{text: text, kind: failureKind(err), at: r.now()})
 }
 
 // Status reports every remote of the chain, in routing order.
@@ -127,7 +139,7 @@ func (p *Pool) Status() []RemoteStatus {
 			s.Cordon, s.CordonHeld = &c, !m.applied
 		}
 		if le := r.last.Load(); le != nil {
-			s.LastError, s.LastErrorAt = le.text, le.at
+			s.LastError, s.LastFailure, s.LastErrorAt = le.text, le.kind, le.at
 		}
 		s.Availability = r.availabilityOf()
 		s.Weight = r.cfg.Weight
@@ -197,3 +209,64 @@ func cordonText(c ManualCordon) string {
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
+
+// RemoteReason is one remote of a chain as a caller told "no remote" sees
+// it: whether it is in rotation, each reason it is out (OutReason codes),
+// and what it last failed with (failure.go: dns, refused, tls,
+// wrong_chain, ...) and when. It names the remote, never its URL, and its
+// text is redacted: -32050's data, /readyz and the subcommands that wait
+// for a remote show it as is.
+type RemoteReason struct {
+	Remote      string    `json:"remote"`
+	InRotation  bool      `json:"in_rotation"`
+	Out         []string  `json:"out,omitempty"`
+	LastFailure string    `json:"last_failure,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+}
+
+// Reasons says, remote by remote, why each is in rotation or not and what
+// it last failed with. It is cheaper than Status: no score, latency or
+// availability.
+func (p *Pool) Reasons() []RemoteReason {
+	now := p.now()
+	best := p.healthyBest(now)
+	members := p.members()
+	out := make([]RemoteReason, len(members))
+	for i, r := range members {
+		rr := RemoteReason{Remote: r.Name()}
+		for _, o := range p.outReasons(r, now, best) {
+			rr.Out = append(rr.Out, o.Code)
+		}
+		rr.InRotation = len(rr.Out) == 0
+		if le := r.last.Load(); le != nil {
+			rr.LastFailure, rr.LastError, rr.LastErrorAt = le.kind, le.text, le.at
+		}
+		out[i] = rr
+	}
+	return out
+}
+
+// ReasonsText says rs in one line, remote by remote: "alpha: chain_unverified,
+// no_head; last dns (lookup eth.example.org: no such host); beta: in rotation".
+func ReasonsText(rs []RemoteReason) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.Remote + ": ")
+		if r.InRotation {
+			b.WriteString("in rotation")
+		} else {
+			b.WriteString(strings.Join(r.Out, ", "))
+		}
+		if r.LastFailure != "" {
+			b.WriteString("; last " + r.LastFailure)
+			if r.LastError != "" {
+				b.WriteString(" (" + r.LastError + ")")
+			}
+		}
+	}
+	return b.String()
+}

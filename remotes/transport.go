@@ -159,14 +159,22 @@ func failure(ctx context.Context, name string, red *redactor, op string, err err
 	return transportFailure(name, red, op, err)
 }
 
+// transportFailure is ErrTransport with err's text redacted and stripped
+// of IP addresses (a dial error names the address a host resolved to,
+// which for a self-hosted node is as private as its URL's host). The
+// failure's kind (failure.go) goes with it.
 func transportFailure(name string, red *redactor, op string, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
 	msg := err.Error()
-	if clean := red.redact(msg); clean != msg {
-		return fmt.Errorf("remote %s: %s: %w: %s", name, op, ErrTransport, clean)
+	if clean := maskAddrs(red.redact(msg)); clean != msg {
+		kind := netKind(err)
+		if kind == "" {
+			kind = FailTransport
+		}
+		return &kindError{fmt.Errorf("remote %s: %s: %w: %s", name, op, ErrTransport, clean), kind}
 	}
 	return fmt.Errorf("remote %s: %s: %w: %w", name, op, ErrTransport, err)
 }

@@ -25,6 +25,17 @@ func (v cacheView) CanonicalHash(n uint64) (string, bool) {
 	return v.rt.canonical(n)
 }
 
+func (v cacheView) SettledHash(ctx context.Context, n uint64) (string, bool) {
+	return v.rt.settledHash(ctx, n)
+}
+
+func (v cacheView) CanonicalNumber(hash string) (uint64, bool) {
+	if v.rt.canonicalNumber == nil || !v.rt.fresh() {
+		return 0, false
+	}
+	return v.rt.canonicalNumber(hash)
+}
+
 // SetCache replaces the chain's response cache (nil: none), for a reload;
 // calls in flight finish on the one they started with. The router holds
 // the concrete *cache.Cache, not an interface of its own: through an
@@ -47,7 +58,7 @@ func (rt *Router) cacheFor(c *evm.Call) *cache.Cache {
 func (rt *Router) cachedForward(ctx context.Context, ch *cache.Cache, req *jrpc.Request, c *evm.Call) (json.RawMessage, error) {
 	pr, sp := rt.look(ctx, ch, c)
 	if res, err, ok := pr.Hit(); ok {
-		rt.cacheServed(ctx, sp, cache.Hit, nil)
+		rt.cacheServed(ctx, sp, cache.Hit, nil, err)
 		return res, err
 	}
 	return rt.forwardMiss(ctx, ch, &pr, sp, req, c)
@@ -61,7 +72,7 @@ func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr *cache.Pr
 		p := pinnedTo(&c, pinned)
 		return rt.forward(ctx, req, &p)
 	})
-	rt.cacheServed(ctx, sp, o, rt.forwarded.answered)
+	rt.cacheServed(ctx, sp, o, rt.forwarded.answered, err)
 	return res, err
 }
 
@@ -83,7 +94,7 @@ func (rt *Router) cachedReceipts(ctx context.Context, ch *cache.Cache, call *evm
 		} else {
 			rt.forwarded.answered(ctx)
 		}
-	})
+	}, err)
 	return res, err
 }
 
@@ -110,10 +121,15 @@ func (rt *Router) look(ctx context.Context, ch *cache.Cache, c *evm.Call) (cache
 }
 
 // cacheServed ends the lookup's span, notes the cache's word, and counts
-// the answer's source: the cache's for a hit, else answered's (remotes,
-// forger).
-func (rt *Router) cacheServed(ctx context.Context, sp trace.Span, o cache.Outcome, answered func(context.Context)) {
+// the answer's source: the cache's for a hit, venn's own for an error it
+// made itself (jrpc.Local: no cache took part, whatever it missed), else
+// answered's (remotes, forger).
+func (rt *Router) cacheServed(ctx context.Context, sp trace.Span, o cache.Outcome, answered func(context.Context), err error) {
 	endLookup(sp, o == cache.Hit)
+	if o != cache.Hit && err != nil && jrpc.IsLocal(err) {
+		rt.local.answered(ctx)
+		return
+	}
 	if o != cache.None {
 		jrpc.NoteOf(ctx).Cached(o.String())
 	}

@@ -354,11 +354,11 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 		if built {
 			rt.forged.answered(ctx)
 		} else {
-			rt.forwarded.answered(ctx)
+			rt.answeredBy(ctx, err, rt.forwarded)
 		}
 	case missed:
-		rt.forwarded.answered(ctx)
 		res, err = rt.forward(ctx, req, c)
+		rt.answeredBy(ctx, err, rt.forwarded)
 	default:
 		return nil, false, nil
 	}

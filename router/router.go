@@ -38,6 +38,11 @@ type Config struct {
 	// Subscriptions serves eth_subscribe and eth_unsubscribe; nil answers
 	// them as a node without notifications does.
 	Subscriptions Subscriptions
+	// Filters serves the filter methods (eth_newFilter,
+	// eth_getFilterChanges, ...) from state every replica shares; nil:
+	// they go to the remotes, each filter pinned to the remote that made
+	// it.
+	Filters Filters
 	// History is the chain's history store; nil: none. Calls the head
 	// window could not answer are read from it before the remotes, and
 	// settled blocks clients fetched from the remotes are written through
@@ -77,6 +82,23 @@ type Subscriptions interface {
 	Unsubscribe(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
 }
 
+// Filters is the chain's polled filters (subcenter.Filters). via is the
+// router itself: what the head window lacks for a poll (logs below it, an
+// orphan it never saw) is asked through the router's sources and limits.
+type Filters interface {
+	ServeFilter(ctx context.Context, via jrpc.Handler, req *jrpc.Request) (json.RawMessage, error)
+}
+
+// isFilterMethod reports the methods Config.Filters serves.
+func isFilterMethod(method string) bool {
+	switch method {
+	case "eth_newFilter", "eth_newBlockFilter", "eth_newPendingTransactionFilter",
+		"eth_getFilterChanges", "eth_getFilterLogs", "eth_uninstallFilter":
+		return true
+	}
+	return false
+}
+
 // Head is the chain's head window as the router uses it.
 type Head interface {
 	// Answer answers a call from the window; ok is false when it cannot.
@@ -111,6 +133,12 @@ type canonicalOf interface {
 	CanonicalHash(n uint64) (hash string, ok bool)
 }
 
+// canonicalNumberOf is the head window's canonical blocks by hash, which
+// the response cache keys an EIP-1898 requireCanonical hash by.
+type canonicalNumberOf interface {
+	CanonicalNumber(hash string) (n uint64, ok bool)
+}
+
 // storedLinks is the history store's check that a block links by hash to
 // its stored neighbours (blockstore.Chain.Links).
 type storedLinks interface {
@@ -130,9 +158,13 @@ type Router struct {
 	// canonical is the head window's canonical hash of a number; nil
 	// without a window that says.
 	canonical func(n uint64) (string, bool)
-	forge     *forger.Forger
-	wt        *writeThrough // nil without history
-	log       *slog.Logger
+	// canonicalNumber is the head window's number of a canonical block's
+	// hash; nil without a window that says.
+	canonicalNumber func(hash string) (uint64, bool)
+	hashes          settledHashes // settled blocks' hashes from header lookups
+	forge           *forger.Forger
+	wt              *writeThrough // nil without history
+	log             *slog.Logger
 
 	// trailing is set while the window trails the remotes by more than
 	// MaxLag: logged once when it starts and once when it ends.
@@ -184,6 +216,9 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	rt.SetLogLimits(cfg.LogLimits)
 	if c, ok := head.(canonicalOf); ok {
 		rt.canonical = c.CanonicalHash
+	}
+	if c, ok := head.(canonicalNumberOf); ok {
+		rt.canonicalNumber = c.CanonicalNumber
 	}
 	rt.SetCache(cfg.Cache)
 	if rt.history != nil {
@@ -240,6 +275,10 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 		rt.local.answered(ctx)
 		return nil, err
 	}
+	if rt.cfg.Filters != nil && isFilterMethod(req.Method) {
+		rt.local.answered(ctx)
+		return rt.cfg.Filters.ServeFilter(ctx, rt, req)
+	}
 	if rt.fresh() {
 		_, sp := rt.lookup(ctx, spanHead)
 		res, ok := rt.head.Answer(c)
@@ -260,8 +299,8 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	if ch := rt.cacheFor(&c); ch != nil {
 		res, err = rt.cachedForward(ctx, ch, req, &c)
 	} else {
-		rt.forwarded.answered(ctx)
 		res, err = rt.forward(ctx, req, &c)
+		rt.answeredBy(ctx, err, rt.forwarded)
 	}
 	if err == nil && c.Kind == evm.KindBlockNumber && rt.head != nil {
 		res = rt.blockNumber(res)

@@ -49,6 +49,15 @@ func (s origin) answered(ctx context.Context) {
 	jrpc.NoteOf(ctx).Answered(s.name)
 }
 
+// answeredBy counts and notes a call answered by s, unless err says venn
+// answered it itself (jrpc.Local): then by local.
+func (rt *Router) answeredBy(ctx context.Context, err error, s origin) {
+	if err != nil && jrpc.IsLocal(err) {
+		s = rt.local
+	}
+	s.answered(ctx)
+}
+
 // lookup starts the span of a lookup in one of venn's own sources; end it
 // with endLookup. Untraced calls get ctx back and a span that records
 // nothing.

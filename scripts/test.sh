@@ -78,6 +78,7 @@ wait_for() {
 
 step "toolchain"
 command -v go >/dev/null 2>&1 || die "go is not installed: get Go 1.26 from https://go.dev/dl/ (e.g. tar -C /usr/local -xzf go1.26.*.linux-amd64.tar.gz; export PATH=\$PATH:/usr/local/go/bin)"
+command -v curl >/dev/null 2>&1 || die "curl is missing (the README's quick start, which a test runs, uses it): apt-get install -y curl"
 go version
 
 step "redis on 127.0.0.1:6379"
@@ -129,6 +130,21 @@ for pkg in viem ethers; do
   fi
   echo "$pkg $(node -p "require('$dir/node_modules/$pkg/package.json').version")"
 done
+
+step "haproxy for the filter tests' load balancer (e2e/filters_test.go)"
+# The test puts a real load balancer in front of two replicas; without
+# haproxy it fails, saying how to install it.
+if ! command -v haproxy >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends haproxy >/dev/null ||
+      { apt-get update >/dev/null && apt-get install -y --no-install-recommends haproxy >/dev/null; } ||
+      die "could not install Debian's haproxy: apt-get install -y haproxy"
+  else
+    die "haproxy is missing (the filter tests need it): apt-get install -y haproxy, as root"
+  fi
+fi
+haproxy -v | head -1
 
 step "promtool for the alert rules' tests (Debian's prometheus package)"
 # deploy's tests run promtool check rules and promtool test rules; without

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -395,16 +396,97 @@ func (c *cluster) checkFeed(t *testing.T, from feedMark) {
 	}
 }
 
+// heartbeat is the replicas' admin.heartbeat where a test reads
+// /admin/replicas: a replica is gone from it three heartbeats after its
+// last.
+const heartbeat = 200 * time.Millisecond
+
+// withAdmin serves each replica's admin API on its metrics listener, with
+// heartbeats every heartbeat.
+func withAdmin(c *harness.Config) {
+	c.Extra += "\nadmin: {on_metrics_listen: true, heartbeat: " + heartbeat.String() + "}"
+}
+
+// replicasOf reads r's /admin/replicas: each replica listed, with the
+// chains it is shown leading.
+func replicasOf(r *replica) (map[string][]string, error) {
+	resp, err := client.Get("http://" + r.metrics + "/admin/replicas")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Replicas []struct {
+			Replica string   `json:"replica"`
+			Leads   []string `json:"leads"`
+		} `json:"replicas"`
+		Error string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || body.Error != "" {
+		return nil, fmt.Errorf("/admin/replicas: %s %s", resp.Status, body.Error)
+	}
+	out := map[string][]string{}
+	for _, x := range body.Replicas {
+		out[x.Replica] = x.Leads
+	}
+	return out, nil
+}
+
+// leadersIn lists the replicas shown leading the chain.
+func leadersIn(rs map[string][]string) []string {
+	var out []string
+	for id, leads := range rs {
+		if slices.Contains(leads, chain) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 func TestLeaderKilled(t *testing.T) {
-	c := startCluster(t, 3)
+	c := startClusterWith(t, 3, withAdmin)
 	stop := c.mine(t)
 	defer stop()
 	leader, epoch, _ := c.waitLeader(t, "")
 	c.waitConverged(t, c.replicas)
 	mark := c.mark(t)
+	survivor := c.without(leader)[0]
+	var shown map[string][]string
+	if !testkit.Poll(waitLimit, func() bool {
+		shown, _ = replicasOf(survivor)
+		return len(shown) == 3 && slices.Equal(leadersIn(shown), []string{leader})
+	}) {
+		t.Fatalf("replica %s lists %v; want all three, %s alone leading", survivor.id, shown, leader)
+	}
 
 	c.replica(leader).kill() // SIGKILL: no lease release
 	killedAt := time.Now()
+	// /admin/replicas: the killed replica gone within its presence TTL
+	// (three heartbeats) of its last heartbeat, which was at most a
+	// heartbeat before the kill; the rest is room for a loaded machine.
+	// Leadership is as the lease says: never two leaders.
+	if !testkit.Poll(waitLimit, func() bool {
+		var err error
+		if shown, err = replicasOf(survivor); err != nil {
+			return false
+		}
+		if ls := leadersIn(shown); len(ls) > 1 {
+			t.Fatalf("replica %s shows %v all leading %s", survivor.id, ls, chain)
+		}
+		_, listed := shown[leader]
+		return !listed
+	}) {
+		t.Fatalf("replica %s still lists the killed %s after %v: %v", survivor.id, leader, time.Since(killedAt), shown)
+	}
+	gone := time.Since(killedAt)
+	t.Logf("killed %s gone from /admin/replicas after %v", leader, gone)
+	if bound := 4*heartbeat + time.Second; gone > bound {
+		t.Errorf("the killed replica left /admin/replicas after %v, want within %v", gone, bound)
+	}
+
 	next, nextEpoch, _ := c.waitLeader(t, leader)
 	took := time.Since(killedAt)
 	t.Logf("leader %s killed; %s leads (epoch %d→%d) after %v", leader, next, epoch, nextEpoch, took)
@@ -415,6 +497,12 @@ func TestLeaderKilled(t *testing.T) {
 	}
 	if nextEpoch <= epoch {
 		t.Errorf("epoch went from %d to %d", epoch, nextEpoch)
+	}
+	if !testkit.Poll(waitLimit, func() bool {
+		shown, _ = replicasOf(survivor)
+		return len(shown) == 2 && slices.Equal(leadersIn(shown), []string{next})
+	}) {
+		t.Errorf("after the kill, replica %s lists %v; want the two others, %s alone leading", survivor.id, shown, next)
 	}
 	live := c.without(leader)
 	waitBlocks(c.nodes[0], 10)

@@ -104,7 +104,9 @@ func redisArg(a any) string {
 var scripts = map[string]*redis.Script{"Acquire": keyspace.Acquire, "Renew": keyspace.Renew,
 	"Release": keyspace.Release, "Publish": keyspace.Publish, "Snapshot": keyspace.Snapshot,
 	"Limit": keyspace.Limit, "Unlimit": keyspace.Unlimit, "CacheSet": keyspace.CacheSet,
-	"CacheSize": keyspace.CacheSize, "PublishHeads": keyspace.PublishHeads}
+	"CacheSize": keyspace.CacheSize, "CacheClaim": keyspace.CacheClaim, "CacheRelease": keyspace.CacheRelease, "PublishHeads": keyspace.PublishHeads,
+	"FilterCreate": keyspace.FilterCreate, "FilterAdvance": keyspace.FilterAdvance, "FilterRemove": keyspace.FilterRemove,
+	"PendingAdd": keyspace.PendingAdd}
 
 // packageScripts are the names of the exported package-level variables
 // that the keyspace package's own (non-test) source sets to
@@ -305,6 +307,12 @@ func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 	if ok, err := c.Claim(ctx, k, time.Second); err != nil || !ok {
 		t.Fatalf("%s: cache claim = %v, %v", chain, ok, err)
 	}
+	if err := c.Release(ctx, k); err != nil {
+		t.Fatalf("%s: cache release: %v", chain, err)
+	}
+	if _, ok, claimed, err := c.Watch(ctx, k); err != nil || ok || claimed {
+		t.Fatalf("%s: cache watch after the release = %v, %v, %v", chain, ok, claimed, err)
+	}
 	if err := c.Set(ctx, k, cache.Entry{Value: []byte(`"0x1"`), Settled: true}, time.Minute); err != nil {
 		t.Fatalf("%s: cache set: %v", chain, err)
 	}
@@ -316,6 +324,30 @@ func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 	}
 	exerciseBudgets(t, rdb, chain)
 	exerciseAvail(t, rdb, chain)
+	exerciseFilters(t, rdb, chain)
+}
+
+// exerciseFilters makes, advances and removes a polled filter, and adds
+// to the pending feed, as package subcenter's Redis stores do.
+func exerciseFilters(t *testing.T, rdb redis.UniversalClient, chain string) {
+	t.Helper()
+	ctx := t.Context()
+	k := keyspace.For(chain)
+	keys := k.FilterKeys("0xabc", "key:test")
+	if r, err := keyspace.FilterCreate.Run(ctx, rdb, keys, "0xabc", 60000, 10, 10,
+		"k", "l", "c", "{}", "x", "0", "o", "key:test", "n", "5", "h", "0x5", "p", "").Int(); err != nil || r != 1 {
+		t.Fatalf("%s: filter create = %d, %v", chain, r, err)
+	}
+	if r, err := keyspace.FilterAdvance.Run(ctx, rdb, keys, "0xabc", 60000, "5", "0x5", "", "6", "0x6", "").Int(); err != nil || r != 1 {
+		t.Fatalf("%s: filter advance = %d, %v", chain, r, err)
+	}
+	if r, err := keyspace.FilterRemove.Run(ctx, rdb, keys, "0xabc").Int(); err != nil || r != 1 {
+		t.Fatalf("%s: filter remove = %d, %v", chain, r, err)
+	}
+	if err := keyspace.PendingAdd.Run(ctx, rdb, []string{k.PendingPrefix + "h"}, k.PendingSeenPrefix+"h:", 60000, 100,
+		`"0x1"`, `"0x1"`).Err(); err != nil {
+		t.Fatalf("%s: pending add: %v", chain, err)
+	}
 }
 
 // headPool is a pool's head side for the head feed: the heads it would

@@ -39,6 +39,19 @@ package keyspace
 //	                       probe (package remotes' Probed)
 //	venn:{CHAIN}:availc:REMOTE  the claim of the replica probing REMOTE,
 //	                       with a TTL
+//	venn:{CHAIN}:f:ID      HASH of one polled filter (package subcenter):
+//	                       k kind, c criteria, n and h its cursor's number
+//	                       and hash, p its place in the pending feed, x
+//	                       full transactions, o its owner; its TTL is the
+//	                       idle deadline
+//	venn:{CHAIN}:filters   ZSET filter ID scored by its deadline (unix ms):
+//	                       the chain's filters, for the per-chain cap
+//	venn:{CHAIN}:fo:OWNER  ZSET the same, of one owner (an API key's name
+//	                       or a client address), for the per-client cap
+//	venn:{CHAIN}:ptx:MODE  STREAM of pending transactions relayed for
+//	                       filters (MODE h: hashes, f: full objects), field t
+//	venn:{CHAIN}:ptxs:MODE:HASH  a transaction already on that stream, with
+//	                       a TTL, so replicas relaying it too add it once
 type Chain struct {
 	Lease         string
 	Epoch         string
@@ -57,6 +70,12 @@ type Chain struct {
 
 	Avail            string
 	AvailClaimPrefix string // + a remote's name
+
+	FilterPrefix      string // + a filter's ID
+	Filters           string
+	FilterOwnerPrefix string // + an owner
+	PendingPrefix     string // + a mode: the pending stream
+	PendingSeenPrefix string // + a mode, ":" and a transaction's hash
 }
 
 // For returns the keys of chain.
@@ -80,7 +99,19 @@ func For(chain string) Chain {
 
 		Avail:            p + "avail",
 		AvailClaimPrefix: p + "availc:",
+
+		FilterPrefix:      p + "f:",
+		Filters:           p + "filters",
+		FilterOwnerPrefix: p + "fo:",
+		PendingPrefix:     p + "ptx:",
+		PendingSeenPrefix: p + "ptxs:",
 	}
+}
+
+// FilterKeys are FilterCreate's, FilterAdvance's and FilterRemove's KEYS
+// for filter id of owner: the filter, the chain's set and the owner's.
+func (c Chain) FilterKeys(id, owner string) []string {
+	return []string{c.FilterPrefix + id, c.Filters, c.FilterOwnerPrefix + owner}
 }
 
 // LeaseKeys are Acquire's KEYS.
@@ -112,6 +143,11 @@ func RateLimitKey(prefix, bucket string) string { return prefix + "{" + bucket +
 
 // Replicas is a HASH of the cluster's replicas: replica ID -> JSON of its
 // heartbeat (version, start and last-seen times), written every few
-// seconds by each replica's admin package; entries not seen for long are
-// deleted by whoever reads them.
+// seconds by each replica's admin package; entries whose presence key
+// (ReplicaPresence) has expired are deleted by whoever reads them.
 const Replicas = "venn:replicas"
+
+// ReplicaPresence is the key that says replica id is alive: a string set
+// with a TTL at each heartbeat, so that a replica killed without cleanup
+// disappears when it expires, measured by Redis's clock alone.
+func ReplicaPresence(id string) string { return "venn:replica:" + id }

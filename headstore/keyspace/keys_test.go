@@ -12,14 +12,18 @@ func TestKeys(t *testing.T) {
 			BlockPrefix: "venn:{mainnet}:blk:", Cordons: "venn:{mainnet}:cordons", CordonsNotify: "venn:{mainnet}:cordons:changed",
 			Heads: "venn:{mainnet}:heads", HeadsNotify: "venn:{mainnet}:heads:changed",
 			CachePrefix: "venn:{mainnet}:c:", CacheClaimPrefix: "venn:{mainnet}:cc:", CacheSizePrefix: "venn:{mainnet}:cn:",
-			Avail: "venn:{mainnet}:avail", AvailClaimPrefix: "venn:{mainnet}:availc:"}},
+			Avail: "venn:{mainnet}:avail", AvailClaimPrefix: "venn:{mainnet}:availc:",
+			FilterPrefix: "venn:{mainnet}:f:", Filters: "venn:{mainnet}:filters", FilterOwnerPrefix: "venn:{mainnet}:fo:",
+			PendingPrefix: "venn:{mainnet}:ptx:", PendingSeenPrefix: "venn:{mainnet}:ptxs:"}},
 		{give: "base-sepolia", want: Chain{Lease: "venn:{base-sepolia}:leader", Epoch: "venn:{base-sepolia}:epoch",
 			State: "venn:{base-sepolia}:state", Canon: "venn:{base-sepolia}:canon", Events: "venn:{base-sepolia}:events",
 			BlockPrefix: "venn:{base-sepolia}:blk:", Cordons: "venn:{base-sepolia}:cordons",
 			CordonsNotify: "venn:{base-sepolia}:cordons:changed",
 			Heads:         "venn:{base-sepolia}:heads", HeadsNotify: "venn:{base-sepolia}:heads:changed",
 			CachePrefix: "venn:{base-sepolia}:c:", CacheClaimPrefix: "venn:{base-sepolia}:cc:", CacheSizePrefix: "venn:{base-sepolia}:cn:",
-			Avail: "venn:{base-sepolia}:avail", AvailClaimPrefix: "venn:{base-sepolia}:availc:"}},
+			Avail: "venn:{base-sepolia}:avail", AvailClaimPrefix: "venn:{base-sepolia}:availc:",
+			FilterPrefix: "venn:{base-sepolia}:f:", Filters: "venn:{base-sepolia}:filters", FilterOwnerPrefix: "venn:{base-sepolia}:fo:",
+			PendingPrefix: "venn:{base-sepolia}:ptx:", PendingSeenPrefix: "venn:{base-sepolia}:ptxs:"}},
 	}
 	for _, tt := range tests {
 		if got := For(tt.give); got != tt.want {

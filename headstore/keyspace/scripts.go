@@ -250,6 +250,34 @@ end
 return fresh and 1 or 0
 `)
 
+// CacheClaim claims a cache key's miss for the replica whose token is
+// ARGV[1], for ARGV[2] ms: 1 when the claim is the caller's (new, or its
+// own still held, which it renews: a replica never waits on itself), 0
+// when another replica's claim holds it.
+//
+// KEYS: the claim (Chain.CacheClaimPrefix + key).
+var CacheClaim = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and v ~= ARGV[1] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`)
+
+// CacheRelease ends the claim of the replica whose token is ARGV[1]
+// (another's, taken after this one expired, is left alone): its fetch
+// stored nothing, and the replicas waiting on it, which see neither an
+// entry nor a claim, ask upstream themselves at once.
+//
+// KEYS: the claim (Chain.CacheClaimPrefix + key).
+var CacheRelease = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
 // CacheSize sums the cache's slot counters in KEYS (CacheSizePrefix +
 // every slot an entry may still expire in); it returns {entries, bytes}.
 var CacheSize = redis.NewScript(`
@@ -278,4 +306,80 @@ end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 redis.call('PUBLISH', ARGV[4], ARGV[2])
 return 1
+`)
+
+// FilterCreate makes a polled filter, unless the chain or its owner holds
+// as many live filters as allowed: first the sets drop the filters whose
+// deadline passed (their hashes expired on their own), then both are
+// counted. Deadlines are Redis's clock, so replicas' clocks need not agree.
+//
+// KEYS: Chain.FilterKeys; ARGV: id, TTL in ms, chain cap, owner cap, then
+// the filter's fields and values. It returns 1, or -1 (the chain is full)
+// or -2 (the owner is).
+var FilterCreate = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
+if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[4]) then return -2 end
+local fields = {}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
+redis.call('PEXPIRE', KEYS[3], ttl)
+return 1
+`)
+
+// FilterAdvance moves a filter's cursor from where the poll read it to
+// where the poll's answer leaves it, only if no other poll moved it in
+// between (a compare-and-set on n, h and p), and pushes its deadline
+// back. Two polls of one filter at once thus never both deliver the same
+// changes: the loser reads again from the winner's cursor.
+//
+// KEYS: Chain.FilterKeys; ARGV: id, TTL in ms, then the old n, h, p and
+// the new n, h, p. It returns 1 (moved), 0 (another poll moved it) or -1
+// (no such filter: expired, uninstalled, or lost with Redis's data).
+var FilterAdvance = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'n', 'h', 'p')
+if not cur[1] then return -1 end
+if cur[1] ~= ARGV[3] or (cur[2] or '') ~= ARGV[4] or (cur[3] or '') ~= ARGV[5] then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'n', ARGV[6], 'h', ARGV[7], 'p', ARGV[8])
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+redis.call('ZADD', KEYS[3], now + ttl, ARGV[1])
+redis.call('PEXPIRE', KEYS[3], ttl)
+return 1
+`)
+
+// FilterRemove uninstalls a filter. KEYS: Chain.FilterKeys; ARGV: id. It
+// returns 1 when the filter existed.
+var FilterRemove = redis.NewScript(`
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+return redis.call('DEL', KEYS[1])
+`)
+
+// PendingAdd appends relayed pending transactions to a pending stream,
+// each once however many replicas relay it: a transaction whose seen key
+// exists is skipped.
+//
+// KEYS: the stream (Chain.PendingPrefix + mode); ARGV: the seen-key
+// prefix (Chain.PendingSeenPrefix + mode + ":"), its TTL in ms, the
+// stream's approximate length cap, then (hash, payload) pairs. It returns
+// the last entry's ID, or false when every one was there.
+var PendingAdd = redis.NewScript(`
+local last = false
+for i = 4, #ARGV, 2 do
+  if redis.call('SET', ARGV[1] .. ARGV[i], '1', 'NX', 'PX', ARGV[2]) then
+    last = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '*', 't', ARGV[i + 1])
+  end
+end
+return last
 `)
