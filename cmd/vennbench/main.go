@@ -21,6 +21,11 @@
 // cluster, direct and through the plain proxy: upstream calls per client
 // call, hits by tier, the throughput of hits, memory per entry.
 //
+// `vennbench filters` makes 1,000 log filters on a 2-replica cluster and
+// polls each once a second, round robin over the replicas, against the
+// same rate of eth_getLogs through the plain proxy: upstream calls per
+// poll, the follower's CPU per poll, p50 and p99 latency.
+//
 // `vennbench history` (in process, with a Postgres on 127.0.0.1) fills a
 // history store with 1,000,000 blocks of the fake node's chain, logs from
 // 1,000 contracts, and times a selective eth_getLogs (one contract, one
@@ -36,6 +41,7 @@
 //	go run ./cmd/vennbench shape [-shapes l2,base,bsc,mainnet] [-remotes http,ws] [-duration 60s] [-baseline PATH] [-venn PATH]
 //	go run ./cmd/vennbench subs [-clients 10000] [-blocks 60] [-venn PATH]
 //	go run ./cmd/vennbench cache [-duration 10s] [-rounds 3] [-conc 1,128] [-indexers 4] [-cache YAML] [-venn PATH]
+//	go run ./cmd/vennbench filters [-filters 1000] [-duration 20s] [-rounds 3] [-block-time 1s] [-venn PATH]
 //	go run ./cmd/vennbench history [-blocks 1000000] [-contracts 1000] [-range 10000] [-runs 100] [-remote-runs 3] [-cap 1000] [-latency 0s,50ms] [-pg URL]
 package main
 
@@ -86,6 +92,7 @@ Usage:
   vennbench subs [flags]                  many subscribers on one replica: latency, memory, CPU (subs -h)
   vennbench history [flags]               eth_getLogs over 1,000,000 blocks from Postgres vs the remotes (history -h)
   vennbench cache [flags]                 indexers' state reads through a 2-replica cluster's cache vs the proxy (cache -h)
+  vennbench filters [flags]               log filters polled across 2 replicas vs eth_getLogs through the proxy (filters -h)
   vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
   vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL
 
@@ -113,6 +120,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runBench(ctx, args[1:], stdout, stderr, parseHistoryFlags, historyBench)
 		case "cache":
 			return runBench(ctx, args[1:], stdout, stderr, parseCacheFlags, cacheBench)
+		case "filters":
+			return runBench(ctx, args[1:], stdout, stderr, parseFiltersFlags, filtersBench)
 		case "subs":
 			return runBench(ctx, args[1:], stdout, stderr, parseSubsFlags, subsBench)
 		case "propagation":
