@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type History struct {
 	required bool
 	log      *slog.Logger
 	ready    atomic.Bool      // migrated
+	migrated chan struct{}    // closed once ready
 	now      func() time.Time // times retention's backoff; a test's clock
 
 	mu     sync.Mutex
@@ -64,7 +66,8 @@ func OpenHistory(ctx context.Context, cfg Config, opts Options) (*History, error
 	if log == nil {
 		log = slog.Default()
 	}
-	return &History{pg: pg, url: cfg.URL, required: cfg.Required, log: log, now: time.Now}, nil
+	return &History{pg: pg, url: cfg.URL, required: cfg.Required, log: log, now: time.Now,
+		migrated: make(chan struct{})}, nil
 }
 
 // Start migrates in the background until the schema is in place or Stop.
@@ -101,9 +104,20 @@ func (h *History) report(ctx context.Context) {
 	}
 }
 
+// setSizes sets the size metrics of the chains served; one with nothing
+// stored yet shows 0, not an absent series.
 func (h *History) setSizes(stats []ChainStats) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for id, name := range h.chains {
+		if slices.ContainsFunc(stats, func(s ChainStats) bool { return int64(s.ChainID) == id }) {
+			continue
+		}
+		for _, t := range historyTables {
+			h.pg.m.rows.WithLabelValues(name, t).Set(0)
+			h.pg.m.bytes.WithLabelValues(name, t).Set(0)
+		}
+	}
 	for _, s := range stats {
 		name, ok := h.chains[int64(s.ChainID)]
 		if !ok {
@@ -124,6 +138,7 @@ func (h *History) migrate(ctx context.Context) bool {
 		applied, err := h.migrateOnce(ctx)
 		if err == nil {
 			h.ready.Store(true)
+			close(h.migrated)
 			h.log.Info("history store ready", "migrations_applied", len(applied))
 			return true
 		}
@@ -229,6 +244,10 @@ func (h *History) Chain(chainID uint64, name string, pol Policy) *HistoryChain {
 	g.retained.Store(-1)
 	return g
 }
+
+// SchemaReady is closed once the schema is in place: the leader's archive
+// waits for it rather than fail (and say so) until then.
+func (g *HistoryChain) SchemaReady() <-chan struct{} { return g.h.migrated }
 
 // HistoryChain is one chain's store as the stalker and the router use it:
 // the Chain's, once the schema is migrated; before that it stores nothing

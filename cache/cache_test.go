@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,6 +31,8 @@ type view struct {
 	known   bool
 	canon   map[uint64]string
 	changed chan struct{}
+	// hashless: the settled blocks' hashes are not known.
+	hashless bool
 }
 
 func newView(settled uint64, canon map[uint64]string) *view {
@@ -47,6 +50,30 @@ func (v *view) CanonicalHash(n uint64) (string, bool) {
 	defer v.mu.Unlock()
 	h, ok := v.canon[n]
 	return h, ok
+}
+
+// settledHash is the test chain's hash of settled block n.
+func settledHash(n uint64) string { return fmt.Sprintf("0x5e%062x", n) }
+
+// SettledHash knows every settled block's hash, but while hashless is set.
+func (v *view) SettledHash(_ context.Context, n uint64) (string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.hashless || !v.known || n > v.settled {
+		return "", false
+	}
+	return settledHash(n), true
+}
+
+func (v *view) CanonicalNumber(hash string) (uint64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for n, h := range v.canon {
+		if h == hash {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 func (v *view) Changed() <-chan struct{} {
@@ -157,7 +184,9 @@ func TestServeNeverStores(t *testing.T) {
 	}{
 		{name: "header not found", method: "eth_getBalance", params: `["` + testAddr + `","0x5"]`,
 			up: &upstream{err: &jrpc.Error{Code: -32000, Message: "header not found"}}, calls: 2},
-		{name: "null", method: "eth_getBlockReceipts", params: `["0x5"]`, up: &upstream{res: `null`}, calls: 2},
+		// null pinned to the settled block's hash: the remote lacks it,
+		// and the call goes once more by number, twice.
+		{name: "null", method: "eth_getBlockReceipts", params: `["0x5"]`, up: &upstream{res: `null`}, calls: 4},
 		{name: "timeout", method: "eth_call", params: `[{"to":"` + testAddr + `"},"0x5"]`,
 			up: &upstream{err: context.DeadlineExceeded}, calls: 2},
 		{name: "settled revert", method: "eth_call", params: `[{"to":"` + testAddr + `"},"0x5"]`,
@@ -260,7 +289,9 @@ func mustKey(t *testing.T, c *evm.Call, v View) Key {
 // TestServePinsNearHeadFetches: a near-head answer is stored under its
 // block's hash, so the fetch is told to pin the call to that hash (a remote
 // on another branch must not answer by number for its own block); a
-// settled or by-hash call's own block fixes its answer, and an uncached
+// settled number's is pinned to the settled block's hash (a remote on
+// another chain must not answer by number for its own block there
+// either), a by-hash call's own block fixes its answer, and an uncached
 // one is sent as it came.
 func TestServePinsNearHeadFetches(t *testing.T) {
 	c, _ := newTestCache(t, testConfig())
@@ -269,9 +300,10 @@ func TestServePinsNearHeadFetches(t *testing.T) {
 		method, params, want string
 	}{
 		{"eth_getBalance", `["` + testAddr + `","0x65"]`, hashA},
-		{"eth_getBalance", `["` + testAddr + `","0x10"]`, ""},
+		{"eth_getBalance", `["` + testAddr + `","0x10"]`, settledHash(0x10)},
 		{"eth_getBalance", `["` + testAddr + `",{"blockHash":"` + hashB + `"}]`, ""},
-		{"eth_getBalance", `["` + testAddr + `","0x66"]`, ""}, // the window knows no hash: not cached
+		{"debug_traceCall", `[{"to":"` + testAddr + `"},"0x11"]`, ""}, // a trace's block param is not EIP-1898's
+		{"eth_getBalance", `["` + testAddr + `","0x66"]`, ""},         // the window knows no hash: not cached
 		{"eth_gasPrice", `[]`, ""},
 	}
 	for _, tt := range tests {
@@ -369,7 +401,7 @@ func TestServeUnpinnedWhenTheRemotesLackTheBlock(t *testing.T) {
 		params string
 		err    error
 	}{
-		{"settled, not pinned", `["` + testAddr + `","0x10"]`, &jrpc.Error{Code: -32000, Message: "header for hash not found"}},
+		{"by hash, not pinned", `["` + testAddr + `",{"blockHash":"` + hashB + `"}]`, &jrpc.Error{Code: -32000, Message: "header for hash not found"}},
 		{"another failure", `["` + testAddr + `","0x65"]`, &jrpc.Error{Code: -32005, Message: "rate limited"}},
 		{"a revert", `["` + testAddr + `","0x65"]`, &jrpc.Error{Code: 3, Message: "execution reverted"}},
 	}
@@ -437,5 +469,69 @@ func TestServeUnpinnedReceiptsWhenTheRemotesAnswerNull(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(c.m.requests.WithLabelValues("dev", "eth_getBlockReceipts", "any", "unpinned")); got != 1 {
 		t.Errorf("unpinned %v, want 1", got)
+	}
+}
+
+// TestRequireCanonicalAfterReorg: an EIP-1898 hash with requireCanonical
+// is answered from the cache only while its block is canonical: after a
+// reorg orphans it, the call goes upstream (geth refuses it there: "not
+// currently canonical"), and the entry is evicted; a hash the window does
+// not hold is not cached, for the cache cannot tell whether it is
+// canonical.
+func TestRequireCanonicalAfterReorg(t *testing.T) {
+	cfg := testConfig()
+	lower := newFakeTier("redis")
+	c, _ := newTestCache(t, cfg, cfg.RedisLayer(lower))
+	v := newView(100, map[uint64]string{0x65: hashA})
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() { defer close(ran); c.Run(ctx, v, v.Settled) }()
+	t.Cleanup(func() { cancel(); <-ran })
+	get := func(hash string) *evm.Call {
+		return call("eth_getBalance", `["`+testAddr+`",{"blockHash":"`+hash+`","requireCanonical":true}]`)
+	}
+	up := &upstream{res: `"0x7"`}
+	for i, want := range []Outcome{Miss, Hit} {
+		if res, _, o := c.Serve(t.Context(), get(hashA), v, false, up.fetch); o != want || string(res) != `"0x7"` {
+			t.Fatalf("call %d while canonical: %s %v, want %v", i, res, o, want)
+		}
+	}
+	k := mustKey(t, get(hashA), v)
+	v.reorg(0x65, hashB)
+	if _, _, o := c.Serve(t.Context(), get(hashA), v, false, up.fetch); o == Hit {
+		t.Fatal("served from the cache after its block was orphaned")
+	}
+	if up.calls.Load() != 2 {
+		t.Fatalf("upstream calls %d, want 2: the orphan's call goes upstream", up.calls.Load())
+	}
+	if !testkit.Poll(10*time.Second, func() bool {
+		_, inMem, _ := c.memory.Get(t.Context(), k)
+		return !inMem
+	}) {
+		t.Fatal("the orphan's entry was not evicted")
+	}
+	if _, _, o := c.Serve(t.Context(), get(hashB), v, false, up.fetch); o != Miss {
+		t.Fatalf("the new canonical block's call: %v, want a miss", o)
+	}
+	if _, _, o := c.Serve(t.Context(), get("0xcc00000000000000000000000000000000000000000000000000000000000001"), v, false, up.fetch); o != None {
+		t.Fatalf("a hash the window does not hold: %v, want none", o)
+	}
+}
+
+// TestServeSettledWithoutItsHash: a settled number whose block's hash the
+// cluster cannot say is answered by number, as without the cache, and
+// not stored: nothing says which chain's block the answer is of.
+func TestServeSettledWithoutItsHash(t *testing.T) {
+	c, _ := newTestCache(t, testConfig())
+	v := newView(100, nil)
+	v.hashless = true
+	up := &upstream{res: `"0x1"`}
+	for i := range 2 {
+		if res, _, o := c.Serve(context.Background(), call("eth_getBalance", `["`+testAddr+`","0x10"]`), v, false, up.fetch); string(res) != `"0x1"` || o != Miss {
+			t.Fatalf("call %d: %s %v, want the answer, a miss", i, res, o)
+		}
+	}
+	if n := up.calls.Load(); n != 2 {
+		t.Fatalf("upstream calls %d, want 2: an unpinned settled answer was stored", n)
 	}
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"crypto/sha256"
 	"strconv"
 	"sync"
@@ -16,6 +17,13 @@ type View interface {
 	Settled() (n uint64, ok bool)
 	// CanonicalHash is the hash of canonical block n in the head window.
 	CanonicalHash(n uint64) (hash string, ok bool)
+	// CanonicalNumber is the number of the canonical block with hash
+	// (lowercase) in the head window.
+	CanonicalNumber(hash string) (n uint64, ok bool)
+	// SettledHash is the hash (lowercase) of settled block n as the
+	// cluster knows it (the head window, the history store, or one
+	// header lookup); ok is false when it cannot say.
+	SettledHash(ctx context.Context, n uint64) (hash string, ok bool)
 }
 
 // pin is the block a key is fixed to.
@@ -23,16 +31,21 @@ type pin struct {
 	// settled: by hash, or at or below the settled line: never changes.
 	settled bool
 	// recent: a number above the settled line, keyed by hash, the
-	// canonical block's there when the key was made.
+	// canonical block's there when the key was made; or an EIP-1898 hash
+	// with requireCanonical, while the window holds it canonical.
 	recent bool
-	number uint64 // 0 for by-hash keys
+	// byHash: the call names the block by hash itself, and is sent as it
+	// came.
+	byHash bool
+	number uint64 // 0 for by-hash keys, but requireCanonical ones
 	hash   string // by hash, and recent keys: lowercase
 }
 
-// pinned is the hash a fetch must pin the call to: a recent key's block
-// (a settled number's answer is the same on every branch).
+// pinned is the hash a fetch must pin the call to: a recent number's
+// block (a settled number's answer is the same on every branch, and a
+// call by hash is pinned already).
 func (p pin) pinned() string {
-	if p.recent {
+	if p.recent && !p.byHash {
 		return p.hash
 	}
 	return ""
@@ -78,7 +91,22 @@ func deriveKey(chain string, c *evm.Call, v View) (Key, pin, bool) {
 	b := canon.Block
 	switch b.Kind {
 	case evm.RefHash:
-		p = pin{settled: true, hash: b.Hash}
+		p = pin{settled: true, byHash: true, hash: b.Hash}
+		if canon.RequireCanonical {
+			// Its answer holds only while the block is canonical (geth
+			// refuses it after: "not currently canonical"): keyed while
+			// the window holds the block canonical, near the head as a
+			// recent number is (a reorg evicts it), never below the
+			// window, where the cache cannot tell.
+			n, ok := v.CanonicalNumber(b.Hash)
+			if !ok || isTrace(c.Method) {
+				return Key{}, pin{}, false
+			}
+			p.number = n
+			if line, ok := v.Settled(); !ok || n > line {
+				p.settled, p.recent = false, true
+			}
+		}
 	case evm.RefNumber:
 		if line, ok := v.Settled(); ok && b.Number <= line {
 			p = pin{settled: true, number: b.Number}

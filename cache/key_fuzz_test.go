@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -26,6 +27,18 @@ func (fuzzView) CanonicalHash(n uint64) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprintf("0x%064x", n), true
+}
+
+func (fuzzView) SettledHash(_ context.Context, n uint64) (string, bool) {
+	return fmt.Sprintf("0x5e%062x", n), n <= fuzzSettled
+}
+
+func (fuzzView) CanonicalNumber(hash string) (uint64, bool) {
+	var n uint64
+	if _, err := fmt.Sscanf(hash, "0x%x", &n); err != nil || n <= fuzzSettled || n > fuzzHead || hash != fmt.Sprintf("0x%064x", n) {
+		return 0, false
+	}
+	return n, true
 }
 
 // fuzzCall is what one call means; spell writes it in one of many ways.

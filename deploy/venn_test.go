@@ -58,59 +58,11 @@ var descName = regexp.MustCompile(`fqName: "([^"]+)"`)
 // ends.
 func startVenn(t *testing.T) *exported {
 	t.Helper()
-	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, BlockTime: time.Second, FinalizedDepth: 8, SafeDepth: 4})
-	// The machine's Redis, shared: keys no other test uses, deleted at
-	// cleanup (after venn stops: cleanups run last first).
-	_, token := testkit.Redis(t, func(token string) string { return "venn:{ops" + token + "}:*" })
-	chain := "ops" + token
-	addrs := freeAddrs(t, 3)
-	rpcAddr, metricsAddr, adminAddr := addrs[0], addrs[1], addrs[2]
-	cfg, err := app.Parse([]byte(fmt.Sprintf(`
-listen: %s
-metrics_listen: %s
-log: {level: debug}
-shutdown_timeout: 5s
-redis: {url: "redis://%s/0"}
-postgres: {url: %q}
-rate_limits: {ip: {rps: 100000}}
-request_log: {enabled: true, output: %q}
-admin_listen: %s
-admin: {tokens: [{name: ops, token: %s}]}
-chains:
-  - name: %s
-    chain_id: 1337
-    block_time: 50ms
-    head: {window: 16}
-    history: {confirmations: 4, batch: 5}
-    remotes: [{name: node, url: %q, ws_url: %q}]
-`, rpcAddr, metricsAddr, testkit.RedisAddr, pgtest.Empty(t), filepath.Join(t.TempDir(), "requests.log"),
-		adminAddr, adminToken, chain, node.URL(), node.WSURL())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &testkit.Buffer{}
-	var reg *prometheus.Registry
-	a := app.New(cfg, app.LogOutput(logs), fx.Populate(&reg))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := a.Start(ctx); err != nil {
-		t.Fatalf("start venn: %v\n%s", err, logs)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := a.Stop(ctx); err != nil {
-			t.Errorf("stop venn: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("venn logs:\n%s", logs)
-		}
-	})
+	v := launchVenn(t)
+	node, reg, rpcAddr, chain := v.node, v.reg, v.rpcAddr, v.chain
+	metricsAddr, adminAddr := v.metricsAddr, v.adminAddr
 	client := &http.Client{Timeout: 5 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)
-	testkit.WaitFor(t, 20*time.Second, "/readyz to say 200", func() bool {
-		return status(client, "http://"+metricsAddr+"/readyz") == http.StatusOK
-	})
 	rpc := "http://" + rpcAddr + "/" + chain
 	sub := subscribe(t, "ws://"+rpcAddr+"/"+chain)
 	for _, call := range []string{
@@ -218,4 +170,74 @@ func freeAddrs(t *testing.T, n int) []string {
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 	}
 	return addrs
+}
+
+// running is a venn started by launchVenn.
+type running struct {
+	node                            *fakenode.Node
+	reg                             *prometheus.Registry
+	rpcAddr, metricsAddr, adminAddr string
+	chain                           string
+}
+
+// launchVenn runs venn in-process as a cluster replica (the machine's
+// Redis, a fresh Postgres, a fake node with rate limits on, the request
+// log on, the admin API with a token) and waits until it is ready. It is
+// stopped when the test ends.
+func launchVenn(t *testing.T) *running {
+	t.Helper()
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, BlockTime: time.Second, FinalizedDepth: 8, SafeDepth: 4})
+	// The machine's Redis, shared: keys no other test uses, deleted at
+	// cleanup (after venn stops: cleanups run last first).
+	_, token := testkit.Redis(t, func(token string) string { return "venn:{ops" + token + "}:*" })
+	chain := "ops" + token
+	addrs := freeAddrs(t, 3)
+	rpcAddr, metricsAddr, adminAddr := addrs[0], addrs[1], addrs[2]
+	cfg, err := app.Parse([]byte(fmt.Sprintf(`
+listen: %s
+metrics_listen: %s
+log: {level: debug}
+shutdown_timeout: 5s
+redis: {url: "redis://%s/0"}
+postgres: {url: %q}
+rate_limits: {ip: {rps: 100000}}
+request_log: {enabled: true, output: %q}
+admin_listen: %s
+admin: {tokens: [{name: ops, token: %s}]}
+chains:
+  - name: %s
+    chain_id: 1337
+    block_time: 50ms
+    head: {window: 16}
+    history: {confirmations: 4, batch: 5}
+    remotes: [{name: node, url: %q, ws_url: %q}]
+`, rpcAddr, metricsAddr, testkit.RedisAddr, pgtest.Empty(t), filepath.Join(t.TempDir(), "requests.log"),
+		adminAddr, adminToken, chain, node.URL(), node.WSURL())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testkit.Buffer{}
+	var reg *prometheus.Registry
+	a := app.New(cfg, app.LogOutput(logs), fx.Populate(&reg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Start(ctx); err != nil {
+		t.Fatalf("start venn: %v\n%s", err, logs)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := a.Stop(ctx); err != nil {
+			t.Errorf("stop venn: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("venn logs:\n%s", logs)
+		}
+	})
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	testkit.WaitFor(t, 20*time.Second, "/readyz to say 200", func() bool {
+		return status(client, "http://"+metricsAddr+"/readyz") == http.StatusOK
+	})
+	return &running{node: node, reg: reg, rpcAddr: rpcAddr, metricsAddr: metricsAddr, adminAddr: adminAddr, chain: chain}
 }

@@ -122,7 +122,9 @@ func windowAt(t *testing.T, v *venn, chain string, n uint64, hash common.Hash) (
 // near-head number, the second finding the first's answer in the Redis
 // tier; a reorg replaces that block with one where the state differs, and
 // both then answer the new branch's state, never the orphan's. The
-// orphan's state stays what its hash asks for.
+// orphan's state stays what its hash asks for; asked with EIP-1898's
+// requireCanonical, cached while canonical, it is the node's refusal
+// after the reorg, never the cached answer.
 func TestCacheFollowsAReorgOnEveryReplica(t *testing.T) {
 	sim := simnode.Start(t)
 	_, token := testkit.Redis(t, func(tok string) string { return "venn:{c" + tok + "}*" })
@@ -160,6 +162,9 @@ func TestCacheFollowsAReorgOnEveryReplica(t *testing.T) {
 		}
 		cacheCall(t, v.URL(chain), "eth_getTransactionCount", byNumber).want(t, fmt.Sprintf("replica %d, again", i+1), nonceA, "hit")
 	}
+	canonOrphan := `["` + from + `",{"blockHash":"` + strings.ToLower(orphan.Hex()) + `","requireCanonical":true}]`
+	cacheCall(t, replicas[0].URL(chain), "eth_getTransactionCount", canonOrphan).want(t, "requireCanonical while canonical", nonceA, "miss")
+	cacheCall(t, replicas[0].URL(chain), "eth_getTransactionCount", canonOrphan).want(t, "requireCanonical again", nonceA, "hit")
 
 	// The new branch at n holds the orphan's transaction and one more.
 	sim.Fork(t, head.ParentHash)
@@ -181,6 +186,11 @@ func TestCacheFollowsAReorgOnEveryReplica(t *testing.T) {
 		}
 		cacheCall(t, v.URL(chain), "eth_getTransactionCount", byNumber).want(t, what, nonceB, word)
 		cacheCall(t, v.URL(chain), "eth_getTransactionCount", byNumber).want(t, what+", again", nonceB, "hit")
+	}
+	for i, v := range replicas {
+		if r := cacheCall(t, v.URL(chain), "eth_getTransactionCount", canonOrphan); r.Error == nil || r.word == "hit" {
+			t.Fatalf("replica %d, the orphan with requireCanonical: %s (X-Venn-Cache %q), want the node's refusal", i+1, r.Result, r.word)
+		}
 	}
 	byHash := `["` + from + `",{"blockHash":"` + strings.ToLower(orphan.Hex()) + `"}]`
 	r := cacheCall(t, replicas[0].URL(chain), "eth_getTransactionCount", byHash)

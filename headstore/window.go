@@ -345,6 +345,17 @@ func (w *Window) headTime() (n, time uint64, ok bool) {
 	return h.Number, h.Time, true
 }
 
+// CanonicalNumber is the number of the canonical block with hash h (any
+// case) the window holds; ok is false for any other hash.
+func (w *Window) CanonicalNumber(h string) (n uint64, ok bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if e := w.lookupHash(h); e != nil {
+		return e.Number, true
+	}
+	return 0, false
+}
+
 // CanonicalHash is the hash of canonical block n as the window knows it: a
 // block it holds, or the parent of the lowest one; ok is false for any
 // other number.

@@ -41,6 +41,7 @@ type Pool struct {
 	// its timestamps say and the fastest pace they showed (nanoseconds; 0
 	// until known).
 	heads      chainHead
+	pace       pollPlan // pace.go: the leader's poll plan
 	best       atomic.Uint64
 	tip        atomic.Pointer[headReport]
 	learned    atomic.Int64

@@ -206,3 +206,50 @@ func startForkPool(t *testing.T, rs ...remotes.Config) *remotes.Pool {
 	t.Helper()
 	return startChainPool(t, fakenode.DefaultChainID, rs...)
 }
+
+// TestCacheNeverStoresAnotherChainsSettledAnswer: the preferred remote
+// was re-pointed at another network at the same height (every block
+// differs) and answers a state call at a settled number for its own
+// block. The call goes pinned to the hash of the cluster's block at that
+// number, so that remote lacks it, the pool asks the other, and only the
+// cluster's chain's answer is stored and served.
+func TestCacheNeverStoresAnotherChainsSettledAnswer(t *testing.T) {
+	major := fakenode.Start(t, fakenode.Options{Name: "major"})
+	other := fakenode.Start(t, fakenode.Options{Name: "other"})
+	other.SetFork(1, 9)
+	if major.BlockHash(20) == other.BlockHash(20) {
+		t.Fatal("the nodes share block 20")
+	}
+	other.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method != "eth_getBalance" || bytes.Contains(params, []byte("blockHash")) {
+			return nil, nil, false
+		}
+		return json.RawMessage(`"0xbad"`), nil, true
+	})
+	pool := startForkPool(t,
+		remotes.Config{Name: "other", URL: other.URL(), Timeout: 5 * time.Second},
+		remotes.Config{Name: "major", URL: major.URL(), Timeout: 5 * time.Second, Tier: remotes.TierSecondary})
+	testkit.WaitFor(t, 10*time.Second, "both remotes in rotation at head 100", func() bool {
+		n := 0
+		for _, s := range pool.Status() {
+			if s.InRotation && s.Head == 100 {
+				n++
+			}
+		}
+		return n == 2
+	})
+	c := cache.New(cache.Config{}.WithDefaults(time.Second, false), cache.Options{Chain: "dev"})
+	t.Cleanup(c.Close)
+	head := forkHead{fakeHead{tags: headstore.Tags{Latest: 100}, ok: true}, major}
+	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, Cache: c,
+		Settled: func() (uint64, bool) { return 36, true }}, head, pool, nil)
+	const addr = "0x00000000000000000000000000000000000000a0"
+	want := mustRPC(t, major, "eth_getBalance", `["`+addr+`","0x14"]`)
+	for i := range 3 {
+		req := &jrpc.Request{Method: "eth_getBalance", Params: json.RawMessage(`["` + addr + `","0x14"]`)}
+		res, err := rt.ServeRPC(context.Background(), req)
+		if err != nil || string(res) != want {
+			t.Fatalf("call %d at settled block 20: %s %v, want the cluster's chain's %s", i, res, err, want)
+		}
+	}
+}

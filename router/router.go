@@ -133,6 +133,12 @@ type canonicalOf interface {
 	CanonicalHash(n uint64) (hash string, ok bool)
 }
 
+// canonicalNumberOf is the head window's canonical blocks by hash, which
+// the response cache keys an EIP-1898 requireCanonical hash by.
+type canonicalNumberOf interface {
+	CanonicalNumber(hash string) (n uint64, ok bool)
+}
+
 // storedLinks is the history store's check that a block links by hash to
 // its stored neighbours (blockstore.Chain.Links).
 type storedLinks interface {
@@ -152,9 +158,13 @@ type Router struct {
 	// canonical is the head window's canonical hash of a number; nil
 	// without a window that says.
 	canonical func(n uint64) (string, bool)
-	forge     *forger.Forger
-	wt        *writeThrough // nil without history
-	log       *slog.Logger
+	// canonicalNumber is the head window's number of a canonical block's
+	// hash; nil without a window that says.
+	canonicalNumber func(hash string) (uint64, bool)
+	hashes          settledHashes // settled blocks' hashes from header lookups
+	forge           *forger.Forger
+	wt              *writeThrough // nil without history
+	log             *slog.Logger
 
 	// trailing is set while the window trails the remotes by more than
 	// MaxLag: logged once when it starts and once when it ends.
@@ -206,6 +216,9 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	rt.SetLogLimits(cfg.LogLimits)
 	if c, ok := head.(canonicalOf); ok {
 		rt.canonical = c.CanonicalHash
+	}
+	if c, ok := head.(canonicalNumberOf); ok {
+		rt.canonicalNumber = c.CanonicalNumber
 	}
 	rt.SetCache(cfg.Cache)
 	if rt.history != nil {

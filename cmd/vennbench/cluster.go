@@ -40,7 +40,7 @@ const (
 // the upstream's newHeads over WebSocket (detection does not wait for a
 // poll), metrics on their own port for the bench to scrape.
 func replicaConfig(port, mport int, s vennSpec, id string) cluster.Config {
-	return cluster.Config{
+	c := cluster.Config{
 		Listen: "127.0.0.1:" + strconv.Itoa(port), MetricsListen: "127.0.0.1:" + strconv.Itoa(mport),
 		RedisAddr: s.redisAddr, ReplicaID: id, Chain: clusterChain, ChainID: benchChainID,
 		BlockTime: time.Second, Window: headWindow,
@@ -49,6 +49,16 @@ func replicaConfig(port, mport int, s vennSpec, id string) cluster.Config {
 		Extra:      "limits: {max_connections: 30000, max_connections_per_ip: 30000}\n" + s.extra,
 		ChainExtra: s.chainExtra,
 	}
+	if s.httpOnly {
+		c.Remotes[0].WSURL = ""
+	}
+	if s.learnBlockTime {
+		c.BlockTime = 0
+	}
+	if s.window > 0 {
+		c.Window = s.window
+	}
+	return c
 }
 
 // vennSpec is what every replica of a bench cluster shares.
@@ -62,6 +72,13 @@ type vennSpec struct {
 	chainExtra string
 	// extra is more top-level YAML ("admin: {...}"); "" adds none.
 	extra string
+	// httpOnly leaves the remote's ws_url out: heads are polled.
+	httpOnly bool
+	// learnBlockTime leaves block_time unset (0s): venn learns it from
+	// the block timestamps, as a new user's does.
+	learnBlockTime bool
+	// window is the head window; 0 keeps headWindow.
+	window int
 }
 
 // checkLeader fails unless the chain's lease is held by leaderID: a run
@@ -391,6 +408,10 @@ type clusterOpts struct {
 	extra        string   // see vennSpec
 	followers    []string // replica ids after the leader
 	upstreamArgs []string // the upstream child's flags after -listen
+	// httpOnly, learnBlockTime and window: see vennSpec.
+	httpOnly       bool
+	learnBlockTime bool
+	window         int
 }
 
 // startBenchCluster starts a benchCluster; on error, whatever it started is
@@ -426,7 +447,8 @@ func startBenchCluster(ctx context.Context, o clusterOpts, stderr io.Writer) (_ 
 	if err = b.l.waitReady(ctx, b.upURL, b.up, childReadyTimeout); err != nil {
 		return nil, err
 	}
-	spec := vennSpec{bin: vennBin, dir: b.tmp, upURL: b.upURL, chainExtra: o.chainExtra, extra: o.extra}
+	spec := vennSpec{bin: vennBin, dir: b.tmp, upURL: b.upURL, chainExtra: o.chainExtra, extra: o.extra,
+		httpOnly: o.httpOnly, learnBlockTime: o.learnBlockTime, window: o.window}
 	b.leader, b.followers, err = startCluster(ctx, b.l, spec, b.rs, o.followers)
 	return b, err
 }

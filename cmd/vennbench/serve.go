@@ -38,6 +38,7 @@ func serveUpstream(ctx context.Context, args []string, stdout, stderr io.Writer)
 	blockTime := fs.Duration("block-time", 0, "mine a block every this long (0: the chain moves only on "+minePath+")")
 	control := fs.Bool("control", false, "serve POST "+minePath+" and GET "+fetchedPath+" (the propagation bench)")
 	head := fs.Uint64("head", 0, "the chain's first head (0: the fake node's default)")
+	shapeName := fs.String("shape", "", "release real-sized blocks of this chain shape on its schedule (the shape bench): "+shapeNames())
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -55,6 +56,26 @@ func serveUpstream(ctx context.Context, args []string, stdout, stderr io.Writer)
 		node.SetHook(c.hook)
 		mux.HandleFunc("POST "+minePath, c.serveMine)
 		mux.HandleFunc("GET "+fetchedPath, c.serveFetched)
+	}
+	if *shapeName != "" {
+		shape, ok := fakenode.ShapeByName(*shapeName)
+		if !ok {
+			fmt.Fprintf(stderr, "vennbench upstream: no shape %q (%s)\n", *shapeName, shapeNames())
+			return exitUsage
+		}
+		sc, err := fakenode.NewShapeChain(node, shape)
+		if err != nil {
+			fmt.Fprintf(stderr, "vennbench upstream: %v\n", err)
+			return exitError
+		}
+		mux.HandleFunc("GET "+releasedPath, func(w http.ResponseWriter, _ *http.Request) { serveReleased(w, sc) })
+		runCtx, stopChain := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = sc.Run(runCtx) // ends with ctx
+		}()
+		defer func() { stopChain(); <-done }()
 	}
 	mux.Handle("/", st.count(node.Handler()))
 	if *blockTime > 0 {
@@ -94,6 +115,13 @@ type stats struct {
 	// State is the number of stateMethods calls that reached the node,
 	// every item of a batch counted.
 	State uint64 `json:"state"`
+	// Calls counts every call that reached the node; Heads those that
+	// ask only for the head (eth_blockNumber, the latest block).
+	Calls uint64 `json:"calls"`
+	Heads uint64 `json:"heads"`
+	// Logs counts the calls a filter poll could cost upstream:
+	// eth_getLogs and the filter methods themselves.
+	Logs uint64 `json:"logs"`
 }
 
 func (s *upstreamStats) count(h http.Handler) http.Handler {
@@ -109,6 +137,11 @@ func (s *upstreamStats) serve(w http.ResponseWriter, _ *http.Request) {
 	if s.node != nil {
 		for _, m := range stateMethods {
 			st.State += uint64(s.node.Calls(m))
+		}
+		st.Calls = uint64(s.node.TotalCalls())
+		st.Heads = uint64(s.node.Calls("eth_blockNumber") + s.node.CallsAt("eth_getBlockByNumber", "latest"))
+		for _, m := range []string{"eth_getLogs", "eth_newFilter", "eth_getFilterChanges", "eth_getFilterLogs"} {
+			st.Logs += uint64(s.node.Calls(m))
 		}
 	}
 	_ = json.NewEncoder(w).Encode(st)

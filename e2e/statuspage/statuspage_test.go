@@ -1,7 +1,8 @@
 // Package statuspage drives the status page in a real browser: venn in
 // process in front of fake nodes, headless Chromium over the DevTools
-// protocol. It skips, saying how to install it, where Chromium is absent
-// (scripts/test.sh installs it).
+// protocol. Where Chromium is absent its tests skip, saying how to install
+// it, unless CI or VENN_REQUIRE_CHROMIUM is set (scripts/test.sh installs
+// it and sets the latter): there they fail.
 package statuspage
 
 import (
@@ -70,10 +71,7 @@ func overview(t *testing.T, base string) admin.Overview {
 // rows against the admin API, cordons a remote with its button and sees it
 // leave rotation, saves a screenshot, and finds no secret in any page.
 func TestStatusPageInBrowser(t *testing.T) {
-	path := chromiumPath()
-	if path == "" {
-		t.Skip("chromium not found: apt-get install chromium (scripts/test.sh does), or set VENN_CHROMIUM")
-	}
+	path := requireChromium(t)
 	base := startVenn(t)
 	testkit.WaitFor(t, 10*time.Second, "both remotes in rotation", func() bool {
 		return overview(t, base).Chains[0].InRotation == 2
@@ -156,4 +154,20 @@ func pageHTML(b *browser) string {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// requireChromium returns Chromium's path; without it the test skips, or
+// fails where the browser is required (CI, VENN_REQUIRE_CHROMIUM).
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	path := chromiumPath()
+	switch {
+	case path != "":
+		return path
+	case os.Getenv("CI") != "" || os.Getenv("VENN_REQUIRE_CHROMIUM") != "":
+		t.Fatal("chromium not found, and CI or VENN_REQUIRE_CHROMIUM requires it: apt-get install chromium (scripts/test.sh does), or set VENN_CHROMIUM")
+	default:
+		t.Skip("chromium not found: apt-get install chromium (scripts/test.sh does), or set VENN_CHROMIUM")
+	}
+	return ""
 }

@@ -29,6 +29,16 @@
 // WebSocket subscribers. A change that makes more than MaxHeadsPerChange
 // blocks appear notifies only the last MaxHeadsPerChange of them.
 //
+// # Shapes
+//
+// NewShapeChain puts a chain of real-sized blocks on a node (shape.go):
+// go-ethereum blocks of signed transactions with receipts and logs, their
+// hashes and roots real, released one per block time on a wall-clock
+// schedule (the Shapes: an L2, Base-like, BSC-like, mainnet). It answers
+// the block methods through the node's hook and sends each header to the
+// node's newHeads subscribers with PushHead; the rest is the synthetic
+// chain's.
+//
 // # Faults
 //
 // Every fault is switchable at run time and safe for concurrent use. Unless

@@ -258,3 +258,15 @@ func (n *Node) notifyPending(h common.Hash) {
 		}
 	}
 }
+
+// PushHead sends header, as is, to every newHeads subscriber: the heads of
+// a chain whose blocks come from elsewhere (ShapeChain).
+func (n *Node) PushHead(header []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.sortedSubs() {
+		if s.kind == subHeads {
+			s.conn.send(notification(s.id, header))
+		}
+	}
+}
