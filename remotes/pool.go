@@ -96,7 +96,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 		m = NewMetrics(nil)
 	}
 	if cfg.Replies == nil {
-		cfg.Replies = NewReplyBudget(DefaultReplyBytesInFlight, m)
+		cfg.Replies = NewReplyBudget(0, m)
 	}
 	log = log.With("chain", cfg.Chain)
 	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
