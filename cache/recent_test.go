@@ -2,6 +2,7 @@ package cache
 
 import (
 	"encoding/binary"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -65,6 +66,37 @@ func TestRecentIndexForgetsExpiredKeys(t *testing.T) {
 	for i := range 3 * perStep {
 		if !got[indexKey(i)] {
 			t.Fatalf("key %d, added within recent_ttl of the reorg, was not evicted", i)
+		}
+	}
+}
+
+// TestMemoryKeepsEveryField: an entry read from the memory tier is the
+// entry stored, every field of it (the tier packs them: a field added to
+// Entry must be packed too), its TTL kept to the millisecond, a TTL too
+// long for the packing kept until evicted.
+func TestMemoryKeepsEveryField(t *testing.T) {
+	if n := reflect.TypeFor[Entry]().NumField(); n != memEntryFields {
+		t.Fatalf("Entry has %d fields, the memory tier packs %d: pack the new one in memEntry", n, memEntryFields)
+	}
+	m := NewMemory(1<<20, nil)
+	defer m.Close()
+	tests := []struct {
+		give Entry
+		ttl  time.Duration
+	}{
+		{Entry{Value: []byte(`"0x1"`), Method: "eth_getBalance", Block: 7, Settled: true}, 0},
+		{Entry{Value: []byte(`{"code":3}`), Method: "eth_call", Block: 1 << 40, Error: true}, time.Minute},
+		{Entry{Value: []byte(`"0x2"`), Method: "eth_call", Error: true, Settled: true}, 400 * 24 * time.Hour},
+		{Entry{Value: []byte(`"0x3"`), Method: "debug_traceCall"}, time.Minute + time.Microsecond},
+	}
+	for i, tt := range tests {
+		k := indexKey(i)
+		if err := m.Set(t.Context(), k, tt.give, tt.ttl); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := m.Get(t.Context(), k)
+		if err != nil || !ok || !reflect.DeepEqual(got, tt.give) {
+			t.Errorf("entry %d: got %+v %v %v, want %+v", i, got, ok, err, tt.give)
 		}
 	}
 }
