@@ -1,7 +1,6 @@
 package statuspage
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/venn-gateway/venn/app"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -38,15 +36,7 @@ func startManyChains(t *testing.T) (base, rpc string) {
 		fmt.Fprintf(&y, "  - name: %s\n    chain_id: 1337\n    remotes:\n", name)
 		fmt.Fprintf(&y, "      - {name: alpha, url: %q}\n      - {name: beta, url: %q, tier: secondary}\n", n0.URL()+"/PATHSECRET", n1.URL())
 	}
-	cfg, err := app.Parse([]byte(y.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fx := app.New(cfg, app.LogOutput(io.Discard))
-	if err := fx.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fx.Stop(context.Background()) })
+	serve(t, y.String())
 	return "http://" + addr, "http://" + listen + "/dev"
 }
 
