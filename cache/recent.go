@@ -3,35 +3,93 @@ package cache
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // recentIndex lists the keys of near-head entries by their block's hash,
 // so that a reorg that orphans the block drops them from the tiers at
 // once. A block at or below the settled line leaves the index: its keys
 // are no longer made (a settled number is keyed by number) and expire.
+//
+// It holds only what may still be stored: every tier keeps a near-head
+// entry for recent_ttl at most (Layer.RecentTTL), so a key added more than
+// that ago names nothing, and it is forgotten. Keys are kept in two
+// generations per block, each at most ttl long; a generation whose newest
+// key is older than ttl is dropped whole. Without it, a head that stops
+// moving (or a settled line far below it) made the index the cache's
+// largest holder of memory: every miss's key, kept until its block settled.
 type recentIndex struct {
 	mu     sync.Mutex
+	ttl    time.Duration
+	now    func() time.Time
 	blocks map[string]*recentBlock // by hash
+	// swept is when blocks were last swept for expired generations.
+	swept time.Time
 }
 
 type recentBlock struct {
 	number uint64
-	keys   map[Key]struct{}
+	// cur holds the keys added since curFrom; prev those added in the
+	// generation before, all before curFrom.
+	cur, prev []Key
+	curFrom   time.Time
 }
 
-func newRecentIndex() *recentIndex {
-	return &recentIndex{blocks: map[string]*recentBlock{}}
+func newRecentIndex(ttl time.Duration, now func() time.Time) *recentIndex {
+	return &recentIndex{blocks: map[string]*recentBlock{}, ttl: ttl, now: now, swept: now()}
 }
 
 func (x *recentIndex) add(hash string, number uint64, k Key) {
+	now := x.now()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if now.Sub(x.swept) >= x.ttl {
+		x.sweep(now)
+	}
 	b := x.blocks[hash]
 	if b == nil {
-		b = &recentBlock{number: number, keys: map[Key]struct{}{}}
+		b = &recentBlock{number: number, curFrom: now}
 		x.blocks[hash] = b
 	}
-	b.keys[k] = struct{}{}
+	b.age(now, x.ttl)
+	b.cur = append(b.cur, k)
+}
+
+// age starts a new generation when the current one is ttl old: the keys
+// of the one before were all added at least ttl ago, and their entries
+// have expired everywhere.
+func (b *recentBlock) age(now time.Time, ttl time.Duration) {
+	if now.Sub(b.curFrom) < ttl {
+		return
+	}
+	if now.Sub(b.curFrom) >= 2*ttl {
+		b.prev = nil // even the current generation is expired
+	} else {
+		b.prev = b.cur
+	}
+	b.cur, b.curFrom = nil, now
+}
+
+// sweep ages every block and drops those left without keys.
+func (x *recentIndex) sweep(now time.Time) {
+	x.swept = now
+	for hash, b := range x.blocks {
+		b.age(now, x.ttl)
+		if len(b.cur) == 0 && len(b.prev) == 0 {
+			delete(x.blocks, hash)
+		}
+	}
+}
+
+// size is how many keys the index holds.
+func (x *recentIndex) size() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := 0
+	for _, b := range x.blocks {
+		n += len(b.cur) + len(b.prev)
+	}
+	return n
 }
 
 // canonView is what orphans asks of the chain.
@@ -46,6 +104,7 @@ func (x *recentIndex) orphans(v canonView) []Key {
 	line, lineOK := v.Settled()
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.sweep(x.now())
 	var out []Key
 	for hash, b := range x.blocks {
 		if lineOK && b.number <= line {
@@ -55,9 +114,7 @@ func (x *recentIndex) orphans(v canonView) []Key {
 		if h, ok := v.CanonicalHash(b.number); ok && h == hash {
 			continue
 		}
-		for k := range b.keys {
-			out = append(out, k)
-		}
+		out = append(append(out, b.prev...), b.cur...)
 		delete(x.blocks, hash)
 	}
 	return out

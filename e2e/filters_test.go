@@ -322,3 +322,65 @@ func TestFilterClientsThroughALoadBalancer(t *testing.T) {
 	t.Logf("blocks %d..%d: ethers saw %d events and %d blocks, viem %d events, %d blocks and %d block-filter hashes",
 		first+1, end, len(ethersOut.Events), len(ethersOut.Blocks), len(viemOut.Events), len(viemOut.Blocks), len(viemOut.Hashes))
 }
+
+// TestPendingFiltersAcrossReplicas: pending-transaction filters, hashes
+// and full transactions, made through one replica and polled through both
+// in turn, get each transaction sent after them exactly once.
+func TestPendingFiltersAcrossReplicas(t *testing.T) {
+	g := gethtest.Start(t, gethtest.Options{})
+	dev := newDevSender(t, g)
+	dev.send(t) // a first block, so that venn sees a head
+	_, token := testkit.Redis(t, func(tok string) string { return "venn:{p" + tok + "}*" })
+	chain := "p" + token
+	start := func(id string) *venn {
+		return startVenn(t, []*gethtest.Geth{g}, vennOptions{blockTime: "200ms", chain: chain,
+			top: fmt.Sprintf("redis: {url: \"redis://%s/0\", replica_id: %s}", testkit.RedisAddr, id)})
+	}
+	replicas := []*venn{start("r1"), start("r2")}
+	for _, v := range replicas {
+		waitWindowAt(t, v, chain, 1)
+	}
+	var hashes, full string
+	mustUnmarshal(t, call(t, replicas[0].URL(chain), "eth_newPendingTransactionFilter"), &hashes)
+	mustUnmarshal(t, call(t, replicas[1].URL(chain), "eth_newPendingTransactionFilter", true), &full)
+
+	var want []string
+	for range 5 {
+		want = append(want, dev.send(t))
+	}
+	for _, f := range []struct {
+		name, id string
+		full     bool
+	}{{"hashes", hashes, false}, {"full", full, true}} {
+		got := map[string]int{}
+		turn := 0
+		done := func() bool {
+			for _, h := range want {
+				if got[h] == 0 {
+					return false
+				}
+			}
+			return true
+		}
+		if !testkit.Poll(filtersWait, func() bool {
+			v := replicas[turn%2]
+			turn++
+			var items []json.RawMessage
+			mustUnmarshal(t, call(t, v.URL(chain), "eth_getFilterChanges", f.id), &items)
+			for _, it := range items {
+				if f.full != (len(it) > 0 && it[0] == '{') {
+					t.Fatalf("%s filter: %s", f.name, it)
+				}
+				got[pendingKey(it)]++
+			}
+			return done()
+		}) {
+			t.Fatalf("%s filter: got %v, want each of %v", f.name, got, want)
+		}
+		for h, n := range got {
+			if n != 1 {
+				t.Fatalf("%s filter: %s delivered %d times", f.name, h, n)
+			}
+		}
+	}
+}

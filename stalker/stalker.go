@@ -36,6 +36,13 @@ type Upstream interface {
 	BlockTime() time.Duration
 }
 
+// HeadPacer is an Upstream whose head polling follows the leader's plan
+// while this replica leads (remotes.Pool.SetLeading): polls when the
+// next block is due, not once a block time.
+type HeadPacer interface {
+	SetLeading(on bool)
+}
+
 // Config is one chain's stalker settings. Its cadence is the upstream's
 // block time.
 type Config struct {
@@ -142,6 +149,10 @@ var errDeposed = errors.New("deposed")
 // the shape Elector.Run wants.
 func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 	s.log.Info("stalker following the head", "epoch", epoch)
+	if p, ok := s.up.(HeadPacer); ok {
+		p.SetLeading(true)
+		defer p.SetLeading(false)
+	}
 	l := &leading{epoch: epoch}
 	if s.cfg.Archive.Store != nil {
 		actx, cancel := context.WithCancel(ctx)

@@ -35,7 +35,7 @@
 // The same binary is the children: `vennbench upstream` and
 // `vennbench proxy` are re-executed from os.Args[0]. Only 127.0.0.1 is used.
 //
-//	go run ./cmd/vennbench [-duration 10s] [-rounds 3] [-conc 1,32,128] [-venn PATH]
+//	go run ./cmd/vennbench [-duration 10s] [-rounds 3] [-conc 1,32,128] [-targets direct,proxy,venn,venn-nocache] [-venn PATH]
 //	go run ./cmd/vennbench head [-duration 10s] [-rounds 3] [-conc 1,32,128] [-calls ...] [-venn PATH]
 //	go run ./cmd/vennbench propagation [-blocks 200] [-followers 2] [-venn PATH]
 //	go run ./cmd/vennbench shape [-shapes l2,base,bsc,mainnet] [-remotes http,ws] [-duration 60s] [-baseline PATH] [-venn PATH]
@@ -192,8 +192,11 @@ type benchConfig struct {
 	Warmup   time.Duration // unmeasured load just before each window
 	Rounds   int
 	Conc     []int
-	Targets  []string // subset of direct, proxy, venn, in this order
+	Targets  []string // subset of direct, proxy, venn, venn-nocache, in this order
 	Venn     string   // venn binary; "" builds ./cmd/venn
+	// Profile, when set, is where each venn window's CPU, allocation and
+	// (at its end) heap profiles go: PREFIX.TARGET.rROUND.cCONC.{cpu,allocs,heap}.
+	Profile string
 }
 
 // parseBenchFlags returns the config and -1, or an exit code when the run
@@ -205,8 +208,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, int) {
 	fs.DurationVar(&cfg.Warmup, "warmup", defaultWarmup, "unmeasured load before each window")
 	fs.IntVar(&cfg.Rounds, "rounds", defaultRounds, "rounds; each measures every target at every concurrency")
 	conc := fs.String("conc", defaultConc, "comma-separated concurrencies")
-	targets := fs.String("targets", defaultTargets, "comma-separated targets to measure (direct, proxy, venn)")
+	targets := fs.String("targets", defaultTargets, "comma-separated targets to measure (direct, proxy, venn, venn-nocache: venn with the chain's cache off)")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: go build ./cmd/venn into a temp dir)")
+	fs.StringVar(&cfg.Profile, "profile", "", "write each venn window's CPU and allocation profiles, and its heap at the end, to PREFIX.TARGET.rROUND.cCONC.{cpu,allocs,heap} (go tool pprof)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return cfg, code
 	}
@@ -245,21 +249,21 @@ func parseConc(s string) ([]int, error) {
 	return out, nil
 }
 
-// parseTargets keeps the canonical order direct, proxy, venn whatever the
-// order given, so every round interleaves them the same way.
+// parseTargets keeps the canonical order direct, proxy, venn, venn-nocache
+// whatever the order given, so every round interleaves them the same way.
 func parseTargets(s string) ([]string, error) {
 	want := map[string]bool{}
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		switch f {
-		case targetDirect, targetProxy, targetVenn:
+		case targetDirect, targetProxy, targetVenn, targetNoCache:
 			want[f] = true
 		default:
 			return nil, fmt.Errorf("unknown target %q", f)
 		}
 	}
 	var out []string
-	for _, t := range []string{targetDirect, targetProxy, targetVenn} {
+	for _, t := range []string{targetDirect, targetProxy, targetVenn, targetNoCache} {
 		if want[t] {
 			out = append(out, t)
 		}
