@@ -160,6 +160,13 @@ func (p *Pool) headChanged() {
 		}
 	}
 	best := p.healthyBest(now)
+	for _, r := range p.members() {
+		// Heard only now that its report is judged: a report heard before
+		// its head counts would vouch for a window its head shows behind.
+		if at := r.reportedAt.Load(); at > r.heardAt.Load() {
+			r.heardAt.Store(at)
+		}
+	}
 	p.chainHead.Set(float64(p.best.Load()))
 	for _, r := range p.members() {
 		lag := uint64(0)
@@ -344,6 +351,7 @@ func (p *Pool) moveTip(now time.Time) {
 	h.revoked = false
 	h.tip = cand
 	p.tip.Store(cand)
+	p.canon.Store(p.canon.Load().extend(cand))
 	if tip != nil && tip.Number == cand.Number && tip.Hash == cand.Hash {
 		return // the same block, reported by another remote
 	}

@@ -26,11 +26,39 @@ func (benchRemotes) ServeRPC(context.Context, *jrpc.Request) (json.RawMessage, e
 	return json.RawMessage(`"0x1"`), nil
 }
 
+// judgedRemotes are benchRemotes that also say the recent canonical
+// hashes, when they were last heard from and the block time: the head
+// window is judged by hash and time on every call, as it is over a pool.
+type judgedRemotes struct {
+	benchRemotes
+	hashes []string // by number, 0..head
+}
+
+func newJudgedRemotes(head uint64) judgedRemotes {
+	r := judgedRemotes{benchRemotes: benchRemotes{head: head}}
+	for n := range head + 1 {
+		r.hashes = append(r.hashes, benchHash(n))
+	}
+	return r
+}
+
+func (r judgedRemotes) HashAt(n uint64) (string, bool) {
+	if n > r.head {
+		return "", false
+	}
+	return r.hashes[n], true
+}
+func (judgedRemotes) HeardWithin(time.Time, time.Duration) bool { return true }
+func (judgedRemotes) BlockTime() time.Duration                  { return time.Second }
+
 func benchHash(n uint64) string { return fmt.Sprintf("0x%064x", n+0xb10c) }
 
 // benchRouter is a router over a window of blocks 1..8 and remotes at
 // the same head.
-func benchRouter(b *testing.B) *Router {
+func benchRouter(b *testing.B) *Router { return benchRouterOver(b, benchRemotes{head: 8}) }
+
+// benchRouterOver is benchRouter in front of remotes.
+func benchRouterOver(b *testing.B, remotes jrpc.Handler) *Router {
 	b.Helper()
 	var blocks []*evm.Block
 	for n := uint64(1); n <= 8; n++ {
@@ -47,11 +75,14 @@ func benchRouter(b *testing.B) *Router {
 		b.Fatal(err)
 	}
 	w.SetLive(true)
-	return New(Config{Chain: "bench", ChainID: 1, MaxLag: 4}, w, benchRemotes{head: 8}, nil)
+	return New(Config{Chain: "bench", ChainID: 1, MaxLag: 4}, w, remotes, nil)
 }
 
 func benchServe(b *testing.B, method, params string) {
-	rt := benchRouter(b)
+	benchServeOn(b, benchRouter(b), method, params)
+}
+
+func benchServeOn(b *testing.B, rt *Router, method, params string) {
 	req := &jrpc.Request{Method: method, Params: json.RawMessage(params)}
 	if _, err := rt.ServeRPC(context.Background(), req); err != nil {
 		b.Fatal(err)
@@ -72,6 +103,13 @@ func benchServe(b *testing.B, method, params string) {
 // A head-served call: the window answers.
 func BenchmarkRouterHead(b *testing.B) {
 	benchServe(b, "eth_getBlockByNumber", `["latest",false]`)
+}
+
+// A head-served call with the window judged by hash and time (the block's
+// timestamp is old: the remotes' last report is read too), against
+// BenchmarkRouterHead, where the remotes say neither.
+func BenchmarkRouterHeadJudged(b *testing.B) {
+	benchServeOn(b, benchRouterOver(b, newJudgedRemotes(8)), "eth_getBlockByNumber", `["latest",false]`)
 }
 
 // A pass-through call: pinned to the head's number, then forwarded.
