@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -13,11 +14,13 @@ import (
 //
 // It holds only what may still be stored: every tier keeps a near-head
 // entry for recent_ttl at most (Layer.RecentTTL), so a key added more than
-// that ago names nothing, and it is forgotten. Keys are kept in two
-// generations per block, each at most ttl long; a generation whose newest
-// key is older than ttl is dropped whole. Without it, a head that stops
-// moving (or a settled line far below it) made the index the cache's
-// largest holder of memory: every miss's key, kept until its block settled.
+// that ago names nothing, and it is forgotten. A block's keys are kept in
+// generations of a quarter of ttl each; a generation is dropped whole
+// once the one after it started ttl ago (every key of it was added before
+// that), so the index holds at most 1.25 ttl of keys. Without it, a head
+// that stops moving (or a settled line far below it) made the index the
+// cache's largest holder of memory: every miss's key, kept until its
+// block settled.
 type recentIndex struct {
 	mu     sync.Mutex
 	ttl    time.Duration
@@ -27,12 +30,20 @@ type recentIndex struct {
 	swept time.Time
 }
 
+// recentGenerations is how many generations make up ttl.
+const recentGenerations = 4
+
 type recentBlock struct {
 	number uint64
-	// cur holds the keys added since curFrom; prev those added in the
-	// generation before, all before curFrom.
-	cur, prev []Key
-	curFrom   time.Time
+	gens   []recentGen // oldest first
+	last   time.Time   // of the newest key
+}
+
+// recentGen is the keys of a block added from from until the next
+// generation's from.
+type recentGen struct {
+	from time.Time
+	keys []Key
 }
 
 func newRecentIndex(ttl time.Duration, now func() time.Time) *recentIndex {
@@ -48,34 +59,48 @@ func (x *recentIndex) add(hash string, number uint64, k Key) {
 	}
 	b := x.blocks[hash]
 	if b == nil {
-		b = &recentBlock{number: number, curFrom: now}
+		b = &recentBlock{number: number}
 		x.blocks[hash] = b
 	}
-	b.age(now, x.ttl)
-	b.cur = append(b.cur, k)
+	b.expire(now, x.ttl)
+	if n := len(b.gens); n == 0 || now.Sub(b.gens[n-1].from) >= x.ttl/recentGenerations {
+		b.gens = append(b.gens, recentGen{from: now})
+	}
+	g := &b.gens[len(b.gens)-1]
+	g.keys = append(g.keys, k)
+	b.last = now
 }
 
-// age starts a new generation when the current one is ttl old: the keys
-// of the one before were all added at least ttl ago, and their entries
-// have expired everywhere.
-func (b *recentBlock) age(now time.Time, ttl time.Duration) {
-	if now.Sub(b.curFrom) < ttl {
+// expire drops the generations whose keys were all added ttl ago or
+// more: their entries have expired in every tier.
+func (b *recentBlock) expire(now time.Time, ttl time.Duration) {
+	if now.Sub(b.last) >= ttl {
+		b.gens = nil
 		return
 	}
-	if now.Sub(b.curFrom) >= 2*ttl {
-		b.prev = nil // even the current generation is expired
-	} else {
-		b.prev = b.cur
+	drop := 0
+	for drop+1 < len(b.gens) && now.Sub(b.gens[drop+1].from) >= ttl {
+		drop++
 	}
-	b.cur, b.curFrom = nil, now
+	if drop > 0 {
+		b.gens = slices.Delete(b.gens, 0, drop)
+	}
+}
+
+// keys are the block's keys, appended to out.
+func (b *recentBlock) appendKeys(out []Key) []Key {
+	for _, g := range b.gens {
+		out = append(out, g.keys...)
+	}
+	return out
 }
 
 // sweep ages every block and drops those left without keys.
 func (x *recentIndex) sweep(now time.Time) {
 	x.swept = now
 	for hash, b := range x.blocks {
-		b.age(now, x.ttl)
-		if len(b.cur) == 0 && len(b.prev) == 0 {
+		b.expire(now, x.ttl)
+		if len(b.gens) == 0 {
 			delete(x.blocks, hash)
 		}
 	}
@@ -87,7 +112,9 @@ func (x *recentIndex) size() int {
 	defer x.mu.Unlock()
 	n := 0
 	for _, b := range x.blocks {
-		n += len(b.cur) + len(b.prev)
+		for _, g := range b.gens {
+			n += len(g.keys)
+		}
 	}
 	return n
 }
@@ -114,7 +141,7 @@ func (x *recentIndex) orphans(v canonView) []Key {
 		if h, ok := v.CanonicalHash(b.number); ok && h == hash {
 			continue
 		}
-		out = append(append(out, b.prev...), b.cur...)
+		out = b.appendKeys(out)
 		delete(x.blocks, hash)
 	}
 	return out
