@@ -16,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common"
+
 	"github.com/venn-gateway/venn/internal/freeport"
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/simnode"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
 
@@ -383,4 +386,102 @@ func TestPendingFiltersAcrossReplicas(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFilterReorgAsGethDeliversIt: a log filter made through one replica
+// and polled through the other, next to the node's own filter, while the
+// simulated backend forks two blocks away and seals a longer branch: venn
+// delivers what geth's filter system does, in the same order: the logs,
+// then the orphaned ones again with removed: true, then the new branch's
+// (but for a log geth sends twice, see below).
+func TestFilterReorgAsGethDeliversIt(t *testing.T) {
+	sim := simnode.Start(t)
+	contract := sim.Deploy(t, common.FromHex(pingCode()))
+	_, token := testkit.Redis(t, func(tok string) string { return "venn:{r" + tok + "}*" })
+	chain := "r" + token
+	start := func(id string) *venn {
+		return startVenn(t, nil, vennOptions{blockTime: "200ms", chain: chain,
+			urls: [][2]string{{sim.HTTPURL(), sim.WSURL()}},
+			top:  fmt.Sprintf("redis: {url: \"redis://%s/0\", replica_id: %s}", testkit.RedisAddr, id)})
+	}
+	replicas := []*venn{start("r1"), start("r2")}
+	settle := func() {
+		t.Helper()
+		head := sim.Head(t)
+		for _, v := range replicas {
+			waitHead(t, v, chain, head.Number.Uint64(), head.Hash())
+		}
+	}
+	settle()
+	crit := map[string]any{"address": contract.Hex()}
+	var gethID, vennID string
+	mustUnmarshal(t, call(t, sim.HTTPURL(), "eth_newFilter", crit), &gethID)
+	mustUnmarshal(t, call(t, replicas[0].URL(chain), "eth_newFilter", crit), &vennID)
+
+	var fromGeth, fromVenn []string
+	turn := 0
+	poll := func() {
+		t.Helper()
+		settle()
+		var g, v []struct {
+			BlockHash       string `json:"blockHash"`
+			TransactionHash string `json:"transactionHash"`
+			LogIndex        string `json:"logIndex"`
+			Removed         bool   `json:"removed"`
+		}
+		mustUnmarshal(t, call(t, sim.HTTPURL(), "eth_getFilterChanges", gethID), &g)
+		mustUnmarshal(t, call(t, replicas[turn%2].URL(chain), "eth_getFilterChanges", vennID), &v)
+		turn++
+		for _, l := range g {
+			fromGeth = append(fromGeth, fmt.Sprintf("%s/%s/%s removed=%v", l.BlockHash, l.TransactionHash, l.LogIndex, l.Removed))
+		}
+		for _, l := range v {
+			fromVenn = append(fromVenn, fmt.Sprintf("%s/%s/%s removed=%v", l.BlockHash, l.TransactionHash, l.LogIndex, l.Removed))
+		}
+	}
+	ping := func(n uint64) {
+		sim.Send(t, contract, common.FromHex(gethtest.Topic(n)))
+		sim.Commit()
+	}
+	ping(1)
+	forkAt := sim.Head(t).Hash()
+	ping(2)
+	poll()
+	ping(3)
+	poll()
+	// Blocks 2 and 3 (of the pings) leave; their transactions return to
+	// the pool and are sealed again, on a longer branch.
+	sim.Fork(t, forkAt)
+	sim.Commit()
+	ping(4)
+	ping(5)
+	poll()
+	poll()
+	// geth's Fork is SetCanonical(parent), which announces the parent as
+	// the new head and sends its logs again, never taken back: a log a
+	// client already has. venn delivers each log once (the parent never
+	// left the chain); every other change is geth's, in geth's order.
+	var once []string
+	live := map[string]bool{}
+	for _, l := range fromGeth {
+		key, removed := strings.TrimSuffix(strings.TrimSuffix(l, " removed=true"), " removed=false"), strings.HasSuffix(l, "removed=true")
+		if !removed && live[key] {
+			continue
+		}
+		live[key] = !removed
+		once = append(once, l)
+	}
+	if !slices.Equal(fromVenn, once) {
+		t.Fatalf("venn's filter delivered\n%s\ngeth's own filter (each log once)\n%s", strings.Join(fromVenn, "\n"), strings.Join(once, "\n"))
+	}
+	removed := 0
+	for _, l := range fromGeth {
+		if strings.HasSuffix(l, "removed=true") {
+			removed++
+		}
+	}
+	if removed == 0 {
+		t.Fatalf("geth's filter delivered no removed log: the fork did not reorg\n%s", strings.Join(fromGeth, "\n"))
+	}
+	t.Logf("%d changes, %d removed, as geth delivered them", len(fromGeth), removed)
 }

@@ -7,7 +7,10 @@ package remotes
 // freshness is judged by them (HashAt): a window whose head is not the
 // block the remotes in rotation have at that height holds an orphan.
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // tipChainLen bounds the hashes kept: more than any max_lag a window may
 // trail by and still answer.
@@ -52,6 +55,26 @@ func (c *tipChain) extend(t *headReport) *tipChain {
 // it: the chain's tip, its parent, and blocks below that the tips that
 // led to it linked (tipChain); ok is false for any other number.
 func (p *Pool) HashAt(n uint64) (string, bool) { return p.canon.Load().at(n) }
+
+// Reports reports whether a remote in rotation reports block n as hash:
+// its latest head is that block, or that block's child. A window whose
+// head the tip's run of hashes disagrees with still answers while one
+// does: a remote re-pointed at another network makes its siblings the
+// tip until it is found out, and the window, right all along, must not
+// send every call to the remotes, that remote among them, meanwhile.
+func (p *Pool) Reports(n uint64, hash string) bool {
+	now := p.now()
+	for _, r := range p.members() {
+		c := r.claim.Load()
+		if c == nil || !(c.Number == n && strings.EqualFold(c.Hash, hash) || c.Number == n+1 && strings.EqualFold(c.Parent, hash)) {
+			continue
+		}
+		if r.healthy(now) {
+			return true
+		}
+	}
+	return false
+}
 
 // HeardWithin reports whether a remote in rotation reported its head,
 // news or not (a poll, newHeads, or the cluster's feed), within d before

@@ -48,6 +48,8 @@ func (r judgedRemotes) HashAt(n uint64) (string, bool) {
 	}
 	return r.hashes[n], true
 }
+func (judgedRemotes) Reports(uint64, string) bool { return false }
+
 func (judgedRemotes) HeardWithin(time.Time, time.Duration) bool { return true }
 func (judgedRemotes) BlockTime() time.Duration                  { return time.Second }
 

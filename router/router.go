@@ -123,11 +123,13 @@ type Head interface {
 type headOf interface{ HealthyHead() uint64 }
 
 // tipOf is what the router needs of the remotes to tell a window that
-// holds an orphan, or one that is old: the hash the remotes in rotation
-// have for a recent block, when one of them last reported its head, and
-// the chain's block time (remotes.Pool).
+// holds an orphan, or one that is old: the hash the chain's tip says for a
+// recent block, whether a remote in rotation still reports another, when
+// one of them last reported its head, and the chain's block time
+// (remotes.Pool).
 type tipOf interface {
 	HashAt(n uint64) (hash string, ok bool)
+	Reports(n uint64, hash string) bool
 	HeardWithin(now time.Time, d time.Duration) bool
 	BlockTime() time.Duration
 }
@@ -428,7 +430,8 @@ const (
 
 // fresh reports whether the head window may answer: it follows the feed,
 // it is not more than MaxLag behind the remotes in rotation, its head is
-// the block they have at that height (by hash), and its head is no older
+// the block they have at that height (by hash: the chain's tip says so,
+// or a remote in rotation still reports it), and its head is no older
 // than the chain's block time allows, or a remote reported its head since
 // then (a quiet chain). A stale window could miss a reorg; the remotes
 // can't. Every part of the router that reads the window asks this first.
@@ -466,7 +469,7 @@ func (rt *Router) fresh() bool {
 func (rt *Router) staleness(n uint64) (staleness, uint64, string) {
 	if rt.tips != nil && rt.headRef != nil {
 		if hn, hash, ts, ok := rt.headRef.HeadRef(); ok {
-			if h, ok := rt.tips.HashAt(hn); ok && !strings.EqualFold(h, hash) {
+			if h, ok := rt.tips.HashAt(hn); ok && !strings.EqualFold(h, hash) && !rt.tips.Reports(hn, hash) {
 				return forked, 0, hash
 			}
 			if age, ok := rt.timely(ts); !ok {

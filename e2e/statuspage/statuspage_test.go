@@ -34,19 +34,26 @@ func startVenn(t *testing.T) string {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
 	addr := testkit.ClosedAddr(t)
-	cfg, err := app.Parse([]byte(`
+	serve(t, `
 listen: 127.0.0.1:0
 metrics_listen: ""
-admin_listen: ` + addr + `
-admin: {tokens: [{name: browser, token: ` + token + `}]}
+admin_listen: `+addr+`
+admin: {tokens: [{name: browser, token: `+token+`}]}
 log: {level: warn}
 chains:
   - name: dev
     chain_id: 1337
     remotes:
-      - {name: alpha, url: "` + n0.URL() + `/PATHSECRET?key=QUERYSECRET", headers: {X-Key: HEADERSECRET}}
-      - {name: beta, url: "` + n1.URL() + `/PATHSECRET", tier: secondary}
-`))
+      - {name: alpha, url: "`+n0.URL()+`/PATHSECRET?key=QUERYSECRET", headers: {X-Key: HEADERSECRET}}
+      - {name: beta, url: "`+n1.URL()+`/PATHSECRET", tier: secondary}
+`)
+	return "http://" + addr
+}
+
+// serve runs venn in process on the config, stopped when the test ends.
+func serve(t *testing.T, config string) {
+	t.Helper()
+	cfg, err := app.Parse([]byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +62,6 @@ chains:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fx.Stop(context.Background()) })
-	return "http://" + addr
 }
 
 func overview(t *testing.T, base string) admin.Overview {
