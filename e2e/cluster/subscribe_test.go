@@ -71,6 +71,15 @@ func subscribe(t *testing.T, r *replica) *subscriber {
 // subscribeTo is subscribe on the replica's chain name.
 func subscribeTo(t *testing.T, r *replica, name string) *subscriber {
 	t.Helper()
+	return subscribeWith(t, r, name,
+		`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["logs",{}]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"eth_subscribe","params":["newHeads"]}`)
+}
+
+// subscribeWith is subscribe with the requests given: id 1 subscribes to
+// logs, id 2 to newHeads.
+func subscribeWith(t *testing.T, r *replica, name string, reqs ...string) *subscriber {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws://"+r.rpc+"/"+name, nil)
@@ -84,10 +93,7 @@ func subscribeTo(t *testing.T, r *replica, name string) *subscriber {
 		_ = ws.CloseNow()
 		<-s.done
 	})
-	for i, req := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["logs",{}]}`,
-		`{"jsonrpc":"2.0","id":2,"method":"eth_subscribe","params":["newHeads"]}`,
-	} {
+	for i, req := range reqs {
 		if err := ws.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
 			t.Fatalf("replica %s: subscribe: %v", r.id, err)
 		}
@@ -389,4 +395,76 @@ func TestSubscribersAcrossRedisRestart(t *testing.T) {
 			t.Errorf("replica %s: venn_subscription_missed_blocks_total = %v, want 0", r.id, v)
 		}
 	}
+}
+
+// TestLogsSubscriberResumesOnAnotherReplica: a logs subscriber whose
+// replica is killed -9 mid-stream (blocks keep coming) subscribes again on
+// another replica with the last block it got logs of (venn's resumeFrom):
+// across both connections it gets the node's logs for every block, each
+// once and in order.
+func TestLogsSubscriberResumesOnAnotherReplica(t *testing.T) {
+	c := startCluster(t, 3)
+	stop := c.mine(t)
+	defer stop()
+	leader, _, _ := c.waitLeader(t, "")
+	c.waitConverged(t, c.replicas)
+	followers := c.without(leader)
+	a, b := followers[0], followers[1]
+
+	first := subscribe(t, a)
+	first.waitHead(t, c.nodes[0].Head()+3)
+	a.kill()
+	if !testkit.Poll(5*time.Second, func() bool { return first.ended() != nil }) {
+		t.Fatalf("the subscriber on the killed replica %s still has an open connection", a.id)
+	}
+	heads, before := first.snapshot()
+	if len(before) == 0 {
+		t.Fatal("no logs before the kill")
+	}
+	last := before[len(before)-1]
+	waitBlocks(c.nodes[0], 3) // blocks come while the client is away
+
+	resume := fmt.Sprintf(`{"resumeFrom":{"number":%q,"hash":%q}}`, last.BlockNumber, last.BlockHash)
+	second := subscribeWith(t, b, chain,
+		`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["logs",{},`+resume+`]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"eth_subscribe","params":["newHeads"]}`)
+	waitBlocks(c.nodes[0], 5)
+	stop()
+	c.waitConverged(t, c.without(a.id))
+	end := c.nodes[0].Head()
+	second.waitHead(t, end)
+	// The resumed stream is complete once block end's logs are in: they
+	// come with its head on the live stream.
+	if !testkit.Poll(waitLimit, func() bool {
+		_, l := second.snapshot()
+		return len(l) > 0 && l[len(l)-1].number() >= end
+	}) {
+		t.Fatalf("the resumed subscriber never got block %d's logs", end)
+	}
+	_, after := second.snapshot()
+	if bad := append(first.unexpected(), second.unexpected()...); len(bad) > 0 {
+		t.Errorf("unexpected messages: %q", bad)
+	}
+
+	got := append(before, after...)
+	from := heads[0].number()
+	for len(got) > 0 && got[0].number() < from {
+		got = got[1:]
+	}
+	var want []subLog
+	for n := from; n <= end; n++ {
+		want = append(want, nodeLogs(t, c.nodes[0], c.nodes[0].BlockHash(n))...)
+	}
+	for i := range max(len(got), len(want)) {
+		switch {
+		case i >= len(got):
+			t.Fatalf("%d logs, the node has %d for blocks %d..%d; first missing: %+v", len(got), len(want), from, end, want[i])
+		case i >= len(want):
+			t.Fatalf("%d logs, the node has %d for blocks %d..%d; first extra: %+v", len(got), len(want), from, end, got[i])
+		case got[i] != want[i]:
+			t.Fatalf("log #%d is %+v, the node's is %+v (resumed after block %s)", i, got[i], want[i], last.BlockNumber)
+		}
+	}
+	t.Logf("blocks %d..%d: %d logs on %s, resumed after block %d, %d on %s; each once and in order",
+		from, end, len(before), a.id, last.number(), len(after), b.id)
 }
