@@ -402,7 +402,14 @@ func TestSubscribersAcrossRedisRestart(t *testing.T) {
 // another replica with the last block it got logs of (venn's resumeFrom):
 // across both connections it gets the node's logs for every block, each
 // once and in order.
-func TestLogsSubscriberResumesOnAnotherReplica(t *testing.T) {
+func TestLogsSubscriberResumesOnAnotherReplica(t *testing.T) { resumeAcrossKill(t, false) }
+
+// TestLogsSubscriberResumesAcrossAReorg: as above, but while the client is
+// away the last two blocks it got logs of are reorged out: on resuming it
+// gets their logs again with removed: true, then the new branch's.
+func TestLogsSubscriberResumesAcrossAReorg(t *testing.T) { resumeAcrossKill(t, true) }
+
+func resumeAcrossKill(t *testing.T, reorg bool) {
 	c := startCluster(t, 3)
 	stop := c.mine(t)
 	defer stop()
@@ -422,6 +429,14 @@ func TestLogsSubscriberResumesOnAnotherReplica(t *testing.T) {
 		t.Fatal("no logs before the kill")
 	}
 	last := before[len(before)-1]
+	forkAt := last.number() + 1 // no fork: nothing the client got leaves
+	if reorg {
+		forkAt = last.number() - 1
+		salt := uint64(time.Now().UnixNano())
+		for _, n := range c.nodes {
+			n.SetFork(forkAt, salt)
+		}
+	}
 	waitBlocks(c.nodes[0], 3) // blocks come while the client is away
 
 	resume := fmt.Sprintf(`{"resumeFrom":{"number":%q,"hash":%q}}`, last.BlockNumber, last.BlockHash)
@@ -451,20 +466,38 @@ func TestLogsSubscriberResumesOnAnotherReplica(t *testing.T) {
 	for len(got) > 0 && got[0].number() < from {
 		got = got[1:]
 	}
-	var want []subLog
-	for n := from; n <= end; n++ {
+	// The node's logs up to the fork; what the client got of the orphaned
+	// blocks, then the same again removed; the new branch's logs.
+	var want, orphaned []subLog
+	for n := from; n < forkAt; n++ {
 		want = append(want, nodeLogs(t, c.nodes[0], c.nodes[0].BlockHash(n))...)
+	}
+	for _, l := range before {
+		if l.number() >= forkAt {
+			orphaned = append(orphaned, l)
+		}
+	}
+	want = append(want, orphaned...)
+	for _, l := range orphaned {
+		l.Removed = true
+		want = append(want, l)
+	}
+	for n := forkAt; n <= end; n++ {
+		want = append(want, nodeLogs(t, c.nodes[0], c.nodes[0].BlockHash(n))...)
+	}
+	if reorg && len(orphaned) == 0 {
+		t.Fatal("the reorg took back no log the client got")
 	}
 	for i := range max(len(got), len(want)) {
 		switch {
 		case i >= len(got):
-			t.Fatalf("%d logs, the node has %d for blocks %d..%d; first missing: %+v", len(got), len(want), from, end, want[i])
+			t.Fatalf("%d logs, want %d for blocks %d..%d; first missing: %+v", len(got), len(want), from, end, want[i])
 		case i >= len(want):
-			t.Fatalf("%d logs, the node has %d for blocks %d..%d; first extra: %+v", len(got), len(want), from, end, got[i])
+			t.Fatalf("%d logs, want %d for blocks %d..%d; first extra: %+v", len(got), len(want), from, end, got[i])
 		case got[i] != want[i]:
-			t.Fatalf("log #%d is %+v, the node's is %+v (resumed after block %s)", i, got[i], want[i], last.BlockNumber)
+			t.Fatalf("log #%d is %+v, want %+v (resumed after block %s, fork at %d)", i, got[i], want[i], last.BlockNumber, forkAt)
 		}
 	}
-	t.Logf("blocks %d..%d: %d logs on %s, resumed after block %d, %d on %s; each once and in order",
-		from, end, len(before), a.id, last.number(), len(after), b.id)
+	t.Logf("blocks %d..%d: %d logs on %s, resumed after block %d on %s with %d more (%d removed); each once and in order",
+		from, end, len(before), a.id, last.number(), b.id, len(after), len(orphaned))
 }
