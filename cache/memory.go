@@ -26,6 +26,7 @@ var (
 	_ Tier    = (*Memory)(nil)
 	_ Sizer   = (*Memory)(nil)
 	_ Deleter = (*Memory)(nil)
+	_ Purger  = (*Memory)(nil)
 )
 
 type memEntry struct {
@@ -40,7 +41,7 @@ func NewMemory(maxBytes int64, evicted func(reason string)) *Memory {
 	o := &otter.Options[Key, memEntry]{
 		MaximumWeight: uint64(maxBytes),
 		Weigher: func(_ Key, v memEntry) uint32 {
-			return uint32(min(len(v.e.Value)+len(v.e.Method)+entryOverhead, 1<<31))
+			return uint32(min(len(v.e.Value)+len(v.e.Method)+len(v.e.Remote)+entryOverhead, 1<<31))
 		},
 		ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[Key, memEntry]) time.Duration {
 			return e.Value.ttl
@@ -84,6 +85,19 @@ func (m *Memory) Set(_ context.Context, k Key, e Entry, ttl time.Duration) error
 func (m *Memory) Delete(_ context.Context, k Key) error {
 	m.c.Invalidate(k)
 	return nil
+}
+
+// Purge drops the entries p selects.
+func (m *Memory) Purge(_ context.Context, p Purge) (int64, error) {
+	var n int64
+	for k, v := range m.c.All() {
+		if p.Matches(v.e) {
+			if _, ok := m.c.Invalidate(k); ok {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 // Size is the tier's entries and the bytes they are weighed at.
