@@ -54,6 +54,7 @@ type Admin struct {
 	pages   sessions                // page.go: the status page's signed-in browsers
 	signins signinThrottle          // page_guard.go: failed sign-ins
 	traffic trafficHistory          // traffic_window.go: the recent error shares
+	charts  chartRing               // charts.go: the status page's charts
 	tokens  atomic.Pointer[[]token] // Config.Tokens, then SetTokens's
 
 	chainsMu sync.RWMutex
@@ -94,6 +95,7 @@ func (a *Admin) Start(context.Context) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.wg.Go(func() { a.sync.run(ctx) })
+	a.wg.Go(func() { a.runCharts(ctx) })
 	if a.opts.Redis != nil {
 		a.wg.Go(func() { a.heartbeats(ctx) })
 	}
@@ -238,9 +240,13 @@ func (a *Admin) overview(ctx context.Context) Overview {
 		Started: a.started, Draining: a.Draining()}
 	tr := traffic(a.opts.Gatherer)
 	a.traffic.recent(a.now(), tr)
-	for _, c := range a.chainList() {
+	cs := a.chainList()
+	live := sampleCharts(a.opts.Gatherer, cs, a.now())
+	for _, c := range cs {
 		v := a.chainView(ctx, c, true)
 		v.Traffic = tr[c.Name]
+		rv := chartView(a.charts.samples(c.Name, live[c.Name]))
+		v.Recent = &rv
 		o.Chains = append(o.Chains, v)
 	}
 	rs, err := a.replicas(ctx)

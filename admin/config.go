@@ -32,6 +32,9 @@ type Config struct {
 	CordonResync time.Duration `yaml:"cordon_resync"`
 	// Heartbeat is how often this replica writes its heartbeat to Redis.
 	Heartbeat time.Duration `yaml:"heartbeat"`
+	// ChartStep is the step of the status page's charts, which keep 90
+	// of them in memory: 10 s, the last 15 minutes.
+	ChartStep time.Duration `yaml:"chart_step"`
 }
 
 // Token is one named bearer token (its value from ${ENV}, never the file).
@@ -47,6 +50,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.ChartStep <= 0 {
+		c.ChartStep = DefaultChartStep
 	}
 	return c
 }
@@ -76,6 +82,9 @@ func (c Config) Validate() error {
 	}
 	if c.Heartbeat < 0 {
 		errs = append(errs, errors.New("heartbeat: must not be negative"))
+	}
+	if c.ChartStep < 0 {
+		errs = append(errs, errors.New("chart_step: must not be negative"))
 	}
 	return errors.Join(errs...)
 }

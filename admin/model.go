@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/cache"
+	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -72,10 +72,13 @@ type ChainView struct {
 	HeadHash       string          `json:"head_hash,omitempty"`
 	HeadAgeSeconds float64         `json:"head_age_seconds"`
 	ChainState
-	InRotation int                    `json:"remotes_in_rotation"`
-	Out        int                    `json:"remotes_out"`
-	Traffic    *Traffic               `json:"traffic,omitempty"` // in GET /admin/status
-	Remotes    []remotes.RemoteStatus `json:"remotes,omitempty"`
+	InRotation int      `json:"remotes_in_rotation"`
+	Out        int      `json:"remotes_out"`
+	Traffic    *Traffic `json:"traffic,omitempty"` // in GET /admin/status
+	// Recent is the chain's figures over the charts' window (in GET
+	// /admin/status), the status page's charts with them.
+	Recent  *ChartView             `json:"recent,omitempty"`
+	Remotes []remotes.RemoteStatus `json:"remotes,omitempty"`
 }
 
 // Overview is GET /admin/status: everything venn status prints.

@@ -28,9 +28,11 @@ import (
 var pageFS embed.FS
 
 var pageTemplates = template.Must(template.New("").Funcs(template.FuncMap{
-	"ago":  func(now, t time.Time) string { return ago(now, t) },
-	"join": func(s []string) string { return strings.Join(s, ", ") },
-	"pct":  func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"ago":    func(now, t time.Time) string { return ago(now, t) },
+	"join":   func(s []string) string { return strings.Join(s, ", ") },
+	"pct":    func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"chart":  chartSVG,
+	"window": windowText,
 }).ParseFS(pageFS, "page/*.html"))
 
 // Page settings.

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/venn-gateway/venn/remotes"
 )
 
 const redacted = "[redacted]"
@@ -20,7 +22,9 @@ var secretFields = map[string]bool{
 
 // Redact returns cfg (a struct with yaml tags, the config) as a JSON-ready
 // tree with every secret replaced by "[redacted]": the values of
-// secretFields, and anything elsewhere that looks like a URL (scheme kept).
+// secretFields, and of every URL (urlFields, and anything elsewhere that
+// looks like one) all but its scheme, public host and port
+// (remotes.RedactURL, the rule logs, errors and status share).
 func Redact(cfg any) (any, error) {
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -49,15 +53,41 @@ func redactNode(n *yaml.Node) {
 			k, v := n.Content[i], n.Content[i+1]
 			// A section that shares a secret's name (rate_limits.key) is
 			// walked like any other; headers and lists are all secret.
-			if secretFields[strings.ToLower(k.Value)] && (v.Kind != yaml.MappingNode || k.Value == "headers") {
+			name := strings.ToLower(k.Value)
+			switch {
+			case urlFields[name] && v.Kind != yaml.MappingNode:
+				redactURLs(v)
+			case secretFields[name] && (v.Kind != yaml.MappingNode || k.Value == "headers"):
 				redactAll(v)
-			} else {
+			default:
 				redactNode(v)
 			}
 		}
 	case yaml.ScalarNode:
-		if scheme, _, ok := strings.Cut(n.Value, "://"); ok {
-			setScalar(n, scheme+"://"+redacted)
+		if strings.Contains(n.Value, "://") {
+			setScalar(n, remotes.RedactURL(n.Value))
+		}
+	}
+}
+
+// urlFields are the secret fields that hold URLs: shown by the one rule
+// of logs, errors and status (remotes.RedactURL): scheme, a public host
+// and port; a private host, user info, path and query redacted.
+var urlFields = map[string]bool{"url": true, "ws_url": true, "urls": true, "dsn": true}
+
+// redactURLs redacts every URL under n by remotes.RedactURL; any other
+// value whole.
+func redactURLs(n *yaml.Node) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if strings.Contains(n.Value, "://") {
+			setScalar(n, remotes.RedactURL(n.Value))
+		} else if n.Value != "" && n.Tag != "!!null" {
+			setScalar(n, redacted)
+		}
+	default:
+		for _, c := range n.Content {
+			redactURLs(c)
 		}
 	}
 }

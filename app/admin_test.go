@@ -119,7 +119,8 @@ func TestAdminNeverShowsASecret(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(bodies["/admin/config"], `"url": "http://[redacted]"`) {
+	nodeURL, _ := url.Parse(node.URL())
+	if !strings.Contains(bodies["/admin/config"], `"url": "http://[redacted]:`+nodeURL.Port()+`/[redacted]"`) {
 		t.Errorf("config does not show the remote URL redacted:\n%s", bodies["/admin/config"])
 	}
 	var ov admin.Overview
@@ -182,7 +183,7 @@ func TestRedactConfig(t *testing.T) {
 			t.Errorf("redacted config shows %s: %s", s, b)
 		}
 	}
-	for _, want := range []string{`"name":"good"`, `"X-Api-Key":"[redacted]"`, `"url":"redis://[redacted]"`, `"chain_id":1337`, `"name":"ops"`} {
+	for _, want := range []string{`"name":"good"`, `"X-Api-Key":"[redacted]"`, `"url":"redis://[redacted]:6379/[redacted]"`, `"chain_id":1337`, `"name":"ops"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("redacted config lacks %s: %s", want, b)
 		}

@@ -1,11 +1,9 @@
 package app
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -216,27 +214,30 @@ func Load(path string) (*Config, error) {
 
 // Parse expands ${ENV} references in data, decodes it strictly (an unknown
 // field is an error), applies defaults and validates. Every problem found
-// is returned, joined, one per line, each naming its field.
+// is returned, joined, one per line, each naming its field and its line in
+// data.
 //
 // ${ENV} is expanded in scalar values after the YAML is parsed, never in
 // the text: a secret holding a newline, a quote, a # or a leading * stays
 // one value and cannot change the document's shape; comments are not
-// expanded at all.
+// expanded at all. A variable that is not set is one problem among the
+// others: the rest of the file is still checked.
 func Parse(data []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, syntaxError(data, err)
 	}
-	origLine, expanded, errs := expandTree(&root)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	// Enum values first: the decoder would stop at the first bad one.
+	// bad holds the paths already reported, whose value venn does not
+	// have: a validation problem that follows from one is not repeated.
 	bad := map[string]bool{}
+	expanded, errs := expandTree(&root, bad)
+	// Keys no field has, and enum values, first: the decoder would ignore
+	// the one and stop at the first of the other.
+	unknownKeys(&root, configType, "", &errs, bad)
 	checkText(&root, configType, "", &errs, bad)
 	var c Config
 	if root.Kind != 0 {
-		terrs, err := decodeStrict(&root, &c, origLine, expanded, bad)
+		terrs, err := decodeTree(&root, &c, expanded, bad)
 		if err != nil {
 			return nil, err
 		}
@@ -262,33 +263,28 @@ var (
 	configWords = typeWords(configType)
 )
 
-// syntaxError words a document that does not parse.
+// syntaxError words a document that does not parse. The parser's line is
+// the file's. Inside { } or [ ] a plain ${X} is cut at its "}", and the
+// parser's own line is often the one before: that line is named too.
 func syntaxError(data []byte, err error) error {
-	if bytes.Contains(data, []byte("${")) {
-		// Inside { } or [ ] a plain ${X} is cut at its "}"; the
-		// parser's own line is often the one before.
-		where := ""
-		if n := flowEnvLine(data); n > 0 {
-			where = fmt.Sprintf("line %d: ", n)
-		}
-		return fmt.Errorf("config: %w (%squote values that use ${...} inside { } or [ ], like {X-Key: \"${KEY}\"})", err, where)
+	if n := flowEnvLine(data); n > 0 {
+		return fmt.Errorf("config: %w (line %d: quote values that use ${...} inside { } or [ ], like {X-Key: \"${KEY}\"})", err, n)
 	}
 	return fmt.Errorf("config: %w", err)
 }
 
-// expandTree expands ${ENV} in every scalar under root. It returns each
-// field path's line, the values taken from the environment (never to be
-// quoted back) and the references that did not expand.
-func expandTree(root *yaml.Node) (origLine map[string]int, expanded []string, errs []error) {
-	origLine = map[string]int{}
+// expandTree expands ${ENV} in every scalar under root. It returns the
+// values taken from the environment (never to be quoted back) and a
+// problem for each reference that did not expand, whose path goes to bad.
+func expandTree(root *yaml.Node, bad map[string]bool) (expanded []string, errs []error) {
 	walkYAML(root, "", func(path string, key, val *yaml.Node) {
-		origLine[path] = nodeLine(key, val)
 		if val.Kind != yaml.ScalarNode {
 			return
 		}
 		v, verrs := expandEnv(val.Value, os.LookupEnv)
 		for _, e := range verrs {
 			errs = append(errs, fmt.Errorf("%s (line %d): %w", path, val.Line, e))
+			bad[path] = true
 		}
 		if v != val.Value {
 			val.Value = v
@@ -298,77 +294,123 @@ func expandTree(root *yaml.Node) (origLine map[string]int, expanded []string, er
 			}
 		}
 	})
-	return origLine, expanded, errs
+	return expanded, errs
 }
 
-// decodeStrict decodes the expanded tree into c, an unknown field being an
-// error. Type errors come back as problems naming their field and line
-// (their paths added to bad); any other error ends the parse.
-func decodeStrict(root *yaml.Node, c *Config, origLine map[string]int, expanded []string, bad map[string]bool) ([]error, error) {
-	doc, err := yaml.Marshal(root)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	// Decoding the re-encoded document keeps the decoder's strict mode;
-	// its line numbers are mapped back to field paths.
-	var again yaml.Node
-	if err := yaml.Unmarshal(doc, &again); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	pathAt := map[int]string{}
-	walkYAML(&again, "", func(path string, key, val *yaml.Node) {
-		// A list item is visited before the keys inside it, so on a
-		// shared line the innermost field wins.
-		pathAt[nodeLine(key, val)] = path
-	})
-	dec := yaml.NewDecoder(bytes.NewReader(doc))
-	dec.KnownFields(true)
-	err = dec.Decode(c)
+// decodeTree decodes the expanded tree itself, whose nodes keep their
+// lines in the file (a re-encoded document would number its own lines,
+// and put a whole flow collection on one). Type errors come back as
+// problems naming their field and line (their paths added to bad); any
+// other error ends the parse. Unknown keys are unknownKeys' to report.
+func decodeTree(root *yaml.Node, c *Config, expanded []string, bad map[string]bool) ([]error, error) {
+	err := root.Decode(c)
 	var te *yaml.TypeError
 	switch {
-	case err == nil || errors.Is(err, io.EOF):
+	case err == nil:
 		return nil, nil
 	case !errors.As(err, &te):
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	at := fieldsByLine(root)
 	var errs []error
 	for _, msg := range te.Errors {
-		msg = hideEnvValue(msg, expanded)
-		path, rest := typeErrorPath(msg, pathAt)
-		bad[path] = true
-		if path != "" {
-			errs = append(errs, fmt.Errorf("%s (line %d): %s", path, origLine[path], configWords.Replace(rest)))
-		} else {
-			errs = append(errs, errors.New("config: "+configWords.Replace(msg)))
+		f, rest := typeErrorField(msg, at)
+		rest = hideEnvValue(rest, expanded)
+		if f.path == "" && f.line == 0 {
+			errs = append(errs, errors.New("config: "+configWords.Replace(hideEnvValue(msg, expanded))))
+			continue
 		}
+		bad[f.path] = true
+		if strings.HasPrefix(rest, "mapping key ") {
+			// The decoder leaves a mapping with a key twice undecoded:
+			// what validation finds missing in it follows from this.
+			bad[f.parent] = true
+		}
+		errs = append(errs, fmt.Errorf("%s (line %d): %s", f.path, f.line, configWords.Replace(rest)))
 	}
 	return errs, nil
 }
 
-// coveredBy reports whether a validation problem at path follows from a
-// type error already reported there or inside it (a list whose only item
-// did not decode is "empty").
-func coveredBy(path string, bad map[string]bool) bool {
-	if bad[path] {
+// lineField is one field of the file: its path, its line, its parent's
+// path and its value.
+type lineField struct {
+	path, parent string
+	line         int
+	key, val     *yaml.Node
+}
+
+// fieldsByLine lists the fields on each line of the file, outermost first.
+func fieldsByLine(root *yaml.Node) map[int][]lineField {
+	at := map[int][]lineField{}
+	walkYAML(root, "", func(path string, key, val *yaml.Node) {
+		line := nodeLine(key, val)
+		at[line] = append(at[line], lineField{path: path, parent: parentPath(path), line: line, key: key, val: val})
+	})
+	return at
+}
+
+// parentPath is the path of the mapping or list a field is in: "" for a
+// top-level key.
+func parentPath(path string) string {
+	return path[:max(strings.LastIndexAny(path, ".["), 0)]
+}
+
+// typeErrorField finds the field a decoder message ("line 7: cannot
+// unmarshal !!str `x` into ...") is about, and the message without its
+// line. Several fields share a line in a flow collection ({a: 1, b: x}):
+// the one whose key or value the message quotes wins, else the innermost.
+func typeErrorField(msg string, at map[int][]lineField) (lineField, string) {
+	var line int
+	if _, err := fmt.Sscanf(msg, "line %d:", &line); err != nil {
+		return lineField{}, msg
+	}
+	_, rest, _ := strings.Cut(msg, ": ")
+	fs := at[line]
+	if len(fs) == 0 {
+		return lineField{line: line}, rest
+	}
+	for i := len(fs) - 1; i >= 0; i-- {
+		if quotes(rest, fs[i]) {
+			return fs[i], rest
+		}
+	}
+	return fs[len(fs)-1], rest
+}
+
+// quotes reports whether a decoder message names f: its key ("mapping key
+// \"x\"") or its scalar value ("`x`", cut to "x..." when long).
+func quotes(msg string, f lineField) bool {
+	if f.key != nil && strings.Contains(msg, fmt.Sprintf("mapping key %q", f.key.Value)) {
 		return true
 	}
+	if f.val.Kind != yaml.ScalarNode || strings.HasPrefix(msg, "mapping key ") {
+		return false
+	}
+	_, v, ok := strings.Cut(msg, " `")
+	if v, _, ok = strings.Cut(v, "`"); !ok {
+		return false
+	}
+	if short, cut := strings.CutSuffix(v, "..."); cut {
+		return strings.HasPrefix(f.val.Value, short)
+	}
+	return f.val.Value == v
+}
+
+// coveredBy reports whether a validation problem at path follows from a
+// problem already reported there, inside it (a list whose only item did
+// not decode is "empty") or around it (a mapping left undecoded).
+func coveredBy(path string, bad map[string]bool) bool {
 	for b := range bad {
-		if strings.HasPrefix(b, path+"[") || strings.HasPrefix(b, path+".") {
+		if b == "" || b == path || within(b, path) || within(path, b) {
 			return true
 		}
 	}
 	return false
 }
 
-// typeErrorPath finds the field a decoder message ("line 7: cannot
-// unmarshal ...") is about, and the message without its line.
-func typeErrorPath(msg string, pathAt map[int]string) (string, string) {
-	var line int
-	if _, err := fmt.Sscanf(msg, "line %d:", &line); err != nil {
-		return "", msg
-	}
-	_, rest, _ := strings.Cut(msg, ": ")
-	return pathAt[line], rest
+// within reports whether path is inside the field at outer.
+func within(path, outer string) bool {
+	return strings.HasPrefix(path, outer+".") || strings.HasPrefix(path, outer+"[")
 }
 
 func unwrapJoined(err error) []error {

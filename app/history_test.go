@@ -125,6 +125,49 @@ chains:
 	}
 }
 
+// TestAppHistoryFirstStart starts venn on an empty database, as on a
+// first start: the leader publishes while the migrations run, and the
+// archive waits for them. Nothing of a healthy start is logged as a
+// warning (it read as if Postgres were down).
+func TestAppHistoryFirstStart(t *testing.T) {
+	db := pgtest.Empty(t)
+	node := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100, FinalizedDepth: 1 << 20, SafeDepth: 1 << 20})
+	cfg := mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+postgres: {url: "`+db+`"}
+chains:
+  - name: test
+    chain_id: 1337
+    block_time: 50ms
+    head: {window: 16}
+    history: {confirmations: 4, batch: 5}
+    integrity: {stalker: false}
+    remotes: [{name: node, url: "`+node.URL()+`"}]
+`)
+	logs := &testkit.Buffer{}
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(logs), fx.Populate(&s))
+	app.RequireStart()
+	defer app.RequireStop()
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	testkit.WaitFor(t, 20*time.Second, "the leader to archive its settled blocks", func() bool {
+		_, body := get(t, client, "http://"+s.metrics.bound.String()+"/metrics")
+		return strings.Contains(body, `venn_archive_height{chain="test"} 96`)
+	})
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("a healthy first start logged: %s", line)
+		}
+	}
+	_, body := get(t, client, "http://"+s.metrics.bound.String()+"/metrics")
+	if !strings.Contains(body, `venn_archive_errors_total{chain="test"} 0`) {
+		t.Errorf("archive errors counted on a healthy first start:\n%s", grepLines(body, "venn_archive_errors_total"))
+	}
+}
+
 // TestAppHistoryStall stalls the history store's Postgres under a serving
 // replica (it accepts connections and bytes, and answers nothing): a call
 // that reads history is answered by the remotes well inside call_deadline,

@@ -132,6 +132,7 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"admin.on_metrics_listen", s.Admin.OnMetricsListen, next.Admin.OnMetricsListen},
 		{"admin.cordon_resync", s.Admin.CordonResync, next.Admin.CordonResync},
 		{"admin.heartbeat", s.Admin.Heartbeat, next.Admin.Heartbeat},
+		{"admin.chart_step", s.Admin.ChartStep, next.Admin.ChartStep},
 		// Tokens to none or back: loopback-only is decided at bind
 		// (admin.SetTokens); a changed list applies at once.
 		{"admin.tokens (to or from none)", len(s.Admin.Tokens) == 0, len(next.Admin.Tokens) == 0},

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -244,4 +245,84 @@ func plural(word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// unknownKeys reports every key under n that no field of type t has, with
+// the closest known key at that level when one is close ("did you mean");
+// their paths go to bad. The decoder's strict mode would say the same
+// without the suggestion, and only on a re-encoded document whose lines
+// are not the file's.
+func unknownKeys(n *yaml.Node, t reflect.Type, path string, errs *[]error, bad map[string]bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return // a scalar of its own
+	}
+	switch {
+	case n.Kind == yaml.DocumentNode:
+		for _, c := range n.Content {
+			unknownKeys(c, t, path, errs, bad)
+		}
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			p := joinPath(path, key.Value)
+			j := slices.IndexFunc(fields, func(f yamlField) bool { return f.key == key.Value })
+			if j >= 0 {
+				unknownKeys(val, fields[j].typ, p, errs, bad)
+				continue
+			}
+			msg := fmt.Sprintf("%s (line %d): field %s not found in %s", p, key.Line, key.Value, configWords.Replace("type "+t.String()))
+			if near := closestKey(key.Value, fields); near != "" {
+				msg += fmt.Sprintf("; did you mean %q?", near)
+			}
+			*errs = append(*errs, errors.New(msg))
+			bad[p] = true
+		}
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Map:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			unknownKeys(n.Content[i+1], t.Elem(), joinPath(path, n.Content[i].Value), errs, bad)
+		}
+	case n.Kind == yaml.SequenceNode && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+		for i, c := range n.Content {
+			unknownKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs, bad)
+		}
+	}
+}
+
+// closestKey is the known key nearest to key by edit distance, "" when
+// none is near enough to be the one meant: at most a third of the key's
+// length away (and at least 1, for short keys).
+func closestKey(key string, fields []yamlField) string {
+	best, bestDist := "", max(1, len(key)/3)+1
+	for _, f := range fields {
+		if d := levenshtein(key, f.key); d < bestDist {
+			best, bestDist = f.key, d
+		}
+	}
+	return best
+}
+
+// levenshtein is the edit distance between a and b (insertions, deletions
+// and substitutions of bytes; keys are ASCII).
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.uber.org/fx"
+
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 type buildInfoIn struct {
@@ -20,7 +22,9 @@ func logStart(cfg *Config, cs *chains, log *slog.Logger, b buildInfoIn) {
 	if file == "" {
 		file = "built-in default"
 	}
-	log.Info("venn", "version", b.Build.versionOrUnknown(), "config", file, "replica", cfg.replicaID())
+	memLimit, memSource := jrpc.MemoryLimit()
+	log.Info("venn", "version", b.Build.versionOrUnknown(), "config", file, "replica", cfg.replicaID(),
+		"reply_bytes_in_flight", cfg.Limits.MaxReplyBytesInFlight, "memory_limit", memLimit, "memory_limit_source", memSource)
 	head, history := "memory", "off"
 	if t, err := cfg.Redis.target(); cs.rdb != nil && err == nil {
 		head = "redis " + t.kind // server, sentinel or cluster

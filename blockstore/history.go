@@ -44,6 +44,7 @@ type History struct {
 	required bool
 	log      *slog.Logger
 	ready    atomic.Bool      // migrated
+	migrated chan struct{}    // closed once ready
 	now      func() time.Time // times retention's backoff; a test's clock
 
 	mu     sync.Mutex
@@ -65,7 +66,8 @@ func OpenHistory(ctx context.Context, cfg Config, opts Options) (*History, error
 	if log == nil {
 		log = slog.Default()
 	}
-	return &History{pg: pg, url: cfg.URL, required: cfg.Required, log: log, now: time.Now}, nil
+	return &History{pg: pg, url: cfg.URL, required: cfg.Required, log: log, now: time.Now,
+		migrated: make(chan struct{})}, nil
 }
 
 // Start migrates in the background until the schema is in place or Stop.
@@ -136,6 +138,7 @@ func (h *History) migrate(ctx context.Context) bool {
 		applied, err := h.migrateOnce(ctx)
 		if err == nil {
 			h.ready.Store(true)
+			close(h.migrated)
 			h.log.Info("history store ready", "migrations_applied", len(applied))
 			return true
 		}
@@ -241,6 +244,10 @@ func (h *History) Chain(chainID uint64, name string, pol Policy) *HistoryChain {
 	g.retained.Store(-1)
 	return g
 }
+
+// SchemaReady is closed once the schema is in place: the leader's archive
+// waits for it rather than fail (and say so) until then.
+func (g *HistoryChain) SchemaReady() <-chan struct{} { return g.h.migrated }
 
 // HistoryChain is one chain's store as the stalker and the router use it:
 // the Chain's, once the schema is migrated; before that it stores nothing

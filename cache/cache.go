@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
@@ -26,7 +24,7 @@ type Cache struct {
 	tiers  []*layer // memory first
 	memory *Memory
 	recent *recentIndex
-	flight singleflight.Group
+	flight flights
 	served served
 	counts sync.Map // countKey → prometheus.Counter
 	// closed is set by Close: the calls still on the cache count only
@@ -82,7 +80,7 @@ func New(cfg Config, o Options) *Cache {
 	for _, l := range append([]Layer{mem}, o.Lower...) {
 		c.tiers = append(c.tiers, newLayer(l, o.Chain, cfg.TierTimeout, log, o.Metrics, &c.closed))
 	}
-	c.recent = newRecentIndex()
+	c.recent = newRecentIndex(cfg.RecentTTL, time.Now)
 	o.Metrics.watch(c)
 	return c
 }
@@ -185,7 +183,7 @@ func (c *Cache) Look(ctx context.Context, call *evm.Call, at View, skip bool) Pr
 // Fill answers the call pr was Look's reading of: from the tier that held
 // it, or by fetch, once for every caller of the process with the key,
 // storing what fetch answers when it may be kept. The flight holds call
-// and at until fetch returns.
+// and at until fetch returns; neither is kept after Fill returns.
 func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fetch Fetch) (json.RawMessage, error, Outcome) {
 	switch pr.o {
 	case Hit:
@@ -197,15 +195,17 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	o, k, p, skip := pr.o, pr.k, pr.p, pr.o == Bypass
 	// Bypassing calls share a flight only with each other: they are not
 	// to be served another replica's stored answer.
-	fk := string(k[:])
-	if skip {
-		fk = "b" + fk
+	fk := flightKey{k: k, bypass: skip}
+	fl, lead := c.flight.join(fk)
+	var a answer
+	if lead {
+		m := missed{method: call.Method, at: at, key: k, pin: p, skip: skip}
+		a = c.lead(ctx, fk, fl, &m, fetch)
+	} else {
+		fl.wg.Wait()
+		a = fl.a
 	}
-	v, _, shared := c.flight.Do(fk, func() (any, error) {
-		return c.miss(ctx, &missed{call: call, at: at, fetch: fetch, key: k, pin: p, skip: skip}), nil
-	})
-	a := v.(answer)
-	if shared && isCut(a.err) && ctx.Err() == nil {
+	if !lead && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
 		res, err, _, _ := c.fetchAt(ctx, call.Method, fetch, p, at)
 		c.served.note(o)
@@ -216,6 +216,67 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	}
 	c.served.note(o)
 	return a.res, a.err, o
+}
+
+// flights are the misses in flight in the process, one per key: a miss
+// joins its key's, or leads a new one. Unlike a singleflight.Group it takes
+// no closure and boxes no answer, so a miss's call, fetch and key stay on
+// its caller's stack (an evm.Call is over a kilobyte).
+type flights struct {
+	mu sync.Mutex
+	m  map[flightKey]*flight
+}
+
+// flightKey is a key's flight; bypassing calls have their own.
+type flightKey struct {
+	k      Key
+	bypass bool
+}
+
+// flight is one miss in flight; a is set before wg is done.
+type flight struct {
+	wg sync.WaitGroup
+	a  answer
+}
+
+// join returns k's flight, and whether this call leads it (then it must
+// end it with done).
+func (f *flights) join(k flightKey) (fl *flight, lead bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl := f.m[k]; fl != nil {
+		return fl, false
+	}
+	if f.m == nil {
+		f.m = map[flightKey]*flight{}
+	}
+	fl = &flight{}
+	fl.wg.Add(1)
+	f.m[k] = fl
+	return fl, true
+}
+
+// done ends k's flight fl with a: its waiters wake with it, and the next
+// miss of k leads a new one.
+func (f *flights) done(k flightKey, fl *flight, a answer) {
+	fl.a = a
+	f.mu.Lock()
+	delete(f.m, k)
+	f.mu.Unlock()
+	fl.wg.Done()
+}
+
+// errFlightPanicked is what the waiters of a flight whose leader panicked
+// are answered.
+var errFlightPanicked = errors.New("cache: the shared fetch failed")
+
+// lead runs the miss of flight fl and ends it, a panic included: its
+// waiters are never left waiting.
+func (c *Cache) lead(ctx context.Context, k flightKey, fl *flight, m *missed, fetch Fetch) (a answer) {
+	a.err = errFlightPanicked
+	defer func() { c.flight.done(k, fl, a) }()
+	a = c.miss(ctx, m, fetch)
+	return a
 }
 
 // answer is one flight's outcome.
@@ -262,14 +323,16 @@ func (c *Cache) fill(ctx context.Context, k Key, p pin, e Entry, tiers []*layer)
 	}
 }
 
-// missed is one call the tiers did not answer.
+// missed is one call the tiers did not answer. Its fetch goes beside it,
+// not in it: escape analysis follows a struct's pointers as one, and the
+// pin's hash, which the tiers keep, would take the fetch's closure (and
+// the caller's call in it) to the heap.
 type missed struct {
-	call  *evm.Call
-	at    View
-	fetch Fetch
-	key   Key
-	pin   pin
-	skip  bool
+	method string
+	at     View
+	key    Key
+	pin    pin
+	skip   bool
 }
 
 // miss asks upstream once for every caller in the process, after the
@@ -277,7 +340,7 @@ type missed struct {
 // The claim ends with the fetch, whatever its outcome: by the store, or
 // else released, so that no replica waits for an answer that is not
 // coming.
-func (c *Cache) miss(ctx context.Context, m *missed) answer {
+func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 	var claimed *layer // the tier whose claim this flight holds
 	if !m.skip {
 		// A flight for the key may have ended, stored, between this
@@ -289,7 +352,7 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 		}
 		e, ok, l := c.awaitClaim(ctx, m.key, m.pin)
 		if ok {
-			c.count(m.call.Method, "any", "claimed")
+			c.count(m.method, "any", "claimed")
 			res, err, _ := e.answer()
 			return answer{res: res, err: err, hit: true}
 		}
@@ -303,11 +366,11 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 			}
 		}()
 	}
-	res, err, unpinned, remote := c.fetchAt(ctx, m.call.Method, m.fetch, m.pin, m.at)
+	res, err, unpinned, remote := c.fetchAt(ctx, m.method, fetch, m.pin, m.at)
 	if unpinned {
 		return answer{res: res, err: err}
 	}
-	e, keep := c.policy.entry(m.call.Method, m.pin, res, err)
+	e, keep := c.policy.entry(m.method, m.pin, res, err)
 	e.Remote, e.Written = remote, time.Now().UnixMilli()
 	if keep && m.pin.recent {
 		// The block may have been orphaned while upstream answered: an
@@ -316,7 +379,7 @@ func (c *Cache) miss(ctx context.Context, m *missed) answer {
 		keep = ok && hash == m.pin.hash
 	}
 	if keep {
-		stored = c.store(ctx, m.key, m.pin, e, m.call.Method, claimed)
+		stored = c.store(ctx, m.key, m.pin, e, m.method, claimed)
 	}
 	return answer{res: res, err: err}
 }

@@ -88,9 +88,9 @@ type Postgres struct {
 }
 
 var (
-	_ Tier  = (*Postgres)(nil)
+	_ Tier   = (*Postgres)(nil)
 	_ Purger = (*Postgres)(nil)
-	_ Sizer = (*Postgres)(nil)
+	_ Sizer  = (*Postgres)(nil)
 )
 
 // NewPostgres returns chain chainID's cache tier on db. It does no I/O.

@@ -28,6 +28,7 @@ type cacheReply struct {
 	Result json.RawMessage `json:"result"`
 	Error  *jrpc.Error     `json:"error"`
 	word   string          // X-Venn-Cache
+	source string          // X-Venn-Source
 }
 
 // cacheCall sends one call to url with the headers given as name, value
@@ -56,7 +57,7 @@ func cacheCall(t *testing.T, url, method, params string, headers ...string) cach
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("%s %s: %.200s: %v", method, params, raw, err)
 	}
-	r.word = resp.Header.Get("X-Venn-Cache")
+	r.word, r.source = resp.Header.Get("X-Venn-Cache"), resp.Header.Get("X-Venn-Source")
 	return r
 }
 
@@ -111,8 +112,8 @@ func windowAt(t *testing.T, v *venn, chain string, n uint64, hash common.Hash) (
 	}
 	res := cacheCall(t, v.URL(chain), "eth_getBlockByNumber", `["latest",false]`)
 	var b struct{ Hash string }
-	if res.Error != nil || json.Unmarshal(res.Result, &b) != nil || b.Hash != strings.ToLower(hash.Hex()) {
-		return false, fmt.Sprintf("latest: %+v %.100s", res.Error, res.Result)
+	if res.Error != nil || json.Unmarshal(res.Result, &b) != nil || b.Hash != strings.ToLower(hash.Hex()) || res.source != "head" {
+		return false, fmt.Sprintf("latest: %+v %.100s from %q", res.Error, res.Result, res.source)
 	}
 	return true, ""
 }

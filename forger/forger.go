@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/ethereum/go-ethereum/common"
+
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/jsonscan"
@@ -226,16 +228,25 @@ type VerdictCall func(ctx context.Context, method string, params json.RawMessage
 
 // FetchBlock fetches one block with full transactions (method
 // eth_getBlockByNumber or eth_getBlockByHash, ref the number or hash as a
-// JSON string), then its receipts by the block's hash through r, and checks
-// that they belong together, asking again (at most buildAttempts times)
-// when a remote answered for another block between the two calls. The
-// block is checked against what it says it is (integrity.VerifyBlock), and the
-// receipts against the block, when call verifies. A block no remote has is
-// ErrNoBlock. The leader, the backfill and the write-through fetch blocks
-// this way.
+// JSON string) and its receipts through r, and checks that they belong
+// together, asking again by the block's hash (at most buildAttempts times)
+// when a remote answered for another block between the two calls. A
+// block asked for by number has its receipts asked for by number at the
+// same time, so the two large answers travel together rather than one
+// after the other; their check against the block waits for the block
+// (off the critical path, never skipped), and receipts of a sibling are
+// asked for again by the block's hash. The block is checked against what
+// it says it is (integrity.VerifyBlock), and the receipts against the
+// block, when call verifies. A block no remote has is ErrNoBlock. The
+// leader, the backfill and the write-through fetch blocks this way.
 func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref string) (*evm.Block, error) {
 	params := json.RawMessage("[" + ref + ",true]")
 	want, _ := evm.ParseBlockRef(json.RawMessage(ref))
+	var early *earlyReceipts
+	if method == "eth_getBlockByNumber" && want.Kind == evm.RefNumber && r.blockMethod() {
+		early = r.byNumber(ctx, want.Number)
+		defer early.stop()
+	}
 	var lastErr error
 	for range buildAttempts {
 		raw, blk, err := call(ctx, method, params, func(res json.RawMessage) integrity.Verdict {
@@ -251,6 +262,16 @@ func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref 
 		if err != nil {
 			return nil, fmt.Errorf("%s(%s): %w", method, ref, err)
 		}
+		if early != nil {
+			res, err := early.wait(ctx, blk.Block)
+			early = nil
+			if err == nil && len(txs) > 0 {
+				if b, err := evm.ParseBlock(raw, res); err == nil {
+					return b, nil
+				}
+			}
+			// None yet, or a sibling's: by the block's hash, as always.
+		}
 		receipts, err := r.OfBlock(ctx, b.Hash, txs, blk.Block)
 		if err != nil {
 			return nil, fmt.Errorf("receipts of block %d: %w", b.Number, err)
@@ -261,6 +282,62 @@ func FetchBlock(ctx context.Context, call VerdictCall, r *Receipts, method, ref 
 		lastErr = err
 	}
 	return nil, fmt.Errorf("%s(%s): %w", method, ref, lastErr)
+}
+
+// earlyReceipts is eth_getBlockReceipts of a block number, asked for
+// while the block itself is: its answer is checked against the block once
+// that is known (wait).
+type earlyReceipts struct {
+	cancel context.CancelFunc
+	known  chan struct{} // closed by wait, once block is set
+	block  *integrity.BlockInfo
+	done   chan struct{}
+	res    json.RawMessage
+	err    error
+}
+
+// byNumber starts fetching block n's receipts.
+func (r *Receipts) byNumber(ctx context.Context, n uint64) *earlyReceipts {
+	ctx, cancel := context.WithCancel(ctx)
+	e := &earlyReceipts{cancel: cancel, known: make(chan struct{}), done: make(chan struct{})}
+	want := evm.BlockRef{Kind: evm.RefNumber, Number: n}
+	go func() {
+		defer close(e.done)
+		e.res, e.err = r.up(ctx, "eth_getBlockReceipts", json.RawMessage(`["`+evm.Quantity(n)+`"]`),
+			func(res json.RawMessage) integrity.Verdict {
+				select {
+				case <-e.known:
+				case <-ctx.Done():
+					return integrity.Verdict{} // unused: the fetch is abandoned
+				}
+				return integrity.VerifyReceipts(res, want, func(h common.Hash) *integrity.BlockInfo {
+					if e.block != nil && h == e.block.Hash {
+						return e.block
+					}
+					return nil // a sibling's: FetchBlock asks again by hash
+				})
+			})
+	}()
+	return e
+}
+
+// wait hands the fetched block (as verified; nil: not verified) to the
+// receipts' check and returns their answer.
+func (e *earlyReceipts) wait(ctx context.Context, block *integrity.BlockInfo) (json.RawMessage, error) {
+	e.block = block
+	close(e.known)
+	select {
+	case <-e.done:
+		return e.res, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// stop abandons the fetch if it is still on, and waits for it.
+func (e *earlyReceipts) stop() {
+	e.cancel()
+	<-e.done
 }
 
 // ErrNoBlock: the remotes do not have the block asked for.

@@ -378,3 +378,141 @@ func TestForHandlerForwardsTheParsedCall(t *testing.T) {
 		t.Fatalf("parsed %v, raw %v", rec.parsed, rec.raw)
 	}
 }
+
+// shapeNode is a fake node serving real blocks (their roots and hashes
+// go-ethereum's), whose receipts verify against them.
+func shapeNode(t *testing.T) *fakenode.Node {
+	t.Helper()
+	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
+	if _, err := fakenode.NewShapeChain(n, fakenode.Shape{Name: "test", BlockTime: time.Hour, Txs: 20}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// post is one call to url, for the upstreams of these tests (they run off
+// the test's goroutine).
+func post(ctx context.Context, url, method string, params json.RawMessage) (json.RawMessage, error) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + string(params) + `}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var reply struct {
+		Result json.RawMessage `json:"result"`
+		Error  *jrpc.Error     `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
+		return nil, err
+	}
+	if reply.Error != nil {
+		return nil, reply.Error
+	}
+	return reply.Result, nil
+}
+
+// A block fetched by number has its receipts asked for while the block is
+// on its way, not after: the leader's fetch of a new head waits for one
+// large answer, not two in a row. The receipts are still checked against
+// the block, root and bloom.
+func TestFetchBlockAsksReceiptsWithTheBlock(t *testing.T) {
+	node := shapeNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	receiptsAsked := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	var receiptChecks []integrity.Verdict
+	up := func(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
+		if method == "eth_getBlockReceipts" {
+			once.Do(func() { close(receiptsAsked) })
+		}
+		res, err := post(ctx, node.URL(), method, params)
+		if err != nil || verify == nil {
+			return res, err
+		}
+		v := verify(res)
+		if method == "eth_getBlockReceipts" {
+			mu.Lock()
+			receiptChecks = append(receiptChecks, v)
+			mu.Unlock()
+		}
+		return res, v.Err()
+	}
+	blockFirst := false
+	fetch := func(ctx context.Context, method string, params json.RawMessage,
+		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
+		if method == "eth_getBlockByNumber" {
+			// The block answers only once its receipts are asked for (or
+			// the test's bound passes).
+			select {
+			case <-receiptsAsked:
+			case <-ctx.Done():
+				blockFirst = true
+			}
+		}
+		res, err := post(context.Background(), node.URL(), method, params)
+		if err != nil {
+			return nil, integrity.Verdict{}, err
+		}
+		v := verify(res)
+		return res, v, v.Err()
+	}
+	b, err := FetchBlock(ctx, fetch, NewReceipts(up, nil), "eth_getBlockByNumber", `"0x32"`)
+	if blockFirst {
+		t.Fatal("the receipts were asked for only after the block came")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Number != 50 || len(b.Receipts) == 0 {
+		t.Fatalf("block %d, %d bytes of receipts", b.Number, len(b.Receipts))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(receiptChecks) != 1 || !receiptChecks[0].Passed.Has(integrity.CheckReceiptsRoot) ||
+		!receiptChecks[0].Passed.Has(integrity.CheckLogsBloom) {
+		t.Fatalf("receipts checked %d times: %+v; want once, root and bloom passed", len(receiptChecks), receiptChecks)
+	}
+}
+
+// Receipts asked for by number that turn out to be a sibling's (a reorg
+// between the two answers) are asked for again by the block's hash.
+func TestFetchBlockAsksASiblingsReceiptsAgainByHash(t *testing.T) {
+	node := shapeNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var byHash atomic.Int64
+	up := func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
+		if method == "eth_getBlockReceipts" {
+			if strings.Contains(string(params), `"0x32"`) {
+				params = json.RawMessage(`["0x31"]`) // another block's
+			} else {
+				byHash.Add(1)
+			}
+		}
+		return post(ctx, node.URL(), method, params)
+	}
+	fetch := func(ctx context.Context, method string, params json.RawMessage,
+		_ func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
+		res, err := post(ctx, node.URL(), method, params)
+		return res, integrity.Verdict{}, err
+	}
+	b, err := FetchBlock(ctx, fetch, NewReceipts(up, nil), "eth_getBlockByNumber", `"0x32"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := post(ctx, node.URL(), "eth_getBlockReceipts", json.RawMessage(`["0x32"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Number != 50 || !bytes.Equal(b.Receipts, want) || byHash.Load() != 1 {
+		t.Fatalf("block %d: receipts equal %v, %d asked by hash", b.Number, bytes.Equal(b.Receipts, want), byHash.Load())
+	}
+}

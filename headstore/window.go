@@ -39,8 +39,10 @@ type Window struct {
 	// served is the highest head this replica has answered: eth_blockNumber
 	// never goes below it, even when a reorg shortens the chain.
 	served atomic.Uint64
-	// latest mirrors the head's number for lock-free reads (0: empty).
+	// latest mirrors the head's number for lock-free reads (0: empty),
+	// and top the head itself (nil: empty).
 	latest atomic.Uint64
+	top    atomic.Pointer[evm.Parts]
 	// live is false while the follower has lost the feed: the window may
 	// be stale, and the router forwards instead of answering from it.
 	live atomic.Bool
@@ -180,8 +182,10 @@ func (w *Window) remove(e *evm.Parts) {
 
 func (w *Window) notify() {
 	if n := len(w.canon); n > 0 {
+		w.top.Store(w.canon[n-1])
 		w.latest.Store(w.canon[n-1].Number)
 	} else {
+		w.top.Store(nil)
 		w.latest.Store(0)
 	}
 	close(w.changed)
@@ -277,6 +281,17 @@ func (w *Window) SetLive(on bool) { w.live.Store(on) }
 func (w *Window) Latest() (n uint64, ok bool) {
 	n = w.latest.Load()
 	return n, n > 0 && w.live.Load()
+}
+
+// HeadRef is the window's head: its number, hash and timestamp (unix
+// seconds); ok is false while the window is empty. It takes no lock: the
+// router judges the window's freshness by it on every call.
+func (w *Window) HeadRef() (n uint64, hash string, time uint64, ok bool) {
+	h := w.top.Load()
+	if h == nil {
+		return 0, "", 0, false
+	}
+	return h.Number, h.Hash, h.Time, true
 }
 
 // Head is the window's head number and hash; ok is false while it is empty.

@@ -64,10 +64,6 @@ const (
 	// DefaultWSWriteTimeout bounds one write to a WebSocket peer; a peer that
 	// does not read is closed rather than left to pile up answers.
 	DefaultWSWriteTimeout = 10 * time.Second
-	// DefaultMaxReplyBytesInFlight bounds the bytes of upstream replies the
-	// process reads at once, for the remotes: four replies at their default
-	// cap (256 MiB).
-	DefaultMaxReplyBytesInFlight int64 = 1 << 30
 )
 
 // wsDiscardFactor caps how much of an oversize WebSocket message is read and
@@ -99,7 +95,8 @@ type Limits struct {
 	MaxFilterTopics        int   `yaml:"max_filter_topics"`
 	MaxFilterBytes         int64 `yaml:"max_filter_bytes_per_connection"`
 	// MaxReplyBytesInFlight bounds the remotes' replies being read at once,
-	// all chains together (enforced by the remotes, not here).
+	// all chains together (enforced by the remotes, not here). Its default
+	// is a quarter of the process's memory limit (memlimit.go).
 	MaxReplyBytesInFlight int64 `yaml:"max_reply_bytes_in_flight"`
 }
 
@@ -126,7 +123,7 @@ func DefaultLimits() Limits {
 		MaxFilterTopics:        DefaultMaxFilterTopics,
 		MaxFilterBytes:         DefaultMaxFilterBytes,
 
-		MaxReplyBytesInFlight: DefaultMaxReplyBytesInFlight,
+		MaxReplyBytesInFlight: DefaultReplyBytesInFlight(),
 	}
 }
 

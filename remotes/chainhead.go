@@ -117,6 +117,7 @@ type headJudgement struct {
 type chainHead struct {
 	mu      sync.Mutex
 	tip     *headReport // the chain's head: the highest vouched report
+	tipBy   *Remote     // the remote whose report tip is
 	revoked bool        // the tip's report lost its vouching: pick again
 	clock   blockClock
 	wake    chan struct{} // closed and replaced when the tip moves
@@ -160,6 +161,13 @@ func (p *Pool) headChanged() {
 		}
 	}
 	best := p.healthyBest(now)
+	for _, r := range p.members() {
+		// Heard only now that its report is judged: a report heard before
+		// its head counts would vouch for a window its head shows behind.
+		if at := r.reportedAt.Load(); at > r.heardAt.Load() {
+			r.heardAt.Store(at)
+		}
+	}
 	p.chainHead.Set(float64(p.best.Load()))
 	for _, r := range p.members() {
 		lag := uint64(0)
@@ -321,14 +329,20 @@ const maxHeadSpan = 365 * 24 * time.Hour
 // that a remote reported after the tip (a reorg). h.mu must be held.
 func (p *Pool) moveTip(now time.Time) {
 	h := &p.heads
+	if h.tipBy != nil && h.tipBy.chainState.Load() == chainWrong {
+		// Its reporter was found on another chain: the tip is another
+		// network's block (CheckTipChain).
+		h.revoked = true
+	}
 	var cand *headReport
+	var by *Remote
 	for _, r := range p.members() {
 		v := r.ht.vouched
 		if v == nil || !r.healthy(now) {
 			continue
 		}
 		if cand == nil || v.Number > cand.Number || v.Number == cand.Number && v.Seen.After(cand.Seen) {
-			cand = v
+			cand, by = v, r
 		}
 	}
 	tip := h.tip
@@ -342,8 +356,9 @@ func (p *Pool) moveTip(now time.Time) {
 		return
 	}
 	h.revoked = false
-	h.tip = cand
+	h.tip, h.tipBy = cand, by
 	p.tip.Store(cand)
+	p.canon.Store(p.canon.Load().extend(cand))
 	if tip != nil && tip.Number == cand.Number && tip.Hash == cand.Hash {
 		return // the same block, reported by another remote
 	}

@@ -77,7 +77,15 @@ func (p *Pool) FeedHeads(hs []RemoteHead) {
 		if ok {
 			r.noteHead(&headReport{Number: h.Number, Hash: h.Hash, Parent: h.Parent, Time: h.Time})
 		}
-		flipped = r.setFed(ok) || flipped
+		if r.setFed(ok) {
+			flipped = true
+			if !ok && len(hs) > 0 {
+				// The leader stopped vouching for it: it may be on another
+				// chain (the heads it fed may be another network's). Out
+				// of rotation until this replica's own check passes.
+				r.chainUnsure("the leader's feed no longer vouches for it")
+			}
+		}
 	}
 	if flipped {
 		p.retrack()

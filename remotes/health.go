@@ -14,36 +14,50 @@ import (
 // track follows one remote until ctx ends: it verifies the chain id, and
 // again every ChainRecheck and whenever chaincheck.go asks, then keeps the
 // remote's head fresh, polling at the cadence's interval (the chain's block
-// time), and at once when the cadence moves. With a ws url the head arrives
-// over newHeads and polling only fills in once that stream has been silent
-// for two intervals, so paid providers are not billed for idle polling.
+// time), and at once when the cadence moves. While the pool leads the
+// chain, the polls follow pace's plan instead (pace.go): quiet until the
+// next block is due, dense around it, and a tip some remote reported
+// re-plans at once. With a ws url the head arrives over newHeads and
+// polling only fills in once that stream has been silent for two
+// intervals, so paid providers are not billed for idle polling.
 // A remote fed by the cluster's feed (feed.go) is not polled at all.
 // onChange is called after every check, so head and health gauges stay
 // current.
-func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time.Duration, <-chan struct{}), onChange func()) {
+func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time.Duration, <-chan struct{}),
+	pace headPacer, onChange func()) {
 	every, retimed := cadence()
 	// Spread the polls of many remotes over a fraction of a block, from
 	// the first that follows the cadence (brisk retries are not put off).
 	jitter := time.Duration(rand.Int64N(int64(every)/4 + 1))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var tipMoved <-chan struct{}
 	for {
+		replan := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		case <-retimed:
 			timer.Stop()
+		case <-tipMoved:
+			timer.Stop()
+			replan = true
 		case <-r.cc.kick: // chaincheck.go: the chain id is in doubt
 			timer.Stop()
 		}
 		every, retimed = cadence()
+		tipMoved = nil
+		if pace.Leading() {
+			tipMoved = pace.HeadChanged()
+		}
 		next, brisk := every, false
+		paced := false
 		if r.ownCheckDue() {
 			// A failed check of a remote still verified polls anyway: the
 			// poll is what opens the breaker of a remote that went down.
 			if r.verifyChain(ctx, chainID) || r.chainVerified() {
-				r.pollChecked(ctx, onChange)
+				r.pacedPoll(ctx, pace, onChange)
 			}
 			if d, ok := r.chainRetry(every); ok {
 				next, brisk = d, true // until the remote answers, retry briskly
@@ -54,7 +68,13 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 			if silent := r.now().Sub(time.Unix(0, r.wsHeadAt.Load())); silent < 2*every {
 				next = 2*every - silent
 			} else {
-				r.pollChecked(ctx, onChange)
+				if !replan {
+					r.pacedPoll(ctx, pace, onChange)
+				}
+				next, paced = pace.nextPoll(r.now())
+				if !paced {
+					next = every
+				}
 			}
 		}
 		if !brisk && r.chainVerified() && r.claim.Load() == nil && !r.fed() {
@@ -63,11 +83,30 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 			next, brisk = min(every, chainRetryEvery), true
 		}
 		onChange() // health can change without a new head: keep the gauges true
-		if !brisk {
+		if !brisk && !paced {
 			next += jitter
 			jitter = 0
 		}
 		timer.Reset(next)
+	}
+}
+
+// headPacer plans the polls of a leader's remotes (pace.go); the pool is
+// one.
+type headPacer interface {
+	nextPoll(now time.Time) (time.Duration, bool)
+	paced(sent time.Time, head uint64, poll bool)
+	Leading() bool
+	HeadChanged() <-chan struct{}
+}
+
+// pacedPoll is pollChecked, telling pace when the poll was sent and what
+// it saw.
+func (r *Remote) pacedPoll(ctx context.Context, pace headPacer, onHead func()) {
+	sent := r.now()
+	r.pollChecked(ctx, onHead)
+	if c := r.claim.Load(); c != nil && r.chainVerified() {
+		pace.paced(sent, c.Number, true)
 	}
 }
 
@@ -83,7 +122,7 @@ func (r *Remote) pollChecked(ctx context.Context, onHead func()) {
 // while the remote is not fed (feed.go): a fed remote's subscription is
 // closed, and opened again when it is no longer fed. cadence's channel
 // says when to look at the fed flag again.
-func (r *Remote) watch(ctx context.Context, cadence func() (time.Duration, <-chan struct{}), onHead func()) {
+func (r *Remote) watch(ctx context.Context, cadence func() (time.Duration, <-chan struct{}), pace headPacer, onHead func()) {
 	for {
 		_, changed := cadence()
 		if r.fed() {
@@ -96,7 +135,7 @@ func (r *Remote) watch(ctx context.Context, cadence func() (time.Duration, <-cha
 		}
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); r.watchOnce(wctx, onHead) }()
+		go func() { defer close(done); r.watchOnce(wctx, pace, onHead) }()
 	wait:
 		for {
 			select {
@@ -116,7 +155,7 @@ func (r *Remote) watch(ctx context.Context, cadence func() (time.Duration, <-cha
 }
 
 // watchOnce follows the remote's newHeads until ctx ends.
-func (r *Remote) watchOnce(ctx context.Context, onHead func()) {
+func (r *Remote) watchOnce(ctx context.Context, pace headPacer, onHead func()) {
 	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), OtherURLs: []string{r.cfg.URL, r.cfg.WSURL},
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
 	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
@@ -125,9 +164,11 @@ func (r *Remote) watchOnce(ctx context.Context, onHead func()) {
 		if !r.headsTrusted() {
 			return
 		}
-		r.wsHeadAt.Store(r.now().UnixNano())
+		now := r.now()
+		r.wsHeadAt.Store(now.UnixNano())
 		old := r.claimedHead()
 		if r.noteHead(h) {
+			pace.paced(now, h.Number, false)
 			onHead()
 		}
 		r.headMoved(old)

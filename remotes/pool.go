@@ -41,8 +41,11 @@ type Pool struct {
 	// its timestamps say and the fastest pace they showed (nanoseconds; 0
 	// until known).
 	heads      chainHead
+	pace       pollPlan // pace.go: the leader's poll plan
 	best       atomic.Uint64
 	tip        atomic.Pointer[headReport]
+	canon      atomic.Pointer[tipChain] // tipchain.go: the recent canonical hashes
+	stall      stallWatch               // stall.go: heads that may be old news
 	learned    atomic.Int64
 	fastest    atomic.Int64
 	bootstraps atomic.Int32 // block time fetches tried
@@ -95,7 +98,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 		m = NewMetrics(nil)
 	}
 	if cfg.Replies == nil {
-		cfg.Replies = NewReplyBudget(DefaultReplyBytesInFlight, m)
+		cfg.Replies = NewReplyBudget(0, m)
 	}
 	log = log.With("chain", cfg.Chain)
 	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
@@ -149,6 +152,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.wg.Go(func() { p.scoreLoop(bg) })
 	p.wg.Go(func() { p.budgetLoop(bg) })
 	p.wg.Go(func() { p.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
+	p.wg.Go(func() { p.watchStalls(bg) })    // stall.go
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()
 	tick := time.NewTicker(20 * time.Millisecond)

@@ -94,7 +94,7 @@ type PoolConfig struct {
 	Availability AvailabilityConfig `yaml:"availability"`
 	// Replies bounds the bytes of replies being read (replies.go). The app
 	// gives every chain's pool the same one; nil: the pool has its own of
-	// DefaultReplyBytesInFlight.
+	// jrpc.DefaultReplyBytesInFlight.
 	Replies *ReplyBudget `yaml:"-"`
 	// Tracer traces each send of a traced call (trace.go) and, when it
 	// propagates, sends the trace context to HTTP remotes; nil: off.

@@ -135,9 +135,9 @@ func (p *Pool) freeSlot(s int) {
 func (p *Pool) follow(r *Remote) {
 	ctx, cancel := context.WithCancel(p.bg)
 	r.unfollow = cancel
-	r.trackers.Go(func() { r.track(ctx, p.conf().ChainID, p.pollCadence, p.headChanged) })
+	r.trackers.Go(func() { r.track(ctx, p.conf().ChainID, p.pollCadence, p, p.headChanged) })
 	if r.relayURL() != "" {
-		r.trackers.Go(func() { r.watch(ctx, p.pollCadence, p.headChanged) })
+		r.trackers.Go(func() { r.watch(ctx, p.pollCadence, p, p.headChanged) })
 	}
 	if p.conf().Availability.probing() {
 		r.trackers.Go(func() { p.probeLoop(ctx, r) })

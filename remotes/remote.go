@@ -65,6 +65,8 @@ type Remote struct {
 	head         atomic.Uint64
 	ht           headJudgement // guarded by Pool.heads.mu
 	wsHeadAt     atomic.Int64  // unix nanos of the last head seen over newHeads
+	reportedAt   atomic.Int64  // unix nanos of the last head reported, news or not
+	heardAt      atomic.Int64  // reportedAt once the pool judged that report (Pool.HeardAt)
 	inFlight     atomic.Int64
 	throttledTil atomic.Int64  // unix nanos: backed off after a 429 until then
 	retryLogAt   atomic.Int64  // unix nanos of the last first-contact warning
@@ -410,6 +412,7 @@ func errorCodes(err error) (code, status int) {
 // news: a new number, or a new hash at the same number (a reorg). A small
 // step back is ignored and a large one followed (maxHeadStepBack).
 func (r *Remote) noteHead(h *headReport) bool {
+	r.reportedAt.Store(r.now().UnixNano())
 	for {
 		old := r.claim.Load()
 		if old != nil {

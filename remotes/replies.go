@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -29,10 +30,6 @@ import (
 )
 
 const (
-	// DefaultReplyBytesInFlight bounds the bytes of upstream replies being
-	// read at once by the whole process (limits.max_reply_bytes_in_flight):
-	// four replies at the default max_response_bytes.
-	DefaultReplyBytesInFlight = jrpc.DefaultMaxReplyBytesInFlight
 	// replyBudgetWait bounds how long a reply waits for budget. It is
 	// short: the reply holds a connection, and perhaps part of the budget,
 	// while it waits.
@@ -44,6 +41,18 @@ const (
 	// statusReadMax is how much of a non-2xx body is read: it is a JSON-RPC
 	// error object or a proxy's page, and only its start is kept.
 	statusReadMax = 64 << 10
+	// pooledChunks is how many chunks of one reply go back to the pool: an
+	// ordinary reply's. A huge reply's other chunks are left to the
+	// collector, so that its memory does not stay in the pool after it.
+	pooledChunks = 4
+	// bigReply: a reply at least this large, once its call is done, has the
+	// memory it held handed back to the OS (ReplyBudget.release), at most
+	// once per releaseEvery and releaseDelay after it (its caller writes
+	// the answer meanwhile). An idle process would otherwise keep it for
+	// minutes: nothing else makes the collector run.
+	bigReply     = 16 << 20
+	releaseDelay = time.Second
+	releaseEvery = 10 * time.Second
 )
 
 // Errors of readReply; transports turn them into their own errors.
@@ -72,15 +81,20 @@ type ReplyBudget struct {
 	freed   chan struct{} // closed and replaced when budget comes back while someone waits
 	waiters atomic.Int32
 
+	releasing   atomic.Bool  // a release is scheduled
+	lastRelease atomic.Int64 // unix nanos of the last release
+	releases    atomic.Int64 // releases done, for tests
+
 	inUse     prometheus.Gauge
 	exhausted prometheus.Counter
 }
 
-// NewReplyBudget returns a budget of size bytes (DefaultReplyBytesInFlight
-// when size <= 0). m may be nil.
+// NewReplyBudget returns a budget of size bytes (when size <= 0,
+// jrpc.DefaultReplyBytesInFlight: a quarter of the process's memory limit,
+// at most 1 GiB). m may be nil.
 func NewReplyBudget(size int64, m *Metrics) *ReplyBudget {
 	if size <= 0 {
-		size = DefaultReplyBytesInFlight
+		size = jrpc.DefaultReplyBytesInFlight()
 	}
 	if m == nil {
 		m = NewMetrics(nil)
@@ -152,12 +166,35 @@ func (b *ReplyBudget) give(n int64) {
 	}
 	b.used.Add(-n)
 	b.inUse.Sub(float64(n))
+	if n >= bigReply && b.releasing.CompareAndSwap(false, true) {
+		time.AfterFunc(releaseDelay, b.release)
+	}
 	if b.waiters.Load() > 0 {
 		b.mu.Lock()
 		close(b.freed)
 		b.freed = make(chan struct{})
 		b.mu.Unlock()
 	}
+}
+
+// release hands the memory of big replies back to the OS: a collection,
+// then every free page returned (debug.FreeOSMemory). It runs on a timer
+// after a big reply's call is done, never more often than releaseEvery,
+// and not while other big replies are still being read.
+func (b *ReplyBudget) release() {
+	now := time.Now().UnixNano()
+	wait := time.Duration(b.lastRelease.Load() + int64(releaseEvery) - now)
+	if b.used.Load() >= bigReply {
+		wait = max(wait, releaseDelay)
+	}
+	if wait > 0 {
+		time.AfterFunc(wait, b.release)
+		return
+	}
+	debug.FreeOSMemory()
+	b.lastRelease.Store(time.Now().UnixNano())
+	b.releases.Add(1)
+	b.releasing.Store(false)
 }
 
 // replyTooLarge is what the client gets for an answer over the cap: venn's
@@ -203,13 +240,17 @@ func (rr replyRead) read(ctx context.Context, r io.Reader) (data []byte, taken i
 			rr.budget.give(taken)
 			taken = 0
 		}
-		for _, c := range list {
+		for _, c := range list[:min(len(list), pooledChunks)] {
 			chunks.Put(c)
 		}
 	}()
 	for {
 		if len(list) == 0 || fill == replyChunk {
-			list = append(list, chunks.Get().(*chunk))
+			if len(list) < pooledChunks {
+				list = append(list, chunks.Get().(*chunk))
+			} else {
+				list = append(list, new(chunk))
+			}
 			fill = 0
 		}
 		c := list[len(list)-1]

@@ -12,17 +12,19 @@ import (
 // OutReason, one per condition selection checks (select.go's candidate
 // filter and Remote.available).
 const (
-	OutChainUnverified = "chain_unverified" // its chain id is not checked yet, or the check fails
-	OutWrongChain      = "wrong_chain"      // it serves another chain
-	OutBreakerOpen     = "breaker_open"     // consecutive faults; a probe after the cooldown
-	OutBreakerProbing  = "breaker_probing"  // half open: its one probe call is out
-	OutNoHead          = "no_head"          // no head reported yet
-	OutLagging         = "lagging"          // more than max_lag behind the best head
-	OutThrottled       = "throttled"        // it answered 429: backed off
-	OutRateLimit       = "rate_limit"       // at its configured rps
-	OutFull            = "full"             // at its max_in_flight
-	OutCordoned        = "cordoned"         // cordoned by hand (admin API)
-	OutMisbehaviour    = "misbehaviour"     // cordoned after repeated misbehaviour
+	OutChainUnverified = "chain_unverified"    // its chain id is not checked yet, or the check fails
+	OutWrongChain      = "wrong_chain"         // it serves another chain
+	OutBreakerOpen     = "breaker_open"        // consecutive faults; a probe after the cooldown
+	OutBreakerProbing  = "breaker_probing"     // half open: its one probe call is out
+	OutNoHead          = "no_head"             // no head reported yet
+	OutHeadAhead       = "head_ahead_of_clock" // its head is stamped ahead of this host's clock: not followed
+	OutHeadHeld        = "head_uncorroborated" // nothing corroborates its head yet: not followed
+	OutLagging         = "lagging"             // more than max_lag behind the best head
+	OutThrottled       = "throttled"           // it answered 429: backed off
+	OutRateLimit       = "rate_limit"          // at its configured rps
+	OutFull            = "full"                // at its max_in_flight
+	OutCordoned        = "cordoned"            // cordoned by hand (admin API)
+	OutMisbehaviour    = "misbehaviour"        // cordoned after repeated misbehaviour
 )
 
 // OutReason is one reason a remote is out of rotation. Text says it for
@@ -175,7 +177,14 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 		add(OutBreakerProbing, "breaker half open: probing", time.Time{})
 	}
 	if r.Head() == 0 {
-		add(OutNoHead, "no head reported yet", time.Time{})
+		if held := p.heldReport(r); held == nil {
+			add(OutNoHead, "no head reported yet", time.Time{})
+		} else if ahead := int64(held.Time) - now.Unix(); ahead > int64(maxHeadClockSkew/time.Second) {
+			add(OutHeadAhead, fmt.Sprintf("head %d not followed: its timestamp is %d s ahead of this host's clock (more than %v)",
+				held.Number, ahead, maxHeadClockSkew), time.Time{})
+		} else {
+			add(OutHeadHeld, fmt.Sprintf("head %d not followed: nothing corroborates it yet", held.Number), time.Time{})
+		}
 	} else if p.lagging(r, best) {
 		add(OutLagging, fmt.Sprintf("lagging %d blocks (max_lag %d)", best-r.Head(), p.conf().MaxLag), time.Time{})
 	}
@@ -195,6 +204,14 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 		add(OutMisbehaviour, "cordoned after repeated misbehaviour", time.Unix(0, until))
 	}
 	return out
+}
+
+// heldReport is the head r reports that nothing corroborated (judgeHead),
+// nil when none is held.
+func (p *Pool) heldReport(r *Remote) *headReport {
+	p.heads.mu.Lock()
+	defer p.heads.mu.Unlock()
+	return r.ht.held
 }
 
 func cordonText(c ManualCordon) string {

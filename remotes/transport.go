@@ -24,9 +24,11 @@ const (
 	// because a busy gateway keeps hundreds of calls in flight per remote.
 	DefaultMaxIdleConns = 256
 	// DefaultMaxResponseBytes caps one reply body or WebSocket message. Big
-	// enough for a large block with receipts or a trace, small enough that a
-	// broken remote cannot exhaust memory.
-	DefaultMaxResponseBytes = 256 << 20
+	// enough for what real answers need (a full block with its receipts is a
+	// few MB, a busy block's call trace tens), small enough that a broken
+	// remote cannot take much memory; a remote that serves larger answers
+	// (a debug trace of a whole block) is given more by max_response_bytes.
+	DefaultMaxResponseBytes = 64 << 20
 
 	// maxPooledBuf keeps request buffers that once held a huge params
 	// (a blob transaction, say) from staying in the pool forever.
@@ -71,7 +73,7 @@ type transportOptions struct {
 	Headers http.Header
 	// MaxIdleConns is the HTTP keep-alive pool size (default 256).
 	MaxIdleConns int
-	// MaxResponseBytes caps a reply body or WebSocket message (default 256
+	// MaxResponseBytes caps a reply body or WebSocket message (default 64
 	// MiB), on the wire and inflated.
 	MaxResponseBytes int64
 	// Budget bounds the bytes of replies being read across the process; nil

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 // heapPeak samples the heap's object bytes (live and not yet swept) until
@@ -123,7 +125,7 @@ func BenchmarkHugeReplies(b *testing.B) {
 			srv := hugeServer(b, bb.size, bb.bomb)
 			// As NewPool builds it: the process's budget, at its default.
 			tr, err := newTransport(transportOptions{Name: "bench", URL: srv.URL,
-				Budget: NewReplyBudget(DefaultReplyBytesInFlight, nil)})
+				Budget: NewReplyBudget(jrpc.MaxDefaultReplyBytesInFlight, nil)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -151,6 +153,66 @@ func BenchmarkHugeReplies(b *testing.B) {
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(failed.Load())/float64(b.N*bb.conc), "failed/call")
+		})
+	}
+}
+
+// goMapped is the memory the Go runtime holds from the OS and has not
+// returned: what RSS shows of it.
+func goMapped() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// BenchmarkReplyMemory is issue 29's finding 9: four calls at once to a
+// remote that streams 48 MB replies, with the reply budget and cap of
+// each setting: "old-defaults" (1 GiB in flight, 256 MiB per reply),
+// "limit-128MiB" (what a 128 MiB memory limit gives now: a quarter, 32
+// MiB, in flight, so a reply is capped there), "limit-1GiB" (256 MiB in
+// flight, the 64 MiB default cap: the replies are served). peak-heap is
+// the most the heap held during the calls; held-after is what the runtime
+// still held from the OS 3 s after them, idle. Run with -benchtime 1x.
+func BenchmarkReplyMemory(b *testing.B) {
+	const mib = 1 << 20
+	srv := hugeServer(b, 48e6, false)
+	for _, bb := range []struct {
+		name        string
+		budget, max int64
+	}{
+		{"old-defaults", 1 << 30, 256 * mib},
+		{"limit-128MiB", 32 * mib, 64 * mib},
+		{"limit-1GiB", 256 * mib, 64 * mib},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			tr, err := newTransport(transportOptions{Name: "bench", URL: srv.URL,
+				MaxResponseBytes: bb.max, Budget: NewReplyBudget(bb.budget, nil)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.close()
+			var (
+				peak, held uint64
+				failed     atomic.Int64
+			)
+			for b.Loop() {
+				h := startHeapPeak()
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Go(func() {
+						if _, _, err := tr.call(context.Background(), "eth_huge", nil); err != nil {
+							failed.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				peak = max(peak, h.end())
+				time.Sleep(3 * time.Second) // idle, as a replica is after a burst
+				held = max(held, goMapped())
+			}
+			b.ReportMetric(float64(peak)/mib, "peak-heap-MiB")
+			b.ReportMetric(float64(held)/mib, "held-after-MiB")
+			b.ReportMetric(float64(failed.Load())/float64(4*b.N), "failed/call")
 		})
 	}
 }

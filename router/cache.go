@@ -52,9 +52,9 @@ func (rt *Router) cacheFor(c *evm.Call) *cache.Cache {
 	return nil
 }
 
-// cachedForward is forward through the response cache. A hit reads c
-// where it is; a miss hands the cache a copy to hold through the fetch
-// (forwardMiss), so only misses pay for one on the heap.
+// cachedForward is forward through the response cache. A hit and a miss
+// alike read c where it is, on the caller's stack: the cache keeps no
+// pointer to a call past Fill.
 func (rt *Router) cachedForward(ctx context.Context, ch *cache.Cache, req *jrpc.Request, c *evm.Call) (json.RawMessage, error) {
 	pr, sp := rt.look(ctx, ch, c)
 	if res, err, ok := pr.Hit(); ok {
@@ -64,12 +64,14 @@ func (rt *Router) cachedForward(ctx context.Context, ch *cache.Cache, req *jrpc.
 	return rt.forwardMiss(ctx, ch, &pr, sp, req, c)
 }
 
-// forwardMiss fetches what Look missed through the cache. Its copy of c
-// is on the heap, and the hit's path does not carry it in its frames.
-func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr *cache.Probe, sp trace.Span, req *jrpc.Request, call *evm.Call) (json.RawMessage, error) {
-	c := *call
-	res, err, o := ch.Fill(ctx, *pr, &c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
-		p := pinnedTo(&c, pinned)
+// forwardMiss fetches what Look missed through the cache; apart, so that
+// the hit's path does not carry the fetch's frames.
+func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr *cache.Probe, sp trace.Span, req *jrpc.Request, c *evm.Call) (json.RawMessage, error) {
+	res, err, o := ch.Fill(ctx, *pr, c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
+		if pinned == "" {
+			return rt.forward(ctx, req, c)
+		}
+		p := pinnedTo(c, pinned)
 		return rt.forward(ctx, req, &p)
 	})
 	rt.cacheServed(ctx, sp, o, rt.forwarded.answered, err)
@@ -77,13 +79,12 @@ func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr *cache.Pr
 }
 
 // cachedReceipts is the forger's eth_getBlockReceipts through the response
-// cache, with a copy of call for a miss to hold, as in forwardMiss.
-func (rt *Router) cachedReceipts(ctx context.Context, ch *cache.Cache, call *evm.Call) (json.RawMessage, error) {
-	c := *call
-	pr, sp := rt.look(ctx, ch, &c)
+// cache.
+func (rt *Router) cachedReceipts(ctx context.Context, ch *cache.Cache, c *evm.Call) (json.RawMessage, error) {
+	pr, sp := rt.look(ctx, ch, c)
 	var built bool
-	res, err, o := ch.Fill(ctx, pr, &c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
-		p := pinnedTo(&c, pinned)
+	res, err, o := ch.Fill(ctx, pr, c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
+		p := pinnedTo(c, pinned)
 		res, b, err := rt.forge.BlockReceipts(ctx, &p)
 		built = b
 		return res, err

@@ -15,7 +15,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -120,6 +122,24 @@ type Head interface {
 // rotation.
 type headOf interface{ HealthyHead() uint64 }
 
+// tipOf is what the router needs of the remotes to tell a window that
+// holds an orphan, or one that is old: the hash the chain's tip says for a
+// recent block, whether a remote in rotation still reports another, when
+// one of them last reported its head, and the chain's block time
+// (remotes.Pool).
+type tipOf interface {
+	HashAt(n uint64) (hash string, ok bool)
+	Reports(n uint64, hash string) bool
+	HeardWithin(now time.Time, d time.Duration) bool
+	BlockTime() time.Duration
+}
+
+// headRefOf is the window's head as freshness reads it, without a lock
+// (headstore.Window).
+type headRefOf interface {
+	HeadRef() (n uint64, hash string, time uint64, ok bool)
+}
+
 // callServer is the remotes taking a call the router parsed, so that they
 // do not read its params again (remotes.Pool); a plain jrpc.Handler gets
 // the request.
@@ -151,8 +171,11 @@ type Router struct {
 	chainID json.RawMessage
 	head    Head // nil: no head window
 	remotes jrpc.Handler
-	calls   callServer                  // remotes, when they take parsed calls; else nil
-	upHead  func() uint64               // the remotes' head; nil when they don't say
+	calls   callServer    // remotes, when they take parsed calls; else nil
+	upHead  func() uint64 // the remotes' head; nil when they don't say
+	tips    tipOf         // the remotes' recent hashes and heads' time; nil when they don't say
+	headRef headRefOf     // the window's head; nil when it doesn't say
+	now     func() time.Time
 	history History                     // nil: no history store
 	cache   atomic.Pointer[cache.Cache] // nil: no response cache; a reload swaps it (SetCache)
 	// canonical is the head window's canonical hash of a number; nil
@@ -166,9 +189,9 @@ type Router struct {
 	wt              *writeThrough // nil without history
 	log             *slog.Logger
 
-	// trailing is set while the window trails the remotes by more than
-	// MaxLag: logged once when it starts and once when it ends.
-	trailing atomic.Bool
+	// stale is why the window may not answer now (a staleness; fresh
+	// when it may): logged once when it changes.
+	stale atomic.Uint32
 	// maxLag is cfg.MaxLag, which a reload may change (SetMaxLag).
 	maxLag atomic.Uint64
 	// logLimits is cfg.LogLimits defaulted, which a reload may change
@@ -195,7 +218,12 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	}
 	log = log.With("chain", cfg.Chain)
 	calls, _ := remotes.(callServer)
+	tips, _ := remotes.(tipOf)
+	headRef, _ := head.(headRefOf)
 	rt := &Router{
+		tips:      tips,
+		headRef:   headRef,
+		now:       time.Now,
 		calls:     calls,
 		upHead:    upHead,
 		cfg:       cfg,
@@ -350,21 +378,63 @@ func (rt *Router) blockNumber(res json.RawMessage) json.RawMessage {
 }
 
 // corroborated is the cluster's corroborated head: the higher of the
-// window's and the remotes' in rotation (0: unknown).
+// window's and the remotes' in rotation (0: unknown). Heads that say
+// nothing of the chain now are left out: the remotes' when none reported
+// lately, the window's when it is older than that allows too (a replica
+// that was paused wakes with both old).
 func (rt *Router) corroborated() uint64 {
 	var c uint64
-	if rt.upHead != nil {
+	lately := rt.heardLately()
+	if rt.upHead != nil && lately {
 		c = rt.upHead()
 	}
-	if n, ok := rt.head.Latest(); ok {
+	if n, ok := rt.head.Latest(); ok && (lately || rt.headTimely()) {
 		c = max(c, n)
 	}
 	return c
 }
 
-// fresh reports whether the head window may answer: it follows the feed
-// and is not more than MaxLag behind the remotes. A stale window could
-// miss a reorg; the remotes can't.
+// headTimely reports whether the window's head is recent by its timestamp
+// (always, where the window or the remotes do not say).
+func (rt *Router) headTimely() bool {
+	if rt.tips == nil || rt.headRef == nil {
+		return true
+	}
+	_, _, ts, ok := rt.headRef.HeadRef()
+	if !ok {
+		return false
+	}
+	_, ok = rt.timely(ts)
+	return ok
+}
+
+// Freshness limits (fresh).
+const (
+	// staleBlocks block times: a window head older than this, with no
+	// head heard from the remotes since, says nothing of the chain now.
+	staleBlocks = 5
+	// minStale floors that age: timestamps tick in whole seconds, and a
+	// loaded machine's head polls come late.
+	minStale = 2 * time.Second
+)
+
+// staleness is why the head window may not answer; fresh when it may.
+type staleness uint32
+
+const (
+	fresh    staleness = iota
+	trailing           // more than MaxLag behind the remotes
+	forked             // its head is not the remotes' block at that height
+	old                // older than the block time allows, and nothing heard since
+)
+
+// fresh reports whether the head window may answer: it follows the feed,
+// it is not more than MaxLag behind the remotes in rotation, its head is
+// the block they have at that height (by hash: the chain's tip says so,
+// or a remote in rotation still reports it), and its head is no older
+// than the chain's block time allows, or a remote reported its head since
+// then (a quiet chain). A stale window could miss a reorg; the remotes
+// can't. Every part of the router that reads the window asks this first.
 func (rt *Router) fresh() bool {
 	if rt.head == nil {
 		return false
@@ -373,22 +443,72 @@ func (rt *Router) fresh() bool {
 	if !ok {
 		return false
 	}
+	why, up, detail := rt.staleness(n)
+	was := staleness(rt.stale.Load())
+	if why == was || !rt.stale.CompareAndSwap(uint32(was), uint32(why)) {
+		return why == fresh
+	}
+	switch why {
+	case fresh:
+		rt.log.Info("head window caught up with the remotes", "window_head", n, "remotes_head", up)
+	case trailing:
+		rt.log.Warn("head window trails the remotes; calls go to the remotes until it catches up",
+			"window_head", n, "remotes_head", up, "max_lag", rt.maxLag.Load())
+	case forked:
+		rt.log.Warn("head window's head is not the remotes' block at that height; calls go to the remotes until it is",
+			"window_head", n, "window_hash", detail)
+	case old:
+		rt.log.Warn("head window's head is older than the block time allows and no remote reported since; calls go to the remotes",
+			"window_head", n, "age", detail)
+	}
+	return why == fresh
+}
+
+// staleness judges the window, whose head is n: why it may not answer,
+// the remotes' head, and what the log says of it.
+func (rt *Router) staleness(n uint64) (staleness, uint64, string) {
+	if rt.tips != nil && rt.headRef != nil {
+		if hn, hash, ts, ok := rt.headRef.HeadRef(); ok {
+			if h, ok := rt.tips.HashAt(hn); ok && !strings.EqualFold(h, hash) && !rt.tips.Reports(hn, hash) {
+				return forked, 0, hash
+			}
+			if age, ok := rt.timely(ts); !ok {
+				return old, 0, age.String()
+			}
+		}
+	}
 	if rt.upHead == nil {
-		return true
+		return fresh, 0, ""
 	}
 	up := rt.upHead()
-	maxLag := rt.maxLag.Load()
-	if up <= n+maxLag {
-		if rt.trailing.Load() && rt.trailing.CompareAndSwap(true, false) {
-			rt.log.Info("head window caught up with the remotes", "window_head", n, "remotes_head", up)
-		}
+	if up > n+rt.maxLag.Load() {
+		return trailing, up, ""
+	}
+	return fresh, up, ""
+}
+
+// timely reports whether a head with timestamp ts (unix seconds) may still
+// be the chain's: no older than staleBlocks block times (and minStale), or
+// a remote in rotation reported its head within that time. age is the
+// head's.
+func (rt *Router) timely(ts uint64) (age time.Duration, ok bool) {
+	now := rt.now()
+	allow := max(staleBlocks*rt.tips.BlockTime(), minStale)
+	age = now.Sub(time.Unix(int64(min(ts, 1<<62)), 0))
+	if age <= allow {
+		return age, true
+	}
+	return age.Round(time.Millisecond), rt.tips.HeardWithin(now, allow)
+}
+
+// heardLately reports whether the remotes' heads say something of the
+// chain now: a remote in rotation reported its head within the time the
+// block time allows (always, for remotes that do not say).
+func (rt *Router) heardLately() bool {
+	if rt.tips == nil {
 		return true
 	}
-	if rt.trailing.CompareAndSwap(false, true) {
-		rt.log.Warn("head window trails the remotes; calls go to the remotes until it catches up",
-			"window_head", n, "remotes_head", up, "max_lag", maxLag)
-	}
-	return false
+	return rt.tips.HeardWithin(rt.now(), max(staleBlocks*rt.tips.BlockTime(), minStale))
 }
 
 // pin rewrites a latest, safe or finalized block parameter to the

@@ -6,7 +6,8 @@
 # (exported as VENN_GETH), installs the e2e viem and ethers tests' Node
 # packages (npm ci in e2e/viem and e2e/ethers), installs promtool (Debian's
 # prometheus package) for the alert rules' tests and chromium for the
-# status page's browser test (apt-get, as root), runs go vet and the
+# status page's browser tests, which fail without it (apt-get, as root),
+# runs go vet and the
 # race-enabled test suite, and,
 # when ../shared/conformance exists, replays the execution-apis conformance
 # suite through a freshly built venn in front of geth.
@@ -131,6 +132,21 @@ for pkg in viem ethers; do
   echo "$pkg $(node -p "require('$dir/node_modules/$pkg/package.json').version")"
 done
 
+step "haproxy for the filter tests' load balancer (e2e/filters_test.go)"
+# The test puts a real load balancer in front of two replicas; without
+# haproxy it fails, saying how to install it.
+if ! command -v haproxy >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends haproxy >/dev/null ||
+      { apt-get update >/dev/null && apt-get install -y --no-install-recommends haproxy >/dev/null; } ||
+      die "could not install Debian's haproxy: apt-get install -y haproxy"
+  else
+    die "haproxy is missing (the filter tests need it): apt-get install -y haproxy, as root"
+  fi
+fi
+haproxy -v | head -1
+
 step "promtool for the alert rules' tests (Debian's prometheus package)"
 # deploy's tests run promtool check rules and promtool test rules; without
 # promtool they skip, saying so.
@@ -146,16 +162,18 @@ if ! command -v promtool >/dev/null 2>&1; then
 fi
 command -v promtool >/dev/null 2>&1 && promtool --version 2>&1 | head -1
 
-step "chromium for the status page's browser test (e2e/statuspage)"
-# Without chromium that test skips, saying so.
+step "chromium for the status page's browser tests (e2e/statuspage)"
+# They require it here (VENN_REQUIRE_CHROMIUM): without chromium they fail,
+# not skip.
+export VENN_REQUIRE_CHROMIUM=1
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${VENN_CHROMIUM:-}" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y --no-install-recommends chromium >/dev/null ||
       { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; } ||
-      echo "test.sh: could not install Debian's chromium: the status page's browser test will be SKIPPED"
+      echo "test.sh: could not install Debian's chromium: the status page's browser tests will FAIL"
   else
-    echo "test.sh: chromium is missing (apt-get install -y chromium, as root): the status page's browser test will be SKIPPED"
+    echo "test.sh: chromium is missing (apt-get install -y chromium, as root): the status page's browser tests will FAIL"
   fi
 fi
 command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null | head -1

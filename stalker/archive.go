@@ -42,6 +42,14 @@ type Archive interface {
 
 var _ Archive = (*blockstore.Chain)(nil)
 
+// schemaWaiter is an Archive that stores nothing until its schema is in
+// place (blockstore.HistoryChain): the archiver waits for it first.
+type schemaWaiter interface {
+	SchemaReady() <-chan struct{}
+}
+
+var _ schemaWaiter = (*blockstore.HistoryChain)(nil)
+
 // ArchiveConfig turns archiving on for a chain's leader.
 type ArchiveConfig struct {
 	// Store receives the settled blocks; nil: no archiving.
@@ -140,10 +148,24 @@ func (a *archiver) take() archiveView {
 	return a.view
 }
 
-// run archives until ctx ends. A failed round is retried with backoff, and
-// logged once per run of failures (Postgres down is also the blockstore's
-// to report).
+// run archives until ctx ends. It starts once the store's schema is in
+// place: on a first start the migrations run while the leader already
+// publishes, and a store not migrated yet is no failure. A failed round is
+// retried with backoff, and logged once per run of failures (Postgres down
+// is also the blockstore's to report).
 func (a *archiver) run(ctx context.Context) {
+	if w, ok := a.cfg.Store.(schemaWaiter); ok {
+		select {
+		case <-w.SchemaReady():
+		default:
+			a.log.Info("archive: waiting for the history store's migrations")
+			select {
+			case <-w.SchemaReady():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 	backoff := archiveBackoffMin
 	failing := false
 	for {

@@ -70,6 +70,8 @@ func (u *tagUpstream) Tip() (uint64, string)        { return 0, "" }
 func (u *tagUpstream) HeadChanged() <-chan struct{} { return nil }
 func (u *tagUpstream) BlockTime() time.Duration     { return time.Second }
 
+func (u *tagUpstream) CheckTipChain(context.Context, ...string) bool { return true }
+
 // finalityErrors is the chain's count of failed finality reads.
 func finalityErrors(m *Metrics) float64 {
 	return testutil.ToFloat64(m.finalityErrors.WithLabelValues("test"))

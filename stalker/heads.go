@@ -77,6 +77,10 @@ type HeadPool interface {
 type headsReport struct {
 	Epoch uint64               `json:"epoch"`
 	Heads []remotes.RemoteHead `json:"heads"`
+	// At is when the leader took it, in Unix nanoseconds (0 from a leader
+	// that does not say): a report older than the staleness limit is old
+	// news, such as those a paused follower finds queued when it wakes.
+	At int64 `json:"at,omitempty"`
 }
 
 // HeadShare shares one chain's remotes' heads across the cluster.
@@ -181,7 +185,7 @@ func (s *HeadShare) Lead(ctx context.Context, epoch uint64) {
 
 // publish stores and announces one report, fenced by epoch.
 func (s *HeadShare) publish(ctx context.Context, epoch uint64) error {
-	b, err := json.Marshal(headsReport{Epoch: epoch, Heads: s.pool.RemoteHeads()})
+	b, err := json.Marshal(headsReport{Epoch: epoch, Heads: s.pool.RemoteHeads(), At: time.Now().UnixNano()})
 	if err != nil {
 		return err
 	}
@@ -254,6 +258,12 @@ func (s *HeadShare) take(payload string, fresh time.Duration, stale *time.Timer)
 	var rep headsReport
 	if len(payload) > maxHeadsReport || json.Unmarshal([]byte(payload), &rep) != nil {
 		s.log.Debug("malformed remote heads report ignored", "bytes", len(payload))
+		return
+	}
+	if rep.At > 0 && time.Since(time.Unix(0, rep.At)) > s.staleAfter() {
+		// Taken long ago (this replica was paused, or the report sat in
+		// a queue): its heads would make old heads look current.
+		s.log.Debug("old remote heads report ignored", "age", time.Since(time.Unix(0, rep.At)))
 		return
 	}
 	newest := time.Duration(-1)

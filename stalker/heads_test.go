@@ -2,6 +2,7 @@ package stalker
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -176,5 +177,30 @@ func TestHeadShareSnapshotFencingAndStaleHeads(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, "the follower tracking itself", func() bool { return fp.Fed() == 0 })
 	if got := follower.Mode(); got != HeadsOwn {
 		t.Errorf("follower mode %q on a report of minute-old heads, want %q", got, HeadsOwn)
+	}
+}
+
+// A report taken longer ago than the staleness limit is old news, such as
+// the reports a paused follower finds queued when it wakes: it is not fed,
+// though its heads were new when it was taken. One taken just now is.
+func TestHeadShareIgnoresOldReports(t *testing.T) {
+	fp := newFakeHeadPool()
+	follower := NewHeadShare(nil, "old-reports", fp, testLogger(t), nil)
+	stale := time.NewTimer(time.Hour)
+	defer stale.Stop()
+	report := func(at time.Time, n uint64) string {
+		b, err := json.Marshal(headsReport{Epoch: 1, Heads: []remotes.RemoteHead{head(n)}, At: at.UnixNano()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	follower.take(report(time.Now().Add(-time.Minute), 9), time.Second, stale)
+	if got := fp.fedNumber(); got != 0 {
+		t.Fatalf("a minute-old report fed head %d", got)
+	}
+	follower.take(report(time.Now(), 10), time.Second, stale)
+	if got := fp.fedNumber(); got != 10 {
+		t.Fatalf("a report taken now fed head %d, want 10", got)
 	}
 }

@@ -26,7 +26,10 @@ import (
 // serves a failing one from another remote (remotes.Pool.CallVerified); the
 // verdict is the served answer's. HeadChanged fires when the tip moves,
 // also to a sibling at the same height. BlockTime is the chain's, from
-// config or learned from block timestamps.
+// config or learned from block timestamps. CheckTipChain checks at once
+// the chain id of the remotes whose head is one of the blocks hashes, each
+// out of rotation until it passes, and reports whether all passed
+// (remotes.Pool.CheckTipChain).
 type Upstream interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	CallVerified(ctx context.Context, method string, params json.RawMessage,
@@ -34,6 +37,14 @@ type Upstream interface {
 	Tip() (number uint64, hash string)
 	HeadChanged() <-chan struct{}
 	BlockTime() time.Duration
+	CheckTipChain(ctx context.Context, hashes ...string) bool
+}
+
+// HeadPacer is an Upstream whose head polling follows the leader's plan
+// while this replica leads (remotes.Pool.SetLeading): polls when the
+// next block is due, not once a block time.
+type HeadPacer interface {
+	SetLeading(on bool)
 }
 
 // Config is one chain's stalker settings. Its cadence is the upstream's
@@ -122,6 +133,11 @@ type leading struct {
 	finalityAt      time.Time
 	finalityFailing bool
 
+	// refused are the hashes of blocks whose reorg was refused (reorg.go),
+	// newest last: a branch that reaches one is refused without walking
+	// it again.
+	refused []string
+
 	// With archiving: the chain's blocks in full, and the archiver they
 	// are handed to after every publish.
 	full fullChain
@@ -142,6 +158,10 @@ var errDeposed = errors.New("deposed")
 // the shape Elector.Run wants.
 func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 	s.log.Info("stalker following the head", "epoch", epoch)
+	if p, ok := s.up.(HeadPacer); ok {
+		p.SetLeading(true)
+		defer p.SetLeading(false)
+	}
 	l := &leading{epoch: epoch}
 	if s.cfg.Archive.Store != nil {
 		actx, cancel := context.WithCancel(ctx)
@@ -214,7 +234,7 @@ func (s *Stalker) step(ctx context.Context, l *leading) error {
 	if err == nil {
 		err = s.checkTip(ctx, l, target, hash)
 	}
-	if err != nil && !errors.Is(err, errDeposed) && !errors.Is(err, errFetch) {
+	if err != nil && !errors.Is(err, errDeposed) && !errors.Is(err, errFetch) && !errors.Is(err, errRefused) {
 		// A publish that failed on the wire may have landed: read the
 		// store's chain again before going on.
 		l.loaded = false
@@ -318,6 +338,9 @@ func (s *Stalker) reorg(ctx context.Context, l *leading, b *evm.Block) error {
 	if err != nil {
 		return err
 	}
+	if err := s.acceptReorg(ctx, l, b, branch); err != nil {
+		return err
+	}
 	s.m.reorgs.Inc()
 	s.m.reorgDepth.Observe(float64(len(dropped)))
 	s.log.Warn("reorg", "depth", len(dropped), "from", dropped[0].Number,
@@ -336,6 +359,9 @@ func (s *Stalker) walkBack(ctx context.Context, l *leading, b *evm.Block) ([]*ev
 		at := l.chain[cur.Number-1-low]
 		if at.Hash == cur.Parent {
 			break
+		}
+		if l.wasRefused(cur.Parent) {
+			return nil, nil, fmt.Errorf("%w: block %d %s descends from a refused branch", errRefused, b.Number, b.Hash)
 		}
 		parent, err := s.fetchBlock(ctx, "eth_getBlockByHash", strconv.Quote(cur.Parent))
 		if err != nil {
@@ -497,6 +523,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // Metrics are the stalkers' metrics.
 type Metrics struct {
 	reorgs     *prometheus.CounterVec
+	refused    *prometheus.CounterVec
 	reorgDepth *prometheus.HistogramVec
 	fetch      *prometheus.HistogramVec
 	published  *prometheus.CounterVec
@@ -511,6 +538,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		reorgs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "reorgs_total",
 			Help: "Reorgs the leader's stalker found, per chain."}, []string{"chain"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "reorgs_refused_total",
+			Help: "Reorgs the leader's stalker refused, by reason: finalized (it reached at or below the finalized block), " +
+				"no_ancestor (its branch links to nothing in the window and the remote that reported it failed its chain check)."},
+			[]string{"chain", "reason"}),
 		reorgDepth: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "reorg_depth",
 			Help: "Blocks dropped per reorg.", Buckets: []float64{1, 2, 3, 5, 8, 16, 32, 64, 128}}, []string{"chain"}),
 		fetch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "venn", Name: "stalker_fetch_seconds",
@@ -528,7 +559,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			[]string{"chain"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.reorgs, m.reorgDepth, m.fetch, m.published, m.head, m.errors, m.finalityErrors)
+		reg.MustRegister(m.reorgs, m.refused, m.reorgDepth, m.fetch, m.published, m.head, m.errors, m.finalityErrors)
 	}
 	return m
 }
@@ -541,7 +572,7 @@ func (m *Metrics) DropChain(chain string) {
 		return
 	}
 	l := prometheus.Labels{"chain": chain}
-	for _, v := range []*prometheus.MetricVec{m.reorgs.MetricVec, m.reorgDepth.MetricVec, m.fetch.MetricVec,
+	for _, v := range []*prometheus.MetricVec{m.reorgs.MetricVec, m.refused.MetricVec, m.reorgDepth.MetricVec, m.fetch.MetricVec,
 		m.published.MetricVec, m.head.MetricVec, m.errors.MetricVec, m.finalityErrors.MetricVec} {
 		v.DeletePartialMatch(l)
 	}
@@ -549,6 +580,7 @@ func (m *Metrics) DropChain(chain string) {
 
 type stalkerMetrics struct {
 	reorgs     prometheus.Counter
+	refused    *prometheus.CounterVec // reason; curried with the chain
 	reorgDepth prometheus.Observer
 	fetch      prometheus.Observer
 	published  prometheus.Counter
@@ -560,8 +592,9 @@ type stalkerMetrics struct {
 
 func (m *Metrics) forChain(chain string) stalkerMetrics {
 	return stalkerMetrics{
-		reorgs: m.reorgs.WithLabelValues(chain), reorgDepth: m.reorgDepth.WithLabelValues(chain),
-		fetch: m.fetch.WithLabelValues(chain), published: m.published.WithLabelValues(chain),
+		reorgs: m.reorgs.WithLabelValues(chain), refused: m.refused.MustCurryWith(prometheus.Labels{"chain": chain}),
+		reorgDepth: m.reorgDepth.WithLabelValues(chain),
+		fetch:      m.fetch.WithLabelValues(chain), published: m.published.WithLabelValues(chain),
 		head: m.head.WithLabelValues(chain), errors: m.errors.WithLabelValues(chain),
 		finalityErrors: m.finalityErrors.WithLabelValues(chain),
 	}

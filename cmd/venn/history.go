@@ -173,7 +173,7 @@ func runBackfill(ctx context.Context, job backfillJob, stdout, stderr io.Writer)
 	}()
 	st := stalker.New(cc.StalkerConfig(nil, nil), pool, nil, log, nil)
 
-	head, err := waitHead(ctx, pool)
+	head, err := waitHead(ctx, pool, remoteWait)
 	if err != nil {
 		return fmt.Errorf("chain %s: %w", cc.Name, err)
 	}
@@ -206,18 +206,37 @@ func runBackfill(ctx context.Context, job backfillJob, stdout, stderr io.Writer)
 const remoteWait = 30 * time.Second
 
 // waitHead waits until some remote is in rotation and returns the best
-// head.
-func waitHead(ctx context.Context, pool *remotes.Pool) (uint64, error) {
-	deadline := time.Now().Add(remoteWait)
+// head. Past within it says, remote by remote, why none is followed.
+func waitHead(ctx context.Context, pool *remotes.Pool, within time.Duration) (uint64, error) {
+	deadline := time.Now().Add(within)
 	for !pool.Ready() || pool.Head() == 0 {
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no remote ready after %v", remoteWait)
+			return 0, fmt.Errorf("no remote ready after %v: %s", within, notFollowed(pool))
 		}
 		if !sleepCtx(ctx, 50*time.Millisecond) {
 			return 0, ctx.Err()
 		}
 	}
 	return pool.Head(), nil
+}
+
+// notFollowed says why each remote is out, in the words of the pool's
+// reasons (remotes.ReasonsText: the -32050 data's and /readyz's), each
+// reason's code replaced by its text: this is the operator's own process,
+// and "its timestamp is 312 s ahead of this host's clock" says more than
+// "head_ahead_of_clock".
+func notFollowed(pool *remotes.Pool) string {
+	rs, st := pool.Reasons(), pool.Status()
+	for i := range rs {
+		if i >= len(st) || st[i].Name != rs[i].Remote || len(st[i].Out) == 0 {
+			continue
+		}
+		rs[i].Out = rs[i].Out[:0]
+		for _, o := range st[i].Out {
+			rs[i].Out = append(rs[i].Out, o.Text)
+		}
+	}
+	return remotes.ReasonsText(rs)
 }
 
 // parseFlags parses a subcommand's flags; ok false means exit with code.

@@ -229,7 +229,7 @@ func runVerify(ctx context.Context, cfg *app.Config, cc app.ChainConfig, a verif
 		defer cancel()
 		err = errors.Join(err, pool.Stop(sctx))
 	}()
-	if _, err := waitHead(ctx, pool); err != nil {
+	if _, err := waitHead(ctx, pool, remoteWait); err != nil {
 		return sum, fmt.Errorf("chain %s: %w", cc.Name, err)
 	}
 	v := &verifier{store: pg.Chain(cc.ChainID, cc.Name), remoteHash: poolHash(pool), conc: a.conc}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,6 +19,9 @@ const (
 	targetDirect = "direct" // the upstream itself
 	targetProxy  = "proxy"  // plain httputil.ReverseProxy in front of it
 	targetVenn   = "venn"   // venn in front of it
+	// targetNoCache is venn with the chain's cache off: what the cache
+	// costs a call it cannot help is venn's figures over these.
+	targetNoCache = "venn-nocache"
 )
 
 const (
@@ -35,10 +37,13 @@ const (
 )
 
 // vennConfig is the bench chain: one remote, the upstream child, with room
-// for every in-flight call; no metrics listener, warnings only.
+// for every in-flight call; metrics on a port of their own (read only
+// after a window), warnings only. The verbs after the port are the admin
+// section (profiles) and, last, the chain's cache section.
 const vennConfig = `listen: 127.0.0.1:%d
-metrics_listen: ""
+metrics_listen: 127.0.0.1:%d
 log: {level: warn}
+%s
 chains:
   - name: bench
     chain_id: %d
@@ -47,13 +52,17 @@ chains:
       - name: up
         url: %s
         max_in_flight: %d
-`
+%s`
+
+// noCacheSection turns the bench chain's cache off.
+const noCacheSection = "    cache: {enabled: false}\n"
 
 // target is one thing the load is pointed at.
 type target struct {
-	name string
-	url  string
-	proc *child // nil for direct: the client talks to the upstream itself
+	name    string
+	url     string
+	proc    *child // nil for direct: the client talks to the upstream itself
+	metrics string // venn's /metrics; "" for the others
 }
 
 // bench runs the whole benchmark and prints the report on stdout; progress
@@ -69,7 +78,7 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 	}
 	defer os.RemoveAll(tmp)
 
-	wantVenn := slices.Contains(cfg.Targets, targetVenn)
+	wantVenn := slices.Contains(cfg.Targets, targetVenn) || slices.Contains(cfg.Targets, targetNoCache)
 	vennBin := cfg.Venn
 	if wantVenn {
 		if vennBin, err = buildVennIfNeeded(ctx, vennBin, tmp, stderr); err != nil {
@@ -104,13 +113,17 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 			}
 			defer p.Stop()
 			targets = append(targets, target{name: name, url: pURL, proc: p})
-		case targetVenn:
-			v, vURL, err := startVenn(ctx, l, vennBin, upURL, tmp)
+		case targetVenn, targetNoCache:
+			section := ""
+			if name == targetNoCache {
+				section = noCacheSection
+			}
+			v, vURL, mURL, err := startVenn(ctx, l, vennBin, upURL, tmp, profileExtra(cfg.Profile), section)
 			if err != nil {
 				return err
 			}
 			defer v.Stop()
-			targets = append(targets, target{name: name, url: vURL, proc: v})
+			targets = append(targets, target{name: name, url: vURL, proc: v, metrics: mURL})
 		}
 	}
 
@@ -122,8 +135,8 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 	var samples []sample
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, conc := range cfg.Conc {
-			for _, t := range targets {
-				s, err := measure(ctx, l, t, up, conc, cfg)
+			for _, t := range roundOrder(targets, round) {
+				s, err := measure(ctx, l, t, up, conc, round, cfg)
 				if err != nil {
 					return err
 				}
@@ -137,9 +150,21 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 	return finish(stdout, newReport(samples, cfg), env, loadBefore)
 }
 
+// roundOrder is the order round measures targets in: as given in odd
+// rounds, reversed in even ones, so that a machine growing busier or
+// quieter over a round favours no target over its neighbour.
+func roundOrder(targets []target, round int) []target {
+	if round%2 == 1 {
+		return targets
+	}
+	out := slices.Clone(targets)
+	slices.Reverse(out)
+	return out
+}
+
 // measure warms t up at conc, then measures one window: the load's view
 // plus the CPU the target and the upstream processes used during it.
-func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg benchConfig) (sample, error) {
+func measure(ctx context.Context, l *loader, t target, up *child, conc, round int, cfg benchConfig) (sample, error) {
 	l.closeIdle()
 	if cfg.Warmup > 0 {
 		l.run(ctx, t.url, conc, cfg.Warmup)
@@ -163,7 +188,16 @@ func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg 
 	if err != nil {
 		return sample{}, err
 	}
+	var prof func() error = func() error { return nil }
+	prefix := ""
+	if cfg.Profile != "" && t.metrics != "" {
+		prefix = fmt.Sprintf("%s.%s.r%d.c%d", cfg.Profile, t.name, round, conc)
+		prof = startProfile(ctx, strings.TrimSuffix(t.metrics, "/metrics")+"/admin/debug/pprof/", prefix, cfg.Duration)
+	}
 	res := l.run(ctx, t.url, conc, cfg.Duration)
+	if err := prof(); err != nil {
+		return sample{}, err
+	}
 	if t.proc != nil {
 		if tCPU1, err = cpuTime(t.proc.Pid()); err != nil {
 			return sample{}, err
@@ -188,6 +222,29 @@ func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg 
 			return sample{}, fmt.Errorf("%s exited during the run: %v%s", c.Name, werr, c.StderrNote())
 		}
 	}
+	rss, entries, cacheBytes := int64(-1), -1.0, -1.0
+	if t.proc != nil {
+		if rss, err = rssOf(t.proc.Pid()); err != nil {
+			return sample{}, err
+		}
+	}
+	if t.metrics != "" {
+		m, err := scrape(ctx, l.statsClient, t.metrics)
+		if err != nil {
+			return sample{}, fmt.Errorf("%s: %w", t.name, err)
+		}
+		if v, ok := m.gauge("venn_cache_entries", map[string]string{"tier": "memory"}); ok {
+			entries = v
+		}
+		if v, ok := m.gauge("venn_cache_bytes", map[string]string{"tier": "memory"}); ok {
+			cacheBytes = v
+		}
+	}
+	if prefix != "" {
+		if err := fetchProfile(ctx, strings.TrimSuffix(t.metrics, "/metrics")+"/admin/debug/pprof/heap", prefix+".heap"); err != nil {
+			return sample{}, err
+		}
+	}
 
 	s := sample{
 		Target:   t.name,
@@ -201,6 +258,9 @@ func measure(ctx context.Context, l *loader, t target, up *child, conc int, cfg 
 		CPUPer:   -1,
 		UpCPUPer: -1,
 		UpConns:  upStats1.Conns - upStats0.Conns,
+		RSS:      rss,
+		Entries:  entries,
+		CacheB:   cacheBytes,
 	}
 	if calls := res.OK + res.Errors; calls > 0 {
 		s.UpReqPer = float64(upStats1.Requests-upStats0.Requests) / float64(calls)
@@ -226,32 +286,43 @@ func startProxy(ctx context.Context, l *loader, exe, upURL string) (*child, stri
 	return p, pURL, nil
 }
 
-// startVenn writes the bench config and starts venn on a free port, then
-// waits until it answers a balance call through the upstream.
-func startVenn(ctx context.Context, l *loader, bin, upURL, dir string) (*child, string, error) {
+// startVenn writes the bench config, with admin at the top and section
+// under the chain, and
+// starts venn on free ports, then waits until it answers a balance call
+// through the upstream: venn, its URL and its /metrics.
+func startVenn(ctx context.Context, l *loader, bin, upURL, dir, admin, section string) (*child, string, string, error) {
 	var lastErr error
 	for range vennStartAttempts {
 		port, err := freeport.Port() // startVenn retries if it is taken in between
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
-		path := filepath.Join(dir, "venn.yaml")
-		conf := fmt.Sprintf(vennConfig, port, benchChainID, upURL, proxyIdlePerHost)
+		mport, err := freeport.Port()
+		if err != nil {
+			return nil, "", "", err
+		}
+		f, err := os.CreateTemp(dir, "venn-*.yaml")
+		if err != nil {
+			return nil, "", "", fmt.Errorf("venn config: %w", err)
+		}
+		path := f.Name()
+		f.Close()
+		conf := fmt.Sprintf(vennConfig, port, mport, admin, benchChainID, upURL, proxyIdlePerHost, section)
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-			return nil, "", fmt.Errorf("write venn config: %w", err)
+			return nil, "", "", fmt.Errorf("write venn config: %w", err)
 		}
 		v, _, err := startChild(ctx, "venn", false, bin, "serve", "--config", path)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		url := "http://127.0.0.1:" + strconv.Itoa(port) + "/bench"
 		lastErr = l.waitReady(ctx, url, v, vennReadyTimeout)
 		if lastErr == nil {
-			return v, url, nil
+			return v, url, "http://127.0.0.1:" + strconv.Itoa(mport) + "/metrics", nil
 		}
 		v.Stop()
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, "", "", ctx.Err()
 		}
 		// Only a process that died (a lost port race) is worth a retry;
 		// one that runs but never answers will not do better next time.
@@ -259,7 +330,7 @@ func startVenn(ctx context.Context, l *loader, bin, upURL, dir string) (*child, 
 			break
 		}
 	}
-	return nil, "", fmt.Errorf("start venn: %w", lastErr)
+	return nil, "", "", fmt.Errorf("start venn: %w", lastErr)
 }
 
 // loadAvg is the 1-minute load average: on a shared machine it says how

@@ -21,6 +21,11 @@
 // cluster, direct and through the plain proxy: upstream calls per client
 // call, hits by tier, the throughput of hits, memory per entry.
 //
+// `vennbench filters` makes 1,000 log filters on a 2-replica cluster and
+// polls each once a second, round robin over the replicas, against the
+// same rate of eth_getLogs through the plain proxy: upstream calls per
+// poll, the follower's CPU per poll, p50 and p99 latency.
+//
 // `vennbench history` (in process, with a Postgres on 127.0.0.1) fills a
 // history store with 1,000,000 blocks of the fake node's chain, logs from
 // 1,000 contracts, and times a selective eth_getLogs (one contract, one
@@ -30,12 +35,13 @@
 // The same binary is the children: `vennbench upstream` and
 // `vennbench proxy` are re-executed from os.Args[0]. Only 127.0.0.1 is used.
 //
-//	go run ./cmd/vennbench [-duration 10s] [-rounds 3] [-conc 1,32,128] [-venn PATH]
+//	go run ./cmd/vennbench [-duration 10s] [-rounds 3] [-conc 1,32,128] [-targets direct,proxy,venn,venn-nocache] [-venn PATH]
 //	go run ./cmd/vennbench head [-duration 10s] [-rounds 3] [-conc 1,32,128] [-calls ...] [-venn PATH]
 //	go run ./cmd/vennbench propagation [-blocks 200] [-followers 2] [-venn PATH]
 //	go run ./cmd/vennbench shape [-shapes l2,base,bsc,mainnet] [-remotes http,ws] [-duration 60s] [-baseline PATH] [-venn PATH]
 //	go run ./cmd/vennbench subs [-clients 10000] [-blocks 60] [-venn PATH]
 //	go run ./cmd/vennbench cache [-duration 10s] [-rounds 3] [-conc 1,128] [-indexers 4] [-cache YAML] [-venn PATH]
+//	go run ./cmd/vennbench filters [-filters 1000] [-duration 20s] [-rounds 3] [-block-time 1s] [-venn PATH]
 //	go run ./cmd/vennbench history [-blocks 1000000] [-contracts 1000] [-range 10000] [-runs 100] [-remote-runs 3] [-cap 1000] [-latency 0s,50ms] [-pg URL]
 package main
 
@@ -86,6 +92,7 @@ Usage:
   vennbench subs [flags]                  many subscribers on one replica: latency, memory, CPU (subs -h)
   vennbench history [flags]               eth_getLogs over 1,000,000 blocks from Postgres vs the remotes (history -h)
   vennbench cache [flags]                 indexers' state reads through a 2-replica cluster's cache vs the proxy (cache -h)
+  vennbench filters [flags]               log filters polled across 2 replicas vs eth_getLogs through the proxy (filters -h)
   vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
   vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL
 
@@ -113,6 +120,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runBench(ctx, args[1:], stdout, stderr, parseHistoryFlags, historyBench)
 		case "cache":
 			return runBench(ctx, args[1:], stdout, stderr, parseCacheFlags, cacheBench)
+		case "filters":
+			return runBench(ctx, args[1:], stdout, stderr, parseFiltersFlags, filtersBench)
 		case "subs":
 			return runBench(ctx, args[1:], stdout, stderr, parseSubsFlags, subsBench)
 		case "propagation":
@@ -183,8 +192,11 @@ type benchConfig struct {
 	Warmup   time.Duration // unmeasured load just before each window
 	Rounds   int
 	Conc     []int
-	Targets  []string // subset of direct, proxy, venn, in this order
+	Targets  []string // subset of direct, proxy, venn, venn-nocache, in this order
 	Venn     string   // venn binary; "" builds ./cmd/venn
+	// Profile, when set, is where each venn window's CPU, allocation and
+	// (at its end) heap profiles go: PREFIX.TARGET.rROUND.cCONC.{cpu,allocs,heap}.
+	Profile string
 }
 
 // parseBenchFlags returns the config and -1, or an exit code when the run
@@ -196,8 +208,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, int) {
 	fs.DurationVar(&cfg.Warmup, "warmup", defaultWarmup, "unmeasured load before each window")
 	fs.IntVar(&cfg.Rounds, "rounds", defaultRounds, "rounds; each measures every target at every concurrency")
 	conc := fs.String("conc", defaultConc, "comma-separated concurrencies")
-	targets := fs.String("targets", defaultTargets, "comma-separated targets to measure (direct, proxy, venn)")
+	targets := fs.String("targets", defaultTargets, "comma-separated targets to measure (direct, proxy, venn, venn-nocache: venn with the chain's cache off)")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: go build ./cmd/venn into a temp dir)")
+	fs.StringVar(&cfg.Profile, "profile", "", "write each venn window's CPU and allocation profiles, and its heap at the end, to PREFIX.TARGET.rROUND.cCONC.{cpu,allocs,heap} (go tool pprof)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return cfg, code
 	}
@@ -236,21 +249,21 @@ func parseConc(s string) ([]int, error) {
 	return out, nil
 }
 
-// parseTargets keeps the canonical order direct, proxy, venn whatever the
-// order given, so every round interleaves them the same way.
+// parseTargets keeps the canonical order direct, proxy, venn, venn-nocache
+// whatever the order given, so every round interleaves them the same way.
 func parseTargets(s string) ([]string, error) {
 	want := map[string]bool{}
 	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		switch f {
-		case targetDirect, targetProxy, targetVenn:
+		case targetDirect, targetProxy, targetVenn, targetNoCache:
 			want[f] = true
 		default:
 			return nil, fmt.Errorf("unknown target %q", f)
 		}
 	}
 	var out []string
-	for _, t := range []string{targetDirect, targetProxy, targetVenn} {
+	for _, t := range []string{targetDirect, targetProxy, targetVenn, targetNoCache} {
 		if want[t] {
 			out = append(out, t)
 		}

@@ -30,12 +30,21 @@ type sample struct {
 	UpCPUPer time.Duration // upstream process CPU per call
 	UpReqPer float64       // HTTP requests that reached the upstream per call
 	UpConns  uint64        // connections the upstream accepted in the window
+	RSS      int64         // the target's resident set at the window's end; -1 for direct
+	Entries  float64       // venn's memory-tier entries at the window's end; -1 without a cache
+	CacheB   float64       // the bytes they are weighed at; -1 without a cache
 }
 
 func (s sample) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "c=%-3d %-6s %8.0f req/s  p50 %s  p99 %s  cpu %s/req  upstream cpu %s/req, %.2f req/call, %d new conns",
 		s.Conc, s.Target, s.RPS, us(s.P50), us(s.P99), us(s.CPUPer), us(s.UpCPUPer), s.UpReqPer, s.UpConns)
+	if s.RSS >= 0 {
+		fmt.Fprintf(&b, "  RSS %.1f MiB", mib(float64(s.RSS)))
+	}
+	if s.Entries >= 0 {
+		fmt.Fprintf(&b, ", cache %.0f entries %.1f MiB", s.Entries, mib(s.CacheB))
+	}
 	if s.Errors > 0 {
 		fmt.Fprintf(&b, "  ERRORS %d: %s", s.Errors, strings.Join(s.ErrText, " | "))
 	}
@@ -142,8 +151,8 @@ func (r *report) write(w io.Writer, env string) {
 	fmt.Fprintf(w, "Machine: %s\n\n", env)
 	fmt.Fprintf(w, "eth_getBalance, fresh address per call; %d rounds of %v windows (after %v warm-up each), targets interleaved per round; medians across rounds.\n\n",
 		r.cfg.Rounds, r.cfg.Duration, r.cfg.Warmup)
-	fmt.Fprintln(w, "| target | conc | req/s | p50 µs | p99 µs | target CPU µs/req | upstream CPU µs/req | upstream HTTP req/call | upstream conns opened | errors |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| target | conc | req/s | p50 µs | p99 µs | target CPU µs/req | upstream CPU µs/req | upstream HTTP req/call | upstream conns opened | target RSS MiB | cache entries | errors |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, conc := range r.cfg.Conc {
 		for _, t := range r.cfg.Targets {
 			errs := 0
@@ -152,11 +161,15 @@ func (r *report) write(w io.Writer, env string) {
 					errs += s.Errors
 				}
 			}
-			cpu := "—"
+			cpu, rss, entries := "—", "—", "—"
 			if t != targetDirect {
 				cpu = fmt.Sprintf("%.1f", r.medianOf(t, conc, func(s sample) float64 { return micros(s.CPUPer) }))
+				rss = fmt.Sprintf("%.1f", r.medianOf(t, conc, func(s sample) float64 { return mibOr(s.RSS) }))
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f | %s | %.1f | %.2f | %.0f | %d |\n", t, conc,
+			if t == targetVenn {
+				entries = fmt.Sprintf("%.0f", r.medianOf(t, conc, func(s sample) float64 { return s.Entries }))
+			}
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f | %s | %.1f | %.2f | %.0f | %s | %s | %d |\n", t, conc,
 				r.medianOf(t, conc, func(s sample) float64 { return s.RPS }),
 				r.medianOf(t, conc, func(s sample) float64 { return micros(s.P50) }),
 				r.medianOf(t, conc, func(s sample) float64 { return micros(s.P99) }),
@@ -164,13 +177,74 @@ func (r *report) write(w io.Writer, env string) {
 				r.medianOf(t, conc, func(s sample) float64 { return micros(s.UpCPUPer) }),
 				r.medianOf(t, conc, func(s sample) float64 { return s.UpReqPer }),
 				r.medianOf(t, conc, func(s sample) float64 { return float64(s.UpConns) }),
-				errs)
+				rss, entries, errs)
 		}
 	}
 	fmt.Fprintln(w)
 	r.writeGoals(w)
 	fmt.Fprintln(w)
+	r.writeCacheCost(w)
 	r.writeErrors(w)
+}
+
+// The goals for what the cache costs a call it cannot help.
+const (
+	goalCacheRSS = 1.20 // venn's RSS ÷ venn-nocache's, at most
+	goalCacheCPU = 1.03 // venn's CPU/req ÷ venn-nocache's, at most
+)
+
+// writeCacheCost compares venn with venn-nocache: every call a miss, so
+// whatever venn spends more is the cache's cost. Ratios pair windows of
+// one round, medians over rounds.
+func (r *report) writeCacheCost(w io.Writer) {
+	if !slices.Contains(r.cfg.Targets, targetVenn) || !slices.Contains(r.cfg.Targets, targetNoCache) {
+		return
+	}
+	vn := []string{targetVenn, targetNoCache}
+	fmt.Fprintln(w, "| cache on ÷ off | measured (median over rounds; per-round ratios) | limit | result |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, conc := range r.cfg.Conc {
+		per := r.perRound(conc, vn, func(m map[string]sample) (float64, bool) {
+			return float64(m[targetVenn].CPUPer) / float64(m[targetNoCache].CPUPer), m[targetNoCache].CPUPer > 0
+		})
+		cpu := median(per)
+		fmt.Fprintf(w, "| CPU/req at c=%d | %.3f (on %.1f µs, off %.1f µs; %s) | ≤ %.2f | %s |\n", conc, cpu,
+			r.medianOf(targetVenn, conc, func(s sample) float64 { return micros(s.CPUPer) }),
+			r.medianOf(targetNoCache, conc, func(s sample) float64 { return micros(s.CPUPer) }),
+			joinRatios(per), goalCacheCPU, verdict(cpu <= goalCacheCPU, cpu))
+	}
+	// RSS only grows over a run, so the last concurrency of the last
+	// round is where the cache holds the most.
+	last := r.cfg.Conc[len(r.cfg.Conc)-1]
+	per := r.perRound(last, vn, func(m map[string]sample) (float64, bool) {
+		return float64(m[targetVenn].RSS) / float64(m[targetNoCache].RSS), m[targetNoCache].RSS > 0
+	})
+	on, ok1 := r.by[key{r.cfg.Rounds, targetVenn, last}]
+	off, ok2 := r.by[key{r.cfg.Rounds, targetNoCache, last}]
+	if ok1 && ok2 && off.RSS > 0 {
+		ratio := float64(on.RSS) / float64(off.RSS)
+		fmt.Fprintf(w, "| RSS at the end (c=%d, round %d) | %.2f (on %.1f MiB holding %.0f entries, %.1f MiB weighed; off %.1f MiB; earlier rounds %s) | ≤ %.2f | %s |\n",
+			last, r.cfg.Rounds, ratio, mib(float64(on.RSS)), on.Entries, mib(on.CacheB), mib(float64(off.RSS)), joinRatios(per),
+			goalCacheRSS, verdict(ratio <= goalCacheRSS, ratio))
+	}
+	fmt.Fprintln(w)
+}
+
+// joinRatios prints per-round ratios for the report.
+func joinRatios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.3f", x)
+	}
+	return strings.Join(parts, " ")
+}
+
+// mibOr is b in MiB; -1 when not measured.
+func mibOr(b int64) float64 {
+	if b < 0 {
+		return -1
+	}
+	return mib(float64(b))
 }
 
 // writeGoals compares venn with the plain proxy. Every ratio pairs windows

@@ -119,6 +119,9 @@ type stats struct {
 	// ask only for the head (eth_blockNumber, the latest block).
 	Calls uint64 `json:"calls"`
 	Heads uint64 `json:"heads"`
+	// Logs counts the calls a filter poll could cost upstream:
+	// eth_getLogs and the filter methods themselves.
+	Logs uint64 `json:"logs"`
 }
 
 func (s *upstreamStats) count(h http.Handler) http.Handler {
@@ -137,6 +140,9 @@ func (s *upstreamStats) serve(w http.ResponseWriter, _ *http.Request) {
 		}
 		st.Calls = uint64(s.node.TotalCalls())
 		st.Heads = uint64(s.node.Calls("eth_blockNumber") + s.node.CallsAt("eth_getBlockByNumber", "latest"))
+		for _, m := range []string{"eth_getLogs", "eth_newFilter", "eth_getFilterChanges", "eth_getFilterLogs"} {
+			st.Logs += uint64(s.node.Calls(m))
+		}
 	}
 	_ = json.NewEncoder(w).Encode(st)
 }

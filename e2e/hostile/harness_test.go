@@ -218,9 +218,23 @@ func (r *replica) kill() {
 	}
 }
 
-// pause stops r with SIGSTOP, as a VM pause or a long stop-the-world does:
-// its sockets stay open and fill; resume continues it.
-func (r *replica) pause()  { r.signal(syscall.SIGSTOP) }
+// pause stops r with SIGSTOP, as a VM pause or a long stop-the-world does,
+// and returns once the kernel says it is stopped: its sockets stay open
+// and fill. resume continues it.
+func (r *replica) pause(t *testing.T) {
+	t.Helper()
+	r.signal(syscall.SIGSTOP)
+	r.mu.Lock()
+	stat := fmt.Sprintf("/proc/%d/stat", r.proc.Pid())
+	r.mu.Unlock()
+	testkit.WaitFor(t, waitLimit, "replica "+r.id+" stopped", func() bool {
+		b, err := os.ReadFile(stat)
+		// The state follows the command's closing parenthesis.
+		i := bytes.LastIndexByte(b, ')')
+		return err == nil && i > 0 && i+2 < len(b) && b[i+2] == 'T'
+	})
+}
+
 func (r *replica) resume() { r.signal(syscall.SIGCONT) }
 
 // reload asks r to re-read its config file (SIGHUP).
@@ -301,17 +315,17 @@ nodes:
 	return orphans
 }
 
-// waitServing waits until every replica in rs serves the node's head as
-// latest, with its hash.
+// waitServing waits until every replica in rs holds the node's head in
+// its window and serves it as latest, with its hash.
 func (w *world) waitServing(t *testing.T, rs []*replica) {
 	t.Helper()
 	node := w.nodes[0]
 	for _, r := range rs {
-		var got block
-		testkit.WaitFor(t, waitLimit, "replica "+r.id+" serves the node's head", func() bool {
+		testkit.WaitFor(t, waitLimit, "replica "+r.id+" serves the node's head from its window", func() bool {
 			head := node.Head()
-			got = block{}
-			return r.call("eth_getBlockByNumber", &got, "latest", false) == nil &&
+			var got block
+			inWindow, _ := r.metric("venn_head_number", `chain="dev"`)
+			return uint64(inWindow) >= head && r.call("eth_getBlockByNumber", &got, "latest", false) == nil &&
 				got.number() >= head && got.Hash == node.BlockHash(got.number())
 		})
 	}

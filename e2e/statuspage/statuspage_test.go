@@ -1,7 +1,8 @@
 // Package statuspage drives the status page in a real browser: venn in
 // process in front of fake nodes, headless Chromium over the DevTools
-// protocol. It skips, saying how to install it, where Chromium is absent
-// (scripts/test.sh installs it).
+// protocol. Where Chromium is absent its tests skip, saying how to install
+// it, unless CI or VENN_REQUIRE_CHROMIUM is set (scripts/test.sh installs
+// it and sets the latter): there they fail.
 package statuspage
 
 import (
@@ -33,19 +34,26 @@ func startVenn(t *testing.T) string {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
 	addr := testkit.ClosedAddr(t)
-	cfg, err := app.Parse([]byte(`
+	serve(t, `
 listen: 127.0.0.1:0
 metrics_listen: ""
-admin_listen: ` + addr + `
-admin: {tokens: [{name: browser, token: ` + token + `}]}
+admin_listen: `+addr+`
+admin: {tokens: [{name: browser, token: `+token+`}]}
 log: {level: warn}
 chains:
   - name: dev
     chain_id: 1337
     remotes:
-      - {name: alpha, url: "` + n0.URL() + `/PATHSECRET?key=QUERYSECRET", headers: {X-Key: HEADERSECRET}}
-      - {name: beta, url: "` + n1.URL() + `/PATHSECRET", tier: secondary}
-`))
+      - {name: alpha, url: "`+n0.URL()+`/PATHSECRET?key=QUERYSECRET", headers: {X-Key: HEADERSECRET}}
+      - {name: beta, url: "`+n1.URL()+`/PATHSECRET", tier: secondary}
+`)
+	return "http://" + addr
+}
+
+// serve runs venn in process on the config, stopped when the test ends.
+func serve(t *testing.T, config string) {
+	t.Helper()
+	cfg, err := app.Parse([]byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +62,6 @@ chains:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fx.Stop(context.Background()) })
-	return "http://" + addr
 }
 
 func overview(t *testing.T, base string) admin.Overview {
@@ -70,10 +77,7 @@ func overview(t *testing.T, base string) admin.Overview {
 // rows against the admin API, cordons a remote with its button and sees it
 // leave rotation, saves a screenshot, and finds no secret in any page.
 func TestStatusPageInBrowser(t *testing.T) {
-	path := chromiumPath()
-	if path == "" {
-		t.Skip("chromium not found: apt-get install chromium (scripts/test.sh does), or set VENN_CHROMIUM")
-	}
+	path := requireChromium(t)
 	base := startVenn(t)
 	testkit.WaitFor(t, 10*time.Second, "both remotes in rotation", func() bool {
 		return overview(t, base).Chains[0].InRotation == 2
@@ -156,4 +160,20 @@ func pageHTML(b *browser) string {
 func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// requireChromium returns Chromium's path; without it the test skips, or
+// fails where the browser is required (CI, VENN_REQUIRE_CHROMIUM).
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	path := chromiumPath()
+	switch {
+	case path != "":
+		return path
+	case os.Getenv("CI") != "" || os.Getenv("VENN_REQUIRE_CHROMIUM") != "":
+		t.Fatal("chromium not found, and CI or VENN_REQUIRE_CHROMIUM requires it: apt-get install chromium (scripts/test.sh does), or set VENN_CHROMIUM")
+	default:
+		t.Skip("chromium not found: apt-get install chromium (scripts/test.sh does), or set VENN_CHROMIUM")
+	}
+	return ""
 }

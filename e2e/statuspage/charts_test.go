@@ -1,0 +1,231 @@
+package statuspage
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/internal/testkit"
+)
+
+// chartChains is how many chains the charts test serves: the page must
+// stay readable with this many.
+const chartChains = 20
+
+// startManyChains serves chain "dev" and chartChains-1 more in front of
+// two fake nodes, the charts sampled every 250 ms; it returns the status
+// page's base URL and dev's JSON-RPC URL.
+func startManyChains(t *testing.T) (base, rpc string) {
+	t.Helper()
+	n0 := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
+	n1 := fakenode.Start(t, fakenode.Options{ChainID: 1337, Head: 100})
+	addr, listen := testkit.ClosedAddr(t), testkit.ClosedAddr(t)
+	var y strings.Builder
+	fmt.Fprintf(&y, "listen: %s\nmetrics_listen: \"\"\nadmin_listen: %s\n", listen, addr)
+	fmt.Fprintf(&y, "admin: {tokens: [{name: browser, token: %s}], chart_step: 250ms}\nlog: {level: warn}\nchains:\n", token)
+	for i := range chartChains {
+		name := "dev"
+		if i > 0 {
+			name = fmt.Sprintf("chain%02d", i)
+		}
+		fmt.Fprintf(&y, "  - name: %s\n    chain_id: 1337\n    remotes:\n", name)
+		fmt.Fprintf(&y, "      - {name: alpha, url: %q}\n      - {name: beta, url: %q, tier: secondary}\n", n0.URL()+"/PATHSECRET", n1.URL())
+	}
+	serve(t, y.String())
+	return "http://" + addr, "http://" + listen + "/dev"
+}
+
+// send posts n rounds of calls to rpc: answered by the head window, by
+// venn, by the remotes, and one the remotes refuse.
+func send(t *testing.T, rpc string, n int) {
+	t.Helper()
+	for i := range n {
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}`,
+			`{"jsonrpc":"2.0","id":2,"method":"eth_getBlockByNumber","params":["latest",false]}`,
+			`{"jsonrpc":"2.0","id":3,"method":"eth_chainId","params":[]}`,
+			fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"eth_getBalance","params":["0x%040x","latest"]}`, i+1),
+			`{"jsonrpc":"2.0","id":5,"method":"eth_nosuchmethod","params":[]}`,
+		} {
+			resp, err := http.Post(rpc, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+}
+
+// cardJS reads every chain card: its windows as stated, and its charts'
+// windows and lines (points drawn, and how many stand above the axis).
+const cardJS = `[...document.querySelectorAll('.card[data-chain]')].map(c => ({
+	Chain: c.dataset.chain,
+	Windows: [...c.querySelectorAll('p.window')].map(w => w.textContent.trim()),
+	WindowSeconds: (c.querySelector('p.window[data-window-seconds]') || {dataset: {}}).dataset.windowSeconds || '',
+	Charts: [...c.querySelectorAll('figure.chart')].map(f => ({
+		Caption: f.querySelector('figcaption').textContent,
+		WindowSeconds: f.dataset.windowSeconds,
+		Lines: [...f.querySelectorAll('path.line')].map(p => {
+			const ys = [...p.getAttribute('d').matchAll(/[ML][0-9.]+,([0-9.]+)/g)].map(m => parseFloat(m[1]));
+			return {Name: p.dataset.line, Points: ys.length, Above: ys.filter(y => y < 59.5).length};
+		}),
+	})),
+}))`
+
+type chartLine struct {
+	Name          string
+	Points, Above int
+}
+
+type chartFig struct {
+	Caption, WindowSeconds string
+	Lines                  []chartLine
+}
+
+type card struct {
+	Chain         string
+	Windows       []string
+	WindowSeconds string
+	Charts        []chartFig
+}
+
+// TestStatusPageCharts: after traffic, every one of 20 chain cards states
+// the window of its figures ("now" for the head, "last ..." for the
+// calls), its charts share that window, and dev's calls and errors
+// charts draw points above the axis; the chain page charts each remote's
+// latency and share; on a phone's 390 px the pages do not scroll
+// sideways and the charts keep a readable width.
+func TestStatusPageCharts(t *testing.T) {
+	path := requireChromium(t)
+	base, rpc := startManyChains(t)
+	testkit.WaitFor(t, 20*time.Second, "every chain ready", func() bool {
+		o := overview(t, base)
+		for _, c := range o.Chains {
+			if !c.Ready {
+				return false
+			}
+		}
+		return len(o.Chains) == chartChains
+	})
+	// Traffic over several chart steps (250 ms each), so the charts have
+	// points to draw: rounds of calls until the window has grown by
+	// four steps. The admin API is read once a round: with 20 chains it
+	// is not cheap.
+	from := overview(t, base).Chains[0].Recent.WindowSeconds
+	deadline := time.Now().Add(60 * time.Second)
+	for round := 0; ; round++ {
+		send(t, rpc, 3)
+		if overview(t, base).Chains[0].Recent.WindowSeconds >= from+1 && round >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the charts' window did not grow by 1 s in 60 s of traffic")
+		}
+	}
+	b := startBrowser(t, path)
+	shots := t.TempDir()
+	if d := os.Getenv("VENN_SCREENSHOT_DIR"); d != "" {
+		shots = d
+	}
+	b.navigate(base + "/status?pause=1")
+	b.eval(`document.querySelector('input[name=token]').value = `+jsString(token)+`; document.querySelector('form.login').submit()`, nil)
+	b.waitLoaded(base + "/status")
+
+	var cards []card
+	testkit.WaitFor(t, 15*time.Second, "the signed-in overview's cards", func() bool {
+		return b.tryEval(cardJS, &cards) == nil && len(cards) > 0
+	})
+	if len(cards) != chartChains {
+		t.Fatalf("%d cards, want %d", len(cards), chartChains)
+	}
+	for _, c := range cards {
+		if len(c.Windows) != 2 || c.Windows[0] != "now" || !strings.HasPrefix(c.Windows[1], "last ") || c.WindowSeconds == "" {
+			t.Errorf("card %s states windows %q (%s s); want now and last ...", c.Chain, c.Windows, c.WindowSeconds)
+		}
+		if len(c.Charts) != 3 {
+			t.Errorf("card %s has %d charts, want 3", c.Chain, len(c.Charts))
+		}
+		for _, f := range c.Charts {
+			if f.WindowSeconds != c.WindowSeconds || !strings.Contains(f.Caption, "last ") {
+				t.Errorf("card %s: chart %q over %s s, the card's figures over %s s", c.Chain, f.Caption, f.WindowSeconds, c.WindowSeconds)
+			}
+		}
+	}
+	dev := cards[0]
+	if dev.Chain != "dev" {
+		t.Fatalf("first card %s, want dev", dev.Chain)
+	}
+	drawn := func(f chartFig, line string) chartLine {
+		for _, l := range f.Lines {
+			if l.Name == line {
+				return l
+			}
+		}
+		return chartLine{}
+	}
+	if l := drawn(dev.Charts[0], "remotes"); l.Points < 3 || l.Above == 0 {
+		t.Errorf("dev's calls chart draws remotes %+v: want 3 points or more, some above 0 (%+v)", l, dev.Charts[0])
+	}
+	if l := drawn(dev.Charts[0], "head"); l.Above == 0 {
+		t.Errorf("dev's calls chart draws head %+v: want some above 0", l)
+	}
+	if l := drawn(dev.Charts[1], "errors"); l.Points < 3 || l.Above == 0 {
+		t.Errorf("dev's errors chart draws %+v: want 3 points or more, some above 0", l)
+	}
+	t.Logf("overview screenshot: %s", b.screenshot(shots, "charts-overview.png"))
+
+	b.navigate(base + "/status/chains/dev?pause=1")
+	var figs []chartFig
+	b.eval(`[...document.querySelectorAll('figure.chart')].map(f => ({Caption: f.querySelector('figcaption').textContent,
+		WindowSeconds: f.dataset.windowSeconds, Lines: [...f.querySelectorAll('path.line')].map(p => ({Name: p.dataset.line,
+		Points: [...p.getAttribute('d').matchAll(/[ML][0-9.]+,/g)].length}))}))`, &figs)
+	captions := map[string]chartFig{}
+	for _, f := range figs {
+		name, _, _ := strings.Cut(f.Caption, " ·")
+		captions[name] = f
+	}
+	for _, want := range []string{"calls by source", "errors", "head age", "share of upstream calls", "alpha latency", "beta latency"} {
+		if _, ok := captions[want]; !ok {
+			t.Errorf("the chain page has no %q chart: %+v", want, figs)
+		}
+	}
+	if l := drawn(captions["alpha latency"], "p99"); l.Points < 1 {
+		t.Errorf("alpha's latency chart draws p99 %+v", l)
+	}
+	if l := drawn(captions["share of upstream calls"], "alpha"); l.Points < 1 {
+		t.Errorf("the share chart draws alpha %+v", l)
+	}
+	t.Logf("chain screenshot: %s", b.screenshot(shots, "charts-chain.png"))
+
+	// A phone.
+	b.call(b.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true}, nil)
+	for _, page := range []string{"/status?pause=1", "/status/chains/dev?pause=1"} {
+		b.navigate(base + page)
+		var fit struct {
+			ScrollWidth   int
+			Widths        []float64
+			Width, Charts int
+		}
+		b.eval(`({ScrollWidth: document.documentElement.scrollWidth, Width: window.innerWidth,
+			Widths: [...document.querySelectorAll('figure.chart svg')].map(s => s.getBoundingClientRect().width)})`, &fit)
+		if fit.ScrollWidth > 390 {
+			t.Errorf("%s on a 390 px phone is %d px wide: it scrolls sideways", page, fit.ScrollWidth)
+		}
+		for _, w := range fit.Widths {
+			if w < 150 || w > 390 {
+				t.Errorf("%s on a 390 px phone: a chart %.0f px wide", page, w)
+				break
+			}
+		}
+		if len(fit.Widths) == 0 {
+			t.Errorf("%s on a phone shows no chart", page)
+		}
+		t.Logf("phone screenshot: %s", b.screenshot(shots, "phone"+strings.NewReplacer("/", "-", "?", "-").Replace(page)+".png"))
+	}
+}
