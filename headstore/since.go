@@ -64,6 +64,18 @@ func (w *Window) Since(ctx context.Context, cur Cursor, fetch FetchBlock) (Chang
 	w.mu.RLock()
 	canon := w.canon // replaced, never written, by Apply and Reset
 	w.mu.RUnlock()
+	return since(ctx, canon, w.Orphan, cur, fetch)
+}
+
+// SinceOn is Since over canon, a chain other than the window's own (a
+// subscription dispatcher's chain told, ascending and parent-linked), with
+// the window's orphans and no fetch: it does no I/O, for a caller that
+// holds a lock.
+func (w *Window) SinceOn(canon []*evm.Parts, cur Cursor) (Changes, error) {
+	return since(context.Background(), canon, w.Orphan, cur, nil)
+}
+
+func since(ctx context.Context, canon []*evm.Parts, orphan func(string) *evm.Parts, cur Cursor, fetch FetchBlock) (Changes, error) {
 	out := Changes{Next: cur}
 	if len(canon) == 0 {
 		return out, nil
@@ -99,7 +111,7 @@ func (w *Window) Since(ctx context.Context, cur Cursor, fetch FetchBlock) (Chang
 			return Changes{Next: cur}, fmt.Errorf("%w: the reorg is deeper than the window (%d blocks)", ErrOrphanUnknown, len(canon))
 		}
 		// at left the chain: walk down its branch.
-		p := w.orphan(at.Hash)
+		p := orphan(at.Hash)
 		if p == nil && at.Number > top {
 			// Above the head: a block the window never held is not gone,
 			// only not back yet (a rebuilt window). A reader given it is
@@ -136,9 +148,9 @@ func (w *Window) Since(ctx context.Context, cur Cursor, fetch FetchBlock) (Chang
 	return out, nil
 }
 
-// orphan is a block that left the window's chain, recently, by hash; nil
+// Orphan is a block that left the window's chain, recently, by hash; nil
 // when the window holds none.
-func (w *Window) orphan(hash string) *evm.Parts {
+func (w *Window) Orphan(hash string) *evm.Parts {
 	if hash == "" {
 		return nil
 	}

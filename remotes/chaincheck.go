@@ -230,37 +230,48 @@ func (r *Remote) dropForeign(res json.RawMessage, err error) (json.RawMessage, e
 }
 
 // CheckTipChain asks at once the chain id of every remote whose head is
-// one of the blocks hashes (the one it reports, or the one the pool took
-// from it),
-// each out of rotation until its check passes, and reports whether every
-// one passed. The leader asks it when a reorg to hash found no ancestor in
-// the head window: the usual sign of a remote re-pointed at another
-// network, whose blocks are siblings of the chain's at every height. A
-// remote found on another chain leaves rotation, and the chain's tip, when
-// it was that remote's, is picked again among the others. No remote with
-// such a head (it moved on) is no pass: the caller asks again with the
-// tip it has then.
+// one of the blocks hashes, or a child of one (the head it reports, or the
+// one the pool took from it), each out of rotation until its check passes,
+// and reports whether every one passed. The leader asks it when a reorg
+// found no ancestor in the head window: the usual sign of a remote
+// re-pointed at another network, whose blocks are siblings of the chain's
+// at every height. A remote found on another chain leaves rotation, and
+// the chain's tip, when it was that remote's, is picked again among the
+// others. When no remote has such a head any more (it moved on), every
+// remote on the chain is asked, staying in rotation meanwhile: none may be
+// left out, or the branch's reporter would pass unasked.
 func (p *Pool) CheckTipChain(ctx context.Context, hashes ...string) bool {
 	var doubted []*Remote
 	p.heads.mu.Lock()
 	for _, r := range p.members() {
 		c, v := r.claim.Load(), r.ht.vouched
 		for _, h := range hashes {
-			if c != nil && strings.EqualFold(c.Hash, h) || v != nil && strings.EqualFold(v.Hash, h) {
+			if c != nil && (strings.EqualFold(c.Hash, h) || strings.EqualFold(c.Parent, h)) ||
+				v != nil && strings.EqualFold(v.Hash, h) {
 				doubted = append(doubted, r)
 				break
 			}
 		}
 	}
 	p.heads.mu.Unlock()
-	if len(doubted) == 0 {
-		return false
+	unsure := len(doubted) > 0
+	if !unsure {
+		// Their heads moved on past the blocks named: every remote is
+		// asked, each staying in rotation unless found elsewhere, so that
+		// the chain keeps its remotes for the round trip.
+		for _, r := range p.members() {
+			if r.chainVerified() {
+				doubted = append(doubted, r)
+			}
+		}
 	}
 	want := p.conf().ChainID
 	results := make([]bool, len(doubted))
 	var wg sync.WaitGroup
 	for i, r := range doubted {
-		r.chainUnsure("its head has no ancestor in the head window")
+		if unsure {
+			r.chainUnsure("its head has no ancestor in the head window")
+		}
 		wg.Go(func() { results[i] = r.verifyChain(ctx, want) })
 	}
 	wg.Wait()

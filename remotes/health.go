@@ -61,6 +61,12 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 			}
 			if d, ok := r.chainRetry(every); ok {
 				next, brisk = d, true // until the remote answers, retry briskly
+			} else if r.chainVerified() && !r.fed() {
+				// A recheck is no reason to miss the next block.
+				next, paced = pace.nextPoll(r.now())
+				if !paced {
+					next = every
+				}
 			}
 		} else if r.chainVerified() && !r.fed() {
 			// A head seen over newHeads within two block times makes the poll

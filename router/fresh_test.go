@@ -109,3 +109,31 @@ func TestRouterOldWindowIsNotServed(t *testing.T) {
 		t.Fatal("latest from a window that is a minute older than the remotes' last report")
 	}
 }
+
+// One remote's head becomes a sibling of the window's (a remote switched
+// to another network, or one that alone saw a reorg) and the chain's tip
+// follows it; another remote in rotation still reports the window's head.
+// The window goes on answering: sending every call to the remotes would
+// send them to the switched one too.
+func TestRouterWindowAnswersWhileARemoteReportsItsHead(t *testing.T) {
+	node := fakenode.Start(t, fakenode.Options{ChainID: fakenode.DefaultChainID, Head: 100})
+	other := fakenode.Start(t, fakenode.Options{ChainID: fakenode.DefaultChainID, Head: 100})
+	pool := startForkPool(t, remotes.Config{Name: "node", URL: node.URL(), Timeout: 5 * time.Second},
+		remotes.Config{Name: "other", URL: other.URL(), Timeout: 5 * time.Second})
+	testkit.WaitFor(t, 10*time.Second, "the pool's tip at block 100", func() bool {
+		h, ok := pool.HashAt(100)
+		return ok && h == node.BlockHash(100)
+	})
+	reg := prometheus.NewRegistry()
+	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, MaxLag: 5}, windowOf(t, node, 93, 100), pool, NewMetrics(reg))
+
+	other.SetFork(100, 9)
+	sibling := other.BlockHash(100)
+	testkit.WaitFor(t, 10*time.Second, "the pool's tip on the sibling", func() bool {
+		h, _ := pool.HashAt(100)
+		return h == sibling
+	})
+	if h, fromHead := latestFrom(t, rt, reg); h != node.BlockHash(100) || !fromHead {
+		t.Fatalf("latest is %s (from the window: %v), want the window's %s", h, fromHead, node.BlockHash(100))
+	}
+}

@@ -43,10 +43,12 @@ const maxRefused = 256
 // first) walkBack found: nil when it may be published.
 func (s *Stalker) acceptReorg(ctx context.Context, l *leading, b *evm.Block, branch []*evm.Block) error {
 	from := branch[0].Number
-	_, tip := s.up.Tip()
-	hashes := []string{b.Hash}
-	if tip != "" && tip != b.Hash {
-		hashes = append(hashes, tip)
+	// The branch's blocks name the remotes that report it, whose heads
+	// may have moved on since; never the pool's tip, which may be another
+	// remote's block by now (checking those would pass the branch).
+	hashes := make([]string, len(branch))
+	for i, e := range branch {
+		hashes[i] = e.Hash
 	}
 	switch {
 	case l.finalized > 0 && from <= l.finalized:

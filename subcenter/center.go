@@ -128,6 +128,13 @@ type sub struct {
 	gone   atomic.Bool     // unsubscribed
 	params json.RawMessage // newPendingTransactions: the upstream params
 	since  uint64          // Center.deliveries when it started
+	// resume is where a resuming subscriber stands (nil: it does not).
+	resume *headstore.Cursor
+	// resumed: every block the dispatcher told counts as given to it
+	// (for removed logs), before it lost its connection or in the replay.
+	resumed bool
+	// upTo skips live blocks up to it: a resume point above the chain told.
+	upTo uint64
 }
 
 type kind uint8
@@ -229,7 +236,14 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 	case "newHeads":
 		s.kind = kindHeads
 		if len(args) > 1 {
-			return nil, invalidParams("too many arguments, want at most 1")
+			cur, err := parseResume(args[1])
+			switch {
+			case len(args) > 2 || errors.Is(err, errNotResume):
+				return nil, invalidParams("too many arguments, want at most 1")
+			case err != nil:
+				return nil, invalidParams("invalid argument 1: " + err.Error())
+			}
+			s.resume = cur
 		}
 	case "syncing":
 		s.kind = kindSyncing
@@ -242,7 +256,14 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 		case len(args) < 2:
 			return nil, invalidParams("missing value for required argument 1")
 		case len(args) > 2:
-			return nil, invalidParams("too many arguments, want at most 2")
+			cur, err := parseResume(args[2])
+			switch {
+			case len(args) > 3 || errors.Is(err, errNotResume):
+				return nil, invalidParams("too many arguments, want at most 2")
+			case err != nil:
+				return nil, invalidParams("invalid argument 2: " + err.Error())
+			}
+			s.resume = cur
 		}
 		o := c.options() // one load: a reload may swap them
 		f, err := parseLogFilter(args[1], filterLimits{addresses: o.MaxAddresses, topics: o.MaxTopics})
@@ -321,8 +342,18 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 	}
 	s.c = cn
 	s.since = c.deliveries
-	cn.subs[s.id] = s
 	cn.hold()
+	if s.resume != nil {
+		if err := c.resumeLocked(s, *s.resume); err != nil {
+			cn.release()
+			if s.kind == kindLogs {
+				cn.filterBytes -= s.filter.size
+				c.m.filterBytes.Sub(float64(s.filter.size))
+			}
+			return nil, err
+		}
+	}
+	cn.subs[s.id] = s
 	c.m.subs[s.kind].Inc()
 	switch s.kind {
 	case kindHeads:

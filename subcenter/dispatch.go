@@ -19,10 +19,13 @@ func (c *Center) sync() {
 	}
 	if c.view == nil {
 		// The first chain seen is where subscribers start.
-		c.view = make([]toldBlock, len(canon))
+		view := make([]toldBlock, len(canon))
 		for i, p := range canon {
-			c.view[i] = toldBlock{Parts: p}
+			view[i] = toldBlock{Parts: p}
 		}
+		c.mu.Lock() // a resuming subscriber reads the view under mu
+		c.view = view
+		c.mu.Unlock()
 		c.told.Store(canon[len(canon)-1].Number)
 		return
 	}
@@ -39,20 +42,10 @@ func (c *Center) sync() {
 		return // nothing new, or a rebuilt window still below the chain told
 	}
 	start := time.Now()
-	at := c.deliver(dropped, added)
+	c.deliver(kept, dropped, added)
 	c.writeReady()
 	c.m.dispatch.Observe(time.Since(start).Seconds())
-
-	view := make([]toldBlock, 0, len(kept)+len(added))
-	view = append(view, kept...)
-	for _, p := range added {
-		view = append(view, toldBlock{Parts: p, at: at})
-	}
-	if n := c.w.Size(); len(view) > n {
-		view = view[len(view)-n:]
-	}
-	c.view = view
-	c.told.Store(view[len(view)-1].Number)
+	c.told.Store(c.view[len(c.view)-1].Number)
 }
 
 // forkPoint is the index in view (the chain told, ascending) of the lowest
@@ -106,11 +99,21 @@ func above(kept []toldBlock, canon []*evm.Parts) (added []*evm.Parts, missed uin
 // deliver queues the notifications of one change: the logs of dropped
 // blocks again, removed, to the subscriptions they were sent to, then each
 // added block's head and logs. The connections it started are left in
-// c.ready for writeReady. It returns the change's delivery number.
-func (c *Center) deliver(dropped []toldBlock, added []*evm.Parts) uint64 {
+// c.ready for writeReady. The view becomes kept and added, with the
+// delivery count, at once: a resuming subscriber reads both under mu.
+func (c *Center) deliver(kept, dropped []toldBlock, added []*evm.Parts) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deliveries++
+	view := make([]toldBlock, 0, len(kept)+len(added))
+	view = append(view, kept...)
+	for _, p := range added {
+		view = append(view, toldBlock{Parts: p, at: c.deliveries})
+	}
+	if n := c.w.Size(); len(view) > n {
+		view = view[len(view)-n:]
+	}
+	c.view = view
 	var slow []*conn
 	push := func(s *sub, payload []byte) {
 		ok, start := s.c.queue(s, payload)
@@ -127,7 +130,7 @@ func (c *Center) deliver(dropped []toldBlock, added []*evm.Parts) uint64 {
 				l := &b.Logs[i]
 				var removed []byte // built once, for the first match
 				c.logs.match(l, b.Number, func(s *sub) {
-					if s.since >= b.at {
+					if s.since >= b.at && !s.resumed {
 						return // it started after this block was sent
 					}
 					if removed == nil {
@@ -142,20 +145,25 @@ func (c *Center) deliver(dropped []toldBlock, added []*evm.Parts) uint64 {
 		if len(c.heads) > 0 {
 			head := newHead(b.HashOnly)
 			for s := range c.heads {
-				push(s, head)
+				if !s.had(b.Number) {
+					push(s, head)
+				}
 			}
 		}
 		if c.logs.n > 0 {
 			for i := range b.Logs {
 				l := &b.Logs[i]
-				c.logs.match(l, b.Number, func(s *sub) { push(s, l.Raw) })
+				c.logs.match(l, b.Number, func(s *sub) {
+					if !s.had(b.Number) {
+						push(s, l.Raw)
+					}
+				})
 			}
 		}
 	}
 	for _, cn := range slow {
 		c.dropSlowLocked(cn)
 	}
-	return c.deliveries
 }
 
 // minWriteShard is the fewest connections worth a goroutine of their own

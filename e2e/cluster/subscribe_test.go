@@ -71,6 +71,15 @@ func subscribe(t *testing.T, r *replica) *subscriber {
 // subscribeTo is subscribe on the replica's chain name.
 func subscribeTo(t *testing.T, r *replica, name string) *subscriber {
 	t.Helper()
+	return subscribeWith(t, r, name,
+		`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["logs",{}]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"eth_subscribe","params":["newHeads"]}`)
+}
+
+// subscribeWith is subscribe with the requests given: id 1 subscribes to
+// logs, id 2 to newHeads.
+func subscribeWith(t *testing.T, r *replica, name string, reqs ...string) *subscriber {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, "ws://"+r.rpc+"/"+name, nil)
@@ -84,10 +93,7 @@ func subscribeTo(t *testing.T, r *replica, name string) *subscriber {
 		_ = ws.CloseNow()
 		<-s.done
 	})
-	for i, req := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["logs",{}]}`,
-		`{"jsonrpc":"2.0","id":2,"method":"eth_subscribe","params":["newHeads"]}`,
-	} {
+	for i, req := range reqs {
 		if err := ws.Write(ctx, websocket.MessageText, []byte(req)); err != nil {
 			t.Fatalf("replica %s: subscribe: %v", r.id, err)
 		}
@@ -389,4 +395,109 @@ func TestSubscribersAcrossRedisRestart(t *testing.T) {
 			t.Errorf("replica %s: venn_subscription_missed_blocks_total = %v, want 0", r.id, v)
 		}
 	}
+}
+
+// TestLogsSubscriberResumesOnAnotherReplica: a logs subscriber whose
+// replica is killed -9 mid-stream (blocks keep coming) subscribes again on
+// another replica with the last block it got logs of (venn's resumeFrom):
+// across both connections it gets the node's logs for every block, each
+// once and in order.
+func TestLogsSubscriberResumesOnAnotherReplica(t *testing.T) { resumeAcrossKill(t, false) }
+
+// TestLogsSubscriberResumesAcrossAReorg: as above, but while the client is
+// away the last two blocks it got logs of are reorged out: on resuming it
+// gets their logs again with removed: true, then the new branch's.
+func TestLogsSubscriberResumesAcrossAReorg(t *testing.T) { resumeAcrossKill(t, true) }
+
+func resumeAcrossKill(t *testing.T, reorg bool) {
+	c := startCluster(t, 3)
+	stop := c.mine(t)
+	defer stop()
+	leader, _, _ := c.waitLeader(t, "")
+	c.waitConverged(t, c.replicas)
+	followers := c.without(leader)
+	a, b := followers[0], followers[1]
+
+	first := subscribe(t, a)
+	first.waitHead(t, c.nodes[0].Head()+3)
+	a.kill()
+	if !testkit.Poll(5*time.Second, func() bool { return first.ended() != nil }) {
+		t.Fatalf("the subscriber on the killed replica %s still has an open connection", a.id)
+	}
+	heads, before := first.snapshot()
+	if len(before) == 0 {
+		t.Fatal("no logs before the kill")
+	}
+	last := before[len(before)-1]
+	forkAt := last.number() + 1 // no fork: nothing the client got leaves
+	if reorg {
+		forkAt = last.number() - 1
+		salt := uint64(time.Now().UnixNano())
+		for _, n := range c.nodes {
+			n.SetFork(forkAt, salt)
+		}
+	}
+	waitBlocks(c.nodes[0], 3) // blocks come while the client is away
+
+	resume := fmt.Sprintf(`{"resumeFrom":{"number":%q,"hash":%q}}`, last.BlockNumber, last.BlockHash)
+	second := subscribeWith(t, b, chain,
+		`{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["logs",{},`+resume+`]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"eth_subscribe","params":["newHeads"]}`)
+	waitBlocks(c.nodes[0], 5)
+	stop()
+	c.waitConverged(t, c.without(a.id))
+	end := c.nodes[0].Head()
+	second.waitHead(t, end)
+	// The resumed stream is complete once block end's logs are in: they
+	// come with its head on the live stream.
+	if !testkit.Poll(waitLimit, func() bool {
+		_, l := second.snapshot()
+		return len(l) > 0 && l[len(l)-1].number() >= end
+	}) {
+		t.Fatalf("the resumed subscriber never got block %d's logs", end)
+	}
+	_, after := second.snapshot()
+	if bad := append(first.unexpected(), second.unexpected()...); len(bad) > 0 {
+		t.Errorf("unexpected messages: %q", bad)
+	}
+
+	got := append(before, after...)
+	from := heads[0].number()
+	for len(got) > 0 && got[0].number() < from {
+		got = got[1:]
+	}
+	// The node's logs up to the fork; what the client got of the orphaned
+	// blocks, then the same again removed; the new branch's logs.
+	var want, orphaned []subLog
+	for n := from; n < forkAt; n++ {
+		want = append(want, nodeLogs(t, c.nodes[0], c.nodes[0].BlockHash(n))...)
+	}
+	for _, l := range before {
+		if l.number() >= forkAt {
+			orphaned = append(orphaned, l)
+		}
+	}
+	want = append(want, orphaned...)
+	for _, l := range orphaned {
+		l.Removed = true
+		want = append(want, l)
+	}
+	for n := forkAt; n <= end; n++ {
+		want = append(want, nodeLogs(t, c.nodes[0], c.nodes[0].BlockHash(n))...)
+	}
+	if reorg && len(orphaned) == 0 {
+		t.Fatal("the reorg took back no log the client got")
+	}
+	for i := range max(len(got), len(want)) {
+		switch {
+		case i >= len(got):
+			t.Fatalf("%d logs, want %d for blocks %d..%d; first missing: %+v", len(got), len(want), from, end, want[i])
+		case i >= len(want):
+			t.Fatalf("%d logs, want %d for blocks %d..%d; first extra: %+v", len(got), len(want), from, end, got[i])
+		case got[i] != want[i]:
+			t.Fatalf("log #%d is %+v, want %+v (resumed after block %s, fork at %d)", i, got[i], want[i], last.BlockNumber, forkAt)
+		}
+	}
+	t.Logf("blocks %d..%d: %d logs on %s, resumed after block %d on %s with %d more (%d removed); each once and in order",
+		from, end, len(before), a.id, last.number(), b.id, len(after), len(orphaned))
 }
