@@ -95,6 +95,7 @@ func (a *Admin) apiHandler() http.Handler {
 	r.Get("/admin/config", a.getConfig)
 	r.Post("/admin/chains/{chain}/remotes/{remote}/cordon", a.postCordon)
 	r.Post("/admin/chains/{chain}/remotes/{remote}/uncordon", a.postUncordon)
+	r.Post("/admin/chains/{chain}/cache/purge", a.postPurge)
 	r.Post("/admin/drain", a.postDrain)
 	r.Post("/admin/reload", a.postReload)
 	profileRoutes(r)
@@ -106,7 +107,7 @@ func actionOf(r *http.Request) string {
 	if r.Method != http.MethodPost {
 		return ""
 	}
-	for _, act := range []string{actionUncordon, actionCordon, actionDrain, actionReload} {
+	for _, act := range []string{actionUncordon, actionCordon, actionDrain, actionReload, actionPurge} {
 		if strings.HasSuffix(r.URL.Path, "/"+act) {
 			return act
 		}

@@ -8,6 +8,7 @@ const (
 	actionUncordon = "uncordon"
 	actionDrain    = "drain"
 	actionReload   = "reload"
+	actionPurge    = "purge"
 
 	outcomeOK           = "ok"
 	outcomeRefused      = "refused"      // a bad request: unknown chain or remote, bad expiry

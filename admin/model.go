@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/stalker"
 )
@@ -29,6 +30,9 @@ type Chain struct {
 	// Leader reads who leads the chain in the cluster; nil: this replica
 	// does, alone (no Redis).
 	Leader func(ctx context.Context) (l stalker.Leader, ok bool, err error)
+	// PurgeCache drops the chain's cache entries p selects, cluster-wide;
+	// nil: the chain has no response cache.
+	PurgeCache func(ctx context.Context, p cache.Purge) (int64, error)
 }
 
 // ChainState is a chain's state beside its pool, as the app reads it.

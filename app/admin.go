@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -128,6 +129,15 @@ func (cs *chains) adminChains(hist *history) []admin.Chain {
 	list := make([]admin.Chain, 0, len(all))
 	for _, c := range all {
 		ac := admin.Chain{Name: c.name, Path: "/" + c.name, Pool: c.pool, State: cs.stateOf(c, hist)}
+		if c.cache.Load() != nil {
+			ac.PurgeCache = func(ctx context.Context, p cache.Purge) (int64, error) {
+				k := c.cache.Load()
+				if k == nil {
+					return 0, nil
+				}
+				return k.c.Purge(ctx, p)
+			}
+		}
 		if cs.rdb != nil {
 			name := c.name
 			ac.Leader = func(ctx context.Context) (stalker.Leader, bool, error) {

@@ -46,6 +46,8 @@ func (k *chainCache) run(c *chain) {
 	k.cancel = cancel
 	// Near-head entries of orphaned blocks leave at each reorg.
 	k.wg.Go(func() { k.c.Run(ctx, c.head.window, c.settled) })
+	// Purges another replica made drop the entries from this one's memory.
+	k.wg.Go(func() { k.c.FollowPurges(ctx) })
 	if k.pg != nil {
 		k.wg.Go(func() { _ = k.pg.Run(ctx) })
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 // Cache is one chain's response cache: memory first, then the tiers app
@@ -206,7 +207,7 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	}
 	if !lead && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
-		res, err, _ := c.fetchAt(ctx, call.Method, fetch, p, at)
+		res, err, _, _ := c.fetchAt(ctx, call.Method, fetch, p, at)
 		c.served.note(o)
 		return res, err, o
 	}
@@ -365,11 +366,12 @@ func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 			}
 		}()
 	}
-	res, err, unpinned := c.fetchAt(ctx, m.method, fetch, m.pin, m.at)
+	res, err, unpinned, remote := c.fetchAt(ctx, m.method, fetch, m.pin, m.at)
 	if unpinned {
 		return answer{res: res, err: err}
 	}
 	e, keep := c.policy.entry(m.method, m.pin, res, err)
+	e.Remote, e.Written = remote, time.Now().UnixMilli()
 	if keep && m.pin.recent {
 		// The block may have been orphaned while upstream answered: an
 		// answer keyed by a hash no longer canonical is not stored.
@@ -392,24 +394,34 @@ func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 // answered as it would be without the cache: unpinned, that answer is
 // served and never stored, for nothing says which chain's block it was
 // computed on. Traces go by number: their block param is not EIP-1898's.
-func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin, at View) (res json.RawMessage, err error, unpinned bool) {
+// remote names the remotes that answered (the call's note of its fetch).
+func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin, at View) (res json.RawMessage, err error, unpinned bool, remote string) {
 	hash := p.pinned()
 	if p.settled && !p.byHash && !isTrace(method) {
 		h, ok := at.SettledHash(ctx, p.number)
 		if !ok {
 			c.count(method, "any", "unpinned")
 			res, err = fetch(ctx, "")
-			return res, err, true
+			return res, err, true, ""
 		}
 		hash = h
 	}
-	res, err = fetch(ctx, hash)
+	res, err, remote = noted(ctx, fetch, hash)
 	if hash == "" || ctx.Err() != nil || !c.lacks(method, res, err) {
-		return res, err, false
+		return res, err, false, remote
 	}
 	c.count(method, "any", "unpinned")
 	res, err = fetch(ctx, "")
-	return res, err, true
+	return res, err, true, ""
+}
+
+// noted is fetch under a note of its own, merged into the call's after
+// it: the remotes that answered, which the entry records.
+func noted(ctx context.Context, fetch Fetch, hash string) (json.RawMessage, error, string) {
+	n := &jrpc.Note{}
+	res, err := fetch(jrpc.WithNote(ctx, n), hash)
+	jrpc.NoteOf(ctx).Merge(n)
+	return res, err, n.Remote
 }
 
 // lacks reports an answer by block hash that says the remote lacks the

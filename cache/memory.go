@@ -36,6 +36,7 @@ var (
 	_ Tier    = (*Memory)(nil)
 	_ Sizer   = (*Memory)(nil)
 	_ Deleter = (*Memory)(nil)
+	_ Purger  = (*Memory)(nil)
 )
 
 // memEntry is an Entry packed for otter's node: 40 bytes against the
@@ -53,6 +54,12 @@ type memEntry struct {
 // memEntryFields is how many fields Entry has that memEntry packs: a
 // field added to Entry must be packed too (TestMemoryKeepsEveryField).
 const memEntryFields = 5
+
+// memUnpackedFields are Entry's fields the memory tier does not keep:
+// Remote and Written, which only a Purge reads. A purge by them drops from
+// memory every entry the rest of it selects (more than needed, never
+// less), and the memory tier keeps its 128-byte node.
+const memUnpackedFields = 2
 
 // methodTable is the methods of a memory tier's entries; index is the
 // position in names.
@@ -168,6 +175,23 @@ func (m *Memory) Set(_ context.Context, k Key, e Entry, ttl time.Duration) error
 func (m *Memory) Delete(_ context.Context, k Key) error {
 	m.c.Invalidate(k)
 	return nil
+}
+
+// Purge drops the entries p selects; it keeps no remotes or write times,
+// so a purge by them drops every entry the rest of p selects.
+func (m *Memory) Purge(_ context.Context, p Purge) (int64, error) {
+	p.Remote, p.Since = "", time.Time{}
+	names := m.methods.Load().names
+	var n int64
+	for k, v := range m.c.All() {
+		e := Entry{Method: names[v.method], Block: v.block}
+		if p.Matches(e) {
+			if _, ok := m.c.Invalidate(k); ok {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 // Size is the tier's entries and the bytes they are weighed at.

@@ -88,8 +88,9 @@ type Postgres struct {
 }
 
 var (
-	_ Tier  = (*Postgres)(nil)
-	_ Sizer = (*Postgres)(nil)
+	_ Tier   = (*Postgres)(nil)
+	_ Purger = (*Postgres)(nil)
+	_ Sizer  = (*Postgres)(nil)
 )
 
 // NewPostgres returns chain chainID's cache tier on db. It does no I/O.
@@ -242,4 +243,37 @@ func (p *Postgres) failed(ctx, bounded context.Context, op string, err error) er
 	}
 	p.out.failed()
 	return fmt.Errorf("cache postgres %s: %w", op, err)
+}
+
+// Purge implements Purger: it deletes the chain's rows p selects. The
+// tier does not record remotes: a purge by remote deletes every row the
+// rest of p selects (more than needed, never less; the answers are asked
+// again).
+func (p *Postgres) Purge(ctx context.Context, pu Purge) (int64, error) {
+	if !p.ready() {
+		return 0, nil
+	}
+	q := `DELETE FROM cache_entries WHERE chain_id = $1`
+	args := []any{p.chainID}
+	if pu.Method != "" {
+		args = append(args, pu.Method)
+		q += fmt.Sprintf(" AND method = $%d", len(args))
+	}
+	if pu.ranged() {
+		args = append(args, int64(min(pu.From, math.MaxInt64)))
+		q += fmt.Sprintf(" AND block <> 0 AND block >= $%d", len(args))
+		if pu.To != 0 {
+			args = append(args, int64(min(pu.To, math.MaxInt64)))
+			q += fmt.Sprintf(" AND block <= $%d", len(args))
+		}
+	}
+	if !pu.Since.IsZero() {
+		args = append(args, pu.Since)
+		q += fmt.Sprintf(" AND created_at >= $%d", len(args))
+	}
+	tag, err := p.db.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("cache postgres purge: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -94,10 +96,12 @@ type Redis struct {
 }
 
 var (
-	_ Tier    = (*Redis)(nil)
-	_ Claimer = (*Redis)(nil)
-	_ Sizer   = (*Redis)(nil)
-	_ Deleter = (*Redis)(nil)
+	_ Tier      = (*Redis)(nil)
+	_ Claimer   = (*Redis)(nil)
+	_ Sizer     = (*Redis)(nil)
+	_ Deleter   = (*Redis)(nil)
+	_ Purger    = (*Redis)(nil)
+	_ PurgeFeed = (*Redis)(nil)
 )
 
 // NewRedis returns chain's cache tier in rdb. It does no I/O.
@@ -289,4 +293,107 @@ func (r *Redis) failed(ctx context.Context, op string, err error) error {
 	}
 	r.out.failed()
 	return fmt.Errorf("cache redis %s: %w", op, err)
+}
+
+// purgeScanCount is how many keys one SCAN step of a purge asks for.
+const purgeScanCount = 512
+
+// Purge implements Purger: it scans the chain's entries (on every master
+// of a Redis Cluster: the chain's keys are in one slot, on one of them),
+// reads each batch with one MGET (one slot: the chain's hash tag) and
+// deletes those p selects. Off the calls' path: an operator's action, or
+// a remote's answers dropped.
+func (r *Redis) Purge(ctx context.Context, p Purge) (int64, error) {
+	var n atomic.Int64
+	scan := func(ctx context.Context, rdb redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := rdb.Scan(ctx, cursor, r.keys.CachePrefix+"*", purgeScanCount).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				vals, err := rdb.MGet(ctx, keys...).Result()
+				if err != nil {
+					return err
+				}
+				var drop []string
+				for i, v := range vals {
+					s, ok := v.(string)
+					if !ok {
+						continue
+					}
+					if e, err := decodeEntry([]byte(s)); err == nil && p.Matches(e) {
+						drop = append(drop, keys[i])
+					}
+				}
+				if len(drop) > 0 {
+					d, err := rdb.Del(ctx, drop...).Result()
+					if err != nil {
+						return err
+					}
+					n.Add(d)
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	var err error
+	if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, r.rdb)
+	}
+	if err != nil {
+		return n.Load(), fmt.Errorf("cache redis purge: %w", err)
+	}
+	return n.Load(), nil
+}
+
+// PublishPurge implements PurgeFeed on the chain's purge channel.
+func (r *Redis) PublishPurge(ctx context.Context, p Purge) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("cache redis publish purge: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, max(r.timeout, time.Second))
+	defer cancel()
+	if err := r.rdb.Publish(tctx, r.keys.CachePurged, b).Err(); err != nil {
+		return fmt.Errorf("cache redis publish purge: %w", err)
+	}
+	return nil
+}
+
+// maxPurgeMessage bounds a purge message read from the channel.
+const maxPurgeMessage = 4 << 10
+
+// FollowPurges implements PurgeFeed: it subscribes to the chain's purge
+// channel and calls fn with each purge, until ctx ends or the
+// subscription fails.
+func (r *Redis) FollowPurges(ctx context.Context, fn func(Purge)) error {
+	sub := r.rdb.Subscribe(ctx, r.keys.CachePurged)
+	defer sub.Close()
+	// A blocked read ends when the subscription closes, whatever the
+	// client's context handling.
+	stop := context.AfterFunc(ctx, func() { _ = sub.Close() })
+	defer stop()
+	if _, err := sub.Receive(ctx); err != nil {
+		return fmt.Errorf("cache redis follow purges: %w", err)
+	}
+	for {
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("cache redis follow purges: %w", err)
+		}
+		var p Purge
+		if len(msg.Payload) > maxPurgeMessage || json.Unmarshal([]byte(msg.Payload), &p) != nil || p.Validate() != nil {
+			continue
+		}
+		fn(p)
+	}
 }

@@ -37,6 +37,12 @@ type Entry struct {
 	Method string
 	// Block is the number of the block the answer is at; 0: unknown.
 	Block uint64
+	// Remote names the remote whose answer this is (names joined by
+	// commas when several made it; "" unknown), so that a remote's answers
+	// can be dropped once it is found wrong (Purge).
+	Remote string
+	// Written is when the entry was made, in unix milliseconds.
+	Written int64
 }
 
 // Tier is one level of the cache. A Get that fails or a Set that fails

@@ -35,6 +35,9 @@ package keyspace
 //	                       TTLs under an hour, hHOUR (unix hours) for the
 //	                       rest; it expires with them, so the live ones sum
 //	                       what the cache holds (CacheSize)
+//	venn:{CHAIN}:cache:purged  pub/sub channel: each purge of the cache
+//	                       (package cache's Purge, as JSON), for every
+//	                       replica to drop from its memory tier
 //	venn:{CHAIN}:avail     HASH remote name -> JSON of its last availability
 //	                       probe (package remotes' Probed)
 //	venn:{CHAIN}:availc:REMOTE  the claim of the replica probing REMOTE,
@@ -67,6 +70,7 @@ type Chain struct {
 	CachePrefix      string // + a cache key in hex
 	CacheClaimPrefix string // + a cache key in hex
 	CacheSizePrefix  string // + "m" and a unix minute, or "h" and a unix hour
+	CachePurged      string // a channel, not a key
 
 	Avail            string
 	AvailClaimPrefix string // + a remote's name
@@ -96,6 +100,7 @@ func For(chain string) Chain {
 		CachePrefix:      p + "c:",
 		CacheClaimPrefix: p + "cc:",
 		CacheSizePrefix:  p + "cn:",
+		CachePurged:      p + "cache:purged",
 
 		Avail:            p + "avail",
 		AvailClaimPrefix: p + "availc:",
