@@ -49,8 +49,19 @@ func (c *Config) validateEdge(p *problems) {
 }
 
 // newEdge builds the JSON-RPC server's gate from the edge's sections.
-func newEdge(cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter) *edge.Edge {
-	return edge.New(cfg.Edge, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg})
+// With auth.jwt.jwks_url its key set is fetched at start and refreshed
+// until stop; a reload keeps it (a changed jwks_url is fetched on demand
+// only, until a restart).
+func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter) *edge.Edge {
+	var jwks *edge.JWKS
+	if j := cfg.Edge.WithDefaults().Auth.JWT; j.JWKSURL != "" {
+		jwks = edge.NewJWKS(j.JWKSURL, edge.JWKSOptions{Refresh: j.JWKSRefresh, MinRefresh: j.JWKSMinRefresh, Logger: log})
+		lc.Append(fx.Hook{
+			OnStart: func(ctx context.Context) error { jwks.Start(ctx); return nil },
+			OnStop:  func(context.Context) error { jwks.Stop(); return nil },
+		})
+	}
+	return edge.New(cfg.Edge, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg, JWKS: jwks})
 }
 
 // rateLimiter is where the edge keeps rate-limit state: the cluster's

@@ -12,5 +12,5 @@ func (e *Edge) Reconfigured(c Config) *Edge {
 			store = mem
 		}
 	}
-	return compile(c, store, e.log, e.metrics)
+	return compile(c, store, e.jwks, e.clock, e.log, e.metrics)
 }
