@@ -27,6 +27,8 @@ type Config struct {
 	// Tenants are the teams or customers venn serves, each with its
 	// scopes and budgets (tenants.go); keys and JWTs name them.
 	Tenants []Tenant `yaml:"tenants"`
+	// Credits price calls against the tenants' budgets (credits.go).
+	Credits CreditsConfig `yaml:"credits"`
 }
 
 // Defaults of the edge's sections.
@@ -176,6 +178,7 @@ func (c Config) WithDefaults() Config {
 		c.CORS.MaxAge = DefaultCORSMaxAge
 	}
 	c.Auth.JWT = c.Auth.JWT.withDefaults()
+	c.Credits = c.Credits.withDefaults()
 	if c.Tenants != nil {
 		ts := make([]Tenant, len(c.Tenants))
 		for i, t := range c.Tenants {
@@ -244,6 +247,7 @@ func (c Config) Validate(chains []string) error {
 	c.validateKeys(&p, known)
 	c.validateTenants(&p, known)
 	c.Auth.JWT.validate(&p, len(c.Tenants) > 0)
+	c.Credits.validate(&p)
 	checkMethodList(&p, "methods.enable", c.Methods.Enable)
 	checkMethodList(&p, "methods.block", c.Methods.Block)
 	c.RateLimits.validate(&p)

@@ -39,6 +39,10 @@ type Options struct {
 	JWKS *JWKS
 	// Clock times tokens; nil: time.Now.
 	Clock func() time.Time
+	// Budgets count tenants' credits; nil: counted in this process.
+	Budgets *Budgets
+	// Usage keeps what tenants' calls cost; nil: none kept.
+	Usage UsageSink
 	// Logger gets refusals (debug) and limiter failures; nil discards.
 	Logger *slog.Logger
 	// Registerer gets venn_auth_rejections_total,
@@ -49,24 +53,28 @@ type Options struct {
 
 // Edge is a Config ready to use: the jrpc.Gate of the JSON-RPC server.
 type Edge struct {
-	keyHeader  string
-	bearer     bool                          // keyHeader is Authorization
-	keys       map[[sha256.Size]byte]*apiKey // by the key's hash; nil: none
-	tenants    map[string]*tenant            // by name
-	jwt        *jwtVerifier                  // nil: no bearer tokens
-	jwks       *JWKS                         // the verifier's, kept across reloads
-	clock      func() time.Time              // times tokens; nil: time.Now
-	authed     bool                          // keys or tokens are required
-	scopedCORS bool                          // some key or tenant has origins of its own
-	baseCORS   *cors                         // the cors section's alone
-	methods    MethodPolicy
-	ipRate     Rate
-	limiter    Limiter // nil: no rate limit
-	store      Limiter // the Options' Limiter; nil: memory
-	failClosed bool
-	trusted    []netip.Prefix
-	needIP     bool  // the client's address is worked out (rate limits, proxies)
-	cors       *cors // nil: no origin allowed
+	keyHeader     string
+	bearer        bool                          // keyHeader is Authorization
+	keys          map[[sha256.Size]byte]*apiKey // by the key's hash; nil: none
+	tenants       map[string]*tenant            // by name
+	jwt           *jwtVerifier                  // nil: no bearer tokens
+	jwks          *JWKS                         // the verifier's, kept across reloads
+	clock         func() time.Time              // times tokens; nil: time.Now
+	budgets       *Budgets                      // never nil
+	usage         UsageSink                     // nil: none kept
+	pricing       *pricing
+	creditMetrics *creditMetrics
+	authed        bool  // keys or tokens are required
+	scopedCORS    bool  // some key or tenant has origins of its own
+	baseCORS      *cors // the cors section's alone
+	methods       MethodPolicy
+	ipRate        Rate
+	limiter       Limiter // nil: no rate limit
+	store         Limiter // the Options' Limiter; nil: memory
+	failClosed    bool
+	trusted       []netip.Prefix
+	needIP        bool  // the client's address is worked out (rate limits, proxies)
+	cors          *cors // nil: no origin allowed
 
 	log        *slog.Logger
 	metrics    *metrics
@@ -91,12 +99,30 @@ func New(c Config, opts Options) *Edge {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return compile(c, opts.Limiter, opts.JWKS, opts.Clock, log, newMetrics(opts.Registerer))
+	m := newMetrics(opts.Registerer)
+	if m != nil {
+		m.credit = newCreditMetrics(opts.Registerer)
+	}
+	budgets := opts.Budgets
+	if budgets == nil {
+		budgets = NewBudgets(BudgetsOptions{Clock: opts.Clock})
+	}
+	return compile(c, compileDeps{store: opts.Limiter, jwks: opts.JWKS, clock: opts.Clock, budgets: budgets, usage: opts.Usage}, log, m)
+}
+
+// compileDeps are what an Edge shares with the one it replaces on reload.
+type compileDeps struct {
+	store   Limiter
+	jwks    *JWKS
+	clock   func() time.Time
+	budgets *Budgets
+	usage   UsageSink
 }
 
 // compile builds the Edge of c over a rate-limit store (nil: memory).
-func compile(c Config, store Limiter, jwks *JWKS, clock func() time.Time, log *slog.Logger, m *metrics) *Edge {
+func compile(c Config, d compileDeps, log *slog.Logger, m *metrics) *Edge {
 	c = c.WithDefaults()
+	store, jwks, clock := d.store, d.jwks, d.clock
 	e := &Edge{
 		keyHeader:  http.CanonicalHeaderKey(c.Auth.Header),
 		methods:    c.Methods,
@@ -105,6 +131,9 @@ func compile(c Config, store Limiter, jwks *JWKS, clock func() time.Time, log *s
 		limiter:    store,
 		failClosed: c.RateLimits.OnRedisError == RedisErrorClosed,
 		clock:      clock,
+		budgets:    d.budgets,
+		usage:      d.usage,
+		pricing:    newPricing(c.Credits),
 		log:        log,
 		metrics:    m,
 	}
@@ -113,6 +142,9 @@ func compile(c Config, store Limiter, jwks *JWKS, clock func() time.Time, log *s
 		if p, err := parsePrefix(s); err == nil { // Validate reported the rest
 			e.trusted = append(e.trusted, p)
 		}
+	}
+	if m != nil {
+		e.creditMetrics = m.credit
 	}
 	e.compileTenants(c)
 	e.compileKeys(c)
@@ -462,6 +494,9 @@ const limiterLogEvery = 10 * time.Second
 // calls through, or refuses them when the edge fails closed.
 func (cl *client) Take(ctx context.Context, n int) *jrpc.Refusal {
 	e := cl.e
+	if r := cl.overBudget(); r != nil {
+		return r
+	}
 	if e.limiter == nil {
 		return nil
 	}

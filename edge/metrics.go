@@ -16,6 +16,7 @@ type metrics struct {
 	auth            *prometheus.CounterVec
 	rateLimited     *prometheus.CounterVec
 	limiterFailures prometheus.Counter
+	credit          *creditMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {

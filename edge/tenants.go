@@ -3,6 +3,8 @@ package edge
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Tenant is one team or customer of a shared venn: what its keys and
@@ -43,7 +45,10 @@ type Tenant struct {
 // tenant is a Tenant ready to check.
 type tenant struct {
 	scope
-	name string
+	name     string
+	budget   Budget
+	credits  prometheus.Counter          // nil without metrics
+	rejected map[bool]prometheus.Counter // by "the month's budget"
 }
 
 func (c Config) hasTenant(name string) bool {
@@ -102,7 +107,17 @@ func checkCIDRs(p *problems, path string, list []string) {
 // compileTenants indexes c's tenants by name.
 func (e *Edge) compileTenants(c Config) {
 	for _, t := range c.Tenants {
-		tn := &tenant{name: t.Name}
+		tn := &tenant{name: t.Name, budget: t.Credits}
+		if m := e.creditMetrics; m != nil {
+			tn.credits = m.credits.WithLabelValues(t.Name)
+			tn.rejected = map[bool]prometheus.Counter{
+				false: m.rejected.WithLabelValues(t.Name, "minute"),
+				true:  m.rejected.WithLabelValues(t.Name, "month"),
+			}
+		}
+		if t.Credits.Limited() {
+			e.budgets.track(t.Name)
+		}
 		tn.scope = scope{kind: scopeTenant, name: t.Name, allow: t.Methods, block: t.Block, enable: t.Enable,
 			rate: t.RateLimit, bucket: "tenant:" + t.Name}
 		tn.setChains(t.Chains)
