@@ -26,6 +26,7 @@ func (c *Config) applyDefaults() {
 	c.RequestLog = c.RequestLog.WithDefaults()
 	c.Edge = c.Edge.WithDefaults()
 	c.Admin = c.Admin.WithDefaults()
+	c.NATS = c.NATS.WithDefaults()
 	if c.Redis.Enabled() {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
 		if c.Redis.ReplicaID == "" {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/venn-gateway/venn/jrpc"
+	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/subcenter"
 )
 
@@ -59,6 +60,9 @@ type Reloader struct {
 	mu      sync.Mutex // one reload at a time
 	started *Config    // what only a restart changes is compared with this
 	applied *Config    // the rest with this
+	// nats serves the chains over NATS request/reply (app/nats.go); nil:
+	// no NATS.
+	nats *vnats.RPC
 	// onApplied is told of each reload applied (the admin API's chains
 	// and running config); nil: nobody.
 	onApplied func(ctx context.Context, next *Config)
@@ -137,6 +141,7 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		// (admin.SetTokens); a changed list applies at once.
 		{"admin.tokens (to or from none)", len(s.Admin.Tokens) == 0, len(next.Admin.Tokens) == 0},
 		{"tracing", s.Tracing, next.Tracing},
+		{"nats", s.NATS, next.NATS},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			rep.restart(f.name)

@@ -60,6 +60,7 @@ func (c *Config) Validate() error {
 		p.add("shutdown_delay", "must not be negative")
 	}
 	p.under("tracing", c.Tracing.Validate())
+	p.under("nats", c.NATS.Validate())
 	validateLimits(&p, c.Limits)
 	p.under("request_log", c.RequestLog.Validate())
 	c.validateEdge(&p)
