@@ -17,6 +17,7 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	evictions   *prometheus.CounterVec
 	storeErrors *prometheus.CounterVec
+	proofs      *prometheus.CounterVec
 
 	mu          sync.Mutex
 	caches      []*Cache
@@ -43,12 +44,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "venn", Name: "cache_store_errors_total",
 			Help: "Failed tier operations (get, set, claim, delete, size); each is a miss, never a client's error.",
 		}, []string{"chain", "tier", "op"}),
+		proofs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Name: "cache_proof_checks_total",
+			Help: "Provable state answers checked against their block's state root before they are stored (cache.verify: proofs), " +
+				"by result: verified (stored), mismatch (the proof verifies and the answer is not what it proves: not stored, " +
+				"the proved state served), bad_proof (the proof does not verify), no_proof (no remote answered eth_getProof), " +
+				"no_root (the block's state root is not known), unreadable (params venn does not read): not stored, served.",
+		}, []string{"chain", "method", "result"}),
 		bytesDesc: prometheus.NewDesc("venn_cache_bytes", "Bytes a tier holds (memory: as weighed against memory_bytes).",
 			[]string{"chain", "tier"}, nil),
 		entriesDesc: prometheus.NewDesc("venn_cache_entries", "Entries a tier holds.", []string{"chain", "tier"}, nil),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m)
+		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m.proofs, m)
 	}
 	return m
 }
@@ -78,6 +86,7 @@ func (m *Metrics) DropChain(chain string) {
 	l := prometheus.Labels{"chain": chain}
 	m.requests.DeletePartialMatch(l)
 	m.evictions.DeletePartialMatch(l)
+	m.proofs.DeletePartialMatch(l)
 	m.storeErrors.DeletePartialMatch(l)
 }
 
