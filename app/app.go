@@ -32,6 +32,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
+	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/remotes/availredis"
 	"github.com/venn-gateway/venn/reqlog"
@@ -72,6 +73,7 @@ var Module = fx.Module("app",
 		newLogger,
 		newRegistry,
 		newTracer,
+		newNATS,
 		newHistory,
 		newChains,
 		newRPCOptions,
@@ -86,7 +88,7 @@ var Module = fx.Module("app",
 	),
 	// Every chain's router is served by the JSON-RPC server; the servers
 	// are wanted for their lifecycle hooks, nothing consumes them.
-	fx.Invoke(logStart, handleChains, func(*servers, *adminServer) {}, watchReloadSignals, tellAdminOfReloads),
+	fx.Invoke(logStart, handleChains, func(*servers, *adminServer) {}, watchReloadSignals, tellAdminOfReloads, serveNATS),
 )
 
 // New builds the fx app for cfg, which must have come from Load or Parse.
@@ -496,6 +498,7 @@ func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *g
 		Hook:              tr.CallHook(), // nil when off
 		DiagnosticHeaders: cfg.DiagnosticsOn(),
 		OnCall:            onCall(rl),
+		Compression:       cfg.Compression,
 	}
 }
 
@@ -524,6 +527,7 @@ type serversParams struct {
 	Chains     *chains
 	History    *history
 	Admin      *admin.Admin
+	NATS       *vnats.Conn // nil: no NATS
 }
 
 // newServers registers the listeners' hooks. The metrics server is
@@ -542,7 +546,7 @@ func newServers(p serversParams) *servers {
 	draining := &p.Chains.draining
 
 	if addr := p.Config.MetricsAddr(); addr != "" {
-		h := &healthHandler{chains: p.Chains, history: p.History.readiness, draining: draining}
+		h := &healthHandler{chains: p.Chains, history: p.History.readiness, draining: draining, nats: natsStatus(p.NATS)}
 		var adm http.Handler
 		if p.Config.Admin.OnMetricsListen {
 			adm = p.Admin.Handler()

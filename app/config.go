@@ -16,6 +16,7 @@ import (
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
+	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
@@ -55,6 +56,9 @@ type Config struct {
 	// -Duration-Ms on HTTP answers; default on. A pointer: absent (on)
 	// differs from false.
 	DiagnosticHeaders *bool `yaml:"diagnostic_headers"`
+	// Compression is gzip and zstd on HTTP answers and requests, and
+	// WebSocket permessage-deflate (package jrpc).
+	Compression jrpc.Compression `yaml:"compression"`
 	// RequestLog is the optional log of every client call (package reqlog).
 	RequestLog reqlog.Config `yaml:"request_log"`
 	// Redis joins this process to a cluster: the replicas sharing one Redis
@@ -73,6 +77,9 @@ type Config struct {
 	// Tracing exports OpenTelemetry traces over OTLP (package tracing);
 	// off by default.
 	Tracing tracing.Config `yaml:"tracing"`
+	// NATS connects the process to NATS (package nats): JSON-RPC over
+	// request/reply on PREFIX.CHAIN.rpc; off without nats.url.
+	NATS vnats.Config `yaml:"nats"`
 
 	// AdminListen serves the admin API (package admin) on its own
 	// listener; "" (the default) does not, unless admin.on_metrics_listen

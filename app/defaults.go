@@ -24,8 +24,10 @@ func (c *Config) applyDefaults() {
 
 	c.Limits = c.Limits.WithZeroDefaults()
 	c.RequestLog = c.RequestLog.WithDefaults()
+	c.Compression = c.Compression.WithDefaults()
 	c.Edge = c.Edge.WithDefaults()
 	c.Admin = c.Admin.WithDefaults()
+	c.NATS = c.NATS.WithDefaults()
 	if c.Redis.Enabled() {
 		setDefault(&c.Redis.LeaseTTL, stalker.DefaultLeaseTTL)
 		if c.Redis.ReplicaID == "" {

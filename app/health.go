@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/blockstore"
+	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/remotes"
 )
 
@@ -22,6 +23,7 @@ type healthHandler struct {
 	chains   *chains
 	history  func() *blockstore.Readiness // nil result without postgres.url
 	draining *atomic.Bool
+	nats     func() *vnats.Status // nil result without nats.url
 }
 
 // readiness is /readyz's body. Remotes are listed by name only: their URLs
@@ -32,7 +34,10 @@ type readiness struct {
 	Reason   string                `json:"reason,omitempty"`   // why 503, beside the chains' own
 	Degraded bool                  `json:"degraded,omitempty"` // serving without the history store
 	History  *blockstore.Readiness `json:"history,omitempty"`  // nil without postgres.url
-	Chains   []chainReadiness      `json:"chains"`
+	// NATS is the NATS connection's state (nil without nats.url). It
+	// never makes the process unready: HTTP serves whatever NATS does.
+	NATS   *vnats.Status    `json:"nats,omitempty"`
+	Chains []chainReadiness `json:"chains"`
 }
 
 // chainReadiness is one chain's part: whether it can serve, its head and
@@ -109,6 +114,9 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 		if !hr.Ready() {
 			body.Reason = "history store " + hr.State + " (postgres.required)"
 		}
+	}
+	if h.nats != nil {
+		body.NATS = h.nats()
 	}
 	if body.Draining {
 		body.Reason = "draining: leaderships handed over, load balancers to move traffic away"

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/venn-gateway/venn/jrpc"
+	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/subcenter"
 )
 
@@ -59,6 +60,9 @@ type Reloader struct {
 	mu      sync.Mutex // one reload at a time
 	started *Config    // what only a restart changes is compared with this
 	applied *Config    // the rest with this
+	// nats serves the chains over NATS request/reply (app/nats.go); nil:
+	// no NATS.
+	nats *vnats.RPC
 	// onApplied is told of each reload applied (the admin API's chains
 	// and running config); nil: nobody.
 	onApplied func(ctx context.Context, next *Config)
@@ -128,6 +132,7 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"limits.max_reply_bytes_in_flight", s.Limits.MaxReplyBytesInFlight, next.Limits.MaxReplyBytesInFlight},
 		{"diagnostic_headers", s.DiagnosticsOn(), next.DiagnosticsOn()},
 		{"request_log", s.RequestLog, next.RequestLog},
+		{"compression", s.Compression, next.Compression},
 		{"admin_listen", s.AdminListen, next.AdminListen},
 		{"admin.on_metrics_listen", s.Admin.OnMetricsListen, next.Admin.OnMetricsListen},
 		{"admin.cordon_resync", s.Admin.CordonResync, next.Admin.CordonResync},
@@ -137,6 +142,7 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		// (admin.SetTokens); a changed list applies at once.
 		{"admin.tokens (to or from none)", len(s.Admin.Tokens) == 0, len(next.Admin.Tokens) == 0},
 		{"tracing", s.Tracing, next.Tracing},
+		{"nats", s.NATS, next.NATS},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			rep.restart(f.name)

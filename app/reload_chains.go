@@ -114,6 +114,9 @@ func (r *Reloader) applyChains(ctx context.Context, next *Config, rep *ReloadRep
 		list, added = append(list, c), append(added, c)
 	}
 	for _, c := range kept { // removed, or its chain id changed
+		if r.nats != nil {
+			r.nats.Unserve(c.name)
+		}
 		n, _ := r.rpc.Remove(c.name, "chain "+c.name+" removed by a config reload")
 		rep.change("chain %s removed (%d WebSocket connections closed)", c.name, n)
 		cs.retire(c)
@@ -132,6 +135,11 @@ func (r *Reloader) applyChains(ctx context.Context, next *Config, rep *ReloadRep
 		}
 		c.run(cs.campaigns())
 		r.rpc.Handle(c.name, c.router)
+		if r.nats != nil {
+			if err := r.nats.Serve(c.name); err != nil {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("chain %s: not served over NATS: %v", c.name, err))
+			}
+		}
 		rep.change("chain %s added", c.name)
 	}
 	list = slices.DeleteFunc(list, func(c *chain) bool { return failed[c] })

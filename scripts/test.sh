@@ -7,6 +7,8 @@
 # packages (npm ci in e2e/viem and e2e/ethers), installs promtool (Debian's
 # prometheus package) for the alert rules' tests and chromium for the
 # status page's browser tests, which fail without it (apt-get, as root),
+# nats-server (apt-get) and the nats CLI (built at a pinned version,
+# exported as VENN_NATS_CLI) for the NATS tests,
 # runs go vet and the
 # race-enabled test suite, and,
 # when ../shared/conformance exists, replays the execution-apis conformance
@@ -18,6 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 GETH_VERSION=v1.17.10
+# The nats CLI the NATS tests drive (natscli; v0.5.1 is not to be used).
+NATSCLI_VERSION=v0.5.0
 CACHE=${CACHE:-$HOME/.cache/venn-conformance}
 SHARED=$ROOT/../shared
 CONFORMANCE=$SHARED/conformance/run.sh
@@ -146,6 +150,31 @@ if ! command -v haproxy >/dev/null 2>&1; then
   fi
 fi
 haproxy -v | head -1
+
+step "nats-server and the nats CLI $NATSCLI_VERSION for the NATS tests (package nats, app)"
+# The tests start their own nats-server (with JetStream) on a free port;
+# without it they fail, saying how to install it. The nats CLI, built at a
+# pinned version like geth, is the second client they check against.
+if ! command -v nats-server >/dev/null 2>&1 && [ ! -x /usr/sbin/nats-server ] && [ -z "${VENN_NATS_SERVER:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends nats-server >/dev/null ||
+      { apt-get update >/dev/null && apt-get install -y --no-install-recommends nats-server >/dev/null; } ||
+      die "could not install Debian's nats-server: apt-get install -y nats-server"
+  else
+    die "nats-server is missing (the NATS tests need it): apt-get install -y nats-server, as root, or set VENN_NATS_SERVER"
+  fi
+fi
+"$(command -v nats-server || echo /usr/sbin/nats-server)" --version
+NATSCLI=$CACHE/bin/nats
+if [ ! -x "$NATSCLI" ] || ! "$NATSCLI" --version 2>&1 | grep -q "${NATSCLI_VERSION#v}"; then
+  mkdir -p "$CACHE/bin"
+  echo "building the nats CLI $NATSCLI_VERSION..."
+  GOBIN=$CACHE/bin CGO_ENABLED=0 go install "github.com/nats-io/natscli/nats@$NATSCLI_VERSION" ||
+    die "could not build the nats CLI: go install github.com/nats-io/natscli/nats@$NATSCLI_VERSION"
+fi
+export VENN_NATS_CLI=$NATSCLI
+echo "VENN_NATS_CLI=$VENN_NATS_CLI ($("$NATSCLI" --version 2>&1))"
 
 step "promtool for the alert rules' tests (Debian's prometheus package)"
 # deploy's tests run promtool check rules and promtool test rules; without
