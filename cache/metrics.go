@@ -18,6 +18,7 @@ type Metrics struct {
 	evictions   *prometheus.CounterVec
 	storeErrors *prometheus.CounterVec
 	proofs      *prometheus.CounterVec
+	distrusted  *prometheus.CounterVec
 
 	mu          sync.Mutex
 	caches      []*Cache
@@ -51,12 +52,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				"the proved state served), bad_proof (the proof does not verify), no_proof (no remote answered eth_getProof), " +
 				"no_root (the block's state root is not known), unreadable (params venn does not read): not stored, served.",
 		}, []string{"chain", "method", "result"}),
+		distrusted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Name: "cache_distrust_purges_total",
+			Help: "Purges of a remote's answers since its last good check, made when it was found on another chain " +
+				"(wrong_chain), misbehaving (disagree, integrity, bogus_head) or cordoned for it (cordoned). " +
+				"The entries they dropped count in venn_cache_evictions_total{reason=\"purge\"}.",
+		}, []string{"chain", "remote", "cause"}),
 		bytesDesc: prometheus.NewDesc("venn_cache_bytes", "Bytes a tier holds (memory: as weighed against memory_bytes).",
 			[]string{"chain", "tier"}, nil),
 		entriesDesc: prometheus.NewDesc("venn_cache_entries", "Entries a tier holds.", []string{"chain", "tier"}, nil),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m.proofs, m)
+		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m.proofs, m.distrusted, m)
 	}
 	return m
 }
@@ -88,6 +95,7 @@ func (m *Metrics) DropChain(chain string) {
 	m.evictions.DeletePartialMatch(l)
 	m.proofs.DeletePartialMatch(l)
 	m.storeErrors.DeletePartialMatch(l)
+	m.distrusted.DeletePartialMatch(l)
 }
 
 // Describe implements prometheus.Collector for the gauges.
