@@ -32,8 +32,8 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/natsfeed"
 	vnats "github.com/venn-gateway/venn/nats"
+	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/remotes/availredis"
 	"github.com/venn-gateway/venn/reqlog"
@@ -81,6 +81,7 @@ var Module = fx.Module("app",
 		newRequestLog,
 		newRateLimiter,
 		newBudgets,
+		newUsage,
 		newEdge,
 		newGate,
 		newAdmin,
