@@ -182,6 +182,9 @@ type ChainConfig struct {
 	// Filters are the chain's polled filters (eth_newFilter and the
 	// rest), which venn serves itself (package subcenter).
 	Filters subcenter.FilterConfig `yaml:"filters"`
+	// StaticAnswers answers methods (and exact params) from config,
+	// without a remote (package router).
+	StaticAnswers []router.StaticAnswer `yaml:"static_answers"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).
