@@ -36,6 +36,7 @@ var chainSections = []chainSection{
 	{name: "getlogs_limits", fields: []string{"GetLogsLimits"}, apply: applyLogLimits},
 	{name: "filters", fields: []string{"Filters"}, apply: applyFilters},
 	{name: "static_answers", fields: []string{"StaticAnswers"}, apply: applyStatic},
+	{name: "nats", fields: []string{"NATS"}}, // the feed's publisher is built with it
 }
 
 // applyStatic puts a chain's static answers in force on its router.
