@@ -12,6 +12,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/router"
 )
 
 var (
@@ -68,6 +69,7 @@ func (c *Config) Validate() error {
 	if err := c.Usage.Validate(); err != nil {
 		p = append(p, err)
 	}
+	c.validateCrossing(&p)
 	r := c.Redis
 	if _, err := r.target(); err != nil && (r.Enabled() || r.Username != "" || r.Password != "" || r.TLS || r.Sentinel.Password != "") {
 		p = append(p, err)
@@ -202,6 +204,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	p.under(path+".history", c.History.Validate(c.Head.Window))
 	p.under(path, c.Pool.Validate(c.Remotes))
 	p.under(path+".getlogs_limits", c.GetLogsLimits.Validate())
+	p.under(path, router.ValidateStatic(c.StaticAnswers))
 	p.under(path+".filters", c.Filters.Validate())
 	p.under(path+".nats", c.NATS.Validate())
 }
