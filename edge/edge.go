@@ -324,7 +324,10 @@ func (cl *client) Take(ctx context.Context, n int) *jrpc.Refusal {
 		scopes[len(bs)] = scopeKey
 		bs = append(bs, Bucket{ID: k.bucket, Rate: k.rate})
 	}
-	if e.ipRate.Limited() && (cl.key == nil || !cl.key.ipExempt) {
+	// A client whose address the transport cannot know (NATS: the
+	// server's accounts decide who may publish) is limited by its key
+	// alone, rather than every such client sharing one address bucket.
+	if e.ipRate.Limited() && cl.ip.IsValid() && (cl.key == nil || !cl.key.ipExempt) {
 		scopes[len(bs)] = scopeIP
 		bs = append(bs, Bucket{ID: jrpc.AddrBucket(cl.ip), Rate: e.ipRate})
 	}
