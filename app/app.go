@@ -498,6 +498,7 @@ func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *g
 		Hook:              tr.CallHook(), // nil when off
 		DiagnosticHeaders: cfg.DiagnosticsOn(),
 		OnCall:            onCall(rl),
+		Compression:       cfg.Compression,
 	}
 }
 

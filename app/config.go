@@ -56,6 +56,9 @@ type Config struct {
 	// -Duration-Ms on HTTP answers; default on. A pointer: absent (on)
 	// differs from false.
 	DiagnosticHeaders *bool `yaml:"diagnostic_headers"`
+	// Compression is gzip and zstd on HTTP answers and requests, and
+	// WebSocket permessage-deflate (package jrpc).
+	Compression jrpc.Compression `yaml:"compression"`
 	// RequestLog is the optional log of every client call (package reqlog).
 	RequestLog reqlog.Config `yaml:"request_log"`
 	// Redis joins this process to a cluster: the replicas sharing one Redis

@@ -24,6 +24,7 @@ func (c *Config) applyDefaults() {
 
 	c.Limits = c.Limits.WithZeroDefaults()
 	c.RequestLog = c.RequestLog.WithDefaults()
+	c.Compression = c.Compression.WithDefaults()
 	c.Edge = c.Edge.WithDefaults()
 	c.Admin = c.Admin.WithDefaults()
 	c.NATS = c.NATS.WithDefaults()

@@ -132,6 +132,7 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"limits.max_reply_bytes_in_flight", s.Limits.MaxReplyBytesInFlight, next.Limits.MaxReplyBytesInFlight},
 		{"diagnostic_headers", s.DiagnosticsOn(), next.DiagnosticsOn()},
 		{"request_log", s.RequestLog, next.RequestLog},
+		{"compression", s.Compression, next.Compression},
 		{"admin_listen", s.AdminListen, next.AdminListen},
 		{"admin.on_metrics_listen", s.Admin.OnMetricsListen, next.Admin.OnMetricsListen},
 		{"admin.cordon_resync", s.Admin.CordonResync, next.Admin.CordonResync},

@@ -63,6 +63,7 @@ func (c *Config) Validate() error {
 	p.under("nats", c.NATS.Validate())
 	validateLimits(&p, c.Limits)
 	p.under("request_log", c.RequestLog.Validate())
+	p.under("compression", c.Compression.Validate())
 	c.validateEdge(&p)
 	r := c.Redis
 	if _, err := r.target(); err != nil && (r.Enabled() || r.Username != "" || r.Password != "" || r.TLS || r.Sentinel.Password != "") {

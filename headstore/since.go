@@ -201,3 +201,25 @@ func (w *Window) keepOrphans(before []*evm.Parts) {
 		w.orphans.add(e, w.size)
 	}
 }
+
+// View is the window at one sequence number: its history and seq, its
+// canonical blocks and finality, read at once.
+type View struct {
+	Gen             string
+	Seq             uint64
+	Canon           []*evm.Parts // ascending; shared, never modified
+	Safe, Finalized uint64
+}
+
+// View reads the window at once, for a reader that must know which event
+// the chain it reads follows (the JetStream feed: it goes on from there).
+func (w *Window) View() View {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return View{Gen: w.gen, Seq: w.seq, Canon: w.canon, Safe: w.safe, Finalized: w.finalized}
+}
+
+// SinceView is Since over a view read earlier, with the window's orphans.
+func (w *Window) SinceView(ctx context.Context, v View, cur Cursor, fetch FetchBlock) (Changes, error) {
+	return since(ctx, v.Canon, w.Orphan, cur, fetch)
+}

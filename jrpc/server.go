@@ -54,6 +54,10 @@ type Options struct {
 	// the goroutine that served it (a batch's calls one after another): a
 	// request log. It must not block; nil costs nothing.
 	OnCall func(Call)
+	// Compression compresses answers and decodes compressed requests
+	// (compress.go); zero: compressed requests decoded, answers never
+	// compressed.
+	Compression Compression
 }
 
 // Peer describes the client of a call. Handlers find it in their context.
@@ -94,7 +98,9 @@ type Server struct {
 	methodLabel func(string) string
 	diag        bool       // diagnostic headers
 	onCall      func(Call) // nil: no request log
+	wsDeflate   bool       // permessage-deflate offered on upgrades
 	ids         *requestIDs
+	comp        *compressor
 
 	gate     Gate          // nil: open
 	gateGen  atomic.Uint64 // Readmit calls: a connection admitted before one is admitted again
@@ -166,6 +172,8 @@ func NewServer(opts Options) *Server {
 		diag:        opts.DiagnosticHeaders,
 		onCall:      opts.OnCall,
 		ids:         newRequestIDs(),
+		comp:        newCompressor(opts.Compression),
+		wsDeflate:   opts.Compression.WebSocket,
 		gate:        opts.Gate,
 		hook:        opts.Hook,
 		pathKeys:    opts.Gate != nil && opts.Gate.KeysInPath(),
@@ -315,7 +323,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 	if admitted {
 		defer s.endCalls()
 	}
-	s.answerHTTP(ctx, w, ch, cl, body, admitted)
+	s.answerHTTP(ctx, w, ch, cl, body, admitted, s.comp.choose(r.Header.Get("Accept-Encoding")))
 }
 
 // readBody reads a POST body within MaxBodyBytes and HTTPReadTimeout, or
@@ -332,17 +340,41 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 	// behind that watches for the client leaving), and an HTTP/2 stream
 	// reads nothing after it; a body cut short has it lifted here. A
 	// writer without deadlines (a wrapping middleware) just goes without.
+	enc, err := s.comp.contentEncoding(r.Header.Get("Content-Encoding"))
+	if err != nil {
+		ch.metrics.count(otherMethod, outcomeInvalid)
+		writeHTTPError(w, http.StatusUnsupportedMediaType, errBadEncoding(err.(*errEncoding)))
+		return nil, false
+	}
 	rc := http.NewResponseController(w)
 	timed := rc.SetReadDeadline(time.Now().Add(s.lim().HTTPReadTimeout)) == nil
-	body, err := readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	var body []byte
+	if enc == "" {
+		body, err = readLimited(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
+	} else {
+		// The compressed bytes are bounded by the limit too: a stream that
+		// decodes to little must still end.
+		body, err = s.comp.decode(enc, http.MaxBytesReader(w, r.Body, limit), limit)
+	}
 	if err == nil {
 		return body, true
 	}
 	if timed {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
-	var mbe *http.MaxBytesError
+	var (
+		mbe    *http.MaxBytesError
+		badEnc *errEncoding
+	)
 	switch {
+	case enc != "" && errors.Is(err, errTooLarge):
+		ch.metrics.rejected(limitBody)
+		w.Header().Set("Connection", "close") // the rest of the body is not read
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, errDecodedTooLarge(enc, limit))
+	case errors.As(err, &badEnc):
+		ch.metrics.count(otherMethod, outcomeInvalid)
+		w.Header().Set("Connection", "close")
+		writeHTTPError(w, http.StatusBadRequest, errBadEncoding(badEnc))
 	case errors.Is(err, errTooLarge) || errors.As(err, &mbe):
 		ch.metrics.rejected(limitBody)
 		writeHTTPError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge(limit))
@@ -363,7 +395,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 // server is shutting down are answered with HTTP 503 (and the connection
 // closed), which load balancers and clients retry elsewhere; a 200 they
 // would take as final.
-func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, cl Caller, body []byte, admitted bool) {
+func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, cl Caller, body []byte, admitted bool, enc string) {
 	status := http.StatusOK
 	if !admitted {
 		status = http.StatusServiceUnavailable
@@ -398,12 +430,23 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 			writeDiagnostics(h, &sv, time.Since(start))
 		}
 		h["Content-Type"] = jsonContentType
-		h.Set("Content-Length", strconv.Itoa(len(out)))
+		wire := out
+		if s.comp.replies {
+			h["Vary"] = varyAcceptEncoding // caches keep one answer per encoding
+			if enc != "" && len(out) >= s.comp.minBytes {
+				if zb, err := s.comp.compress(enc, out); err == nil {
+					defer s.comp.release(zb)
+					wire = zb.Bytes()
+					h["Content-Encoding"] = encodingHeader(enc)
+				}
+			}
+		}
+		h.Set("Content-Length", strconv.Itoa(len(wire)))
 		w.WriteHeader(status)
 		// A failed write means the client left, or did not read in time;
 		// the second is counted (answers that fit the server's buffer are
 		// flushed after this and cannot be).
-		if _, err := w.Write(out); errors.Is(err, os.ErrDeadlineExceeded) {
+		if _, err := w.Write(wire); errors.Is(err, os.ErrDeadlineExceeded) {
 			ch.metrics.rejected(limitHTTPWriteTimeout)
 		}
 	}

@@ -171,7 +171,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request, ch *chainEntry,
 	pinger := &wsPinger{}
 	conn, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true, // the origin is the Gate's to check
-		CompressionMode:    websocket.CompressionDisabled,
+		CompressionMode:    s.wsCompression(),
 		OnPongReceived:     pinger.pong,
 	})
 	if err != nil {

@@ -1,0 +1,192 @@
+package natsfeed
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestFeedInOrder: blocks, a reorg with what it removed, finality moves:
+// an indexer's chain ends as the feed's, every reorg applied once.
+func TestFeedInOrder(t *testing.T) {
+	_, js := startNATS(t)
+	f := newFeed(t, 32)
+	f.extend("a", 5)
+	f.lead(js, f.window(), Config{})
+	x := newIndexer(t, "indexer")
+	c := consumer(t, js, "VENN_ETH", "idx")
+	x.until(c, x.at(f)) // the stream is live
+	f.extend("a", 3)
+	f.reorg(6, "b", 4) // 7, 8 leave; 7'..10' come
+	f.setFinality(8, 4)
+	f.extend("b", 2)
+	x.until(c, x.at(f))
+	x.matches(f)
+	if len(x.reorgs) != 1 {
+		t.Fatalf("reorgs = %d, want 1", len(x.reorgs))
+	}
+	r := x.reorgs[0]
+	if r.Common.Number != 6 || len(r.Removed) != 2 || r.Removed[0].Number != 7 || len(r.Added) != 4 {
+		t.Errorf("reorg = %+v, want common 6, removed 7 and 8, added 7..10", r)
+	}
+	if x.safe != 8 || x.final != 4 {
+		t.Errorf("finality = %d/%d, want 8/4", x.safe, x.final)
+	}
+	if len(x.gaps) != 0 {
+		t.Errorf("gaps = %+v", x.gaps)
+	}
+}
+
+// TestFeedResume: an indexer killed mid-stream comes back on its durable
+// consumer and goes on exactly after what it acked.
+func TestFeedResume(t *testing.T) {
+	_, js := startNATS(t)
+	f := newFeed(t, 32)
+	f.lead(js, f.window(), Config{})
+	f.extend("a", 10)
+	x := newIndexer(t, "first")
+	c := consumer(t, js, "VENN_ETH", "idx")
+	x.until(c, func() bool { return x.head >= 4 })
+	// The indexer goes away; the chain goes on.
+	f.reorg(8, "b", 4)
+	f.extend("b", 5)
+	again := consumer(t, js, "VENN_ETH", "idx")
+	x.until(again, x.at(f))
+	x.matches(f)
+}
+
+// TestFeedNATSRestart: NATS goes away while blocks and a reorg go by; when
+// it returns, the leader publishes what it missed, in order, nothing
+// twice and nothing skipped.
+func TestFeedNATSRestart(t *testing.T) {
+	srv, js := startNATS(t)
+	f := newFeed(t, 32)
+	f.extend("a", 5)
+	f.lead(js, f.window(), Config{})
+	x := newIndexer(t, "indexer")
+	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
+
+	srv.Kill()
+	f.extend("a", 4) // to 9
+	f.reorg(7, "b", 3)
+	f.setFinality(9, 5)
+	f.extend("b", 2) // to 12
+	srv.Restart()
+
+	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
+	x.matches(f)
+	if x.final != 5 {
+		t.Errorf("finalized = %d, want 5", x.final)
+	}
+}
+
+// TestFeedPastWindow: NATS away longer than the window reaches: the
+// stream says which blocks to fetch from history with a gap event, then
+// goes on with the window's blocks.
+func TestFeedPastWindow(t *testing.T) {
+	srv, js := startNATS(t)
+	f := newFeed(t, 8) // the store keeps at most 32 events
+	f.extend("a", 3)
+	f.lead(js, f.window(), Config{})
+	x := newIndexer(t, "indexer")
+	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
+
+	srv.Kill()
+	f.extend("a", 60)
+	srv.Restart()
+
+	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
+	if len(x.gaps) != 1 || x.gaps[0].From != 4 || x.gaps[0].To != 63-8 || x.gaps[0].Reason != GapBehind {
+		t.Fatalf("gaps = %+v, want one from 4 to 55, behind", x.gaps)
+	}
+	x.matches(f)
+}
+
+// TestFeedFailover: two replicas publish at once (a deposed leader that
+// has not noticed yet), and one is killed mid-stream: the stream has no
+// duplicate and no gap, and the indexer ends on the chain.
+func TestFeedFailover(t *testing.T) {
+	srv, js := startNATS(t)
+	js2 := jsFor(t, srv)
+	f := newFeed(t, 32)
+	a := f.lead(js, f.window(), Config{})
+	f.lead(js2, f.window(), Config{})
+	x := newIndexer(t, "indexer")
+	c := consumer(t, js, "VENN_ETH", "idx")
+	f.extend("a", 1)
+	x.until(c, x.at(f)) // the stream is live
+	for round := range 6 {
+		f.extend("a", 3)
+		f.reorg(uint64(3*round+2), "b"+string(rune('0'+round)), 4) // 3-block reorgs, 4-block branches
+		if round == 2 {
+			x.until(c, func() bool { return x.reorgs != nil })
+			a.stop() // killed mid-stream: the other goes on
+		}
+	}
+	x.until(c, x.at(f))
+	x.matches(f)
+	if len(x.reorgs) < 4 {
+		t.Errorf("reorgs = %d, want at least 4 of 6 (a catch-up may tell two at once)", len(x.reorgs))
+	}
+}
+
+// TestStreamRetentionUpdated: a stream whose retention differs from the
+// config is updated at start.
+func TestStreamRetentionUpdated(t *testing.T) {
+	_, js := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	cfg := Config{MaxAge: time.Hour, MaxBytes: 1 << 20}.WithDefaults(testChain)
+	if _, err := js.CreateStream(ctx, cfg.streamConfig(SubjectsFor(testPrefix, testChain))); err != nil {
+		t.Fatal(err)
+	}
+	f := newFeed(t, 8)
+	f.extend("a", 2)
+	f.lead(js, f.window(), Config{MaxAge: 2 * time.Hour, MaxBytes: 2 << 20})
+	x := newIndexer(t, "indexer")
+	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
+	s, err := js.Stream(ctx, "VENN_ETH")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.CachedInfo().Config
+	if got.MaxAge != 2*time.Hour || got.MaxBytes != 2<<20 {
+		t.Errorf("stream retention = %s, %d bytes; want 2h, %d", got.MaxAge, got.MaxBytes, 2<<20)
+	}
+}
+
+// TestStreamConflict: a stream by the same name taking other subjects is
+// reported and left alone; nothing is published to it.
+func TestStreamConflict(t *testing.T) {
+	_, js := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "VENN_ETH", Subjects: []string{"other.>"},
+		Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFeed(t, 8)
+	f.extend("a", 2)
+	l := f.lead(js, f.window(), Config{})
+	deadline := time.Now().Add(waitLimit)
+	for l.p.State() != StateConflict {
+		if time.Now().After(deadline) {
+			t.Fatalf("state = %s, want %s", l.p.State(), StateConflict)
+		}
+		time.Sleep(10 * time.Millisecond) // polls a state the publisher reaches on its own
+	}
+	s, err := js.Stream(ctx, "VENN_ETH")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo(); got.Config.Subjects[0] != "other.>" || got.Config.Retention != jetstream.WorkQueuePolicy || got.State.Msgs != 0 {
+		t.Errorf("stream changed: %+v, %d messages", got.Config, got.State.Msgs)
+	}
+	var ce *ConflictError
+	if _, err := l.p.ensure(ctx); !errors.As(err, &ce) {
+		t.Errorf("ensure = %v, want a ConflictError", err)
+	}
+}
