@@ -365,6 +365,9 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	rt := router.New(rc, h.window, up, m.router)
 	c := &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, owner: cs}
 	c.cache.Store(ccache)
+	// A remote found on another chain or misbehaving: its cached answers
+	// since its last good check are dropped, by the cache of the moment.
+	pool.OnDistrust(func(d remotes.Distrust) { c.cache.Load().distrusted(d) })
 	return c, nil
 }
 

@@ -31,10 +31,45 @@ type cacheTiers struct {
 // under a context of its own so that a reload can replace it: reorg
 // eviction, and the Postgres tier's retention.
 type chainCache struct {
-	c      *cache.Cache
-	pg     *cache.Postgres // nil: no Postgres tier
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	c  *cache.Cache
+	pg *cache.Postgres // nil: no Postgres tier
+	// distrust queues the remotes the pool found untrustworthy, whose
+	// answers since their last good check the cache drops (run).
+	distrust chan remotes.Distrust
+	log      *slog.Logger
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// distrustQueue bounds the findings waiting for their purge: one per
+// remote found out, rare, each purge a few Redis scans.
+const distrustQueue = 64
+
+// distrusted queues d for run's purge; it never blocks (the pool calls it
+// from a check).
+func (k *chainCache) distrusted(d remotes.Distrust) {
+	if k == nil {
+		return
+	}
+	select {
+	case k.distrust <- d:
+	default:
+		k.log.Error("a distrusted remote's cached answers are not dropped: too many findings at once",
+			"remote", d.Remote, "cause", d.Cause, "since", d.Since)
+	}
+}
+
+// purgeDistrusted drops the answers of each remote found untrustworthy
+// since its last good check, on every tier and replica, until ctx ends.
+func (k *chainCache) purgeDistrusted(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-k.distrust:
+			_, _ = k.c.PurgeDistrusted(ctx, d.Remote, d.Since, d.Cause) // logged there
+		}
+	}
 }
 
 // run starts the cache's work for chain c; nil: no cache.
@@ -48,6 +83,9 @@ func (k *chainCache) run(c *chain) {
 	k.wg.Go(func() { k.c.Run(ctx, c.head.window, c.settled) })
 	// Purges another replica made drop the entries from this one's memory.
 	k.wg.Go(func() { k.c.FollowPurges(ctx) })
+	// A remote found on another chain or misbehaving: its answers since
+	// its last good check leave every tier.
+	k.wg.Go(func() { k.purgeDistrusted(ctx) })
 	if k.pg != nil {
 		k.wg.Go(func() { _ = k.pg.Run(ctx) })
 	}
@@ -119,7 +157,7 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 	}
 	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m,
 		IsRevert: isRevert, LacksBlock: lacksBlock})
-	return &chainCache{c: c, pg: pg}, nil
+	return &chainCache{c: c, pg: pg, distrust: make(chan remotes.Distrust, distrustQueue), log: log.With("chain", cc.Name)}, nil
 }
 
 // close closes the Postgres tiers' pool, once their prunes have ended.

@@ -26,10 +26,9 @@ const forever = 100 * 365 * 24 * time.Hour
 // entry with its own TTL. It never fails.
 type Memory struct {
 	c *otter.Cache[Key, memEntry]
-	// methods names the entries' methods by index (memEntry.method):
-	// replaced whole when a method is added, read without a lock.
-	methods atomic.Pointer[methodTable]
-	mu      sync.Mutex // adds to methods
+	// methods and remotes name the entries' methods and remotes by
+	// index (memEntry.method, memEntry.remote).
+	methods, remotes nameTable
 }
 
 var (
@@ -40,37 +39,85 @@ var (
 )
 
 // memEntry is an Entry packed for otter's node: 40 bytes against the
-// Entry's 56 and a TTL's 8, which puts the node in a smaller size class
-// (128 bytes, not 160). The method is an index into Memory.methods, the
-// TTL whole milliseconds (0: none).
+// Entry's 80 and a TTL's 8, which puts the node in a smaller size class
+// (128 bytes, not 160). The method and the remote are indexes into
+// Memory.methods and Memory.remotes, the TTL whole milliseconds (0: none).
 type memEntry struct {
 	value  []byte
 	block  uint64
 	ttlMS  uint32
 	method uint16
+	remote uint8 // 0: none, or not known (the table was full)
 	flags  uint8 // flagError, flagSettled
 }
 
 // memEntryFields is how many fields Entry has that memEntry packs: a
 // field added to Entry must be packed too (TestMemoryKeepsEveryField).
-const memEntryFields = 5
+const memEntryFields = 6
 
 // memUnpackedFields are Entry's fields the memory tier does not keep:
-// Remote and Written, which only a Purge reads. A purge by them drops from
-// memory every entry the rest of it selects (more than needed, never
-// less), and the memory tier keeps its 128-byte node.
-const memUnpackedFields = 2
+// Written, which only a Purge reads. A purge since a time drops from
+// memory every entry the rest of it selects, whatever its age (more than
+// needed, never less), and the memory tier keeps its 128-byte node.
+const memUnpackedFields = 1
 
-// methodTable is the methods of a memory tier's entries; index is the
-// position in names.
-type methodTable struct {
-	names []string
+// nameTable names the methods or the remotes of a memory tier's entries
+// by index: replaced whole when a name is added, read without a lock.
+type nameTable struct {
+	t     atomic.Pointer[names]
+	mu    sync.Mutex // adds
+	limit int
+}
+
+// names are a nameTable's: index is the position in list.
+type names struct {
+	list  []string
 	index map[string]uint16
 }
 
-// maxMemMethods bounds methodTable: the cache's method set (its config) is
-// far smaller; an entry of a method past it is not stored.
-const maxMemMethods = math.MaxUint16
+// Bounds of the name tables: the cache's method set (its config) and a
+// chain's remotes (and the sets of them that answered one call) are far
+// smaller. An entry of a method past the limit is not stored; one of a
+// remote past it is stored without its remote (index 0), which a purge
+// by any remote drops.
+const (
+	maxMemMethods = math.MaxUint16
+	maxMemRemotes = math.MaxUint8
+)
+
+func (t *nameTable) init(limit int, first ...string) {
+	n := &names{list: first, index: make(map[string]uint16, len(first))}
+	for i, s := range first {
+		n.index[s] = uint16(i)
+	}
+	t.limit = limit
+	t.t.Store(n)
+}
+
+// name is the name at i.
+func (t *nameTable) name(i uint16) string { return t.t.Load().list[i] }
+
+// indexOf is name's index, added when new; ok is false when the table is
+// full.
+func (t *nameTable) indexOf(name string) (i uint16, ok bool) {
+	if i, ok := t.t.Load().index[name]; ok {
+		return i, true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.t.Load()
+	if i, ok := n.index[name]; ok {
+		return i, true
+	}
+	if len(n.list) >= t.limit {
+		return 0, false
+	}
+	i = uint16(len(n.list))
+	next := &names{list: append(slices.Clip(n.list), name), index: maps.Clone(n.index)}
+	next.index[name] = i
+	t.t.Store(next)
+	return i, true
+}
 
 // maxTTLMS is the longest TTL memEntry holds; a longer one is kept until
 // evicted for room (about 49 days, far past any recent_ttl).
@@ -111,30 +158,9 @@ func NewMemory(maxBytes int64, evicted func(reason string)) *Memory {
 		}
 	}
 	m := &Memory{c: otter.Must(o)}
-	m.methods.Store(&methodTable{index: map[string]uint16{}})
+	m.methods.init(maxMemMethods)
+	m.remotes.init(maxMemRemotes+1, "") // index 0: none
 	return m
-}
-
-// methodIndex is method's index in m.methods, added when new; ok is false
-// when the table is full.
-func (m *Memory) methodIndex(method string) (i uint16, ok bool) {
-	if i, ok := m.methods.Load().index[method]; ok {
-		return i, true
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t := m.methods.Load()
-	if i, ok := t.index[method]; ok {
-		return i, true
-	}
-	if len(t.names) >= maxMemMethods {
-		return 0, false
-	}
-	i = uint16(len(t.names))
-	next := &methodTable{names: append(slices.Clip(t.names), method), index: maps.Clone(t.index)}
-	next.index[method] = i
-	m.methods.Store(next)
-	return i, true
 }
 
 // Name is the tier's metric label.
@@ -147,17 +173,18 @@ func (m *Memory) Get(_ context.Context, k Key) (Entry, bool, error) {
 		return Entry{}, false, nil
 	}
 	return Entry{Value: v.value, Error: v.flags&flagError != 0, Settled: v.flags&flagSettled != 0,
-		Method: m.methods.Load().names[v.method], Block: v.block}, true, nil
+		Method: m.methods.name(v.method), Block: v.block, Remote: m.remotes.name(uint16(v.remote))}, true, nil
 }
 
 // Set stores e under k for ttl (0: until evicted). e.Value is kept, not
 // copied: the caller gives it up.
 func (m *Memory) Set(_ context.Context, k Key, e Entry, ttl time.Duration) error {
-	mi, ok := m.methodIndex(e.Method)
+	mi, ok := m.methods.indexOf(e.Method)
 	if !ok {
 		return nil // past any configured method set: not kept
 	}
-	v := memEntry{value: e.Value, block: e.Block, method: mi}
+	ri, _ := m.remotes.indexOf(e.Remote) // 0 when full: dropped by any purge by remote
+	v := memEntry{value: e.Value, block: e.Block, method: mi, remote: uint8(ri)}
 	if e.Error {
 		v.flags |= flagError
 	}
@@ -177,14 +204,20 @@ func (m *Memory) Delete(_ context.Context, k Key) error {
 	return nil
 }
 
-// Purge drops the entries p selects; it keeps no remotes or write times,
-// so a purge by them drops every entry the rest of p selects.
+// Purge drops the entries p selects. It keeps no write times, so a purge
+// since a time drops every entry the rest of p selects, whatever its age;
+// an entry whose remote it could not record (index 0) is dropped by a
+// purge of any remote.
 func (m *Memory) Purge(_ context.Context, p Purge) (int64, error) {
-	p.Remote, p.Since = "", time.Time{}
-	names := m.methods.Load().names
+	p.Since = time.Time{}
 	var n int64
 	for k, v := range m.c.All() {
-		e := Entry{Method: names[v.method], Block: v.block}
+		// Names looked up per entry: one stored after a table was read
+		// may have a name added since.
+		e := Entry{Method: m.methods.name(v.method), Block: v.block, Remote: m.remotes.name(uint16(v.remote))}
+		if v.remote == 0 {
+			e.Remote = p.Remote
+		}
 		if p.Matches(e) {
 			if _, ok := m.c.Invalidate(k); ok {
 				n++

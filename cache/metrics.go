@@ -17,6 +17,7 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	evictions   *prometheus.CounterVec
 	storeErrors *prometheus.CounterVec
+	distrusted  *prometheus.CounterVec
 
 	mu          sync.Mutex
 	caches      []*Cache
@@ -43,12 +44,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "venn", Name: "cache_store_errors_total",
 			Help: "Failed tier operations (get, set, claim, delete, size); each is a miss, never a client's error.",
 		}, []string{"chain", "tier", "op"}),
+		distrusted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Name: "cache_distrust_purges_total",
+			Help: "Purges of a remote's answers since its last good check, made when it was found on another chain " +
+				"(wrong_chain), misbehaving (disagree, integrity, bogus_head) or cordoned for it (cordoned). " +
+				"The entries they dropped count in venn_cache_evictions_total{reason=\"purge\"}.",
+		}, []string{"chain", "remote", "cause"}),
 		bytesDesc: prometheus.NewDesc("venn_cache_bytes", "Bytes a tier holds (memory: as weighed against memory_bytes).",
 			[]string{"chain", "tier"}, nil),
 		entriesDesc: prometheus.NewDesc("venn_cache_entries", "Entries a tier holds.", []string{"chain", "tier"}, nil),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m)
+		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m.distrusted, m)
 	}
 	return m
 }
@@ -79,6 +86,7 @@ func (m *Metrics) DropChain(chain string) {
 	m.requests.DeletePartialMatch(l)
 	m.evictions.DeletePartialMatch(l)
 	m.storeErrors.DeletePartialMatch(l)
+	m.distrusted.DeletePartialMatch(l)
 }
 
 // Describe implements prometheus.Collector for the gauges.

@@ -91,6 +91,40 @@ const purgeTimeout = time.Minute
 // tier). It returns how many entries it dropped; a tier's failure is
 // returned after the others were purged.
 func (c *Cache) Purge(ctx context.Context, p Purge) (int64, error) {
+	n, err := c.purge(ctx, p)
+	if p.Validate() == nil {
+		c.log.Info("cache purged", "method", p.Method, "remote", p.Remote, "from", p.From, "to", p.To,
+			"since", p.Since, "entries", n)
+	}
+	return n, err
+}
+
+// distrustSkew widens a distrust purge back in time: an entry's write time
+// is the clock of the replica that stored it, and the last good check the
+// clock of the one that checked.
+const distrustSkew = time.Second
+
+// PurgeDistrusted drops, on every tier and every replica, the answers
+// remote made since its last good check (since): it was found on another
+// chain, misbehaving, or cordoned for it (cause). Tiers that do not
+// record the remote drop more: Postgres every entry written since, the
+// memory tier every entry of the remote whatever its age (and every entry
+// whose remote it could not record). It counts the purge and warns, by
+// the remote's name. A zero since drops nothing: a remote never checked
+// good was never in rotation.
+func (c *Cache) PurgeDistrusted(ctx context.Context, remote string, since time.Time, cause string) (int64, error) {
+	if remote == "" || since.IsZero() {
+		return 0, nil
+	}
+	c.m.distrusted.WithLabelValues(c.chain, remote, cause).Inc()
+	n, err := c.purge(ctx, Purge{Remote: remote, Since: since.Add(-distrustSkew)})
+	c.log.Warn("cache dropped the answers of a distrusted remote since its last good check",
+		"remote", remote, "cause", cause, "since", since, "entries", n, "err", err)
+	return n, err
+}
+
+// purge is Purge without its log line.
+func (c *Cache) purge(ctx context.Context, p Purge) (int64, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
@@ -119,8 +153,6 @@ func (c *Cache) Purge(ctx context.Context, p Purge) (int64, error) {
 			}
 		}
 	}
-	c.log.Info("cache purged", "method", p.Method, "remote", p.Remote, "from", p.From, "to", p.To,
-		"since", p.Since, "entries", n)
 	return n, errors.Join(errs...)
 }
 

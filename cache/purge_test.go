@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
@@ -96,10 +98,9 @@ func TestPurgeARemotesAnswersOnEveryReplica(t *testing.T) {
 		}
 	}
 	n, err := a.Purge(t.Context(), Purge{Remote: "liar"})
-	// Redis's one entry of the liar; a's memory, which keeps no remotes,
-	// drops both.
-	if err != nil || n != 3 {
-		t.Fatalf("purge: %d, %v; want 3 entries", n, err)
+	// The liar's one entry in Redis and in a's memory.
+	if err != nil || n != 2 {
+		t.Fatalf("purge: %d, %v; want 2 entries", n, err)
 	}
 	k := mustKey(t, lie, v)
 	if !testkit.Poll(10*time.Second, func() bool { _, ok, _ := b.memory.Get(t.Context(), k); return !ok }) {
@@ -117,5 +118,78 @@ func TestPurgeARemotesAnswersOnEveryReplica(t *testing.T) {
 		if _, _, o := c.Serve(t.Context(), honest, v, false, liar.fetch); o != Hit {
 			t.Fatalf("replica %d: the honest answer after the purge: %v, want a hit", i, o)
 		}
+	}
+}
+
+// TestPurgeDistrustedSinceTheLastGoodCheck: a remote found out (on another
+// chain, say) has its answers since its last good check dropped on every
+// replica: Redis by remote and time; each replica's memory, which keeps no
+// write times, every answer of that remote. Another remote's answers
+// stay, and so do the remote's older ones in Redis. The purge is counted
+// by remote and cause.
+func TestPurgeDistrustedSinceTheLastGoodCheck(t *testing.T) {
+	ra, rdb, chain := redisTier(t, RedisOptions{})
+	rb := NewRedis(rdb, chain, RedisOptions{Timeout: testOpTimeout})
+	cfg := testConfig()
+	a, _ := newTestCache(t, cfg, cfg.RedisLayer(ra))
+	b, _ := newTestCache(t, cfg, cfg.RedisLayer(rb))
+	ctx, cancel := context.WithCancel(t.Context())
+	followed := make(chan struct{})
+	go func() { defer close(followed); b.FollowPurges(ctx) }()
+	t.Cleanup(func() { cancel(); <-followed })
+	if !testkit.Poll(10*time.Second, func() bool {
+		n, err := rdb.PubSubNumSub(t.Context(), "venn:{"+chain+"}:cache:purged").Result()
+		return err == nil && n["venn:{"+chain+"}:cache:purged"] == 1
+	}) {
+		t.Fatal("replica b never followed the purges")
+	}
+	v := newView(100, nil)
+	good := time.Now().Add(-time.Minute) // the switched remote's last good check
+	entries := []struct {
+		name    string
+		remote  string
+		written time.Time
+		inRedis bool // kept in Redis after the purge
+		inMem   bool // kept in memory after the purge
+	}{
+		{"before its last good check", "switched", good.Add(-time.Hour), true, false},
+		{"after it", "switched", time.Now(), false, false},
+		{"in a vote with it", "honest,switched", time.Now(), false, false},
+		{"another remote's", "honest", time.Now(), true, true},
+	}
+	keys := make([]Key, len(entries))
+	for i, e := range entries {
+		keys[i] = mustKey(t, call("eth_getBalance", `["`+testAddr+`","`+evm.Quantity(uint64(10+i))+`"]`), v)
+		en := Entry{Value: []byte(`"0x1"`), Settled: true, Method: "eth_getBalance", Block: uint64(10 + i),
+			Remote: e.remote, Written: e.written.UnixMilli()}
+		if err := ra.Set(t.Context(), keys[i], en, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []*Cache{a, b} {
+			_ = c.memory.Set(t.Context(), keys[i], en, 0)
+		}
+	}
+	if _, err := a.PurgeDistrusted(t.Context(), "switched", good, "wrong_chain"); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range entries {
+		if _, ok, _ := ra.Get(t.Context(), keys[i]); ok != e.inRedis {
+			t.Errorf("%s: in Redis %v, want %v", e.name, ok, e.inRedis)
+		}
+		for j, c := range []*Cache{a, b} {
+			if !testkit.Poll(10*time.Second, func() bool { _, ok, _ := c.memory.Get(t.Context(), keys[i]); return ok == e.inMem }) {
+				t.Errorf("%s: replica %d's memory holds it: %v", e.name, j, !e.inMem)
+			}
+		}
+	}
+	if got := testutil.ToFloat64(a.m.distrusted.WithLabelValues(a.chain, "switched", "wrong_chain")); got != 1 {
+		t.Errorf("venn_cache_distrust_purges_total = %v, want 1", got)
+	}
+	// A remote never checked good was never in rotation: nothing to drop.
+	if n, err := a.PurgeDistrusted(t.Context(), "honest", time.Time{}, "wrong_chain"); n != 0 || err != nil {
+		t.Errorf("a purge since no good check dropped %d entries (%v)", n, err)
+	}
+	if _, ok, _ := a.memory.Get(t.Context(), keys[3]); !ok {
+		t.Error("a purge since no good check dropped an entry")
 	}
 }

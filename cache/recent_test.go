@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // fakeClock is a clock the test moves.
@@ -88,14 +89,17 @@ func TestMemoryKeepsEveryField(t *testing.T) {
 	if n := reflect.TypeFor[Entry]().NumField(); n != memEntryFields+memUnpackedFields {
 		t.Fatalf("Entry has %d fields, the memory tier packs %d: pack the new one in memEntry", n, memEntryFields)
 	}
+	if n := unsafe.Sizeof(memEntry{}); n != 40 {
+		t.Fatalf("memEntry is %d bytes: past 40, otter's node leaves its 128-byte size class", n)
+	}
 	m := NewMemory(1<<20, nil)
 	defer m.Close()
 	tests := []struct {
 		give Entry
 		ttl  time.Duration
 	}{
-		{Entry{Value: []byte(`"0x1"`), Method: "eth_getBalance", Block: 7, Settled: true}, 0},
-		{Entry{Value: []byte(`{"code":3}`), Method: "eth_call", Block: 1 << 40, Error: true}, time.Minute},
+		{Entry{Value: []byte(`"0x1"`), Method: "eth_getBalance", Block: 7, Settled: true, Remote: "a"}, 0},
+		{Entry{Value: []byte(`{"code":3}`), Method: "eth_call", Block: 1 << 40, Error: true, Remote: "a,b"}, time.Minute},
 		{Entry{Value: []byte(`"0x2"`), Method: "eth_call", Error: true, Settled: true}, 400 * 24 * time.Hour},
 		{Entry{Value: []byte(`"0x3"`), Method: "debug_traceCall"}, time.Minute + time.Microsecond},
 	}

@@ -191,7 +191,8 @@ func (r *Remote) chainChecked(want, got uint64) bool {
 	r.cc.due.Store(false)
 	if got != want {
 		r.cc.wrong.Inc()
-		switch old := r.chainState.Swap(chainWrong); old {
+		old := r.chainState.Swap(chainWrong)
+		switch old {
 		case chainWrong:
 		case chainUnknown:
 			r.log.Error("REMOTE IS ON THE WRONG CHAIN: it will not be used",
@@ -203,6 +204,11 @@ func (r *Remote) chainChecked(want, got uint64) bool {
 		r.m.healthy.Set(0)
 		r.cc.wrongGauge.Set(1)
 		r.last.Store(&lastError{text: fmt.Sprintf("answers chain id %d, not %d", got, want), kind: FailWrongChain, at: r.now()})
+		if old != chainWrong && r.distrust != nil {
+			// Its answers since its last good check may be the other
+			// chain's (distrust.go).
+			r.distrust(DistrustWrongChain)
+		}
 		return false
 	}
 	r.cc.ok.Inc()
@@ -214,6 +220,7 @@ func (r *Remote) chainChecked(want, got uint64) bool {
 		r.log.Warn("remote is on the right chain again: back in rotation", "chain_id", got)
 	}
 	r.cc.wrongGauge.Set(0)
+	r.checkPassed(r.now())
 	return true
 }
 

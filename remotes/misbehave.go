@@ -73,7 +73,11 @@ const (
 // misbehaviourState is a remote's part: its cordon and recent strikes.
 type misbehaviourState struct {
 	cordonedUntil atomic.Int64 // unix nanos; 0: not cordoned
-	warnedAt      atomic.Int64 // unix nanos of the last warning
+	// suspectUntil (unix nanos): a check passed before it is not a good
+	// check (distrust.go): within cordon.within of a misbehaviour, or
+	// while cordoned for it.
+	suspectUntil atomic.Int64
+	warnedAt     atomic.Int64 // unix nanos of the last warning
 	// count is every punished misbehaviour: the score's signal.
 	count atomic.Int64
 
@@ -208,11 +212,22 @@ func (p *Pool) misbehaved(r *Remote, kind, method, detail string) {
 		return
 	}
 	r.mb.count.Add(1)
-	p.strike(r, now)
+	cc := p.conf().Cordon
+	if r.suspect(now, now.Add(cc.Within)) {
+		// The first finding since its last good check: its answers
+		// since are dropped now; later ones within the episode are
+		// dropped by the cordon, if it comes.
+		p.distrusted(r, label)
+	}
+	if until, ok := p.strike(r, now); ok {
+		r.suspect(now, until)
+		p.distrusted(r, DistrustCordoned)
+	}
 }
 
-// strike counts one misbehaviour against r and cordons it at the limit.
-func (p *Pool) strike(r *Remote, now time.Time) {
+// strike counts one misbehaviour against r and cordons it at the limit:
+// then it reports until when.
+func (p *Pool) strike(r *Remote, now time.Time) (until time.Time, cordoned bool) {
 	c := &p.cons
 	cc := p.conf().Cordon
 	c.mu.Lock()
@@ -227,7 +242,7 @@ func (p *Pool) strike(r *Remote, now time.Time) {
 	kept = append(kept, now.UnixNano())
 	if len(kept) < cc.Strikes {
 		r.mb.strikes = kept
-		return
+		return time.Time{}, false
 	}
 	r.mb.strikes = kept[:0]
 	for _, o := range p.members() {
@@ -239,11 +254,12 @@ func (p *Pool) strike(r *Remote, now time.Time) {
 			r.syncCordonGauge(now)
 			r.log.Warn("remote cordoned: out of rotation after repeated misbehaviour",
 				"strikes", cc.Strikes, "within", cc.Within, "for", cc.Period)
-			return
+			return now.Add(cc.Period), true
 		}
 	}
 	r.log.Error("remote keeps misbehaving but is the last in rotation: not cordoned",
 		"strikes", cc.Strikes, "within", cc.Within)
+	return time.Time{}, false
 }
 
 // misbehaviourEvent is one line of the misbehaviour log.

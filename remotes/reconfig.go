@@ -81,6 +81,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 	brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
 	r.slot = slot
+	r.distrust = func(cause string) { p.distrusted(r, cause) }
 	r.red = opts.redactor()
 	r.initScoring(&cfg, p.m)
 	r.initMisbehaviour(p.m)

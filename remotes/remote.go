@@ -58,6 +58,11 @@ type Remote struct {
 	trackers sync.WaitGroup
 
 	chainState atomic.Int32
+	// goodAt is the unix nanos of the last good check (distrust.go); 0:
+	// none yet. distrust reports a finding against the remote to its
+	// pool (nil for a remote built outside one).
+	goodAt   atomic.Int64
+	distrust func(cause string)
 	// claim is the latest head the remote reported; head is the number of
 	// its highest report the pool found corroborated (chainhead.go), which
 	// routing and lag go by.

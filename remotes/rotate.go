@@ -121,6 +121,8 @@ func (p *Pool) carryOver(r, old *Remote) {
 	r.wsHeadAt.Store(old.wsHeadAt.Load())
 	r.latencyEWMA.Store(old.latencyEWMA.Load())
 	r.chainState.Store(chainOK)
+	r.goodAt.Store(old.goodAt.Load()) // the same endpoint: its answers since are suspect alike
+	r.mb.suspectUntil.Store(old.mb.suspectUntil.Load())
 	r.cc.due.Store(true)
 }
 

@@ -35,7 +35,7 @@ type mined struct {
 type fetched struct {
 	Number     uint64 `json:"number"`
 	BlockAt    int64  `json:"block_at"`    // first eth_getBlockByNumber(number, true)
-	ReceiptsAt int64  `json:"receipts_at"` // first eth_getBlockReceipts(its hash)
+	ReceiptsAt int64  `json:"receipts_at"` // first eth_getBlockReceipts(its number or hash)
 }
 
 // chainControl mines on request and watches, through the node's hook, for
@@ -90,9 +90,16 @@ func (c *chainControl) hook(method string, params json.RawMessage) (json.RawMess
 			c.blockAt.CompareAndSwap(0, time.Now().UnixNano())
 		}
 	case "eth_getBlockReceipts":
-		var p []string
+		// The leader asks by number while it asks for the block, and by
+		// hash when that early answer was not the block's.
+		var p []json.RawMessage
+		if json.Unmarshal(params, &p) != nil || len(p) != 1 {
+			break
+		}
+		ref, err := evm.ParseBlockRef(p[0])
 		h := c.hash.Load()
-		if h != nil && json.Unmarshal(params, &p) == nil && len(p) == 1 && strings.EqualFold(p[0], *h) {
+		if err == nil && (ref.Kind == evm.RefNumber && ref.Number == c.num.Load() ||
+			ref.Kind == evm.RefHash && h != nil && strings.EqualFold(ref.Hash, *h)) {
 			c.receiptsAt.CompareAndSwap(0, time.Now().UnixNano())
 		}
 	}

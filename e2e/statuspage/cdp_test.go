@@ -218,6 +218,22 @@ func (b *browser) navigate(url string) {
 	b.waitLoaded(url)
 }
 
+// signIn submits the status page's sign-in form with token and waits for
+// the signed-in page, whole: the sign-in page is itself a loaded page at
+// the same address, so its URL and readyState say nothing.
+func (b *browser) signIn(token string) {
+	b.t.Helper()
+	b.eval(`document.querySelector('input[name=token]').value = `+jsString(token)+`; document.querySelector('form.login').submit()`, nil)
+	testkit.WaitFor(b.t, 15*time.Second, "the signed-in page loaded", func() bool {
+		var st struct {
+			State string
+			Login bool
+		}
+		return b.tryEval(`({State: document.readyState, Login: !!document.querySelector('form.login')})`, &st) == nil &&
+			st.State == "complete" && !st.Login
+	})
+}
+
 // waitLoaded waits until the page at a URL starting with prefix is whole.
 func (b *browser) waitLoaded(prefix string) {
 	b.t.Helper()

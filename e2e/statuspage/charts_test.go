@@ -134,8 +134,7 @@ func TestStatusPageCharts(t *testing.T) {
 		shots = d
 	}
 	b.navigate(base + "/status?pause=1")
-	b.eval(`document.querySelector('input[name=token]').value = `+jsString(token)+`; document.querySelector('form.login').submit()`, nil)
-	b.waitLoaded(base + "/status")
+	b.signIn(token)
 
 	var cards []card
 	testkit.WaitFor(t, 15*time.Second, "the signed-in overview's cards", func() bool {

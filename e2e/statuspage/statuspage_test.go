@@ -90,8 +90,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	before := overview(t, base).Chains[0] // the card is read between before and after
 	b.navigate(base + "/status")
-	b.eval(`document.querySelector('input[name=token]').value = `+jsString(token)+`; document.querySelector('form.login').submit()`, nil)
-	b.waitLoaded(base + "/status")
+	b.signIn(token)
 	var card struct {
 		Chain string
 		Head  string

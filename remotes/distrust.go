@@ -1,0 +1,97 @@
+package remotes
+
+// Distrust: a remote found on another chain (chaincheck.go), misbehaving
+// (misbehave.go: it disagreed with a vote, failed an integrity check
+// another answer passed, claimed a head nothing corroborates) or cordoned
+// for it may have answered wrongly for a while before it was found out,
+// and whatever keeps its answers (the response cache) must drop them. The
+// pool says so once per finding, from where the finding is made, to the
+// function OnDistrust gave it, with the time of the remote's last good
+// check: its answers since are suspect.
+//
+// A remote's last good check is the last chain id check that said the
+// chain while nothing was held against it. Its answers are not checks of
+// it: an answer that passed a block's integrity check says nothing of the
+// remote's state answers, and a remote that lies about state passes every
+// block check. While it is under suspicion (on another chain, out of
+// rotation until checked, or within cordon.within of a misbehaviour, or
+// cordoned) a passed check does not move the time: the answers of a remote
+// that lies now and then are dropped back to before the first lie seen.
+// A lie that began before its last good check is not seen by it; an
+// operator drops those by the admin API (a purge by remote).
+
+import "time"
+
+// Distrust causes: the cause of a Distrust, and a metric label.
+const (
+	DistrustWrongChain = "wrong_chain"
+	DistrustCordoned   = "cordoned"
+	// The misbehaviour kinds (kindDisagree, kindIntegrity, kindBogusHead)
+	// are causes too.
+)
+
+// Distrust is a remote whose answers since its last good check are no
+// longer to be trusted.
+type Distrust struct {
+	// Chain and Remote name it (never its URL).
+	Chain, Remote string
+	// Since is the time of its last good check. A remote that never
+	// passed one was never in rotation: it is not reported.
+	Since time.Time
+	// Cause: DistrustWrongChain, DistrustCordoned, or the kind of
+	// misbehaviour (disagree, integrity, bogus_head).
+	Cause string
+}
+
+// OnDistrust makes fn the function told of each Distrust; nil: nobody.
+// fn is called on the goroutine that made the finding (a chain check, a
+// vote, a verified call): it must not block.
+func (p *Pool) OnDistrust(fn func(Distrust)) {
+	if fn == nil {
+		p.onDistrust.Store(nil)
+		return
+	}
+	p.onDistrust.Store(&fn)
+}
+
+// distrusted tells OnDistrust's function that r's answers since its last
+// good check are suspect, unless r never passed one.
+func (p *Pool) distrusted(r *Remote, cause string) {
+	fn := p.onDistrust.Load()
+	good := r.goodAt.Load()
+	if fn == nil || good == 0 {
+		return
+	}
+	(*fn)(Distrust{Chain: r.chain, Remote: r.Name(), Since: time.Unix(0, good), Cause: cause})
+}
+
+// checkPassed records a good check of r at now, unless r is under
+// suspicion.
+func (r *Remote) checkPassed(now time.Time) {
+	if now.UnixNano() < r.mb.suspectUntil.Load() || r.chainState.Load() != chainOK {
+		return
+	}
+	r.goodAt.Store(now.UnixNano())
+}
+
+// suspect holds r's last good check until at least until; it reports
+// whether r was not under suspicion already (a finding to report).
+func (r *Remote) suspect(now, until time.Time) (fresh bool) {
+	for {
+		old := r.mb.suspectUntil.Load()
+		if until.UnixNano() <= old {
+			return now.UnixNano() >= old
+		}
+		if r.mb.suspectUntil.CompareAndSwap(old, until.UnixNano()) {
+			return now.UnixNano() >= old
+		}
+	}
+}
+
+// LastGoodCheck is the time of r's last good check (zero: none yet).
+func (r *Remote) LastGoodCheck() time.Time {
+	if g := r.goodAt.Load(); g != 0 {
+		return time.Unix(0, g)
+	}
+	return time.Time{}
+}
