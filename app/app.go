@@ -32,6 +32,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/natsfeed"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/remotes/availredis"
@@ -79,6 +80,7 @@ var Module = fx.Module("app",
 		newRPCOptions,
 		newRequestLog,
 		newRateLimiter,
+		newBudgets,
 		newEdge,
 		newGate,
 		newAdmin,
@@ -178,6 +180,7 @@ type headFeed struct {
 	heads    *stalker.HeadShare // the remotes' heads shared; nil without Redis
 	subs     *subcenter.Center
 	filters  *subcenter.Filters
+	feed     *natsfeed.Publisher // the JetStream feed; nil: off
 
 	leading atomic.Bool // the stalker runs: this replica leads
 	// stopCampaign ends the campaign alone (a drain), campaignDone is
@@ -187,17 +190,18 @@ type headFeed struct {
 }
 
 // lead runs the stalker for one leadership, and publishes the remotes'
-// heads while it runs.
+// heads and the JetStream feed while it runs.
 func (h *headFeed) lead(ctx context.Context, epoch uint64) {
 	h.leading.Store(true)
 	defer h.leading.Store(false)
-	if h.heads == nil {
-		h.stalker.Lead(ctx, epoch)
-		return
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { h.heads.Lead(ctx, epoch) })
+	if h.heads != nil {
+		wg.Go(func() { h.heads.Lead(ctx, epoch) })
+	}
+	if h.feed != nil {
+		wg.Go(func() { h.feed.Lead(ctx, epoch) })
+	}
 	h.stalker.Lead(ctx, epoch)
 	cancel()
 	wg.Wait()
@@ -230,6 +234,7 @@ type chainParts struct {
 	replies *remotes.ReplyBudget
 	history *history
 	tracer  *tracing.Tracer // nil: off
+	nats    *vnats.Conn     // nil: no NATS
 }
 
 // all is the chains served now, in config order.
@@ -250,6 +255,7 @@ type chainMetrics struct {
 	router   *router.Metrics
 	subs     *subcenter.Metrics
 	cache    *cache.Metrics
+	feed     *natsfeed.Metrics
 }
 
 func newChainMetrics(reg prometheus.Registerer) chainMetrics {
@@ -262,6 +268,7 @@ func newChainMetrics(reg prometheus.Registerer) chainMetrics {
 		router:   router.NewMetrics(reg),
 		subs:     subcenter.NewMetrics(reg),
 		cache:    cache.NewMetrics(reg),
+		feed:     natsfeed.NewMetrics(reg),
 	}
 }
 
@@ -274,6 +281,7 @@ type chainsParams struct {
 	Remotes   *remotes.Metrics
 	History   *history
 	Tracer    *tracing.Tracer // nil: off
+	NATS      *vnats.Conn     // nil: no NATS
 }
 
 func newChains(p chainsParams) (*chains, error) {
@@ -289,7 +297,7 @@ func newChains(p chainsParams) (*chains, error) {
 	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
 	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
 		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
-		history: p.History, tracer: p.Tracer}
+		history: p.History, tracer: p.Tracer, nats: p.NATS}
 	out.series.onDrop(out.parts.metrics.drop)
 	list := make([]*chain, 0, len(cfg.Chains))
 	for _, cc := range cfg.Chains {
@@ -409,6 +417,10 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 	}
 	if cs.rdb != nil {
 		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool, cs.log, m.heads)
+	}
+	if cc.NATS.Stream && cs.parts.nats != nil {
+		h.feed = natsfeed.New(natsfeed.Options{Chain: cc.Name, Prefix: cfg.NATS.WithDefaults().Prefix, Config: cc.NATS,
+			Conn: cs.parts.nats.NATS, Store: store, Window: w, Fetch: fetchHeader(pool), Logger: cs.log, Metrics: m.feed})
 	}
 	return h
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
+	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/router"
@@ -182,6 +183,9 @@ type ChainConfig struct {
 	// Filters are the chain's polled filters (eth_newFilter and the
 	// rest), which venn serves itself (package subcenter).
 	Filters subcenter.FilterConfig `yaml:"filters"`
+	// NATS publishes the chain's head feed to a JetStream stream while
+	// this replica leads it (package natsfeed): `nats: {stream: true}`.
+	NATS natsfeed.Config `yaml:"nats"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).

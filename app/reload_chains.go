@@ -35,6 +35,7 @@ var chainSections = []chainSection{
 	{name: "cache", fields: []string{"Cache"}, apply: applyCache},
 	{name: "getlogs_limits", fields: []string{"GetLogsLimits"}, apply: applyLogLimits},
 	{name: "filters", fields: []string{"Filters"}, apply: applyFilters},
+	{name: "nats", fields: []string{"NATS"}}, // the feed's publisher is built with it
 }
 
 // applyFilters puts a chain's filter timeout and caps in force.

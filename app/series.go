@@ -65,6 +65,7 @@ func (m chainMetrics) drop(chain string) {
 	m.router.DropChain(chain)
 	m.subs.DropChain(chain)
 	m.cache.DropChain(chain)
+	m.feed.DropChain(chain)
 }
 
 // forget lets go of the series of c, which has stopped for good: its

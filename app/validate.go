@@ -91,6 +91,7 @@ func (c *Config) Validate() error {
 			seen[ch.Name] = i
 		}
 		ch.validate(&p, path)
+		c.validateFeed(&p, path, i)
 		c.validateCache(&p, path, ch.Cache)
 		for j, r := range ch.Remotes {
 			// No larger reply could ever be read.
@@ -199,6 +200,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	p.under(path, c.Pool.Validate(c.Remotes))
 	p.under(path+".getlogs_limits", c.GetLogsLimits.Validate())
 	p.under(path+".filters", c.Filters.Validate())
+	p.under(path+".nats", c.NATS.Validate())
 }
 
 // validateAdmin checks where the admin API serves: without tokens only on
@@ -221,5 +223,23 @@ func (c *Config) validateAdmin(p *problems) {
 	}
 	if addr, field := c.AdminAddr(); addr != "" && len(c.Admin.Tokens) == 0 && !admin.Loopback(addr) {
 		p.add(field, "the admin API without admin.tokens binds only to a loopback address (127.0.0.1, [::1] or localhost); add a token to serve it on %s", addr)
+	}
+}
+
+// validateFeed checks a chain's JetStream feed against the nats section
+// and the other chains' feeds.
+func (c *Config) validateFeed(p *problems, path string, i int) {
+	f := c.Chains[i].NATS
+	if !f.Stream {
+		return
+	}
+	if !c.NATS.Enabled() {
+		p.add(path+".nats.stream", "needs nats.url: the feed is published on the process's NATS connection")
+	}
+	name := f.WithDefaults(c.Chains[i].Name).Name
+	for j := range i {
+		if o := c.Chains[j].NATS; o.Stream && o.WithDefaults(c.Chains[j].Name).Name == name {
+			p.add(path+".nats.stream_name", "stream %s is also chains[%d]'s", name, j)
+		}
 	}
 }

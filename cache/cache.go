@@ -199,7 +199,7 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	fl, lead := c.flight.join(fk)
 	var a answer
 	if lead {
-		m := missed{method: call.Method, at: at, key: k, pin: p, skip: skip}
+		m := missed{method: call.Method, params: call.Params, at: at, key: k, pin: p, skip: skip}
 		a = c.lead(ctx, fk, fl, &m, fetch)
 	} else {
 		fl.wg.Wait()
@@ -207,7 +207,7 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	}
 	if !lead && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
-		res, err, _, _ := c.fetchAt(ctx, call.Method, fetch, p, at)
+		res, err, _, _, _ := c.fetchAt(ctx, call.Method, fetch, p, at)
 		c.served.note(o)
 		return res, err, o
 	}
@@ -329,6 +329,7 @@ func (c *Cache) fill(ctx context.Context, k Key, p pin, e Entry, tiers []*layer)
 // the caller's call in it) to the heap.
 type missed struct {
 	method string
+	params json.RawMessage // the call's, read only by the proof check
 	at     View
 	key    Key
 	pin    pin
@@ -366,11 +367,14 @@ func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 			}
 		}()
 	}
-	res, err, unpinned, remote := c.fetchAt(ctx, m.method, fetch, m.pin, m.at)
+	res, err, unpinned, remote, hash := c.fetchAt(ctx, m.method, fetch, m.pin, m.at)
 	if unpinned {
 		return answer{res: res, err: err}
 	}
 	e, keep := c.policy.entry(m.method, m.pin, res, err)
+	if keep && !e.Error && c.proves(m.method) {
+		res, err, keep = c.prove(ctx, m.method, m.params, hash, m.at, res)
+	}
 	e.Remote, e.Written = remote, time.Now().UnixMilli()
 	if keep && m.pin.recent {
 		// The block may have been orphaned while upstream answered: an
@@ -394,25 +398,29 @@ func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 // answered as it would be without the cache: unpinned, that answer is
 // served and never stored, for nothing says which chain's block it was
 // computed on. Traces go by number: their block param is not EIP-1898's.
-// remote names the remotes that answered (the call's note of its fetch).
-func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin, at View) (res json.RawMessage, err error, unpinned bool, remote string) {
+// remote names the remotes that answered (the call's note of its fetch);
+// block is the hash of the block the answer is of ("" when unpinned).
+func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin, at View) (res json.RawMessage, err error, unpinned bool, remote, block string) {
 	hash := p.pinned()
 	if p.settled && !p.byHash && !isTrace(method) {
 		h, ok := at.SettledHash(ctx, p.number)
 		if !ok {
 			c.count(method, "any", "unpinned")
 			res, err = fetch(ctx, "")
-			return res, err, true, ""
+			return res, err, true, "", ""
 		}
 		hash = h
 	}
 	res, err, remote = noted(ctx, fetch, hash)
 	if hash == "" || ctx.Err() != nil || !c.lacks(method, res, err) {
-		return res, err, false, remote
+		if hash == "" && p.byHash {
+			hash = p.hash
+		}
+		return res, err, false, remote, hash
 	}
 	c.count(method, "any", "unpinned")
 	res, err = fetch(ctx, "")
-	return res, err, true, ""
+	return res, err, true, "", ""
 }
 
 // noted is fetch under a note of its own, merged into the call's after

@@ -90,7 +90,19 @@ type Config struct {
 	// the call goes on as a miss. Raise it where the stores are far (or
 	// the machine is loaded) and a few ms is not what they take.
 	TierTimeout time.Duration `yaml:"tier_timeout"`
+	// Verify says what a provable state answer (eth_getBalance,
+	// eth_getTransactionCount, eth_getCode, eth_getStorageAt, eth_getProof)
+	// is checked against before it is stored: VerifyNone (the default), or
+	// VerifyProofs, the account's eth_getProof verified against the state
+	// root of the block the cluster holds (proof.go).
+	Verify string `yaml:"verify"`
 }
+
+// The values of cache.verify.
+const (
+	VerifyNone   = "none"
+	VerifyProofs = "proofs"
+)
 
 // Methods are a chain's changes to DefaultMethods.
 type Methods struct {
@@ -126,6 +138,7 @@ func (c Config) WithDefaults(blockTime time.Duration, redis bool) Config {
 	c.PostgresMaxRows = cmp.Or(c.PostgresMaxRows, DefaultPostgresMaxRows)
 	c.ClaimHold = cmp.Or(c.ClaimHold, DefaultClaimHold)
 	c.TierTimeout = cmp.Or(c.TierTimeout, DefaultTierTimeout)
+	c.Verify = cmp.Or(c.Verify, VerifyNone)
 	return c
 }
 
@@ -161,6 +174,9 @@ func (c Config) Validate() error {
 	}
 	if c.PostgresMaxRows <= 0 {
 		add("postgres_max_rows", "must be positive")
+	}
+	if c.Verify != VerifyNone && c.Verify != VerifyProofs {
+		add("verify", "must be %q or %q, not %q", VerifyNone, VerifyProofs, c.Verify)
 	}
 	if c.RecentTTL > c.SettledTTL {
 		add("recent_ttl", "must not exceed settled_ttl")

@@ -10,7 +10,7 @@ func TestConfigDefaults(t *testing.T) {
 	c := Config{}.WithDefaults(2*time.Second, true)
 	if !c.On() || !*c.Redis || c.Postgres || c.MemoryBytes != DefaultMemoryBytes || c.RecentTTL != 8*time.Second ||
 		!*c.CacheReverts.Settled || *c.CacheReverts.Recent || c.MaxEntryBytes != DefaultMaxEntryBytes ||
-		c.PostgresMaxRows != DefaultPostgresMaxRows || c.TierTimeout != DefaultTierTimeout {
+		c.PostgresMaxRows != DefaultPostgresMaxRows || c.TierTimeout != DefaultTierTimeout || c.Verify != VerifyNone {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if err := c.Validate(); err != nil {
@@ -35,6 +35,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{func(c *Config) { c.Methods.Never = []string{"*"} }, "methods.never[0]:"},
 		{func(c *Config) { c.PostgresMaxRows = -1 }, "postgres_max_rows: must be positive"},
 		{func(c *Config) { c.TierTimeout = -time.Millisecond }, "tier_timeout: must be positive"},
+		{func(c *Config) { c.Verify = "proof" }, `verify: must be "none" or "proofs"`},
 	}
 	for _, tt := range tests {
 		c := Config{}.WithDefaults(time.Second, false)

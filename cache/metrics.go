@@ -17,6 +17,7 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	evictions   *prometheus.CounterVec
 	storeErrors *prometheus.CounterVec
+	proofs      *prometheus.CounterVec
 	distrusted  *prometheus.CounterVec
 
 	mu          sync.Mutex
@@ -44,6 +45,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "venn", Name: "cache_store_errors_total",
 			Help: "Failed tier operations (get, set, claim, delete, size); each is a miss, never a client's error.",
 		}, []string{"chain", "tier", "op"}),
+		proofs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "venn", Name: "cache_proof_checks_total",
+			Help: "Provable state answers checked against their block's state root before they are stored (cache.verify: proofs), " +
+				"by result: verified (stored), mismatch (the proof verifies and the answer is not what it proves: not stored, " +
+				"the proved state served), bad_proof (the proof does not verify), no_proof (no remote answered eth_getProof), " +
+				"no_root (the block's state root is not known), unreadable (params venn does not read): not stored, served.",
+		}, []string{"chain", "method", "result"}),
 		distrusted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "venn", Name: "cache_distrust_purges_total",
 			Help: "Purges of a remote's answers since its last good check, made when it was found on another chain " +
@@ -55,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		entriesDesc: prometheus.NewDesc("venn_cache_entries", "Entries a tier holds.", []string{"chain", "tier"}, nil),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m.distrusted, m)
+		reg.MustRegister(m.requests, m.evictions, m.storeErrors, m.proofs, m.distrusted, m)
 	}
 	return m
 }
@@ -85,6 +93,7 @@ func (m *Metrics) DropChain(chain string) {
 	l := prometheus.Labels{"chain": chain}
 	m.requests.DeletePartialMatch(l)
 	m.evictions.DeletePartialMatch(l)
+	m.proofs.DeletePartialMatch(l)
 	m.storeErrors.DeletePartialMatch(l)
 	m.distrusted.DeletePartialMatch(l)
 }

@@ -69,29 +69,29 @@ func (c Config) WithDefaults(chain string) Config {
 	return c
 }
 
-// Validate checks the section; field names are as in the file, under
-// prefix (chains[0].nats).
-func (c Config) Validate(prefix string) error {
+// Validate checks the section; each message names its field as the file
+// spells it.
+func (c Config) Validate() error {
 	var errs []error
 	if c.Name != "" && !validName(c.Name) {
-		errs = append(errs, fmt.Errorf("%s.stream_name: %q: letters, digits, - and _ only", prefix, c.Name))
+		errs = append(errs, fmt.Errorf("stream_name: %q: letters, digits, - and _ only", c.Name))
 	}
 	if c.MaxAge < 0 {
-		errs = append(errs, fmt.Errorf("%s.max_age: must not be negative", prefix))
+		errs = append(errs, fmt.Errorf("max_age: must not be negative"))
 	}
 	if c.MaxBytes < 0 {
-		errs = append(errs, fmt.Errorf("%s.max_bytes: must not be negative", prefix))
+		errs = append(errs, fmt.Errorf("max_bytes: must not be negative"))
 	}
 	if c.Replicas < 0 || c.Replicas > 5 {
-		errs = append(errs, fmt.Errorf("%s.replicas: %d: 1 to 5", prefix, c.Replicas))
+		errs = append(errs, fmt.Errorf("replicas: %d: 1 to 5", c.Replicas))
 	}
 	switch c.Storage {
 	case "", "file", "memory":
 	default:
-		errs = append(errs, fmt.Errorf("%s.storage: %q: file or memory", prefix, c.Storage))
+		errs = append(errs, fmt.Errorf("storage: %q: file or memory", c.Storage))
 	}
 	if c.DuplicateWindow < 0 {
-		errs = append(errs, fmt.Errorf("%s.duplicate_window: must not be negative", prefix))
+		errs = append(errs, fmt.Errorf("duplicate_window: must not be negative"))
 	}
 	return errors.Join(errs...)
 }

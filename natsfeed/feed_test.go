@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/feedtest"
 	"github.com/venn-gateway/venn/internal/natstest"
 )
 
@@ -186,194 +186,6 @@ func (f *feed) lead(js jetstream.JetStream, w *headstore.Window, cfg Config) *le
 	return &leader{p: p, stop: stop}
 }
 
-// indexer is a consumer of the stream as an indexer is: a durable
-// consumer that applies each event to its copy of the chain, acks it,
-// and checks the stream as it goes.
-type indexer struct {
-	t       *testing.T
-	name    string
-	chain   map[uint64]string
-	head    uint64
-	hasHead bool
-	safe    uint64
-	final   uint64
-	reorgs  []*Event
-	gaps    []*Event
-	blocks  int
-	seqs    []uint64 // the stream sequences seen, in order
-	ids     map[string]bool
-	msgs    int
-	// redelivered counts messages delivered again after a server crash.
-	redelivered int
-}
-
-func newIndexer(t *testing.T, name string) *indexer {
-	return &indexer{t: t, name: name, chain: map[uint64]string{}, ids: map[string]bool{}}
-}
-
-// apply applies one message and checks that it follows on.
-func (x *indexer) apply(m jetstream.Msg) {
-	x.t.Helper()
-	meta, err := m.Metadata()
-	if err != nil {
-		x.t.Fatal(err)
-	}
-	if n := len(x.seqs); n > 0 && meta.Sequence.Stream <= x.seqs[n-1] {
-		// Delivered again: the server lost the ack (it was killed).
-		// An indexer keeps the last stream sequence it applied with its
-		// data, and skips what it already has.
-		x.redelivered++
-		if err := m.Ack(); err != nil {
-			x.t.Fatal(err)
-		}
-		return
-	}
-	if n := len(x.seqs); n > 0 && meta.Sequence.Stream != x.seqs[n-1]+1 {
-		x.t.Fatalf("%s: stream seq %d after %d", x.name, meta.Sequence.Stream, x.seqs[n-1])
-	}
-	x.seqs = append(x.seqs, meta.Sequence.Stream)
-	id := m.Headers().Get(nats.MsgIdHdr)
-	if id == "" || x.ids[id] {
-		x.t.Fatalf("%s: message id %q empty or seen before", x.name, id)
-	}
-	x.ids[id] = true
-	x.msgs++
-	ev, err := Decode(m.Data())
-	if err != nil {
-		x.t.Fatal(err)
-	}
-	switch ev.Type {
-	case TypeBlock:
-		if x.hasHead && ev.Number != x.head+1 {
-			x.t.Fatalf("%s: block %d after head %d", x.name, ev.Number, x.head)
-		}
-		if h, ok := x.chain[ev.Number-1]; ok && h != "" && h != ev.Parent {
-			x.t.Fatalf("%s: block %d's parent %s is not the chain's %s", x.name, ev.Number, ev.Parent, h)
-		}
-		var hdr struct {
-			Hash         string            `json:"hash"`
-			Transactions []json.RawMessage `json:"transactions"`
-		}
-		if err := json.Unmarshal(ev.Block, &hdr); err != nil || hdr.Hash != ev.Hash {
-			x.t.Fatalf("%s: block %d: body %s does not name %s (%v)", x.name, ev.Number, ev.Block, ev.Hash, err)
-		}
-		for _, tx := range hdr.Transactions {
-			if tx[0] != '"' {
-				x.t.Fatalf("%s: block %d: transactions are not hashes: %s", x.name, ev.Number, tx)
-			}
-		}
-		var rcs []json.RawMessage
-		if err := json.Unmarshal(ev.Receipts, &rcs); err != nil || len(rcs) != len(hdr.Transactions) {
-			x.t.Fatalf("%s: block %d: %d receipts for %d transactions (%v)", x.name, ev.Number, len(rcs), len(hdr.Transactions), err)
-		}
-		x.chain[ev.Number] = ev.Hash
-		x.head, x.hasHead = ev.Number, true
-		x.blocks++
-	case TypeReorg:
-		if h, ok := x.chain[ev.Common.Number]; ok && h != "" && h != ev.Common.Hash {
-			x.t.Fatalf("%s: reorg's common block %d %s is not the chain's %s", x.name, ev.Common.Number, ev.Common.Hash, h)
-		}
-		for _, r := range ev.Removed {
-			if x.chain[r.Number] != r.Hash {
-				x.t.Fatalf("%s: reorg removes %d %s, which the chain does not hold (%s)", x.name, r.Number, r.Hash, x.chain[r.Number])
-			}
-		}
-		for n := range x.chain {
-			if n > ev.Common.Number {
-				delete(x.chain, n)
-			}
-		}
-		x.head, x.hasHead = ev.Common.Number, true
-		x.reorgs = append(x.reorgs, ev)
-	case TypeGap:
-		if x.hasHead && ev.From != x.head+1 {
-			x.t.Fatalf("%s: gap from %d after head %d", x.name, ev.From, x.head)
-		}
-		for n := ev.From; n <= ev.To; n++ {
-			x.chain[n] = "" // to fetch from history
-		}
-		x.chain[ev.To] = ev.ToHash
-		x.head, x.hasHead = ev.To, true
-		x.gaps = append(x.gaps, ev)
-	case TypeFinality:
-		if ev.Safe < x.safe || ev.Finalized < x.final {
-			x.t.Fatalf("%s: finality went down: %d/%d after %d/%d", x.name, ev.Safe, ev.Finalized, x.safe, x.final)
-		}
-		x.safe, x.final = ev.Safe, ev.Finalized
-	}
-	if err := m.DoubleAck(context.Background()); err != nil {
-		x.t.Fatal(err)
-	}
-}
-
-// consumer is a durable consumer of the stream.
-func consumer(t *testing.T, js jetstream.JetStream, stream, durable string) jetstream.Consumer {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	for {
-		// The leader creates the stream: wait for it.
-		c, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
-			Durable: durable, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
-		})
-		if err == nil {
-			return c
-		}
-		if !errors.Is(err, jetstream.ErrStreamNotFound) || ctx.Err() != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// until consumes until done reports true, within waitLimit.
-func (x *indexer) until(c jetstream.Consumer, done func() bool) {
-	x.t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !done() {
-		if time.Now().After(deadline) {
-			x.t.Fatalf("%s: not done after %s: head %d, %d messages", x.name, waitLimit, x.head, x.msgs)
-		}
-		batch, err := c.Fetch(64, jetstream.FetchMaxWait(200*time.Millisecond))
-		if err != nil {
-			x.t.Fatal(err)
-		}
-		for m := range batch.Messages() {
-			x.apply(m)
-		}
-	}
-}
-
-// at reports whether the indexer's chain ends at the feed's head.
-func (x *indexer) at(f *feed) func() bool {
-	return func() bool {
-		n, h := f.head()
-		return x.hasHead && x.head == n && x.chain[n] == h
-	}
-}
-
-// matches fails unless every block the indexer holds is canonical.
-func (x *indexer) matches(f *feed) {
-	x.t.Helper()
-	want := f.canonical()
-	for n, h := range x.chain {
-		if w, ok := want[n]; ok && h != "" && h != w {
-			x.t.Errorf("%s: block %d is %s, the chain's is %s", x.name, n, h, w)
-		}
-	}
-	for n, h := range want {
-		if got, ok := x.chain[n]; ok && got == "" {
-			continue // in a gap: the indexer fetches it from history
-		}
-		if x.chain[n] != h {
-			x.t.Errorf("%s: block %d: has %q, want %s", x.name, n, x.chain[n], h)
-		}
-	}
-}
-
 func startNATS(t *testing.T) (*natstest.Server, jetstream.JetStream) {
 	t.Helper()
 	srv := natstest.Start(t, natstest.Options{})
@@ -396,4 +208,19 @@ type tlog struct{ t *testing.T }
 func (w tlog) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// at reports whether the indexer's chain ends at the feed's head.
+func at(x *feedtest.Indexer, f *feed) func() bool {
+	return func() bool {
+		n, h := f.head()
+		return x.HasHead && x.Head == n && x.Chain[n] == h
+	}
+}
+
+// matches fails unless every block the indexer holds is the feed's
+// canonical one, and it holds every one of them (or has it in a gap).
+func matches(t *testing.T, x *feedtest.Indexer, f *feed) {
+	t.Helper()
+	feedtest.Matches(t, x, f.canonical())
 }

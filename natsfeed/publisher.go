@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/venn-gateway/venn/evm"
@@ -22,8 +23,10 @@ type Options struct {
 	// Prefix is the subjects' first token(s): PREFIX.CHAIN.events.>.
 	Prefix string
 	Config Config
-	// JS publishes; it is the process's NATS connection's.
-	JS jetstream.JetStream
+	// JS publishes; it is the process's NATS connection's. Or else Conn
+	// returns that connection (nil until it is started).
+	JS   jetstream.JetStream
+	Conn func() *nats.Conn
 	// Store is the chain's head store, whose events the publisher
 	// follows; Window is this replica's window of it, which a catch-up
 	// reads.
@@ -49,6 +52,7 @@ type Publisher struct {
 	cfg   Config
 	subj  Subjects
 	js    jetstream.JetStream
+	conn  func() *nats.Conn
 	store headstore.Store
 	w     *headstore.Window
 	fetch headstore.FetchBlock
@@ -84,6 +88,7 @@ func New(o Options) *Publisher {
 		cfg:   o.Config.WithDefaults(o.Chain),
 		subj:  SubjectsFor(o.Prefix, o.Chain),
 		js:    o.JS,
+		conn:  o.Conn,
 		store: o.Store,
 		w:     o.Window,
 		fetch: o.Fetch,
@@ -151,6 +156,20 @@ func (p *Publisher) Lead(ctx context.Context, _ uint64) {
 // there: the store's events after the stream's last one when the store
 // still has them, or else what the window holds after the stream's head.
 func (p *Publisher) run(ctx context.Context) error {
+	if p.js == nil {
+		var nc *nats.Conn
+		if p.conn != nil {
+			nc = p.conn()
+		}
+		if nc == nil {
+			return errNotConnected
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return fmt.Errorf("jetstream: %w", err)
+		}
+		p.js = js
+	}
 	stream, err := p.ensure(ctx)
 	if err != nil {
 		return err

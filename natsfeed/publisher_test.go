@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/venn-gateway/venn/internal/feedtest"
 )
 
 // TestFeedInOrder: blocks, a reorg with what it removed, finality moves:
@@ -16,27 +18,27 @@ func TestFeedInOrder(t *testing.T) {
 	f := newFeed(t, 32)
 	f.extend("a", 5)
 	f.lead(js, f.window(), Config{})
-	x := newIndexer(t, "indexer")
-	c := consumer(t, js, "VENN_ETH", "idx")
-	x.until(c, x.at(f)) // the stream is live
+	x := feedtest.New(t, "indexer")
+	c := feedtest.Consumer(t, js, "VENN_ETH", "idx")
+	x.Until(c, at(x, f)) // the stream is live
 	f.extend("a", 3)
 	f.reorg(6, "b", 4) // 7, 8 leave; 7'..10' come
 	f.setFinality(8, 4)
 	f.extend("b", 2)
-	x.until(c, x.at(f))
-	x.matches(f)
-	if len(x.reorgs) != 1 {
-		t.Fatalf("reorgs = %d, want 1", len(x.reorgs))
+	x.Until(c, at(x, f))
+	matches(t, x, f)
+	if len(x.Reorgs) != 1 {
+		t.Fatalf("reorgs = %d, want 1", len(x.Reorgs))
 	}
-	r := x.reorgs[0]
+	r := x.Reorgs[0]
 	if r.Common.Number != 6 || len(r.Removed) != 2 || r.Removed[0].Number != 7 || len(r.Added) != 4 {
 		t.Errorf("reorg = %+v, want common 6, removed 7 and 8, added 7..10", r)
 	}
-	if x.safe != 8 || x.final != 4 {
-		t.Errorf("finality = %d/%d, want 8/4", x.safe, x.final)
+	if x.Safe != 8 || x.Final != 4 {
+		t.Errorf("finality = %d/%d, want 8/4", x.Safe, x.Final)
 	}
-	if len(x.gaps) != 0 {
-		t.Errorf("gaps = %+v", x.gaps)
+	if len(x.Gaps) != 0 {
+		t.Errorf("gaps = %+v", x.Gaps)
 	}
 }
 
@@ -47,15 +49,15 @@ func TestFeedResume(t *testing.T) {
 	f := newFeed(t, 32)
 	f.lead(js, f.window(), Config{})
 	f.extend("a", 10)
-	x := newIndexer(t, "first")
-	c := consumer(t, js, "VENN_ETH", "idx")
-	x.until(c, func() bool { return x.head >= 4 })
+	x := feedtest.New(t, "first")
+	c := feedtest.Consumer(t, js, "VENN_ETH", "idx")
+	x.Until(c, func() bool { return x.Head >= 4 })
 	// The indexer goes away; the chain goes on.
 	f.reorg(8, "b", 4)
 	f.extend("b", 5)
-	again := consumer(t, js, "VENN_ETH", "idx")
-	x.until(again, x.at(f))
-	x.matches(f)
+	again := feedtest.Consumer(t, js, "VENN_ETH", "idx")
+	x.Until(again, at(x, f))
+	matches(t, x, f)
 }
 
 // TestFeedNATSRestart: NATS goes away while blocks and a reorg go by; when
@@ -66,8 +68,8 @@ func TestFeedNATSRestart(t *testing.T) {
 	f := newFeed(t, 32)
 	f.extend("a", 5)
 	f.lead(js, f.window(), Config{})
-	x := newIndexer(t, "indexer")
-	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
+	x := feedtest.New(t, "indexer")
+	x.Until(feedtest.Consumer(t, js, "VENN_ETH", "idx"), at(x, f))
 
 	srv.Kill()
 	f.extend("a", 4) // to 9
@@ -76,10 +78,10 @@ func TestFeedNATSRestart(t *testing.T) {
 	f.extend("b", 2) // to 12
 	srv.Restart()
 
-	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
-	x.matches(f)
-	if x.final != 5 {
-		t.Errorf("finalized = %d, want 5", x.final)
+	x.Until(feedtest.Consumer(t, js, "VENN_ETH", "idx"), at(x, f))
+	matches(t, x, f)
+	if x.Final != 5 {
+		t.Errorf("finalized = %d, want 5", x.Final)
 	}
 }
 
@@ -91,18 +93,18 @@ func TestFeedPastWindow(t *testing.T) {
 	f := newFeed(t, 8) // the store keeps at most 32 events
 	f.extend("a", 3)
 	f.lead(js, f.window(), Config{})
-	x := newIndexer(t, "indexer")
-	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
+	x := feedtest.New(t, "indexer")
+	x.Until(feedtest.Consumer(t, js, "VENN_ETH", "idx"), at(x, f))
 
 	srv.Kill()
 	f.extend("a", 60)
 	srv.Restart()
 
-	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
-	if len(x.gaps) != 1 || x.gaps[0].From != 4 || x.gaps[0].To != 63-8 || x.gaps[0].Reason != GapBehind {
-		t.Fatalf("gaps = %+v, want one from 4 to 55, behind", x.gaps)
+	x.Until(feedtest.Consumer(t, js, "VENN_ETH", "idx"), at(x, f))
+	if len(x.Gaps) != 1 || x.Gaps[0].From != 4 || x.Gaps[0].To != 63-8 || x.Gaps[0].Reason != GapBehind {
+		t.Fatalf("gaps = %+v, want one from 4 to 55, behind", x.Gaps)
 	}
-	x.matches(f)
+	matches(t, x, f)
 }
 
 // TestFeedFailover: two replicas publish at once (a deposed leader that
@@ -114,22 +116,22 @@ func TestFeedFailover(t *testing.T) {
 	f := newFeed(t, 32)
 	a := f.lead(js, f.window(), Config{})
 	f.lead(js2, f.window(), Config{})
-	x := newIndexer(t, "indexer")
-	c := consumer(t, js, "VENN_ETH", "idx")
+	x := feedtest.New(t, "indexer")
+	c := feedtest.Consumer(t, js, "VENN_ETH", "idx")
 	f.extend("a", 1)
-	x.until(c, x.at(f)) // the stream is live
+	x.Until(c, at(x, f)) // the stream is live
 	for round := range 6 {
 		f.extend("a", 3)
 		f.reorg(uint64(3*round+2), "b"+string(rune('0'+round)), 4) // 3-block reorgs, 4-block branches
 		if round == 2 {
-			x.until(c, func() bool { return x.reorgs != nil })
+			x.Until(c, func() bool { return x.Reorgs != nil })
 			a.stop() // killed mid-stream: the other goes on
 		}
 	}
-	x.until(c, x.at(f))
-	x.matches(f)
-	if len(x.reorgs) < 4 {
-		t.Errorf("reorgs = %d, want at least 4 of 6 (a catch-up may tell two at once)", len(x.reorgs))
+	x.Until(c, at(x, f))
+	matches(t, x, f)
+	if len(x.Reorgs) < 4 {
+		t.Errorf("reorgs = %d, want at least 4 of 6 (a catch-up may tell two at once)", len(x.Reorgs))
 	}
 }
 
@@ -146,8 +148,8 @@ func TestStreamRetentionUpdated(t *testing.T) {
 	f := newFeed(t, 8)
 	f.extend("a", 2)
 	f.lead(js, f.window(), Config{MaxAge: 2 * time.Hour, MaxBytes: 2 << 20})
-	x := newIndexer(t, "indexer")
-	x.until(consumer(t, js, "VENN_ETH", "idx"), x.at(f))
+	x := feedtest.New(t, "indexer")
+	x.Until(feedtest.Consumer(t, js, "VENN_ETH", "idx"), at(x, f))
 	s, err := js.Stream(ctx, "VENN_ETH")
 	if err != nil {
 		t.Fatal(err)

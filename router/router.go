@@ -185,6 +185,7 @@ type Router struct {
 	// hash; nil without a window that says.
 	canonicalNumber func(hash string) (uint64, bool)
 	hashes          settledHashes // settled blocks' hashes from header lookups
+	roots           stateRoots    // blocks' state roots, for the cache's proof check
 	forge           *forger.Forger
 	wt              *writeThrough // nil without history
 	log             *slog.Logger

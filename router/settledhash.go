@@ -52,9 +52,10 @@ func (rt *Router) settledHash(ctx context.Context, n uint64) (string, bool) {
 	}
 	c := evm.ParseCall("eth_getBlockByNumber", json.RawMessage(`["`+evm.Quantity(n)+`",false]`))
 	var res json.RawMessage
+	held := false
 	if rt.history != nil && rt.settled(n) {
 		if r, ok, err := rt.history.Answer(ctx, c); err == nil && ok {
-			res = r
+			res, held = r, true
 		}
 	}
 	if res == nil {
@@ -70,5 +71,8 @@ func (rt *Router) settledHash(ctx context.Context, n uint64) (string, bool) {
 	}
 	h := strings.ToLower(b.Hash)
 	rt.hashes.put(n, h)
+	// The proof check asks for this block's state root next: the header
+	// at hand has it.
+	rt.noteRoot(res, h, held)
 	return h, true
 }
