@@ -80,6 +80,7 @@ var Module = fx.Module("app",
 		newRPCOptions,
 		newRequestLog,
 		newRateLimiter,
+		newBudgets,
 		newEdge,
 		newGate,
 		newAdmin,
@@ -360,6 +361,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	settled := cc.settledLine(h.window)
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
 		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
+		Static: cc.StaticAnswers,
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
 	if err != nil {

@@ -183,6 +183,9 @@ type ChainConfig struct {
 	// Filters are the chain's polled filters (eth_newFilter and the
 	// rest), which venn serves itself (package subcenter).
 	Filters subcenter.FilterConfig `yaml:"filters"`
+	// StaticAnswers answers methods (and exact params) from config,
+	// without a remote (package router).
+	StaticAnswers []router.StaticAnswer `yaml:"static_answers"`
 	// NATS publishes the chain's head feed to a JetStream stream while
 	// this replica leads it (package natsfeed): `nats: {stream: true}`.
 	NATS natsfeed.Config `yaml:"nats"`

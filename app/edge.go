@@ -49,8 +49,45 @@ func (c *Config) validateEdge(p *problems) {
 }
 
 // newEdge builds the JSON-RPC server's gate from the edge's sections.
-func newEdge(cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter) *edge.Edge {
-	return edge.New(cfg.Edge, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg})
+// With auth.jwt.jwks_url its key set is fetched at start and refreshed
+// until stop; a reload keeps it (a changed jwks_url is fetched on demand
+// only, until a restart).
+func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter, b *edge.Budgets) *edge.Edge {
+	var jwks *edge.JWKS
+	if j := cfg.Edge.WithDefaults().Auth.JWT; j.JWKSURL != "" {
+		jwks = edge.NewJWKS(j.JWKSURL, edge.JWKSOptions{Refresh: j.JWKSRefresh, MinRefresh: j.JWKSMinRefresh, Logger: log})
+		lc.Append(fx.Hook{
+			OnStart: func(ctx context.Context) error { jwks.Start(ctx); return nil },
+			OnStop:  func(context.Context) error { jwks.Stop(); return nil },
+		})
+	}
+	return edge.New(cfg.Edge, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg, JWKS: jwks, Budgets: b})
+}
+
+// newBudgets counts tenants' credits: in the cluster's Redis when
+// redis.url is set and tenants are configured, so that every replica
+// spends from one count; otherwise in this process. The count is flushed
+// every credits.flush_interval, and once more at stop.
+func newBudgets(lc fx.Lifecycle, cfg *Config, log *slog.Logger) (*edge.Budgets, error) {
+	ec := cfg.Edge.WithDefaults()
+	opts := edge.BudgetsOptions{FlushInterval: ec.Credits.FlushInterval, Logger: log}
+	if !cfg.Redis.Enabled() || len(ec.Tenants) == 0 {
+		return edge.NewBudgets(opts), nil
+	}
+	rdb, err := cfg.Redis.newRedisClient(redisTuning{maxRetries: -1, dialerRetries: 1})
+	if err != nil {
+		return nil, err
+	}
+	opts.Redis = rdb
+	b := edge.NewBudgets(opts)
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error { b.Start(); return nil },
+		OnStop: func(ctx context.Context) error {
+			b.Stop(ctx)
+			return rdb.Close()
+		},
+	})
+	return b, nil
 }
 
 // rateLimiter is where the edge keeps rate-limit state: the cluster's

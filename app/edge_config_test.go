@@ -50,6 +50,7 @@ tls: {cert_file: /etc/venn/cert.pem, key_file: /etc/venn/key.pem, client_ca_file
 		TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1", "2001:db8::/32"},
 		CORS: edge.CORS{AllowedOrigins: []string{"https://app.example.com", "https://*.example.org"},
 			AllowedHeaders: []string{"X-Client"}, MaxAge: time.Hour},
+		Credits: edge.CreditsConfig{Preset: edge.DefaultCreditsPreset, FlushInterval: edge.DefaultCreditsFlush},
 	}
 	if !reflect.DeepEqual(c.Edge, want) {
 		t.Errorf("edge = %+v\nwant %+v", c.Edge, want)
@@ -68,6 +69,7 @@ func TestEdgeConfigDefaults(t *testing.T) {
 		Auth:       edge.AuthConfig{Header: edge.DefaultKeyHeader},
 		RateLimits: edge.RateLimits{OnRedisError: "open", RedisTimeout: edge.DefaultRedisLimitTimeout},
 		CORS:       edge.CORS{MaxAge: edge.DefaultCORSMaxAge},
+		Credits:    edge.CreditsConfig{Preset: edge.DefaultCreditsPreset, FlushInterval: edge.DefaultCreditsFlush},
 	}
 	if !reflect.DeepEqual(c.Edge, want) {
 		t.Errorf("default edge = %+v, want open with the default header", c.Edge)

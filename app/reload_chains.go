@@ -35,7 +35,14 @@ var chainSections = []chainSection{
 	{name: "cache", fields: []string{"Cache"}, apply: applyCache},
 	{name: "getlogs_limits", fields: []string{"GetLogsLimits"}, apply: applyLogLimits},
 	{name: "filters", fields: []string{"Filters"}, apply: applyFilters},
+	{name: "static_answers", fields: []string{"StaticAnswers"}, apply: applyStatic},
 	{name: "nats", fields: []string{"NATS"}}, // the feed's publisher is built with it
+}
+
+// applyStatic puts a chain's static answers in force on its router.
+func applyStatic(c *chain, cc ChainConfig) ([]string, error) {
+	c.router.SetStaticAnswers(cc.StaticAnswers)
+	return []string{fmt.Sprintf("chain %s: static_answers applied", c.name)}, nil
 }
 
 // applyFilters puts a chain's filter timeout and caps in force.

@@ -12,6 +12,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/router"
 )
 
 var (
@@ -65,6 +66,7 @@ func (c *Config) Validate() error {
 	p.under("request_log", c.RequestLog.Validate())
 	p.under("compression", c.Compression.Validate())
 	c.validateEdge(&p)
+	c.validateCrossing(&p)
 	r := c.Redis
 	if _, err := r.target(); err != nil && (r.Enabled() || r.Username != "" || r.Password != "" || r.TLS || r.Sentinel.Password != "") {
 		p = append(p, err)
@@ -199,6 +201,7 @@ func (c *ChainConfig) validate(p *problems, path string) {
 	p.under(path+".history", c.History.Validate(c.Head.Window))
 	p.under(path, c.Pool.Validate(c.Remotes))
 	p.under(path+".getlogs_limits", c.GetLogsLimits.Validate())
+	p.under(path, router.ValidateStatic(c.StaticAnswers))
 	p.under(path+".filters", c.Filters.Validate())
 	p.under(path+".nats", c.NATS.Validate())
 }

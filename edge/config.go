@@ -24,6 +24,11 @@ type Config struct {
 	// X-Real-IP name the client; any other peer is the client itself.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	CORS           CORS     `yaml:"cors"`
+	// Tenants are the teams or customers venn serves, each with its
+	// scopes and budgets (tenants.go); keys and JWTs name them.
+	Tenants []Tenant `yaml:"tenants"`
+	// Credits price calls against the tenants' budgets (credits.go).
+	Credits CreditsConfig `yaml:"credits"`
 }
 
 // Defaults of the edge's sections.
@@ -48,6 +53,8 @@ type AuthConfig struct {
 	// Keys, when there are any, are required: a request without a valid
 	// one gets HTTP 401 and CodeUnauthorized.
 	Keys []APIKey `yaml:"keys"`
+	// JWT authenticates bearer tokens whose claim names a tenant (jwt.go).
+	JWT JWTConfig `yaml:"jwt"`
 }
 
 // APIKey is one client's key. Key is a secret: give it as ${ENV}.
@@ -70,6 +77,17 @@ type APIKey struct {
 	// IPExempt: the key's calls are not limited per address (a back end
 	// behind one address).
 	IPExempt bool `yaml:"ip_exempt"`
+	// Tenant names the tenant the key belongs to: its calls are checked
+	// against the tenant's scopes too, and counted against its budgets
+	// and usage.
+	Tenant string `yaml:"tenant"`
+	// Block refuses these methods to the key (same prefix rule).
+	Block []string `yaml:"block"`
+	// Contracts, CIDRs and CORS scope the key as a tenant's are scoped
+	// (Tenant).
+	Contracts []string `yaml:"contracts"`
+	CIDRs     []string `yaml:"cidrs"`
+	CORS      []string `yaml:"cors"`
 }
 
 // MethodPolicy is the methods section: it adjusts the blocklist every
@@ -159,6 +177,16 @@ func (c Config) WithDefaults() Config {
 	if c.CORS.MaxAge == 0 {
 		c.CORS.MaxAge = DefaultCORSMaxAge
 	}
+	c.Auth.JWT = c.Auth.JWT.withDefaults()
+	c.Credits = c.Credits.withDefaults()
+	if c.Tenants != nil {
+		ts := make([]Tenant, len(c.Tenants))
+		for i, t := range c.Tenants {
+			t.RateLimit = t.RateLimit.withBurst()
+			ts[i] = t
+		}
+		c.Tenants = ts
+	}
 	return c
 }
 
@@ -178,6 +206,11 @@ func (c Config) RateLimited() bool {
 	}
 	for _, k := range c.Auth.Keys {
 		if k.RateLimit.Limited() {
+			return true
+		}
+	}
+	for _, t := range c.Tenants {
+		if t.RateLimit.Limited() {
 			return true
 		}
 	}
@@ -212,6 +245,9 @@ func (c Config) Validate(chains []string) error {
 		known[ch] = true
 	}
 	c.validateKeys(&p, known)
+	c.validateTenants(&p, known)
+	c.Auth.JWT.validate(&p, len(c.Tenants) > 0)
+	c.Credits.validate(&p)
 	checkMethodList(&p, "methods.enable", c.Methods.Enable)
 	checkMethodList(&p, "methods.block", c.Methods.Block)
 	c.RateLimits.validate(&p)
@@ -257,6 +293,13 @@ func (c Config) validateKeys(p *problems, chains map[string]bool) {
 		checkMethodList(p, path+".methods", k.Methods)
 		checkMethodList(p, path+".enable", k.Enable)
 		k.RateLimit.validate(p, path+".rate_limit")
+		checkMethodList(p, path+".block", k.Block)
+		checkContracts(p, path+".contracts", k.Contracts)
+		checkCIDRs(p, path+".cidrs", k.CIDRs)
+		checkOrigins(p, path+".cors", k.CORS)
+		if k.Tenant != "" && !c.hasTenant(k.Tenant) {
+			p.add(path+".tenant", "%q is not among tenants", k.Tenant)
+		}
 	}
 }
 
@@ -273,12 +316,7 @@ func (r RateLimits) validate(p *problems) {
 }
 
 func (c CORS) validate(p *problems) {
-	for i, o := range c.AllowedOrigins {
-		if o != "*" && !originRE.MatchString(strings.ToLower(strings.TrimSuffix(o, "/"))) {
-			p.add(fmt.Sprintf("cors.allowed_origins[%d]", i),
-				"must be *, an origin (https://app.example.com) or https://*.example.com, not %q", o)
-		}
-	}
+	checkOrigins(p, "cors.allowed_origins", c.AllowedOrigins)
 	for i, h := range c.AllowedHeaders {
 		if !headerNameRE.MatchString(h) {
 			p.add(fmt.Sprintf("cors.allowed_headers[%d]", i), "%q is not a valid header name", h)
@@ -286,6 +324,15 @@ func (c CORS) validate(p *problems) {
 	}
 	if c.MaxAge < 0 {
 		p.add("cors.max_age", "must be positive")
+	}
+}
+
+func checkOrigins(p *problems, path string, list []string) {
+	for i, o := range list {
+		if o != "*" && !originRE.MatchString(strings.ToLower(strings.TrimSuffix(o, "/"))) {
+			p.add(fmt.Sprintf("%s[%d]", path, i),
+				"must be *, an origin (https://app.example.com) or https://*.example.com, not %q", o)
+		}
 	}
 }
 

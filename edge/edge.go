@@ -14,6 +14,7 @@ package edge
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -32,6 +33,16 @@ type Options struct {
 	// Limiter keeps the rate-limit buckets; nil keeps them in this
 	// process.
 	Limiter Limiter
+	// JWKS holds the keys of auth.jwt.jwks_url; its owner starts and
+	// stops it. nil with a jwks_url: the edge makes one that fetches on
+	// demand (a token with an unknown key ID), never periodically.
+	JWKS *JWKS
+	// Clock times tokens; nil: time.Now.
+	Clock func() time.Time
+	// Budgets count tenants' credits; nil: counted in this process.
+	Budgets *Budgets
+	// Usage keeps what tenants' calls cost; nil: none kept.
+	Usage UsageSink
 	// Logger gets refusals (debug) and limiter failures; nil discards.
 	Logger *slog.Logger
 	// Registerer gets venn_auth_rejections_total,
@@ -42,17 +53,28 @@ type Options struct {
 
 // Edge is a Config ready to use: the jrpc.Gate of the JSON-RPC server.
 type Edge struct {
-	keyHeader  string
-	bearer     bool                          // keyHeader is Authorization
-	keys       map[[sha256.Size]byte]*apiKey // by the key's hash; nil: open
-	methods    MethodPolicy
-	ipRate     Rate
-	limiter    Limiter // nil: no rate limit
-	store      Limiter // the Options' Limiter; nil: memory
-	failClosed bool
-	trusted    []netip.Prefix
-	needIP     bool  // the client's address is worked out (rate limits, proxies)
-	cors       *cors // nil: no origin allowed
+	keyHeader     string
+	bearer        bool                          // keyHeader is Authorization
+	keys          map[[sha256.Size]byte]*apiKey // by the key's hash; nil: none
+	tenants       map[string]*tenant            // by name
+	jwt           *jwtVerifier                  // nil: no bearer tokens
+	jwks          *JWKS                         // the verifier's, kept across reloads
+	clock         func() time.Time              // times tokens; nil: time.Now
+	budgets       *Budgets                      // never nil
+	usage         UsageSink                     // nil: none kept
+	pricing       *pricing
+	creditMetrics *creditMetrics
+	authed        bool  // keys or tokens are required
+	scopedCORS    bool  // some key or tenant has origins of its own
+	baseCORS      *cors // the cors section's alone
+	methods       MethodPolicy
+	ipRate        Rate
+	limiter       Limiter // nil: no rate limit
+	store         Limiter // the Options' Limiter; nil: memory
+	failClosed    bool
+	trusted       []netip.Prefix
+	needIP        bool  // the client's address is worked out (rate limits, proxies)
+	cors          *cors // nil: no origin allowed
 
 	log        *slog.Logger
 	metrics    *metrics
@@ -64,13 +86,10 @@ var _ jrpc.Gate = (*Edge)(nil)
 
 // apiKey is an APIKey ready to check.
 type apiKey struct {
+	scope    // its rate is its own, or rate_limits.key; its bucket "key:NAME"
 	name     string
-	chains   map[string]bool // nil: all
-	allow    []string        // nil: all
-	enable   []string
-	rate     Rate // its own, or rate_limits.key
 	ipExempt bool
-	bucket   string // its rate-limit bucket: "key:NAME"
+	tenant   *tenant // nil: none
 }
 
 // New compiles c, which Validate has passed, with its defaults applied
@@ -80,12 +99,30 @@ func New(c Config, opts Options) *Edge {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return compile(c, opts.Limiter, log, newMetrics(opts.Registerer))
+	m := newMetrics(opts.Registerer)
+	if m != nil {
+		m.credit = newCreditMetrics(opts.Registerer)
+	}
+	budgets := opts.Budgets
+	if budgets == nil {
+		budgets = NewBudgets(BudgetsOptions{Clock: opts.Clock})
+	}
+	return compile(c, compileDeps{store: opts.Limiter, jwks: opts.JWKS, clock: opts.Clock, budgets: budgets, usage: opts.Usage}, log, m)
+}
+
+// compileDeps are what an Edge shares with the one it replaces on reload.
+type compileDeps struct {
+	store   Limiter
+	jwks    *JWKS
+	clock   func() time.Time
+	budgets *Budgets
+	usage   UsageSink
 }
 
 // compile builds the Edge of c over a rate-limit store (nil: memory).
-func compile(c Config, store Limiter, log *slog.Logger, m *metrics) *Edge {
+func compile(c Config, d compileDeps, log *slog.Logger, m *metrics) *Edge {
 	c = c.WithDefaults()
+	store, jwks, clock := d.store, d.jwks, d.clock
 	e := &Edge{
 		keyHeader:  http.CanonicalHeaderKey(c.Auth.Header),
 		methods:    c.Methods,
@@ -93,6 +130,10 @@ func compile(c Config, store Limiter, log *slog.Logger, m *metrics) *Edge {
 		store:      store,
 		limiter:    store,
 		failClosed: c.RateLimits.OnRedisError == RedisErrorClosed,
+		clock:      clock,
+		budgets:    d.budgets,
+		usage:      d.usage,
+		pricing:    newPricing(c.Credits),
 		log:        log,
 		metrics:    m,
 	}
@@ -102,14 +143,36 @@ func compile(c Config, store Limiter, log *slog.Logger, m *metrics) *Edge {
 			e.trusted = append(e.trusted, p)
 		}
 	}
+	if m != nil {
+		e.creditMetrics = m.credit
+	}
+	e.compileTenants(c)
 	e.compileKeys(c)
+	if j := c.Auth.JWT; j.Enabled() {
+		if j.JWKSURL != "" && (jwks == nil || jwks.URL() != j.JWKSURL) {
+			jwks = NewJWKS(j.JWKSURL, JWKSOptions{Refresh: j.JWKSRefresh, MinRefresh: j.JWKSMinRefresh, Logger: log})
+		}
+		if j.JWKSURL == "" {
+			jwks = nil
+		}
+		e.jwks = jwks
+		e.jwt = newJWTVerifier(j, jwks, e.tenants, clock)
+	}
+	e.authed = e.keys != nil || e.jwt != nil
 	if !c.RateLimited() {
 		e.limiter = nil
 	} else if e.limiter == nil {
 		e.limiter = NewMemoryLimiter(nil)
 	}
-	e.needIP = c.RateLimits.IP.Limited() || len(e.trusted) > 0
-	e.cors = newCORS(c.CORS, e.keyHeader)
+	e.needIP = c.RateLimits.IP.Limited() || len(e.trusted) > 0 || scopesNeedIP(c)
+	e.baseCORS = newCORS(c.CORS, e.keyHeader)
+	e.cors = e.baseCORS
+	if all := scopedOrigins(c); len(all) > 0 {
+		e.scopedCORS = true
+		union := c.CORS
+		union.AllowedOrigins = append(append([]string(nil), c.CORS.AllowedOrigins...), all...)
+		e.cors = newCORS(union, e.keyHeader)
+	}
 	return e
 }
 
@@ -120,22 +183,19 @@ func (e *Edge) compileKeys(c Config) {
 			continue // never matched by a request without a key
 		}
 		ak := &apiKey{
+			scope: scope{kind: scopeOfKey, allow: k.Methods, block: k.Block, enable: k.Enable,
+				rate: k.RateLimit, bucket: "key:" + k.Name},
 			name:     k.Name,
-			allow:    k.Methods,
-			enable:   k.Enable,
-			rate:     k.RateLimit,
 			ipExempt: k.IPExempt,
-			bucket:   "key:" + k.Name,
+			tenant:   e.tenants[k.Tenant],
 		}
 		if !ak.rate.Limited() {
 			ak.rate = c.RateLimits.Key
 		}
-		if len(k.Chains) > 0 {
-			ak.chains = make(map[string]bool, len(k.Chains))
-			for _, ch := range k.Chains {
-				ak.chains[ch] = true
-			}
-		}
+		ak.setChains(k.Chains)
+		_ = ak.setContracts(k.Contracts) // Validate reported bad ones
+		ak.setCIDRs(k.CIDRs)
+		ak.setOrigins(k.CORS, e.keyHeader)
 		if e.keys == nil {
 			e.keys = make(map[[sha256.Size]byte]*apiKey, len(c.Auth.Keys))
 		}
@@ -148,16 +208,19 @@ func (e *Edge) compileKeys(c Config) {
 func (e *Edge) Wrap(next http.Handler) http.Handler { return e.cors.wrap(next) }
 
 // KeysInPath implements jrpc.Gate: with keys, a key may be the path's
-// second segment.
+// second segment (never a token).
 func (e *Edge) KeysInPath() bool { return e.keys != nil }
 
 // client is who sends a request, as the edge sees it; worked out once per
 // HTTP request or WebSocket connection.
 type client struct {
-	e   *Edge
-	ch  *chainEdge
-	key *apiKey    // nil without keys
-	ip  netip.Addr // invalid unless Edge.needIP
+	e      *Edge
+	ch     *chainEdge
+	key    *apiKey    // nil without keys, or with a token
+	tenant *tenant    // the key's or the token's; nil: none
+	ip     netip.Addr // invalid unless Edge.needIP
+	scopes []*scope   // every scope the caller is held to: key, tenant, token
+	scBuf  [3]*scope
 }
 
 var _ jrpc.Caller = (*client)(nil)
@@ -172,6 +235,10 @@ const (
 	authMethod  // the method is not on the key's allowlist
 	authBlocked // the method is on the blocklist
 	authOrigin  // a WebSocket upgrade from a browser origin CORS does not allow
+	authToken   // a bearer token that does not verify
+	authTenant  // a token naming no configured tenant
+	authAddress // a client address outside the scope's cidrs
+	authContract
 	numAuthReasons
 )
 
@@ -187,6 +254,14 @@ func (r authReason) String() string {
 		return "method_not_allowed"
 	case authBlocked:
 		return "method_blocked"
+	case authToken:
+		return "invalid_token"
+	case authTenant:
+		return "unknown_tenant"
+	case authAddress:
+		return "address_not_allowed"
+	case authContract:
+		return "contract_not_allowed"
 	default:
 		return "origin"
 	}
@@ -196,47 +271,137 @@ func (r authReason) String() string {
 // refuses r (HTTP 401 or 403). It reads no body.
 func (e *Edge) Admit(r *http.Request, a jrpc.Admission) (jrpc.Caller, *jrpc.Refusal) {
 	ch := e.chain(a.Chain)
-	// Browsers send Origin on every upgrade, and WebSocket has no
-	// preflight: the upgrade itself must be refused to an origin CORS does
-	// not allow. Other clients send none.
-	if a.Transport == jrpc.TransportWS {
-		if origin := r.Header.Get("Origin"); origin != "" && !e.cors.allows(origin) {
+	origin := r.Header.Get("Origin")
+	if !e.authed {
+		// Browsers send Origin on every upgrade, and WebSocket has no
+		// preflight: the upgrade itself must be refused to an origin CORS
+		// does not allow. Other clients send none.
+		if a.Transport == jrpc.TransportWS && origin != "" && !e.baseCORS.allows(origin) {
 			ch.authRejected(authOrigin)
 			return nil, &jrpc.Refusal{Status: http.StatusForbidden, Err: errOriginNotAllowed()}
 		}
-	}
-	if e.keys == nil && !e.needIP {
-		return &ch.open, nil
+		if !e.needIP {
+			return &ch.open, nil
+		}
+		return &client{e: e, ch: ch, ip: e.clientIP(r)}, nil
 	}
 	cl := &client{e: e, ch: ch}
 	if e.needIP {
 		cl.ip = e.clientIP(r)
 	}
-	if e.keys == nil {
-		return cl, nil
-	}
 	k, reason := e.authenticate(r, a.PathKey)
-	if k != nil && k.chains != nil && !k.chains[a.Chain] {
-		reason = authChain
-	}
-	if reason == authChain || k == nil {
-		ch.authRejected(reason)
-		if e.log.Enabled(r.Context(), slog.LevelDebug) {
-			attrs := []slog.Attr{slog.String("chain", a.Chain), slog.String("reason", reason.String()),
-				slog.String("remote_addr", r.RemoteAddr)}
-			if k != nil {
-				attrs = append(attrs, slog.String("key", k.name))
+	if k == nil && e.jwt != nil && a.PathKey == "" {
+		if tok := bearerToken(r); tok != "" {
+			vt, tr := e.jwt.verify(r.Context(), tok)
+			if tr != tokenOK {
+				reason = authToken
+				if tr == tokenUnknownTenant || tr == tokenNoTenant {
+					reason = authTenant
+				}
+				return nil, e.refuse(r, ch, a.Chain, reason, http.StatusUnauthorized, errToken(tr), "")
 			}
-			e.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", attrs...)
+			cl.tenant = vt.tenant
+			cl.addScope(&vt.tenant.scope)
+			if vt.scope != nil {
+				cl.addScope(vt.scope)
+			}
+			return e.admitScoped(r, a, cl, origin)
 		}
-		status := http.StatusUnauthorized
-		if reason == authChain {
-			status = http.StatusForbidden
+	}
+	if k == nil {
+		err := errUnauthorized(reason, a.Chain, e.keyHeader)
+		if e.jwt != nil && reason == authMissingKey {
+			err = errUnauthorizedJWT(e.keys != nil, e.keyHeader)
 		}
-		return nil, &jrpc.Refusal{Status: status, Err: errUnauthorized(reason, a.Chain, e.keyHeader)}
+		return nil, e.refuse(r, ch, a.Chain, reason, http.StatusUnauthorized, err, "")
 	}
 	cl.key = k
+	cl.addScope(&k.scope)
+	if k.tenant != nil {
+		cl.tenant = k.tenant
+		cl.addScope(&k.tenant.scope)
+	}
+	return e.admitScoped(r, a, cl, origin)
+}
+
+func (cl *client) addScope(s *scope) {
+	if cl.scopes == nil {
+		cl.scopes = cl.scBuf[:0]
+	}
+	cl.scopes = append(cl.scopes, s)
+}
+
+// admitScoped checks an authenticated client's chain, address and origin
+// against each of its scopes.
+func (e *Edge) admitScoped(r *http.Request, a jrpc.Admission, cl *client, origin string) (jrpc.Caller, *jrpc.Refusal) {
+	var base bool // the cors section decides the origin
+	if origin != "" {
+		base = true
+	}
+	for _, s := range cl.scopes {
+		if s.chains != nil && !s.chains[a.Chain] {
+			if s.kind == scopeOfKey {
+				return nil, e.refuse(r, cl.ch, a.Chain, authChain, http.StatusForbidden,
+					errUnauthorized(authChain, a.Chain, e.keyHeader), cl.keyName())
+			}
+			return nil, e.refuse(r, cl.ch, a.Chain, authChain, http.StatusForbidden, errScopeChain(s, a.Chain), cl.keyName())
+		}
+		if !s.allowsAddr(cl.ip) {
+			return nil, e.refuse(r, cl.ch, a.Chain, authAddress, http.StatusForbidden, errScopeAddr(s), cl.keyName())
+		}
+		if origin != "" && s.origins != nil {
+			base = false
+			if !s.origins.allows(origin) {
+				return nil, e.refuse(r, cl.ch, a.Chain, authOrigin, http.StatusForbidden, errScopeOrigin(s), cl.keyName())
+			}
+		}
+	}
+	// Browsers send Origin on every upgrade, and WebSocket has no
+	// preflight: the upgrade itself must be refused to an origin CORS does
+	// not allow. Over HTTP the browser enforces CORS, except where a
+	// scope's origins widened the headers every answer gets.
+	if base && (a.Transport == jrpc.TransportWS || e.scopedCORS) && !e.baseCORS.allows(origin) {
+		return nil, e.refuse(r, cl.ch, a.Chain, authOrigin, http.StatusForbidden, errOriginNotAllowed(), cl.keyName())
+	}
 	return cl, nil
+}
+
+// refuse counts and (at debug) logs a refused request, and answers it.
+func (e *Edge) refuse(r *http.Request, ch *chainEdge, chain string, reason authReason, status int, err *jrpc.Error, key string) *jrpc.Refusal {
+	ch.authRejected(reason)
+	if e.log.Enabled(r.Context(), slog.LevelDebug) {
+		attrs := []slog.Attr{slog.String("chain", chain), slog.String("reason", reason.String()),
+			slog.String("remote_addr", r.RemoteAddr)}
+		if key != "" {
+			attrs = append(attrs, slog.String("key", key))
+		}
+		e.log.LogAttrs(r.Context(), slog.LevelDebug, "request refused", attrs...)
+	}
+	return &jrpc.Refusal{Status: status, Err: err}
+}
+
+func (cl *client) keyName() string {
+	if cl.key != nil {
+		return cl.key.name
+	}
+	return ""
+}
+
+// bearerToken is the token of an Authorization: Bearer header; "" without.
+func bearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// Tenant names the caller's tenant; "" without one.
+func (cl *client) Tenant() string {
+	if cl.tenant == nil {
+		return ""
+	}
+	return cl.tenant.name
 }
 
 // Key implements jrpc.Caller.
@@ -252,10 +417,23 @@ func (cl *client) ClientIP() netip.Addr { return cl.ip }
 
 // Check implements jrpc.Caller: a method the caller may not call is
 // answered as geth answers one it does not expose.
-func (cl *client) Check(method string) *jrpc.Error {
-	if reason, ok := cl.e.methods.check(method, cl.key); !ok {
+func (cl *client) Check(method string, params json.RawMessage) *jrpc.Error {
+	if cl.scopes == nil {
+		if reason, ok := cl.e.methods.checkScoped(method, nil); !ok {
+			cl.ch.authRejected(reason)
+			return errNoMethod(method)
+		}
+		return nil
+	}
+	if reason, ok := cl.e.methods.checkScoped(method, cl.scopes); !ok {
 		cl.ch.authRejected(reason)
 		return errNoMethod(method)
+	}
+	for _, s := range cl.scopes {
+		if err := s.checkContracts(method, params); err != nil {
+			cl.ch.authRejected(authContract)
+			return err
+		}
 	}
 	return nil
 }
@@ -288,18 +466,22 @@ func (e *Edge) authenticate(r *http.Request, secret string) (*apiKey, authReason
 	return k, 0
 }
 
-// scope labels venn_ratelimit_rejections_total: which bucket refused.
-type scope uint8
+// limitScope labels venn_ratelimit_rejections_total: which bucket refused.
+type limitScope uint8
 
 const (
-	scopeKey scope = iota
-	scopeIP
-	numScopes
+	limitKey limitScope = iota
+	limitIP
+	limitTenant
+	numLimitScopes
 )
 
-func (s scope) String() string {
-	if s == scopeKey {
+func (s limitScope) String() string {
+	switch s {
+	case limitKey:
 		return "key"
+	case limitTenant:
+		return "tenant"
 	}
 	return "ip"
 }
@@ -312,20 +494,27 @@ const limiterLogEvery = 10 * time.Second
 // calls through, or refuses them when the edge fails closed.
 func (cl *client) Take(ctx context.Context, n int) *jrpc.Refusal {
 	e := cl.e
+	if r := cl.overBudget(); r != nil {
+		return r
+	}
 	if e.limiter == nil {
 		return nil
 	}
 	var (
-		buf    [2]Bucket
-		scopes [2]scope
+		buf    [3]Bucket
+		scopes [3]limitScope
 	)
 	bs := buf[:0]
 	if k := cl.key; k != nil && k.rate.Limited() {
-		scopes[len(bs)] = scopeKey
+		scopes[len(bs)] = limitKey
 		bs = append(bs, Bucket{ID: k.bucket, Rate: k.rate})
 	}
+	if t := cl.tenant; t != nil && t.rate.Limited() {
+		scopes[len(bs)] = limitTenant
+		bs = append(bs, Bucket{ID: t.bucket, Rate: t.rate})
+	}
 	if e.ipRate.Limited() && (cl.key == nil || !cl.key.ipExempt) {
-		scopes[len(bs)] = scopeIP
+		scopes[len(bs)] = limitIP
 		bs = append(bs, Bucket{ID: jrpc.AddrBucket(cl.ip), Rate: e.ipRate})
 	}
 	if len(bs) == 0 {

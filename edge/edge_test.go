@@ -239,7 +239,7 @@ func TestMethodBlocklist(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, got := tt.policy.check(tt.give, nil)
+			_, got := tt.policy.checkScoped(tt.give, nil)
 			if got != tt.want {
 				t.Errorf("check(%q) served = %v, want %v", tt.give, got, tt.want)
 			}

@@ -1,10 +1,6 @@
 package edge
 
-import (
-	"strings"
-
-	"github.com/venn-gateway/venn/evm"
-)
+import "strings"
 
 // DefaultBlockedMethods returns the namespaces venn refuses unless enabled:
 // they administer or unlock the node behind venn (admin_, personal_,
@@ -28,19 +24,4 @@ func defaultBlocked(method string) bool {
 		return true
 	}
 	return false
-}
-
-// check says whether a caller holding key k (nil: none) may call method,
-// and if not why.
-func (p *MethodPolicy) check(method string, k *apiKey) (authReason, bool) {
-	if len(p.Block) > 0 && evm.MatchMethod(p.Block, method) {
-		return authBlocked, false
-	}
-	if defaultBlocked(method) && !evm.MatchMethod(p.Enable, method) && (k == nil || !evm.MatchMethod(k.enable, method)) {
-		return authBlocked, false
-	}
-	if k != nil && k.allow != nil && !evm.MatchMethod(k.allow, method) {
-		return authMethod, false
-	}
-	return 0, true
 }

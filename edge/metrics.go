@@ -16,6 +16,7 @@ type metrics struct {
 	auth            *prometheus.CounterVec
 	rateLimited     *prometheus.CounterVec
 	limiterFailures prometheus.Counter
+	credit          *creditMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -69,7 +70,7 @@ func (m *metrics) limiterFailed() {
 type chainEdge struct {
 	name    string
 	auth    [numAuthReasons]prometheus.Counter // nil when metrics are off
-	limited [numScopes]prometheus.Counter
+	limited [numLimitScopes]prometheus.Counter
 	open    client
 }
 
@@ -79,7 +80,7 @@ func (c *chainEdge) authRejected(r authReason) {
 	}
 }
 
-func (c *chainEdge) rateLimited(sc scope) {
+func (c *chainEdge) rateLimited(sc limitScope) {
 	if c.limited[sc] != nil {
 		c.limited[sc].Inc()
 	}
@@ -112,7 +113,7 @@ func (e *Edge) chain(name string) *chainEdge {
 		for r := range numAuthReasons {
 			ch.auth[r] = m.auth.WithLabelValues(name, r.String())
 		}
-		for sc := range numScopes {
+		for sc := range numLimitScopes {
 			ch.limited[sc] = m.rateLimited.WithLabelValues(name, sc.String())
 		}
 	}

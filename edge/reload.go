@@ -12,5 +12,5 @@ func (e *Edge) Reconfigured(c Config) *Edge {
 			store = mem
 		}
 	}
-	return compile(c, store, e.log, e.metrics)
+	return compile(c, compileDeps{store: store, jwks: e.jwks, clock: e.clock, budgets: e.budgets, usage: e.usage}, e.log, e.metrics)
 }

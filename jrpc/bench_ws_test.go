@@ -49,7 +49,7 @@ func (openGate) Admit(*http.Request, Admission) (Caller, *Refusal) { return open
 
 type openCaller struct{}
 
-func (openCaller) Key() string                        { return "" }
-func (openCaller) ClientIP() netip.Addr               { return netip.Addr{} }
-func (openCaller) Take(context.Context, int) *Refusal { return nil }
-func (openCaller) Check(string) *Error                { return nil }
+func (openCaller) Key() string                          { return "" }
+func (openCaller) ClientIP() netip.Addr                 { return netip.Addr{} }
+func (openCaller) Take(context.Context, int) *Refusal   { return nil }
+func (openCaller) Check(string, json.RawMessage) *Error { return nil }

@@ -153,7 +153,7 @@ func (s *Server) serveItem(ctx context.Context, ch *chainEntry, cl Caller, it *i
 		ctx = s.hook.StartCall(ctx, info)
 	}
 	if it.err == nil && cl != nil {
-		it.err = cl.Check(it.req.Method)
+		it.err = cl.Check(it.req.Method, it.req.Params)
 	}
 	var start time.Time
 	if it.err == nil {

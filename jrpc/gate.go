@@ -2,6 +2,7 @@ package jrpc
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/netip"
 )
@@ -43,9 +44,11 @@ type Caller interface {
 	ClientIP() netip.Addr
 	// Take takes calls from the caller's rate limits, or refuses them all.
 	Take(ctx context.Context, calls int) *Refusal
-	// Check says whether the caller may call method: nil, or the error to
-	// answer the call with instead of calling the handler.
-	Check(method string) *Error
+	// Check says whether the caller may call method with params (the
+	// client's bytes, read only; a scope on contract addresses reads
+	// them): nil, or the error to answer the call with instead of calling
+	// the handler.
+	Check(method string, params json.RawMessage) *Error
 }
 
 // Refusal is the Gate's answer to a request or message it does not let
@@ -96,6 +99,9 @@ func peer(cl Caller, transport string, r *http.Request, id string) *Peer {
 	if cl != nil {
 		p.ClientIP = cl.ClientIP()
 		p.Key = cl.Key()
+		if t, ok := cl.(interface{ Tenant() string }); ok {
+			p.Tenant = t.Tenant()
+		}
 	}
 	return p
 }

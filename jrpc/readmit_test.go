@@ -73,7 +73,7 @@ func (c keyCaller) Key() string                        { return c.name }
 func (c keyCaller) ClientIP() netip.Addr               { return netip.Addr{} }
 func (c keyCaller) Take(context.Context, int) *Refusal { return nil }
 
-func (c keyCaller) Check(method string) *Error {
+func (c keyCaller) Check(method string, _ json.RawMessage) *Error {
 	for _, m := range c.methods {
 		if m == method {
 			return nil

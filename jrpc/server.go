@@ -68,6 +68,9 @@ type Peer struct {
 	// Key is the name of the caller's API key ("" without keys); never the
 	// key itself.
 	Key string
+	// Tenant names the caller's tenant (its key's, or its JWT's); ""
+	// without one.
+	Tenant string
 	// ClientIP is the client's address as the Gate works it out (behind
 	// trusted proxies); invalid when it works none out.
 	ClientIP netip.Addr
@@ -422,6 +425,9 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	// flush, before the connection's next request or a hijack. A writer
 	// without deadlines goes without, as in readBody.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.lim().HTTPWriteTimeout))
+	if cl != nil {
+		charge(ctx, ch, cl, &sv, w.Header())
+	}
 	if len(out) == 0 {
 		w.WriteHeader(status) // only notifications: nothing to say
 	} else {

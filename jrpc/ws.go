@@ -398,6 +398,9 @@ func (c *wsConn) serveMessage(msg []byte) {
 	}
 	bp := c.s.getBuf()
 	out, sv := c.s.serveMessage(ctx, c.ch, cl.Caller, msg, *bp, admitted)
+	if cl.Caller != nil {
+		charge(ctx, c.ch, cl.Caller, &sv, nil)
+	}
 	if len(out) > 0 {
 		if err := c.write(c.ctx, out); err != nil {
 			c.s.log.LogAttrs(c.ctx, slog.LevelDebug, "websocket write",

@@ -130,6 +130,11 @@ type Config struct {
 	// the remote's share falls, past it the remote takes calls only when
 	// no other can.
 	Budget Budget `yaml:"budget"`
+	// ForwardHeaders are client headers copied onto the HTTP requests a
+	// client's call makes here, with the chain's (passthrough.go).
+	ForwardHeaders []string `yaml:"forward_headers"`
+	// ForwardClientIP sends the client's address as X-Forwarded-For.
+	ForwardClientIP bool `yaml:"forward_client_ip"`
 }
 
 // RateLimit paces the calls sent to a remote: RPS requests per second
@@ -207,6 +212,7 @@ func (c Config) Validate() error {
 	}
 	validateWeight(&p, c.Weight)
 	c.Budget.validate(&p)
+	validateForward(&p, c.ForwardHeaders)
 	if c.RateLimit.Burst < 0 {
 		p.add("rate_limit.burst", "must be >= 0")
 	}

@@ -90,6 +90,10 @@ type PoolConfig struct {
 	Hedge HedgeConfig `yaml:"hedge"`
 	// Scoring orders the remotes of a tier (score.go).
 	Scoring ScoringConfig `yaml:"scoring"`
+	// ForwardHeaders and ForwardClientIP are every remote's of the chain,
+	// besides each remote's own (passthrough.go).
+	ForwardHeaders  []string `yaml:"forward_headers"`
+	ForwardClientIP bool     `yaml:"forward_client_ip"`
 	// Availability learns the oldest block each remote serves (avail.go).
 	Availability AvailabilityConfig `yaml:"availability"`
 	// Replies bounds the bytes of replies being read (replies.go). The app
@@ -203,6 +207,7 @@ func (c PoolConfig) Validate(rs []Config) error {
 	p.under("", ValidateConsensus(c.Consensus, len(rs)))
 	p.under("hedge", c.Hedge.Validate(c.MaxAttempts))
 	p.under("scoring", c.Scoring.Validate())
+	validateForward(&p, c.ForwardHeaders)
 	c.validateRemotes(&p, rs)
 	return p.err()
 }

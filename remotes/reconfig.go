@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -72,7 +73,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 		Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 		MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 		OtherURLs: []string{rc.WSURL}, Logger: p.log, Tracer: cfg.Tracer,
-		OnRedial: func() { r.recheckSoon() }}
+		OnRedial: func() { r.recheckSoon() }, Forward: forwardingOf(rc)}
 	t, err := newTransport(opts)
 	if err != nil {
 		p.freeSlot(slot)
@@ -106,6 +107,12 @@ func (rc Config) forPool(cfg PoolConfig) Config {
 	}
 	// No larger reply could be read.
 	rc.MaxResponseBytes = min(rc.MaxResponseBytes, cfg.Replies.Size())
+	// The chain's forwarding is folded in, so a change to it rebuilds the
+	// remote's transport.
+	if len(cfg.ForwardHeaders) > 0 {
+		rc.ForwardHeaders = append(slices.Clone(cfg.ForwardHeaders), rc.ForwardHeaders...)
+	}
+	rc.ForwardClientIP = rc.ForwardClientIP || cfg.ForwardClientIP
 	return rc
 }
 

@@ -86,6 +86,9 @@ type transportOptions struct {
 	Logger    *slog.Logger
 	// Tracer, when it propagates, puts the trace context on HTTP requests.
 	Tracer *tracing.Tracer
+	// Forward copies client headers onto HTTP requests (passthrough.go);
+	// nil: none.
+	Forward *forwarding
 	// OnRedial, when set, is called when a WebSocket transport's new
 	// connection replaces a lost one; OnSubscribed, when a heads watcher's
 	// subscription is confirmed (the first one too). Either may be another

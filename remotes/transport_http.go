@@ -46,6 +46,7 @@ type httpTransport struct {
 	// never written after construction, and RoundTrip only reads them.
 	tmpl   *http.Request
 	tracer *tracing.Tracer // injects the trace context when it propagates
+	fwd    *forwarding     // nil: no client header is forwarded
 	ids    atomic.Uint64
 	bodies sync.Pool // *httpBody
 	// traced holds copies of tmpl.Header for requests that carry a trace
@@ -103,6 +104,7 @@ func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
 		maxBytes: opts.MaxResponseBytes,
 		budget:   opts.Budget,
 		tracer:   opts.Tracer,
+		fwd:      opts.Forward,
 		rt:       rt,
 		tmpl: &http.Request{
 			Method:     http.MethodPost,
@@ -125,6 +127,15 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 	traced := t.traceHeader(ctx)
 	if traced != nil {
 		req.Header = traced
+	}
+	if t.fwd != nil {
+		if h := t.fwd.header(ctx, req.Header); h != nil {
+			if traced != nil {
+				t.traced.Put(traced) // h is a copy: traced is free again
+				traced = nil
+			}
+			req.Header = h
+		}
 	}
 	req.ContentLength = int64(len(body.b))
 	req.Body = body.open()

@@ -76,6 +76,9 @@ type Config struct {
 	// LogLimits cap clients' eth_getLogs (loglimits.go); zero caps take
 	// their defaults.
 	LogLimits LogLimits
+	// Static answers methods (and exact params) from config, before any
+	// other source (static.go).
+	Static []StaticAnswer
 }
 
 // Subscriptions is the chain's subcenter.
@@ -198,6 +201,8 @@ type Router struct {
 	// logLimits is cfg.LogLimits defaulted, which a reload may change
 	// (SetLogLimits).
 	logLimits atomic.Pointer[LogLimits]
+	// static is the chain's static answers; nil: none (static.go).
+	static atomic.Pointer[staticTable]
 
 	local, fromHead, fromStore, fromCache, forged, forwarded origin
 }
@@ -243,6 +248,7 @@ func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
 	}
 	rt.maxLag.Store(cfg.MaxLag)
 	rt.SetLogLimits(cfg.LogLimits)
+	rt.SetStaticAnswers(cfg.Static)
 	if c, ok := head.(canonicalOf); ok {
 		rt.canonical = c.CanonicalHash
 	}
@@ -282,6 +288,10 @@ var errNotifications = &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: "noti
 
 // ServeRPC answers one call.
 func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	if res, ok, err := rt.staticAnswer(req); ok {
+		rt.local.answered(ctx)
+		return res, err
+	}
 	switch req.Method {
 	case "eth_chainId":
 		// Every remote was verified to be on this chain: no upstream call.

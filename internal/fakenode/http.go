@@ -57,6 +57,7 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n.serveWS(w, r)
 		return
 	}
+	n.headers.note(r)
 	n.serveHTTP(w, r)
 }
 

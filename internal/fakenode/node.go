@@ -113,6 +113,7 @@ type Node struct {
 	view    atomic.Pointer[chainView]
 	faults  atomic.Pointer[faults]
 	hook    atomic.Pointer[Hook]
+	headers headerWatch
 	slowSeq atomic.Uint64
 	bufs    sync.Pool
 

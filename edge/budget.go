@@ -1,0 +1,283 @@
+package edge
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/venn-gateway/venn/headstore/keyspace"
+)
+
+// Budgets count the credits tenants spend, per minute and per calendar
+// month (UTC). With Redis the count is the cluster's: each replica adds
+// what it served to one counter per tenant and period every flush
+// interval (INCRBY, one pipeline for every tenant), and learns the total,
+// the other replicas' spending included, from the answer. A replica's
+// view is that total plus what it has served since: the replicas agree
+// within one flush interval, and a tenant can overspend by what the
+// cluster serves it in one. Without Redis each process counts alone.
+//
+// A Budgets outlives configuration reloads (the app owns it); tenants are
+// looked up by name.
+type Budgets struct {
+	rdb   redis.Cmdable // nil: this process alone
+	now   func() time.Time
+	log   *slog.Logger
+	every time.Duration
+
+	mu       sync.Mutex
+	accounts map[string]*account
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// BudgetsOptions configure Budgets; zero fields take defaults.
+type BudgetsOptions struct {
+	// Redis holds the cluster's counts; nil: this process alone.
+	Redis redis.Cmdable
+	// FlushInterval: CreditsConfig.FlushInterval.
+	FlushInterval time.Duration
+	// Clock, when set, times the periods; for tests.
+	Clock  func() time.Time
+	Logger *slog.Logger
+}
+
+// account is one tenant's spending in its current periods.
+type account struct {
+	minute, month period
+}
+
+// period is a tenant's spending in one minute or month.
+type period struct {
+	id      int64 // unix minute, or year*100+month
+	seen    int64 // the cluster's count at the last flush, ours included
+	pending int64 // spent here since, not yet flushed
+	flight  int64 // being flushed now
+}
+
+// NewBudgets returns empty counters. It does no I/O.
+func NewBudgets(opts BudgetsOptions) *Budgets {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultCreditsFlush
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Budgets{rdb: opts.Redis, now: opts.Clock, log: opts.Logger, every: opts.FlushInterval,
+		accounts: make(map[string]*account)}
+}
+
+func minuteID(t time.Time) int64 { return t.Unix() / 60 }
+func monthID(t time.Time) int64  { t = t.UTC(); return int64(t.Year())*100 + int64(t.Month()) }
+
+// roll moves p to period id, forgetting an older one's counts.
+func (p *period) roll(id int64) {
+	if p.id != id {
+		*p = period{id: id}
+	}
+}
+
+func (p *period) spent() int64 { return p.seen + p.pending + p.flight }
+
+// BudgetState is what a tenant has left.
+type BudgetState struct {
+	MinuteLeft, MonthLeft int64 // -1: no budget of that period
+	// Over names the period spent ("minute" or "month"), "" when neither.
+	Over string
+	// Reset is when the spent period starts again.
+	Reset time.Time
+}
+
+// state says what tenant has left of b.
+func (bs *Budgets) state(tenant string, b Budget) BudgetState {
+	now := bs.now()
+	bs.mu.Lock()
+	a := bs.account(tenant)
+	a.minute.roll(minuteID(now))
+	a.month.roll(monthID(now))
+	m, mo := a.minute.spent(), a.month.spent()
+	bs.mu.Unlock()
+	st := BudgetState{MinuteLeft: -1, MonthLeft: -1}
+	if b.PerMonth > 0 {
+		st.MonthLeft = max(b.PerMonth-mo, 0)
+		if st.MonthLeft == 0 {
+			u := now.UTC()
+			st.Over, st.Reset = "month", time.Date(u.Year(), u.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+		}
+	}
+	if b.PerMinute > 0 {
+		st.MinuteLeft = max(b.PerMinute-m, 0)
+		if st.MinuteLeft == 0 && st.Over == "" {
+			st.Over, st.Reset = "minute", time.Unix((minuteID(now)+1)*60, 0)
+		}
+	}
+	return st
+}
+
+// spend adds credits to tenant's periods.
+func (bs *Budgets) spend(tenant string, credits int64) {
+	now := bs.now()
+	bs.mu.Lock()
+	a := bs.account(tenant)
+	a.minute.roll(minuteID(now))
+	a.month.roll(monthID(now))
+	a.minute.pending += credits
+	a.month.pending += credits
+	bs.mu.Unlock()
+}
+
+func (bs *Budgets) account(tenant string) *account {
+	a := bs.accounts[tenant]
+	if a == nil {
+		a = &account{}
+		bs.accounts[tenant] = a
+	}
+	return a
+}
+
+// track makes tenant's account, so that flushes learn the cluster's count
+// before its first call here.
+func (bs *Budgets) track(tenant string) {
+	bs.mu.Lock()
+	bs.account(tenant)
+	bs.mu.Unlock()
+}
+
+// Spent returns what tenant has spent in the current minute and month,
+// as this replica sees it.
+func (bs *Budgets) Spent(tenant string) (minute, month int64) {
+	now := bs.now()
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	a := bs.account(tenant)
+	a.minute.roll(minuteID(now))
+	a.month.roll(monthID(now))
+	return a.minute.spent(), a.month.spent()
+}
+
+// Flush adds what this replica spent since the last flush to the cluster's
+// counts and learns theirs, for every tenant it has seen. Without Redis it
+// does nothing. A failed flush keeps the spending for the next.
+func (bs *Budgets) Flush(ctx context.Context) error {
+	if bs.rdb == nil {
+		return nil
+	}
+	now := bs.now()
+	type job struct {
+		tenant         string
+		minID, monID   int64
+		minN, monN     int64
+		minCmd, monCmd *redis.IntCmd
+	}
+	bs.mu.Lock()
+	jobs := make([]job, 0, len(bs.accounts))
+	for name, a := range bs.accounts {
+		a.minute.roll(minuteID(now))
+		a.month.roll(monthID(now))
+		j := job{tenant: name, minID: a.minute.id, monID: a.month.id, minN: a.minute.pending, monN: a.month.pending}
+		a.minute.flight, a.minute.pending = a.minute.pending, 0
+		a.month.flight, a.month.pending = a.month.pending, 0
+		jobs = append(jobs, j)
+	}
+	bs.mu.Unlock()
+	if len(jobs) == 0 {
+		return nil
+	}
+	pipe := bs.rdb.Pipeline()
+	for i := range jobs {
+		j := &jobs[i]
+		mk := keyspace.CreditsKey(j.tenant, "m"+strconv.FormatInt(j.minID, 10))
+		Mk := keyspace.CreditsKey(j.tenant, "M"+strconv.FormatInt(j.monID, 10))
+		j.minCmd = pipe.IncrBy(ctx, mk, j.minN)
+		pipe.Expire(ctx, mk, 3*time.Minute)
+		j.monCmd = pipe.IncrBy(ctx, Mk, j.monN)
+		pipe.Expire(ctx, Mk, 32*24*time.Hour)
+	}
+	_, err := pipe.Exec(ctx)
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for i := range jobs {
+		j := &jobs[i]
+		a := bs.accounts[j.tenant]
+		if err != nil {
+			// Not counted by the cluster: spend it again next time, if its
+			// period is still the current one.
+			if a.minute.id == j.minID {
+				a.minute.pending += a.minute.flight
+			}
+			if a.month.id == j.monID {
+				a.month.pending += a.month.flight
+			}
+			a.minute.flight, a.month.flight = 0, 0
+			continue
+		}
+		if a.minute.id == j.minID {
+			a.minute.seen, a.minute.flight = j.minCmd.Val(), 0
+		}
+		if a.month.id == j.monID {
+			a.month.seen, a.month.flight = j.monCmd.Val(), 0
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("credits: flush to redis: %w", err)
+	}
+	return nil
+}
+
+// Start flushes every FlushInterval until Stop.
+func (bs *Budgets) Start() {
+	if bs.rdb == nil || bs.cancel != nil {
+		return
+	}
+	var ctx context.Context
+	ctx, bs.cancel = context.WithCancel(context.Background())
+	bs.done = make(chan struct{})
+	go bs.loop(ctx)
+}
+
+// Stop ends the flushes, after a last one.
+func (bs *Budgets) Stop(ctx context.Context) {
+	if bs.cancel == nil {
+		return
+	}
+	bs.cancel()
+	<-bs.done
+	bs.cancel = nil
+	if err := bs.Flush(ctx); err != nil {
+		bs.log.Warn("credits: last flush", "err", err)
+	}
+}
+
+func (bs *Budgets) loop(ctx context.Context) {
+	defer close(bs.done)
+	t := time.NewTicker(bs.every)
+	defer t.Stop()
+	var failing bool
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fctx, cancel := context.WithTimeout(ctx, bs.every)
+		err := bs.Flush(fctx)
+		cancel()
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			bs.log.Warn("credits: cannot reach redis; each replica counts alone until it can", "err", err)
+			failing = true
+		case err == nil && failing:
+			bs.log.Info("credits: redis reachable again")
+			failing = false
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package jrpc
+
+import (
+	"context"
+	"net/http"
+)
+
+// A Meter is a Caller that accounts for what its calls cost once they are
+// answered (venn's credit budgets and usage, package edge). The Server
+// calls Charge once per message, after the answer is built and before it is
+// written, with every call the Caller's Take admitted; over HTTP h is the
+// answer's header, which Charge may add to (the call's credits, the
+// budget left), over WebSocket nil. Charge must not block: it only counts.
+type Meter interface {
+	Charge(ctx context.Context, chain string, calls []Charged, h http.Header)
+}
+
+// Charged is one answered call, as a Meter sees it.
+type Charged struct {
+	// Method is as the client sent it: unbounded, so a Meter bounds it.
+	Method string
+	// Source is the part that answered it (Note.Source): head, history,
+	// cache, forger, remotes, local; "" when none did (refused, failed
+	// before any part).
+	Source string
+	// Code is the answer's JSON-RPC error code; 0 for a result.
+	Code int
+	// BytesOut is the call's share of the answer; 0 for a notification.
+	BytesOut int
+}
+
+// charge hands the admitted calls of sv to cl when it meters them.
+func charge(ctx context.Context, ch *chainEntry, cl Caller, sv *served, h http.Header) {
+	m, ok := cl.(Meter)
+	if !ok || sv.refused != nil || sv.werr != nil || len(sv.items) == 0 {
+		return
+	}
+	var one [1]Charged
+	calls := one[:0]
+	if len(sv.items) > 1 {
+		calls = make([]Charged, 0, len(sv.items))
+	}
+	for i := range sv.items {
+		it := &sv.items[i]
+		if it.invalid {
+			continue
+		}
+		c := Charged{Method: it.req.Method, Source: it.note.Source, BytesOut: it.out}
+		if !sv.batch {
+			c.BytesOut = sv.out
+		}
+		if it.err != nil {
+			c.Code = it.err.Code
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) > 0 {
+		m.Charge(ctx, ch.name, calls, h)
+	}
+}

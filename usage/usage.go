@@ -1,0 +1,151 @@
+// Package usage keeps what tenants' calls cost, to bill from: per tenant,
+// chain, method and UTC day, the calls, credits, errors and bytes
+// answered. The edge adds each answered message to a Recorder (memory, a
+// map lookup under a lock, never I/O); a Writer drains it into Postgres
+// (the usage_daily table, migrations/sql/00005_usage.sql) every flush
+// interval, one statement per batch, off the call path. While Postgres is
+// down the rows stay in memory, bounded: calls that find the buffer full
+// are dropped and counted (venn_usage_dropped_calls_total). Query reads
+// the table back for the admin API and `venn usage`.
+//
+// It owns the usage table and nothing of the edge: tenants and methods
+// arrive bounded (configured names, known methods or "other").
+package usage
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Row is one tenant's usage of one method on one chain on one day.
+type Row struct {
+	Day      time.Time `json:"day"` // UTC midnight
+	Tenant   string    `json:"tenant"`
+	Chain    string    `json:"chain"`
+	Method   string    `json:"method"`
+	Calls    int64     `json:"calls"`
+	Credits  int64     `json:"credits"`
+	Errors   int64     `json:"errors"`
+	BytesOut int64     `json:"bytes_out"`
+}
+
+// rowKey identifies a Row.
+type rowKey struct {
+	day                   int64 // unix day
+	tenant, chain, method string
+}
+
+type counts struct{ calls, credits, errors, bytesOut int64 }
+
+func (c *counts) add(o counts) {
+	c.calls += o.calls
+	c.credits += o.credits
+	c.errors += o.errors
+	c.bytesOut += o.bytesOut
+}
+
+// DefaultMaxRows bounds the rows a Recorder holds before they are
+// written: days × tenants × chains × methods, which a flush empties. Only
+// a long Postgres outage fills it.
+const DefaultMaxRows = 200_000
+
+// Recorder adds up usage in memory until a Writer takes it.
+type Recorder struct {
+	now     func() time.Time
+	maxRows int
+	m       *metrics
+
+	mu   sync.Mutex
+	rows map[rowKey]*counts
+}
+
+// RecorderOptions configure a Recorder; zero fields take defaults.
+type RecorderOptions struct {
+	MaxRows    int              // default DefaultMaxRows
+	Clock      func() time.Time // default time.Now; dates the rows
+	Registerer prometheus.Registerer
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder(opts RecorderOptions) *Recorder {
+	if opts.MaxRows <= 0 {
+		opts.MaxRows = DefaultMaxRows
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	return &Recorder{now: opts.Clock, maxRows: opts.MaxRows, m: newMetrics(opts.Registerer),
+		rows: make(map[rowKey]*counts)}
+}
+
+// Add counts calls of method on chain by tenant, today (UTC). It never
+// blocks on I/O; with the buffer full, a row not yet held is dropped and
+// its calls counted as dropped.
+func (r *Recorder) Add(tenant, chain, method string, calls, credits, errors, bytesOut int64) {
+	k := rowKey{day: r.now().Unix() / 86400, tenant: tenant, chain: chain, method: method}
+	c := counts{calls: calls, credits: credits, errors: errors, bytesOut: bytesOut}
+	r.m.observe(tenant, chain, c)
+	r.mu.Lock()
+	ok := r.addLocked(k, c)
+	r.mu.Unlock()
+	if !ok {
+		r.m.dropped(calls)
+	}
+}
+
+func (r *Recorder) addLocked(k rowKey, c counts) bool {
+	if have := r.rows[k]; have != nil {
+		have.add(c)
+		return true
+	}
+	if len(r.rows) >= r.maxRows {
+		return false
+	}
+	cc := c
+	r.rows[k] = &cc
+	r.m.buffered.Set(float64(len(r.rows)))
+	return true
+}
+
+// take empties the Recorder and returns what it held.
+func (r *Recorder) take() map[rowKey]*counts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.rows
+	r.rows = make(map[rowKey]*counts, len(out))
+	r.m.buffered.Set(0)
+	return out
+}
+
+// giveBack returns rows a write failed to store, to be written next time;
+// rows that no longer fit are dropped and counted.
+func (r *Recorder) giveBack(rows map[rowKey]*counts) {
+	var dropped int64
+	r.mu.Lock()
+	for k, c := range rows {
+		if !r.addLocked(k, *c) {
+			dropped += c.calls
+		}
+	}
+	r.mu.Unlock()
+	r.m.dropped(dropped)
+}
+
+// Pending returns the rows held, not yet written, in no order: for tests
+// and the admin API's view of the last minutes.
+func (r *Recorder) Pending() []Row {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Row, 0, len(r.rows))
+	for k, c := range r.rows {
+		out = append(out, k.row(*c))
+	}
+	return out
+}
+
+func (k rowKey) row(c counts) Row {
+	return Row{Day: time.Unix(k.day*86400, 0).UTC(), Tenant: k.tenant, Chain: k.chain, Method: k.method,
+		Calls: c.calls, Credits: c.credits, Errors: c.errors, BytesOut: c.bytesOut}
+}
