@@ -62,8 +62,13 @@ type chainReadiness struct {
 	// cluster: leader (tracks and publishes them), feed (takes the
 	// leader's), own (no fresh feed: tracks them itself). Empty without
 	// Redis, where every replica tracks them.
-	HeadTracking string   `json:"head_tracking,omitempty"`
-	Remotes      []string `json:"remotes"`
+	HeadTracking string `json:"head_tracking,omitempty"`
+	// NATSFeed is the chain's JetStream feed on this replica (empty when
+	// off): idle (another replica leads), publishing, failing (NATS away
+	// or refusing) or conflict (the stream has another shape). It never
+	// makes the replica unready.
+	NATSFeed string   `json:"nats_feed,omitempty"`
+	Remotes  []string `json:"remotes"`
 	// Reason says why the chain is not ready: each remote, why it is out
 	// of rotation and the kind of its last failure.
 	Reason string `json:"reason,omitempty"`
@@ -93,6 +98,9 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 		}
 		if n, _, ok := c.head.window.Head(); ok {
 			cr.WindowHead = n
+		}
+		if c.head.feed != nil {
+			cr.NATSFeed = c.head.feed.State()
 		}
 		rs := c.pool.Status()
 		cr.Availability = availabilityOf(rs)

@@ -207,7 +207,7 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	}
 	if !lead && isCut(a.err) && ctx.Err() == nil {
 		// The call this one joined was cut by its own client.
-		res, err, _, _, _ := c.fetchAt(ctx, call.Method, fetch, p, at)
+		res, err, _, _ := c.fetchAt(ctx, call.Method, fetch, p, at, nil)
 		c.served.note(o)
 		return res, err, o
 	}
@@ -367,13 +367,25 @@ func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 			}
 		}()
 	}
-	res, err, unpinned, remote, hash := c.fetchAt(ctx, m.method, fetch, m.pin, m.at)
+	// With verify: proofs the proof's fetches start once the block's hash
+	// is known, beside the answer's.
+	var pf *proofFetch
+	var onPin func(hash string)
+	if c.proves(m.method) {
+		onPin = func(hash string) { pf = c.startProof(ctx, m.method, m.params, hash, m.at) }
+		defer func() {
+			if pf != nil {
+				pf.stop()
+			}
+		}()
+	}
+	res, err, unpinned, remote := c.fetchAt(ctx, m.method, fetch, m.pin, m.at, onPin)
 	if unpinned {
 		return answer{res: res, err: err}
 	}
 	e, keep := c.policy.entry(m.method, m.pin, res, err)
-	if keep && !e.Error && c.proves(m.method) {
-		res, err, keep = c.prove(ctx, m.method, m.params, hash, m.at, res)
+	if keep && !e.Error && onPin != nil {
+		res, err, keep = c.prove(m.method, pf, res)
 	}
 	e.Remote, e.Written = remote, time.Now().UnixMilli()
 	if keep && m.pin.recent {
@@ -398,29 +410,34 @@ func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 // answered as it would be without the cache: unpinned, that answer is
 // served and never stored, for nothing says which chain's block it was
 // computed on. Traces go by number: their block param is not EIP-1898's.
-// remote names the remotes that answered (the call's note of its fetch);
-// block is the hash of the block the answer is of ("" when unpinned).
-func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin, at View) (res json.RawMessage, err error, unpinned bool, remote, block string) {
+// remote names the remotes that answered (the call's note of its fetch).
+// onPin (nil: none) is told the hash of the block the answer will be of,
+// just before the fetch that may give a stored answer.
+func (c *Cache) fetchAt(ctx context.Context, method string, fetch Fetch, p pin, at View, onPin func(hash string)) (res json.RawMessage, err error, unpinned bool, remote string) {
 	hash := p.pinned()
 	if p.settled && !p.byHash && !isTrace(method) {
 		h, ok := at.SettledHash(ctx, p.number)
 		if !ok {
 			c.count(method, "any", "unpinned")
 			res, err = fetch(ctx, "")
-			return res, err, true, "", ""
+			return res, err, true, ""
 		}
 		hash = h
 	}
+	if onPin != nil {
+		if hash != "" {
+			onPin(hash)
+		} else if p.byHash {
+			onPin(p.hash)
+		}
+	}
 	res, err, remote = noted(ctx, fetch, hash)
 	if hash == "" || ctx.Err() != nil || !c.lacks(method, res, err) {
-		if hash == "" && p.byHash {
-			hash = p.hash
-		}
-		return res, err, false, remote, hash
+		return res, err, false, remote
 	}
 	c.count(method, "any", "unpinned")
 	res, err = fetch(ctx, "")
-	return res, err, true, "", ""
+	return res, err, true, ""
 }
 
 // noted is fetch under a note of its own, merged into the call's after

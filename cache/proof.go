@@ -47,38 +47,80 @@ func (c *Cache) proves(method string) bool {
 	return c.cfg.Verify == VerifyProofs && slices.Contains(integrity.ProvableMethods, method)
 }
 
-// prove checks res, a remote's answer to a provable call with params at
-// the block with hash, against the account's proof at that block. keep is
-// true only for an answer that is the proved state. An answer the proof
-// contradicts is never served: the state the proof holds is, in geth's
-// spelling (balance, nonce, slot), or else errProofMismatch (code, and an
-// eth_getProof whose stated values are not what its nodes prove). An
-// answer that cannot be checked (no proof, no root, a proof that does not
-// verify) is served as it came, and not stored: as with verify off,
-// without the cache.
-func (c *Cache) prove(ctx context.Context, method string, params json.RawMessage, hash string, at View, res json.RawMessage) (json.RawMessage, error, bool) {
+// proofFetch is a miss's proof fetches (its block's state root, and the
+// account's eth_getProof), run beside the answer's own fetch once the
+// block's hash is known: a checked miss then costs the slower of the two
+// round trips, not their sum. Its goroutine is the miss's: stop ends it.
+type proofFetch struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	q      integrity.StateQuery
+	ok     bool // q was read, the View proves, and a hash was given
+	root   string
+	rootOK bool
+	proof  json.RawMessage
+	err    error
+}
+
+// startProof starts the proof fetches of a provable call with params at
+// the block with hash. They run under a note of their own: the call's note
+// names the remote that answered it, not the proof's.
+func (c *Cache) startProof(ctx context.Context, method string, params json.RawMessage, hash string, at View) *proofFetch {
+	pf := &proofFetch{done: make(chan struct{})}
+	pf.q, pf.ok = integrity.ReadStateQuery(method, params)
+	pv, isProver := at.(Prover)
+	if !pf.ok || !isProver || hash == "" {
+		pf.ok = false
+		close(pf.done)
+		return pf
+	}
+	ctx, pf.cancel = context.WithCancel(jrpc.WithNote(ctx, &jrpc.Note{}))
+	go func() {
+		defer close(pf.done)
+		pf.root, pf.rootOK = pv.StateRoot(ctx, hash)
+		if pf.rootOK && method != "eth_getProof" { // eth_getProof's answer is its own proof
+			pf.proof, pf.err = pv.Proof(ctx, integrity.ProofParams(pf.q, hash))
+		}
+	}()
+	return pf
+}
+
+// stop ends pf's fetches, if still running, and waits for them.
+func (pf *proofFetch) stop() {
+	if pf.cancel != nil {
+		pf.cancel()
+	}
+	<-pf.done
+}
+
+// prove checks res, a remote's answer to a provable call, against the
+// account's proof at its block (pf). keep is true only for an answer that
+// is the proved state. An answer the proof contradicts is never served:
+// the state the proof holds is, in geth's spelling (balance, nonce, slot),
+// or else errProofMismatch (code, and an eth_getProof whose stated values
+// are not what its nodes prove). An answer that cannot be checked (no
+// proof, no root, a proof that does not verify) is served as it came, and
+// not stored: as with verify off, without the cache.
+func (c *Cache) prove(method string, pf *proofFetch, res json.RawMessage) (json.RawMessage, error, bool) {
 	result := proofUnreadable
 	defer func() { c.countProof(method, result) }()
-	q, ok := integrity.ReadStateQuery(method, params)
-	pv, isProver := at.(Prover)
-	if !ok || hash == "" || !isProver {
+	if pf == nil || !pf.ok {
 		return res, nil, false
 	}
-	root, ok := pv.StateRoot(ctx, hash)
-	if !ok {
+	<-pf.done
+	if !pf.rootOK {
 		result = proofNoRoot
 		return res, nil, false
 	}
 	proof := res
 	if method != "eth_getProof" {
-		var err error
-		proof, err = pv.Proof(ctx, integrity.ProofParams(q, hash))
-		if err != nil {
+		if pf.err != nil {
 			result = proofNone
 			return res, nil, false
 		}
+		proof = pf.proof
 	}
-	p, err := integrity.VerifyProof(common.HexToHash(root), q, proof)
+	p, err := integrity.VerifyProof(common.HexToHash(pf.root), pf.q, proof)
 	if err != nil {
 		result = proofBad
 		return res, nil, false

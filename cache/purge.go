@@ -116,8 +116,8 @@ func (c *Cache) PurgeDistrusted(ctx context.Context, remote string, since time.T
 	if remote == "" || since.IsZero() {
 		return 0, nil
 	}
-	c.m.distrusted.WithLabelValues(c.chain, remote, cause).Inc()
 	n, err := c.purge(ctx, Purge{Remote: remote, Since: since.Add(-distrustSkew)})
+	c.m.distrusted.WithLabelValues(c.chain, remote, cause).Inc() // once it is done: a test waits for it
 	c.log.Warn("cache dropped the answers of a distrusted remote since its last good check",
 		"remote", remote, "cause", cause, "since", since, "entries", n, "err", err)
 	return n, err

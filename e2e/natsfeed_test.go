@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/internal/natstest"
 	"github.com/venn-gateway/venn/internal/simnode"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // TestFeedMatchesSimulatedNode: an indexer on venn's JetStream feed, a
@@ -27,7 +29,7 @@ func TestFeedMatchesSimulatedNode(t *testing.T) {
 	sim := simnode.Start(t)
 	emitter := sim.Deploy(t, common.FromHex(gethtest.EmitterCode()))
 	ns := natstest.Start(t, natstest.Options{})
-	startVenn(t, nil, vennOptions{
+	v := startVenn(t, nil, vennOptions{
 		blockTime: "100ms",
 		urls:      [][2]string{{sim.HTTPURL(), sim.WSURL()}},
 		top:       `nats: {url: "` + ns.URL() + `", reconnect_wait: 50ms, reconnect_jitter: 10ms}`,
@@ -86,12 +88,15 @@ func TestFeedMatchesSimulatedNode(t *testing.T) {
 	c = feedtest.Consumer(t, js, "VENN_DEV", "indexer")
 	x.Until(c, atNode)
 
-	// NATS is killed; blocks go by; it comes back.
+	// NATS is killed; blocks go by; it comes back. Meanwhile /readyz says
+	// the feed is failing, and the replica stays ready.
 	ns.Kill()
 	for range 3 {
 		block(1)
 	}
+	feedState(t, v, "failing")
 	ns.Restart()
+	feedState(t, v, "publishing")
 	c = feedtest.Consumer(t, js, "VENN_DEV", "indexer")
 	x.Until(c, atNode)
 
@@ -161,5 +166,28 @@ func checkBlockEvent(t *testing.T, sim *simnode.Node, ev *feedtest.Event) {
 		if len(rc.Logs) != len(r.Logs) {
 			t.Fatalf("block %d: receipt %d has %d logs, the node's %d", ev.Number, i, len(rc.Logs), len(r.Logs))
 		}
+	}
+}
+
+// feedState waits until /readyz, answering 200, shows the chain's feed in
+// state.
+func feedState(t *testing.T, v *venn, state string) {
+	t.Helper()
+	var last string
+	if !testkit.Poll(20*time.Second, func() bool {
+		code, body, err := httpGet("http://" + v.metricsAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		var r struct {
+			Chains []struct {
+				NATSFeed string `json:"nats_feed"`
+			} `json:"chains"`
+		}
+		_ = json.Unmarshal(body, &r)
+		last = fmt.Sprintf("%d %s", code, body)
+		return code == 200 && len(r.Chains) == 1 && r.Chains[0].NATSFeed == state
+	}) {
+		t.Fatalf("/readyz never showed the feed %s with 200; last: %s", state, last)
 	}
 }

@@ -23,7 +23,7 @@ import (
 var storeTwo = common.FromHex("602a600055" + "6007600155" + "616000600052" + "6002601ef3")
 
 // rpc is node's answer to one call.
-func rpc(t *testing.T, url, method, params string) json.RawMessage {
+func rpc(t testing.TB, url, method, params string) json.RawMessage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -184,5 +184,23 @@ func TestVerifyProofRefusesLies(t *testing.T) {
 	}
 	if err := p.Agrees("eth_getTransactionCount", json.RawMessage(fmt.Sprintf(`"%#x"`, p.Account.Nonce))); err != nil {
 		t.Errorf("the true nonce: %v", err)
+	}
+}
+
+// BenchmarkVerifyProof: the CPU of one proof check, an account's proof
+// and one slot's, from go-ethereum.
+func BenchmarkVerifyProof(b *testing.B) {
+	node := simnode.Start(b)
+	contract := node.Deploy(b, storeTwo)
+	head := node.Head(b)
+	q, _ := ReadStateQuery("eth_getStorageAt", json.RawMessage(`["`+contract.Hex()+`","0x1","latest"]`))
+	proof := rpc(b, node.HTTPURL(), "eth_getProof", string(ProofParams(q, head.Hash().Hex())))
+	res := json.RawMessage(`"0x0000000000000000000000000000000000000000000000000000000000000007"`)
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := VerifyProof(head.Root, q, proof)
+		if err != nil || p.Agrees("eth_getStorageAt", res) != nil {
+			b.Fatal(err)
+		}
 	}
 }

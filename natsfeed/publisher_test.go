@@ -8,7 +8,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/feedtest"
+	"github.com/venn-gateway/venn/internal/natstest"
 )
 
 // TestFeedInOrder: blocks, a reorg with what it removed, finality moves:
@@ -190,5 +193,68 @@ func TestStreamConflict(t *testing.T) {
 	var ce *ConflictError
 	if _, err := l.p.ensure(ctx); !errors.As(err, &ce) {
 		t.Errorf("ensure = %v, want a ConflictError", err)
+	}
+}
+
+// TestFeedBlockTooLarge: a block over the server's max_payload is not
+// skipped silently: a gap event names it with its hash, and the stream
+// goes on from it.
+func TestFeedBlockTooLarge(t *testing.T) {
+	srv := natstest.Start(t, natstest.Options{MaxPayload: 64 << 10})
+	js := jsFor(t, srv)
+	f := newFeed(t, 16)
+	f.extend("a", 3)
+	f.lead(js, f.window(), Config{})
+	x := feedtest.New(t, "indexer")
+	c := feedtest.Consumer(t, js, "VENN_ETH", "idx")
+	x.Until(c, at(x, f))
+	_, parent := f.head()
+	big := mainnetBlock(4, parent) // ~450 KB of message
+	f.publish(&headstore.Event{Added: []*evm.Block{big}})
+	f.extend("a", 2)
+	x.Until(c, at(x, f))
+	if len(x.Gaps) != 1 || x.Gaps[0].From != 4 || x.Gaps[0].To != 4 || x.Gaps[0].ToHash != big.Hash || x.Gaps[0].Reason != GapTooLarge {
+		t.Fatalf("gaps = %+v, want block 4 too_large with its hash", x.Gaps)
+	}
+	matches(t, x, f)
+}
+
+// TestStartSeq: an indexer that starts from a block number gets that
+// block first, and after a reorg the canonical one.
+func TestStartSeq(t *testing.T) {
+	_, js := startNATS(t)
+	f := newFeed(t, 32)
+	f.extend("a", 6)
+	f.lead(js, f.window(), Config{})
+	x := feedtest.New(t, "all")
+	x.Until(feedtest.Consumer(t, js, "VENN_ETH", "all"), at(x, f))
+	f.reorg(3, "b", 4)
+	x.Until(feedtest.Consumer(t, js, "VENN_ETH", "all"), at(x, f))
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	s, err := js.Stream(ctx, "VENN_ETH")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := StartSeq(ctx, s, SubjectsFor(testPrefix, testChain), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Next(jetstream.FetchMaxWait(waitLimit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := Decode(m.Data())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := f.canonical()[5]; ev.Type != TypeBlock || ev.Number != 5 || ev.Hash != want {
+		t.Fatalf("first event from block 5: %s %d %s, want block 5 %s", ev.Type, ev.Number, ev.Hash, want)
 	}
 }
