@@ -199,3 +199,42 @@ chains:
 		}
 	})
 }
+
+// NATS requests carry no client address: per-address rate limits do not
+// pool every NATS client into one bucket (keys' limits still apply),
+// while HTTP clients stay limited by address.
+func TestNATSRequestsOutsideAddressLimits(t *testing.T) {
+	ns := natstest.Start(t, natstest.Options{NoJetStream: true})
+	s := startApp(t, mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: ""
+shutdown_timeout: 5s
+nats: {url: "`+ns.URL()+`"}
+rate_limits: {ip: {rps: 0.001, burst: 2}}
+chains:
+  - name: eth
+    chain_id: 1337
+    remotes:
+      - {name: node, url: "http://`+testkit.ClosedAddr(t)+`"}
+`))
+	nc := ns.Connect()
+	call := `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`
+	for i := range 5 {
+		m, err := nc.Request("venn.eth.rpc", []byte(call), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Data) != `{"jsonrpc":"2.0","id":1,"result":"0x539"}` {
+			t.Fatalf("NATS request %d: %s", i, m.Data)
+		}
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	var last wireResponse
+	for range 3 {
+		last = post(t, client, "http://"+s.rpc.bound.String()+"/eth", call)
+	}
+	if last.Error == nil || last.Error.Code != jrpc.CodeRateLimited {
+		t.Fatalf("third HTTP call over burst 2: %+v, want rate limited", last)
+	}
+}

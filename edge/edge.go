@@ -513,7 +513,10 @@ func (cl *client) Take(ctx context.Context, n int) *jrpc.Refusal {
 		scopes[len(bs)] = limitTenant
 		bs = append(bs, Bucket{ID: t.bucket, Rate: t.rate})
 	}
-	if e.ipRate.Limited() && (cl.key == nil || !cl.key.ipExempt) {
+	// A client whose address the transport cannot know (NATS: the
+	// server's accounts decide who may publish) is limited by its key
+	// alone, rather than every such client sharing one address bucket.
+	if e.ipRate.Limited() && cl.ip.IsValid() && (cl.key == nil || !cl.key.ipExempt) {
 		scopes[len(bs)] = limitIP
 		bs = append(bs, Bucket{ID: jrpc.AddrBucket(cl.ip), Rate: e.ipRate})
 	}

@@ -143,8 +143,10 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
 	if c.URL == "" {
+		// A prefix alone is harmless (an example file names the
+		// default); credentials without a server are a mistake.
 		set := c.User != "" || c.Password != "" || c.Token != "" || c.CredentialsFile != "" ||
-			c.NKeyFile != "" || c.TLS.Enabled() || c.Prefix != ""
+			c.NKeyFile != "" || c.TLS.Enabled()
 		if set {
 			add("url", "required when any other nats field is set")
 		}

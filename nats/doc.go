@@ -1,8 +1,8 @@
 // Package nats is venn's NATS transport. It owns the process's one
 // connection to NATS (Conn: options, credentials, TLS, reconnects with
-// backoff, drain on stop, the state /readyz shows) and the services on
-// it: JSON-RPC over request/reply (RPC), and the chains' block feed
-// published to JetStream.
+// backoff, drain on stop, the state /readyz shows) and JSON-RPC over
+// request/reply on it (RPC). The chains' block feed in JetStream is
+// package natsfeed's, on the same connection.
 //
 // Like every transport it only decodes and encodes: a request is handed
 // to the same jrpc handler as an HTTP body (limits, API keys, rate

@@ -192,7 +192,14 @@ func (r *RPC) Stop(ctx context.Context) error {
 	clear(r.subs)
 	r.mu.Unlock()
 	var err error
+	connected := r.conn.Connected()
 	for _, s := range subs {
+		if !connected {
+			// Nothing to drain: no message comes on a connection that is
+			// down, and nats.go's drain would wait for a flush.
+			_ = s.Unsubscribe()
+			continue
+		}
 		closed := s.StatusChanged(natsgo.SubscriptionClosed)
 		if derr := s.Drain(); derr != nil {
 			_ = s.Unsubscribe() // the connection is closed or closing
@@ -213,6 +220,12 @@ func (r *RPC) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		select {
+		case <-done: // both ready: the calls did finish
+			r.cancel()
+			return err
+		default:
+		}
 		r.cancel()
 		if err == nil {
 			err = fmt.Errorf("nats: rpc: wait for requests in flight: %w", ctx.Err())

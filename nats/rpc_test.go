@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/natstest"
+	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -74,7 +75,9 @@ func startReplica(t *testing.T, ns *natstest.Server, h jrpc.Handler, lim jrpc.Li
 	reg := prometheus.NewRegistry()
 	srv := jrpc.NewServer(jrpc.Options{Limits: lim, Registerer: reg})
 	srv.Handle(testChain, h)
-	cfg.URL = ns.URL()
+	if cfg.URL == "" {
+		cfg.URL = ns.URL()
+	}
 	cfg = cfg.WithDefaults()
 	cfg.ReconnectWait, cfg.ReconnectJitter = 50*time.Millisecond, 10*time.Millisecond
 	if err := cfg.Validate(); err != nil {
@@ -401,4 +404,52 @@ func (r *RPC) subCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.subs)
+}
+
+// A partition (the network stops passing bytes, nothing is closed): the
+// replica notices by its pings, reconnects once the network is back, and
+// serves again; HTTP answers all along.
+func TestReconnectsAfterPartition(t *testing.T) {
+	ns := natstest.Start(t, natstest.Options{NoJetStream: true})
+	net := pgtest.NewProxy(t, ns.URL()) // venn reaches NATS through it
+	r := startReplica(t, ns, newHandler(), jrpc.Limits{},
+		Config{URL: net.URL(), PingInterval: 100 * time.Millisecond, ConnectTimeout: 300 * time.Millisecond})
+	nc := ns.Connect()
+	call := `{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}`
+	want := `{"jsonrpc":"2.0","id":1,"result":"0x1"}`
+	if got := request(t, nc, rpcMsg(call)); string(got) != want {
+		t.Fatalf("before the partition: %s", got)
+	}
+
+	net.Pause()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for r.conn.Status().State != "reconnecting" {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the partition was not noticed: %+v", r.conn.Status())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if got := string(r.post(t, []byte(call))); got != want {
+		t.Fatalf("HTTP during the partition: %s", got)
+	}
+	net.Resume()
+	for {
+		m, err := nc.RequestMsg(rpcMsg(call), 500*time.Millisecond)
+		if err == nil {
+			if string(m.Data) != want {
+				t.Fatalf("after the partition: %s", m.Data)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not served again after the partition: %v (%+v)", err, r.conn.Status())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if st := r.conn.Status(); st.State != "connected" || st.Reconnects < 1 {
+		t.Fatalf("status after the partition: %+v", st)
+	}
 }

@@ -32,6 +32,10 @@
 // event, 10,000 blocks) and a wide one (every block), served from the store
 // against the same queries split over a range-capped remote.
 //
+// `vennbench nats` serves the same calls over NATS request/reply and over
+// HTTP from one venn (a private nats-server beside it): throughput, p50
+// and p99, and the CPU per call of venn and of nats-server.
+//
 // The same binary is the children: `vennbench upstream` and
 // `vennbench proxy` are re-executed from os.Args[0]. Only 127.0.0.1 is used.
 //
@@ -42,6 +46,7 @@
 //	go run ./cmd/vennbench subs [-clients 10000] [-blocks 60] [-venn PATH]
 //	go run ./cmd/vennbench cache [-duration 10s] [-rounds 3] [-conc 1,128] [-indexers 4] [-cache YAML] [-venn PATH]
 //	go run ./cmd/vennbench filters [-filters 1000] [-duration 20s] [-rounds 3] [-block-time 1s] [-venn PATH]
+//	go run ./cmd/vennbench nats [-duration 10s] [-rounds 3] [-conc 1,32,128] [-calls chainId,balance] [-venn PATH]
 //	go run ./cmd/vennbench history [-blocks 1000000] [-contracts 1000] [-range 10000] [-runs 100] [-remote-runs 3] [-cap 1000] [-latency 0s,50ms] [-pg URL]
 package main
 
@@ -93,6 +98,7 @@ Usage:
   vennbench history [flags]               eth_getLogs over 1,000,000 blocks from Postgres vs the remotes (history -h)
   vennbench cache [flags]                 indexers' state reads through a 2-replica cluster's cache vs the proxy (cache -h)
   vennbench filters [flags]               log filters polled across 2 replicas vs eth_getLogs through the proxy (filters -h)
+  vennbench nats [flags]                  JSON-RPC over NATS request/reply vs HTTP on one venn (nats -h)
   vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
   vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL
 
@@ -128,6 +134,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runBench(ctx, args[1:], stdout, stderr, parsePropagationFlags, propagationBench)
 		case "shape":
 			return runBench(ctx, args[1:], stdout, stderr, parseShapeFlags, shapeBench)
+		case "nats":
+			return runBench(ctx, args[1:], stdout, stderr, parseNATSFlags, natsBench)
 		}
 	}
 	return runBench(ctx, args, stdout, stderr, parseBenchFlags, bench)
