@@ -64,3 +64,26 @@ func TestForwardHeadersConfig(t *testing.T) {
 		t.Errorf("error %v, want %q", err, want)
 	}
 }
+
+func TestShadowAndRoutesConfig(t *testing.T) {
+	c := mustParse(t, minimal+`      - name: candidate
+        url: http://127.0.0.1:18546
+        shadow: true
+        shadow_sample: 0.25
+      - name: protect
+        url: http://127.0.0.1:18547
+        group: relays
+    transaction_routes:
+      - methods: [eth_sendRawTransaction, eth_sendBundle]
+        group: relays
+        tenants: [team-a]
+`)
+	ch := c.Chains[0]
+	if len(ch.Remotes) != 3 || !ch.Remotes[1].Shadow || ch.Remotes[2].Group != "relays" || len(ch.Pool.TxRoutes) != 1 {
+		t.Errorf("remotes %+v, routes %+v", ch.Remotes, ch.Pool.TxRoutes)
+	}
+	_, err := Parse([]byte(minimal + "    transaction_routes:\n      - methods: [eth_sendRawTransaction]\n        group: nope\n"))
+	if want := `chains[0].transaction_routes[0].group: "nope": no remote of the chain is in this group`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+}

@@ -6,7 +6,9 @@
 // semantics: it decodes, calls a Handler, and encodes.
 //
 // Server serves one Handler per chain at /{chain}: POST for HTTP, GET with
-// Upgrade: websocket for WebSocket. Each body or message is checked with
+// Upgrade: websocket for WebSocket. Another transport (package nats's
+// request/reply) hands each message to ServeInbound, which serves it as an
+// HTTP body: same limits, Gate, handler and answer bytes. Each body or message is checked with
 // json.Valid once and then scanned, not parsed into a tree; a Request's ID
 // and Params are sub-slices of a buffer that is never reused, so handlers
 // may keep them. Answers are appended as bytes, the id echoed as sent.

@@ -135,6 +135,15 @@ type Config struct {
 	ForwardHeaders []string `yaml:"forward_headers"`
 	// ForwardClientIP sends the client's address as X-Forwarded-For.
 	ForwardClientIP bool `yaml:"forward_client_ip"`
+	// Shadow makes the remote a shadow (side.go): it gets a sampled copy
+	// of the chain's reads, compared with the answers served and never
+	// served itself; it is no member of the pool.
+	Shadow bool `yaml:"shadow"`
+	// ShadowSample is the share of reads a shadow gets (default 0.1).
+	ShadowSample float64 `yaml:"shadow_sample"`
+	// Group puts the remote in a named group that serves only the chain's
+	// transaction_routes naming it (side.go); it is no member of the pool.
+	Group string `yaml:"group"`
 }
 
 // RateLimit paces the calls sent to a remote: RPS requests per second
@@ -213,6 +222,7 @@ func (c Config) Validate() error {
 	validateWeight(&p, c.Weight)
 	c.Budget.validate(&p)
 	validateForward(&p, c.ForwardHeaders)
+	c.validateSide(&p)
 	if c.RateLimit.Burst < 0 {
 		p.add("rate_limit.burst", "must be >= 0")
 	}

@@ -10,7 +10,9 @@ package remotes
 // check: its answers since are suspect.
 //
 // A remote's last good check is the last chain id check that said the
-// chain while nothing was held against it. Its answers are not checks of
+// chain while nothing was held against it: this replica's own, or, for a
+// remote whose heads come from the leader's feed (and whose chain this
+// replica does not check), the leader's, which the feed carries. Its answers are not checks of
 // it: an answer that passed a block's integrity check says nothing of the
 // remote's state answers, and a remote that lies about state passes every
 // block check. While it is under suspicion (on another chain, out of
@@ -67,11 +69,21 @@ func (p *Pool) distrusted(r *Remote, cause string) {
 
 // checkPassed records a good check of r at now, unless r is under
 // suspicion.
-func (r *Remote) checkPassed(now time.Time) {
+func (r *Remote) checkPassed(now time.Time) { r.checkPassedAt(now, now) }
+
+// checkPassedAt records a good check of r made at at (the leader's, told
+// by its feed), unless r is under suspicion now or it is older than the
+// one r holds.
+func (r *Remote) checkPassedAt(now, at time.Time) {
 	if now.UnixNano() < r.mb.suspectUntil.Load() || r.chainState.Load() != chainOK {
 		return
 	}
-	r.goodAt.Store(now.UnixNano())
+	for {
+		old := r.goodAt.Load()
+		if at.UnixNano() <= old || r.goodAt.CompareAndSwap(old, at.UnixNano()) {
+			return
+		}
+	}
 }
 
 // suspect holds r's last good check until at least until; it reports

@@ -105,3 +105,31 @@ func TestDistrustCarriesOverARotation(t *testing.T) {
 		t.Fatalf("replacement's last good check %v, want the old one's %v", got, want)
 	}
 }
+
+// A replica fed a remote's heads by the leader does not check its chain:
+// it takes the leader's last good check from the feed, so that its own
+// finding, later, reaches back no further than the leader's.
+func TestDistrustLastGoodCheckFromTheFeed(t *testing.T) {
+	leader, now := idlePool(t, 2, PoolConfig{ChainID: testChainID})
+	follower, _ := idlePool(t, 2, PoolConfig{ChainID: testChainID})
+	follower.now = func() time.Time { return *now }
+	lr, fr := leader.members()[0], follower.members()[0]
+	lr.now = func() time.Time { return *now }
+	checked := *now
+	lr.chainChecked(testChainID, testChainID)
+	lr.claim.Store(&headReport{Number: 10, Hash: "0x0a", Parent: "0x09", Seen: checked})
+	*now = now.Add(30 * time.Second)
+	heads := leader.RemoteHeads()
+	if len(heads) != 1 || heads[0].GoodAge != 30*time.Second {
+		t.Fatalf("the leader's feed: %+v, want n0 checked 30s before", heads)
+	}
+	follower.FeedHeads(heads)
+	if got := fr.LastGoodCheck(); !got.Equal(checked) {
+		t.Fatalf("the fed remote's last good check %v, want the leader's %v", got, checked)
+	}
+	// An older one, from a feed late to arrive, does not move it back.
+	follower.FeedHeads([]RemoteHead{{Remote: "n0", Number: 10, Hash: "0x0a", Parent: "0x09", GoodAge: time.Hour}})
+	if got := fr.LastGoodCheck(); !got.Equal(checked) {
+		t.Fatalf("a late feed moved the last good check back to %v", got)
+	}
+}

@@ -28,6 +28,11 @@ type RemoteHead struct {
 	// Age is how long before the report was taken the remote first
 	// reported this head: relative, so replicas' clocks need not agree.
 	Age time.Duration `json:"age"`
+	// GoodAge is how long before the report the remote's last good check
+	// was (distrust.go; 0: not known), relative like Age: a replica fed
+	// the remote's heads does not check its chain itself, and finds its
+	// last good check here.
+	GoodAge time.Duration `json:"good_age,omitempty"`
 }
 
 // remoteFeed is a remote's part in the feed.
@@ -48,8 +53,12 @@ func (p *Pool) RemoteHeads() []RemoteHead {
 		if c == nil || !r.chainVerified() || r.feed.fed.Load() {
 			continue
 		}
-		out = append(out, RemoteHead{Remote: r.Name(), Number: c.Number, Hash: c.Hash, Parent: c.Parent,
-			Time: c.Time, Age: max(now.Sub(c.Seen), 0)})
+		h := RemoteHead{Remote: r.Name(), Number: c.Number, Hash: c.Hash, Parent: c.Parent,
+			Time: c.Time, Age: max(now.Sub(c.Seen), 0)}
+		if g := r.goodAt.Load(); g != 0 {
+			h.GoodAge = max(now.Sub(time.Unix(0, g)), time.Nanosecond)
+		}
+		out = append(out, h)
 	}
 	return out
 }
@@ -76,6 +85,9 @@ func (p *Pool) FeedHeads(hs []RemoteHead) {
 		h, ok := byName[r.Name()]
 		if ok {
 			r.noteHead(&headReport{Number: h.Number, Hash: h.Hash, Parent: h.Parent, Time: h.Time})
+			if h.GoodAge > 0 {
+				r.checkPassedAt(p.now(), p.now().Add(-h.GoodAge))
+			}
 		}
 		if r.setFed(ok) {
 			flipped = true

@@ -31,6 +31,7 @@ type Metrics struct {
 	ig        *integrityMetrics        // integrity.go
 	cc        *chainCheckMetrics       // chaincheck.go
 	bm        *budgetMetrics           // budget.go
+	sd        *sideMetrics             // side.go
 	held      seriesHolders            // series.go: who writes each remote's and chain's series
 
 	// The reply budget (replies.go): one series each, summed over the
@@ -93,6 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.ig = newIntegrityMetrics(reg)
 	m.cc = newChainCheckMetrics(reg)
 	m.bm = newBudgetMetrics(reg)
+	m.sd = newSideMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.failures, m.head, m.lag, m.healthy, m.breaker,
 			m.inFlight, m.throttled, m.oldest, m.chainHead, m.blockTime, m.splits, m.shared, m.attempts,

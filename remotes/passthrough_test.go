@@ -17,7 +17,12 @@ import (
 // stopped at cleanup.
 func serveChain(t *testing.T, p *Pool) string {
 	t.Helper()
-	s := jrpc.NewServer(jrpc.Options{})
+	return serveChainOn(t, jrpc.NewServer(jrpc.Options{}), p)
+}
+
+// serveChainOn is serveChain on the server s.
+func serveChainOn(t *testing.T, s *jrpc.Server, p *Pool) string {
+	t.Helper()
 	s.Handle("test", p)
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {

@@ -30,7 +30,10 @@ type Pool struct {
 	// state is what a reload may change (reconfig.go): the settings, the
 	// remotes by tier then config order, selection over them (select.go)
 	// and what is compiled from the settings, swapped whole.
-	state   atomic.Pointer[poolState]
+	state atomic.Pointer[poolState]
+	// side is the remotes beside the pool (shadows, transaction groups)
+	// and the routes to them; nil: none (side.go).
+	side    atomic.Pointer[side]
 	log     *slog.Logger
 	m       *Metrics
 	now     func() time.Time
@@ -86,6 +89,7 @@ var _ jrpc.Handler = (*Pool)(nil)
 
 // NewPool builds a chain's pool. It does no I/O: Start dials.
 func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, error) {
+	rs, sideRs := splitSide(rs)
 	cfg = cfg.WithDefaults(len(rs))
 	if len(rs) == 0 {
 		return nil, fmt.Errorf("chain %s: no remotes", cfg.Chain)
@@ -128,6 +132,13 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 		m.releaseChain(cfg.Chain)
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
+	sd, err := p.buildSide(cfg, sideRs)
+	if err != nil {
+		p.discard(members)
+		m.releaseChain(cfg.Chain)
+		return nil, err
+	}
+	p.side.Store(sd)
 	p.state.Store(st)
 	p.initConsensus(m)
 	p.integ.init(cfg.Chain, m)
@@ -186,6 +197,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 		for _, r := range p.members() {
 			r.trackers.Wait()
 		}
+		p.side.Load().close()
 		close(done)
 	}()
 	var err error
@@ -291,6 +303,22 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 // call routes a parsed call: raw transactions to broadcast, filters to
 // their pinned remote, other writes to single, reads through dedup.
 func (p *Pool) call(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
+	sd := p.side.Load()
+	if sd == nil {
+		return p.callPool(ctx, c)
+	}
+	if rt := sd.route(ctx, c.Method); rt != nil {
+		return p.routeTx(ctx, sd, rt, c)
+	}
+	res, err := p.callPool(ctx, c)
+	if err == nil && len(sd.shadows) > 0 && c.Class == evm.ClassRead {
+		p.shadow(ctx, sd, c, res)
+	}
+	return res, err
+}
+
+// callPool is call through the pool's own remotes.
+func (p *Pool) callPool(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
 	method, params := c.Method, c.Params
 	switch c.Class {
 	case evm.ClassBroadcast:

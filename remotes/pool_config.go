@@ -94,6 +94,9 @@ type PoolConfig struct {
 	// besides each remote's own (passthrough.go).
 	ForwardHeaders  []string `yaml:"forward_headers"`
 	ForwardClientIP bool     `yaml:"forward_client_ip"`
+	// TxRoutes send transactions and bundler calls to named groups of
+	// remotes instead of the pool (side.go).
+	TxRoutes []TxRoute `yaml:"transaction_routes"`
 	// Availability learns the oldest block each remote serves (avail.go).
 	Availability AvailabilityConfig `yaml:"availability"`
 	// Replies bounds the bytes of replies being read (replies.go). The app
@@ -209,6 +212,7 @@ func (c PoolConfig) Validate(rs []Config) error {
 	p.under("scoring", c.Scoring.Validate())
 	validateForward(&p, c.ForwardHeaders)
 	c.validateRemotes(&p, rs)
+	c.validateRoutes(&p, rs)
 	return p.err()
 }
 

@@ -175,6 +175,7 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 	p.reconfMu.Lock()
 	defer p.reconfMu.Unlock()
 	old := p.state.Load()
+	rs, sideRs := splitSide(rs)
 	cfg = cfg.WithDefaults(len(rs))
 	switch {
 	case cfg.Chain != old.cfg.Chain || cfg.ChainID != old.cfg.ChainID:
@@ -199,6 +200,11 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 		p.discard(fresh)
 		return Reconfiguration{}, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
+	sd, err := p.buildSide(cfg, sideRs)
+	if err != nil {
+		p.discard(fresh)
+		return Reconfiguration{}, err
+	}
 	rec.Settings = !reflect.DeepEqual(old.cfg, cfg)
 	for _, r := range members { // the kept ones take the new settings
 		r.retune(&cfg)
@@ -209,6 +215,7 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 	p.endSwaps() // replacements still pending were judged again by match
 
 	p.mu.Lock()
+	p.setSide(sd)
 	p.state.Store(st)
 	if started {
 		for _, r := range fresh {

@@ -45,6 +45,9 @@ func (m *Metrics) vectors() []partialDeleter {
 	if m.bm != nil {
 		vs = append(vs, m.bm.used)
 	}
+	if m.sd != nil {
+		vs = append(vs, m.sd.shadow, m.sd.routes)
+	}
 	return vs
 }
 
