@@ -112,6 +112,14 @@ func TestFeedMatchesSimulatedNode(t *testing.T) {
 	if len(x.Reorgs) != 1 || len(x.Gaps) != 0 {
 		t.Errorf("reorgs %d, gaps %d: want 1 and 0", len(x.Reorgs), len(x.Gaps))
 	}
+
+	// The nats CLI reads the same: the head block by its subject, and
+	// every event through a consumer of its own, applied in order.
+	applied, last := cliFeed(t, ns, x.Head)
+	if applied != canonical[x.Head] || last != canonical[x.Head] {
+		t.Errorf("nats CLI: events applied end at %s, block %d's event is %s; the node's is %s",
+			applied, x.Head, last, canonical[x.Head])
+	}
 }
 
 // headerAt is the hash of the node's canonical block n.

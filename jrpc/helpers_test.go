@@ -92,14 +92,14 @@ type testServer struct {
 	ts *httptest.Server
 }
 
-func newTestServer(t *testing.T, opts Options, h Handler) *testServer {
+func newTestServer(t testing.TB, opts Options, h Handler) *testServer {
 	t.Helper()
 	return newTestServerOn(t, opts, h, nil)
 }
 
 // newTestServerOn is newTestServer whose listener is wrap's (when not
 // nil) around the test server's own.
-func newTestServerOn(t *testing.T, opts Options, h Handler, wrap func(net.Listener) net.Listener) *testServer {
+func newTestServerOn(t testing.TB, opts Options, h Handler, wrap func(net.Listener) net.Listener) *testServer {
 	t.Helper()
 	s := NewServer(opts)
 	s.Handle(testChain, h)

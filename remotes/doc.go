@@ -30,7 +30,9 @@
 //     calls go to the remote that made it).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
 //     integrity.go and integrity_client.go (answers checked locally, liars
-//     blamed), misbehave.go (misbehaviour log and cordons).
+//     blamed), misbehave.go (misbehaviour log and cordons), distrust.go
+//     (a remote found on another chain or misbehaving, and its last good
+//     check, told to whoever keeps its answers: the cache drops them).
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
 //     latency.go, health.go (chain id and head tracking), chaincheck.go,
 //     heads.go and relay.go, relay_poll.go (upstream subscriptions),
