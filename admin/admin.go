@@ -30,8 +30,10 @@ type Options struct {
 	Drain Drainer // nil: POST /admin/drain answers 501
 	// Draining reports whether the process is draining for any reason (a
 	// drain, the shutdown); nil: only after a drain through the API.
-	Draining   func() bool
-	Reload     Reloader // nil: POST /admin/reload answers 501
+	Draining func() bool
+	Reload   Reloader // nil: POST /admin/reload answers 501
+	// Usage reads tenants' usage for GET /admin/usage; nil answers 501.
+	Usage      UsageReader
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	// Gatherer is read for each chain's traffic (answers by source, error

@@ -93,6 +93,7 @@ func (a *Admin) apiHandler() http.Handler {
 	r.Get("/admin/chains/{chain}", a.getChain)
 	r.Get("/admin/replicas", a.getReplicas)
 	r.Get("/admin/config", a.getConfig)
+	r.Get("/admin/usage", a.getUsage)
 	r.Post("/admin/chains/{chain}/remotes/{remote}/cordon", a.postCordon)
 	r.Post("/admin/chains/{chain}/remotes/{remote}/uncordon", a.postUncordon)
 	r.Post("/admin/chains/{chain}/cache/purge", a.postPurge)

@@ -41,6 +41,7 @@ type adminParams struct {
 	History    *history
 	Build      BuildInfo      `optional:"true"`
 	Reload     admin.Reloader `optional:"true"` // hot reload, where it is built
+	Usage      *usageStore
 }
 
 // adminServer is the admin API's own listener; svc is nil unless
@@ -58,7 +59,7 @@ func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
 	list := cs.adminChains(p.History)
 	a := admin.New(admin.Options{Config: cfg.Admin, Replica: cfg.replicaID(), Version: p.Build.Version,
 		ConfigFile: cfg.File, Chains: list, Effective: cfg, Redis: cs.rdb, Drain: cs.drain, Draining: cs.draining.Load,
-		Reload: p.Reload, Logger: p.Log, Registerer: p.Registry, Gatherer: p.Registry})
+		Reload: p.Reload, Logger: p.Log, Registerer: p.Registry, Gatherer: p.Registry, Usage: p.Usage.reader()})
 	p.Lifecycle.Append(fx.Hook{OnStart: a.Start, OnStop: a.Stop})
 
 	addr, field := cfg.AdminAddr()

@@ -24,6 +24,7 @@ import (
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
 	"github.com/venn-gateway/venn/tracing"
+	"github.com/venn-gateway/venn/usage"
 )
 
 // defaultYAML is the configuration used when no file is given: Ethereum
@@ -81,6 +82,9 @@ type Config struct {
 	// NATS connects the process to NATS (package nats): JSON-RPC over
 	// request/reply on PREFIX.CHAIN.rpc; off without nats.url.
 	NATS vnats.Config `yaml:"nats"`
+
+	// Usage is how tenants' usage is written to Postgres (package usage).
+	Usage usage.Config `yaml:"usage"`
 
 	// AdminListen serves the admin API (package admin) on its own
 	// listener; "" (the default) does not, unless admin.on_metrics_listen

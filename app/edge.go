@@ -52,7 +52,7 @@ func (c *Config) validateEdge(p *problems) {
 // With auth.jwt.jwks_url its key set is fetched at start and refreshed
 // until stop; a reload keeps it (a changed jwks_url is fetched on demand
 // only, until a restart).
-func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter, b *edge.Budgets) *edge.Edge {
+func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter, b *edge.Budgets, u *usageStore) *edge.Edge {
 	var jwks *edge.JWKS
 	if j := cfg.Edge.WithDefaults().Auth.JWT; j.JWKSURL != "" {
 		jwks = edge.NewJWKS(j.JWKSURL, edge.JWKSOptions{Refresh: j.JWKSRefresh, MinRefresh: j.JWKSMinRefresh, Logger: log})
@@ -61,7 +61,7 @@ func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Reg
 			OnStop:  func(context.Context) error { jwks.Stop(); return nil },
 		})
 	}
-	return edge.New(cfg.Edge, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg, JWKS: jwks, Budgets: b})
+	return edge.New(cfg.Edge, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg, JWKS: jwks, Budgets: b, Usage: u.rec})
 }
 
 // newBudgets counts tenants' credits: in the cluster's Redis when

@@ -66,6 +66,9 @@ func (c *Config) Validate() error {
 	p.under("request_log", c.RequestLog.Validate())
 	p.under("compression", c.Compression.Validate())
 	c.validateEdge(&p)
+	if err := c.Usage.Validate(); err != nil {
+		p = append(p, err)
+	}
 	c.validateCrossing(&p)
 	r := c.Redis
 	if _, err := r.target(); err != nil && (r.Enabled() || r.Username != "" || r.Password != "" || r.TLS || r.Sentinel.Password != "") {

@@ -55,6 +55,7 @@ const DefaultMaxRows = 200_000
 type Recorder struct {
 	now     func() time.Time
 	maxRows int
+	keep    bool // rows are kept for a Writer
 	m       *metrics
 
 	mu   sync.Mutex
@@ -63,9 +64,11 @@ type Recorder struct {
 
 // RecorderOptions configure a Recorder; zero fields take defaults.
 type RecorderOptions struct {
-	MaxRows    int              // default DefaultMaxRows
-	Clock      func() time.Time // default time.Now; dates the rows
-	Registerer prometheus.Registerer
+	MaxRows int // default DefaultMaxRows
+	// MetricsOnly keeps no rows, only the metrics: without Postgres.
+	MetricsOnly bool
+	Clock       func() time.Time // default time.Now; dates the rows
+	Registerer  prometheus.Registerer
 }
 
 // NewRecorder returns an empty Recorder.
@@ -76,7 +79,7 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Recorder{now: opts.Clock, maxRows: opts.MaxRows, m: newMetrics(opts.Registerer),
+	return &Recorder{now: opts.Clock, maxRows: opts.MaxRows, keep: !opts.MetricsOnly, m: newMetrics(opts.Registerer),
 		rows: make(map[rowKey]*counts)}
 }
 
@@ -87,6 +90,9 @@ func (r *Recorder) Add(tenant, chain, method string, calls, credits, errors, byt
 	k := rowKey{day: r.now().Unix() / 86400, tenant: tenant, chain: chain, method: method}
 	c := counts{calls: calls, credits: credits, errors: errors, bytesOut: bytesOut}
 	r.m.observe(tenant, chain, c)
+	if !r.keep {
+		return
+	}
 	r.mu.Lock()
 	ok := r.addLocked(k, c)
 	r.mu.Unlock()

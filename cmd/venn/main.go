@@ -55,6 +55,10 @@ Usage:
                                replicas, from its admin API (default
                                http://127.0.0.1:9546; env VENN_ADMIN_URL and
                                VENN_ADMIN_TOKEN)
+  venn usage --config FILE [--tenant T] [--from DAY] [--to DAY] [--format csv|json]
+                               print tenants' usage per chain, method and day
+                               (calls, credits, errors, bytes out) from the
+                               history store's usage table (default: today)
   venn version                 print the version
   venn help                    print this help
 `
@@ -84,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return probe(rest, stdout, stderr)
 	case "status":
 		return status(rest, stdout, stderr)
+	case "usage":
+		return usageCmd(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "venn", versionString())
 		return exitOK
