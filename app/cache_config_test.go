@@ -15,9 +15,10 @@ func TestCacheConfig(t *testing.T) {
 		t.Errorf("defaults without redis: %+v", cc)
 	}
 	cfg = mustParse(t, "redis: {url: \"redis://127.0.0.1:6379/0\"}\n"+threeRemotes+
-		"    block_time: 2s\n    cache: {memory_bytes: 1048576, methods: {remove: [eth_call]}}\n")
+		"    block_time: 2s\n    cache: {memory_bytes: 1048576, methods: {remove: [eth_call]}, verify: proofs}\n")
 	cc = cfg.Chains[0].Cache
-	if !*cc.Redis || cc.MemoryBytes != 1<<20 || cc.RecentTTL != 8*time.Second || cc.Methods.Remove[0] != "eth_call" {
+	if !*cc.Redis || cc.MemoryBytes != 1<<20 || cc.RecentTTL != 8*time.Second || cc.Methods.Remove[0] != "eth_call" ||
+		cc.Verify != cache.VerifyProofs {
 		t.Errorf("with redis and a section: %+v", cc)
 	}
 }
@@ -30,6 +31,7 @@ func TestCacheConfigNamesTheField(t *testing.T) {
 		{"    cache: {postgres: true}\n", "chains[0].cache.postgres: requires postgres.url"},
 		{"    cache: {recent_ttl: -1s}\n", "chains[0].cache.recent_ttl: must be positive"},
 		{"    cache: {postgres_max_rows: -1}\n", "chains[0].cache.postgres_max_rows: must be positive"},
+		{"    cache: {verify: proof}\n", `chains[0].cache.verify: must be "none" or "proofs"`},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(threeRemotes + tt.give))
