@@ -59,16 +59,15 @@ func (u *remoteUpstream) fetch(ctx context.Context, _ string) (json.RawMessage, 
 	return json.RawMessage(u.res), nil
 }
 
-// TestPurgeARemotesAnswersOnEveryReplica: two replicas on one Redis hold a
-// liar's answer and an honest remote's; purging the liar's drops it from
-// Redis and from both replicas' memory, and the next call asks upstream
-// again; the honest remote's answer stays.
-func TestPurgeARemotesAnswersOnEveryReplica(t *testing.T) {
+// followingReplicas is two caches on one Redis tier (ra, a's), b
+// following the purges a publishes; it returns once b is subscribed.
+func followingReplicas(t *testing.T) (a, b *Cache, ra *Redis) {
+	t.Helper()
 	ra, rdb, chain := redisTier(t, RedisOptions{})
 	rb := NewRedis(rdb, chain, RedisOptions{Timeout: testOpTimeout})
 	cfg := testConfig()
-	a, _ := newTestCache(t, cfg, cfg.RedisLayer(ra))
-	b, _ := newTestCache(t, cfg, cfg.RedisLayer(rb))
+	a, _ = newTestCache(t, cfg, cfg.RedisLayer(ra))
+	b, _ = newTestCache(t, cfg, cfg.RedisLayer(rb))
 	ctx, cancel := context.WithCancel(t.Context())
 	followed := make(chan struct{})
 	go func() { defer close(followed); b.FollowPurges(ctx) }()
@@ -79,6 +78,15 @@ func TestPurgeARemotesAnswersOnEveryReplica(t *testing.T) {
 	}) {
 		t.Fatal("replica b never followed the purges")
 	}
+	return a, b, ra
+}
+
+// TestPurgeARemotesAnswersOnEveryReplica: two replicas on one Redis hold a
+// liar's answer and an honest remote's; purging the liar's drops it from
+// Redis and from both replicas' memory, and the next call asks upstream
+// again; the honest remote's answer stays.
+func TestPurgeARemotesAnswersOnEveryReplica(t *testing.T) {
+	a, b, _ := followingReplicas(t)
 	v := newView(100, nil)
 	lie := call("eth_getBalance", `["`+testAddr+`","0x10"]`)
 	honest := call("eth_getBalance", `["`+testAddr+`","0x11"]`)
@@ -128,21 +136,7 @@ func TestPurgeARemotesAnswersOnEveryReplica(t *testing.T) {
 // stay, and so do the remote's older ones in Redis. The purge is counted
 // by remote and cause.
 func TestPurgeDistrustedSinceTheLastGoodCheck(t *testing.T) {
-	ra, rdb, chain := redisTier(t, RedisOptions{})
-	rb := NewRedis(rdb, chain, RedisOptions{Timeout: testOpTimeout})
-	cfg := testConfig()
-	a, _ := newTestCache(t, cfg, cfg.RedisLayer(ra))
-	b, _ := newTestCache(t, cfg, cfg.RedisLayer(rb))
-	ctx, cancel := context.WithCancel(t.Context())
-	followed := make(chan struct{})
-	go func() { defer close(followed); b.FollowPurges(ctx) }()
-	t.Cleanup(func() { cancel(); <-followed })
-	if !testkit.Poll(10*time.Second, func() bool {
-		n, err := rdb.PubSubNumSub(t.Context(), "venn:{"+chain+"}:cache:purged").Result()
-		return err == nil && n["venn:{"+chain+"}:cache:purged"] == 1
-	}) {
-		t.Fatal("replica b never followed the purges")
-	}
+	a, b, ra := followingReplicas(t)
 	v := newView(100, nil)
 	good := time.Now().Add(-time.Minute) // the switched remote's last good check
 	entries := []struct {
