@@ -92,14 +92,11 @@ func bench(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error
 	}
 	defer l.close()
 
-	up, upURL, err := startChild(ctx, "upstream", true, exe, "upstream", "-listen", "127.0.0.1:0")
+	up, upURL, err := l.startUpstream(ctx, exe)
 	if err != nil {
 		return err
 	}
 	defer up.Stop()
-	if err := l.waitReady(ctx, upURL, up, childReadyTimeout); err != nil {
-		return err
-	}
 
 	var targets []target
 	for _, name := range cfg.Targets {

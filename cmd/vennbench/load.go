@@ -346,6 +346,20 @@ func isQuantity(v []byte) bool {
 	return true
 }
 
+// startUpstream starts the fake upstream child (exe upstream) on a free
+// port and waits until it answers; the caller stops it.
+func (l *loader) startUpstream(ctx context.Context, exe string) (*child, string, error) {
+	up, url, err := startChild(ctx, "upstream", true, exe, "upstream", "-listen", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	if err := l.waitReady(ctx, url, up, childReadyTimeout); err != nil {
+		up.Stop()
+		return nil, "", err
+	}
+	return up, url, nil
+}
+
 // waitReady polls url with single balance calls until one succeeds, c
 // exits, or the deadline passes.
 func (l *loader) waitReady(ctx context.Context, url string, c *child, timeout time.Duration) error {

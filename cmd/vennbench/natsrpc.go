@@ -168,14 +168,11 @@ func natsBench(ctx context.Context, cfg natsBenchConfig, stdout, stderr io.Write
 	}
 	defer l.close()
 
-	up, upURL, err := startChild(ctx, "upstream", true, exe, "upstream", "-listen", "127.0.0.1:0")
+	up, upURL, err := l.startUpstream(ctx, exe)
 	if err != nil {
 		return err
 	}
 	defer up.Stop()
-	if err := l.waitReady(ctx, upURL, up, childReadyTimeout); err != nil {
-		return err
-	}
 	ns, natsURL, err := startNATSServer(ctx, cfg.NATSServer)
 	if err != nil {
 		return err
