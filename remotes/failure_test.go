@@ -1,6 +1,7 @@
 package remotes
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -146,7 +147,7 @@ func TestFailureKind(t *testing.T) {
 	}{
 		{"refused", "http://" + refused + "/k3yAbCdEf0123456789", FailRefused},
 		{"untrusted certificate", untrusted.URL + "/k3yAbCdEf0123456789", FailTLS},
-		{"plain http to a tls port", strings.Replace(untrusted.URL, "https", "http", 1), "http_status"},
+		{"plain http to a tls port", "http://" + tlsPortAnswer(t), "http_status"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,4 +180,33 @@ func TestFailureKind(t *testing.T) {
 	if got := failureKind(fmt.Errorf("x: %w", context.DeadlineExceeded)); got != FailTimeout {
 		t.Errorf("deadline kind %q", got)
 	}
+}
+
+// tlsPortAnswer serves, on a loopback port, what a TLS server (Go's, nginx)
+// answers a plain HTTP request: 400 with a line of text. A real TLS port
+// reads only the record header before it replies and closes, so the unread
+// body makes the close a reset that may reach the client before the reply;
+// this one reads the whole request first, so the reply always arrives.
+func tlsPortAnswer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			req, err := http.ReadRequest(bufio.NewReader(c))
+			if err == nil {
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(c, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
