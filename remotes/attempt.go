@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // maxRateLimitWait bounds how long a call waits for venn's own rate limit
@@ -209,7 +211,7 @@ func (a *attempt) unserved() error {
 // clientError is what the client sees of an upstream error: the remote's
 // own JSON-RPC error, verbatim, so answers match the node's.
 func clientError(err error) error {
-	var ue *UpstreamError
+	var ue *wire.UpstreamError
 	if errors.As(err, &ue) {
 		return ue.Err
 	}
@@ -221,8 +223,8 @@ func clientError(err error) error {
 // the node's own: a future block range, say); otherwise venn says why.
 func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr error) error {
 	var (
-		ue   *UpstreamError
-		over *ReplyTooLargeError
+		ue   *wire.UpstreamError
+		over *wire.ReplyTooLargeError
 	)
 	switch {
 	case lastErr != nil && errors.As(lastErr, &ue):
@@ -252,4 +254,11 @@ func (p *Pool) noRemoteData() json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// replyTooLarge is what the client gets for an answer over the cap: venn's
+// limit, named, and no remote's name.
+func replyTooLarge(e *wire.ReplyTooLargeError) *jrpc.Error {
+	return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: "answer too large: the remote's reply exceeds max_response_bytes (" +
+		strconv.FormatInt(e.Limit, 10) + " bytes)"}
 }

@@ -35,16 +35,16 @@
 //     check, told to whoever keeps its answers: the cache drops them).
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
 //     latency.go, health.go (chain id and head tracking), chaincheck.go,
-//     heads.go and relay.go, relay_poll.go (upstream subscriptions),
-//     chainhead.go (the chain's corroborated head), blocktime.go (its
+//     heads.go and relay.go, relay_poll.go (upstream subscriptions, run
+//     on wire.Subscription), chainhead.go (the chain's corroborated head), blocktime.go (its
 //     block time, learnt from head timestamps), feed.go (heads taken from
 //     the cluster leader's feed instead of tracked here), avail.go and
 //     avail_probe.go (the oldest block it serves of each kind of data:
 //     stated, probed, learnt from answers; availredis shares the probes).
-//   - The wire: transport.go, transport_http.go, transport_ws.go,
-//     replies.go (bounded reads under one reply budget), redact.go (secrets
-//     out of every error), errors.go, and classify.go (the verdict of an
-//     upstream error by its class, reason and span).
+//   - The wire is the subpackage remotes/wire: transports, replies under
+//     the reply budget, redaction, upstream subscriptions and their errors.
+//     classify.go gives the verdict of an upstream error by its class,
+//     reason and span.
 //   - config.go (a remote), pool_config.go (a chain's pool, its consensus
 //     rules) and hedge_config.go (hedging, scoring): the YAML schema with
 //     defaults and checks; metrics.go, module.go: Prometheus series, fx.

@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // maxSplitDepth bounds how often one eth_getLogs part is split again after
@@ -33,7 +34,7 @@ func (e *tooLargeError) Error() string { return e.err.Error() }
 func (e *tooLargeError) Unwrap() error { return e.err }
 
 // resultCheck vets a remote's successful result before the pool takes it.
-// An error (wrapping ErrBadReply) makes the result a bad reply from that
+// An error (wrapping wire.ErrBadReply) makes the result a bad reply from that
 // remote: the pool fails over.
 type resultCheck func(json.RawMessage) error
 
@@ -251,7 +252,7 @@ func logsArray(res json.RawMessage) error {
 	if len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']' {
 		return nil
 	}
-	return fmt.Errorf("%w: eth_getLogs result is not an array", ErrBadReply)
+	return fmt.Errorf("%w: eth_getLogs result is not an array", wire.ErrBadReply)
 }
 
 // maxLogsBytes caps a split's merged result: no more than the largest reply
@@ -262,7 +263,7 @@ func (s *selector) maxLogsBytes() int64 {
 		n = max(n, r.cfg.MaxResponseBytes)
 	}
 	if n <= 0 {
-		n = DefaultMaxResponseBytes
+		n = wire.DefaultMaxResponseBytes
 	}
 	return n
 }

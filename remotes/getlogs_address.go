@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // A single block can still hold more logs than a remote returns in one
@@ -123,18 +124,18 @@ func mergeByLogIndex(a, b json.RawMessage) (json.RawMessage, error) {
 	for _, part := range []json.RawMessage{a, b} {
 		var logs []json.RawMessage
 		if err := json.Unmarshal(part, &logs); err != nil {
-			return nil, fmt.Errorf("%w: eth_getLogs part: %v", ErrBadReply, err)
+			return nil, fmt.Errorf("%w: eth_getLogs part: %v", wire.ErrBadReply, err)
 		}
 		for _, l := range logs {
 			var li struct {
 				LogIndex string `json:"logIndex"`
 			}
 			if err := json.Unmarshal(l, &li); err != nil {
-				return nil, fmt.Errorf("%w: eth_getLogs log: %v", ErrBadReply, err)
+				return nil, fmt.Errorf("%w: eth_getLogs log: %v", wire.ErrBadReply, err)
 			}
 			n, err := evm.ParseQuantity(li.LogIndex)
 			if err != nil {
-				return nil, fmt.Errorf("%w: eth_getLogs logIndex %q", ErrBadReply, li.LogIndex)
+				return nil, fmt.Errorf("%w: eth_getLogs logIndex %q", wire.ErrBadReply, li.LogIndex)
 			}
 			all = append(all, entry{n, l})
 		}

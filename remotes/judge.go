@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -47,8 +48,8 @@ type judged struct {
 	mean meaning
 	res  json.RawMessage
 	err  error
-	v    Verdict             // err classified; zero for answers and local limits
-	over *ReplyTooLargeError // meanFault over venn's own reply cap
+	v    Verdict                  // err classified; zero for answers and local limits
+	over *wire.ReplyTooLargeError // meanFault over venn's own reply cap
 }
 
 // good reports a reply the caller can be given as it is: an answer or the
@@ -134,7 +135,7 @@ func (jg *judge) failure(j judged) judged {
 	default:
 		j.mean = meanFault
 		if v.Class == ClassTooLarge {
-			j.over, _ = errors.AsType[*ReplyTooLargeError](j.err)
+			j.over, _ = errors.AsType[*wire.ReplyTooLargeError](j.err)
 		}
 	}
 	return j

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Metrics are the remotes' Prometheus series. Label values are bounded:
@@ -196,4 +197,13 @@ func statusLabel(status int) string {
 		return strconv.Itoa(status/100) + "xx"
 	}
 	return "other"
+}
+
+// NewReplyBudget is wire.NewReplyBudget counted in m's series
+// (reply_bytes_in_flight, reply_budget_exhausted_total); m may be nil.
+func NewReplyBudget(size int64, m *Metrics) *wire.ReplyBudget {
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	return wire.NewReplyBudget(size, m.replyBytes, m.replyBudgetExhausted)
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Chain verification states.
@@ -38,7 +39,7 @@ var errOwnRateLimit = fmt.Errorf("rate limit: %w", errLocalLimit)
 type Remote struct {
 	cfg   Config
 	chain string
-	t     transport
+	t     wire.Transport
 	log   *slog.Logger
 	m     *remoteMetrics
 	lim   *rate.Limiter // nil: unlimited
@@ -85,7 +86,7 @@ type Remote struct {
 
 	mb     misbehaviourState            // misbehave.go: cordon and strikes
 	manual atomic.Pointer[manualCordon] // cordon.go: an operator's cordon; nil: none
-	red    *redactor                    // redact.go: for what status shows
+	red    *wire.Redactor               // redact.go: for what status shows
 	last   atomic.Pointer[lastError]    // status.go: the last fault, redacted
 	lat    latencyHist                  // latency.go: recent latency quantiles
 	sc     scoreState                   // score.go: score and preferred set
@@ -97,7 +98,7 @@ type Remote struct {
 	nUnsupported atomic.Int32                // len(unsupported), read without mu
 }
 
-func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remoteMetrics, brk *breaker) *Remote {
+func newRemote(chain string, cfg Config, t wire.Transport, log *slog.Logger, m *remoteMetrics, brk *breaker) *Remote {
 	r := &Remote{
 		cfg: cfg, chain: chain, t: t, m: m, brk: brk, now: time.Now,
 		log:         log.With("remote", cfg.Name),
@@ -269,7 +270,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.Timeout)
 		defer cancel()
 	}
-	res, status, err := r.t.call(ctx, method, params)
+	res, status, err := r.t.Call(ctx, method, params)
 	took := r.now().Sub(now)
 	r.inFlight.Add(-1)
 	r.m.inFlight.Dec()
@@ -402,11 +403,11 @@ func (r *Remote) backoff() {
 }
 
 func errorCodes(err error) (code, status int) {
-	var ue *UpstreamError
+	var ue *wire.UpstreamError
 	if errors.As(err, &ue) {
 		return ue.Err.Code, ue.HTTPStatus
 	}
-	var he *HTTPStatusError
+	var he *wire.HTTPStatusError
 	if errors.As(err, &he) {
 		return 0, he.Status
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Remotes beside the pool: shadows and transaction groups. Neither is a
@@ -150,7 +151,7 @@ func stringsTrim(s string) string { return string(bytes.TrimSpace([]byte(s))) }
 // sideRemote is a remote beside the pool.
 type sideRemote struct {
 	name   string
-	t      transport
+	t      wire.Transport
 	sample float64
 }
 
@@ -187,7 +188,7 @@ func (p *Pool) buildSide(cfg PoolConfig, rs []Config) (*side, error) {
 	sd.ctx, sd.cancel = context.WithCancel(context.Background())
 	for _, rc := range rs {
 		rc = rc.WithDefaults(cfg.CallDeadline).forPool(cfg)
-		t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL, Headers: headerOf(rc.Headers),
+		t, err := wire.New(wire.Options{Name: rc.Name, URL: rc.URL, Headers: headerOf(rc.Headers),
 			MaxIdleConns: max(rc.MaxInFlight, 16), MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 			Logger: p.log, Tracer: cfg.Tracer, Forward: forwardingOf(rc)})
 		if err != nil {
@@ -241,11 +242,11 @@ func (sd *side) close() {
 	sd.cancel()
 	sd.wg.Wait()
 	for _, r := range sd.shadows {
-		r.t.close()
+		r.t.Close()
 	}
 	for _, g := range sd.groups {
 		for _, r := range g {
-			r.t.close()
+			r.t.Close()
 		}
 	}
 }
@@ -293,7 +294,7 @@ func (p *Pool) routeTx(ctx context.Context, sd *side, rt *txRoute, c *evm.Call) 
 	var lastErr error
 	for i := range group {
 		r := group[(start+i)%len(group)]
-		res, _, err := r.t.call(callCtx, c.Method, c.Params)
+		res, _, err := r.t.Call(callCtx, c.Method, c.Params)
 		if err == nil {
 			p.m.sd.routed(cfg.Chain, rt.Group, "ok")
 			return res, nil
@@ -352,7 +353,7 @@ func (p *Pool) shadow(ctx context.Context, sd *side, c *evm.Call, served json.Ra
 			defer func() { <-sd.slots }()
 			defer cancel()
 			defer stop()
-			res, _, err := r.t.call(sctx, method, params)
+			res, _, err := r.t.Call(sctx, method, params)
 			outcome := "match"
 			switch {
 			case err != nil:
