@@ -2,6 +2,7 @@ package remotes
 
 import (
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -90,7 +91,7 @@ func TestStatusReasonsAndRedactedError(t *testing.T) {
 	r := p.members()[1]
 	p.members()[0].head.Store(100)
 	r.head.Store(90)
-	r.red = (&wire.Options{Name: "n1", URL: "https://provider.example/v3/sekrit-key"}).Redactor()
+	r.red = (&wire.Options{Name: "n1", URL: "https://provider.example", Headers: http.Header{"X-Api-Key": {"sekrit-key"}}}).Redactor()
 	r.noteError(errors.New("remote n1: 401 invalid key sekrit-key from 10.1.2.3:8545 and [::1]:80"))
 	st := p.Status()[1]
 	if st.InRotation || st.Out[0].Code != OutLagging || st.Lag != 10 || !strings.Contains(st.Out[0].Text, "10 blocks") {

@@ -175,7 +175,7 @@ func relayGoroutines() int {
 			stacks[id] = g
 		}
 	}
-	const relay, session = "remotes.(*Pool).relayFrom", "remotes.(*wire.Subscription)."
+	const relay, session = "remotes.(*Pool).relayFrom", "wire.(*Subscription)."
 	c := 0
 	for _, g := range stacks {
 		switch {
