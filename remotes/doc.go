@@ -20,7 +20,7 @@
 //   - judge.go: the judge: answer, caller error, cut, missing data, a range
 //     too large (with the span a remote named), venn's own limit, fault.
 //   - attempt.go: one call's retry state and what it does with each
-//     judged reply; the errors of a call no remote could serve.
+//     judged reply.
 //   - The strategies: single.go (failover, one remote at a time), hedge.go
 //     (hedged: a slow send raced against others, under a budget), vote.go
 //     with consensus.go and canonical.go (voted: rules, ballots, tally,
@@ -41,10 +41,11 @@
 //     the cluster leader's feed instead of tracked here), avail.go and
 //     avail_probe.go (the oldest block it serves of each kind of data:
 //     stated, probed, learnt from answers; availredis shares the probes).
-//   - The wire is the subpackage remotes/wire: transports, replies under
-//     the reply budget, redaction, upstream subscriptions and their errors.
-//     classify.go gives the verdict of an upstream error by its class,
-//     reason and span.
+//   - Below it, two leaves: remotes/wire (transports, replies under the
+//     reply budget, redaction, upstream subscriptions and their errors)
+//     and remotes/verdict (what an upstream error means: its class,
+//     reason and span). errors.go holds the pool's own answers to a call
+//     no remote served, each with its JSON-RPC code for jrpc.ToWire.
 //   - config.go (a remote), pool_config.go (a chain's pool, its consensus
 //     rules) and hedge_config.go (hedging, scoring): the YAML schema with
 //     defaults and checks; metrics.go, module.go: Prometheus series, fx.

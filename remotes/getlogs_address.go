@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -31,7 +32,7 @@ const maxAddressSplitDepth = 10
 // answer when the list cannot be split (one address or none, a cap that
 // is not about results) or the halvings run out.
 func (s *logsSplit) byAddress(ctx context.Context, params json.RawMessage, n uint64, tl *tooLargeError, depth int) (json.RawMessage, error) {
-	if tl.reason == ReasonRangeTooLarge || depth >= maxAddressSplitDepth {
+	if tl.reason == verdict.ReasonRangeTooLarge || depth >= maxAddressSplitDepth {
 		return nil, clientError(tl.err)
 	}
 	addrs, ok := filterAddresses(params)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -270,7 +271,7 @@ func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage,
 			up()
 		},
 		Refused: func(err error) {
-			if Classify("eth_subscribe", err).Reason == ReasonMethodUnsupported {
+			if verdict.Classify("eth_subscribe", err).Reason == verdict.ReasonMethodUnsupported {
 				r.markUnsupported(key, err)
 			}
 		},

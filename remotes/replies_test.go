@@ -2,7 +2,6 @@ package remotes
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +50,8 @@ func TestPoolReplyOverCap(t *testing.T) {
 					}
 					continue
 				}
-				var je *jrpc.Error
-				if !errors.As(err, &je) || je.Code != jrpc.CodeLimitExceeded ||
+				je := jrpc.ToWire(err)
+				if err == nil || je.Code != jrpc.CodeLimitExceeded ||
 					!strings.Contains(je.Message, "max_response_bytes (1048576 bytes)") {
 					t.Fatalf("err = %v; want -32052 naming max_response_bytes", err)
 				}

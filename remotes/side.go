@@ -16,6 +16,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -300,14 +301,14 @@ func (p *Pool) routeTx(ctx context.Context, sd *side, rt *txRoute, c *evm.Call) 
 			return res, nil
 		}
 		lastErr = err
-		v := Classify(c.Method, err)
-		if v.Reason == ReasonAlreadyKnown && c.Method == "eth_sendRawTransaction" {
+		v := verdict.Classify(c.Method, err)
+		if v.Reason == verdict.ReasonAlreadyKnown && c.Method == "eth_sendRawTransaction" {
 			if h := txHash(c.Params); h != nil { // the relay has it: sent
 				p.m.sd.routed(cfg.Chain, rt.Group, "ok")
 				return h, nil
 			}
 		}
-		if v.Class == ClassCaller {
+		if v.Class == verdict.ClassCaller {
 			p.m.sd.routed(cfg.Chain, rt.Group, "caller_error")
 			return nil, err
 		}
@@ -320,13 +321,11 @@ func (p *Pool) routeTx(ctx context.Context, sd *side, rt *txRoute, c *evm.Call) 
 		return p.callPool(ctx, c)
 	}
 	p.m.sd.routed(cfg.Chain, rt.Group, "failed")
-	reason := Reason("none")
+	reason := verdict.Reason("none")
 	if lastErr != nil {
-		reason = Classify(c.Method, lastErr).Reason
+		reason = verdict.Classify(c.Method, lastErr).Reason
 	}
-	return nil, &jrpc.Error{Code: jrpc.CodeNoRemote,
-		Message: fmt.Sprintf("all %d remote(s) of group %s failed for %s on %s (last: %s); not sent to public remotes",
-			len(group), rt.Group, c.Method, cfg.Chain, reason)}
+	return nil, &noRemoteError{method: c.Method, chain: cfg.Chain, group: rt.Group, tried: len(group), last: reason}
 }
 
 // shadow copies a read the pool answered with served to the shadows that

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -75,7 +76,7 @@ type RemoteStatus struct {
 	Availability []Availability `json:"availability"`
 	LastError    string         `json:"last_error,omitempty"`
 	// LastFailure is the last fault's kind: dns, refused, tls, timeout,
-	// ... (failure.go), or a Classify reason (unauthorized, http_5xx).
+	// ... (wire.FailureKind), or a verdict.Classify reason (unauthorized, http_5xx).
 	LastFailure string    `json:"last_failure,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
@@ -98,7 +99,7 @@ func failureKind(err error) string {
 	if k := wire.FailureKind(err); k != "" {
 		return k
 	}
-	return string(Classify("", err).Reason)
+	return string(verdict.Classify("", err).Reason)
 }
 
 // noteError keeps err as the remote's last fault: redacted, without IP

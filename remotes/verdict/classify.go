@@ -1,4 +1,4 @@
-package remotes
+package verdict
 
 // Upstream error classification: Classify and the order of its steps here,
 // the verdicts in verdict.go, the rule table in rules.go, the span a cap
@@ -43,6 +43,12 @@ import (
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
+// coder is an error with its own JSON-RPC code, which jrpc.ToWire maps.
+type coder interface {
+	error
+	ErrorCode() int
+}
+
 // Scan limits: the useful text of an error is short and comes first; revert
 // data and HTML pages can be long.
 const (
@@ -51,9 +57,11 @@ const (
 )
 
 // Classify says what to do with err, the failure of one call of method to one
-// remote. err is what a transport returns: *wire.UpstreamError, *wire.HTTPStatusError,
-// an error wrapping wire.ErrBadReply or wire.ErrTransport, a context error, or a net
-// error. A nil err gives the zero Verdict.
+// remote. err is what a transport returns: *wire.UpstreamError,
+// *wire.HTTPStatusError, an error wrapping wire.ErrBadReply or
+// wire.ErrTransport, a context error, or a net error; or what a call through
+// the pool returned, whose errors with a JSON-RPC code (ErrorCode) are read
+// as the wire error jrpc makes of them. A nil err gives the zero Verdict.
 //
 // Two verdicts need the pool's help:
 //   - ReasonInvalidParams for eth_getLogs may be geth's "invalid block range
@@ -97,6 +105,10 @@ func Classify(method string, err error) Verdict {
 	}
 	if je, ok := errors.AsType[*jrpc.Error](err); ok {
 		return classifyRPC(method, 0, je)
+	}
+	if _, ok := errors.AsType[coder](err); ok {
+		// venn's own answer (no remote, a limit): read as the client gets it.
+		return classifyRPC(method, 0, jrpc.ToWire(err))
 	}
 	ne, isNet := errors.AsType[net.Error](err)
 	if isNet && ne.Timeout() {

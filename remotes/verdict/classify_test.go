@@ -1,4 +1,4 @@
-package remotes
+package verdict
 
 import (
 	"context"
@@ -432,7 +432,7 @@ func TestVerdictLacksBlock(t *testing.T) {
 			t.Errorf("%d %q: LacksBlock %v, want %v", tt.give.code, tt.give.msg, got, tt.want)
 		}
 		// As the pool hands it to the router: the remote's own error.
-		if got := Classify(tt.give.method, clientError(tt.give.err())).LacksBlock(); got != tt.want {
+		if got := Classify(tt.give.method, tt.give.err().(*wire.UpstreamError).Err).LacksBlock(); got != tt.want {
 			t.Errorf("%d %q unwrapped: LacksBlock %v, want %v", tt.give.code, tt.give.msg, got, tt.want)
 		}
 	}
