@@ -181,11 +181,20 @@ func BenchmarkParseCall(b *testing.B) {
 	}
 }
 
-// Every method in the table is a read, as classOf would say.
-func TestMethodTableReads(t *testing.T) {
-	for name := range methods {
-		if c := classOf(name); c != ClassRead {
-			t.Errorf("%s: class %d", name, c)
+// A row's name does not contradict its class: a listed read is not
+// named as a write, and what the registry holds of a method is what
+// ParseCall gives the call.
+func TestRegistryRows(t *testing.T) {
+	for name, m := range registry {
+		if m.Class == ClassRead && writeByName(name) {
+			t.Errorf("%s: a read named as a write", name)
+		}
+		if m.Label != name || m.Block >= 0 && m.ByHash && m.Kind != KindOther {
+			t.Errorf("%s: label %q, block %d by hash", name, m.Label, m.Block)
+		}
+		c := ParseCall(name, nil)
+		if c.Row != m || c.Kind != m.Kind || c.Class != m.Class || c.BlockAt != m.Block {
+			t.Errorf("%s: parsed as %+v", name, c)
 		}
 	}
 }
