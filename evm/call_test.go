@@ -173,11 +173,23 @@ func FuzzParseBlockRefString(f *testing.F) {
 	})
 }
 
+// BenchmarkParseCall reads a call of each path through ParseCall: an exact
+// reading, a block param at index 1, a listed method without params to
+// read, and a method the registry does not list.
 func BenchmarkParseCall(b *testing.B) {
-	p := json.RawMessage(`["latest",false]`)
-	b.ReportAllocs()
-	for range b.N {
-		_ = ParseCall("eth_getBlockByNumber", p)
+	for _, bc := range []struct{ method, params string }{
+		{"eth_getBlockByNumber", `["latest",false]`},
+		{"eth_call", `[{"to":"0x0000000000000000000000000000000000000001","data":"0x"},"latest"]`},
+		{"eth_chainId", `[]`},
+		{"eth_sendUserOperation", `[{}]`},
+	} {
+		p := json.RawMessage(bc.params)
+		b.Run(bc.method, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				_ = ParseCall(bc.method, p)
+			}
+		})
 	}
 }
 
