@@ -8,7 +8,8 @@
 // or below their settled line, and Put refuses a block that disagrees with
 // a stored neighbour. The schema's SQL is package migrations'; History
 // (history.go) applies it when a process starts, keeps each chain's store
-// shut until it is in place, and reports the store's readiness.
+// shut until it is in place, and reports the store's readiness. Claims
+// (claims.go) share a chain's blocks out among backfills running at once.
 package blockstore
 
 import (

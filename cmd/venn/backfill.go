@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/blockstore"
@@ -35,19 +31,17 @@ type backfillStore interface {
 }
 
 // backfiller fills a range of a chain's history, safely alongside other
-// backfills of the same chain: a chunk is worked on only under a Postgres
-// advisory lock (pg_try_advisory_lock(chain key, chunk)); a chunk another
-// session holds is skipped and looked at again later, by which time it is
-// usually stored. Whatever is stored already is skipped, so a backfill
+// backfills of the same chain: a chunk is worked on only under its claim
+// (blockstore.Claims); a chunk another backfill holds is skipped and
+// looked at again later, by which time it is usually stored. Whatever is stored already is skipped, so a backfill
 // that was interrupted resumes where it stopped.
 type backfiller struct {
-	store backfillStore
-	locks *pgxpool.Pool // one session per chunk worker, holding its claim
-	fetch func(ctx context.Context, n uint64) (*evm.Block, error)
-	key   int32 // the chain's advisory lock key
-	batch int   // blocks per Put
-	conc  int   // blocks fetched at once
-	sem   chan struct{}
+	store  backfillStore
+	claims *blockstore.Claims // one session per chunk worker
+	fetch  func(ctx context.Context, n uint64) (*evm.Block, error)
+	batch  int // blocks per Put
+	conc   int // blocks fetched at once
+	sem    chan struct{}
 
 	stored, skipped atomic.Uint64
 }
@@ -59,7 +53,7 @@ type backfillSummary struct {
 }
 
 // backfillSpec is where and how a backfiller works: the history store's
-// URL (for its advisory-lock sessions), the chain, the blocks fetched at
+// URL (for its claims' sessions), the chain, the blocks fetched at
 // once and the blocks per write.
 type backfillSpec struct {
 	url         string
@@ -70,34 +64,20 @@ type backfillSpec struct {
 func newBackfiller(ctx context.Context, spec backfillSpec, store backfillStore,
 	fetch func(context.Context, uint64) (*evm.Block, error)) (*backfiller, error) {
 	conc := spec.conc
-	pc, err := pgxpool.ParseConfig(spec.url)
+	claims, err := blockstore.OpenClaims(ctx, spec.url, spec.chainID, chunkWorkers(conc)+1)
 	if err != nil {
-		return nil, errors.New("postgres.url: cannot be used (check its host and options)")
+		return nil, err
 	}
-	pc.MaxConns = int32(chunkWorkers(conc)) + 1
-	locks, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	return &backfiller{store: store, locks: locks, fetch: fetch, key: lockKey(spec.chainID),
+	return &backfiller{store: store, claims: claims, fetch: fetch,
 		batch: max(spec.batch, 1), conc: conc, sem: make(chan struct{}, conc)}, nil
 }
 
-func (b *backfiller) close() { b.locks.Close() }
+func (b *backfiller) close() { b.claims.Close() }
 
 // chunkWorkers is how many chunks are worked on at once: enough to keep
 // conc fetches busy while a finished chunk is written, few enough that
 // the blocks held in memory stay a handful of chunks.
 func chunkWorkers(conc int) int { return (conc + 3) / 4 }
-
-// lockKey is the chain's first advisory lock key (the second is the
-// chunk). The two-key form has its own key space, apart from the
-// migrations' single-key lock.
-func lockKey(chainID uint64) int32 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte("venn backfill " + strconv.FormatUint(chainID, 10)))
-	return int32(h.Sum32())
-}
 
 // run fills from..to and returns what it did; progress is told as it goes.
 func (b *backfiller) run(ctx context.Context, from, to uint64, p *progress) (backfillSummary, error) {
@@ -133,11 +113,11 @@ func (b *backfiller) pass(ctx context.Context, chunks []uint64, from, to uint64)
 	g, gctx := errgroup.WithContext(ctx)
 	for range min(chunkWorkers(b.conc), len(chunks)) {
 		g.Go(func() error {
-			conn, err := b.locks.Acquire(gctx)
+			sess, err := b.claims.Session(gctx)
 			if err != nil {
-				return fmt.Errorf("postgres: %w", err)
+				return err
 			}
-			defer conn.Release()
+			defer sess.Close()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(chunks) {
@@ -145,7 +125,7 @@ func (b *backfiller) pass(ctx context.Context, chunks []uint64, from, to uint64)
 				}
 				c := chunks[i]
 				lo, hi := max(from, c*backfillChunk), min(to, c*backfillChunk+backfillChunk-1)
-				done, err := b.chunk(gctx, conn, c, lo, hi)
+				done, err := b.chunk(gctx, sess, c, lo, hi)
 				if err != nil {
 					return err
 				}
@@ -163,7 +143,7 @@ func (b *backfiller) pass(ctx context.Context, chunks []uint64, from, to uint64)
 
 // chunk fills lo..hi of chunk c under its claim; done is false when
 // another session holds the claim.
-func (b *backfiller) chunk(ctx context.Context, conn *pgxpool.Conn, c, lo, hi uint64) (done bool, err error) {
+func (b *backfiller) chunk(ctx context.Context, sess *blockstore.ClaimSession, c, lo, hi uint64) (done bool, err error) {
 	holes, err := b.holes(ctx, lo, hi)
 	if err != nil || len(holes) == 0 {
 		if err == nil {
@@ -171,20 +151,14 @@ func (b *backfiller) chunk(ctx context.Context, conn *pgxpool.Conn, c, lo, hi ui
 		}
 		return err == nil, err
 	}
-	var got bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", b.key, int32(uint32(c))).Scan(&got); err != nil {
-		return false, fmt.Errorf("claim blocks %d..%d: %w", lo, hi, err)
+	release, got, err := sess.Claim(ctx, c)
+	if err != nil || !got {
+		if err != nil {
+			err = fmt.Errorf("claim blocks %d..%d: %w", lo, hi, err)
+		}
+		return false, err
 	}
-	if !got {
-		return false, nil
-	}
-	defer func() {
-		// Released even when ctx ended; a session that can't is closed
-		// with the pool, which releases it too.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_, _ = conn.Exec(uctx, "SELECT pg_advisory_unlock($1, $2)", b.key, int32(uint32(c)))
-	}()
+	defer release()
 	// Stored meanwhile by the session that held the claim before.
 	if holes, err = b.holes(ctx, lo, hi); err != nil {
 		return false, err
