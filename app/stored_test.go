@@ -98,8 +98,8 @@ func TestStoredTenantsAndKeysOnTwoReplicas(t *testing.T) {
 		})
 	}
 	refusals := map[string]string{
-		`{"jsonrpc":"2.0","id":2,"method":"eth_getBalance","params":["0x00000000000000000000000000000000000000aa","latest"]}`: "eth_getBalance",
-		`{"jsonrpc":"2.0","id":3,"method":"eth_call","params":[{"to":"0x00000000000000000000000000000000000000bb"},"latest"]}`:  "0x00000000000000000000000000000000000000bb",
+		`{"jsonrpc":"2.0","id":2,"method":"eth_getBalance","params":["0x00000000000000000000000000000000000000aa","latest"]}`:  "eth_getBalance",
+		`{"jsonrpc":"2.0","id":3,"method":"eth_call","params":[{"to":"0x00000000000000000000000000000000000000bb"},"latest"]}`: "0x00000000000000000000000000000000000000bb",
 	}
 	for _, u := range urls {
 		for call, named := range refusals {
