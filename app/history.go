@@ -82,14 +82,9 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 	return ChainConfig{}, false
 }
 
-// NewPool builds the chain's remotes pool as serve does. It does no I/O:
-// Start the pool before calling through it. replies is the process's reply
-// budget, shared by every chain's pool (nil: the pool gets its own).
-func (c ChainConfig) NewPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget) (*remotes.Pool, error) {
-	return c.newPool(log, m, replies, nil, nil, nil)
-}
-
-// newPool is NewPool with the process's tracer (nil: off) and the
+// newPool builds the chain's remotes pool. It does no I/O: Start the pool
+// before calling through it. replies is the process's reply budget, shared
+// by every chain's pool (nil: the pool gets its own); with the process's tracer (nil: off) and the
 // cluster's budget counters (nil: the process counts its own) and share of
 // availability probes (nil: this process probes alone).
 func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *remotes.ReplyBudget, tr *tracing.Tracer,

@@ -16,7 +16,6 @@ import (
 	"github.com/venn-gateway/venn/app"
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/migrations"
-	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -159,25 +158,16 @@ func runBackfill(ctx context.Context, job backfillJob, stdout, stderr io.Writer)
 		return errors.New("postgres.url: cannot be used (check its host and options)")
 	}
 	defer pg.Close()
-	pool, err := cc.NewPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, nil))
+	up, err := cfg.OpenUpstream(ctx, cc, log)
 	if err != nil {
 		return err
 	}
-	if err := pool.Start(ctx); err != nil {
+	defer func() { err = errors.Join(err, up.Close(ctx)) }()
+	head, err := up.WaitHead(ctx, remoteWait)
+	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		err = errors.Join(err, pool.Stop(sctx))
-	}()
-	st := stalker.New(cc.StalkerConfig(nil, nil), pool, nil, log, nil)
-
-	head, err := waitHead(ctx, pool, remoteWait)
-	if err != nil {
-		return fmt.Errorf("chain %s: %w", cc.Name, err)
-	}
-	line, ok := stalker.Settled(head, st.Finalized(ctx), cc.History.Confirmations)
+	line, ok := stalker.Settled(head, up.Finalized(ctx), cc.History.Confirmations)
 	if !ok || from > line {
 		return fmt.Errorf("chain %s: nothing settled from %d: the settled line is %d (head %d, %d confirmations or finalized)",
 			cc.Name, from, line, head, cc.History.Confirmations)
@@ -187,7 +177,7 @@ func runBackfill(ctx context.Context, job backfillJob, stdout, stderr io.Writer)
 		to = line
 	}
 	b, err := newBackfiller(ctx, backfillSpec{url: cfg.Postgres.URL, chainID: cc.ChainID, conc: job.conc, batch: cc.History.Batch},
-		pg.Chain(cc.ChainID, cc.Name), st.FetchBlock)
+		pg.Chain(cc.ChainID, cc.Name), up.FetchBlock)
 	if err != nil {
 		return err
 	}
@@ -204,40 +194,6 @@ func runBackfill(ctx context.Context, job backfillJob, stdout, stderr io.Writer)
 // remoteWait bounds how long a backfill waits for a first ready remote
 // beyond what the pool's Start waited.
 const remoteWait = 30 * time.Second
-
-// waitHead waits until some remote is in rotation and returns the best
-// head. Past within it says, remote by remote, why none is followed.
-func waitHead(ctx context.Context, pool *remotes.Pool, within time.Duration) (uint64, error) {
-	deadline := time.Now().Add(within)
-	for !pool.Ready() || pool.Head() == 0 {
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no remote ready after %v: %s", within, notFollowed(pool))
-		}
-		if !sleepCtx(ctx, 50*time.Millisecond) {
-			return 0, ctx.Err()
-		}
-	}
-	return pool.Head(), nil
-}
-
-// notFollowed says why each remote is out, in the words of the pool's
-// reasons (remotes.ReasonsText: the -32050 data's and /readyz's), each
-// reason's code replaced by its text: this is the operator's own process,
-// and "its timestamp is 312 s ahead of this host's clock" says more than
-// "head_ahead_of_clock".
-func notFollowed(pool *remotes.Pool) string {
-	rs, st := pool.Reasons(), pool.Status()
-	for i := range rs {
-		if i >= len(st) || st[i].Name != rs[i].Remote || len(st[i].Out) == 0 {
-			continue
-		}
-		rs[i].Out = rs[i].Out[:0]
-		for _, o := range st[i].Out {
-			rs[i].Out = append(rs[i].Out, o.Text)
-		}
-	}
-	return remotes.ReasonsText(rs)
-}
 
 // parseFlags parses a subcommand's flags; ok false means exit with code.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {

@@ -6,23 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/venn-gateway/venn/app"
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/pgtest"
-	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/remotes"
 )
 
 const testChainID = 1337
@@ -295,53 +290,5 @@ func TestBackfillTwoReplicasSplitTheWork(t *testing.T) {
 	}
 	if c := covered(t, openHistory(t, url)); c != "[{0 999}]" {
 		t.Errorf("covered %s, want [{0 999}]", c)
-	}
-}
-
-// A node whose head is stamped minutes ahead of this host's clock (a dev
-// chain mined in a burst) is not followed: a backfill waiting for a remote
-// says which one and why, not only that none is ready.
-func TestWaitHeadSaysWhyNoRemoteIsFollowed(t *testing.T) {
-	const ahead = 300 // seconds
-	opts := fakenode.Options{ChainID: testChainID, Head: 100, BlockTime: 12 * time.Second}
-	opts.GenesisTime = uint64(time.Now().Unix()) + ahead - 100*12
-	node := fakenode.Start(t, opts)
-	cfg, err := app.Load(historyConfig(t, "postgres://127.0.0.1:1/unused", node))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.DiscardHandler)
-	pool, err := cfg.Chains[0].NewPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := pool.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := pool.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
-	testkit.WaitFor(t, 20*time.Second, "the node's head to be judged", func() bool {
-		rs := pool.Reasons()
-		return len(rs) == 1 && slices.Contains(rs[0].Out, remotes.OutHeadAhead)
-	})
-
-	_, err = waitHead(ctx, pool, time.Millisecond)
-	if err == nil {
-		t.Fatal("waitHead succeeded with the only remote's head in the future")
-	}
-	// The clock moves on while the test runs: the figure is within a few
-	// seconds of the stamp.
-	re := regexp.MustCompile(`^no remote ready after 1ms: a: head 100 not followed: its timestamp is (\d+) s ahead of this host's clock \(more than 15s\)$`)
-	m := re.FindStringSubmatch(err.Error())
-	if m == nil {
-		t.Fatalf("waitHead: %v", err)
-	}
-	if n, _ := strconv.Atoi(m[1]); n > ahead || n < ahead-60 {
-		t.Errorf("ahead by %d s, want about %d", n, ahead)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,10 +17,7 @@ import (
 
 	"github.com/venn-gateway/venn/app"
 	"github.com/venn-gateway/venn/blockstore"
-	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/migrations"
-	"github.com/venn-gateway/venn/remotes"
 )
 
 // Verify bounds.
@@ -217,41 +213,16 @@ func runVerify(ctx context.Context, cfg *app.Config, cc app.ChainConfig, a verif
 		return sum, errors.New("postgres.url: cannot be used (check its host and options)")
 	}
 	defer pg.Close()
-	pool, err := cc.NewPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, nil))
+	up, err := cfg.OpenUpstream(ctx, cc, log)
 	if err != nil {
 		return sum, err
 	}
-	if err := pool.Start(ctx); err != nil {
+	defer func() { err = errors.Join(err, up.Close(ctx)) }()
+	if _, err := up.WaitHead(ctx, remoteWait); err != nil {
 		return sum, err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		err = errors.Join(err, pool.Stop(sctx))
-	}()
-	if _, err := waitHead(ctx, pool, remoteWait); err != nil {
-		return sum, fmt.Errorf("chain %s: %w", cc.Name, err)
-	}
-	v := &verifier{store: pg.Chain(cc.ChainID, cc.Name), remoteHash: poolHash(pool), conc: a.conc}
+	v := &verifier{store: pg.Chain(cc.ChainID, cc.Name), remoteHash: up.BlockHash, conc: a.conc}
 	return v.run(ctx, a, newProgress(stderr, a.to-a.from+1, "verify"))
-}
-
-// poolHash asks the pool for block n's hash; "" when no remote has it.
-func poolHash(pool *remotes.Pool) func(context.Context, uint64) (string, error) {
-	return func(ctx context.Context, n uint64) (string, error) {
-		res, err := pool.Call(ctx, "eth_getBlockByNumber", json.RawMessage(`["`+evm.Quantity(n)+`",false]`))
-		if err != nil {
-			return "", err
-		}
-		if string(res) == "null" {
-			return "", nil
-		}
-		var h string
-		if err := json.Unmarshal(jsonscan.Member(res, "hash"), &h); err != nil || len(h) != 66 {
-			return "", errors.New("the remote's block has no hash")
-		}
-		return strings.ToLower(h), nil
-	}
 }
 
 // verifier walks a chain's stored blocks in pages: each page's parent
