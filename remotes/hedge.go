@@ -18,7 +18,7 @@ package remotes
 // order it came, as the failover loop (single.go) takes one, and goes on
 // within call_deadline with the hedged remotes counted as tried.
 //
-// Never hedged: writes and stateful methods (evm.IsWrite, evm.IsStateful),
+// Never hedged: writes and stateful methods (evm.Method.Hedgeable),
 // of which eth_sendRawTransaction already goes to several remotes at once;
 // calls tied to one remote; calls put to a vote; verified calls
 // (integrity.go), whose caller judges every answer with its check. Identical
@@ -43,12 +43,6 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 )
-
-// Hedgeable reports whether a method may be hedged at all: not a write, and
-// not a method whose answer depends on one remote's state.
-func Hedgeable(method string) bool {
-	return !evm.IsWrite(method) && !evm.IsStateful(method)
-}
 
 // hedgeScoreMetrics are the series of hedging and scoring.
 type hedgeScoreMetrics struct {
