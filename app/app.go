@@ -83,6 +83,7 @@ var Module = fx.Module("app",
 		newRateLimiter,
 		newBudgets,
 		newUsage,
+		newStoredScopes,
 		newEdge,
 		newGate,
 		newAdmin,
@@ -92,7 +93,7 @@ var Module = fx.Module("app",
 	),
 	// Every chain's router is served by the JSON-RPC server; the servers
 	// are wanted for their lifecycle hooks, nothing consumes them.
-	fx.Invoke(logStart, handleChains, func(*servers, *adminServer) {}, watchReloadSignals, tellAdminOfReloads, serveNATS),
+	fx.Invoke(logStart, handleChains, func(*servers, *adminServer) {}, watchReloadSignals, tellAdminOfReloads, serveNATS, watchStoredScopes),
 )
 
 // New builds the fx app for cfg, which must have come from Load or Parse.

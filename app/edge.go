@@ -46,13 +46,18 @@ func (c *Config) validateEdge(p *problems) {
 	case t.CertFile == "" && t.ClientCAFile != "":
 		p.add("tls.client_ca_file", "needs tls.cert_file and tls.key_file: client certificates are checked over TLS")
 	}
+	if c.Edge.Auth.Redis.Enabled && !c.Redis.Enabled() {
+		p.add("auth.redis.enabled", "requires redis.url, redis.sentinel or redis.cluster: the tenants and keys are kept there")
+	}
 }
 
 // newEdge builds the JSON-RPC server's gate from the edge's sections.
 // With auth.jwt.jwks_url its key set is fetched at start and refreshed
 // until stop; a reload keeps it (a changed jwks_url is fetched on demand
 // only, until a restart).
-func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter, b *edge.Budgets, u *usageStore) *edge.Edge {
+// With auth.redis the tenants and keys kept in Redis are read first
+// (stored.go), so that they are honoured from the first request.
+func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Registry, rl *rateLimiter, b *edge.Budgets, u *usageStore, ss *storedScopes) *edge.Edge {
 	var jwks *edge.JWKS
 	if j := cfg.Edge.WithDefaults().Auth.JWT; j.JWKSURL != "" {
 		jwks = edge.NewJWKS(j.JWKSURL, edge.JWKSOptions{Refresh: j.JWKSRefresh, MinRefresh: j.JWKSMinRefresh, Logger: log})
@@ -61,7 +66,11 @@ func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Reg
 			OnStop:  func(context.Context) error { jwks.Stop(); return nil },
 		})
 	}
-	return edge.New(cfg.Edge, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg, JWKS: jwks, Budgets: b, Usage: u.rec})
+	ec := cfg.Edge
+	if ss != nil {
+		ec = ss.initial(cfg)
+	}
+	return edge.New(ec, edge.Options{Limiter: rl.limiter, Logger: log, Registerer: reg, JWKS: jwks, Budgets: b, Usage: u.rec})
 }
 
 // newBudgets counts tenants' credits: in the cluster's Redis when
@@ -71,7 +80,7 @@ func newEdge(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *prometheus.Reg
 func newBudgets(lc fx.Lifecycle, cfg *Config, log *slog.Logger) (*edge.Budgets, error) {
 	ec := cfg.Edge.WithDefaults()
 	opts := edge.BudgetsOptions{FlushInterval: ec.Credits.FlushInterval, Logger: log}
-	if !cfg.Redis.Enabled() || len(ec.Tenants) == 0 {
+	if !cfg.Redis.Enabled() || (len(ec.Tenants) == 0 && !ec.Auth.Redis.Enabled) {
 		return edge.NewBudgets(opts), nil
 	}
 	rdb, err := cfg.Redis.newRedisClient(redisTuning{maxRetries: -1, dialerRetries: 1})
@@ -103,7 +112,7 @@ type rateLimiter struct {
 // without the retries the head feed's client makes. The client is closed
 // after the JSON-RPC server has drained (its hook is appended first).
 func newRateLimiter(lc fx.Lifecycle, cfg *Config, log *slog.Logger) (*rateLimiter, error) {
-	if !cfg.Redis.Enabled() || !cfg.Edge.RateLimited() {
+	if !cfg.Redis.Enabled() || (!cfg.Edge.RateLimited() && !cfg.Edge.Auth.Redis.Enabled) {
 		return &rateLimiter{}, nil
 	}
 	// A failed decision fails open or closed at once.

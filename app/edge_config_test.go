@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/edge"
+	"github.com/venn-gateway/venn/headstore/keyspace"
 )
 
 func TestEdgeConfig(t *testing.T) {
@@ -43,7 +44,7 @@ tls: {cert_file: /etc/venn/cert.pem, key_file: /etc/venn/key.pem, client_ca_file
 				Methods: []string{"eth_", "net_version"}, Enable: []string{"debug_trace*"},
 				RateLimit: edge.Rate{RPS: 2.5, Burst: 3}, IPExempt: true},
 			{Name: "bob", Key: "bob-0123456789abcdef01"},
-		}},
+		}, Redis: edge.StoredScopes{Refresh: edge.DefaultStoredRefresh, Tag: keyspace.DefaultScopesTag}},
 		Methods: edge.MethodPolicy{Enable: []string{"debug_getRaw*"}, Block: []string{"eth_sendRawTransaction"}},
 		RateLimits: edge.RateLimits{IP: edge.Rate{RPS: 10, Burst: 50}, Key: edge.Rate{RPS: 100, Burst: 100},
 			OnRedisError: "closed", RedisTimeout: 50 * time.Millisecond},
@@ -66,7 +67,8 @@ tls: {cert_file: /etc/venn/cert.pem, key_file: /etc/venn/key.pem, client_ca_file
 func TestEdgeConfigDefaults(t *testing.T) {
 	c := mustParse(t, minimal)
 	want := edge.Config{
-		Auth:       edge.AuthConfig{Header: edge.DefaultKeyHeader},
+		Auth: edge.AuthConfig{Header: edge.DefaultKeyHeader,
+			Redis: edge.StoredScopes{Refresh: edge.DefaultStoredRefresh, Tag: keyspace.DefaultScopesTag}},
 		RateLimits: edge.RateLimits{OnRedisError: "open", RedisTimeout: edge.DefaultRedisLimitTimeout},
 		CORS:       edge.CORS{MaxAge: edge.DefaultCORSMaxAge},
 		Credits:    edge.CreditsConfig{Preset: edge.DefaultCreditsPreset, FlushInterval: edge.DefaultCreditsFlush},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/subcenter"
@@ -63,6 +64,11 @@ type Reloader struct {
 	// nats serves the chains over NATS request/reply (app/nats.go); nil:
 	// no NATS.
 	nats *vnats.RPC
+	// stored are the tenants and keys kept in Redis (stored.go); nil
+	// without auth.redis. appliedEdge is the edge in force: the applied
+	// file's, with them.
+	stored      *storedScopes
+	appliedEdge edge.Config
 	// onApplied is told of each reload applied (the admin API's chains
 	// and running config); nil: nobody.
 	onApplied func(ctx context.Context, next *Config)
@@ -73,7 +79,7 @@ func newReloader(cfg *Config, rpc *jrpc.Server, g *gate, cs *chains, level *slog
 	// then deletes them from the series every edge shares.
 	cs.series.onDrop(func(chain string) { g.load().DropChain(chain) })
 	return &Reloader{path: cfg.File, rpc: rpc, gate: g, chains: cs, level: level, log: log,
-		started: cfg, applied: cfg}
+		started: cfg, applied: cfg, appliedEdge: cfg.Edge}
 }
 
 // Reload re-reads the config file and applies it; report is a
@@ -143,6 +149,7 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"admin.tokens (to or from none)", len(s.Admin.Tokens) == 0, len(next.Admin.Tokens) == 0},
 		{"tracing", s.Tracing, next.Tracing},
 		{"nats", s.NATS, next.NATS},
+		{"auth.redis", s.Edge.Auth.Redis, next.Edge.Auth.Redis},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {
 			rep.restart(f.name)
@@ -176,8 +183,9 @@ func (r *Reloader) applyProcess(next *Config, rep *ReloadReport) {
 			rep.change("limits: subscription limits applied to new subscriptions and to the notifications queued from now on")
 		}
 	}
-	if !reflect.DeepEqual(cur.Edge, next.Edge) {
-		r.gate.set(r.gate.load().Reconfigured(next.Edge))
+	if nextEdge := r.edgeOf(next); !reflect.DeepEqual(r.appliedEdge, nextEdge) {
+		r.gate.set(r.gate.load().Reconfigured(nextEdge))
+		r.appliedEdge = nextEdge
 		closed := r.rpc.Readmit()
 		rep.change("auth, methods, rate_limits, trusted_proxies, cors: applied to new requests and to open WebSocket connections (%d no longer admitted: closed)", closed)
 	}

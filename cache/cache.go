@@ -24,6 +24,7 @@ type Cache struct {
 	tiers  []*layer // memory first
 	memory *Memory
 	recent *recentIndex
+	admit  *admission // of near-head answers
 	flight flights
 	served served
 	counts sync.Map // countKey → prometheus.Counter
@@ -81,6 +82,7 @@ func New(cfg Config, o Options) *Cache {
 		c.tiers = append(c.tiers, newLayer(l, o.Chain, cfg.TierTimeout, log, o.Metrics, &c.closed))
 	}
 	c.recent = newRecentIndex(cfg.RecentTTL, time.Now)
+	c.admit = newAdmission(cfg.RecentTTL, time.Now)
 	o.Metrics.watch(c)
 	return c
 }
@@ -343,6 +345,13 @@ type missed struct {
 // coming.
 func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 	var claimed *layer // the tier whose claim this flight holds
+	if !m.skip && m.pin.recent && !c.proves(m.method) && !c.admit.admit(m.key) {
+		// A one-off near-head miss while they flood in: neither claimed
+		// nor pinned nor stored, sent as the client sent it.
+		c.count(m.method, "any", "unadmitted")
+		res, err := fetch(ctx, "")
+		return answer{res: res, err: err}
+	}
 	if !m.skip {
 		// A flight for the key may have ended, stored, between this
 		// call's lookup and its flight.

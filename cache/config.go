@@ -203,13 +203,13 @@ func (c Config) Validate() error {
 // cacheable says why method cannot be added to the cached set: its answer
 // must be fixed by a block param venn knows where to find.
 func cacheable(method string) error {
-	c := evm.ParseCall(method, nil)
+	m := evm.Lookup(method)
 	switch {
 	case method == "":
 		return errors.New("must name a method")
-	case c.Class != evm.ClassRead:
+	case m.Class != evm.ClassRead:
 		return fmt.Errorf("%s is not a plain read", method)
-	case c.BlockAt < 0:
+	case m.Block < 0:
 		return fmt.Errorf("%s has no block parameter venn knows: its answer is the node's of the moment", method)
 	}
 	return nil

@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -55,6 +57,9 @@ type AuthConfig struct {
 	Keys []APIKey `yaml:"keys"`
 	// JWT authenticates bearer tokens whose claim names a tenant (jwt.go).
 	JWT JWTConfig `yaml:"jwt"`
+	// Redis adds the tenants and keys an operator keeps in Redis
+	// (stored.go) to those of the file, on every replica.
+	Redis StoredScopes `yaml:"redis"`
 }
 
 // APIKey is one client's key. Key is a secret: give it as ${ENV}.
@@ -63,6 +68,10 @@ type APIKey struct {
 	// is never shown, logged or stored.
 	Name string `yaml:"name"`
 	Key  string `yaml:"key"`
+	// KeySHA256 may stand for Key: the key's SHA-256 in hex, so that the
+	// secret itself is kept nowhere venn reads (keys kept in Redis are
+	// always stored so).
+	KeySHA256 string `yaml:"key_sha256"`
 	// Chains the key may use; empty: all.
 	Chains []string `yaml:"chains"`
 	// Methods the key may call; empty: any the blocklist lets through.
@@ -178,6 +187,7 @@ func (c Config) WithDefaults() Config {
 		c.CORS.MaxAge = DefaultCORSMaxAge
 	}
 	c.Auth.JWT = c.Auth.JWT.withDefaults()
+	c.Auth.Redis = c.Auth.Redis.withDefaults()
 	c.Credits = c.Credits.withDefaults()
 	if c.Tenants != nil {
 		ts := make([]Tenant, len(c.Tenants))
@@ -246,7 +256,8 @@ func (c Config) Validate(chains []string) error {
 	}
 	c.validateKeys(&p, known)
 	c.validateTenants(&p, known)
-	c.Auth.JWT.validate(&p, len(c.Tenants) > 0)
+	c.Auth.JWT.validate(&p, len(c.Tenants) > 0 || c.Auth.Redis.Enabled)
+	c.Auth.Redis.validate(&p)
 	c.Credits.validate(&p)
 	checkMethodList(&p, "methods.enable", c.Methods.Enable)
 	checkMethodList(&p, "methods.block", c.Methods.Block)
@@ -262,7 +273,7 @@ func (c Config) Validate(chains []string) error {
 
 func (c Config) validateKeys(p *problems, chains map[string]bool) {
 	names := make(map[string]int, len(c.Auth.Keys))
-	secrets := make(map[string]int, len(c.Auth.Keys))
+	secrets := make(map[[sha256.Size]byte]int, len(c.Auth.Keys))
 	for i, k := range c.Auth.Keys {
 		path := fmt.Sprintf("auth.keys[%d]", i)
 		switch first, dup := names[k.Name]; {
@@ -273,18 +284,7 @@ func (c Config) validateKeys(p *problems, chains map[string]bool) {
 		default:
 			names[k.Name] = i
 		}
-		switch first, dup := secrets[k.Key]; {
-		case k.Key == "":
-			p.add(path+".key", "required")
-		case len(k.Key) < minKeyLength:
-			p.add(path+".key", "must be at least %d characters", minKeyLength)
-		case strings.ContainsFunc(k.Key, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("/?#%", r) }):
-			p.add(path+".key", "must be printable ASCII without spaces, /, ?, # or %% (keys also travel in the path)")
-		case dup:
-			p.add(path+".key", "is the same key as auth.keys[%d]", first)
-		default:
-			secrets[k.Key] = i
-		}
+		checkSecret(p, path, k, secrets, i)
 		for j, ch := range k.Chains {
 			if !chains[ch] {
 				p.add(fmt.Sprintf("%s.chains[%d]", path, j), "%q is not a configured chain", ch)
@@ -301,6 +301,49 @@ func (c Config) validateKeys(p *problems, chains map[string]bool) {
 			p.add(path+".tenant", "%q is not among tenants", k.Tenant)
 		}
 	}
+}
+
+// checkSecret checks key i's key or key_sha256, and that no key before
+// it (in secrets, by hash) is the same.
+func checkSecret(p *problems, path string, k APIKey, secrets map[[sha256.Size]byte]int, i int) {
+	switch {
+	case k.Key == "" && k.KeySHA256 == "":
+		p.add(path+".key", "required")
+		return
+	case k.Key != "" && k.KeySHA256 != "":
+		p.add(path+".key_sha256", "give key or key_sha256, not both")
+		return
+	case k.KeySHA256 != "":
+		if _, ok := keyHash(k); !ok {
+			p.add(path+".key_sha256", "must be 64 hex digits (the key's SHA-256)")
+			return
+		}
+	case len(k.Key) < minKeyLength:
+		p.add(path+".key", "must be at least %d characters", minKeyLength)
+		return
+	case strings.ContainsFunc(k.Key, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune("/?#%", r) }):
+		p.add(path+".key", "must be printable ASCII without spaces, /, ?, # or %% (keys also travel in the path)")
+		return
+	}
+	h, _ := keyHash(k)
+	if first, dup := secrets[h]; dup {
+		p.add(path+".key", "is the same key as auth.keys[%d]", first)
+		return
+	}
+	secrets[h] = i
+}
+
+// keyHash is the SHA-256 a request's key must hash to to be k.
+func keyHash(k APIKey) ([sha256.Size]byte, bool) {
+	var h [sha256.Size]byte
+	if k.KeySHA256 == "" {
+		return sha256.Sum256([]byte(k.Key)), k.Key != ""
+	}
+	if len(k.KeySHA256) != 2*sha256.Size {
+		return h, false
+	}
+	_, err := hex.Decode(h[:], []byte(k.KeySHA256))
+	return h, err == nil
 }
 
 func (r RateLimits) validate(p *problems) {

@@ -65,6 +65,7 @@ type Edge struct {
 	pricing       *pricing
 	creditMetrics *creditMetrics
 	authed        bool  // keys or tokens are required
+	stored        bool  // keys and tenants are kept in Redis too (auth.redis)
 	scopedCORS    bool  // some key or tenant has origins of its own
 	baseCORS      *cors // the cors section's alone
 	methods       MethodPolicy
@@ -158,7 +159,8 @@ func compile(c Config, d compileDeps, log *slog.Logger, m *metrics) *Edge {
 		e.jwks = jwks
 		e.jwt = newJWTVerifier(j, jwks, e.tenants, clock)
 	}
-	e.authed = e.keys != nil || e.jwt != nil
+	e.stored = c.Auth.Redis.Enabled
+	e.authed = e.keys != nil || e.jwt != nil || e.stored
 	if !c.RateLimited() {
 		e.limiter = nil
 	} else if e.limiter == nil {
@@ -179,11 +181,12 @@ func compile(c Config, d compileDeps, log *slog.Logger, m *metrics) *Edge {
 // compileKeys indexes c's keys by their hash.
 func (e *Edge) compileKeys(c Config) {
 	for _, k := range c.Auth.Keys {
-		if k.Key == "" {
+		h, ok := keyHash(k)
+		if !ok {
 			continue // never matched by a request without a key
 		}
 		ak := &apiKey{
-			scope: scope{kind: scopeOfKey, allow: k.Methods, block: k.Block, enable: k.Enable,
+			scope: scope{kind: scopeOfKey, allow: allowList(k.Methods), block: k.Block, enable: k.Enable,
 				rate: k.RateLimit, bucket: "key:" + k.Name},
 			name:     k.Name,
 			ipExempt: k.IPExempt,
@@ -199,7 +202,7 @@ func (e *Edge) compileKeys(c Config) {
 		if e.keys == nil {
 			e.keys = make(map[[sha256.Size]byte]*apiKey, len(c.Auth.Keys))
 		}
-		e.keys[sha256.Sum256([]byte(k.Key))] = ak
+		e.keys[h] = ak
 	}
 }
 
@@ -207,9 +210,9 @@ func (e *Edge) compileKeys(c Config) {
 // are answered here, and answers to allowed origins marked.
 func (e *Edge) Wrap(next http.Handler) http.Handler { return e.cors.wrap(next) }
 
-// KeysInPath implements jrpc.Gate: with keys, a key may be the path's
-// second segment (never a token).
-func (e *Edge) KeysInPath() bool { return e.keys != nil }
+// KeysInPath implements jrpc.Gate: with keys (or keys kept in Redis), a
+// key may be the path's second segment (never a token).
+func (e *Edge) KeysInPath() bool { return e.keys != nil || e.stored }
 
 // client is who sends a request, as the edge sees it; worked out once per
 // HTTP request or WebSocket connection.

@@ -198,3 +198,13 @@ func parseAddress(s string) ([20]byte, bool) {
 }
 
 var errBadAddress = errors.New("not a 20-byte hex address")
+
+// allowList is a key's or tenant's methods as a scope holds them: nil
+// (all) when empty, as `methods: []` and a stored entry's empty list
+// mean, never "none".
+func allowList(m []string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}

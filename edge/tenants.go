@@ -118,7 +118,7 @@ func (e *Edge) compileTenants(c Config) {
 		if t.Credits.Limited() {
 			e.budgets.track(t.Name)
 		}
-		tn.scope = scope{kind: scopeTenant, name: t.Name, allow: t.Methods, block: t.Block, enable: t.Enable,
+		tn.scope = scope{kind: scopeTenant, name: t.Name, allow: allowList(t.Methods), block: t.Block, enable: t.Enable,
 			rate: t.RateLimit, bucket: "tenant:" + t.Name}
 		tn.setChains(t.Chains)
 		_ = tn.setContracts(t.Contracts) // Validate reported bad ones

@@ -34,61 +34,6 @@ const (
 	ClassBroadcast              // eth_sendRawTransaction: sent to every remote
 )
 
-// method is what the one method table knows of a method: its kind, the
-// number of positional arguments geth takes (for the exact reading),
-// whether its block argument is a hash, and which param carries the block
-// it reads (-1: none) for routing. Every method in it is a read.
-type method struct {
-	kind   Kind
-	args   int8
-	block  int8
-	byHash bool
-}
-
-// methods is venn's one method table: the calls it answers itself, and
-// every method that carries a block parameter.
-var methods = map[string]method{
-	"eth_blockNumber":                         {KindBlockNumber, 0, -1, false},
-	"eth_getBlockByNumber":                    {KindBlock, 2, 0, false},
-	"eth_getBlockByHash":                      {KindBlock, 2, -1, true},
-	"eth_getBlockReceipts":                    {KindBlockReceipts, 1, 0, false},
-	"eth_getTransactionByHash":                {KindTx, 1, -1, true},
-	"eth_getTransactionReceipt":               {KindReceipt, 1, -1, true},
-	"eth_getTransactionByBlockNumberAndIndex": {KindTxByIndex, 2, 0, false},
-	"eth_getTransactionByBlockHashAndIndex":   {KindTxByIndex, 2, -1, true},
-	"eth_getBlockTransactionCountByNumber":    {KindTxCount, 1, 0, false},
-	"eth_getBlockTransactionCountByHash":      {KindTxCount, 1, -1, true},
-	"eth_getUncleCountByBlockNumber":          {KindUncleCount, 1, 0, false},
-	"eth_getUncleCountByBlockHash":            {KindUncleCount, 1, -1, true},
-	"eth_getLogs":                             {KindLogs, 1, -1, false},
-	"eth_getHeaderByNumber":                   {KindHeader, 1, -1, false},
-	"eth_getHeaderByHash":                     {KindHeader, 1, -1, true},
-	"eth_getUncleByBlockNumberAndIndex":       {KindUncleByIndex, 2, 0, false},
-	"eth_getUncleByBlockHashAndIndex":         {KindUncleByIndex, 2, -1, true},
-
-	// Only routed by their block.
-	"debug_traceBlockByNumber":      {KindOther, 0, 0, false},
-	"debug_traceBlockByHash":        {KindOther, 0, 0, false},
-	"debug_getRawBlock":             {KindOther, 0, 0, false},
-	"debug_getRawHeader":            {KindOther, 0, 0, false},
-	"debug_getRawReceipts":          {KindOther, 0, 0, false},
-	"trace_block":                   {KindOther, 0, 0, false},
-	"trace_replayBlockTransactions": {KindOther, 0, 0, false},
-	"eth_getBalance":                {KindOther, 0, 1, false},
-	"eth_getCode":                   {KindOther, 0, 1, false},
-	"eth_getTransactionCount":       {KindOther, 0, 1, false},
-	"eth_call":                      {KindOther, 0, 1, false},
-	"eth_estimateGas":               {KindOther, 0, 1, false},
-	"eth_createAccessList":          {KindOther, 0, 1, false},
-	"eth_feeHistory":                {KindOther, 0, 1, false},
-	"debug_traceCall":               {KindOther, 0, 1, false},
-	"eth_simulateV1":                {KindOther, 0, 1, false},
-	"eth_getStorageValues":          {KindOther, 0, 1, false},
-	"eth_getStorageAt":              {KindOther, 0, 2, false},
-	"eth_getProof":                  {KindOther, 0, 2, false},
-	"trace_call":                    {KindOther, 0, 2, false},
-}
-
 // Call is one client call, parsed once by the router and read by every
 // part of venn that answers or routes it; no package below the router
 // reads its params again. Params stay the client's bytes, forwarded as
@@ -105,8 +50,11 @@ var methods = map[string]method{
 type Call struct {
 	Method string
 	Params json.RawMessage
-	Kind   Kind
-	Class  Class
+	// Row is the method's registry row (Lookup); Kind, Class and BlockAt
+	// are its, copied for the paths that read nothing else.
+	Row   *Method
+	Kind  Kind
+	Class Class
 
 	// BlockAt is the index of the param that carries the block the call
 	// reads (BlockParamIndex), -1 when the method has none. BlockRaw is
@@ -147,23 +95,19 @@ type Call struct {
 // answers it.
 func ParseCall(method string, params json.RawMessage) (c Call) {
 	// Fields are set in the result, not copied into it: a Call is large.
-	c.Method, c.Params, c.BlockAt = method, params, -1
-	m, known := methods[method]
-	if !known {
-		c.Class = classOf(method)
-		return c
-	}
-	c.Kind, c.BlockAt = m.kind, int(m.block)
-	if m.kind != KindOther {
+	m := Lookup(method)
+	c.Method, c.Params, c.Row = method, params, m
+	c.Kind, c.Class, c.BlockAt = m.Kind, m.Class, m.Block
+	if m.Kind != KindOther || m.filter {
 		c.readExact(m)
-		if m.kind == KindLogs {
+		if m.filter {
 			c.readRange()
 		}
 	}
-	if m.block < 0 {
+	if m.Block < 0 {
 		return c
 	}
-	if c.Exact && m.block == 0 && m.kind != KindUncleByIndex {
+	if c.Exact && m.Block == 0 && m.Kind != KindUncleByIndex {
 		// Read exactly, the block param reads the same for routing
 		// (FuzzParseCallBlock): no second reading. A hash is left
 		// empty; BlockParam reads it for the one caller that needs it.
@@ -177,30 +121,20 @@ func ParseCall(method string, params json.RawMessage) (c Call) {
 	return c
 }
 
-// classOf is how a method the table does not know may be sent to the
-// remotes.
-func classOf(method string) Class {
-	switch {
-	case method == "eth_sendRawTransaction":
-		return ClassBroadcast
-	case IsStateful(method):
-		return ClassStateful
-	case IsWrite(method):
-		return ClassWrite
-	}
-	return ClassRead
-}
-
 // readExact reads the params as geth does for m; Exact stays false for
 // anything geth would refuse or that this reader is not sure it reads the
 // same.
-func (c *Call) readExact(m method) {
+func (c *Call) readExact(m *Method) {
 	var a [2][]byte
 	if !Args(c.Params, a[:m.args]) {
 		return
 	}
 	c.arg0 = a[0]
-	switch m.kind {
+	if m.filter {
+		c.Exact = c.Filter.Parse(a[0])
+		return
+	}
+	switch m.Kind {
 	case KindBlockNumber:
 		c.Exact = true
 	case KindBlock:
@@ -212,7 +146,7 @@ func (c *Call) readExact(m method) {
 			// geth takes null as false; unusual enough to leave to it.
 			return
 		}
-		c.Exact = c.blockArg(a[0], m.byHash)
+		c.Exact = c.blockArg(a[0], m.ByHash)
 	case KindBlockReceipts:
 		c.Ref, c.Exact = ArgBlockNumberOrHash(a[0], &c.Key)
 	case KindTx, KindReceipt:
@@ -220,12 +154,10 @@ func (c *Call) readExact(m method) {
 	case KindTxByIndex:
 		var ok bool
 		if c.Index, ok = ArgQuantity(a[1]); ok {
-			c.Exact = c.blockArg(a[0], m.byHash)
+			c.Exact = c.blockArg(a[0], m.ByHash)
 		}
 	case KindTxCount, KindUncleCount:
-		c.Exact = c.blockArg(a[0], m.byHash)
-	case KindLogs:
-		c.Exact = c.Filter.Parse(a[0])
+		c.Exact = c.blockArg(a[0], m.ByHash)
 	case KindHeader:
 		c.Exact = true
 	case KindUncleByIndex:
@@ -288,7 +220,7 @@ func (c *Call) BlockCall() (Call, bool) {
 		return Call{}, false
 	}
 	method := "eth_getBlockByNumber"
-	if methods[c.Method].byHash {
+	if c.Row.ByHash {
 		method = "eth_getBlockByHash"
 	}
 	return ParseCall(method, json.RawMessage("["+string(c.arg0)+",false]")), true

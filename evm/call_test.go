@@ -34,7 +34,8 @@ func TestParseCall(t *testing.T) {
 		{give: `eth_getUncleByBlockNumberAndIndex ["0x1","0x0"]`, wantKind: KindUncleByIndex, wantBlock: BlockRef{Kind: RefNumber, Number: 1}, wantExact: true},
 		{give: `eth_blockNumber []`, wantKind: KindBlockNumber, wantAt: -1, wantExact: true},
 		{give: `eth_sendRawTransaction ["0x00"]`, wantClass: ClassBroadcast, wantAt: -1},
-		{give: `eth_newFilter [{}]`, wantClass: ClassStateful, wantAt: -1},
+		// Its filter is read as eth_getLogs', once, for the router's limits.
+		{give: `eth_newFilter [{}]`, wantClass: ClassStateful, wantAt: -1, wantExact: true},
 		{give: `eth_sendTransaction [{}]`, wantClass: ClassWrite, wantAt: -1},
 		{give: `eth_getBlockReceipts [{"blockHash":"` + testHash + `"}]`, wantKind: KindBlockReceipts,
 			wantBlock: BlockRef{Kind: RefHash}, wantExact: true, wantRef: BlockRef{Kind: RefHash}},
@@ -173,19 +174,40 @@ func FuzzParseBlockRefString(f *testing.F) {
 	})
 }
 
+// BenchmarkParseCall reads a call of each path through ParseCall: an exact
+// reading, a block param at index 1, a listed method without params to
+// read, and a method the registry does not list.
 func BenchmarkParseCall(b *testing.B) {
-	p := json.RawMessage(`["latest",false]`)
-	b.ReportAllocs()
-	for range b.N {
-		_ = ParseCall("eth_getBlockByNumber", p)
+	for _, bc := range []struct{ method, params string }{
+		{"eth_getBlockByNumber", `["latest",false]`},
+		{"eth_call", `[{"to":"0x0000000000000000000000000000000000000001","data":"0x"},"latest"]`},
+		{"eth_chainId", `[]`},
+		{"eth_sendUserOperation", `[{}]`},
+	} {
+		p := json.RawMessage(bc.params)
+		b.Run(bc.method, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				_ = ParseCall(bc.method, p)
+			}
+		})
 	}
 }
 
-// Every method in the table is a read, as classOf would say.
-func TestMethodTableReads(t *testing.T) {
-	for name := range methods {
-		if c := classOf(name); c != ClassRead {
-			t.Errorf("%s: class %d", name, c)
+// A row's name does not contradict its class: a listed read is not
+// named as a write, and what the registry holds of a method is what
+// ParseCall gives the call.
+func TestRegistryRows(t *testing.T) {
+	for name, m := range registry {
+		if m.Class == ClassRead && writeByName(name) {
+			t.Errorf("%s: a read named as a write", name)
+		}
+		if m.Label != name || m.Block >= 0 && m.ByHash && m.Kind != KindOther {
+			t.Errorf("%s: label %q, block %d by hash", name, m.Label, m.Block)
+		}
+		c := ParseCall(name, nil)
+		if c.Row != m || c.Kind != m.Kind || c.Class != m.Class || c.BlockAt != m.Block {
+			t.Errorf("%s: parsed as %+v", name, c)
 		}
 	}
 }

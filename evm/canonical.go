@@ -45,22 +45,6 @@ const (
 	argBlock                   // the block: read into Canonical.Block
 )
 
-// argShapes are the methods whose params have more than a block to
-// normalize. The storage keys of eth_getProof stay as sent: geth's answer
-// repeats them as spelt.
-var argShapes = map[string][]argShape{
-	"eth_call":                {argTx, argBlock},
-	"eth_estimateGas":         {argTx, argBlock},
-	"eth_createAccessList":    {argTx, argBlock},
-	"debug_traceCall":         {argTx, argBlock},
-	"trace_call":              {argTx, argJSON, argBlock},
-	"eth_getBalance":          {argAddress, argBlock},
-	"eth_getCode":             {argAddress, argBlock},
-	"eth_getTransactionCount": {argAddress, argBlock},
-	"eth_getStorageAt":        {argAddress, argSlot, argBlock},
-	"eth_getProof":            {argAddress, argJSON, argBlock},
-}
-
 // txQuantities and txAddresses are the transaction arguments (geth's
 // TransactionArgs) spelt as quantities and addresses; data and input are
 // bytes. Any other member is kept as JSON.
@@ -99,7 +83,7 @@ func (c *Call) AppendCanonical(dst []byte) (Canonical, bool) {
 	if p[i] != '[' {
 		return out, false
 	}
-	shapes := argShapes[c.Method]
+	shapes := c.Row.shapes
 	b := append(dst, '[')
 	it := jsonscan.Array{Data: p, I: i + 1}
 	for n := 0; ; n++ {

@@ -33,7 +33,7 @@ func refCanonical(c *Call) (Canonical, bool) {
 	for i, r := range raws {
 		params[i] = refDecode(r)
 	}
-	shapes := argShapes[c.Method]
+	shapes := c.Row.shapes
 	b := append(make([]byte, 0, len(c.Params)), '[')
 	for i, v := range params {
 		if i > 0 {

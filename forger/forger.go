@@ -305,12 +305,15 @@ func (r *Receipts) byNumber(ctx context.Context, n uint64) *earlyReceipts {
 		defer close(e.done)
 		e.res, e.err = r.up(ctx, "eth_getBlockReceipts", json.RawMessage(`["`+evm.Quantity(n)+`"]`),
 			func(res json.RawMessage) integrity.Verdict {
-				select {
-				case <-e.known:
-				case <-ctx.Done():
-					return integrity.Verdict{} // unused: the fetch is abandoned
-				}
+				// The walk of the receipts (decoding, blooms, their root's
+				// list) runs at once, beside the block's own check; only
+				// the comparison with the block waits for it.
 				return integrity.VerifyReceipts(res, want, func(h common.Hash) *integrity.BlockInfo {
+					select {
+					case <-e.known:
+					case <-ctx.Done():
+						return nil // unused: the fetch is abandoned
+					}
 					if e.block != nil && h == e.block.Hash {
 						return e.block
 					}

@@ -2,6 +2,9 @@ package integrity
 
 import (
 	"encoding/json"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
@@ -237,45 +240,35 @@ func verifyTxs(v *Verdict, txsRaw, rootRaw []byte, info *BlockInfo) {
 		rootSkip  SkipReason // why the root can't be checked
 		hashSkip  SkipReason // why some transaction's hash can't be
 		hashFails int
-		hashOnly  bool
 	)
-	it := jsonscan.Array{Data: txsRaw, I: j + 1}
-	for idx := 0; ; idx++ {
-		el, ok := it.Next()
-		if !ok {
-			break
-		}
-		if len(el) > 0 && el[0] == '"' {
-			hashOnly = true
-			continue
-		}
-		tx, reason := decodeTx(el)
-		if reason != "" {
-			rootSkip, hashSkip = firstReason(rootSkip, reason), firstReason(hashSkip, reason)
-			if reason == SkipUnsigned || reason == SkipUnknownField {
-				// Its receipt may look like any other, and be outside the
-				// root and bloom (Polygon's state sync): the receipts can't
-				// be checked as a whole. A receipt of an unknown type says
-				// so itself, and its logs are still in the bloom.
-				info.receiptsSkip = firstReason(info.receiptsSkip, reason)
-			}
-			continue
-		}
-		var stated common.Hash
-		if err := json.Unmarshal(jsonscan.Member(el, "hash"), &stated); err != nil {
-			hashSkip = firstReason(hashSkip, SkipMissingField)
-		} else if got := tx.Hash(); got != stated {
-			if hashFails == 0 {
-				v.fail(CheckTxHash, "transaction %d hashes to %s, block says %s", idx, got.Hex(), stated.Hex())
-			}
-			hashFails++
-		}
-		txs = append(txs, tx)
-	}
+	els, hashOnly := txElements(txsRaw, j)
 	if hashOnly {
 		v.skip(CheckTxHash, SkipHashOnly)
 		v.skip(CheckTxRoot, SkipHashOnly)
 		return
+	}
+	for idx, d := range decodeTxs(els) {
+		if d.reason != "" {
+			rootSkip, hashSkip = firstReason(rootSkip, d.reason), firstReason(hashSkip, d.reason)
+			if d.reason == SkipUnsigned || d.reason == SkipUnknownField {
+				// Its receipt may look like any other, and be outside the
+				// root and bloom (Polygon's state sync): the receipts can't
+				// be checked as a whole. A receipt of an unknown type says
+				// so itself, and its logs are still in the bloom.
+				info.receiptsSkip = firstReason(info.receiptsSkip, d.reason)
+			}
+			continue
+		}
+		switch {
+		case !d.haveStated:
+			hashSkip = firstReason(hashSkip, SkipMissingField)
+		case d.got != d.stated:
+			if hashFails == 0 {
+				v.fail(CheckTxHash, "transaction %d hashes to %s, block says %s", idx, d.got.Hex(), d.stated.Hex())
+			}
+			hashFails++
+		}
+		txs = append(txs, d.tx)
 	}
 	switch {
 	case hashFails > 0:
@@ -297,6 +290,77 @@ func verifyTxs(v *Verdict, txsRaw, rootRaw []byte, info *BlockInfo) {
 			v.pass(CheckTxRoot)
 		}
 	}
+}
+
+// txElements are the elements of the transactions array starting at
+// raw[j]; hashOnly when any is a hash rather than an object.
+func txElements(raw []byte, j int) (els [][]byte, hashOnly bool) {
+	it := jsonscan.Array{Data: raw, I: j + 1}
+	for {
+		el, ok := it.Next()
+		if !ok {
+			return els, hashOnly
+		}
+		if len(el) > 0 && el[0] == '"' {
+			hashOnly = true
+			continue
+		}
+		els = append(els, el)
+	}
+}
+
+// decodedTx is one transaction decoded and hashed, or why it can't be.
+type decodedTx struct {
+	tx         *types.Transaction
+	reason     SkipReason
+	got        common.Hash // its hash as encoded
+	stated     common.Hash // its hash as the block states it
+	haveStated bool
+}
+
+// decodeTxs decodes and hashes each transaction object; the results are
+// in order.
+func decodeTxs(els [][]byte) []decodedTx {
+	out := make([]decodedTx, len(els))
+	inParallel(len(els), func(i int) {
+		d := &out[i]
+		d.tx, d.reason = decodeTx(els[i])
+		if d.reason != "" {
+			return
+		}
+		d.got = d.tx.Hash()
+		d.haveStated = json.Unmarshal(jsonscan.Member(els[i], "hash"), &d.stated) == nil
+	})
+	return out
+}
+
+// parallelItems is the number of list items (a block's transactions, its
+// receipts) from which they are decoded on every core at once: decoding
+// is most of a large block's check, and the check is on the way of every
+// new head.
+const parallelItems = 32
+
+// inParallel calls fn(0..n-1), on up to GOMAXPROCS goroutines when n is
+// large enough to be worth them; fn must write only its own index's
+// result.
+func inParallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/(parallelItems/2))
+	if n < parallelItems || workers < 2 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // decodeTx decodes one transaction object, or says why it can't be

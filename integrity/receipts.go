@@ -43,13 +43,19 @@ func VerifyReceipts(raw json.RawMessage, want evm.BlockRef, block func(common.Ha
 	}
 	w := &receiptsWalk{want: want}
 	w.wantByHash = want.Kind == evm.RefHash && json.Unmarshal([]byte(`"`+want.Hash+`"`), &w.wantHash) == nil
+	var els [][]byte
 	it := jsonscan.Array{Data: raw, I: j + 1}
-	for idx := 0; ; idx++ {
+	for {
 		el, ok := it.Next()
 		if !ok {
 			break
 		}
-		if !w.add(idx, el) {
+		els = append(els, el)
+	}
+	ds := make([]decodedReceipt, len(els))
+	inParallel(len(els), func(i int) { ds[i] = decodeReceipt(els[i]) })
+	for idx := range ds {
+		if !w.add(idx, &ds[idx]) {
 			return w.v
 		}
 	}
@@ -64,6 +70,12 @@ func VerifyReceipts(raw json.RawMessage, want evm.BlockRef, block func(common.Ha
 	}
 	var info *BlockInfo
 	if w.haveBlock && block != nil {
+		// The root is the receipts' own: made before their block is
+		// asked for, which may wait for the block's check (a fetch that
+		// asks for both at once runs the two checks side by side).
+		if w.rootSkip == "" {
+			w.receiptsRoot()
+		}
 		info = block(w.blockHash)
 	}
 	w.checkBlock(info)
@@ -82,20 +94,40 @@ type receiptsWalk struct {
 	blockHash  common.Hash // the block receipt 0 names
 	haveBlock  bool
 	rootSkip   SkipReason
+	root       common.Hash // deriveSha(rs), once haveRoot
+	haveRoot   bool
 	bloomFails int
 	refFailed  bool
 }
 
-// add checks receipt idx, el; false when the receipts can't be checked
-// any further.
-func (w *receiptsWalk) add(idx int, el []byte) bool {
-	var rc rpcReceipt
-	if err := json.Unmarshal(el, &rc); err != nil {
+// decodedReceipt is one receipt as sent and as its consensus encoding
+// has it, or why it can't be decoded.
+type decodedReceipt struct {
+	rc     rpcReceipt
+	r      *types.Receipt
+	reason SkipReason
+	bad    bool // not a receipt object encoding/json reads
+}
+
+func decodeReceipt(el []byte) decodedReceipt {
+	var d decodedReceipt
+	if err := json.Unmarshal(el, &d.rc); err != nil {
+		d.bad = true
+		return d
+	}
+	d.r, d.reason = d.rc.receipt()
+	return d
+}
+
+// add checks receipt idx, decoded; false when the receipts can't be
+// checked any further.
+func (w *receiptsWalk) add(idx int, d *decodedReceipt) bool {
+	if d.bad {
 		w.v.skip(CheckReceiptsRoot, SkipUndecodable)
 		return false
 	}
-	w.checkRef(idx, &rc)
-	r, reason := rc.receipt()
+	w.checkRef(idx, &d.rc)
+	r, reason := d.r, d.reason
 	if reason != "" && reason != SkipUnknownType {
 		w.v.skip(CheckReceiptsRoot, reason)
 		w.v.skip(CheckLogsBloom, reason)
@@ -105,7 +137,7 @@ func (w *receiptsWalk) add(idx int, el []byte) bool {
 		// Its logs are still in the block's bloom; its encoding is not ours.
 		w.rootSkip = firstReason(w.rootSkip, reason)
 	}
-	if rc.LogsBloom != nil && *rc.LogsBloom != r.Bloom {
+	if d.rc.LogsBloom != nil && *d.rc.LogsBloom != r.Bloom {
 		if w.bloomFails == 0 {
 			w.v.fail(CheckLogsBloom, "receipt %d: logsBloom is not the bloom of its %d logs", idx, len(r.Logs))
 		}
@@ -138,6 +170,14 @@ func (w *receiptsWalk) checkRef(idx int, rc *rpcReceipt) {
 	}
 }
 
+// receiptsRoot is the root the receipts make.
+func (w *receiptsWalk) receiptsRoot() common.Hash {
+	if !w.haveRoot {
+		w.root, w.haveRoot = deriveSha(w.rs), true
+	}
+	return w.root
+}
+
 // checkBlock checks the receipts against their block's receiptsRoot and
 // logsBloom; info is nil when the block is not at hand.
 func (w *receiptsWalk) checkBlock(info *BlockInfo) {
@@ -151,12 +191,13 @@ func (w *receiptsWalk) checkBlock(info *BlockInfo) {
 		rootSkip = firstReason(info.receiptsSkip, rootSkip)
 	}
 	blockLevel := info != nil && info.haveRoots && info.trusted && info.receiptsSkip == ""
-	if rootSkip != "" {
+	switch {
+	case rootSkip != "":
 		w.v.skip(CheckReceiptsRoot, rootSkip)
-	} else if got := deriveSha(w.rs); got != info.receiptsRoot {
+	case w.receiptsRoot() != info.receiptsRoot:
 		w.v.fail(CheckReceiptsRoot, "%d receipts make root %s, block %s says %s",
-			len(w.rs), got.Hex(), w.blockHash.Hex(), info.receiptsRoot.Hex())
-	} else {
+			len(w.rs), w.root.Hex(), w.blockHash.Hex(), info.receiptsRoot.Hex())
+	default:
 		w.v.pass(CheckReceiptsRoot)
 	}
 	switch {

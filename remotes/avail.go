@@ -14,7 +14,6 @@ package remotes
 // remote's head raise its oldest block past the one asked.
 
 import (
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,59 +22,21 @@ import (
 	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
-// DataKind is a kind of historical data a remote may not keep.
-type DataKind uint8
+// DataKind is a kind of historical data a remote may not keep: the
+// registry's (evm.Method.Data).
+type DataKind = evm.DataKind
 
 const (
-	// KindNone: the call reads no historical data (or none we route on).
-	KindNone DataKind = iota
-	// KindState: account state at a block (eth_getBalance, eth_call, ...).
-	KindState
-	// KindBlocks: block bodies and receipts by number.
-	KindBlocks
-	// KindLogs: eth_getLogs.
-	KindLogs
-	// KindTraces: trace_* and debug_trace* at a block.
-	KindTraces
-	numKinds
+	KindNone   = evm.DataNone   // the call reads no historical data (or none we route on)
+	KindState  = evm.DataState  // account state at a block (eth_getBalance, eth_call, ...)
+	KindBlocks = evm.DataBlocks // block bodies and receipts by number
+	KindLogs   = evm.DataLogs   // eth_getLogs
+	KindTraces = evm.DataTraces // trace_* and debug_trace* at a block
+	numKinds   = evm.NumDataKinds
 )
 
 // DataKinds lists the kinds, in status and metrics order.
 var DataKinds = [...]DataKind{KindState, KindBlocks, KindLogs, KindTraces}
-
-func (k DataKind) String() string {
-	switch k {
-	case KindState:
-		return "state"
-	case KindBlocks:
-		return "blocks"
-	case KindLogs:
-		return "logs"
-	case KindTraces:
-		return "traces"
-	}
-	return "none"
-}
-
-// kindOf is the kind of data method reads at its block.
-func kindOf(method string) DataKind {
-	switch method {
-	case "eth_getBalance", "eth_getCode", "eth_getStorageAt", "eth_getStorageValues",
-		"eth_getTransactionCount", "eth_call", "eth_callMany", "eth_estimateGas", "eth_getProof",
-		"eth_createAccessList", "eth_simulateV1":
-		return KindState
-	case "eth_getBlockByNumber", "eth_getBlockReceipts", "eth_getBlockTransactionCountByNumber",
-		"eth_getTransactionByBlockNumberAndIndex", "eth_getUncleByBlockNumberAndIndex",
-		"eth_getUncleCountByBlockNumber", "debug_getRawBlock", "debug_getRawHeader", "debug_getRawReceipts":
-		return KindBlocks
-	case "eth_getLogs":
-		return KindLogs
-	}
-	if strings.HasPrefix(method, "trace_") || strings.HasPrefix(method, "debug_trace") {
-		return KindTraces
-	}
-	return KindNone
-}
 
 // windowed reports kinds a pruned node keeps a moving window of (state,
 // and the traces replayed from it): what was learnt at one head moves up
@@ -85,8 +46,8 @@ func windowed(k DataKind) bool { return k == KindState || k == KindTraces }
 // histOf is the kind of data a call reads and the oldest block it reads
 // it at; KindNone when it names no block by number (a hash, a tag but
 // earliest, or unparsed params).
-func histOf(method string, cv *callView) (DataKind, uint64) {
-	k := kindOf(method)
+func histOf(cv *callView) (DataKind, uint64) {
+	k := cv.row.Data
 	if k == KindNone {
 		return KindNone, 0
 	}
@@ -304,11 +265,11 @@ func (r *Remote) availabilityOf() []Availability {
 // histRoute sets the kind of data and the block a call on rt reads, so
 // that selection offers it only to remotes that keep them.
 func (rt *route) histRoute(method string, params []byte) {
-	if kindOf(method) == KindNone {
+	if rt.row(method).Data == KindNone {
 		return
 	}
 	cv := rt.view(method, params)
-	rt.hist, rt.histAt = histOf(method, &cv)
+	rt.hist, rt.histAt = histOf(&cv)
 }
 
 // unavailable is the answer to a call for data older than every remote of

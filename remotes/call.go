@@ -12,11 +12,11 @@ import (
 // to travel by value in a route (an evm.Call is large, and a route goes
 // into the goroutines of a hedge).
 type callView struct {
-	class    evm.Class
-	hasBlock bool // the method has a block param (evm.BlockParamIndex)
-	blockOK  bool // and it reads
-	logsOK   bool // eth_getLogs: the filter's span reads
-	byHash   bool // eth_getLogs by blockHash
+	row      *evm.Method // the method's registry row (evm.Call.Row)
+	hasBlock bool        // the method has a block param (evm.Method.Block)
+	blockOK  bool        // and it reads
+	logsOK   bool        // eth_getLogs: the filter's span reads
+	byHash   bool        // eth_getLogs by blockHash
 	block    blockAt
 	from, to blockAt // eth_getLogs
 }
@@ -33,7 +33,7 @@ func (b blockAt) ref() evm.BlockRef { return evm.BlockRef{Kind: b.kind, Number: 
 
 // viewOf is the pool's view of a parsed call.
 func viewOf(c *evm.Call) callView {
-	return callView{class: c.Class, hasBlock: c.BlockAt >= 0, blockOK: c.BlockOK, block: at(c.Block),
+	return callView{row: c.Row, hasBlock: c.BlockAt >= 0, blockOK: c.BlockOK, block: at(c.Block),
 		logsOK: c.RangeOK, byHash: c.Range.ByHash, from: at(c.Range.From), to: at(c.Range.To)}
 }
 
@@ -61,13 +61,17 @@ func (rt route) withView(cv callView) route {
 	return rt
 }
 
-// hedgeable reports whether the call may be hedged at all (Hedgeable).
-func (rt *route) hedgeable(method string) bool {
+// row is the method's registry row: the parsed call's, else looked up.
+func (rt *route) row(method string) *evm.Method {
 	if rt.parsed {
-		return rt.cv.class == evm.ClassRead
+		return rt.cv.row
 	}
-	return Hedgeable(method)
+	return evm.Lookup(method)
 }
+
+// hedgeable reports whether the call may be hedged at all
+// (evm.Method.Hedgeable).
+func (rt *route) hedgeable(method string) bool { return rt.row(method).Hedgeable() }
 
 // ServeCall answers one client call the router parsed (evm.ParseCall),
 // within the chain's call deadline; the pool does not read its params

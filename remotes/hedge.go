@@ -18,10 +18,12 @@ package remotes
 // order it came, as the failover loop (single.go) takes one, and goes on
 // within call_deadline with the hedged remotes counted as tried.
 //
-// Never hedged: writes and stateful methods (evm.IsWrite, evm.IsStateful),
+// Never hedged: writes and stateful methods (evm.Method.Hedgeable),
 // of which eth_sendRawTransaction already goes to several remotes at once;
 // calls tied to one remote; calls put to a vote; verified calls
-// (integrity.go), whose caller judges every answer with its check. Identical
+// (integrity.go), whose caller judges every answer with its check, but for
+// the hedge a verified call brings of its own (CallVerifiedHedged), whose
+// answers are each checked. Identical
 // concurrent reads are deduplicated before they get here, so one flight
 // hedges once.
 //
@@ -43,12 +45,6 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 )
-
-// Hedgeable reports whether a method may be hedged at all: not a write, and
-// not a method whose answer depends on one remote's state.
-func Hedgeable(method string) bool {
-	return !evm.IsWrite(method) && !evm.IsStateful(method)
-}
 
 // hedgeScoreMetrics are the series of hedging and scoring.
 type hedgeScoreMetrics struct {
@@ -100,6 +96,9 @@ func newHedger(cfg HedgeConfig, chain string, m *Metrics) *hedger {
 // hedgeGroup is the group that hedges method on this route, or nil; a
 // hedgeable call also earns the budget its share.
 func (p *Pool) hedgeGroup(method string, rt route) *HedgeGroup {
+	if rt.hedger != nil {
+		return &rt.hedger.groups[0]
+	}
 	h := p.hedger() // one load: a reload may swap it
 	if h == nil || rt.once || rt.only != nil || rt.verify != nil || !rt.hedgeable(method) {
 		return nil
@@ -207,7 +206,10 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 	p := a.p
 	k := min(g.Max-a.hedges, p.conf().MaxAttempts-a.n)
 	delay, ok := hedgeDelay(g, r)
-	h := p.hedger() // the race's, throughout: a reload may swap it, or turn hedging off
+	h := a.rt.hedger // the race's, throughout: a reload may swap the chain's, or turn hedging off
+	if h == nil {
+		h = p.hedger()
+	}
 	if !ok || k <= 0 || h == nil {
 		a.take(ctx, a.call(ctx, r, idx, false))
 		return

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/venn-gateway/venn/evm"
 )
 
 // HedgeGroup is a set of methods hedged alike.
@@ -85,7 +87,7 @@ func (g HedgeGroup) validate(maxAttempts int) error {
 		switch {
 		case strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t\r\n"):
 			p.add(mpath, "must be a method name or prefix, not %q", name)
-		case !strings.HasSuffix(name, "*") && !strings.HasSuffix(name, "_") && !Hedgeable(name):
+		case !strings.HasSuffix(name, "*") && !strings.HasSuffix(name, "_") && !evm.Lookup(name).Hedgeable():
 			p.add(mpath, "%s is never hedged: writes and filter methods go to one remote (eth_sendRawTransaction already goes to broadcast_fanout remotes)", name)
 		}
 	}

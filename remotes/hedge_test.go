@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
@@ -202,7 +203,7 @@ func TestWritesNeverHedged(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
-			if got := Hedgeable(tt.method); got != tt.hedged {
+			if got := evm.Lookup(tt.method).Hedgeable(); got != tt.hedged {
 				t.Errorf("Hedgeable = %v, want %v", got, tt.hedged)
 			}
 			nodes := []*fakenode.Node{

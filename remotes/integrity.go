@@ -18,6 +18,7 @@ package remotes
 // every call a round of all its remotes.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -107,24 +108,56 @@ type suspect struct {
 // failures count as skipped (see the file comment).
 //
 // Verified calls are neither shared with identical calls in flight, nor
-// hedged, nor put to a vote: each of those would judge an answer without
-// its check.
+// hedged by the chain's hedge groups, nor put to a vote: each of those
+// would judge an answer without its check (CallVerifiedHedged hedges with
+// every answer checked).
 func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) integ.Verdict) (json.RawMessage, integ.Verdict, error) {
 	c := evm.ParseCall(method, params)
 	return p.callVerified(ctx, &c, verify)
 }
 
+// CallVerifiedHedged is CallVerified with a hedge of the caller's own (the
+// leader's fetch of a new block, which every subscriber waits on): when
+// the remote asked has not answered within its p90 latency and at least
+// after, another remote that can take the call (its head reaches the
+// block asked for; looked for again at twice and three times that wait
+// while none can) gets it too, and the first answer that passes verify is
+// served. Each answer is still checked, and blamed as CallVerified blames;
+// the chain's hedge budget is not drawn on, one hedge per call.
+func (p *Pool) CallVerifiedHedged(ctx context.Context, method string, params json.RawMessage,
+	verify func(json.RawMessage) integ.Verdict, after time.Duration) (json.RawMessage, integ.Verdict, error) {
+	c := evm.ParseCall(method, params)
+	return p.callVerifiedOn(ctx, &c, verify, after)
+}
+
 // callVerified is CallVerified of a parsed call.
 func (p *Pool) callVerified(ctx context.Context, c *evm.Call, verify func(json.RawMessage) integ.Verdict) (json.RawMessage, integ.Verdict, error) {
+	return p.callVerifiedOn(ctx, c, verify, 0)
+}
+
+// callVerifiedOn is callVerified, hedged after hedge when it is above 0.
+func (p *Pool) callVerifiedOn(ctx context.Context, c *evm.Call, verify func(json.RawMessage) integ.Verdict,
+	hedge time.Duration) (json.RawMessage, integ.Verdict, error) {
 	method, params := c.Method, c.Params
 	ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 	defer cancel()
 	vc := &verifiedCall{p: p, method: method, verify: verify, excused: p.integ.excused(p.now())}
 	rt := p.readRoute(method, viewOf(c))
-	// The judge calls check for one answer at a time (verified calls are
-	// neither hedged nor voted: single.go), in the order remotes are tried.
+	// The judge calls check for each answer, in the order they come (a
+	// hedge's on its own goroutine); never voted (single.go).
 	rt.verify = vc.check
+	if hedge > 0 {
+		// One hedge (one token), tried at up to three delays: the remote
+		// it needs may report the block a little after the first.
+		rt.hedger = newHedger(HedgeConfig{Groups: []HedgeGroup{{Delay: hedge, Quantile: 0.9, Max: 3}}, Budget: 1, Burst: 1},
+			p.conf().Chain, p.m)
+	}
 	res, err := p.send(ctx, method, params, rt)
+	vc.mu.Lock() // a hedge that lost may still be checking its answer
+	defer vc.mu.Unlock()
+	if err == nil {
+		vc.accepted = vc.verdictOf(res)
+	}
 	switch {
 	case len(vc.suspects) == 0:
 	case err == nil && !isNull(res):
@@ -149,6 +182,9 @@ type verifiedCall struct {
 	verify   func(json.RawMessage) integ.Verdict
 	excused  integ.CheckSet // checks skipped on the chain for now
 	accepted integ.Verdict
+
+	mu       sync.Mutex // check runs on a hedge's goroutine too
+	passed   []suspect  // the answers that passed, with their verdicts
 	suspects []suspect
 }
 
@@ -157,12 +193,29 @@ type verifiedCall struct {
 func (vc *verifiedCall) check(r *Remote, res json.RawMessage) error {
 	v := vc.verify(res)
 	v.Excuse(vc.excused, integ.SkipUnreproducible)
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
 	if len(v.Failed) == 0 {
-		vc.accepted = v
+		vc.passed = append(vc.passed, suspect{r: r, res: res, v: v})
 		return nil
 	}
 	vc.suspects = append(vc.suspects, suspect{r: r, res: res, v: v})
 	return fmt.Errorf("%w: %w", wire.ErrBadReply, v.Err())
+}
+
+// verdictOf is the verdict of the answer served, res: one that passed.
+func (vc *verifiedCall) verdictOf(res json.RawMessage) integ.Verdict {
+	for _, a := range vc.passed {
+		if len(a.res) == len(res) && (len(res) == 0 || &a.res[0] == &res[0]) {
+			return a.v
+		}
+	}
+	for _, a := range vc.passed { // copied on its way: the same bytes
+		if bytes.Equal(a.res, res) {
+			return a.v
+		}
+	}
+	return integ.Verdict{}
 }
 
 // blame charges the suspects that failed a check the served answer passed.

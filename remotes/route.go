@@ -24,6 +24,9 @@ type route struct {
 	// answers and blames remotes once it has seen the others': a
 	// rejected answer fails over and is not charged here.
 	verify func(*Remote, json.RawMessage) error
+	// hedger is the call's own hedge (CallVerifiedHedged); nil: the
+	// chain's hedge groups, if any.
+	hedger *hedger
 }
 
 // readRoute is how a read may be routed: to remotes that have its block.

@@ -332,7 +332,7 @@ func (p *Pool) routeTx(ctx context.Context, sd *side, rt *txRoute, c *evm.Call) 
 // sample it, off the caller's goroutine.
 func (p *Pool) shadow(ctx context.Context, sd *side, c *evm.Call, served json.RawMessage) {
 	chain := p.conf().Chain
-	label := evm.MethodLabel(c.Method)
+	label := c.Row.Label
 	for _, r := range sd.shadows {
 		if r.sample < 1 && rand.Float64() >= r.sample {
 			continue

@@ -40,6 +40,15 @@ type Upstream interface {
 	CheckTipChain(ctx context.Context, hashes ...string) bool
 }
 
+// VerifiedHedger is an Upstream that hedges a verified call of its own
+// (remotes.Pool.CallVerifiedHedged): when the remote asked is slower than
+// its p90 and at least after, another remote that has the block gets the
+// call too, each answer checked by verify.
+type VerifiedHedger interface {
+	CallVerifiedHedged(ctx context.Context, method string, params json.RawMessage,
+		verify func(json.RawMessage) integrity.Verdict, after time.Duration) (json.RawMessage, integrity.Verdict, error)
+}
+
 // HeadPacer is an Upstream whose head polling follows the leader's plan
 // while this replica leads (remotes.Pool.SetLeading): polls when the
 // next block is due, not once a block time.
@@ -447,15 +456,35 @@ func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*evm.Bloc
 	return b, nil
 }
 
-// call is a call through the remotes, checked by verify with Integrity.
+// Hedges of the leader's fetches: a new block's answers are hedged after
+// an eighth of a block time (at least the remote's p90), within these.
+const (
+	minFetchHedge = 20 * time.Millisecond
+	maxFetchHedge = time.Second
+)
+
+// call is a call through the remotes, checked by verify with Integrity,
+// and hedged to a second remote when the first is slow: every subscriber
+// waits on these calls.
 func (s *Stalker) call(ctx context.Context, method string, params json.RawMessage,
 	verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
+	if h, ok := s.up.(VerifiedHedger); ok {
+		if !s.cfg.Integrity {
+			verify = unchecked
+		}
+		after := min(max(s.up.BlockTime()/8, minFetchHedge), maxFetchHedge)
+		return h.CallVerifiedHedged(ctx, method, params, verify, after)
+	}
 	if !s.cfg.Integrity {
 		res, err := s.up.Call(ctx, method, params)
 		return res, integrity.Verdict{}, err
 	}
 	return s.up.CallVerified(ctx, method, params, verify)
 }
+
+// unchecked is the verify of a chain without Integrity: every answer
+// passes.
+func unchecked(json.RawMessage) integrity.Verdict { return integrity.Verdict{} }
 
 // readFinality reads the safe and finalized numbers into l; they never
 // go down. A chain without them ("null") leaves them unknown (0), and a

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -195,4 +196,15 @@ ORDER BY day, tenant, chain, method`, tenant, from.UTC().Format(time.DateOnly), 
 		return nil, fmt.Errorf("usage: query: %w", err)
 	}
 	return out, nil
+}
+
+// QueryURL is Query on the database at url, for a process that holds no
+// pool of its own (venn usage).
+func QueryURL(ctx context.Context, url, tenant string, from, to time.Time) ([]Row, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, errors.New("usage: postgres.url cannot be used (check its host and options)")
+	}
+	defer pool.Close()
+	return Query(ctx, pool, tenant, from, to)
 }

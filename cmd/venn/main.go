@@ -59,6 +59,12 @@ Usage:
                                print tenants' usage per chain, method and day
                                (calls, credits, errors, bytes out) from the
                                history store's usage table (default: today)
+  venn tenants --config FILE list | put-tenant FILE | put-key FILE |
+               delete-tenant NAME | delete-key NAME
+                               the tenants and API keys kept in Redis (auth.redis):
+                               FILE (or - for stdin) is one entry as the config file
+                               spells it, checked against it before it is written;
+                               every replica applies a change within auth.redis.refresh
   venn version                 print the version
   venn help                    print this help
 `
@@ -90,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return status(rest, stdout, stderr)
 	case "usage":
 		return usageCmd(rest, stdout, stderr)
+	case "tenants":
+		return tenantsCmd(rest, os.Stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "venn", versionString())
 		return exitOK

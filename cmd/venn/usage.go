@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	vusage "github.com/venn-gateway/venn/usage"
 )
 
@@ -52,13 +50,7 @@ func usageCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, cfg.Postgres.URL)
-	if err != nil {
-		fmt.Fprintln(stderr, "venn usage: postgres.url cannot be used")
-		return exitError
-	}
-	defer pool.Close()
-	rows, err := vusage.Query(ctx, pool, *tenant, from, to)
+	rows, err := vusage.QueryURL(ctx, cfg.Postgres.URL, *tenant, from, to)
 	if err != nil {
 		fmt.Fprintf(stderr, "venn usage: %v\n", err)
 		return exitError

@@ -1,0 +1,76 @@
+package stalker
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes"
+)
+
+// TestStalkerHedgesASlowFetch leads a chain over two remotes: "slow", the
+// primary, which turns slow at serving blocks and receipts (not heads)
+// once the window is full, and "quick", a secondary. The new blocks must
+// reach the window through quick's hedges, not wait for slow.
+func TestStalkerHedgesASlowFetch(t *testing.T) {
+	slow := startNode(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	quick := startNode(t, fakenode.Options{ChainID: testChainID, Head: 100})
+	var slowOn atomic.Bool
+	slow.SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		fetch := method == "eth_getBlockReceipts" || method == "eth_getBlockByHash" ||
+			method == "eth_getBlockByNumber" && !strings.Contains(string(params), `"latest"`)
+		if fetch && slowOn.Load() {
+			time.Sleep(1500 * time.Millisecond) // the fault: a remote slow at serving blocks
+		}
+		return nil, nil, false
+	})
+	reg := prometheus.NewRegistry()
+	pool, err := remotes.NewPool(remotes.PoolConfig{Chain: "test", ChainID: testChainID,
+		BlockTime: 200 * time.Millisecond, CallDeadline: 5 * time.Second}, []remotes.Config{
+		{Name: "slow", URL: slow.URL(), Timeout: 3 * time.Second},
+		{Name: "quick", URL: quick.URL(), Timeout: 3 * time.Second, Tier: remotes.TierSecondary},
+	}, nil, remotes.NewMetrics(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const window = 8
+	f := &feed{nodes: []*fakenode.Node{slow, quick}, pool: pool, store: headstore.NewMemory(window),
+		window: headstore.NewWindow(window), m: NewMetrics(nil), size: window}
+	fol := headstore.NewFollower("test", f.store, f.window, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { fol.Run(ctx) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		_ = pool.Stop(context.Background())
+	})
+	f.lead(t)
+	f.waitCanonical(t, quick, window)
+
+	slowOn.Store(true)
+	fetched := quick.Calls("eth_getBlockReceipts")
+	for range 4 {
+		slow.Mine(1)
+		quick.Mine(1)
+		f.waitCanonical(t, quick, window)
+	}
+	if won := counter(t, reg, "venn_hedges_total", map[string]string{"outcome": "won"}); won < 1 {
+		t.Errorf("venn_hedges_total{outcome=won} = %v: no hedge answered for the slow remote", won)
+	}
+	if quick.Calls("eth_getBlockReceipts") == fetched {
+		t.Error("quick served no receipts of the new blocks")
+	}
+}
