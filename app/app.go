@@ -38,6 +38,7 @@ import (
 	"github.com/venn-gateway/venn/remotes/availredis"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
+	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
@@ -230,8 +231,8 @@ type chains struct {
 // chainParts is what every chain is built with: the process's own
 // pieces, kept for the chains a reload adds.
 type chainParts struct {
-	cfg     *Config     // the process settings chains read: redis
-	limits  jrpc.Limits // as last applied: a chain's subscription limits
+	cfg     *Config          // the process settings chains read: redis
+	limits  subcenter.Limits // as last applied
 	metrics chainMetrics
 	remotes *remotes.Metrics
 	replies *wire.ReplyBudget
@@ -298,7 +299,7 @@ func newChains(p chainsParams) (*chains, error) {
 		out.rdb = rdb
 	}
 	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
-	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
+	out.parts = chainParts{cfg: cfg, limits: cfg.Limits.Subscriptions, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
 		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
 		history: p.History, tracer: p.Tracer, nats: p.NATS}
 	out.series.onDrop(out.parts.metrics.drop)
@@ -593,7 +594,7 @@ func newServers(p serversParams) *servers {
 			draining.Store(true)
 			if d := p.Config.ShutdownDelay; d > 0 {
 				p.Log.Info("not ready, still serving", "server", "rpc", "shutdown_delay", d)
-				wait(ctx, d)
+				retry.Sleep(ctx, d)
 			}
 			p.Log.Info("draining", "server", "rpc")
 			// jrpc first: it refuses new calls, lets in-flight ones finish
@@ -609,16 +610,6 @@ func newServers(p serversParams) *servers {
 // seconds is d in seconds, to the millisecond.
 func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
-}
-
-// wait returns after d, or sooner when ctx ends.
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // httpService is one http.Server on a listener bound at start.

@@ -14,7 +14,7 @@ import (
 // hash) is most of what the cache costs a miss. So a doorkeeper, as
 // TinyLFU's: the keys of near-head misses are recorded in two Bloom
 // filters, one per generation (recent_ttl, or doorCapacity keys, whichever
-// comes first). The first admitFree near-head misses of a generation
+// comes first). The first admitFree near-head misses of a recent_ttl
 // that were not seen before are stored as ever; past them, a near-head
 // miss is stored only when its key was seen in this generation or the
 // one before. One that was not is sent as the client sent it (by number,
@@ -32,15 +32,17 @@ type admission struct {
 }
 
 const (
-	// doorBits is one generation's filter: 64 KiB.
-	doorBits = 1 << 19
+	// doorBits is one generation's filter: 128 KiB.
+	doorBits = 1 << 20
 	// doorCapacity is how many keys a generation records before the next
-	// starts: at 3 bits a key its filter then answers about 3% of unseen
-	// keys as seen.
+	// starts: at 4 bits a key its filter then answers about 0.24% of
+	// unseen keys as seen (each a one-off stored), 0.05% on average over
+	// the generation.
 	doorCapacity = 1 << 16
-	// admitFree is how many unseen near-head keys a generation stores:
-	// a chain whose near-head misses are fewer stores every one of them,
-	// as without the doorkeeper.
+	// admitFree is how many unseen near-head keys a recent_ttl stores: a
+	// chain whose near-head misses are fewer stores every one of them, as
+	// without the doorkeeper. A generation started because the last one
+	// was full has none: the flood goes on.
 	admitFree = 1024
 )
 
@@ -49,6 +51,7 @@ type doorGen struct {
 	start time.Time
 	bits  []uint64     // read and set atomically
 	added atomic.Int64 // unseen keys recorded
+	full  bool         // started when the last one was full: admits none free
 }
 
 func newAdmission(period time.Duration, now func() time.Time) *admission {
@@ -67,7 +70,7 @@ const doorClockEvery = 64
 func (a *admission) admit(k Key) bool {
 	g := a.cur.Load()
 	if g == nil {
-		g = a.rotate(nil)
+		g = a.rotate(nil, false)
 	}
 	if g.has(k) {
 		return true
@@ -76,33 +79,35 @@ func (a *admission) admit(k Key) bool {
 		return true
 	}
 	n := g.add(k)
-	if n >= doorCapacity || n%doorClockEvery == 0 && a.now().Sub(g.start) >= a.period {
-		g = a.rotate(g)
+	if full := n >= doorCapacity; full || n%doorClockEvery == 0 && a.now().Sub(g.start) >= a.period {
+		g = a.rotate(g, full)
 		n = g.add(k)
 	}
-	return n <= a.free
+	return !g.full && n <= a.free
 }
 
-// rotate starts a new generation after old (nil: none yet), unless
-// another call already did; it returns the current one.
-func (a *admission) rotate(old *doorGen) *doorGen {
+// rotate starts a new generation after old (nil: none yet; full: old
+// ended full, not old), unless another call already did; it returns the
+// current one.
+func (a *admission) rotate(old *doorGen, full bool) *doorGen {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if g := a.cur.Load(); g != old {
 		return g
 	}
 	a.prev.Store(old)
-	g := &doorGen{start: a.now(), bits: make([]uint64, doorBits/64)}
+	g := &doorGen{start: a.now(), bits: make([]uint64, doorBits/64), full: full}
 	a.cur.Store(g)
 	return g
 }
 
-// doorBitsOf are k's three bits in a filter: slices of the key, a sha256
+// doorBitsOf are k's four bits in a filter: slices of the key, a sha256
 // digest, so already uniform.
-func doorBitsOf(k Key) [3]uint32 {
+func doorBitsOf(k Key) [4]uint32 {
 	x := binary.LittleEndian.Uint64(k[:8])
+	y := binary.LittleEndian.Uint64(k[8:16])
 	const mask = doorBits - 1
-	return [3]uint32{uint32(x) & mask, uint32(x>>20) & mask, uint32(x>>40) & mask}
+	return [4]uint32{uint32(x) & mask, uint32(x>>32) & mask, uint32(y) & mask, uint32(y>>32) & mask}
 }
 
 func (g *doorGen) has(k Key) bool {

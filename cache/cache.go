@@ -195,6 +195,11 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 		return res, err, None
 	}
 	o, k, p, skip := pr.o, pr.k, pr.p, pr.o == Bypass
+	if !skip && c.refuses(call.Method, p, k) {
+		res, err := fetch(ctx, "")
+		c.served.note(o)
+		return res, err, o
+	}
 	// Bypassing calls share a flight only with each other: they are not
 	// to be served another replica's stored answer.
 	fk := flightKey{k: k, bypass: skip}
@@ -218,6 +223,18 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	}
 	c.served.note(o)
 	return a.res, a.err, o
+}
+
+// refuses reports a near-head miss the doorkeeper keeps out (admission):
+// sent as the client sent it, neither claimed nor pinned nor stored, and
+// in no flight. A concurrent asker of its key finds the key seen, and
+// leads the flight that stores.
+func (c *Cache) refuses(method string, p pin, k Key) bool {
+	if !p.recent || c.proves(method) || c.admit.admit(k) {
+		return false
+	}
+	c.count(method, "any", "unadmitted")
+	return true
 }
 
 // flights are the misses in flight in the process, one per key: a miss
@@ -345,13 +362,6 @@ type missed struct {
 // coming.
 func (c *Cache) miss(ctx context.Context, m *missed, fetch Fetch) answer {
 	var claimed *layer // the tier whose claim this flight holds
-	if !m.skip && m.pin.recent && !c.proves(m.method) && !c.admit.admit(m.key) {
-		// A one-off near-head miss while they flood in: neither claimed
-		// nor pinned nor stored, sent as the client sent it.
-		c.count(m.method, "any", "unadmitted")
-		res, err := fetch(ctx, "")
-		return answer{res: res, err: err}
-	}
 	if !m.skip {
 		// A flight for the key may have ended, stored, between this
 		// call's lookup and its flight.
