@@ -64,7 +64,7 @@ func (a *attempt) judge() judge {
 
 // next is the remote for the call's next send, or nil. withToken is set
 // when nothing else could serve and the call waited for the rate-limit
-// token of the remote it skipped for it: send with callWithToken.
+// token of the remote it skipped for it: send with the token taken.
 func (a *attempt) next(ctx context.Context) (r *Remote, idx int, withToken bool) {
 	p := a.p
 	v := p.view()

@@ -154,7 +154,8 @@ func TestReconfigureRetunesInPlace(t *testing.T) {
 	r.now = func() time.Time { return now }
 	r.brk.fault(now)
 	r.brk.fault(now)
-	r.penalize(8)
+	r.mb.count.Add(8)
+	r.misbehaviour(now) // the scorer folds the count in now
 
 	next := cfg
 	next.Breaker = BreakerConfig{Failures: 3, Cooldown: 7 * time.Second}

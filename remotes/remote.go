@@ -235,15 +235,9 @@ func (r *Remote) call(ctx context.Context, method string, params json.RawMessage
 	return res, err
 }
 
-// callWithToken is call for a caller that already took a rate-limit token
-// (waitForToken).
-func (r *Remote) callWithToken(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	res, _, err := r.send(ctx, method, params, true)
-	return res, err
-}
-
-// send is call, or callWithToken with haveToken, that also returns the
-// reply's HTTP status (transport.call), for the attempt's span.
+// send is call, also for a caller that already took a rate-limit token
+// (haveToken: waitForToken), that returns the reply's HTTP status too
+// (wire.Transport.Call), for the attempt's span.
 func (r *Remote) send(ctx context.Context, method string, params json.RawMessage, haveToken bool) (json.RawMessage, int, error) {
 	now := r.now()
 	ok, probe := r.brk.allow(now)
@@ -295,7 +289,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 
 // waitForToken takes a token of the remote's own rate limit, waiting for
 // it at most max and never past ctx's deadline. It reports whether it got
-// one; the caller then sends with callWithToken.
+// one; the caller then sends with haveToken.
 func (r *Remote) waitForToken(ctx context.Context, max time.Duration) bool {
 	if r.lim == nil {
 		return false

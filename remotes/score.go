@@ -14,7 +14,7 @@ package remotes
 // calls); lag is its distance behind the best head in blocks, averaged over
 // a few score intervals so that a remote polled once per block does not
 // look behind half the time; misbehaviour is the decaying level the
-// consensus and integrity checks raise (penalize). The product reads as
+// consensus and integrity checks raise (Pool.misbehaved counts each). The product reads as
 // "effective latency": with the default weights, 10% faults cost like
 // 1.8× the latency, one misbehaviour a few minutes ago like 17×. A remote
 // whose latency is not known yet (too few samples) is taken to be as fast
@@ -77,7 +77,8 @@ var scoreQuantiles = [2]float64{0.5, 0.9}
 
 // scoreState is a remote's part of scoring. The atomics are read on the
 // hot path; the scorer goroutine is their only writer, except throttles
-// (every call) and the misbehaviour level (penalize).
+// (every call) and the misbehaviour level (misbehaviour, which folds in
+// the counts Pool.misbehaved keeps).
 type scoreState struct {
 	throttles atomic.Uint64 // float64 bits: share of recent calls refused for rate limits
 	lagAvg    atomic.Uint64 // float64 bits: blocks behind, smoothed over scorings
@@ -91,23 +92,6 @@ type scoreState struct {
 	level     float64   // misbehaviour, as of levelAt
 	levelAt   time.Time // zero: level is 0
 	seenCount int64     // misbehaviourState.count already folded into level
-}
-
-// penalize raises the remote's misbehaviour level by weight (1 is one
-// misbehaviour); the level halves every MisbehaviourHalfLife and weighs in
-// its score from the next scoring on. The consensus and integrity checks
-// call it through Pool.misbehaved, which counts in mb.count: the scorer
-// folds every new count in as weight 1, so call penalize only for weight
-// beyond that, never for the same event twice. Safe for concurrent use.
-func (r *Remote) penalize(weight float64) {
-	if weight <= 0 || math.IsNaN(weight) {
-		return
-	}
-	s := &r.sc
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.decayTo(r.now())
-	s.level += weight
 }
 
 // misbehaviour is the remote's misbehaviour level now, with the

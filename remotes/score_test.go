@@ -91,12 +91,10 @@ func TestScoreOrdersByWeights(t *testing.T) {
 			want: [2]bool{false, true}, better: 1},
 		{name: "lag", setup: func(_ *Pool, _, b *Remote) { b.head.Store(97); setFloat(&b.sc.lagAvg, 3) },
 			want: [2]bool{true, false}, better: 0},
-		{name: "misbehaviour through penalize", setup: func(_ *Pool, _, b *Remote) { b.penalize(1) },
-			want: [2]bool{true, false}, better: 0},
 		{name: "misbehaviour counted by the consensus checks", setup: func(_ *Pool, a, _ *Remote) { a.mb.count.Add(1) },
 			want: [2]bool{false, true}, better: 1},
 		{name: "misbehaviour weighed out", weights: &ScoreWeights{Latency: 1, Errors: 8},
-			setup: func(_ *Pool, _, b *Remote) { b.penalize(3) }, want: [2]bool{true, true}, better: -1},
+			setup: func(_ *Pool, _, b *Remote) { b.mb.count.Add(3) }, want: [2]bool{true, true}, better: -1},
 		{name: "unmeasured latency counts as the best", setup: func(_ *Pool, _, b *Remote) { b.lat = latencyHist{} },
 			want: [2]bool{true, true}, better: -1},
 		{name: "unmeasured latency keeps its penalties", setup: func(_ *Pool, _, b *Remote) {
@@ -137,8 +135,7 @@ func TestMisbehaviourDecays(t *testing.T) {
 	r := p.members()[0]
 	now := time.Now()
 	r.now = func() time.Time { return now }
-	r.penalize(2)
-	r.mb.count.Add(2)
+	r.mb.count.Add(4)
 	for _, tt := range []struct {
 		after time.Duration
 		want  float64
