@@ -99,11 +99,3 @@ func (r *Remote) suspect(now, until time.Time) (fresh bool) {
 		}
 	}
 }
-
-// LastGoodCheck is the time of r's last good check (zero: none yet).
-func (r *Remote) LastGoodCheck() time.Time {
-	if g := r.goodAt.Load(); g != 0 {
-		return time.Unix(0, g)
-	}
-	return time.Time{}
-}

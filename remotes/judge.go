@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // meaning is what one remote's reply means to the call that asked: the one
@@ -72,6 +74,23 @@ type judge struct {
 // ask sends the call to r (index idx), its n-th send, and judges the reply.
 func (jg *judge) ask(ctx context.Context, r *Remote, idx, n int, params json.RawMessage) judged {
 	return jg.send(ctx, r, idx, n, params, false)
+}
+
+// send sends the call to r (index idx) as the call's n-th send, withToken
+// when it already holds r's rate-limit token, and judges the reply.
+func (jg *judge) send(ctx context.Context, r *Remote, idx, n int, params json.RawMessage, withToken bool) judged {
+	var label string // the span's name: only a tracer needs it
+	if jg.tracer != nil {
+		label = evm.MethodLabel(jg.method)
+	}
+	ctx, sp := jg.tracer.Start(ctx, label, trace.SpanKindClient)
+	res, status, err := r.send(ctx, jg.method, params, withToken)
+	j := jg.of(r, idx, res, err)
+	if sp.IsRecording() {
+		jg.annotate(sp, j, n, status)
+	}
+	sp.End()
+	return j
 }
 
 // of judges one reply of remote r (index idx).

@@ -1,13 +1,9 @@
 package remotes
 
 import (
-	"context"
-	"encoding/json"
-
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -42,23 +38,6 @@ func (m meaning) String() string {
 	default:
 		return "fault"
 	}
-}
-
-// send sends the call to r (index idx) as the call's n-th send, withToken
-// when it already holds r's rate-limit token, and judges the reply.
-func (jg *judge) send(ctx context.Context, r *Remote, idx, n int, params json.RawMessage, withToken bool) judged {
-	var label string // the span's name: only a tracer needs it
-	if jg.tracer != nil {
-		label = evm.MethodLabel(jg.method)
-	}
-	ctx, sp := jg.tracer.Start(ctx, label, trace.SpanKindClient)
-	res, status, err := r.send(ctx, jg.method, params, withToken)
-	j := jg.of(r, idx, res, err)
-	if sp.IsRecording() {
-		jg.annotate(sp, j, n, status)
-	}
-	sp.End()
-	return j
 }
 
 // annotate puts a judged reply on its attempt span, in one call: four
