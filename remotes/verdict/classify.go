@@ -106,16 +106,17 @@ func Classify(method string, err error) Verdict {
 	if je, ok := errors.AsType[*jrpc.Error](err); ok {
 		return classifyRPC(method, 0, je)
 	}
-	if _, ok := errors.AsType[coder](err); ok {
-		// venn's own answer (no remote, a limit): read as the client gets it.
-		return classifyRPC(method, 0, jrpc.ToWire(err))
-	}
 	ne, isNet := errors.AsType[net.Error](err)
 	if isNet && ne.Timeout() {
 		return Verdict{Class: ClassRetry, Reason: ReasonTimeout, Fault: true}
 	}
 	if isNet || errors.Is(err, wire.ErrTransport) {
 		return Verdict{Class: ClassRetry, Reason: ReasonTransport, Fault: true}
+	}
+	if _, ok := errors.AsType[coder](err); ok {
+		// venn's own answer (no remote, a limit), read as the client gets
+		// it; last, so that no transport error pays for the look.
+		return classifyRPC(method, 0, jrpc.ToWire(err))
 	}
 	// We cannot tell whether the remote even answered: count it.
 	return Verdict{Class: ClassRetry, Reason: ReasonUnknown, Fault: true}
