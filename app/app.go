@@ -37,6 +37,7 @@ import (
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/remotes/availredis"
 	"github.com/venn-gateway/venn/reqlog"
+	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
@@ -592,7 +593,7 @@ func newServers(p serversParams) *servers {
 			draining.Store(true)
 			if d := p.Config.ShutdownDelay; d > 0 {
 				p.Log.Info("not ready, still serving", "server", "rpc", "shutdown_delay", d)
-				wait(ctx, d)
+				retry.Sleep(ctx, d)
 			}
 			p.Log.Info("draining", "server", "rpc")
 			// jrpc first: it refuses new calls, lets in-flight ones finish
@@ -608,16 +609,6 @@ func newServers(p serversParams) *servers {
 // seconds is d in seconds, to the millisecond.
 func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
-}
-
-// wait returns after d, or sooner when ctx ends.
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // httpService is one http.Server on a listener bound at start.

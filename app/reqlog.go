@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
+	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/reqlog"
 )
@@ -18,7 +19,7 @@ func newRequestLog(lc fx.Lifecycle, cfg *Config, log *slog.Logger, reg *promethe
 	if !cfg.RequestLog.Enabled {
 		return nil
 	}
-	l := reqlog.New(cfg.RequestLog, nil, log, reg)
+	l := reqlog.New(cfg.RequestLog, nil, log, reg, integrity.SentTxHash)
 	lc.Append(fx.Hook{OnStart: l.Start, OnStop: l.Stop})
 	return l
 }

@@ -24,6 +24,7 @@ type Cache struct {
 	tiers  []*layer // memory first
 	memory *Memory
 	recent *recentIndex
+	admit  *admission // of near-head answers
 	flight flights
 	served served
 	counts sync.Map // countKey → prometheus.Counter
@@ -81,6 +82,7 @@ func New(cfg Config, o Options) *Cache {
 		c.tiers = append(c.tiers, newLayer(l, o.Chain, cfg.TierTimeout, log, o.Metrics, &c.closed))
 	}
 	c.recent = newRecentIndex(cfg.RecentTTL, time.Now)
+	c.admit = newAdmission(cfg.RecentTTL, time.Now)
 	o.Metrics.watch(c)
 	return c
 }
@@ -193,6 +195,11 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 		return res, err, None
 	}
 	o, k, p, skip := pr.o, pr.k, pr.p, pr.o == Bypass
+	if !skip && c.refuses(call.Method, p, k) {
+		res, err := fetch(ctx, "")
+		c.served.note(o)
+		return res, err, o
+	}
 	// Bypassing calls share a flight only with each other: they are not
 	// to be served another replica's stored answer.
 	fk := flightKey{k: k, bypass: skip}
@@ -216,6 +223,18 @@ func (c *Cache) Fill(ctx context.Context, pr Probe, call *evm.Call, at View, fet
 	}
 	c.served.note(o)
 	return a.res, a.err, o
+}
+
+// refuses reports a near-head miss the doorkeeper keeps out (admission):
+// sent as the client sent it, neither claimed nor pinned nor stored, and
+// in no flight. A concurrent asker of its key finds the key seen, and
+// leads the flight that stores.
+func (c *Cache) refuses(method string, p pin, k Key) bool {
+	if !p.recent || c.proves(method) || c.admit.admit(k) {
+		return false
+	}
+	c.count(method, "any", "unadmitted")
+	return true
 }
 
 // flights are the misses in flight in the process, one per key: a miss

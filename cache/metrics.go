@@ -35,7 +35,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				"per tier asked; bypass (the client asked for a fresh answer) and unkeyed (the call's block " +
 				"is not fixed: a tag not pinned, pending, a number the head window does not know), claimed (another " +
 				"replica's answer, after its claim) and unpinned (a near-head miss no remote had the block of by hash, " +
-				"answered by number and not stored) with tier \"any\"; stored per tier an answer was written to.",
+				"answered by number and not stored) and unadmitted (a near-head miss asked for the first time while " +
+				"one-off misses flood in, answered by number and not stored) with tier \"any\"; stored per tier an " +
+				"answer was written to.",
 		}, []string{"chain", "method", "tier", "outcome"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "venn", Name: "cache_evictions_total",

@@ -49,7 +49,7 @@ func BenchmarkObserve(b *testing.B) {
 		reg := prometheus.NewRegistry()
 		opts := jrpc.Options{Registerer: reg, MethodLabel: evm.MethodLabel, DiagnosticHeaders: headers}
 		if log {
-			l := reqlog.New(reqlog.Config{Enabled: true, Output: filepath.Join(b.TempDir(), "requests.log")}.WithDefaults(), nil, nil, reg)
+			l := reqlog.New(reqlog.Config{Enabled: true, Output: filepath.Join(b.TempDir(), "requests.log")}.WithDefaults(), nil, nil, reg, nil)
 			if err := l.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}

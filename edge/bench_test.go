@@ -3,10 +3,20 @@ package edge
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -44,3 +54,63 @@ func BenchmarkServeHTTPEdge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkServeHTTPTenant is BenchmarkServeHTTPEdge's call with no gate
+// (off) and with a JWT-authenticated tenant whose calls are priced, spent
+// from per-minute and per-month budgets and handed to a usage sink (jwt):
+// the edge's own CPU per call, without the network, the router or a
+// client, which BenchmarkTenantCost (e2e) adds.
+func BenchmarkServeHTTPTenant(b *testing.B) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	file := filepath.Join(b.TempDir(), "jwt.pem")
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"tenant": "team-a", "aud": "venn",
+		"exp": time.Now().Add(time.Hour).Unix()}).SignedString(k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := New(Config{
+		Auth:    AuthConfig{JWT: JWTConfig{Keys: []string{file}, Algorithms: []string{"ES256"}, Audience: "venn"}},
+		Tenants: []Tenant{{Name: "team-a", Credits: Budget{PerMinute: 1 << 50, PerMonth: 1 << 60}}},
+	}, Options{Usage: discardUsage{}})
+	handler := jrpc.HandlerFunc(func(context.Context, *jrpc.Request) (json.RawMessage, error) { return benchResult, nil })
+	for _, c := range []struct {
+		name string
+		gate *Edge
+	}{{"off", nil}, {"jwt", e}} {
+		b.Run(c.name, func(b *testing.B) {
+			opts := jrpc.Options{}
+			if c.gate != nil {
+				opts.Gate = c.gate
+			}
+			s := jrpc.NewServer(opts)
+			s.Handle("eth", handler)
+			h := s.Handler()
+			if c.gate != nil {
+				h = c.gate.Wrap(h)
+			}
+			body := []byte(benchCall)
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest("POST", "/eth", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+tok)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != 200 {
+					b.Fatal(w.Code)
+				}
+			}
+		})
+	}
+}
+
+type discardUsage struct{}
+
+func (discardUsage) Add(string, string, string, int64, int64, int64, int64) {}

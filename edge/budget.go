@@ -32,6 +32,9 @@ type Budgets struct {
 
 	mu       sync.Mutex
 	accounts map[string]*account
+	// The month of the minute last asked about: working out a month
+	// (a calendar in UTC) on every call cost more than the rest of it.
+	lastMinute, lastMonth int64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -102,8 +105,7 @@ func (bs *Budgets) state(tenant string, b Budget) BudgetState {
 	now := bs.now()
 	bs.mu.Lock()
 	a := bs.account(tenant)
-	a.minute.roll(minuteID(now))
-	a.month.roll(monthID(now))
+	bs.roll(a, now)
 	m, mo := a.minute.spent(), a.month.spent()
 	bs.mu.Unlock()
 	st := BudgetState{MinuteLeft: -1, MonthLeft: -1}
@@ -128,11 +130,20 @@ func (bs *Budgets) spend(tenant string, credits int64) {
 	now := bs.now()
 	bs.mu.Lock()
 	a := bs.account(tenant)
-	a.minute.roll(minuteID(now))
-	a.month.roll(monthID(now))
+	bs.roll(a, now)
 	a.minute.pending += credits
 	a.month.pending += credits
 	bs.mu.Unlock()
+}
+
+// roll moves a's periods to now's; bs.mu is held.
+func (bs *Budgets) roll(a *account, now time.Time) {
+	m := minuteID(now)
+	if m != bs.lastMinute || bs.lastMonth == 0 {
+		bs.lastMinute, bs.lastMonth = m, monthID(now)
+	}
+	a.minute.roll(m)
+	a.month.roll(bs.lastMonth)
 }
 
 func (bs *Budgets) account(tenant string) *account {
@@ -159,8 +170,7 @@ func (bs *Budgets) Spent(tenant string) (minute, month int64) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	a := bs.account(tenant)
-	a.minute.roll(minuteID(now))
-	a.month.roll(monthID(now))
+	bs.roll(a, now)
 	return a.minute.spent(), a.month.spent()
 }
 
@@ -181,8 +191,7 @@ func (bs *Budgets) Flush(ctx context.Context) error {
 	bs.mu.Lock()
 	jobs := make([]job, 0, len(bs.accounts))
 	for name, a := range bs.accounts {
-		a.minute.roll(minuteID(now))
-		a.month.roll(monthID(now))
+		bs.roll(a, now)
 		j := job{tenant: name, minID: a.minute.id, monID: a.month.id, minN: a.minute.pending, monN: a.month.pending}
 		a.minute.flight, a.minute.pending = a.minute.pending, 0
 		a.month.flight, a.month.pending = a.month.pending, 0

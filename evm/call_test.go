@@ -34,7 +34,8 @@ func TestParseCall(t *testing.T) {
 		{give: `eth_getUncleByBlockNumberAndIndex ["0x1","0x0"]`, wantKind: KindUncleByIndex, wantBlock: BlockRef{Kind: RefNumber, Number: 1}, wantExact: true},
 		{give: `eth_blockNumber []`, wantKind: KindBlockNumber, wantAt: -1, wantExact: true},
 		{give: `eth_sendRawTransaction ["0x00"]`, wantClass: ClassBroadcast, wantAt: -1},
-		{give: `eth_newFilter [{}]`, wantClass: ClassStateful, wantAt: -1},
+		// Its filter is read as eth_getLogs', once, for the router's limits.
+		{give: `eth_newFilter [{}]`, wantClass: ClassStateful, wantAt: -1, wantExact: true},
 		{give: `eth_sendTransaction [{}]`, wantClass: ClassWrite, wantAt: -1},
 		{give: `eth_getBlockReceipts [{"blockHash":"` + testHash + `"}]`, wantKind: KindBlockReceipts,
 			wantBlock: BlockRef{Kind: RefHash}, wantExact: true, wantRef: BlockRef{Kind: RefHash}},

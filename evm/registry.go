@@ -145,7 +145,7 @@ var registry = index([]Method{
 	{Name: "txpool_status", Block: none},
 
 	// Stateful: the answer belongs to one remote's (or venn's) state.
-	{Name: "eth_newFilter", Class: ClassStateful, Block: none},
+	{Name: "eth_newFilter", Class: ClassStateful, args: 1, filter: true, Block: none},
 	{Name: "eth_newBlockFilter", Class: ClassStateful, Block: none},
 	{Name: "eth_newPendingTransactionFilter", Class: ClassStateful, Block: none},
 	{Name: "eth_getFilterChanges", Class: ClassStateful, Block: none},

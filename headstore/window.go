@@ -344,11 +344,6 @@ func (w *Window) byNumber(n uint64) *evm.Parts {
 	return w.canon[n-low]
 }
 
-// lookupHash returns the canonical entry with hash h; the caller holds mu.
-func (w *Window) lookupHash(h string) *evm.Parts {
-	return w.byHash[strings.ToLower(h)]
-}
-
 // headTime is the head block's number and timestamp.
 func (w *Window) headTime() (n, time uint64, ok bool) {
 	w.mu.RLock()
@@ -365,7 +360,7 @@ func (w *Window) headTime() (n, time uint64, ok bool) {
 func (w *Window) CanonicalNumber(h string) (n uint64, ok bool) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	if e := w.lookupHash(h); e != nil {
+	if e := w.byHash[strings.ToLower(h)]; e != nil {
 		return e.Number, true
 	}
 	return 0, false

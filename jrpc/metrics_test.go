@@ -129,8 +129,27 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// A server rebuilt on the same registry (a reload) does not panic, and its
+// calls count in the series the first one exported: the collectors are
+// reused, not left unregistered.
 func TestMetricsSurviveRebuild(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	NewServer(Options{Registerer: reg})
-	NewServer(Options{Registerer: reg}) // must not panic: reuses the collectors
+	echo := func(m string) string { return m }
+	const body = `{"jsonrpc":"2.0","id":1,"method":"test_echo","params":[]}`
+	first := newTestServer(t, Options{Registerer: reg, MethodLabel: echo}, echoHandler())
+	first.post(t, body)
+	second := newTestServer(t, Options{Registerer: reg, MethodLabel: echo}, echoHandler())
+	second.post(t, body)
+	second.post(t, body)
+	c := second.dial(t)
+	testkit.WSWrite(t, c, body)
+	testkit.WSRead(t, c)
+
+	ok := map[string]string{"chain": testChain, "method": "test_echo", "outcome": "ok"}
+	if got := metricValue(t, reg, "venn_requests_total", ok); got != 4 {
+		t.Errorf("venn_requests_total%v = %v, want the second server's calls counted too: 4", ok, got)
+	}
+	if got := metricValue(t, reg, "venn_ws_connections", map[string]string{}); got != 1 {
+		t.Errorf("venn_ws_connections = %v, want the second server's connection", got)
+	}
 }

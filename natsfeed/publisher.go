@@ -15,6 +15,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/retry"
 )
 
 // Options are what a chain's publisher is built from.
@@ -137,7 +138,7 @@ func (p *Publisher) Lead(ctx context.Context, _ uint64) {
 			backoff = 0
 		default:
 			p.setState(2)
-			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			backoff = retry.Double(backoff, 100*time.Millisecond, 5*time.Second)
 		}
 		p.m.errors.Inc()
 		if !failing || conflict != nil {
@@ -146,7 +147,7 @@ func (p *Publisher) Lead(ctx context.Context, _ uint64) {
 			p.log.Debug("natsfeed: publishing failed again", "err", err, "retry_in", backoff)
 		}
 		failing = backoff > 0
-		if backoff > 0 && !sleep(ctx, backoff/2+rand.N(backoff/2+1)) {
+		if backoff > 0 && !retry.Sleep(ctx, backoff/2+rand.N(backoff/2+1)) {
 			return
 		}
 	}
@@ -403,18 +404,6 @@ func (p *Publisher) publish(ctx context.Context, st *told, list []*out, evTime i
 		p.m.published(o, time.Since(start), evTime)
 	}
 	return nil
-}
-
-// sleep waits d unless ctx ends first; it reports whether ctx is alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // StartSeq is the stream sequence of block n's last message, for a

@@ -12,7 +12,7 @@ import (
 // BenchmarkRecord is the request log's cost on a call's own goroutine:
 // the hook that queues a line (drained by the writer, to io.Discard).
 func BenchmarkRecord(b *testing.B) {
-	l := New(Config{Enabled: true}.WithDefaults(), io.Discard, nil, nil)
+	l := New(Config{Enabled: true}.WithDefaults(), io.Discard, nil, nil, keccakTx)
 	if err := l.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func BenchmarkRecord(b *testing.B) {
 
 // BenchmarkLine is the writer's cost per line: encoding one.
 func BenchmarkLine(b *testing.B) {
-	l := New(Config{Enabled: true}.WithDefaults(), io.Discard, nil, nil)
+	l := New(Config{Enabled: true}.WithDefaults(), io.Discard, nil, nil, keccakTx)
 	c := call("eth_getBalance", `["0x00000000000000000000000000000000000000aa","latest"]`,
 		&jrpc.Peer{Transport: "http", RequestID: "5f1c0e2a9b3d-1a", ClientIP: netip.MustParseAddr("203.0.113.77")})
 	e := entry{start: c.Start, id: c.Peer.RequestID, chain: c.Chain, method: c.Method, transport: "http",

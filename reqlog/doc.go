@@ -8,5 +8,6 @@
 // (venn_request_log_dropped_total). The client is named by its API key's
 // name or its address masked to the /24 (IPv4) or /64 (IPv6); params only
 // when the config allows it, cut to a length, and a raw transaction only as
-// its hash. A line never holds a remote's URL or an API key.
+// its hash (which app tells it how to read: the log decodes no
+// transaction). A line never holds a remote's URL or an API key.
 package reqlog

@@ -1,12 +1,11 @@
 package reqlog
 
 import (
+	"encoding/json"
 	"net/netip"
 	"strconv"
 	"time"
 	"unicode/utf8"
-
-	"github.com/venn-gateway/venn/integrity"
 )
 
 // maxMethod bounds a client's method name in a line, as jrpc's own logs do.
@@ -54,7 +53,7 @@ func (l *Log) appendLine(b []byte, e *entry) []byte {
 // transaction as its hash alone.
 func (l *Log) appendParams(b []byte, e *entry) []byte {
 	if isRawTx(e.method) {
-		if h, ok := integrity.SentTxHash(e.params); ok {
+		if h, ok := l.hashTx(e.params); ok {
 			b = appendField(b, "tx_hash", h)
 		}
 		return b
@@ -69,6 +68,15 @@ func (l *Log) appendParams(b []byte, e *entry) []byte {
 	}
 	b = appendField(b, "params_clipped", string(p[:l.cfg.ParamsMaxBytes]))
 	return appendInt(b, "params_bytes", len(p))
+}
+
+// hashTx is the hash of a raw transaction's params, when the log was
+// given how to read it.
+func (l *Log) hashTx(params json.RawMessage) (string, bool) {
+	if l.txHash == nil {
+		return "", false
+	}
+	return l.txHash(params)
 }
 
 // client names the caller: by its API key's name, else by its address

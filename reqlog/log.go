@@ -41,7 +41,15 @@ type Log struct {
 	file  *os.File // opened by Start; nil for stderr or a given writer
 
 	written, dropped prometheus.Counter
+
+	txHash TxHash // nil: a raw transaction is logged without its hash
 }
+
+// TxHash is the hash of the signed transaction in a raw transaction's
+// params (eth_sendRawTransaction's); ok is false when they hold none. The
+// log is given it (app gives integrity.SentTxHash): decoding a
+// transaction is not the log's business.
+type TxHash func(params json.RawMessage) (hash string, ok bool)
 
 // entry is what a line needs of one call, copied off the call on its
 // goroutine: strings and the client's own bytes, which jrpc never reuses.
@@ -64,13 +72,13 @@ type entry struct {
 }
 
 // New returns the log of cfg (defaulted) writing to out, or, with out nil,
-// to cfg.Output (opened by Start). Its counters are registered on reg
-// (nil: none).
-func New(cfg Config, out io.Writer, log *slog.Logger, reg prometheus.Registerer) *Log {
+// to cfg.Output (opened by Start), naming a raw transaction by txHash. Its
+// counters are registered on reg (nil: none).
+func New(cfg Config, out io.Writer, log *slog.Logger, reg prometheus.Registerer, txHash TxHash) *Log {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Log{cfg: cfg, out: out, log: log,
+	l := &Log{cfg: cfg, out: out, log: log, txHash: txHash,
 		lines: make(chan entry, max(cfg.Buffer, 1)),
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}), done: make(chan struct{}),

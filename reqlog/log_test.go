@@ -46,7 +46,7 @@ func (s *syncBuffer) String() string {
 func logged(t *testing.T, cfg Config, calls ...jrpc.Call) []map[string]any {
 	t.Helper()
 	var out syncBuffer
-	l := New(cfg.WithDefaults(), &out, nil, prometheus.NewRegistry())
+	l := New(cfg.WithDefaults(), &out, nil, prometheus.NewRegistry(), keccakTx)
 	if err := l.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +78,16 @@ func decodeLines(t *testing.T, s string) []map[string]any {
 const rawTx = `["0x02f86b0180843b9aca00850df8475800825208940000000000000000000000000000000000000001880de0b6b3a764000080c0"]`
 
 var rawTxHash = crypto.Keccak256Hash(common.FromHex(rawTx[2 : len(rawTx)-2])).Hex()
+
+// keccakTx is the log's TxHash for a typed transaction's params, the only
+// kind these tests send (app gives it integrity.SentTxHash).
+func keccakTx(params json.RawMessage) (string, bool) {
+	var args []string
+	if json.Unmarshal(params, &args) != nil || len(args) == 0 {
+		return "", false
+	}
+	return crypto.Keccak256Hash(common.FromHex(args[0])).Hex(), true
+}
 
 func call(method, params string, p *jrpc.Peer) jrpc.Call {
 	return jrpc.Call{Start: time.Date(2026, 12, 1, 3, 12, 0, 0, time.UTC), Chain: "eth", Peer: p, Method: method,
@@ -170,7 +180,7 @@ func (w *blockingWriter) Write(p []byte) (int, error) {
 // counted, and the queued ones are written once the output moves.
 func TestDropsWhenFull(t *testing.T) {
 	out := &blockingWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	l := New(Config{Buffer: 1}.WithDefaults(), out, nil, prometheus.NewRegistry())
+	l := New(Config{Buffer: 1}.WithDefaults(), out, nil, prometheus.NewRegistry(), keccakTx)
 	if err := l.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +216,7 @@ func TestFileOutput(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{\"before\":true}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l := New(Config{Enabled: true, Output: path}.WithDefaults(), nil, nil, nil)
+	l := New(Config{Enabled: true, Output: path}.WithDefaults(), nil, nil, nil, keccakTx)
 	if err := l.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +232,7 @@ func TestFileOutput(t *testing.T) {
 	if len(lines) != 2 || lines[0]["before"] != true || lines[1]["method"] != "eth_chainId" {
 		t.Errorf("file holds %s", data)
 	}
-	bad := New(Config{Output: filepath.Join(t.TempDir(), "no", "such", "dir")}.WithDefaults(), nil, nil, nil)
+	bad := New(Config{Output: filepath.Join(t.TempDir(), "no", "such", "dir")}.WithDefaults(), nil, nil, nil, keccakTx)
 	if err := bad.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "request_log.output") {
 		t.Errorf("unopenable output: %v", err)
 	}

@@ -64,14 +64,13 @@ func (rt *Router) SetLogLimits(l LogLimits) {
 }
 
 // checkFilter refuses an eth_getLogs or eth_newFilter past the chain's
-// limits.
-func (rt *Router) checkFilter(c *evm.Call, params json.RawMessage) error {
+// limits. ParseCall read both filters alike.
+func (rt *Router) checkFilter(c *evm.Call) error {
 	switch c.Method {
 	case "eth_getLogs":
 		return rt.checkLogs(c, true)
 	case "eth_newFilter":
-		f := evm.ParseCall("eth_getLogs", params) // the same filter
-		return rt.checkLogs(&f, false)
+		return rt.checkLogs(c, false)
 	}
 	return nil
 }

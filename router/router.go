@@ -310,7 +310,7 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	}
 	// The one reading of the call: every source below takes it.
 	c := evm.ParseCall(req.Method, req.Params)
-	if err := rt.checkFilter(&c, req.Params); err != nil {
+	if err := rt.checkFilter(&c); err != nil {
 		rt.local.answered(ctx)
 		return nil, err
 	}

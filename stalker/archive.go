@@ -13,6 +13,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -179,10 +180,10 @@ func (a *archiver) run(ctx context.Context) {
 				a.log.Warn("archive: storing settled blocks failed; retrying", "err", err, "next", a.next)
 				failing = true
 			}
-			if !sleep(ctx, backoff) {
+			if !retry.Sleep(ctx, backoff) {
 				return
 			}
-			backoff = min(2*backoff, archiveBackoffMax)
+			backoff = retry.Double(backoff, 0, archiveBackoffMax)
 			continue
 		}
 		if failing {

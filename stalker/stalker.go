@@ -17,6 +17,7 @@ import (
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/integrity"
+	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -193,10 +194,10 @@ func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 			s.log.Warn("stalker stopped: a newer leader holds the chain", "epoch", epoch)
 			return
 		case err != nil:
-			backoff = min(max(2*backoff, bt/4), 4*bt)
+			backoff = retry.Double(backoff, bt/4, 4*bt)
 			s.m.errors.Inc()
 			s.log.Warn("stalker", "err", err, "retry_in", backoff)
-			if !sleep(ctx, backoff) {
+			if !retry.Sleep(ctx, backoff) {
 				return
 			}
 			continue
@@ -535,18 +536,6 @@ func (s *Stalker) readTag(ctx context.Context, tag string) (uint64, error) {
 		return 0, fmt.Errorf("%s block number %q: %w", tag, h.Number, err)
 	}
 	return n, nil
-}
-
-// sleep waits d unless ctx ends first; it reports whether ctx is alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // Metrics are the stalkers' metrics.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/retry"
 )
 
 // backfillChunk is the unit replicas claim: blocks n with the same
@@ -93,7 +94,7 @@ func (b *backfiller) run(ctx context.Context, from, to uint64, p *progress) (bac
 		if busy, err = b.pass(ctx, pending, from, to); err != nil {
 			break
 		}
-		if len(busy) > 0 && !sleepCtx(ctx, busyRetry) {
+		if len(busy) > 0 && !retry.Sleep(ctx, busyRetry) {
 			err = ctx.Err()
 			break
 		}
@@ -304,17 +305,5 @@ func (p *progress) line(stored, skipped uint64, elapsed time.Duration, last bool
 		fmt.Fprintf(p.w, "\r\033[K%s", msg)
 	default:
 		fmt.Fprintln(p.w, msg)
-	}
-}
-
-// sleepCtx waits d unless ctx ends first; it reports whether ctx is alive.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
