@@ -36,6 +36,7 @@ import (
 	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/remotes/availredis"
+	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/router"
@@ -230,11 +231,11 @@ type chains struct {
 // chainParts is what every chain is built with: the process's own
 // pieces, kept for the chains a reload adds.
 type chainParts struct {
-	cfg     *Config     // the process settings chains read: redis
-	limits  jrpc.Limits // as last applied: a chain's subscription limits
+	cfg     *Config          // the process settings chains read: redis
+	limits  subcenter.Limits // as last applied
 	metrics chainMetrics
 	remotes *remotes.Metrics
-	replies *remotes.ReplyBudget
+	replies *wire.ReplyBudget
 	history *history
 	tracer  *tracing.Tracer // nil: off
 	nats    *vnats.Conn     // nil: no NATS
@@ -298,7 +299,7 @@ func newChains(p chainsParams) (*chains, error) {
 		out.rdb = rdb
 	}
 	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
-	out.parts = chainParts{cfg: cfg, limits: cfg.Limits, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
+	out.parts = chainParts{cfg: cfg, limits: cfg.Limits.Subscriptions, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
 		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
 		history: p.History, tracer: p.Tracer, nats: p.NATS}
 	out.series.onDrop(out.parts.metrics.drop)

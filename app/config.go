@@ -51,7 +51,7 @@ type Config struct {
 	// because "" (disabled) differs from absent (the default address).
 	MetricsListen   *string       `yaml:"metrics_listen"`
 	Log             LogConfig     `yaml:"log"`
-	Limits          jrpc.Limits   `yaml:"limits"`
+	Limits          Limits        `yaml:"limits"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	ShutdownDelay   time.Duration `yaml:"shutdown_delay"` // /readyz 503, calls served, then drain
 	// DiagnosticHeaders puts X-Venn-Source, -Remote, -Attempts, -Cache and
@@ -470,8 +470,37 @@ func (c *Config) RemoteCount() int {
 // DiagnosticsOn reports whether answers carry the diagnostic headers.
 func (c *Config) DiagnosticsOn() bool { return c.DiagnosticHeaders == nil || *c.DiagnosticHeaders }
 
-// JRPCLimits is the limits section, for jrpc.NewServer.
-func (c Config) JRPCLimits() jrpc.Limits { return c.Limits }
+// JRPCLimits is the transport's part of the limits section, for
+// jrpc.NewServer.
+func (c Config) JRPCLimits() jrpc.Limits { return c.Limits.Limits }
+
+// Limits is the limits section: one YAML map that holds the limits of
+// the transport (jrpc.Limits, with MaxReplyBytesInFlight, which the
+// remotes enforce) and of subscriptions and filters (subcenter.Limits),
+// each package owning its own.
+type Limits struct {
+	jrpc.Limits   `yaml:",inline"`
+	Subscriptions subcenter.Limits `yaml:",inline"`
+}
+
+// WithZeroDefaults fills the zero (unset) limits with their defaults.
+func (l Limits) WithZeroDefaults() Limits {
+	l.Limits, l.Subscriptions = l.Limits.WithZeroDefaults(), l.Subscriptions.WithZeroDefaults()
+	return l
+}
+
+// Validate reports every limit that is not usable, by its config name.
+func (l Limits) Validate() error {
+	var errs []error
+	for _, err := range []error{l.Limits.Validate(), l.Subscriptions.Validate()} {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, j.Unwrap()...) // one problem a line, each under limits
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // PoolConfig is the chain's pool settings with its name and id, for
 // remotes.NewPool.

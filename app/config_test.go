@@ -10,6 +10,7 @@ import (
 
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/subcenter"
 )
 
 // minimal is the smallest useful file: one chain, one remote.
@@ -43,7 +44,7 @@ func TestParseAppliesDefaults(t *testing.T) {
 	if c.ShutdownTimeout != DefaultShutdownTimeout {
 		t.Errorf("shutdown_timeout = %v", c.ShutdownTimeout)
 	}
-	if got, want := c.JRPCLimits(), jrpc.DefaultLimits(); got != want {
+	if got, want := c.Limits, (Limits{jrpc.DefaultLimits(), subcenter.DefaultLimits()}); got != want {
 		t.Errorf("limits = %+v, want %+v", got, want)
 	}
 	wantPool := remotes.PoolConfig{
@@ -136,15 +137,15 @@ chains:
 	if c.MetricsAddr() != "" {
 		t.Errorf(`metrics_listen: "" must disable, got %q`, c.MetricsAddr())
 	}
-	wantLimits := jrpc.Limits{
+	wantLimits := Limits{jrpc.Limits{
 		MaxBodyBytes: 1024, MaxBatchItems: 10, BatchConcurrency: 2, MaxWSMessageBytes: 2048,
-		MaxConnections: 5, MaxConnsPerIP: 4, MaxSubscriptions: 8, SubscriptionQueue: 100, SubscriptionQueueBytes: 65536,
-		MaxFilterAddresses: 10, MaxFilterTopics: 11, MaxFilterBytes: 4096,
+		MaxConnections: 5, MaxConnsPerIP: 4,
 		WSInFlight: 3, WSPingInterval: 5 * time.Second, WSWriteTimeout: 2 * time.Second,
 		MaxHTTPInFlight: 9, HTTPReadTimeout: 4 * time.Second, HTTPWriteTimeout: 6 * time.Second,
 		MaxReplyBytesInFlight: 512 << 20,
-	}
-	if got := c.JRPCLimits(); got != wantLimits {
+	}, subcenter.Limits{MaxSubscriptions: 8, SubscriptionQueue: 100, SubscriptionQueueBytes: 65536,
+		MaxFilterAddresses: 10, MaxFilterTopics: 11, MaxFilterBytes: 4096}}
+	if got := c.Limits; got != wantLimits {
 		t.Errorf("limits = %+v", got)
 	}
 	if c.ShutdownTimeout != time.Minute || c.ShutdownDelay != 5*time.Second || c.Log.Format != "json" {

@@ -174,9 +174,9 @@ func (r *Reloader) applyProcess(next *Config, rep *ReloadReport) {
 		rep.change("log.level: %s → %s", cur.Log.Level, next.Log.Level)
 	}
 	if !reflect.DeepEqual(cur.Limits, next.Limits) {
-		r.rpc.SetLimits(next.Limits)
+		r.rpc.SetLimits(next.JRPCLimits())
 		rep.change("limits: applied to new requests and connections")
-		if subs := subcenter.LimitOptions(next.Limits); subs != subcenter.LimitOptions(cur.Limits) {
+		if subs := subcenter.LimitOptions(next.Limits.Subscriptions); subs != subcenter.LimitOptions(cur.Limits.Subscriptions) {
 			for _, c := range r.chains.all() {
 				c.head.subs.SetLimits(subs)
 			}

@@ -98,7 +98,7 @@ func applyPool(c *chain, cc ChainConfig) ([]string, error) {
 // ones gone and adds the new ones, then serves the new list.
 func (r *Reloader) applyChains(ctx context.Context, next *Config, rep *ReloadReport) {
 	cs := r.chains
-	cs.parts.limits = next.Limits
+	cs.parts.limits = next.Limits.Subscriptions
 	kept := make(map[string]*chain)
 	for _, c := range cs.all() {
 		kept[c.name] = c

@@ -11,7 +11,6 @@ import (
 	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/cache"
-	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/router"
 )
 
@@ -189,7 +188,7 @@ func checkAddr(p *problems, path, addr string, required bool) {
 	}
 }
 
-func validateLimits(p *problems, l jrpc.Limits) { p.under("limits", l.Validate()) }
+func validateLimits(p *problems, l Limits) { p.under("limits", l.Validate()) }
 
 // validate checks a chain: its name and id here, its head and history
 // settings in package stalker, its pool and remotes in package remotes.

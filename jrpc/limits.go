@@ -40,27 +40,6 @@ const (
 	// DefaultWSPingInterval is how often an idle peer is pinged; a peer that
 	// does not answer within the interval is closed.
 	DefaultWSPingInterval = 30 * time.Second
-	// DefaultMaxSubscriptions bounds one WebSocket connection's
-	// subscriptions.
-	DefaultMaxSubscriptions = 256
-	// DefaultSubscriptionQueue bounds the notifications waiting to be
-	// written to one connection: about 20 blocks of an unfiltered logs
-	// subscription on mainnet. A client that falls further behind is
-	// disconnected.
-	DefaultSubscriptionQueue = 10000
-	// DefaultSubscriptionQueueBytes bounds the bytes waiting for one
-	// connection.
-	DefaultSubscriptionQueueBytes int64 = 16 << 20
-	// DefaultMaxFilterAddresses bounds the addresses of one logs
-	// subscription's filter: geth's --rpc.logquerylimit default.
-	DefaultMaxFilterAddresses = 1000
-	// DefaultMaxFilterTopics bounds the alternatives at one topic position
-	// of a logs filter: geth's limit too.
-	DefaultMaxFilterTopics = 1000
-	// DefaultMaxFilterBytes bounds the JSON of the logs filters one
-	// connection holds (about 23,000 addresses): they stay in memory, at
-	// about 2.5 times their JSON size, for as long as the connection.
-	DefaultMaxFilterBytes int64 = 1 << 20
 	// DefaultWSWriteTimeout bounds one write to a WebSocket peer; a peer that
 	// does not read is closed rather than left to pile up answers.
 	DefaultWSWriteTimeout = 10 * time.Second
@@ -87,13 +66,6 @@ type Limits struct {
 	WSInFlight        int           `yaml:"ws_in_flight"`
 	WSPingInterval    time.Duration `yaml:"ws_ping_interval"`
 	WSWriteTimeout    time.Duration `yaml:"ws_write_timeout"`
-	// Subscriptions (served by the subcenter, counted per connection).
-	MaxSubscriptions       int   `yaml:"max_subscriptions_per_connection"`
-	SubscriptionQueue      int   `yaml:"subscription_queue"`
-	SubscriptionQueueBytes int64 `yaml:"subscription_queue_bytes"`
-	MaxFilterAddresses     int   `yaml:"max_filter_addresses"`
-	MaxFilterTopics        int   `yaml:"max_filter_topics"`
-	MaxFilterBytes         int64 `yaml:"max_filter_bytes_per_connection"`
 	// MaxReplyBytesInFlight bounds the remotes' replies being read at once,
 	// all chains together (enforced by the remotes, not here). Its default
 	// is a quarter of the process's memory limit (memlimit.go).
@@ -115,13 +87,6 @@ func DefaultLimits() Limits {
 		WSInFlight:        DefaultWSInFlight,
 		WSPingInterval:    DefaultWSPingInterval,
 		WSWriteTimeout:    DefaultWSWriteTimeout,
-
-		MaxSubscriptions:       DefaultMaxSubscriptions,
-		SubscriptionQueue:      DefaultSubscriptionQueue,
-		SubscriptionQueueBytes: DefaultSubscriptionQueueBytes,
-		MaxFilterAddresses:     DefaultMaxFilterAddresses,
-		MaxFilterTopics:        DefaultMaxFilterTopics,
-		MaxFilterBytes:         DefaultMaxFilterBytes,
 
 		MaxReplyBytesInFlight: DefaultReplyBytesInFlight(),
 	}
@@ -160,12 +125,6 @@ func (l *Limits) fields() []limitField {
 		field("ws_in_flight", &l.WSInFlight, d.WSInFlight),
 		field("ws_ping_interval", &l.WSPingInterval, d.WSPingInterval),
 		field("ws_write_timeout", &l.WSWriteTimeout, d.WSWriteTimeout),
-		field("max_subscriptions_per_connection", &l.MaxSubscriptions, d.MaxSubscriptions),
-		field("subscription_queue", &l.SubscriptionQueue, d.SubscriptionQueue),
-		field("subscription_queue_bytes", &l.SubscriptionQueueBytes, d.SubscriptionQueueBytes),
-		field("max_filter_addresses", &l.MaxFilterAddresses, d.MaxFilterAddresses),
-		field("max_filter_topics", &l.MaxFilterTopics, d.MaxFilterTopics),
-		field("max_filter_bytes_per_connection", &l.MaxFilterBytes, d.MaxFilterBytes),
 		field("max_reply_bytes_in_flight", &l.MaxReplyBytesInFlight, d.MaxReplyBytesInFlight),
 	}
 }

@@ -25,14 +25,14 @@ type LogLimits struct {
 }
 
 // WithDefaults fills the zero caps: geth's own limits on addresses and
-// topic alternatives (jrpc.DefaultMaxFilterAddresses and Topics, which
-// logs subscriptions use too), no cap on the range.
+// topic alternatives (evm.LogQueryLimit, the default of logs
+// subscriptions' too), no cap on the range.
 func (l LogLimits) WithDefaults() LogLimits {
 	if l.MaxAddresses == 0 {
-		l.MaxAddresses = jrpc.DefaultMaxFilterAddresses
+		l.MaxAddresses = evm.LogQueryLimit
 	}
 	if l.MaxTopics == 0 {
-		l.MaxTopics = jrpc.DefaultMaxFilterTopics
+		l.MaxTopics = evm.LogQueryLimit
 	}
 	return l
 }

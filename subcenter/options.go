@@ -1,12 +1,8 @@
 package subcenter
 
-import "github.com/venn-gateway/venn/jrpc"
-
-// LimitOptions are the Options the limits section l sets: subscriptions
-// per connection, the notification queue and what logs filters may hold.
-// The section names them (max_subscriptions_per_connection,
-// subscription_queue, ...) and decides their defaults.
-func LimitOptions(l jrpc.Limits) Options {
+// LimitOptions are the Options the limits l set: subscriptions per
+// connection, the notification queue and what logs filters may hold.
+func LimitOptions(l Limits) Options {
 	return Options{
 		MaxPerConn:     l.MaxSubscriptions,
 		QueueLen:       l.SubscriptionQueue,
@@ -24,15 +20,15 @@ func (o Options) withDefaults() Options {
 			*v = d
 		}
 	}
-	set(&o.MaxPerConn, jrpc.DefaultMaxSubscriptions)
-	set(&o.QueueLen, jrpc.DefaultSubscriptionQueue)
-	set(&o.MaxAddresses, jrpc.DefaultMaxFilterAddresses)
-	set(&o.MaxTopics, jrpc.DefaultMaxFilterTopics)
+	set(&o.MaxPerConn, DefaultMaxSubscriptions)
+	set(&o.QueueLen, DefaultSubscriptionQueue)
+	set(&o.MaxAddresses, DefaultMaxFilterAddresses)
+	set(&o.MaxTopics, DefaultMaxFilterTopics)
 	if o.QueueBytes <= 0 {
-		o.QueueBytes = jrpc.DefaultSubscriptionQueueBytes
+		o.QueueBytes = DefaultSubscriptionQueueBytes
 	}
 	if o.MaxFilterBytes <= 0 {
-		o.MaxFilterBytes = jrpc.DefaultMaxFilterBytes
+		o.MaxFilterBytes = DefaultMaxFilterBytes
 	}
 	if o.RelayStartWait <= 0 {
 		o.RelayStartWait = DefaultRelayStartWait
