@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/venn-gateway/venn/remotes/wire"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/venn-gateway/venn/remotes"
 )
 
 const redacted = "[redacted]"
@@ -24,7 +23,7 @@ var secretFields = map[string]bool{
 // tree with every secret replaced by "[redacted]": the values of
 // secretFields, and of every URL (urlFields, and anything elsewhere that
 // looks like one) all but its scheme, public host and port
-// (remotes.RedactURL, the rule logs, errors and status share).
+// (wire.RedactURL, the rule logs, errors and status share).
 func Redact(cfg any) (any, error) {
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -65,23 +64,23 @@ func redactNode(n *yaml.Node) {
 		}
 	case yaml.ScalarNode:
 		if strings.Contains(n.Value, "://") {
-			setScalar(n, remotes.RedactURL(n.Value))
+			setScalar(n, wire.RedactURL(n.Value))
 		}
 	}
 }
 
 // urlFields are the secret fields that hold URLs: shown by the one rule
-// of logs, errors and status (remotes.RedactURL): scheme, a public host
+// of logs, errors and status (wire.RedactURL): scheme, a public host
 // and port; a private host, user info, path and query redacted.
 var urlFields = map[string]bool{"url": true, "ws_url": true, "urls": true, "dsn": true}
 
-// redactURLs redacts every URL under n by remotes.RedactURL; any other
+// redactURLs redacts every URL under n by wire.RedactURL; any other
 // value whole.
 func redactURLs(n *yaml.Node) {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if strings.Contains(n.Value, "://") {
-			setScalar(n, remotes.RedactURL(n.Value))
+			setScalar(n, wire.RedactURL(n.Value))
 		} else if n.Value != "" && n.Tag != "!!null" {
 			setScalar(n, redacted)
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/remotes/availredis"
+	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/router"
@@ -234,7 +235,7 @@ type chainParts struct {
 	limits  subcenter.Limits // as last applied
 	metrics chainMetrics
 	remotes *remotes.Metrics
-	replies *remotes.ReplyBudget
+	replies *wire.ReplyBudget
 	history *history
 	tracer  *tracing.Tracer // nil: off
 	nats    *vnats.Conn     // nil: no NATS

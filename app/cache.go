@@ -11,6 +11,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // cachePoolConns bounds the connections of the Postgres tiers' pool, one
@@ -171,11 +172,11 @@ func (t *cacheTiers) close() {
 // isRevert is the remotes' verdict that err is a revert: only those of
 // the caller's errors are fixed by the call's block.
 func isRevert(method string, err error) bool {
-	return remotes.Classify(method, err).Reason == remotes.ReasonRevert
+	return verdict.Classify(method, err).Reason == verdict.ReasonRevert
 }
 
 // lacksBlock is the remotes' verdict that err says the remote lacks the
 // call's block.
 func lacksBlock(method string, err error) bool {
-	return remotes.Classify(method, err).LacksBlock()
+	return verdict.Classify(method, err).LacksBlock()
 }

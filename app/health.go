@@ -74,7 +74,7 @@ type chainReadiness struct {
 	Reason string `json:"reason,omitempty"`
 	// RemotesOut is each remote out of rotation: its reason codes and
 	// what it last failed with (dns, refused, tls, wrong_chain, ...), the
-	// text redacted (remotes.PrivateHost: public host names stay).
+	// text redacted (wire.PrivateHost: public host names stay).
 	RemotesOut []remotes.RemoteReason `json:"remotes_out,omitempty"`
 	// Availability is, by remote, the oldest block of each kind of data
 	// (state, blocks, logs, traces) the remote is taken to serve and where

@@ -17,6 +17,7 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // With no remote that can serve, a call's -32050 and /readyz say, remote
@@ -63,7 +64,7 @@ chains:
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 
-	want := map[string]string{"refused": remotes.FailRefused, "untrusted": remotes.FailTLS, "other": remotes.FailWrongChain}
+	want := map[string]string{"refused": wire.FailRefused, "untrusted": wire.FailTLS, "other": wire.FailWrongChain}
 	kinds := func(rs []remotes.RemoteReason) map[string]string {
 		got := map[string]string{}
 		for _, r := range rs {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/internal/fakenode"
 )
@@ -122,6 +124,7 @@ func TestStoredTenantsAndKeysOnTwoReplicas(t *testing.T) {
 		})
 	}
 
+	ws := dialWS(t, "ws"+strings.TrimPrefix(urls[1], "http"), http.Header{"X-Api-Key": {secret}})
 	if ok, err := store.DeleteKey(ctx, "k1"); err != nil || !ok {
 		t.Fatalf("DeleteKey: %v %v", ok, err)
 	}
@@ -130,5 +133,10 @@ func TestStoredTenantsAndKeysOnTwoReplicas(t *testing.T) {
 			code, body := callWithKey(t, u, secret, chainID)
 			return code == http.StatusUnauthorized && !strings.Contains(body, secret), body
 		})
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, _, err := ws.Read(rctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Errorf("a WebSocket opened with the removed key: %v, want closed with 1008", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // Upstream makes one call through a chain's remotes. verify, when not nil,
@@ -142,7 +142,7 @@ func (r *Receipts) perTransaction(ctx context.Context, txs []string) (json.RawMe
 }
 
 // Unsupported reports an error saying no remote has method ("method not
-// found", "not supported" and the like, as remotes.Classify reads them).
+// found", "not supported" and the like, as verdict.Classify reads them).
 func Unsupported(method string, err error) bool {
-	return err != nil && remotes.Classify(method, err).Reason == remotes.ReasonMethodUnsupported
+	return err != nil && verdict.Classify(method, err).Reason == verdict.ReasonMethodUnsupported
 }

@@ -1,5 +1,7 @@
 package jrpc
 
+import "encoding/json"
+
 // Standard JSON-RPC 2.0 codes. venn itself sends -32700, -32600, -32601 and
 // -32603; CodeInvalidParams reaches clients only as forwarded from a node,
 // since venn passes params it does not need to read through unchecked.
@@ -45,5 +47,15 @@ const (
 	CodeBlockUnavailable = -32059
 )
 
-// coder is implemented by errors that carry their own JSON-RPC code.
-type coder interface{ ErrorCode() int }
+// coder is implemented by errors that carry their own JSON-RPC code: the
+// domain errors of the packages below the server, which ToWire maps.
+type coder interface {
+	error
+	ErrorCode() int
+}
+
+// dataCoder is a coder whose wire error carries data.
+type dataCoder interface {
+	coder
+	ErrorData() json.RawMessage
+}

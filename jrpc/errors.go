@@ -20,8 +20,10 @@ const (
 // ToWire is the one place an internal error becomes a wire error:
 //
 //   - a *Error anywhere in the chain (an upstream's answer) is returned as is;
-//   - an error with ErrorCode() in -32099..-32000 (venn's own) keeps its code
-//     and its message;
+//   - an error in the chain with ErrorCode() in -32099..-32000 (venn's own
+//     conditions), or CodeMethodNotFound (a method no remote serves, said
+//     as a node says it), keeps its code, its own message (not the text
+//     of what wraps it) and the data its ErrorData() gives;
 //   - context.DeadlineExceeded becomes CodeTimeout;
 //   - anything else becomes CodeInternal with a fixed message, so no detail
 //     (a remote's name, an address) leaks to clients. The Server logs the
@@ -40,10 +42,13 @@ func toWire(err error) (e *Error, unknown bool) {
 	if errors.As(err, &e) {
 		return e, false
 	}
-	var c coder
-	if errors.As(err, &c) {
-		if code := c.ErrorCode(); code >= minServerCode && code <= maxServerCode {
-			return &Error{Code: code, Message: err.Error()}, false
+	if c, ok := errors.AsType[coder](err); ok {
+		if code := c.ErrorCode(); code >= minServerCode && code <= maxServerCode || code == CodeMethodNotFound {
+			e = &Error{Code: code, Message: c.Error()}
+			if d, ok := c.(dataCoder); ok {
+				e.Data = d.ErrorData()
+			}
+			return e, false
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -30,6 +30,14 @@ type vennError struct {
 func (e vennError) Error() string  { return e.msg }
 func (e vennError) ErrorCode() int { return e.code }
 
+// dataError is a vennError whose wire error carries data.
+type dataError struct {
+	vennError
+	data string
+}
+
+func (e dataError) ErrorData() json.RawMessage { return json.RawMessage(e.data) }
+
 // echoHandler answers the methods of the JSON-RPC 2.0 spec examples plus a
 // few that exercise error mapping.
 func echoHandler() Handler {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // maxRateLimitWait bounds how long a call waits for venn's own rate limit
@@ -120,7 +122,7 @@ func (a *attempt) take(ctx context.Context, j judged) {
 		// Over our own cap: every remote sends the same answer, so only
 		// one allowed a larger reply is worth trying.
 		if j.over != nil && !a.allowsLarger(j.over.Limit) {
-			a.finish(nil, replyTooLarge(j.over))
+			a.finish(nil, errReplyTooLarge(j.over.Limit))
 			return
 		}
 		a.last = j.err
@@ -200,8 +202,7 @@ func (a *attempt) unserved() error {
 		configured = configured || r.configuredFor(method)
 	}
 	if !configured {
-		return &jrpc.Error{Code: jrpc.CodeMethodNotFound,
-			Message: fmt.Sprintf("the method %s does not exist/is not available", method)}
+		return &unservedError{method: method}
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func (a *attempt) unserved() error {
 // clientError is what the client sees of an upstream error: the remote's
 // own JSON-RPC error, verbatim, so answers match the node's.
 func clientError(err error) error {
-	var ue *UpstreamError
+	var ue *wire.UpstreamError
 	if errors.As(err, &ue) {
 		return ue.Err
 	}
@@ -221,35 +222,20 @@ func clientError(err error) error {
 // the node's own: a future block range, say); otherwise venn says why.
 func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr error) error {
 	var (
-		ue   *UpstreamError
-		over *ReplyTooLargeError
+		ue   *wire.UpstreamError
+		over *wire.ReplyTooLargeError
 	)
 	switch {
 	case lastErr != nil && errors.As(lastErr, &ue):
 		return ue.Err
 	case lastErr != nil && errors.As(lastErr, &over):
-		return replyTooLarge(over)
+		return errReplyTooLarge(over.Limit)
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &jrpc.Error{Code: jrpc.CodeTimeout,
-			Message: fmt.Sprintf("request timed out after trying %d remote(s)", tried)}
-	case tried == 0:
-		return &jrpc.Error{Code: jrpc.CodeNoRemote,
-			Message: fmt.Sprintf("no remote available for %s on %s", method, p.conf().Chain), Data: p.noRemoteData()}
+		return &timeoutError{msg: fmt.Sprintf("request timed out after trying %d remote(s)", tried)}
 	}
-	return &jrpc.Error{Code: jrpc.CodeNoRemote,
-		Message: fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)",
-			tried, method, p.conf().Chain, Classify(method, lastErr).Reason), Data: p.noRemoteData()}
-}
-
-// noRemoteData is -32050's data: each remote of the chain, by name, with
-// why it is out of rotation and what it last failed with (Reasons), so a
-// caller told "no remote" learns why (no network: dns; a proxy: tls).
-func (p *Pool) noRemoteData() json.RawMessage {
-	b, err := json.Marshal(struct {
-		Remotes []RemoteReason `json:"remotes"`
-	}{p.Reasons()})
-	if err != nil {
-		return nil
+	e := &noRemoteError{method: method, chain: p.conf().Chain, tried: tried, remotes: p.Reasons()}
+	if tried > 0 {
+		e.last = verdict.Classify(method, lastErr).Reason
 	}
-	return b
+	return e
 }

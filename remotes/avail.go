@@ -14,12 +14,12 @@ package remotes
 // remote's head raise its oldest block past the one asked.
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // DataKind is a kind of historical data a remote may not keep: the
@@ -209,9 +209,9 @@ const prunedNullDepth = 128
 // the block asked: pruned state or history, or (for a block the remote
 // claims by its head) a missing header. Other missing data ("indexing is
 // in progress", a -32001) may pass: it teaches nothing of the window.
-func lacksData(v Verdict) bool {
+func lacksData(v verdict.Verdict) bool {
 	switch v.Reason {
-	case ReasonMissingState, ReasonPruned, ReasonHeaderNotFound:
+	case verdict.ReasonMissingState, verdict.ReasonPruned, verdict.ReasonHeaderNotFound:
 		return true
 	}
 	return false
@@ -226,9 +226,9 @@ func (j *judged) learnFrom(k DataKind, n uint64) {
 	switch {
 	case j.mean == meanMissing && k == KindBlocks && n+prunedNullDepth <= j.r.Head():
 		j.r.learnLacks(k, n, 0)
-	case j.err != nil && (j.v.Reason == ReasonMissingState || j.v.Reason == ReasonPruned):
+	case j.err != nil && (j.v.Reason == verdict.ReasonMissingState || j.v.Reason == verdict.ReasonPruned):
 		j.r.learnLacks(k, n, j.v.Oldest)
-	case j.err != nil && j.v.Reason == ReasonHeaderNotFound && n+prunedNullDepth <= j.r.Head():
+	case j.err != nil && j.v.Reason == verdict.ReasonHeaderNotFound && n+prunedNullDepth <= j.r.Head():
 		// A header not found far below the head: expired history.
 		j.r.learnLacks(k, n, j.v.Oldest)
 	}
@@ -301,8 +301,5 @@ func (p *Pool) unavailable(method string, rt *route) error {
 		rt.unsure = true
 		return nil
 	}
-	return jrpc.Local(&jrpc.Error{Code: jrpc.CodeBlockUnavailable,
-		Message: fmt.Sprintf("%s at block %d is not available on %s: the oldest block any remote serves is %d",
-			rt.hist, rt.histAt, p.conf().Chain, oldest),
-		Data: fmt.Appendf(nil, `{"block":%d,"oldest_available":%d,"kind":%q}`, rt.histAt, oldest, rt.hist.String())})
+	return jrpc.Local(&unavailableError{chain: p.conf().Chain, kind: rt.hist, block: rt.histAt, oldest: oldest})
 }

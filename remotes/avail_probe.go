@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // Probe bounds.
@@ -227,7 +229,7 @@ func probeHas(ctx context.Context, r *Remote, k DataKind, n uint64) (served, set
 	}
 	res, err := r.call(ctx, method, params)
 	if err != nil {
-		return false, lacksData(Classify(method, err))
+		return false, lacksData(verdict.Classify(method, err))
 	}
 	if isNull(res) {
 		return false, k == KindBlocks

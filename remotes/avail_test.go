@@ -1,7 +1,6 @@
 package remotes
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -154,8 +153,8 @@ func TestAvailabilityNoRemote(t *testing.T) {
 	p := testPool(t, PoolConfig{Availability: noProbe()}, nodes, func(_ int, c *Config) { c.MaxBlockLookback = availWindow })
 	before := nodes[0].Calls("eth_getBalance") + nodes[1].Calls("eth_getBalance")
 	_, err := call(t, p, "eth_getBalance", balanceAt(100))
-	var je *jrpc.Error
-	if !errors.As(err, &je) || je.Code != jrpc.CodeBlockUnavailable {
+	je := jrpc.ToWire(err)
+	if err == nil || je.Code != jrpc.CodeBlockUnavailable {
 		t.Fatalf("err = %v, want code %d", err, jrpc.CodeBlockUnavailable)
 	}
 	oldest := fmt.Sprint(p.members()[0].Oldest(KindState))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	integ "github.com/venn-gateway/venn/integrity"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // broadcast is the broadcast strategy: it sends a raw transaction to
@@ -53,7 +54,7 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 			return j.res, nil
 		case j.mean == meanLocal:
 			send(1)
-		case j.v.Reason == ReasonAlreadyKnown:
+		case j.v.Reason == verdict.ReasonAlreadyKnown:
 			if h := txHash(params); h != nil {
 				a.by = j.r
 				return h, nil
@@ -81,7 +82,7 @@ func (p *Pool) broadcast(ctx context.Context, params json.RawMessage) (json.RawM
 func (a *attempt) sendTx(ctx context.Context, r *Remote, idx, n int) judged {
 	jg := a.judge()
 	j := jg.send(ctx, r, idx, n, a.params, false)
-	if j.v.Reason == ReasonNonceTooLow && known(ctx, r, a.params) {
+	if j.v.Reason == verdict.ReasonNonceTooLow && known(ctx, r, a.params) {
 		j = judged{r: r, idx: idx, mean: meanAnswer, res: txHash(a.params)}
 	}
 	return j

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Weights and budgets: how much of its tier's traffic a remote is given
@@ -107,7 +109,7 @@ const costDefault = "default"
 // received (the method a notification carries). Only an entry of exactly
 // this name prices it, never a prefix or default: absent, notifications
 // are free.
-const notificationMethod = "eth_subscription"
+const notificationMethod = wire.NotificationMethod
 
 // validate reports the budget's problems under budget.
 func (b Budget) validate(p *problems) {

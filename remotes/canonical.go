@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // Canonical answers: the forms two remotes' answers are compared in when
@@ -18,7 +19,7 @@ import (
 
 // errorKey identifies a caller error given as an answer by its code and
 // data; messages differ between node implementations for the same error.
-func errorKey(err error, v Verdict) [sha256.Size]byte {
+func errorKey(err error, v verdict.Verdict) [sha256.Size]byte {
 	var je *jrpc.Error
 	if !errors.As(err, &je) {
 		return sha256.Sum256([]byte("error reason " + string(v.Reason)))

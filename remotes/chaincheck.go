@@ -13,6 +13,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // A remote's chain id is not a fact learnt once: a provider re-points an
@@ -203,7 +204,7 @@ func (r *Remote) chainChecked(want, got uint64) bool {
 		}
 		r.m.healthy.Set(0)
 		r.cc.wrongGauge.Set(1)
-		r.last.Store(&lastError{text: fmt.Sprintf("answers chain id %d, not %d", got, want), kind: FailWrongChain, at: r.now()})
+		r.last.Store(&lastError{text: fmt.Sprintf("answers chain id %d, not %d", got, want), kind: wire.FailWrongChain, at: r.now()})
 		if old != chainWrong && r.distrust != nil {
 			// Its answers since its last good check may be the other
 			// chain's (distrust.go).

@@ -20,7 +20,7 @@
 //   - judge.go: the judge: answer, caller error, cut, missing data, a range
 //     too large (with the span a remote named), venn's own limit, fault.
 //   - attempt.go: one call's retry state and what it does with each
-//     judged reply; the errors of a call no remote could serve.
+//     judged reply.
 //   - The strategies: single.go (failover, one remote at a time), hedge.go
 //     (hedged: a slow send raced against others, under a budget), vote.go
 //     with consensus.go and canonical.go (voted: rules, ballots, tally,
@@ -35,16 +35,17 @@
 //     check, told to whoever keeps its answers: the cache drops them).
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
 //     latency.go, health.go (chain id and head tracking), chaincheck.go,
-//     heads.go and relay.go, relay_poll.go (upstream subscriptions),
-//     chainhead.go (the chain's corroborated head), blocktime.go (its
+//     heads.go and relay.go, relay_poll.go (upstream subscriptions, run
+//     on wire.Subscription), chainhead.go (the chain's corroborated head), blocktime.go (its
 //     block time, learnt from head timestamps), feed.go (heads taken from
 //     the cluster leader's feed instead of tracked here), avail.go and
 //     avail_probe.go (the oldest block it serves of each kind of data:
 //     stated, probed, learnt from answers; availredis shares the probes).
-//   - The wire: transport.go, transport_http.go, transport_ws.go,
-//     replies.go (bounded reads under one reply budget), redact.go (secrets
-//     out of every error), errors.go, and classify.go (the verdict of an
-//     upstream error by its class, reason and span).
+//   - Below it, two leaves: remotes/wire (transports, replies under the
+//     reply budget, redaction, upstream subscriptions and their errors)
+//     and remotes/verdict (what an upstream error means: its class,
+//     reason and span). errors.go holds the pool's own answers to a call
+//     no remote served, each with its JSON-RPC code for jrpc.ToWire.
 //   - config.go (a remote), pool_config.go (a chain's pool, its consensus
 //     rules) and hedge_config.go (hedging, scoring): the YAML schema with
 //     defaults and checks; metrics.go, module.go: Prometheus series, fx.

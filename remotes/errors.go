@@ -1,65 +1,117 @@
 package remotes
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
-// The errors a transport returns. Every one of them names the remote, never
-// its URL: URLs carry API keys.
+// The pool's own answers to a call no remote served. Each says why in the
+// words a client gets and carries its JSON-RPC code (ErrorCode) and data
+// (ErrorData); jrpc.ToWire is the one place they become wire errors. None
+// names a remote's URL.
 
-// UpstreamError is a JSON-RPC error object sent by a remote. HTTPStatus is the
-// status it came with (0 over WebSocket).
-type UpstreamError struct {
-	Remote     string
-	HTTPStatus int
-	Err        *jrpc.Error
+// noRemoteError: no remote of the chain could serve the call (-32050).
+// With tried 0 none was available; else tried remotes failed, the last
+// with last. group names a transaction route's group, tried alone.
+type noRemoteError struct {
+	method, chain, group string
+	tried                int
+	last                 verdict.Reason
+	// remotes is each remote's state (the data), nil for a group.
+	remotes []RemoteReason
 }
 
-func (e *UpstreamError) Error() string {
-	return "remote " + e.Remote + ": " + e.Err.Error()
+func (e *noRemoteError) Error() string {
+	switch {
+	case e.group != "":
+		return fmt.Sprintf("all %d remote(s) of group %s failed for %s on %s (last: %s); not sent to public remotes",
+			e.tried, e.group, e.method, e.chain, e.last)
+	case e.tried == 0:
+		return fmt.Sprintf("no remote available for %s on %s", e.method, e.chain)
+	}
+	return fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)", e.tried, e.method, e.chain, e.last)
 }
 
-func (e *UpstreamError) Unwrap() error { return e.Err }
+func (e *noRemoteError) ErrorCode() int { return jrpc.CodeNoRemote }
 
-// HTTPStatusError is a non-2xx HTTP reply whose body is not JSON-RPC. Body
-// holds at most the first 256 bytes, for classification and logs.
-type HTTPStatusError struct {
-	Remote string
-	Status int
-	Body   string
+// ErrorData names each remote of the chain, why it is out of rotation and
+// what it last failed with (Reasons), so a caller told "no remote" learns
+// why (no network: dns; a proxy: tls).
+func (e *noRemoteError) ErrorData() json.RawMessage {
+	if e.group != "" {
+		return nil
+	}
+	b, err := json.Marshal(struct {
+		Remotes []RemoteReason `json:"remotes"`
+	}{e.remotes})
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
-func (e *HTTPStatusError) Error() string {
-	return "remote " + e.Remote + ": http status " + strconv.Itoa(e.Status)
+// timeoutError: the call's deadline passed before an answer (-32051).
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string  { return e.msg }
+func (e *timeoutError) ErrorCode() int { return jrpc.CodeTimeout }
+
+// limitError: the call or its answer broke one of venn's limits (-32052).
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string  { return e.msg }
+func (e *limitError) ErrorCode() int { return jrpc.CodeLimitExceeded }
+
+// disagreeError: a voted call found no answer enough remotes agreed on
+// (-32058).
+type disagreeError struct {
+	method                 string
+	agree, voters, answers int
 }
 
-// ReplyTooLargeError is a reply over the remote's max_response_bytes, on
-// the wire or inflated. It tells the answer's size, not the remote's
-// health: it is not a fault, and the pool gives the caller a clear error
-// rather than trying remotes whose cap is no larger.
-type ReplyTooLargeError struct {
-	Remote string
-	Limit  int64
+func (e *disagreeError) Error() string {
+	return fmt.Sprintf("remotes disagree on %s: no answer was given by %d remote(s); %d answered with %d different answer(s)",
+		e.method, e.agree, e.voters, e.answers)
 }
 
-func (e *ReplyTooLargeError) Error() string {
-	return "remote " + e.Remote + ": reply over " + strconv.FormatInt(e.Limit, 10) + " bytes"
+func (e *disagreeError) ErrorCode() int { return jrpc.CodeRemotesDisagree }
+
+// unavailableError: the call reads data at a block older than any remote
+// of the chain keeps (-32059); no remote was asked.
+type unavailableError struct {
+	chain         string
+	kind          DataKind
+	block, oldest uint64
 }
 
-// ErrReplyBudget marks a reply left unread because the replies the process
-// was reading held the whole reply budget (limits.max_reply_bytes_in_flight)
-// for longer than a reply may wait. It is venn's overload, not the remote's
-// fault: the call fails over.
-var ErrReplyBudget = errors.New("reply budget exhausted")
+func (e *unavailableError) Error() string {
+	return fmt.Sprintf("%s at block %d is not available on %s: the oldest block any remote serves is %d",
+		e.kind, e.block, e.chain, e.oldest)
+}
 
-// ErrBadReply marks a 2xx reply that is empty, not JSON, not a JSON-RPC
-// response, or a response to some other call. Transports wrap it with detail.
-var ErrBadReply = errors.New("bad reply")
+func (e *unavailableError) ErrorCode() int { return jrpc.CodeBlockUnavailable }
 
-// ErrTransport marks a failure to reach the remote or read its reply
-// (refused, reset, DNS, TLS, EOF mid-body). Transports wrap it with the
-// remote's name and the underlying cause, stripped of any URL.
-var ErrTransport = errors.New("transport failure")
+func (e *unavailableError) ErrorData() json.RawMessage {
+	return fmt.Appendf(nil, `{"block":%d,"oldest_available":%d,"kind":%q}`, e.block, e.oldest, e.kind.String())
+}
+
+// unservedError: no remote serves the method (-32601, as a node answers a
+// method it does not have).
+type unservedError struct{ method string }
+
+func (e *unservedError) Error() string {
+	return "the method " + e.method + " does not exist/is not available"
+}
+
+func (e *unservedError) ErrorCode() int { return jrpc.CodeMethodNotFound }
+
+// errReplyTooLarge is what the client gets for an answer over the cap:
+// venn's limit, named, and no remote's name.
+func errReplyTooLarge(limit int64) error {
+	return &limitError{msg: "answer too large: the remote's reply exceeds max_response_bytes (" +
+		strconv.FormatInt(limit, 10) + " bytes)"}
+}

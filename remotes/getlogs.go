@@ -15,6 +15,8 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // maxSplitDepth bounds how often one eth_getLogs part is split again after
@@ -25,7 +27,7 @@ const maxSplitDepth = 16
 // too many results). span is the span it suggested, 0 if it said none.
 type tooLargeError struct {
 	span   uint64
-	reason Reason
+	reason verdict.Reason
 	err    error
 }
 
@@ -33,16 +35,16 @@ func (e *tooLargeError) Error() string { return e.err.Error() }
 func (e *tooLargeError) Unwrap() error { return e.err }
 
 // resultCheck vets a remote's successful result before the pool takes it.
-// An error (wrapping ErrBadReply) makes the result a bad reply from that
+// An error (wrapping wire.ErrBadReply) makes the result a bad reply from that
 // remote: the pool fails over.
 type resultCheck func(json.RawMessage) error
 
 // splitHelps reports whether a smaller block range can cure a too-large
 // answer to eth_getLogs. Too many addresses or topics, or a request or
 // batch over the remote's size cap, stay as large however the range is cut.
-func splitHelps(r Reason) bool {
+func splitHelps(r verdict.Reason) bool {
 	switch r {
-	case ReasonRangeTooLarge, ReasonTooManyResults, ReasonResponseTooLarge:
+	case verdict.ReasonRangeTooLarge, verdict.ReasonTooManyResults, verdict.ReasonResponseTooLarge:
 		return true
 	}
 	return false
@@ -186,8 +188,7 @@ func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) 
 	if (err != nil || stopped) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// Whichever part noticed first, the whole split ran out of time:
 		// say so, and what to do about it.
-		return nil, &jrpc.Error{Code: jrpc.CodeTimeout,
-			Message: "eth_getLogs timed out while split into parts; narrow the range"}
+		return nil, &timeoutError{msg: "eth_getLogs timed out while split into parts; narrow the range"}
 	}
 	if err != nil {
 		return nil, err
@@ -232,7 +233,7 @@ func (s *logsSplit) part(ctx context.Context, a, b uint64, depth int) (json.RawM
 // errPartsOver is the answer to a split that would need more than
 // getlogs_max_parts upstream calls.
 func errPartsOver(s *logsSplit) error {
-	return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+	return &limitError{msg: fmt.Sprintf(
 		"eth_getLogs range of %d blocks needs more than %d parts (getlogs_max_parts); narrow the range",
 		s.span, s.maxParts)}
 }
@@ -240,7 +241,7 @@ func errPartsOver(s *logsSplit) error {
 // errBytesOver is the answer to a split whose merged result would be
 // larger than any remote may send.
 func errBytesOver(s *logsSplit) error {
-	return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+	return &limitError{msg: fmt.Sprintf(
 		"eth_getLogs result over %d bytes; narrow the range or filter by address or topics", s.maxBytes)}
 }
 
@@ -251,7 +252,7 @@ func logsArray(res json.RawMessage) error {
 	if len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']' {
 		return nil
 	}
-	return fmt.Errorf("%w: eth_getLogs result is not an array", ErrBadReply)
+	return fmt.Errorf("%w: eth_getLogs result is not an array", wire.ErrBadReply)
 }
 
 // maxLogsBytes caps a split's merged result: no more than the largest reply
@@ -262,7 +263,7 @@ func (s *selector) maxLogsBytes() int64 {
 		n = max(n, r.cfg.MaxResponseBytes)
 	}
 	if n <= 0 {
-		n = DefaultMaxResponseBytes
+		n = wire.DefaultMaxResponseBytes
 	}
 	return n
 }

@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // A single block can still hold more logs than a remote returns in one
@@ -30,7 +32,7 @@ const maxAddressSplitDepth = 10
 // answer when the list cannot be split (one address or none, a cap that
 // is not about results) or the halvings run out.
 func (s *logsSplit) byAddress(ctx context.Context, params json.RawMessage, n uint64, tl *tooLargeError, depth int) (json.RawMessage, error) {
-	if tl.reason == ReasonRangeTooLarge || depth >= maxAddressSplitDepth {
+	if tl.reason == verdict.ReasonRangeTooLarge || depth >= maxAddressSplitDepth {
 		return nil, clientError(tl.err)
 	}
 	addrs, ok := filterAddresses(params)
@@ -123,18 +125,18 @@ func mergeByLogIndex(a, b json.RawMessage) (json.RawMessage, error) {
 	for _, part := range []json.RawMessage{a, b} {
 		var logs []json.RawMessage
 		if err := json.Unmarshal(part, &logs); err != nil {
-			return nil, fmt.Errorf("%w: eth_getLogs part: %v", ErrBadReply, err)
+			return nil, fmt.Errorf("%w: eth_getLogs part: %v", wire.ErrBadReply, err)
 		}
 		for _, l := range logs {
 			var li struct {
 				LogIndex string `json:"logIndex"`
 			}
 			if err := json.Unmarshal(l, &li); err != nil {
-				return nil, fmt.Errorf("%w: eth_getLogs log: %v", ErrBadReply, err)
+				return nil, fmt.Errorf("%w: eth_getLogs log: %v", wire.ErrBadReply, err)
 			}
 			n, err := evm.ParseQuantity(li.LogIndex)
 			if err != nil {
-				return nil, fmt.Errorf("%w: eth_getLogs logIndex %q", ErrBadReply, li.LogIndex)
+				return nil, fmt.Errorf("%w: eth_getLogs logIndex %q", wire.ErrBadReply, li.LogIndex)
 			}
 			all = append(all, entry{n, l})
 		}

@@ -2,7 +2,6 @@ package remotes
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -472,8 +471,8 @@ func TestGetLogsSplitTimeout(t *testing.T) {
 		func(_ int, c *Config) { c.MaxLogsRange = 10 })
 	n.SetLatency(40 * time.Millisecond)
 	_, err := call(t, p, "eth_getLogs", `[{"fromBlock":"0x1","toBlock":"0x1f4"}]`)
-	var je *jrpc.Error
-	if !errors.As(err, &je) || je.Code != jrpc.CodeTimeout || !strings.Contains(je.Message, "narrow the range") {
+	je := jrpc.ToWire(err)
+	if err == nil || je.Code != jrpc.CodeTimeout || !strings.Contains(je.Message, "narrow the range") {
 		t.Fatalf("err = %v, want -32051 saying to narrow the range", err)
 	}
 }

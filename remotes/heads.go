@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Head-following limits.
@@ -25,7 +27,7 @@ const (
 //
 // onHead runs on the reading goroutine: while it blocks, pongs are not read,
 // and a block longer than the ping timeout costs a reconnect.
-func watchHeads(ctx context.Context, opts transportOptions, onHead func(*headReport)) {
+func watchHeads(ctx context.Context, opts wire.Options, onHead func(*headReport)) {
 	w, err := newHeadWatcher(opts, onHead)
 	if err != nil {
 		opts.Logger.Error("remote heads not followed", "remote", opts.Name, "err", err)
@@ -40,7 +42,7 @@ func watchHeads(ctx context.Context, opts transportOptions, onHead func(*headRep
 type headWatcher struct {
 	name   string
 	log    *slog.Logger
-	sub    *wsSubscription
+	sub    *wire.Subscription
 	onHead func(*headReport)
 	onSub  func() // nil: none
 	outage bool   // logged at Warn, and not yet over
@@ -49,7 +51,7 @@ type headWatcher struct {
 	healthyAfter           time.Duration
 }
 
-func newHeadWatcher(opts transportOptions, onHead func(*headReport)) (*headWatcher, error) {
+func newHeadWatcher(opts wire.Options, onHead func(*headReport)) (*headWatcher, error) {
 	w := &headWatcher{
 		name:         opts.Name,
 		onHead:       onHead,
@@ -58,12 +60,12 @@ func newHeadWatcher(opts transportOptions, onHead func(*headReport)) (*headWatch
 		backoffMax:   headsBackoffMax,
 		healthyAfter: headsHealthyAfter,
 	}
-	sub, err := newWSSubscription("heads", opts, json.RawMessage(`["newHeads"]`),
-		subHooks{subscribed: w.subscribed, result: w.result})
+	sub, err := wire.NewSubscription("heads", opts, json.RawMessage(`["newHeads"]`),
+		wire.SubHooks{Subscribed: w.subscribed, Result: w.result})
 	if err != nil {
 		return nil, err
 	}
-	w.sub, w.log = sub, sub.log
+	w.sub, w.log = sub, sub.Logger()
 	return w, nil
 }
 
@@ -117,7 +119,7 @@ func (w *headWatcher) session(ctx context.Context) (subscribed time.Time, err er
 			err = fmt.Errorf("remote %s: heads: panic: %v", w.name, p)
 		}
 	}()
-	return w.sub.run(ctx)
+	return w.sub.Run(ctx)
 }
 
 // subscribed is the subscription confirmed: it ends an outage.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // track follows one remote until ctx ends: it verifies the chain id, and
@@ -162,7 +163,7 @@ func (r *Remote) watch(ctx context.Context, cadence func() (time.Duration, <-cha
 
 // watchOnce follows the remote's newHeads until ctx ends.
 func (r *Remote) watchOnce(ctx context.Context, pace headPacer, onHead func()) {
-	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), OtherURLs: []string{r.cfg.URL, r.cfg.WSURL},
+	opts := wire.Options{Name: r.cfg.Name, URL: r.relayURL(), OtherURLs: []string{r.cfg.URL, r.cfg.WSURL},
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
 	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
 	opts.Bill = r.bill
@@ -205,7 +206,7 @@ func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
 	r.bill("eth_chainId")
-	res, _, err := r.t.call(ctx, "eth_chainId", nil)
+	res, _, err := r.t.Call(ctx, "eth_chainId", nil)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.chainCheckFailed()

@@ -30,6 +30,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	integ "github.com/venn-gateway/venn/integrity"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // unreproducibleTTL is how long a check that every remote asked failed
@@ -199,7 +200,7 @@ func (vc *verifiedCall) check(r *Remote, res json.RawMessage) error {
 		return nil
 	}
 	vc.suspects = append(vc.suspects, suspect{r: r, res: res, v: v})
-	return fmt.Errorf("%w: %w", ErrBadReply, v.Err())
+	return fmt.Errorf("%w: %w", wire.ErrBadReply, v.Err())
 }
 
 // verdictOf is the verdict of the answer served, res: one that passed.
@@ -240,7 +241,7 @@ func (vc *verifiedCall) lied(r *Remote, v integ.Verdict) {
 		p.integ.m.failures.WithLabelValues(p.conf().Chain, r.Name(), names[i]).Inc()
 	}
 	err := v.Err()
-	r.rejected(vc.method, fmt.Errorf("remote %s: %w: %w", r.Name(), ErrBadReply, err))
+	r.rejected(vc.method, fmt.Errorf("remote %s: %w: %w", r.Name(), wire.ErrBadReply, err))
 	p.misbehaved(r, kindIntegrity, vc.method, strings.TrimPrefix(err.Error(), "integrity: "))
 }
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -47,8 +49,8 @@ type judged struct {
 	mean meaning
 	res  json.RawMessage
 	err  error
-	v    Verdict             // err classified; zero for answers and local limits
-	over *ReplyTooLargeError // meanFault over venn's own reply cap
+	v    verdict.Verdict          // err classified; zero for answers and local limits
+	over *wire.ReplyTooLargeError // meanFault over venn's own reply cap
 }
 
 // good reports a reply the caller can be given as it is: an answer or the
@@ -113,28 +115,28 @@ func (jg *judge) result(j judged) judged {
 
 // failure judges an error by its class.
 func (jg *judge) failure(j judged) judged {
-	j.v = Classify(jg.method, j.err)
+	j.v = verdict.Classify(jg.method, j.err)
 	v := j.v
 	if jg.log.Enabled(context.Background(), slog.LevelDebug) {
 		jg.log.Debug("remote call failed", "remote", j.r.Name(), "method", jg.method,
 			"class", v.Class.String(), "reason", string(v.Reason), "err", j.err)
 	}
 	switch {
-	case v.Class == ClassCaller && v.Reason == ReasonCanceled:
+	case v.Class == verdict.ClassCaller && v.Reason == verdict.ReasonCanceled:
 		j.mean = meanCut
-	case v.Class == ClassCaller:
+	case v.Class == verdict.ClassCaller:
 		j.mean = meanCaller
-	case v.Class == ClassTooLarge && jg.method == "eth_getLogs" && splitHelps(v.Reason):
+	case v.Class == verdict.ClassTooLarge && jg.method == "eth_getLogs" && splitHelps(v.Reason):
 		// Only these can be cured by a smaller block range; other caps
 		// (addresses, request or batch size) fail over.
-		if v.Reason == ReasonRangeTooLarge && v.MaxSpan > 0 {
+		if v.Reason == verdict.ReasonRangeTooLarge && v.MaxSpan > 0 {
 			j.r.learnSpan(v.MaxSpan) // a cap; a result-count hint is not
 		}
 		j.mean, j.err = meanTooLarge, &tooLargeError{span: v.MaxSpan, reason: v.Reason, err: j.err}
 	default:
 		j.mean = meanFault
-		if v.Class == ClassTooLarge {
-			j.over, _ = errors.AsType[*ReplyTooLargeError](j.err)
+		if v.Class == verdict.ClassTooLarge {
+			j.over, _ = errors.AsType[*wire.ReplyTooLargeError](j.err)
 		}
 	}
 	return j

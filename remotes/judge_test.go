@@ -8,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // One judge decides what a reply means for every strategy: this is the
 // table of its meanings, and of what it charges or learns on the way.
 func TestJudge(t *testing.T) {
 	upstream := func(code int, msg string) error {
-		return &UpstreamError{Remote: "a", HTTPStatus: 200, Err: &jrpc.Error{Code: code, Message: msg}}
+		return &wire.UpstreamError{Remote: "a", HTTPStatus: 200, Err: &jrpc.Error{Code: code, Message: msg}}
 	}
-	notArray := func(json.RawMessage) error { return fmt.Errorf("%w: not an array", ErrBadReply) }
+	notArray := func(json.RawMessage) error { return fmt.Errorf("%w: not an array", wire.ErrBadReply) }
 	var verified int
-	verifyFails := func(*Remote, json.RawMessage) error { verified++; return fmt.Errorf("%w: bad hash", ErrBadReply) }
+	verifyFails := func(*Remote, json.RawMessage) error { verified++; return fmt.Errorf("%w: bad hash", wire.ErrBadReply) }
 	tests := []struct {
 		name        string
 		method      string
@@ -45,16 +46,16 @@ func TestJudge(t *testing.T) {
 		{name: "breaker open", method: "eth_call", err: fmt.Errorf("remote a: breaker open: %w", errLocalLimit), want: meanLocal},
 		{name: "own rate limit", method: "eth_call", err: fmt.Errorf("remote a: %w", errOwnRateLimit), want: meanLocal},
 		{name: "wrong chain", method: "eth_call", err: errWrongChain, want: meanLocal},
-		{name: "5xx", method: "eth_call", err: &HTTPStatusError{Remote: "a", Status: 503}, want: meanFault},
+		{name: "5xx", method: "eth_call", err: &wire.HTTPStatusError{Remote: "a", Status: 503}, want: meanFault},
 		{name: "range cap with span", method: "eth_getLogs",
 			err:  upstream(-32600, "You can make eth_getLogs requests with up to a 500 block range. Based on your parameters, this block range should work: [0x1, 0x1f4]"),
 			want: meanTooLarge, wantSpan: 500},
 		{name: "range cap elsewhere is a fault", method: "eth_call",
 			err:  upstream(-32600, "You can make eth_getLogs requests with up to a 500 block range."),
 			want: meanFault},
-		{name: "over venn's cap", method: "eth_call", err: &ReplyTooLargeError{Remote: "a", Limit: 1 << 20},
+		{name: "over venn's cap", method: "eth_call", err: &wire.ReplyTooLargeError{Remote: "a", Limit: 1 << 20},
 			want: meanFault, wantOver: true},
-		{name: "over venn's cap on eth_getLogs splits", method: "eth_getLogs", err: &ReplyTooLargeError{Remote: "a", Limit: 1 << 20},
+		{name: "over venn's cap on eth_getLogs splits", method: "eth_getLogs", err: &wire.ReplyTooLargeError{Remote: "a", Limit: 1 << 20},
 			want: meanTooLarge},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Metrics are the remotes' Prometheus series. Label values are bounded:
@@ -51,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Latency of calls to a remote.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, cr),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "errors_total",
 			Help: "Errors from a remote by JSON-RPC code and HTTP status (0 when not applicable)."}, []string{"chain", "remote", "code", "http_status"}),
-		// The Verdict's class and reason, each from a fixed set: what the
+		// The verdict's class and reason, each from a fixed set: what the
 		// dashboard breaks errors down by, where code and status say
 		// little (a -32000 is a dozen things).
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "failures_total",
@@ -156,7 +158,7 @@ func (rm *remoteMetrics) release() {
 	rm.m.releaseRemote(rm.chain, rm.remote)
 }
 
-func (rm *remoteMetrics) failed(v Verdict, code, status int) {
+func (rm *remoteMetrics) failed(v verdict.Verdict, code, status int) {
 	rm.mu.RLock()
 	defer rm.mu.RUnlock()
 	if rm.released {
@@ -196,4 +198,13 @@ func statusLabel(status int) string {
 		return strconv.Itoa(status/100) + "xx"
 	}
 	return "other"
+}
+
+// NewReplyBudget is wire.NewReplyBudget counted in m's series
+// (reply_bytes_in_flight, reply_budget_exhausted_total); m may be nil.
+func NewReplyBudget(size int64, m *Metrics) *wire.ReplyBudget {
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	return wire.NewReplyBudget(size, m.replyBytes, m.replyBudgetExhausted)
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // Whatever a remote sends, the error series stay a small fixed set.
@@ -39,9 +40,9 @@ func TestErrorLabelsBounded(t *testing.T) {
 func TestFailuresByClassAndReason(t *testing.T) {
 	m := NewMetrics(nil)
 	rm := m.forRemote("test", "n0")
-	rm.failed(Verdict{Class: ClassRetry, Reason: ReasonHTTP5xx, Fault: true}, 0, 503)
-	rm.failed(Verdict{Class: ClassRetry, Reason: ReasonHTTP5xx, Fault: true}, 0, 502)
-	rm.failed(Verdict{Class: ClassThrottled, Reason: ReasonRateLimited}, 0, 429)
+	rm.failed(verdict.Verdict{Class: verdict.ClassRetry, Reason: verdict.ReasonHTTP5xx, Fault: true}, 0, 503)
+	rm.failed(verdict.Verdict{Class: verdict.ClassRetry, Reason: verdict.ReasonHTTP5xx, Fault: true}, 0, 502)
+	rm.failed(verdict.Verdict{Class: verdict.ClassThrottled, Reason: verdict.ReasonRateLimited}, 0, 429)
 	for _, tt := range []struct {
 		class, reason string
 		want          float64

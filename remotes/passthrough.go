@@ -1,58 +1,15 @@
 package remotes
 
-import (
-	"context"
-	"maps"
-	"net"
-	"net/http"
-	"net/netip"
-	"slices"
-	"strings"
+import "github.com/venn-gateway/venn/remotes/wire"
 
-	"github.com/venn-gateway/venn/jrpc"
-)
-
-// Header passthrough: named client headers (a provider's own routing
-// headers) and, optionally, the client's address as X-Forwarded-For go
-// on the HTTP requests a client's call makes to a remote. They are read
-// from the call's jrpc.Peer; calls venn makes itself (heads, probes)
-// carry none. A call shared with identical calls in flight carries the
-// first caller's.
-
-// neverForwarded are headers a remote must never get from a client:
-// venn's own credentials (its API key and bearer headers; the app adds the
-// configured auth.header), the connection's own, and those venn sets.
-var neverForwarded = map[string]bool{
-	"Authorization":       true,
-	"Proxy-Authorization": true,
-	"Cookie":              true,
-	"X-Api-Key":           true,
-	"Host":                true,
-	"Content-Length":      true,
-	"Content-Type":        true,
-	"Content-Encoding":    true,
-	"Accept-Encoding":     true,
-	"Transfer-Encoding":   true,
-	"Connection":          true,
-	"Keep-Alive":          true,
-	"Upgrade":             true,
-	"Te":                  true,
-	"Trailer":             true,
-	"Traceparent":         true,
-	"Tracestate":          true,
-	"X-Forwarded-For":     true, // forward_client_ip sends venn's own
-}
-
-// NeverForwarded reports whether a header may not be named in
-// forward_headers.
-func NeverForwarded(name string) bool { return neverForwarded[http.CanonicalHeaderKey(name)] }
+// Header passthrough (wire.Forwarding): its configuration.
 
 func validateForward(p *problems, names []string) {
 	for _, h := range names {
 		switch {
 		case !headerNameRE.MatchString(h):
 			p.add("forward_headers", "%q is not a valid header name", h)
-		case NeverForwarded(h):
+		case wire.NeverForwarded(h):
 			p.add("forward_headers", "%q is never forwarded (credentials, the connection's own, or set by venn)", h)
 		default:
 			continue
@@ -60,71 +17,8 @@ func validateForward(p *problems, names []string) {
 	}
 }
 
-// forwarding is what a remote's HTTP requests copy from the client.
-type forwarding struct {
-	headers  []string // canonical
-	clientIP bool
-}
-
-// forwardingOf is rc's own forwarding with its chain's (cfg): the union
-// of both header lists; the client's address when either says so. nil:
-// nothing is forwarded.
-func forwardingOf(rc Config) *forwarding {
-	if len(rc.ForwardHeaders) == 0 && !rc.ForwardClientIP {
-		return nil
-	}
-	f := &forwarding{clientIP: rc.ForwardClientIP}
-	for _, h := range rc.ForwardHeaders {
-		h = http.CanonicalHeaderKey(h)
-		if !slices.Contains(f.headers, h) && !neverForwarded[h] {
-			f.headers = append(f.headers, h)
-		}
-	}
-	return f
-}
-
-// header is tmpl with the client's headers of ctx's call added; nil when
-// the call has no client or the client sent none of them.
-func (f *forwarding) header(ctx context.Context, tmpl http.Header) http.Header {
-	p, ok := jrpc.PeerFromContext(ctx)
-	if !ok {
-		return nil
-	}
-	var h http.Header
-	for _, name := range f.headers {
-		vs := p.Header[name]
-		if len(vs) == 0 {
-			continue
-		}
-		if h == nil {
-			h = maps.Clone(tmpl)
-		}
-		h[name] = vs
-	}
-	if f.clientIP {
-		if ip := clientAddr(p); ip.IsValid() {
-			if h == nil {
-				h = maps.Clone(tmpl)
-			}
-			h["X-Forwarded-For"] = []string{ip.String()}
-		}
-	}
-	return h
-}
-
-// clientAddr is the client's address: as the edge worked it out (behind
-// trusted proxies), else the connection's peer.
-func clientAddr(p jrpc.Peer) netip.Addr {
-	if p.ClientIP.IsValid() {
-		return p.ClientIP.Unmap()
-	}
-	host, _, err := net.SplitHostPort(p.RemoteAddr)
-	if err != nil {
-		host = p.RemoteAddr
-	}
-	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	if err != nil {
-		return netip.Addr{}
-	}
-	return a.Unmap()
+// forwardingOf is rc's forwarding (its chain's folded in by reconfig.go);
+// nil: nothing is forwarded.
+func forwardingOf(rc Config) *wire.Forwarding {
+	return wire.NewForwarding(rc.ForwardHeaders, rc.ForwardClientIP)
 }

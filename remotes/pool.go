@@ -210,7 +210,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 		err = fmt.Errorf("chain %s: stop: %w", p.conf().Chain, lerr)
 	}
 	for _, r := range p.members() {
-		r.t.close()
+		r.t.Close()
 	}
 	return err
 }

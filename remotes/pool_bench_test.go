@@ -12,11 +12,11 @@ import (
 // pool's own per-call cost, without HTTP.
 type cannedTransport struct{}
 
-func (cannedTransport) call(context.Context, string, json.RawMessage) (json.RawMessage, int, error) {
+func (cannedTransport) Call(context.Context, string, json.RawMessage) (json.RawMessage, int, error) {
 	return json.RawMessage(`"0x1"`), 200, nil
 }
 
-func (cannedTransport) close() {}
+func (cannedTransport) Close() {}
 
 // cannedPool is a started-looking pool of n remotes that answer at once;
 // tweak, when set, changes each remote's config.
@@ -35,7 +35,7 @@ func cannedPool(b *testing.B, cfg PoolConfig, n int, tweak func(i int, c *Config
 		b.Fatal(err)
 	}
 	for _, r := range p.members() {
-		r.t.close()
+		r.t.Close()
 		r.t = cannedTransport{}
 		r.chainState.Store(chainOK)
 		r.head.Store(100)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -102,7 +103,7 @@ type PoolConfig struct {
 	// Replies bounds the bytes of replies being read (replies.go). The app
 	// gives every chain's pool the same one; nil: the pool has its own of
 	// jrpc.DefaultReplyBytesInFlight.
-	Replies *ReplyBudget `yaml:"-"`
+	Replies *wire.ReplyBudget `yaml:"-"`
 	// Tracer traces each send of a traced call (trace.go) and, when it
 	// propagates, sends the trace context to HTTP remotes; nil: off.
 	Tracer *tracing.Tracer `yaml:"-"`

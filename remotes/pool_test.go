@@ -3,7 +3,6 @@ package remotes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -131,12 +130,12 @@ func call(t *testing.T, p *Pool, method, params string) (json.RawMessage, error)
 	return p.Call(context.Background(), method, json.RawMessage(params))
 }
 
+// wireCode is the JSON-RPC code a client gets for err, 0 for none.
 func wireCode(err error) int {
-	var je *jrpc.Error
-	if errors.As(err, &je) {
-		return je.Code
+	if err == nil {
+		return 0
 	}
-	return 0
+	return jrpc.ToWire(err).Code
 }
 
 func TestLaggingRemoteLeavesRotation(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // A reload changes a running pool in place (Reconfigure): whoever holds
@@ -69,12 +71,12 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 		return nil, fmt.Errorf("chain %s: remote %s: %w", cfg.Chain, rc.Name, err)
 	}
 	var r *Remote // set before any call: the transport dials on its first
-	opts := transportOptions{Name: rc.Name, URL: rc.URL,
+	opts := wire.Options{Name: rc.Name, URL: rc.URL,
 		Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 		MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 		OtherURLs: []string{rc.WSURL}, Logger: p.log, Tracer: cfg.Tracer,
 		OnRedial: func() { r.recheckSoon() }, Forward: forwardingOf(rc)}
-	t, err := newTransport(opts)
+	t, err := wire.New(opts)
 	if err != nil {
 		p.freeSlot(slot)
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
@@ -83,7 +85,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
 	r.slot = slot
 	r.distrust = func(cause string) { p.distrusted(r, cause) }
-	r.red = opts.redactor()
+	r.red = opts.Redactor()
 	r.initScoring(&cfg, p.m)
 	r.initMisbehaviour(p.m)
 	r.retune(&cfg)
@@ -103,7 +105,7 @@ func (r *Remote) retune(cfg *PoolConfig) {
 // forPool is rc as a pool with settings cfg runs it.
 func (rc Config) forPool(cfg PoolConfig) Config {
 	if rc.MaxResponseBytes <= 0 {
-		rc.MaxResponseBytes = DefaultMaxResponseBytes
+		rc.MaxResponseBytes = wire.DefaultMaxResponseBytes
 	}
 	// No larger reply could be read.
 	rc.MaxResponseBytes = min(rc.MaxResponseBytes, cfg.Replies.Size())
@@ -289,7 +291,7 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState, started bool) 
 // of their series.
 func (p *Pool) discard(rs []*Remote) {
 	for _, r := range rs {
-		r.t.close()
+		r.t.Close()
 		p.freeSlot(r.slot)
 		r.m.release()
 	}
@@ -321,7 +323,7 @@ func (p *Pool) retire(r *Remote, deadline time.Duration) {
 			done = true
 		}
 	}
-	r.t.close()
+	r.t.Close()
 	p.freeSlot(r.slot)
 	r.m.release() // its series go, unless a remote of its name took them over
 	r.log.Info("remote left the pool")

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Relay limits.
@@ -260,25 +263,25 @@ func (p *Pool) relayFrom(ctx context.Context, r *Remote, params json.RawMessage,
 	if c := r.cfg.MaxResponseBytes; c > 0 && c < maxBytes {
 		maxBytes = c
 	}
-	opts := transportOptions{Name: r.cfg.Name, URL: r.relayURL(), Headers: headerOf(r.cfg.Headers),
+	opts := wire.Options{Name: r.cfg.Name, URL: r.relayURL(), Headers: headerOf(r.cfg.Headers),
 		MaxResponseBytes: maxBytes, OtherURLs: []string{r.cfg.URL, r.cfg.WSURL}, Logger: r.log, Bill: r.bill}
-	sub, err := newWSSubscription("relay", opts, params, subHooks{
-		subscribed: func() {
+	sub, err := wire.NewSubscription("relay", opts, params, wire.SubHooks{
+		Subscribed: func() {
 			r.log.Debug("remote relay subscribed")
 			up()
 		},
-		refused: func(err error) {
-			if Classify("eth_subscribe", err).Reason == ReasonMethodUnsupported {
+		Refused: func(err error) {
+			if verdict.Classify("eth_subscribe", err).Reason == verdict.ReasonMethodUnsupported {
 				r.markUnsupported(key, err)
 			}
 		},
 		// A copy: the subscriber queues it, and must not pin the message.
-		result: func(res json.RawMessage) { fn(bytes.Clone(res)) },
+		Result: func(res json.RawMessage) { fn(bytes.Clone(res)) },
 	})
 	if err != nil {
 		return err
 	}
-	sub.answerWithin = relaySubscribeTimeout
-	_, err = sub.run(ctx)
+	sub.AnswerWithin = relaySubscribeTimeout
+	_, err = sub.Run(ctx)
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // newPendingTransactions without a WebSocket remote: a pending-transaction
@@ -194,7 +195,7 @@ func (p *Pool) newPendingFilter(ctx context.Context, r *Remote, full bool) (stri
 	}
 	id, err := strconv.Unquote(string(res))
 	if err != nil || id == "" {
-		return "", fmt.Errorf("relay: %s: %w", pendingFilterMethod, badReply(r.cfg.Name, "filter id is not a string"))
+		return "", fmt.Errorf("relay: %s: %w", pendingFilterMethod, wire.BadReply(r.cfg.Name, "filter id is not a string"))
 	}
 	r.log.Info("pending transactions: polling a filter (no WebSocket remote can relay)",
 		"full", full, "interval", p.pendingPollInterval())
@@ -243,7 +244,7 @@ func (p *Pool) pollFilter(ctx context.Context, f *pendingPoll) error {
 			return errYieldToWS
 		}
 		if err == nil && (len(res) == 0 || res[0] != '[') {
-			err = badReply(r.cfg.Name, "filter changes are not an array")
+			err = wire.BadReply(r.cfg.Name, "filter changes are not an array")
 		}
 		switch {
 		case err == nil:
@@ -311,7 +312,7 @@ func (p *Pool) deliverChanges(ctx context.Context, r *Remote, full bool, res jso
 // hold: geth, erigon and reth say "filter not found", Nethermind "Filter
 // with id ... does not exist".
 func isFilterNotFound(err error) bool {
-	var ue *UpstreamError
+	var ue *wire.UpstreamError
 	if !errors.As(err, &ue) {
 		return false
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // relayWait bounds every wait of the relay tests: geth on a loaded
@@ -174,7 +175,7 @@ func relayGoroutines() int {
 			stacks[id] = g
 		}
 	}
-	const relay, session = "remotes.(*Pool).relayFrom", "remotes.(*wsSubscription)."
+	const relay, session = "remotes.(*Pool).relayFrom", "wire.(*Subscription)."
 	c := 0
 	for _, g := range stacks {
 		switch {
@@ -331,7 +332,7 @@ func TestRelayMovesOnAfterSubscribeError(t *testing.T) {
 
 	r := startRelay(t, p, `["newPendingTransactions"]`)
 	err := r.wait(t)
-	var ue *UpstreamError
+	var ue *wire.UpstreamError
 	if !errors.As(err, &ue) || ue.Err.Code != jrpc.CodeInternal || ue.Remote != "n0" {
 		t.Fatalf("Relay on a refusing remote = %v, want n0's -32603", err)
 	}
@@ -464,8 +465,8 @@ func TestRelayRemoteDrops(t *testing.T) {
 	n.SetDown(true)
 	err := r.wait(t)
 	checkErr("connection dropped", err)
-	if !errors.Is(err, ErrTransport) {
-		t.Errorf("connection dropped: %v, want ErrTransport", err)
+	if !errors.Is(err, wire.ErrTransport) {
+		t.Errorf("connection dropped: %v, want wire.ErrTransport", err)
 	}
 	if g := relayGoroutines(); g != 0 {
 		t.Errorf("%d relay goroutines after Relay returned", g)

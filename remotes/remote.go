@@ -15,6 +15,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Chain verification states.
@@ -38,7 +40,7 @@ var errOwnRateLimit = fmt.Errorf("rate limit: %w", errLocalLimit)
 type Remote struct {
 	cfg   Config
 	chain string
-	t     transport
+	t     wire.Transport
 	log   *slog.Logger
 	m     *remoteMetrics
 	lim   *rate.Limiter // nil: unlimited
@@ -85,7 +87,7 @@ type Remote struct {
 
 	mb     misbehaviourState            // misbehave.go: cordon and strikes
 	manual atomic.Pointer[manualCordon] // cordon.go: an operator's cordon; nil: none
-	red    *redactor                    // redact.go: for what status shows
+	red    *wire.Redactor               // redact.go: for what status shows
 	last   atomic.Pointer[lastError]    // status.go: the last fault, redacted
 	lat    latencyHist                  // latency.go: recent latency quantiles
 	sc     scoreState                   // score.go: score and preferred set
@@ -97,7 +99,7 @@ type Remote struct {
 	nUnsupported atomic.Int32                // len(unsupported), read without mu
 }
 
-func newRemote(chain string, cfg Config, t transport, log *slog.Logger, m *remoteMetrics, brk *breaker) *Remote {
+func newRemote(chain string, cfg Config, t wire.Transport, log *slog.Logger, m *remoteMetrics, brk *breaker) *Remote {
 	r := &Remote{
 		cfg: cfg, chain: chain, t: t, m: m, brk: brk, now: time.Now,
 		log:         log.With("remote", cfg.Name),
@@ -269,7 +271,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		ctx, cancel = context.WithTimeout(ctx, r.cfg.Timeout)
 		defer cancel()
 	}
-	res, status, err := r.t.call(ctx, method, params)
+	res, status, err := r.t.Call(ctx, method, params)
 	took := r.now().Sub(now)
 	r.inFlight.Add(-1)
 	r.m.inFlight.Dec()
@@ -279,7 +281,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		// client hanging up, must not open breakers of healthy remotes. The
 		// slowness still counts in the score; the remote's own timeout
 		// (shorter than call_deadline by default) catches a hung remote.
-		r.m.failed(Verdict{Class: ClassCaller, Reason: ReasonCanceled}, 0, 0)
+		r.m.failed(verdict.Verdict{Class: verdict.ClassCaller, Reason: verdict.ReasonCanceled}, 0, 0)
 		r.m.latency.Observe(took.Seconds())
 		r.lat.observe(took) // a lower bound, but dropping it would hide the tail
 		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
@@ -345,22 +347,22 @@ func (r *Remote) observe(method string, took time.Duration, err error, probe boo
 		}
 		return
 	}
-	v := Classify(method, err)
+	v := verdict.Classify(method, err)
 	code, status := errorCodes(err)
 	r.m.failed(v, code, status)
-	if v.Fault || v.Class == ClassThrottled {
+	if v.Fault || v.Class == verdict.ClassThrottled {
 		r.noteError(err)
 	}
 	switch {
-	case v.Class == ClassThrottled:
+	case v.Class == verdict.ClassThrottled:
 		r.noteThrottle(true)
 		r.backoff()
-	case v.Reason == ReasonMethodUnsupported:
+	case v.Reason == verdict.ReasonMethodUnsupported:
 		r.markUnsupported(method, err)
 	}
 	if !v.Fault {
 		// Caller errors and missing data still prove the remote is alive.
-		if v.Reason == ReasonCanceled {
+		if v.Reason == verdict.ReasonCanceled {
 			r.releaseProbe(probe)
 		} else if r.brk.success() {
 			r.m.breaker.Set(float64(breakerClosed))
@@ -375,13 +377,13 @@ func (r *Remote) observe(method string, took time.Duration, err error, probe boo
 // that is not an array) as the remote's fault: the call it answered was
 // already counted a success.
 func (r *Remote) rejected(method string, err error) {
-	v := Classify(method, err)
+	v := verdict.Classify(method, err)
 	r.m.failed(v, 0, 0)
 	r.noteError(err)
 	r.fault(v)
 }
 
-func (r *Remote) fault(v Verdict) {
+func (r *Remote) fault(v verdict.Verdict) {
 	ewma(&r.errorEWMA, 1, 0.05)
 	if r.brk.fault(r.now()) {
 		r.log.Warn("remote out of rotation: breaker open",
@@ -402,11 +404,11 @@ func (r *Remote) backoff() {
 }
 
 func errorCodes(err error) (code, status int) {
-	var ue *UpstreamError
+	var ue *wire.UpstreamError
 	if errors.As(err, &ue) {
 		return ue.Err.Code, ue.HTTPStatus
 	}
-	var he *HTTPStatusError
+	var he *wire.HTTPStatusError
 	if errors.As(err, &he) {
 		return 0, he.Status
 	}
@@ -470,7 +472,7 @@ const (
 )
 
 // learnSpan records the span cap a remote named in a range error
-// (ReasonRangeTooLarge only: a "too many results" hint depends on how dense
+// (verdict.ReasonRangeTooLarge only: a "too many results" hint depends on how dense
 // the logs of one query are, not on a cap). A tighter cap replaces a wider
 // one; the same cap again renews it.
 func (r *Remote) learnSpan(span uint64) {

@@ -7,13 +7,14 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // The unsupported-method table stays bounded and keeps learning when full:
 // junk method names from clients must not crowd out real ones.
 func TestUnsupportedTableBounded(t *testing.T) {
 	r := &Remote{unsupported: map[string]unsupportedEntry{}, now: time.Now}
-	lacking := &UpstreamError{Remote: "a", Err: &jrpc.Error{Code: -32601, Message: "no such method"}}
+	lacking := &wire.UpstreamError{Remote: "a", Err: &jrpc.Error{Code: -32601, Message: "no such method"}}
 	for i := range maxUnsupportedKnown + 100 {
 		r.markUnsupported(fmt.Sprintf("junk_%d", i), lacking)
 	}

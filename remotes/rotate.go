@@ -30,6 +30,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Swap timings.
@@ -54,7 +56,7 @@ func sameEndpoint(a, b Config) bool {
 	}
 	for k, av := range a.Headers {
 		bv, ok := b.Headers[k]
-		if !ok || av != bv && !secretName(k) && !(looksLikeKey(av) && looksLikeKey(bv)) {
+		if !ok || av != bv && !wire.SecretName(k) && !(wire.LooksLikeKey(av) && wire.LooksLikeKey(bv)) {
 			return false
 		}
 	}
@@ -84,7 +86,7 @@ func sameURLButKeys(x, y string) bool {
 		return false
 	}
 	for i := range px {
-		if px[i] != py[i] && !(looksLikeKey(px[i]) && looksLikeKey(py[i])) {
+		if px[i] != py[i] && !(wire.LooksLikeKey(px[i]) && wire.LooksLikeKey(py[i])) {
 			return false
 		}
 	}
@@ -98,7 +100,7 @@ func sameURLButKeys(x, y string) bool {
 			return false
 		}
 		for i := range vx {
-			if vx[i] != vy[i] && !secretName(k) && !(looksLikeKey(vx[i]) && looksLikeKey(vy[i])) {
+			if vx[i] != vy[i] && !wire.SecretName(k) && !(wire.LooksLikeKey(vx[i]) && wire.LooksLikeKey(vy[i])) {
 				return false
 			}
 		}

@@ -44,7 +44,7 @@ func offlinePool(t *testing.T, cfg PoolConfig, n int, tweak func(i int, c *Confi
 	}
 	t.Cleanup(func() {
 		for _, r := range p.members() {
-			r.t.close()
+			r.t.Close()
 		}
 	})
 	for _, r := range p.members() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // A removed remote's series are deleted once it has left; a replaced
@@ -37,7 +38,7 @@ func TestRetiredSeriesDeleted(t *testing.T) {
 	}
 	waitFor(t, "the removed remote's series deleted", func() bool { return testkit.Series(t, reg, n1) == 0 })
 	// A call still in flight on it fails after: it writes none again.
-	gone.m.failed(Verdict{Class: ClassRetry, Reason: ReasonTimeout}, -32000, 503)
+	gone.m.failed(verdict.Verdict{Class: verdict.ClassRetry, Reason: verdict.ReasonTimeout}, -32000, 503)
 	if n := testkit.Series(t, reg, n1); n != 0 {
 		t.Errorf("a late failure wrote %d series of the removed remote again", n)
 	}

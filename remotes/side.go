@@ -16,6 +16,8 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Remotes beside the pool: shadows and transaction groups. Neither is a
@@ -150,7 +152,7 @@ func stringsTrim(s string) string { return string(bytes.TrimSpace([]byte(s))) }
 // sideRemote is a remote beside the pool.
 type sideRemote struct {
 	name   string
-	t      transport
+	t      wire.Transport
 	sample float64
 }
 
@@ -187,7 +189,7 @@ func (p *Pool) buildSide(cfg PoolConfig, rs []Config) (*side, error) {
 	sd.ctx, sd.cancel = context.WithCancel(context.Background())
 	for _, rc := range rs {
 		rc = rc.WithDefaults(cfg.CallDeadline).forPool(cfg)
-		t, err := newTransport(transportOptions{Name: rc.Name, URL: rc.URL, Headers: headerOf(rc.Headers),
+		t, err := wire.New(wire.Options{Name: rc.Name, URL: rc.URL, Headers: headerOf(rc.Headers),
 			MaxIdleConns: max(rc.MaxInFlight, 16), MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 			Logger: p.log, Tracer: cfg.Tracer, Forward: forwardingOf(rc)})
 		if err != nil {
@@ -241,11 +243,11 @@ func (sd *side) close() {
 	sd.cancel()
 	sd.wg.Wait()
 	for _, r := range sd.shadows {
-		r.t.close()
+		r.t.Close()
 	}
 	for _, g := range sd.groups {
 		for _, r := range g {
-			r.t.close()
+			r.t.Close()
 		}
 	}
 }
@@ -293,20 +295,20 @@ func (p *Pool) routeTx(ctx context.Context, sd *side, rt *txRoute, c *evm.Call) 
 	var lastErr error
 	for i := range group {
 		r := group[(start+i)%len(group)]
-		res, _, err := r.t.call(callCtx, c.Method, c.Params)
+		res, _, err := r.t.Call(callCtx, c.Method, c.Params)
 		if err == nil {
 			p.m.sd.routed(cfg.Chain, rt.Group, "ok")
 			return res, nil
 		}
 		lastErr = err
-		v := Classify(c.Method, err)
-		if v.Reason == ReasonAlreadyKnown && c.Method == "eth_sendRawTransaction" {
+		v := verdict.Classify(c.Method, err)
+		if v.Reason == verdict.ReasonAlreadyKnown && c.Method == "eth_sendRawTransaction" {
 			if h := txHash(c.Params); h != nil { // the relay has it: sent
 				p.m.sd.routed(cfg.Chain, rt.Group, "ok")
 				return h, nil
 			}
 		}
-		if v.Class == ClassCaller {
+		if v.Class == verdict.ClassCaller {
 			p.m.sd.routed(cfg.Chain, rt.Group, "caller_error")
 			return nil, err
 		}
@@ -319,13 +321,11 @@ func (p *Pool) routeTx(ctx context.Context, sd *side, rt *txRoute, c *evm.Call) 
 		return p.callPool(ctx, c)
 	}
 	p.m.sd.routed(cfg.Chain, rt.Group, "failed")
-	reason := Reason("none")
+	reason := verdict.Reason("none")
 	if lastErr != nil {
-		reason = Classify(c.Method, lastErr).Reason
+		reason = verdict.Classify(c.Method, lastErr).Reason
 	}
-	return nil, &jrpc.Error{Code: jrpc.CodeNoRemote,
-		Message: fmt.Sprintf("all %d remote(s) of group %s failed for %s on %s (last: %s); not sent to public remotes",
-			len(group), rt.Group, c.Method, cfg.Chain, reason)}
+	return nil, &noRemoteError{method: c.Method, chain: cfg.Chain, group: rt.Group, tried: len(group), last: reason}
 }
 
 // shadow copies a read the pool answered with served to the shadows that
@@ -352,7 +352,7 @@ func (p *Pool) shadow(ctx context.Context, sd *side, c *evm.Call, served json.Ra
 			defer func() { <-sd.slots }()
 			defer cancel()
 			defer stop()
-			res, _, err := r.t.call(sctx, method, params)
+			res, _, err := r.t.Call(sctx, method, params)
 			outcome := "match"
 			switch {
 			case err != nil:

@@ -3,9 +3,11 @@ package remotes
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Why a remote is out of rotation (or about to be): the codes of
@@ -74,7 +76,7 @@ type RemoteStatus struct {
 	Availability []Availability `json:"availability"`
 	LastError    string         `json:"last_error,omitempty"`
 	// LastFailure is the last fault's kind: dns, refused, tls, timeout,
-	// ... (failure.go), or a Classify reason (unauthorized, http_5xx).
+	// ... (wire.FailureKind), or a verdict.Classify reason (unauthorized, http_5xx).
 	LastFailure string    `json:"last_failure,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
@@ -89,23 +91,21 @@ type lastError struct {
 // maxLastError bounds the last error kept: a status line, not a dump.
 const maxLastError = 200
 
-// ipRE finds IP addresses (and ports) in error texts: a dial error names
-// the address a remote's host resolved to, which status output must not
-// show either.
-var ipRE = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9A-Fa-f:.]+\](?::\d+)?`)
-
-// maskAddrs replaces the IP addresses in text.
-func maskAddrs(text string) string {
-	if !strings.ContainsAny(text, ".[") {
-		return text
+// failureKind names what err, a remote's fault, was.
+func failureKind(err error) string {
+	if err == nil {
+		return ""
 	}
-	return ipRE.ReplaceAllString(text, "[address]")
+	if k := wire.FailureKind(err); k != "" {
+		return k
+	}
+	return string(verdict.Classify("", err).Reason)
 }
 
 // noteError keeps err as the remote's last fault: redacted, without IP
 // addresses, cut short, and its kind.
 func (r *Remote) noteError(err error) {
-	text := maskAddrs(strings.ToValidUTF8(r.red.redact(err.Error()), ""))
+	text := wire.MaskAddrs(strings.ToValidUTF8(r.red.Redact(err.Error()), ""))
 	if len(text) > maxLastError {
 		text = strings.ToValidUTF8(text[:maxLastError], "") + "…"
 	}

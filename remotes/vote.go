@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-
-	"github.com/venn-gateway/venn/jrpc"
 )
 
 // hash is a digest of an answer's bytes or of its canonical form.
@@ -332,9 +330,7 @@ func (v *vote) settle(ctx context.Context) (json.RawMessage, error) {
 	}
 	p.cons.outcome(method, "disputed")
 	p.log.Warn("remotes disagree", "method", method, "answers", len(t.answers), "voters", t.voters, "agree", rule.Agree)
-	return nil, &jrpc.Error{Code: jrpc.CodeRemotesDisagree, Message: fmt.Sprintf(
-		"remotes disagree on %s: no answer was given by %d remote(s); %d answered with %d different answer(s)",
-		method, rule.Agree, t.voters, len(t.answers))}
+	return nil, &disagreeError{method: method, agree: rule.Agree, voters: t.voters, answers: len(t.answers)}
 }
 
 // cast turns one judged reply into a ballot, on the goroutine that made the

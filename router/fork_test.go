@@ -17,6 +17,7 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
 // forkHead is a head window at latest 100 on node's branch.
@@ -126,7 +127,7 @@ func TestCacheAnswersByNumberWhenNoRemoteHasTheBlock(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := cache.New(cache.Config{}.WithDefaults(time.Second, false), cache.Options{Chain: "dev",
 		Metrics: cache.NewMetrics(reg), LacksBlock: func(method string, err error) bool {
-			return remotes.Classify(method, err).LacksBlock()
+			return verdict.Classify(method, err).LacksBlock()
 		}})
 	t.Cleanup(c.Close)
 	head := forkHead{fakeHead{tags: headstore.Tags{Latest: 100}, ok: true}, canon}

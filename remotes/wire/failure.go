@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 // What a remote last failed with, in one word: the kind -32050's data,
 // /readyz and the admin API show beside a remote's name, so that an
@@ -37,18 +37,13 @@ type kindError struct {
 
 func (e *kindError) Unwrap() error { return e.error }
 
-// failureKind names what err, a remote's fault, was.
-func failureKind(err error) string {
-	if err == nil {
-		return ""
-	}
+// FailureKind names the kind of err, a transport fault, "" when err is
+// not one it knows.
+func FailureKind(err error) string {
 	if ke, ok := errors.AsType[*kindError](err); ok {
 		return ke.kind
 	}
-	if k := netKind(err); k != "" {
-		return k
-	}
-	return string(Classify("", err).Reason)
+	return netKind(err)
 }
 
 // netKind reads the kind of a network-level error, "" when err is not one

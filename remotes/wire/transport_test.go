@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"bufio"
@@ -57,7 +57,7 @@ type tpRequest struct {
 	Params  json.RawMessage `json:"params"`
 }
 
-func tpNewHTTP(t *testing.T, opts transportOptions, h http.HandlerFunc, configure ...func(*http.Server)) (*httpTransport, *httptest.Server) {
+func tpNewHTTP(t *testing.T, opts Options, h http.HandlerFunc, configure ...func(*http.Server)) (*httpTransport, *httptest.Server) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
 	for _, f := range configure {
@@ -69,11 +69,11 @@ func tpNewHTTP(t *testing.T, opts transportOptions, h http.HandlerFunc, configur
 	if opts.Name == "" {
 		opts.Name = "alpha"
 	}
-	tr, err := newTransport(opts)
+	tr, err := New(opts)
 	if err != nil {
-		t.Fatalf("newTransport: %v", err)
+		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(tr.close)
+	t.Cleanup(tr.Close)
 	return tr.(*httpTransport), srv
 }
 
@@ -161,7 +161,7 @@ func TestHTTPTransportReplies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr, _ := tpNewHTTP(t, transportOptions{MaxResponseBytes: limit}, func(w http.ResponseWriter, r *http.Request) {
+			tr, _ := tpNewHTTP(t, Options{MaxResponseBytes: limit}, func(w http.ResponseWriter, r *http.Request) {
 				var req tpRequest
 				if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 					t.Errorf("decode request: %v", err)
@@ -212,7 +212,7 @@ func TestHTTPTransportReplies(t *testing.T) {
 				}
 			})
 
-			got, status, err := tr.call(context.Background(), "eth_test", nil)
+			got, status, err := tr.Call(context.Background(), "eth_test", nil)
 			if err != nil {
 				tpAssertNoSecret(t, err.Error())
 			}
@@ -273,7 +273,7 @@ func TestHTTPTransportRequest(t *testing.T) {
 		body, contentType, apiKey, ua, path, query string
 	}
 	got := make(chan seen, 1)
-	tr, _ := tpNewHTTP(t, transportOptions{Headers: http.Header{"X-Api-Key": {"k1"}}}, func(w http.ResponseWriter, r *http.Request) {
+	tr, _ := tpNewHTTP(t, Options{Headers: http.Header{"X-Api-Key": {"k1"}}}, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got <- seen{string(b), r.Header.Get("Content-Type"), r.Header.Get("X-Api-Key"), r.Header.Get("User-Agent"), r.URL.Path, r.URL.RawQuery}
 		var req tpRequest
@@ -294,7 +294,7 @@ func TestHTTPTransportRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := tr.call(context.Background(), tt.method, json.RawMessage(tt.params)); err != nil {
+			if _, _, err := tr.Call(context.Background(), tt.method, json.RawMessage(tt.params)); err != nil {
 				t.Fatalf("call: %v", err)
 			}
 			s := <-got
@@ -327,7 +327,7 @@ func TestHTTPTransportReusesConnections(t *testing.T) {
 			}
 		}
 	}
-	tr, _ := tpNewHTTP(t, transportOptions{}, func(w http.ResponseWriter, r *http.Request) {
+	tr, _ := tpNewHTTP(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
 		var req tpRequest
 		json.NewDecoder(r.Body).Decode(&req)
 		switch n.Add(1) % 4 {
@@ -346,7 +346,7 @@ func TestHTTPTransportReusesConnections(t *testing.T) {
 		}
 	}, countConns)
 	for range 40 {
-		tr.call(context.Background(), "eth_blockNumber", nil)
+		tr.Call(context.Background(), "eth_blockNumber", nil)
 	}
 	if c := conns.Load(); c != 1 {
 		t.Errorf("%d connections for 40 sequential calls; want 1", c)
@@ -362,12 +362,12 @@ func TestHTTPTransportConnectionRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	tr, err := newTransport(transportOptions{Name: "alpha", URL: tpSecretURL("http://" + addr)})
+	tr, err := New(Options{Name: "alpha", URL: tpSecretURL("http://" + addr)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.close()
-	_, _, err = tr.call(context.Background(), "eth_blockNumber", nil)
+	defer tr.Close()
+	_, _, err = tr.Call(context.Background(), "eth_blockNumber", nil)
 	if !errors.Is(err, ErrTransport) {
 		t.Fatalf("err = %v; want ErrTransport", err)
 	}
@@ -380,7 +380,7 @@ func TestHTTPTransportConnectionRefused(t *testing.T) {
 func TestHTTPTransportContext(t *testing.T) {
 	tpNoLeaks(t)
 	release := make(chan struct{})
-	tr, _ := tpNewHTTP(t, transportOptions{}, func(w http.ResponseWriter, r *http.Request) {
+	tr, _ := tpNewHTTP(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-release:
@@ -406,7 +406,7 @@ func TestHTTPTransportContext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := tt.ctx()
 			defer cancel()
-			_, _, err := tr.call(ctx, "eth_blockNumber", nil)
+			_, _, err := tr.Call(ctx, "eth_blockNumber", nil)
 			if !errors.Is(err, tt.want) || errors.Is(err, ErrTransport) {
 				t.Fatalf("err = %v; want %v and not ErrTransport", err, tt.want)
 			}
@@ -435,7 +435,7 @@ func TestNewTransportURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
-			tr, err := newTransport(transportOptions{Name: "alpha", URL: tt.give})
+			tr, err := New(Options{Name: "alpha", URL: tt.give})
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v; want %q", err, tt.wantErr)
@@ -446,14 +446,14 @@ func TestNewTransportURL(t *testing.T) {
 			if err != nil {
 				t.Fatalf("err = %v", err)
 			}
-			defer tr.close()
+			defer tr.Close()
 			if _, isWS := tr.(*wsTransport); isWS != tt.wantWS {
-				t.Errorf("transport %T; want ws %v", tr, tt.wantWS)
+				t.Errorf("Transport %T; want ws %v", tr, tt.wantWS)
 			}
 		})
 	}
-	if _, err := newTransport(transportOptions{URL: "http://example.com"}); err == nil {
-		t.Error("no error for a transport without a name")
+	if _, err := New(Options{URL: "http://example.com"}); err == nil {
+		t.Error("no error for a Transport without a name")
 	}
 }
 
@@ -567,11 +567,11 @@ func (s *tpWSServer) serve(w http.ResponseWriter, r *http.Request) {
 
 func tpNewWS(t *testing.T, url string, limit int64) *wsTransport {
 	t.Helper()
-	tr, err := newTransport(transportOptions{Name: "alpha", URL: url, MaxResponseBytes: limit})
+	tr, err := New(Options{Name: "alpha", URL: url, MaxResponseBytes: limit})
 	if err != nil {
-		t.Fatalf("newTransport: %v", err)
+		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(tr.close)
+	t.Cleanup(tr.Close)
 	return tr.(*wsTransport)
 }
 
@@ -598,7 +598,7 @@ func TestWSTransportCall(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
-			got, _, err := tr.call(context.Background(), tt.method, json.RawMessage(tt.params))
+			got, _, err := tr.Call(context.Background(), tt.method, json.RawMessage(tt.params))
 			if err != nil {
 				tpAssertNoSecret(t, err.Error())
 			}
@@ -642,7 +642,7 @@ func TestWSTransportMultiplexes(t *testing.T) {
 		wg.Go(func() {
 			// Each params is unique; the server answers in reverse order.
 			params := fmt.Sprintf(`[%d,"call-%d"]`, n, i)
-			got, _, err := tr.call(context.Background(), "hold", json.RawMessage(params))
+			got, _, err := tr.Call(context.Background(), "hold", json.RawMessage(params))
 			if err != nil || string(got) != params {
 				errs <- fmt.Errorf("call %d = %s, %v", i, got, err)
 			}
@@ -680,7 +680,7 @@ func TestWSTransportConnectionLoss(t *testing.T) {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				_, _, err := tr.call(ctx, "never", nil)
+				_, _, err := tr.Call(ctx, "never", nil)
 				bystander <- err
 			}()
 			if m := <-srv.received; m != "never" {
@@ -689,7 +689,7 @@ func TestWSTransportConnectionLoss(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_, _, err := tr.call(ctx, tt.method, nil)
+			_, _, err := tr.Call(ctx, tt.method, nil)
 			<-srv.received
 			for _, want := range tt.wantIs {
 				if !errors.Is(err, want) {
@@ -705,7 +705,7 @@ func TestWSTransportConnectionLoss(t *testing.T) {
 		})
 	}
 
-	got, _, err := tr.call(context.Background(), "echo", json.RawMessage(`[7]`))
+	got, _, err := tr.Call(context.Background(), "echo", json.RawMessage(`[7]`))
 	if err != nil || string(got) != `[7]` {
 		t.Fatalf("call after redial = %s, %v", got, err)
 	}
@@ -742,7 +742,7 @@ func TestWSTransportDialFails(t *testing.T) {
 			errs := make(chan error, 4)
 			for range 4 {
 				wg.Go(func() {
-					_, _, err := tr.call(context.Background(), "echo", nil)
+					_, _, err := tr.Call(context.Background(), "echo", nil)
 					errs <- err
 				})
 			}
@@ -766,12 +766,12 @@ func TestWSTransportContext(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, _, err := tr.call(ctx, "never", nil)
+	_, _, err := tr.Call(ctx, "never", nil)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTransport) {
 		t.Fatalf("err = %v; want DeadlineExceeded, not ErrTransport", err)
 	}
 	// One caller's deadline must not cost the others the connection.
-	got, _, err := tr.call(context.Background(), "echo", json.RawMessage(`[1]`))
+	got, _, err := tr.Call(context.Background(), "echo", json.RawMessage(`[1]`))
 	if err != nil || string(got) != `[1]` {
 		t.Fatalf("call after a timeout = %s, %v", got, err)
 	}
@@ -787,15 +787,15 @@ func TestWSTransportClose(t *testing.T) {
 
 	pending := make(chan error, 1)
 	go func() {
-		_, _, err := tr.call(context.Background(), "never", nil)
+		_, _, err := tr.Call(context.Background(), "never", nil)
 		pending <- err
 	}()
 	<-srv.received
-	tr.close()
+	tr.Close()
 	if err := <-pending; !errors.Is(err, ErrTransport) {
 		t.Errorf("pending call err = %v; want ErrTransport", err)
 	}
-	if _, _, err := tr.call(context.Background(), "echo", nil); !errors.Is(err, ErrTransport) {
+	if _, _, err := tr.Call(context.Background(), "echo", nil); !errors.Is(err, ErrTransport) {
 		t.Errorf("call after close err = %v; want ErrTransport", err)
 	}
 }
@@ -803,7 +803,7 @@ func TestWSTransportClose(t *testing.T) {
 // ---- benchmarks ----
 
 // tpRawServer is a minimal keep-alive HTTP/1.1 JSON-RPC server that hardly
-// allocates, so that allocs/op measure the transport, not the server.
+// allocates, so that allocs/op measure the Transport, not the server.
 func tpRawServer(b *testing.B, result string) (url string, stop func()) {
 	addr, stop := testkit.ServeTCP(b, func(c net.Conn) { tpServeRaw(c, result) })
 	return "http://" + addr, stop
@@ -842,16 +842,16 @@ func BenchmarkHTTPTransportCall(b *testing.B) {
 		b.Run(bb.name, func(b *testing.B) {
 			url, stop := tpRawServer(b, bb.result)
 			defer stop()
-			tr, err := newTransport(transportOptions{Name: "bench", URL: url})
+			tr, err := New(Options{Name: "bench", URL: url})
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer tr.close()
+			defer tr.Close()
 			params := json.RawMessage(`["0x5b38da6a701c568545dcfcb03fcb875f56beddc4","latest"]`)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, _, err := tr.call(context.Background(), "eth_getBalance", params); err != nil {
+					if _, _, err := tr.Call(context.Background(), "eth_getBalance", params); err != nil {
 						b.Error(err)
 						return
 					}
@@ -885,14 +885,14 @@ func BenchmarkParseEnvelope(b *testing.B) {
 // quote the host verbatim.
 func TestRedactorHidesHostKey(t *testing.T) {
 	raw := "https://SUBDOMAINKEY789.provider.example/v3/SECRETPATHKEY123"
-	opts := transportOptions{Name: "alpha", URL: raw}
+	opts := Options{Name: "alpha", URL: raw}
 	u, err := opts.normalize()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cause := errors.New("dial tcp: lookup SUBDOMAINKEY789.provider.example: no such host")
 	_ = u
-	failed := transportFailure("alpha", opts.redactor(), "post", cause)
+	failed := transportFailure("alpha", opts.Redactor(), "post", cause)
 	got := failed.Error()
 	if strings.Contains(got, "SUBDOMAINKEY789") {
 		t.Fatalf("host key leaked: %q", got)
@@ -905,7 +905,7 @@ func TestRedactorHidesHostKey(t *testing.T) {
 // A remote that echoes its own URL in an error must not hand the key to
 // clients: the error's message and data are redacted.
 func TestUpstreamErrorTextRedacted(t *testing.T) {
-	tr, _ := tpNewHTTP(t, transportOptions{}, func(w http.ResponseWriter, r *http.Request) {
+	tr, _ := tpNewHTTP(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ID json.RawMessage `json:"id"`
 		}
@@ -913,7 +913,7 @@ func TestUpstreamErrorTextRedacted(t *testing.T) {
 		echo := r.URL.Path + "?" + r.URL.RawQuery
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"bad key %s","data":{"url":%q}}}`, req.ID, echo, echo)
 	})
-	_, _, err := tr.call(context.Background(), "eth_blockNumber", nil)
+	_, _, err := tr.Call(context.Background(), "eth_blockNumber", nil)
 	var ue *UpstreamError
 	if !errors.As(err, &ue) {
 		t.Fatalf("err = %v, want an UpstreamError", err)
@@ -928,14 +928,14 @@ func TestUpstreamErrorTextRedacted(t *testing.T) {
 // A bare host name carries no key: redacting it would mangle node errors.
 func TestRedactorKeepsBareHosts(t *testing.T) {
 	for _, raw := range []string{"http://node:8545", "http://127.0.0.1:8545", "http://[::1]:8545"} {
-		opts := transportOptions{Name: "alpha", URL: raw}
+		opts := Options{Name: "alpha", URL: raw}
 		u, err := opts.normalize()
 		if err != nil {
 			t.Fatal(err)
 		}
 		const msg = "missing trie node 0xab (path ) state 127 is not available"
 		_ = u
-		if got := opts.redactor().redact(msg); got != msg {
+		if got := opts.Redactor().Redact(msg); got != msg {
 			t.Errorf("%s: %q became %q", raw, msg, got)
 		}
 	}

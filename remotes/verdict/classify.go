@@ -1,4 +1,4 @@
-package remotes
+package verdict
 
 // Upstream error classification: Classify and the order of its steps here,
 // the verdicts in verdict.go, the rule table in rules.go, the span a cap
@@ -40,7 +40,14 @@ import (
 	"unsafe"
 
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
+
+// coder is an error with its own JSON-RPC code, which jrpc.ToWire maps.
+type coder interface {
+	error
+	ErrorCode() int
+}
 
 // Scan limits: the useful text of an error is short and comes first; revert
 // data and HTML pages can be long.
@@ -50,9 +57,11 @@ const (
 )
 
 // Classify says what to do with err, the failure of one call of method to one
-// remote. err is what a transport returns: *UpstreamError, *HTTPStatusError,
-// an error wrapping ErrBadReply or ErrTransport, a context error, or a net
-// error. A nil err gives the zero Verdict.
+// remote. err is what a transport returns: *wire.UpstreamError,
+// *wire.HTTPStatusError, an error wrapping wire.ErrBadReply or
+// wire.ErrTransport, a context error, or a net error; or what a call through
+// the pool returned, whose errors with a JSON-RPC code (ErrorCode) are read
+// as the wire error jrpc makes of them. A nil err gives the zero Verdict.
 //
 // Two verdicts need the pool's help:
 //   - ReasonInvalidParams for eth_getLogs may be geth's "invalid block range
@@ -65,9 +74,9 @@ func Classify(method string, err error) Verdict {
 	switch e := err.(type) {
 	case nil:
 		return Verdict{}
-	case *UpstreamError:
+	case *wire.UpstreamError:
 		return classifyUpstream(method, e)
-	case *HTTPStatusError:
+	case *wire.HTTPStatusError:
 		return classifyHTTPStatus(e.Status, e.Body)
 	case *jrpc.Error:
 		return classifyRPC(method, 0, e)
@@ -79,36 +88,40 @@ func Classify(method string, err error) Verdict {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return Verdict{Class: ClassRetry, Reason: ReasonTimeout, Fault: true}
 	}
-	if _, ok := errors.AsType[*ReplyTooLargeError](err); ok {
+	if _, ok := errors.AsType[*wire.ReplyTooLargeError](err); ok {
 		return vResponse // the answer's size: another remote's is as large
 	}
-	if errors.Is(err, ErrReplyBudget) {
+	if errors.Is(err, wire.ErrReplyBudget) {
 		return vBudget
 	}
-	if errors.Is(err, ErrBadReply) {
+	if errors.Is(err, wire.ErrBadReply) {
 		return Verdict{Class: ClassRetry, Reason: ReasonBadReply, Fault: true}
 	}
-	if ue, ok := errors.AsType[*UpstreamError](err); ok {
+	if ue, ok := errors.AsType[*wire.UpstreamError](err); ok {
 		return classifyUpstream(method, ue)
 	}
-	if he, ok := errors.AsType[*HTTPStatusError](err); ok {
+	if he, ok := errors.AsType[*wire.HTTPStatusError](err); ok {
 		return classifyHTTPStatus(he.Status, he.Body)
 	}
 	if je, ok := errors.AsType[*jrpc.Error](err); ok {
 		return classifyRPC(method, 0, je)
 	}
+	if _, ok := errors.AsType[coder](err); ok {
+		// venn's own answer (no remote, a limit): read as the client gets it.
+		return classifyRPC(method, 0, jrpc.ToWire(err))
+	}
 	ne, isNet := errors.AsType[net.Error](err)
 	if isNet && ne.Timeout() {
 		return Verdict{Class: ClassRetry, Reason: ReasonTimeout, Fault: true}
 	}
-	if isNet || errors.Is(err, ErrTransport) {
+	if isNet || errors.Is(err, wire.ErrTransport) {
 		return Verdict{Class: ClassRetry, Reason: ReasonTransport, Fault: true}
 	}
 	// We cannot tell whether the remote even answered: count it.
 	return Verdict{Class: ClassRetry, Reason: ReasonUnknown, Fault: true}
 }
 
-func classifyUpstream(method string, e *UpstreamError) Verdict {
+func classifyUpstream(method string, e *wire.UpstreamError) Verdict {
 	if e.Err == nil {
 		return Verdict{Class: ClassRetry, Reason: ReasonBadReply, Fault: true}
 	}

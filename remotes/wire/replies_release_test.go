@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"context"
@@ -16,18 +16,18 @@ import (
 func TestBigRepliesMemoryReturned(t *testing.T) {
 	const mib = 1 << 20
 	srv := hugeServer(t, 48e6, false)
-	budget := NewReplyBudget(256*mib, nil)
-	tr, err := newTransport(transportOptions{Name: "alpha", URL: srv.URL, MaxResponseBytes: 64 * mib, Budget: budget})
+	budget := NewReplyBudget(256*mib, nil, nil)
+	tr, err := New(Options{Name: "alpha", URL: srv.URL, MaxResponseBytes: 64 * mib, Budget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.close()
+	defer tr.Close()
 	debug.FreeOSMemory()
 	before := goMapped()
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			res, _, err := tr.call(context.Background(), "eth_huge", nil)
+			res, _, err := tr.Call(context.Background(), "eth_huge", nil)
 			if err != nil || len(res) < 48e6 {
 				t.Errorf("a 48 MB reply: %d bytes, %v", len(res), err)
 			}

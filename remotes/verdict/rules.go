@@ -1,4 +1,4 @@
-package remotes
+package verdict
 
 // The rule table: what the text of an upstream error says, by the steps of
 // Classify (classify.go) that consult each part, each row citing who sends

@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/venn-gateway/venn/tracing"
 )
 
-// Limits of the upstream transports. transportOptions overrides the first two.
+// Limits of the upstream transports. Options overrides the first two.
 const (
 	// DefaultMaxIdleConns is the keep-alive pool per HTTP remote. It is large
 	// because a busy gateway keeps hundreds of calls in flight per remote.
@@ -43,8 +43,8 @@ const (
 )
 
 // transport calls one remote. Implementations are safe for concurrent use.
-type transport interface {
-	// call sends one JSON-RPC call and returns the raw result bytes, owned by
+type Transport interface {
+	// Call sends one JSON-RPC call and returns the raw result bytes, owned by
 	// the caller and never re-encoded, and the reply's HTTP status (0 over
 	// WebSocket, or when no reply came), for the attempt's span.
 	//
@@ -56,14 +56,14 @@ type transport interface {
 	// non-JSON or wrong-shape reply; ErrTransport (wrapped) when the remote
 	// could not be reached or its reply not read; ctx.Err() (wrapped) when
 	// ctx ends first. No error ever contains the remote's secrets.
-	call(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, status int, err error)
-	// close releases connections. Calls in flight fail or finish; later
+	Call(ctx context.Context, method string, params json.RawMessage) (res json.RawMessage, status int, err error)
+	// Close releases connections. Calls in flight fail or finish; later
 	// calls fail with ErrTransport.
-	close()
+	Close()
 }
 
-// transportOptions configures one remote's transport.
-type transportOptions struct {
+// Options configures one remote's transport.
+type Options struct {
 	// Name labels the remote in errors and logs. The URL never does: it
 	// carries API keys.
 	Name string
@@ -88,7 +88,7 @@ type transportOptions struct {
 	Tracer *tracing.Tracer
 	// Forward copies client headers onto HTTP requests (passthrough.go);
 	// nil: none.
-	Forward *forwarding
+	Forward *Forwarding
 	// OnRedial, when set, is called when a WebSocket transport's new
 	// connection replaces a lost one; OnSubscribed, when a heads watcher's
 	// subscription is confirmed (the first one too). Either may be another
@@ -101,9 +101,9 @@ type transportOptions struct {
 	Bill func(method string)
 }
 
-// newTransport returns the HTTP or WebSocket transport for opts.URL. It does
+// New returns the HTTP or WebSocket transport for opts.URL. It does
 // no I/O: a WebSocket transport dials on its first call.
-func newTransport(opts transportOptions) (transport, error) {
+func New(opts Options) (Transport, error) {
 	u, err := opts.normalize()
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func newTransport(opts transportOptions) (transport, error) {
 
 // normalize fills defaults and parses the URL. Its errors name the remote and
 // the fault, never the URL text.
-func (o *transportOptions) normalize() (*url.URL, error) {
+func (o *Options) normalize() (*url.URL, error) {
 	if o.Name == "" {
 		return nil, errors.New("remote: missing name")
 	}
@@ -157,7 +157,7 @@ func (o *transportOptions) normalize() (*url.URL, error) {
 // failure turns a network-level error into the transport's error: ctx's own
 // error when ctx has ended (the caller gave up, the remote did not fail),
 // else ErrTransport with the cause stripped of any URL.
-func failure(ctx context.Context, name string, red *redactor, op string, err error) error {
+func failure(ctx context.Context, name string, red *Redactor, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("remote %s: %s: %w", name, op, ctxErr)
 	}
@@ -168,13 +168,13 @@ func failure(ctx context.Context, name string, red *redactor, op string, err err
 // of IP addresses (a dial error names the address a host resolved to,
 // which for a self-hosted node is as private as its URL's host). The
 // failure's kind (failure.go) goes with it.
-func transportFailure(name string, red *redactor, op string, err error) error {
+func transportFailure(name string, red *Redactor, op string, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
 	msg := err.Error()
-	if clean := maskAddrs(red.redact(msg)); clean != msg {
+	if clean := MaskAddrs(red.Redact(msg)); clean != msg {
 		kind := netKind(err)
 		if kind == "" {
 			kind = FailTransport
@@ -184,7 +184,7 @@ func transportFailure(name string, red *redactor, op string, err error) error {
 	return fmt.Errorf("remote %s: %s: %w: %w", name, op, ErrTransport, err)
 }
 
-func badReply(name, detail string) error {
+func BadReply(name, detail string) error {
 	return fmt.Errorf("remote %s: %s: %w", name, detail, ErrBadReply)
 }
 
@@ -331,13 +331,13 @@ func (e *envelope) idIsNull() bool { return e.id == nil || string(e.id) == "null
 // the HTTP status (0 over WebSocket). An error's text goes to clients and
 // logs, so whatever of the remote's secrets it echoes is redacted; an error
 // that holds none is the remote's, unchanged.
-func (e *envelope) outcome(name string, red *redactor, status int) (json.RawMessage, error) {
+func (e *envelope) outcome(name string, red *Redactor, status int) (json.RawMessage, error) {
 	switch {
 	case e.errObj != nil && e.hasResult:
-		return nil, badReply(name, "reply has both result and error")
+		return nil, BadReply(name, "reply has both result and error")
 	case e.errObj != nil:
 		if e.errObj[0] != '{' {
-			return nil, badReply(name, "reply error is not an object")
+			return nil, BadReply(name, "reply error is not an object")
 		}
 		obj := e.errObj
 		if len(obj) > 2*maxErrorText+4096 {
@@ -345,23 +345,23 @@ func (e *envelope) outcome(name string, red *redactor, status int) (json.RawMess
 		}
 		var je jrpc.Error
 		if err := json.Unmarshal(obj, &je); err != nil {
-			return nil, badReply(name, "reply error is malformed")
+			return nil, BadReply(name, "reply error is malformed")
 		}
 		if len(je.Message) > maxErrorText {
 			je.Message = strings.ToValidUTF8(je.Message[:maxErrorText], "") + "..."
 		}
-		je.Message = red.redact(je.Message)
+		je.Message = red.Redact(je.Message)
 		if len(je.Data) > maxErrorText {
 			je.Data = json.RawMessage(droppedData)
 		}
 		if len(je.Data) > 0 {
-			je.Data = red.redactJSON(je.Data)
+			je.Data = red.RedactJSON(je.Data)
 		}
 		return nil, &UpstreamError{Remote: name, HTTPStatus: status, Err: &je}
 	case e.hasResult:
 		return json.RawMessage(e.result), nil
 	default:
-		return nil, badReply(name, "reply has neither result nor error")
+		return nil, BadReply(name, "reply has neither result nor error")
 	}
 }
 

@@ -1,6 +1,6 @@
-package remotes
+package verdict
 
-// What a failed call means: the verdict Classify (classify.go) gives.
+// The verdicts Classify (classify.go) gives.
 
 // Class says what the pool should do with a failed call.
 type Class uint8

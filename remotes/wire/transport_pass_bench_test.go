@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"bufio"
@@ -65,7 +65,7 @@ func ptServe(c net.Conn, result, mode string) {
 	}
 }
 
-// BenchmarkHTTPTransportPassThrough is one call through the HTTP transport
+// BenchmarkHTTPTransportPassThrough is one call through the HTTP Transport
 // against a local server, by reply size and framing: the cost of reading
 // and checking a reply.
 func BenchmarkHTTPTransportPassThrough(b *testing.B) {
@@ -75,17 +75,17 @@ func BenchmarkHTTPTransportPassThrough(b *testing.B) {
 			b.Run(strconv.Itoa(size)+"B-"+mode, func(b *testing.B) {
 				url, stop := ptServer(b, result, mode)
 				defer stop()
-				tr, err := newTransport(transportOptions{Name: "bench", URL: url})
+				tr, err := New(Options{Name: "bench", URL: url})
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer tr.close()
+				defer tr.Close()
 				params := json.RawMessage(`["0x5b38da6a701c568545dcfcb03fcb875f56beddc4","latest"]`)
 				b.SetBytes(int64(len(result)))
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						res, _, err := tr.call(context.Background(), "eth_getBalance", params)
+						res, _, err := tr.Call(context.Background(), "eth_getBalance", params)
 						if err != nil || len(res) != len(result) {
 							b.Errorf("call = %d bytes, %v", len(res), err)
 							return

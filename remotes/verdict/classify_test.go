@@ -1,4 +1,4 @@
-package remotes
+package verdict
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // Shorthands for the verdicts a row expects. Faults are spelled out, never
@@ -44,7 +45,7 @@ func (g classifyGive) err() error {
 	if g.data != "" {
 		e.Data = json.RawMessage(g.data)
 	}
-	return &UpstreamError{Remote: "r1", HTTPStatus: g.status, Err: e}
+	return &wire.UpstreamError{Remote: "r1", HTTPStatus: g.status, Err: e}
 }
 
 const (
@@ -351,39 +352,40 @@ var classifyErrTests = []struct {
 	want Verdict
 }{
 	{"nil", nil, Verdict{}},
-	{"http 429", &HTTPStatusError{Remote: "r1", Status: 429}, wantThrottled(ReasonRateLimited)},
-	{"cloudflare 1015 as 429", &HTTPStatusError{Remote: "r1", Status: 429, Body: "error code: 1015"}, wantThrottled(ReasonRateLimited)},
-	{"cloudflare 1015 as 403", &HTTPStatusError{Remote: "r1", Status: 403, Body: "<html>Error code: 1015 You are being rate limited</html>"}, wantThrottled(ReasonRateLimited)},
-	{"drpc http 402", &HTTPStatusError{Remote: "r1", Status: 402, Body: "Payment Required"}, wantThrottled(ReasonBilling)},
-	{"alchemy monthly capacity body", &HTTPStatusError{Remote: "r1", Status: 429, Body: `{"error":"Monthly capacity limit exceeded."}`}, wantThrottled(ReasonBilling)},
-	{"chainstack 429 body", &HTTPStatusError{Remote: "r1", Status: 429, Body: "You've exceeded the RPS limit available on the current plan."}, wantThrottled(ReasonRateLimited)},
-	{"geth 413", &HTTPStatusError{Remote: "r1", Status: 413, Body: "content length too large (6000000>5242880)"}, wantTooLarge(ReasonRequestTooLarge, 0)},
-	{"quicknode 413 body", &HTTPStatusError{Remote: "r1", Status: 413, Body: "content too large"}, wantTooLarge(ReasonRequestTooLarge, 0)},
-	{"chainstack 413", &HTTPStatusError{Remote: "r1", Status: 413, Body: "request entity too large"}, wantTooLarge(ReasonRequestTooLarge, 0)},
-	{"geth 405", &HTTPStatusError{Remote: "r1", Status: 405, Body: "method not allowed"}, wantRetry(ReasonMethodUnsupported)},
-	{"geth 415", &HTTPStatusError{Remote: "r1", Status: 415, Body: "invalid content type, only application/json is supported"}, wantRetry(ReasonMethodUnsupported)},
-	{"alchemy 401 not json-rpc", &HTTPStatusError{Remote: "r1", Status: 401, Body: `{"error":"Must be authenticated!"}`}, wantFault(ReasonUnauthorized)},
-	{"infura 403", &HTTPStatusError{Remote: "r1", Status: 403, Body: "invalid project id"}, wantFault(ReasonUnauthorized)},
-	{"http 500", &HTTPStatusError{Remote: "r1", Status: 500}, wantFault(ReasonHTTP5xx)},
-	{"http 502", &HTTPStatusError{Remote: "r1", Status: 502, Body: "<html>Bad Gateway</html>"}, wantFault(ReasonHTTP5xx)},
-	{"http 503", &HTTPStatusError{Remote: "r1", Status: 503, Body: "Service Unavailable"}, wantFault(ReasonHTTP5xx)},
-	{"http 504", &HTTPStatusError{Remote: "r1", Status: 504, Body: "Gateway Timeout"}, wantFault(ReasonHTTP5xx)},
-	{"chainstack 499", &HTTPStatusError{Remote: "r1", Status: 499, Body: "No Response From Node"}, wantFault(ReasonHTTP5xx)},
-	{"http 408", &HTTPStatusError{Remote: "r1", Status: 408}, wantFault(ReasonTimeout)},
-	{"404 page is a broken remote, not missing data", &HTTPStatusError{Remote: "r1", Status: 404, Body: "404 page not found"}, wantFault(ReasonHTTPStatus)},
-	{"http 400 not json-rpc", &HTTPStatusError{Remote: "r1", Status: 400, Body: "bad request"}, wantFault(ReasonHTTPStatus)},
-	{"wrapped http status", fmt.Errorf("attempt 2: %w", &HTTPStatusError{Remote: "r1", Status: 429}), wantThrottled(ReasonRateLimited)},
+	{"http 429", &wire.HTTPStatusError{Remote: "r1", Status: 429}, wantThrottled(ReasonRateLimited)},
+	{"cloudflare 1015 as 429", &wire.HTTPStatusError{Remote: "r1", Status: 429, Body: "error code: 1015"}, wantThrottled(ReasonRateLimited)},
+	{"cloudflare 1015 as 403", &wire.HTTPStatusError{Remote: "r1", Status: 403, Body: "<html>Error code: 1015 You are being rate limited</html>"}, wantThrottled(ReasonRateLimited)},
+	{"drpc http 402", &wire.HTTPStatusError{Remote: "r1", Status: 402, Body: "Payment Required"}, wantThrottled(ReasonBilling)},
+	{"alchemy monthly capacity body", &wire.HTTPStatusError{Remote: "r1", Status: 429, Body: `{"error":"Monthly capacity limit exceeded."}`}, wantThrottled(ReasonBilling)},
+	{"chainstack 429 body", &wire.HTTPStatusError{Remote: "r1", Status: 429, Body: "You've exceeded the RPS limit available on the current plan."}, wantThrottled(ReasonRateLimited)},
+	{"geth 413", &wire.HTTPStatusError{Remote: "r1", Status: 413, Body: "content length too large (6000000>5242880)"}, wantTooLarge(ReasonRequestTooLarge, 0)},
+	{"quicknode 413 body", &wire.HTTPStatusError{Remote: "r1", Status: 413, Body: "content too large"}, wantTooLarge(ReasonRequestTooLarge, 0)},
+	{"chainstack 413", &wire.HTTPStatusError{Remote: "r1", Status: 413, Body: "request entity too large"}, wantTooLarge(ReasonRequestTooLarge, 0)},
+	{"geth 405", &wire.HTTPStatusError{Remote: "r1", Status: 405, Body: "method not allowed"}, wantRetry(ReasonMethodUnsupported)},
+	{"geth 415", &wire.HTTPStatusError{Remote: "r1", Status: 415, Body: "invalid content type, only application/json is supported"}, wantRetry(ReasonMethodUnsupported)},
+	{"alchemy 401 not json-rpc", &wire.HTTPStatusError{Remote: "r1", Status: 401, Body: `{"error":"Must be authenticated!"}`}, wantFault(ReasonUnauthorized)},
+	{"infura 403", &wire.HTTPStatusError{Remote: "r1", Status: 403, Body: "invalid project id"}, wantFault(ReasonUnauthorized)},
+	{"http 500", &wire.HTTPStatusError{Remote: "r1", Status: 500}, wantFault(ReasonHTTP5xx)},
+	{"http 502", &wire.HTTPStatusError{Remote: "r1", Status: 502, Body: "<html>Bad Gateway</html>"}, wantFault(ReasonHTTP5xx)},
+	{"http 503", &wire.HTTPStatusError{Remote: "r1", Status: 503, Body: "Service Unavailable"}, wantFault(ReasonHTTP5xx)},
+	{"http 504", &wire.HTTPStatusError{Remote: "r1", Status: 504, Body: "Gateway Timeout"}, wantFault(ReasonHTTP5xx)},
+	{"chainstack 499", &wire.HTTPStatusError{Remote: "r1", Status: 499, Body: "No Response From Node"}, wantFault(ReasonHTTP5xx)},
+	{"http 408", &wire.HTTPStatusError{Remote: "r1", Status: 408}, wantFault(ReasonTimeout)},
+	{"404 page is a broken remote, not missing data", &wire.HTTPStatusError{Remote: "r1", Status: 404, Body: "404 page not found"}, wantFault(ReasonHTTPStatus)},
+	{"http 400 not json-rpc", &wire.HTTPStatusError{Remote: "r1", Status: 400, Body: "bad request"}, wantFault(ReasonHTTPStatus)},
+	{"wrapped http status", fmt.Errorf("attempt 2: %w", &wire.HTTPStatusError{Remote: "r1", Status: 429}), wantThrottled(ReasonRateLimited)},
 	{"wrapped upstream error", fmt.Errorf("attempt 2: %w", classifyGive{mCall, 200, 3, "execution reverted", `"0x"`}.err()), wantCaller(ReasonRevert)},
 	{"bare jrpc error", &jrpc.Error{Code: -32000, Message: "header not found"}, wantRetry(ReasonHeaderNotFound)},
-	{"upstream error without object", &UpstreamError{Remote: "r1"}, wantFault(ReasonBadReply)},
-	{"bad reply", fmt.Errorf("remote r1: not json: %w", ErrBadReply), wantFault(ReasonBadReply)},
-	{"transport refused", fmt.Errorf("remote r1: post: %w: %w", ErrTransport, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), wantFault(ReasonTransport)},
-	{"transport eof", fmt.Errorf("remote r1: read: %w: %w", ErrTransport, io.ErrUnexpectedEOF), wantFault(ReasonTransport)},
-	{"transport i/o timeout", fmt.Errorf("remote r1: read: %w: %w", ErrTransport, &net.OpError{Op: "read", Net: "tcp", Err: classifyTimeoutErr{}}), wantFault(ReasonTimeout)},
+	{"upstream error without object", &wire.UpstreamError{Remote: "r1"}, wantFault(ReasonBadReply)},
+	{"bad reply", fmt.Errorf("remote r1: not json: %w", wire.ErrBadReply), wantFault(ReasonBadReply)},
+	{"transport refused", fmt.Errorf("remote r1: post: %w: %w", wire.ErrTransport, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}), wantFault(ReasonTransport)},
+	{"transport eof", fmt.Errorf("remote r1: read: %w: %w", wire.ErrTransport, io.ErrUnexpectedEOF), wantFault(ReasonTransport)},
+	{"transport i/o timeout", fmt.Errorf("remote r1: read: %w: %w", wire.ErrTransport, &net.OpError{Op: "read", Net: "tcp", Err: classifyTimeoutErr{}}), wantFault(ReasonTimeout)},
 	{"bare net error", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("no route to host")}, wantFault(ReasonTransport)},
 	{"our per-attempt deadline", fmt.Errorf("remote r1: post: %w", context.DeadlineExceeded), wantFault(ReasonTimeout)},
 	{"caller went away", fmt.Errorf("remote r1: post: %w", context.Canceled), wantCaller(ReasonCanceled)},
-	{"caller went away mid-transport", fmt.Errorf("%w: %w", ErrTransport, context.Canceled), wantCaller(ReasonCanceled)},
+	{"caller went away mid-transport", fmt.Errorf("%w: %w", wire.ErrTransport, context.Canceled), wantCaller(ReasonCanceled)},
+	{"reply budget full: venn's overload, not the remote's", fmt.Errorf("remote r1: read: %w", wire.ErrReplyBudget), wantRetry(ReasonReplyBudget)},
 	{"unknown go error", errors.New("boom"), wantFault(ReasonUnknown)},
 }
 
@@ -430,7 +432,7 @@ func TestVerdictLacksBlock(t *testing.T) {
 			t.Errorf("%d %q: LacksBlock %v, want %v", tt.give.code, tt.give.msg, got, tt.want)
 		}
 		// As the pool hands it to the router: the remote's own error.
-		if got := Classify(tt.give.method, clientError(tt.give.err())).LacksBlock(); got != tt.want {
+		if got := Classify(tt.give.method, tt.give.err().(*wire.UpstreamError).Err).LacksBlock(); got != tt.want {
 			t.Errorf("%d %q unwrapped: LacksBlock %v, want %v", tt.give.code, tt.give.msg, got, tt.want)
 		}
 	}
@@ -493,7 +495,7 @@ func TestClassifyLongText(t *testing.T) {
 	if got := Classify(mCall, g.err()); got != wantCaller(ReasonRevert) {
 		t.Errorf("long revert = %+v", got)
 	}
-	big := &HTTPStatusError{Remote: "r1", Status: 503, Body: string(long)}
+	big := &wire.HTTPStatusError{Remote: "r1", Status: 503, Body: string(long)}
 	if got := Classify(mCall, big); got != wantFault(ReasonHTTP5xx) {
 		t.Errorf("long 503 = %+v", got)
 	}
@@ -509,7 +511,7 @@ func BenchmarkClassify(b *testing.B) {
 		{"infura_results", classifyGive{mLogs, 200, -32005, "query returned more than 10000 results. Try with this block range [0xBDE5F8, 0x102DBCC].", `{"from":"0xBDE5F8","limit":10000,"to":"0x102DBCC"}`}.err()},
 		{"rate_limited", classifyGive{mCall, 429, -32005, "project ID request rate exceeded", `{"see":"https://infura.io/dashboard","current_rps":13.333,"allowed_rps":10.0,"backoff_seconds":30.0}`}.err()},
 		{"unknown_fallthrough", classifyGive{mCall, 200, -32000, "something odd happened on the way to the node", ""}.err()},
-		{"transport", fmt.Errorf("remote r1: post: %w: %w", ErrTransport, io.ErrUnexpectedEOF)},
+		{"transport", fmt.Errorf("remote r1: post: %w: %w", wire.ErrTransport, io.ErrUnexpectedEOF)},
 	}
 	for _, bb := range benches {
 		b.Run(bb.name, func(b *testing.B) {

@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 // Reading upstream replies with bounded memory.
 //
@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,16 +90,20 @@ type ReplyBudget struct {
 
 // NewReplyBudget returns a budget of size bytes (when size <= 0,
 // jrpc.DefaultReplyBytesInFlight: a quarter of the process's memory limit,
-// at most 1 GiB). m may be nil.
-func NewReplyBudget(size int64, m *Metrics) *ReplyBudget {
+// at most 1 GiB). inUse follows the bytes taken and exhausted counts the
+// replies left unread for want of budget; either may be nil.
+func NewReplyBudget(size int64, inUse prometheus.Gauge, exhausted prometheus.Counter) *ReplyBudget {
 	if size <= 0 {
 		size = jrpc.DefaultReplyBytesInFlight()
 	}
-	if m == nil {
-		m = NewMetrics(nil)
+	if inUse == nil {
+		inUse = prometheus.NewGauge(prometheus.GaugeOpts{Name: "unregistered"})
+	}
+	if exhausted == nil {
+		exhausted = prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})
 	}
 	return &ReplyBudget{size: size, wait: replyBudgetWait, freed: make(chan struct{}),
-		inUse: m.replyBytes, exhausted: m.replyBudgetExhausted}
+		inUse: inUse, exhausted: exhausted}
 }
 
 // Size is the budget in bytes.
@@ -195,13 +198,6 @@ func (b *ReplyBudget) release() {
 	b.lastRelease.Store(time.Now().UnixNano())
 	b.releases.Add(1)
 	b.releasing.Store(false)
-}
-
-// replyTooLarge is what the client gets for an answer over the cap: venn's
-// limit, named, and no remote's name.
-func replyTooLarge(e *ReplyTooLargeError) *jrpc.Error {
-	return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: "answer too large: the remote's reply exceeds max_response_bytes (" +
-		strconv.FormatInt(e.Limit, 10) + " bytes)"}
 }
 
 // replyRead says how one reply is read.

@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package remotes
+package verdict
 
 // Span parsing: the block span a range or result cap says works, read from
 // the error's text (the catalogue's §3.8), so that a split asks for pieces

@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"bytes"
@@ -124,12 +124,12 @@ func BenchmarkHugeReplies(b *testing.B) {
 		b.Run(bb.name, func(b *testing.B) {
 			srv := hugeServer(b, bb.size, bb.bomb)
 			// As NewPool builds it: the process's budget, at its default.
-			tr, err := newTransport(transportOptions{Name: "bench", URL: srv.URL,
-				Budget: NewReplyBudget(jrpc.MaxDefaultReplyBytesInFlight, nil)})
+			tr, err := New(Options{Name: "bench", URL: srv.URL,
+				Budget: NewReplyBudget(jrpc.MaxDefaultReplyBytesInFlight, nil, nil)})
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer tr.close()
+			defer tr.Close()
 			var (
 				peak   uint64
 				failed atomic.Int64 // calls that got no result
@@ -139,7 +139,7 @@ func BenchmarkHugeReplies(b *testing.B) {
 				var wg sync.WaitGroup
 				for range bb.conc {
 					wg.Go(func() {
-						res, _, err := tr.call(context.Background(), "eth_huge", nil)
+						res, _, err := tr.Call(context.Background(), "eth_huge", nil)
 						if err == nil && len(res) < bb.size {
 							b.Errorf("result of %d bytes", len(res))
 						}
@@ -185,12 +185,12 @@ func BenchmarkReplyMemory(b *testing.B) {
 		{"limit-1GiB", 256 * mib, 64 * mib},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
-			tr, err := newTransport(transportOptions{Name: "bench", URL: srv.URL,
-				MaxResponseBytes: bb.max, Budget: NewReplyBudget(bb.budget, nil)})
+			tr, err := New(Options{Name: "bench", URL: srv.URL,
+				MaxResponseBytes: bb.max, Budget: NewReplyBudget(bb.budget, nil, nil)})
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer tr.close()
+			defer tr.Close()
 			var (
 				peak, held uint64
 				failed     atomic.Int64
@@ -200,7 +200,7 @@ func BenchmarkReplyMemory(b *testing.B) {
 				var wg sync.WaitGroup
 				for range 4 {
 					wg.Go(func() {
-						if _, _, err := tr.call(context.Background(), "eth_huge", nil); err != nil {
+						if _, _, err := tr.Call(context.Background(), "eth_huge", nil); err != nil {
 							failed.Add(1)
 						}
 					})

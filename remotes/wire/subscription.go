@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"context"
@@ -14,10 +14,13 @@ import (
 	"github.com/venn-gateway/venn/internal/jsonscan"
 )
 
+// NotificationMethod is the method a subscription's notification carries.
+const NotificationMethod = "eth_subscription"
+
 // subscribeID is the id of the one call sent on a subscription's connection.
 const subscribeID = 1
 
-// wsSubscription is one eth_subscribe upstream on a WebSocket connection of
+// Subscription is one eth_subscribe upstream on a WebSocket connection of
 // its own, the session both the newHeads follower (heads.go) and the relay
 // of a client's subscription (relay.go) run: each run dials, subscribes,
 // hands over the notifications until the connection fails or ctx ends, and
@@ -29,41 +32,41 @@ const subscribeID = 1
 // subscription id needs no check. The hooks run on the reading goroutine:
 // while one blocks, pongs are not read, and a block longer than the ping
 // timeout costs the connection.
-type wsSubscription struct {
+type Subscription struct {
 	what     string // "heads", "relay": names the session in errors and logs
 	name     string
 	url      string // never in an error or log
 	params   json.RawMessage
-	red      *redactor
+	red      *Redactor
 	maxBytes int64
 	dialOpts *websocket.DialOptions
 	log      *slog.Logger
-	hooks    subHooks
+	hooks    SubHooks
 	bill     func(method string) // nil: not billed
 
-	// answerWithin bounds the wait for the answer to eth_subscribe; zero
+	// AnswerWithin bounds the wait for the answer to eth_subscribe; zero
 	// waits as long as the connection lives. The timings are fields so
 	// that tests can shorten them.
-	answerWithin              time.Duration
+	AnswerWithin              time.Duration
 	pingInterval, pingTimeout time.Duration
 }
 
-// subHooks are what a wsSubscription tells its owner. Any may be nil.
-type subHooks struct {
+// SubHooks are what a Subscription tells its owner. Any may be nil.
+type SubHooks struct {
 	// subscribed runs each time the remote confirms the subscription,
 	// before its first notification.
-	subscribed func()
+	Subscribed func()
 	// refused runs with the remote's error answer to eth_subscribe; the
 	// run then ends with it.
-	refused func(error)
+	Refused func(error)
 	// result runs with each notification's result. It aliases the message
 	// read: a result kept must be copied.
-	result func(json.RawMessage)
+	Result func(json.RawMessage)
 }
 
-// newWSSubscription prepares eth_subscribe(params) on opts.URL, a ws(s)
+// NewSubscription prepares eth_subscribe(params) on opts.URL, a ws(s)
 // URL; it does no I/O. Its errors name the remote, never the URL.
-func newWSSubscription(what string, opts transportOptions, params json.RawMessage, h subHooks) (*wsSubscription, error) {
+func NewSubscription(what string, opts Options, params json.RawMessage, h SubHooks) (*Subscription, error) {
 	u, err := opts.normalize()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -71,12 +74,12 @@ func newWSSubscription(what string, opts transportOptions, params json.RawMessag
 	if u.Scheme != "ws" && u.Scheme != "wss" {
 		return nil, fmt.Errorf("remote %s: %s: url: a ws or wss scheme is needed", opts.Name, what)
 	}
-	return &wsSubscription{
+	return &Subscription{
 		what:         what,
 		name:         opts.Name,
 		url:          opts.URL,
 		params:       params,
-		red:          opts.redactor(),
+		red:          opts.Redactor(),
 		maxBytes:     opts.MaxResponseBytes,
 		dialOpts:     wsDialOptions(opts),
 		log:          opts.Logger,
@@ -87,9 +90,13 @@ func newWSSubscription(what string, opts transportOptions, params json.RawMessag
 	}, nil
 }
 
-// run is one session: it returns when the subscription was last confirmed
+// Logger is the subscription's logger (Options.Logger, or one that
+// discards).
+func (s *Subscription) Logger() *slog.Logger { return s.log }
+
+// Run is one session: it returns when the subscription was last confirmed
 // (zero if never) and why the session ended, an error naming the remote.
-func (s *wsSubscription) run(ctx context.Context) (subscribed time.Time, err error) {
+func (s *Subscription) Run(ctx context.Context) (subscribed time.Time, err error) {
 	dctx, cancel := context.WithTimeout(ctx, wsDialTimeout)
 	ws, _, err := websocket.Dial(dctx, s.url, s.dialOpts)
 	cancel()
@@ -120,8 +127,8 @@ func (s *wsSubscription) run(ctx context.Context) (subscribed time.Time, err err
 
 // read hands over what the connection brings until it fails. ctx is the
 // run's, sctx the connection's (ended with it).
-func (s *wsSubscription) read(ctx, sctx context.Context, ws *websocket.Conn) (subscribed time.Time, err error) {
-	answerBy := time.Now().Add(s.answerWithin)
+func (s *Subscription) read(ctx, sctx context.Context, ws *websocket.Conn) (subscribed time.Time, err error) {
+	answerBy := time.Now().Add(s.AnswerWithin)
 	for {
 		data, err := s.next(ctx, sctx, ws, subscribed.IsZero(), answerBy)
 		if err != nil {
@@ -135,36 +142,36 @@ func (s *wsSubscription) read(ctx, sctx context.Context, ws *websocket.Conn) (su
 		switch {
 		case env.idIs(subscribeID):
 			if _, err := env.outcome(s.name, s.red, 0); err != nil {
-				if s.hooks.refused != nil {
-					s.hooks.refused(err)
+				if s.hooks.Refused != nil {
+					s.hooks.Refused(err)
 				}
 				return subscribed, fmt.Errorf("%s subscribe: %w", s.what, err)
 			}
 			subscribed = time.Now()
-			if s.hooks.subscribed != nil {
-				s.hooks.subscribed()
+			if s.hooks.Subscribed != nil {
+				s.hooks.Subscribed()
 			}
 		case string(env.method) == `"eth_subscription"`:
 			if s.bill != nil {
-				s.bill(notificationMethod) // received, so billed, whatever it holds
+				s.bill(NotificationMethod) // received, so billed, whatever it holds
 			}
 			res := jsonscan.Member(env.params, "result")
 			if res == nil {
 				s.log.Debug("remote " + s.what + ": notification without a result")
 				continue
 			}
-			if s.hooks.result != nil {
-				s.hooks.result(res)
+			if s.hooks.Result != nil {
+				s.hooks.Result(res)
 			}
 		}
 	}
 }
 
 // next reads one message. Until the subscription is confirmed (waiting),
-// the read ends by answerBy when answerWithin bounds it.
-func (s *wsSubscription) next(ctx, sctx context.Context, ws *websocket.Conn, waiting bool, answerBy time.Time) ([]byte, error) {
+// the read ends by answerBy when AnswerWithin bounds it.
+func (s *Subscription) next(ctx, sctx context.Context, ws *websocket.Conn, waiting bool, answerBy time.Time) ([]byte, error) {
 	rctx := sctx
-	if waiting && s.answerWithin > 0 {
+	if waiting && s.AnswerWithin > 0 {
 		var cancel context.CancelFunc
 		rctx, cancel = context.WithDeadline(sctx, answerBy)
 		defer cancel()
@@ -175,13 +182,13 @@ func (s *wsSubscription) next(ctx, sctx context.Context, ws *websocket.Conn, wai
 	}
 	if rctx != sctx && errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		return nil, fmt.Errorf("remote %s: %s subscribe: no answer within %v: %w",
-			s.name, s.what, s.answerWithin, ErrTransport)
+			s.name, s.what, s.AnswerWithin, ErrTransport)
 	}
 	return nil, failure(ctx, s.name, s.red, s.what+" read", err)
 }
 
 // ping detects a connection that died silently; closing it ends the read.
-func (s *wsSubscription) ping(ctx context.Context, ws *websocket.Conn) {
+func (s *Subscription) ping(ctx context.Context, ws *websocket.Conn) {
 	if pingUntil(ctx, ws, s.pingInterval, s.pingTimeout) != nil {
 		ws.CloseNow()
 	}

@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"context"
@@ -38,7 +38,7 @@ const (
 // holds the URL and its API key.
 type httpTransport struct {
 	name     string
-	red      *redactor
+	red      *Redactor
 	maxBytes int64
 	budget   *ReplyBudget
 	rt       *http.Transport
@@ -46,7 +46,7 @@ type httpTransport struct {
 	// never written after construction, and RoundTrip only reads them.
 	tmpl   *http.Request
 	tracer *tracing.Tracer // injects the trace context when it propagates
-	fwd    *forwarding     // nil: no client header is forwarded
+	fwd    *Forwarding     // nil: no client header is forwarded
 	ids    atomic.Uint64
 	bodies sync.Pool // *httpBody
 	// traced holds copies of tmpl.Header for requests that carry a trace
@@ -54,9 +54,9 @@ type httpTransport struct {
 	traced sync.Pool // http.Header
 }
 
-var _ transport = (*httpTransport)(nil)
+var _ Transport = (*httpTransport)(nil)
 
-func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
+func newHTTPTransport(opts Options, u *url.URL) *httpTransport {
 	dialer := &net.Dialer{Timeout: httpDialTimeout, KeepAlive: httpKeepAlive}
 	rt := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -100,7 +100,7 @@ func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
 
 	return &httpTransport{
 		name:     opts.Name,
-		red:      opts.redactor(),
+		red:      opts.Redactor(),
 		maxBytes: opts.MaxResponseBytes,
 		budget:   opts.Budget,
 		tracer:   opts.Tracer,
@@ -118,7 +118,7 @@ func newHTTPTransport(opts transportOptions, u *url.URL) *httpTransport {
 	}
 }
 
-func (t *httpTransport) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, int, error) {
+func (t *httpTransport) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, int, error) {
 	id := t.ids.Add(1)
 	body := t.getBody()
 	body.b = appendRequest(body.b, id, method, params)
@@ -166,10 +166,10 @@ func (t *httpTransport) call(ctx context.Context, method string, params json.Raw
 
 	env, err := parseEnvelope(data)
 	if err != nil {
-		return nil, status, badReply(t.name, err.Error())
+		return nil, status, BadReply(t.name, err.Error())
 	}
 	if !env.idIs(id) && (env.errObj == nil || !env.idIsNull()) {
-		return nil, status, badReply(t.name, "reply id does not match the call")
+		return nil, status, BadReply(t.name, "reply id does not match the call")
 	}
 	res, err := env.outcome(t.name, t.red, status)
 	return res, status, err
@@ -204,7 +204,7 @@ func (t *httpTransport) statusError(id uint64, status int, body []byte) error {
 			return ue
 		}
 	}
-	text := t.red.redact(strings.ToValidUTF8(string(body), ""))
+	text := t.red.Redact(strings.ToValidUTF8(string(body), ""))
 	if len(text) > statusBodyMax {
 		text = strings.ToValidUTF8(text[:statusBodyMax], "")
 	}
@@ -252,7 +252,7 @@ func (t *httpTransport) readBody(ctx context.Context, resp *http.Response) (data
 		if len(enc) > 32 {
 			enc = enc[:32] + "..."
 		}
-		return nil, 0, badReply(t.name, "reply content-encoding "+strconv.Quote(t.red.redact(enc))+" is not supported")
+		return nil, 0, BadReply(t.name, "reply content-encoding "+strconv.Quote(t.red.Redact(enc))+" is not supported")
 	}
 	if err != nil {
 		body.Close()
@@ -271,9 +271,9 @@ func (t *httpTransport) readFault(ctx context.Context, err error) error {
 	case errors.Is(err, errOverCap):
 		return tooLarge(t.name, t.maxBytes)
 	case errors.Is(err, errNotObject):
-		return badReply(t.name, err.Error())
+		return BadReply(t.name, err.Error())
 	case errors.Is(err, errBadGzip):
-		return badReply(t.name, err.Error())
+		return BadReply(t.name, err.Error())
 	case errors.Is(err, ErrReplyBudget):
 		return fmt.Errorf("remote %s: read reply: %w", t.name, err)
 	}
@@ -298,7 +298,7 @@ func (t *httpTransport) getBody() *httpBody {
 	return b
 }
 
-func (t *httpTransport) close() { t.rt.CloseIdleConnections() }
+func (t *httpTransport) Close() { t.rt.CloseIdleConnections() }
 
 // httpBody is a pooled request body. http.Transport may read and close it
 // after RoundTrip returns, and may reopen it through GetBody to retry, so

@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 // Redaction of a remote's secrets.
 //
@@ -17,7 +17,7 @@ package remotes
 // live in subdomains too), the query and each of its values, and each
 // configured header value, with and without its scheme ("Bearer KEY"). A
 // public host name is no secret and stays: it says which provider failed.
-// Transport errors also lose the IP addresses they quote (maskAddrs). It
+// Transport errors also lose the IP addresses they quote (MaskAddrs). It
 // finds secrets in any
 // escaping a remote is likely to use, mixed and nested a few layers deep:
 // JSON (\/, \u002f, \\), percent-encoding (either case), HTML entities,
@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -47,13 +48,13 @@ const (
 
 // redactor replaces a remote's secrets in text. Its methods are safe for
 // concurrent use; a nil redactor knows no secret.
-type redactor struct {
+type Redactor struct {
 	secrets  []string // lower-cased, distinct
 	shortest int
 }
 
 // redactor builds the redactor of the remote o configures.
-func (o *transportOptions) redactor() *redactor {
+func (o *Options) Redactor() *Redactor {
 	s := secretSet{}
 	s.url(o.URL)
 	for _, raw := range o.OtherURLs {
@@ -64,7 +65,7 @@ func (o *transportOptions) redactor() *redactor {
 			s.header(k, v)
 		}
 	}
-	r := &redactor{}
+	r := &Redactor{}
 	for v := range s {
 		r.secrets = append(r.secrets, v)
 		if r.shortest == 0 || len(v) < r.shortest {
@@ -88,7 +89,7 @@ func (s secretSet) add(v string) {
 // known to be secret (a path segment, a host label) are redacted only then,
 // so that "/v3", "eth-mainnet" or "rpc" stay readable in node errors.
 func (s secretSet) addKeyLike(v string) {
-	if looksLikeKey(v) {
+	if LooksLikeKey(v) {
 		s.add(v)
 	}
 }
@@ -212,7 +213,7 @@ func RedactURL(raw string) string {
 			if i > 0 {
 				b.WriteByte('.')
 			}
-			if looksLikeKey(label) {
+			if LooksLikeKey(label) {
 				label = redactedText
 			}
 			b.WriteString(label)
@@ -230,7 +231,7 @@ func RedactURL(raw string) string {
 // value adds a query value: any value of a parameter named like a secret
 // (key, token, ...), else one that looks like a key.
 func (s secretSet) value(name, v string) {
-	if secretName(name) {
+	if SecretName(name) {
 		s.add(v)
 	} else {
 		s.addKeyLike(v)
@@ -258,9 +259,9 @@ func (s secretSet) header(name, v string) {
 	}
 }
 
-// secretName reports a header or query parameter name that says its value
+// SecretName reports a header or query parameter name that says its value
 // is a credential.
-func secretName(name string) bool {
+func SecretName(name string) bool {
 	n := lowerASCII(name)
 	for _, w := range []string{"auth", "key", "token", "secret", "pass", "cred", "sig", "session", "cookie", "jwt"} {
 		if strings.Contains(n, w) {
@@ -270,10 +271,10 @@ func secretName(name string) bool {
 	return false
 }
 
-// looksLikeKey: 16 characters or more, or 8 or more mixing letters and
+// LooksLikeKey: 16 characters or more, or 8 or more mixing letters and
 // digits. API keys are 20 to 64 random characters; names of networks and
 // API versions are short or have no digits.
-func looksLikeKey(v string) bool {
+func LooksLikeKey(v string) bool {
 	if len(v) >= 16 {
 		return true
 	}
@@ -295,7 +296,7 @@ func isKeyChar(c rune) bool {
 
 // redact returns s with every secret replaced by "[redacted]"; s itself
 // when it holds none.
-func (r *redactor) redact(s string) string {
+func (r *Redactor) Redact(s string) string {
 	if r == nil || len(s) < r.shortest || len(r.secrets) == 0 {
 		return s
 	}
@@ -318,9 +319,9 @@ func (r *redactor) redact(s string) string {
 // redactJSON is redact for raw JSON (error data). A redaction that broke
 // the JSON (a secret across a string's quotes) leaves the redacted text as
 // one JSON string.
-func (r *redactor) redactJSON(raw json.RawMessage) json.RawMessage {
+func (r *Redactor) RedactJSON(raw json.RawMessage) json.RawMessage {
 	s := string(raw)
-	clean := r.redact(s)
+	clean := r.Redact(s)
 	if clean == s {
 		return raw
 	}
@@ -337,7 +338,7 @@ type span struct{ start, end int }
 // searches s lower-cased, then s with one layer of escapes decoded, and so
 // on; at maps each layer's bytes back to the layer below, so a match
 // anywhere is a span of whole escape sequences of s.
-func (r *redactor) find(s string) []span {
+func (r *Redactor) find(s string) []span {
 	var (
 		spans []span
 		layer = lowerASCII(s) // s itself, when it has no upper case
@@ -516,4 +517,17 @@ func lowerASCII(s string) string {
 		}
 	}
 	return s
+}
+
+// ipRE finds IP addresses (and ports) in error texts: a dial error names
+// the address a remote's host resolved to, which status output must not
+// show either.
+var ipRE = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\[[0-9A-Fa-f:.]+\](?::\d+)?`)
+
+// MaskAddrs replaces the IP addresses in text.
+func MaskAddrs(text string) string {
+	if !strings.ContainsAny(text, ".[") {
+		return text
+	}
+	return ipRE.ReplaceAllString(text, "[address]")
 }

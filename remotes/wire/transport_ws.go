@@ -1,4 +1,4 @@
-package remotes
+package wire
 
 import (
 	"context"
@@ -48,7 +48,7 @@ var errTransportClosed = errors.New("transport closed")
 type wsTransport struct {
 	name     string
 	url      string // never in an error or log
-	red      *redactor
+	red      *Redactor
 	maxBytes int64
 	budget   *ReplyBudget
 	dialOpts *websocket.DialOptions
@@ -70,7 +70,7 @@ type wsTransport struct {
 	dialed  bool // a connection was made before
 }
 
-var _ transport = (*wsTransport)(nil)
+var _ Transport = (*wsTransport)(nil)
 
 type wsDial struct {
 	done chan struct{} // closed when conn or err is set
@@ -78,12 +78,12 @@ type wsDial struct {
 	err  error
 }
 
-func newWSTransport(opts transportOptions, u *url.URL) *wsTransport {
+func newWSTransport(opts Options, u *url.URL) *wsTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wsTransport{
 		name:     opts.Name,
 		url:      opts.URL,
-		red:      opts.redactor(),
+		red:      opts.Redactor(),
 		maxBytes: opts.MaxResponseBytes,
 		budget:   opts.Budget,
 		dialOpts: wsDialOptions(opts),
@@ -97,7 +97,7 @@ func newWSTransport(opts transportOptions, u *url.URL) *wsTransport {
 // wsDialOptions is the handshake setup shared by calls and heads. The HTTP
 // client is HTTP/1.1 only (the upgrade needs it) and has no timeout: the
 // dial's ctx bounds it.
-func wsDialOptions(opts transportOptions) *websocket.DialOptions {
+func wsDialOptions(opts Options) *websocket.DialOptions {
 	dialer := &net.Dialer{Timeout: httpDialTimeout, KeepAlive: httpKeepAlive}
 	return &websocket.DialOptions{
 		HTTPClient: &http.Client{Transport: &http.Transport{
@@ -110,7 +110,7 @@ func wsDialOptions(opts transportOptions) *websocket.DialOptions {
 	}
 }
 
-func (t *wsTransport) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, int, error) {
+func (t *wsTransport) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, int, error) {
 	c, err := t.connect(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -199,7 +199,7 @@ func (t *wsTransport) dial(d *wsDial) {
 	close(d.done)
 }
 
-func (t *wsTransport) close() {
+func (t *wsTransport) Close() {
 	t.mu.Lock()
 	t.closed = true
 	c := t.conn
