@@ -188,17 +188,21 @@ var unlisted = func() (rows [2][2]Method) {
 }()
 
 // Lookup is method's row: its own, or for a method the registry does not
-// list, a shared row that its name decides (writeByName, a trace_ or
+// list, a shared row that its name decides (writeName, a trace_ or
 // debug_trace prefix). It is never nil.
 func Lookup(method string) *Method {
 	if m, ok := registry[method]; ok {
 		return m
 	}
+	ns, name, ok := strings.Cut(method, "_")
+	if !ok {
+		return &unlisted[0][0]
+	}
 	w, t := 0, 0
-	if writeByName(method) {
+	if writeName(ns, name) {
 		w = 1
 	}
-	if strings.HasPrefix(method, "trace_") || strings.HasPrefix(method, "debug_trace") {
+	if ns == "trace" || ns == "debug" && strings.HasPrefix(name, "trace") {
 		t = 1
 	}
 	return &unlisted[w][t]
@@ -233,17 +237,13 @@ func IsWrite(method string) bool {
 // between concurrent callers.
 func IsStateful(method string) bool { return Lookup(method).Class == ClassStateful }
 
-// writeByName reports a method the registry does not list that is taken
-// for a write: one in a namespace that administers a node, or whose name
-// says it sends, signs, submits or sets something
+// writeName reports a method the registry does not list, named ns_name,
+// that is taken for a write: one in a namespace that administers a node,
+// or whose name says it sends, signs, submits or sets something
 // (eth_sendRawTransactionSync, eth_sendUserOperation, eth_submitWork).
 // Retrying a read once too few costs a call, retrying a write once too
 // many can cost the client money.
-func writeByName(method string) bool {
-	ns, name, ok := strings.Cut(method, "_")
-	if !ok {
-		return false
-	}
+func writeName(ns, name string) bool {
 	switch ns {
 	case "admin", "personal", "miner", "engine", "clique":
 		return true
