@@ -134,7 +134,7 @@ func (o PostgresOptions) withDefaults() PostgresOptions {
 // (3 s to connect). Its sessions commit without waiting for the WAL flush
 // (synchronous_commit off): a crash may lose the last moments of cache
 // writes, which are asked upstream again, and a Set costs a round trip
-// instead of an fsync (BENCHMARKS.md). It fails only on a malformed url,
+// instead of an fsync (docs/benchmarks-log.md). It fails only on a malformed url,
 // whose text no error quotes.
 func OpenPool(url string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)

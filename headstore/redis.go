@@ -206,7 +206,7 @@ func encodeRedisBlock(b *evm.Block) ([]byte, error) {
 // receipts are kept as sub-slices of body, not copied: a follower reads
 // every block's body, 700 KB for 200 transactions, and encoding/json's
 // check, scan and copies of it were most of the follower's CPU per block
-// (BENCHMARKS.md, issue 33).
+// (docs/benchmarks-log.md, issue 33).
 func decodeRedisBlock(body []byte) (*evm.Block, error) {
 	if !jsonscan.Valid(body) {
 		return nil, jsonscan.ErrInvalid

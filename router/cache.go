@@ -40,7 +40,7 @@ func (v cacheView) CanonicalNumber(hash string) (uint64, bool) {
 // calls in flight finish on the one they started with. The router holds
 // the concrete *cache.Cache, not an interface of its own: through an
 // interface every call the cache keeps would escape to the heap, a hit's
-// included (1.2 KB each; BENCHMARKS.md, "A hit's whole path").
+// included (1.2 KB each; docs/benchmarks-log.md, "A hit's whole path").
 func (rt *Router) SetCache(c *cache.Cache) { rt.cache.Store(c) }
 
 // cacheFor is the response cache when it keeps c's method; nil: none.

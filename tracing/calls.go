@@ -36,7 +36,7 @@ func (h callHook) StartCall(ctx context.Context, c jrpc.CallInfo) context.Contex
 // outcome and code, and the source that answered, from the call's
 // jrpc.Note. The remote and the attempts are on the call's send spans and
 // not repeated here, and the transport is not on it: each attribute costs
-// every traced call its share in the SDK (see BENCHMARKS.md), and a common
+// every traced call its share in the SDK (see docs/benchmarks-log.md), and a common
 // call has five. rpc.system, the same jsonrpc on every call, is on none of
 // venn's spans. Only venn's and the upstreams' failures mark the span an
 // error; a revert or bad params is the caller's answer, served as it
