@@ -1,17 +1,14 @@
 package stalker
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
@@ -42,21 +39,8 @@ func TestStalkerHedgesASlowFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pool.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	const window = 8
-	f := &feed{nodes: []*fakenode.Node{slow, quick}, pool: pool, store: headstore.NewMemory(window),
-		window: headstore.NewWindow(window), m: NewMetrics(nil), size: window}
-	fol := headstore.NewFollower("test", f.store, f.window, nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { fol.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		_ = pool.Stop(context.Background())
-	})
+	f := followPool(t, []*fakenode.Node{slow, quick}, pool, window)
 	f.lead(t)
 	f.waitCanonical(t, quick, window)
 

@@ -57,6 +57,13 @@ func newFeed(t *testing.T, window int, ws bool, nodes ...*fakenode.Node) *feed {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return followPool(t, nodes, pool, window)
+}
+
+// followPool starts pool and a follower of a memory head store of window
+// blocks; both stop when the test ends.
+func followPool(t *testing.T, nodes []*fakenode.Node, pool *remotes.Pool, window int) *feed {
+	t.Helper()
 	if err := pool.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
