@@ -11,5 +11,5 @@
 // the config's redaction (redact.go). It does not own what it reads or
 // acts on: the app hands it each chain's pool and state (Chain), and the
 // drain and reload as functions. The Redis keys it uses are named by
-// headstore/keyspace.
+// keyspace.
 package admin

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
+	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
 	harness "github.com/venn-gateway/venn/internal/cluster"
+	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
 )
 

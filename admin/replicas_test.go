@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/stalker"
 )
 

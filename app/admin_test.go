@@ -14,9 +14,9 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/venn-gateway/venn/admin"
-	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/stalker"
 )
 

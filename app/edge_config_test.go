@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/edge"
-	"github.com/venn-gateway/venn/headstore/keyspace"
+	"github.com/venn-gateway/venn/keyspace"
 )
 
 func TestEdgeConfig(t *testing.T) {

@@ -30,10 +30,10 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/venn-gateway/venn/edge"
-	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/keyspace"
 )
 
 // testRedisURL is the Redis every package's tests share.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/stalker"
 )

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // Stored JSON is the node's JSON, shortened by a reversible encoding

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // fuzzMethods are the methods the store answers, and one it does not.

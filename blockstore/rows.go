@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // blockRows is one block as it is stored: a row of blocks, one of

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/gethtest"
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // Bounds of the pending-transaction tests.

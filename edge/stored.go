@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
+	"github.com/venn-gateway/venn/keyspace"
 )
 
 // Tenants and API keys kept in Redis (auth.redis): an operator adds,

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/keyspace"
 )
 
 // Stored tenants and keys go through Redis and back as written, the

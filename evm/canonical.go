@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // Canonical is a call's params in one spelling per meaning, for the

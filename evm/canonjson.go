@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // The canonical JSON writer: values as encoding/json decodes them (with

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"iter"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // Limits geth applies to eth_getLogs filters (eth/filters/api.go and

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // Block is one block as the stalker fetched it: the block with full

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // Source answers a call from blocks venn holds (the head window, the

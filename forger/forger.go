@@ -12,8 +12,8 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/integrity"
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // buildAttempts bounds the tries to assemble one block's receipts when

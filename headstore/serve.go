@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // The window answers a call only when it can give exactly the node's

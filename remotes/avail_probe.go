@@ -39,7 +39,7 @@ const (
 )
 
 // AvailShare is where a cluster's replicas share the windows one of them
-// probed. The app gives a Redis one (package headstore/keyspace names its
+// probed. The app gives a Redis one (package keyspace names its
 // keys); without it every process probes for itself.
 type AvailShare interface {
 	// Load is the probe of remote last stored; ok false when there is none.

@@ -13,8 +13,8 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // History is the chain's history store as the router uses it: settled

@@ -13,7 +13,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // DefaultWriteThroughQueue is how many blocks may wait to be written

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
 )
 

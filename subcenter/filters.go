@@ -21,8 +21,8 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // Filter defaults.

@@ -3,7 +3,7 @@ package subcenter
 import (
 	"bytes"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // headerFields are the members of geth's newHeads notification, in the

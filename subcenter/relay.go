@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // Relay limits.

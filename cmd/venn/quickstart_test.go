@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/freeport"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/keyspace"
 )
 
 // The README's quick start, run as written: its file blocks saved, its

@@ -13,7 +13,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // `vennbench head` measures calls a venn follower answers from its head

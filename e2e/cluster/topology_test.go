@@ -15,11 +15,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
 	harness "github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/freeport"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/stalker"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/app"
-	"github.com/venn-gateway/venn/headstore/keyspace"
+	"github.com/venn-gateway/venn/keyspace"
 )
 
 // TestConfigYAML: what Config writes is what venn reads.

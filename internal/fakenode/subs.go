@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // MaxHeadsPerChange caps the blocks one chain change notifies: Mine(100000)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // WebSocket limits.

@@ -2,7 +2,7 @@
 // cluster's replicas in Redis (remotes.AvailShare), so that one replica
 // probes each remote for all: the results in one hash per chain, the right
 // to probe a remote as a short claim (SET NX PX). It spells no key:
-// headstore/keyspace names them.
+// keyspace names them.
 package availredis
 
 import (
@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/venn-gateway/venn/headstore/keyspace"
+	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
 )
 

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/jsonscan"
 	"github.com/venn-gateway/venn/tracing"
 )
 

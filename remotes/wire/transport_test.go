@@ -22,8 +22,8 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
-	"github.com/venn-gateway/venn/internal/jsonscan"
 	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/jsonscan"
 )
 
 // The secret parts of every test URL. No error or log may contain them.
