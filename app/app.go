@@ -35,7 +35,7 @@ import (
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/remotes/availredis"
+	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/retry"
@@ -333,8 +333,8 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	var budgets remotes.BudgetStore // without Redis each process counts its own
 	var share remotes.AvailShare    // without Redis each process probes alone
 	if cs.rdb != nil {
-		budgets = remotes.NewRedisBudgets(cs.rdb)
-		share = availredis.New(cs.rdb, cfg.replicaID())
+		budgets = redisstore.NewBudgets(cs.rdb)
+		share = redisstore.NewShare(cs.rdb, cfg.replicaID())
 	}
 	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/remotes/availredis"
+	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -450,7 +450,7 @@ func exerciseHeadFeed(t *testing.T, rdb redis.UniversalClient, chain string, epo
 func exerciseBudgets(t *testing.T, rdb redis.UniversalClient, chain string) {
 	t.Helper()
 	ctx := t.Context()
-	b := remotes.NewRedisBudgets(rdb)
+	b := redisstore.NewBudgets(rdb)
 	expire := time.Now().Add(time.Hour)
 	counts := func() []remotes.BudgetCount {
 		return []remotes.BudgetCount{
@@ -487,7 +487,7 @@ func exerciseBudgets(t *testing.T, rdb redis.UniversalClient, chain string) {
 func exerciseAvail(t *testing.T, rdb redis.UniversalClient, chain string) {
 	t.Helper()
 	ctx := t.Context()
-	a, b := availredis.New(rdb, "r1"), availredis.New(rdb, "r2")
+	a, b := redisstore.NewShare(rdb, "r1"), redisstore.NewShare(rdb, "r2")
 	if _, ok, err := a.Load(ctx, chain, "alchemy"); err != nil || ok {
 		t.Fatalf("%s: avail load before any store = %v, %v", chain, ok, err)
 	}
