@@ -31,6 +31,7 @@ import (
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/natsfeed"
@@ -407,7 +408,7 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		elector stalker.Elector
 	)
 	if cs.rdb != nil {
-		store = headstore.NewRedis(cs.rdb, cc.Name, cc.Head.Window)
+		store = headredis.New(cs.rdb, cc.Name, cc.Head.Window)
 		elector = stalker.NewRedisElector(cs.rdb, ec)
 	} else {
 		store = headstore.NewMemory(cc.Head.Window)
