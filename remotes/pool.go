@@ -247,7 +247,6 @@ func (p *Pool) HeadChanged() <-chan struct{} {
 	return p.heads.wake
 }
 
-
 // healthyBest is the highest head among remotes in rotation; a dead
 // remote's last head must not make every live one look lagging.
 func (p *Pool) healthyBest(now time.Time) uint64 {

@@ -328,4 +328,3 @@ func (p *Pool) retire(r *Remote, deadline time.Duration) {
 	r.m.release() // its series go, unless a remote of its name took them over
 	r.log.Info("remote left the pool")
 }
-
