@@ -31,17 +31,19 @@ import (
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/remotes/availredis"
+	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
+	subredis "github.com/venn-gateway/venn/subcenter/redisstore"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -333,8 +335,8 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	var budgets remotes.BudgetStore // without Redis each process counts its own
 	var share remotes.AvailShare    // without Redis each process probes alone
 	if cs.rdb != nil {
-		budgets = remotes.NewRedisBudgets(cs.rdb)
-		share = availredis.New(cs.rdb, cfg.replicaID())
+		budgets = redisstore.NewBudgets(cs.rdb)
+		share = redisstore.NewShare(cs.rdb, cfg.replicaID())
 	}
 	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
 	if err != nil {
@@ -400,7 +402,7 @@ func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcente
 		pending                       = subcenter.NewMemoryPending()
 	)
 	if cs.rdb != nil {
-		store, pending = subcenter.NewRedisFilters(cs.rdb, cc.Name), subcenter.NewRedisPending(cs.rdb, cc.Name)
+		store, pending = subredis.NewFilters(cs.rdb, cc.Name), subredis.NewPending(cs.rdb, cc.Name)
 	}
 	return subcenter.NewFilters(cc.Name, w, store, pending, relay, cc.Filters, cs.log)
 }
@@ -415,7 +417,7 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		elector stalker.Elector
 	)
 	if cs.rdb != nil {
-		store = headstore.NewRedis(cs.rdb, cc.Name, cc.Head.Window)
+		store = headredis.New(cs.rdb, cc.Name, cc.Head.Window)
 		elector = stalker.NewRedisElector(cs.rdb, ec)
 	} else {
 		store = headstore.NewMemory(cc.Head.Window)
