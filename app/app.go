@@ -31,6 +31,7 @@ import (
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/natsfeed"
@@ -42,6 +43,7 @@ import (
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
+	subredis "github.com/venn-gateway/venn/subcenter/redisstore"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -392,7 +394,7 @@ func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcente
 		pending                       = subcenter.NewMemoryPending()
 	)
 	if cs.rdb != nil {
-		store, pending = subcenter.NewRedisFilters(cs.rdb, cc.Name), subcenter.NewRedisPending(cs.rdb, cc.Name)
+		store, pending = subredis.NewFilters(cs.rdb, cc.Name), subredis.NewPending(cs.rdb, cc.Name)
 	}
 	return subcenter.NewFilters(cc.Name, w, store, pending, relay, cc.Filters, cs.log)
 }
@@ -407,7 +409,7 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		elector stalker.Elector
 	)
 	if cs.rdb != nil {
-		store = headstore.NewRedis(cs.rdb, cc.Name, cc.Head.Window)
+		store = headredis.New(cs.rdb, cc.Name, cc.Head.Window)
 		elector = stalker.NewRedisElector(cs.rdb, ec)
 	} else {
 		store = headstore.NewMemory(cc.Head.Window)

@@ -22,6 +22,7 @@ import (
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	harness "github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/keyspace"
@@ -261,7 +262,7 @@ func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 		t.Fatalf("%s: renew = %v, %v", chain, ok, err)
 	}
 
-	store := headstore.NewRedis(rdb, chain, 8)
+	store := headredis.New(rdb, chain, 8)
 	block := func(n uint64, fork string) *evm.Block {
 		h := func(n uint64) string { return "0x" + fork + strconv.FormatUint(n, 16) }
 		if n == 1 {
