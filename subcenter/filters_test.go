@@ -435,6 +435,18 @@ func TestFilterErrors(t *testing.T) {
 	}
 	r.must(t, "eth_uninstallFilter", `["`+a+`"]`)
 	r.newFilter(t, "eth_newBlockFilter", `[]`)
+	// The chain's cap, on both stores: the third filter of a chain that
+	// holds two, whoever asks.
+	for _, st := range stores {
+		store, pending := st.new(t)
+		c := newReplica(t, store, pending, FilterConfig{MaxPerClient: 5, MaxPerChain: 2})
+		c.feed.extend("a", 1, 3, "a")
+		c.newFilter(t, "eth_newBlockFilter", `[]`)
+		c.newFilter(t, "eth_newFilter", `[{}]`)
+		if _, err := c.call(t, "eth_newBlockFilter", `[]`); !isRPCError(err, jrpc.CodeLimitExceeded, "chain test holds 2, filters.max_per_chain is 2") {
+			t.Errorf("%s: third filter of a chain capped at two: %v", st.name, err)
+		}
+	}
 
 	// A store that does not answer: a clear error, no detail.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
