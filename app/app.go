@@ -31,17 +31,19 @@ import (
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/remotes/availredis"
+	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
+	subredis "github.com/venn-gateway/venn/subcenter/redisstore"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -333,8 +335,8 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	var budgets remotes.BudgetStore // without Redis each process counts its own
 	var share remotes.AvailShare    // without Redis each process probes alone
 	if cs.rdb != nil {
-		budgets = remotes.NewRedisBudgets(cs.rdb)
-		share = availredis.New(cs.rdb, cfg.replicaID())
+		budgets = redisstore.NewBudgets(cs.rdb)
+		share = redisstore.NewShare(cs.rdb, cfg.replicaID())
 	}
 	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
 	if err != nil {
@@ -350,7 +352,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	sc := cc.StalkerConfig(archive, m.archive)
 	sc.Tracer = cs.parts.tracer
 	h := cs.newHeadFeed(cfg, cc, sc, pool, m)
-	var up jrpc.Handler = pool
+	var up jrpc.Handler = poolUpstream{pool, pool.Heads()}
 	if cc.Integrity.ClientCalls {
 		up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
 	}
@@ -364,7 +366,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	h.filters = cs.newFilters(cc, h.window, relay)
 	settled := cc.settledLine(h.window)
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
+		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.Heads().ConfirmHash, LogLimits: cc.GetLogsLimits,
 		Static: cc.StaticAnswers,
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
@@ -384,6 +386,14 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	return c, nil
 }
 
+// poolUpstream is the pool as the router takes it: its calls, and the
+// accessors of its head tracking the router judges the head window's
+// freshness by (HealthyHead, HashAt, Reports, HeardWithin, BlockTime).
+type poolUpstream struct {
+	*remotes.Pool
+	*remotes.Heads
+}
+
 // newFilters builds a chain's polled filters: on the cluster's Redis when
 // there is one, so that every replica serves them, in memory when not.
 func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcenter.Relay) *subcenter.Filters {
@@ -392,7 +402,7 @@ func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcente
 		pending                       = subcenter.NewMemoryPending()
 	)
 	if cs.rdb != nil {
-		store, pending = subcenter.NewRedisFilters(cs.rdb, cc.Name), subcenter.NewRedisPending(cs.rdb, cc.Name)
+		store, pending = subredis.NewFilters(cs.rdb, cc.Name), subredis.NewPending(cs.rdb, cc.Name)
 	}
 	return subcenter.NewFilters(cc.Name, w, store, pending, relay, cc.Filters, cs.log)
 }
@@ -407,7 +417,7 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		elector stalker.Elector
 	)
 	if cs.rdb != nil {
-		store = headstore.NewRedis(cs.rdb, cc.Name, cc.Head.Window)
+		store = headredis.New(cs.rdb, cc.Name, cc.Head.Window)
 		elector = stalker.NewRedisElector(cs.rdb, ec)
 	} else {
 		store = headstore.NewMemory(cc.Head.Window)
@@ -418,10 +428,10 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		window:   w,
 		follower: headstore.NewFollower(cc.Name, store, w, cs.log, m.head),
 		elector:  elector,
-		stalker:  stalker.New(sc, pool, store, cs.log, m.stalker),
+		stalker:  stalker.New(sc, pool, pool.Heads(), store, cs.log, m.stalker),
 	}
 	if cs.rdb != nil {
-		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool, cs.log, m.heads)
+		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool.Heads(), cs.log, m.heads)
 	}
 	if cc.NATS.Stream && cs.parts.nats != nil {
 		h.feed = natsfeed.New(natsfeed.Options{Chain: cc.Name, Prefix: cfg.NATS.WithDefaults().Prefix, Config: cc.NATS,
