@@ -461,3 +461,65 @@ func parseRedisID(id string) (uint64, error) {
 	}
 	return n, nil
 }
+
+var _ HeaderStore = (*Redis)(nil)
+
+// PublishHeader implements HeaderStore: a PUBLISH on the chain's headers
+// channel, fenced by epoch in the same script.
+func (r *Redis) PublishHeader(ctx context.Context, epoch uint64, h *Header) error {
+	h.Epoch = epoch
+	if h.Time == 0 {
+		h.Time = time.Now().UnixNano()
+	}
+	body, err := encodeHeader(h)
+	if err != nil {
+		return fmt.Errorf("publish header: %w", err)
+	}
+	err = keyspace.PublishHeader.Run(ctx, r.rdb, []string{r.keys.Epoch},
+		strconv.FormatUint(epoch, 10), body, r.keys.Headers).Err()
+	if redis.HasErrorPrefix(err, "FENCED") {
+		return fmt.Errorf("publish header: %w (%v)", ErrFenced, err)
+	}
+	if err != nil {
+		return fmt.Errorf("publish header: %w", err)
+	}
+	return nil
+}
+
+// FollowHeaders implements HeaderStore: a subscription to the chain's
+// headers channel. It returns once the subscription is lost (go-redis
+// would subscribe again by itself, but headers missed meanwhile are gone,
+// and the caller's retry says so in its log) or ctx ends.
+func (r *Redis) FollowHeaders(ctx context.Context, fn func(*Header)) error {
+	sub := r.rdb.Subscribe(ctx, r.keys.Headers)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("follow headers: %w", err)
+	}
+	msgs := sub.ChannelWithSubscriptions()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case m, ok := <-msgs:
+			if !ok {
+				return errors.New("follow headers: subscription closed")
+			}
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					continue // subscribed again after a lost connection
+				}
+			case *redis.Message:
+				h, err := decodeHeader([]byte(m.Payload))
+				if err != nil {
+					continue // not one of ours; the block will come
+				}
+				fn(h)
+			}
+		}
+	}
+}
