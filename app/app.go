@@ -31,11 +31,12 @@ import (
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/remotes/availredis"
+	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/retry"
@@ -333,8 +334,8 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	var budgets remotes.BudgetStore // without Redis each process counts its own
 	var share remotes.AvailShare    // without Redis each process probes alone
 	if cs.rdb != nil {
-		budgets = remotes.NewRedisBudgets(cs.rdb)
-		share = availredis.New(cs.rdb, cfg.replicaID())
+		budgets = redisstore.NewBudgets(cs.rdb)
+		share = redisstore.NewShare(cs.rdb, cfg.replicaID())
 	}
 	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
 	if err != nil {
@@ -407,7 +408,7 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		elector stalker.Elector
 	)
 	if cs.rdb != nil {
-		store = headstore.NewRedis(cs.rdb, cc.Name, cc.Head.Window)
+		store = headredis.New(cs.rdb, cc.Name, cc.Head.Window)
 		elector = stalker.NewRedisElector(cs.rdb, ec)
 	} else {
 		store = headstore.NewMemory(cc.Head.Window)

@@ -168,10 +168,10 @@ func (e filterEvent) key() string {
 // TestFilterClientsThroughALoadBalancer: ethers v6 (contract.on and
 // provider.on("block")) and viem (watchContractEvent and watchBlocks in
 // polling mode, and a block filter of its own) poll venn over HTTP through
-// haproxy, round robin across two replicas on one Redis, in front of geth
-// --dev: every poll lands on the other replica from the one before, which
-// without shared filters answers "filter not found" half the time. Each
-// client gets every Ping event exactly once, the same as geth's own
+// haproxy, round robin across three replicas on one Redis, in front of geth
+// --dev: every poll lands on another replica than the one before, which
+// without shared filters answers "filter not found" two times in three.
+// Each client gets every Ping event exactly once, the same as geth's own
 // filter, and every block.
 func TestFilterClientsThroughALoadBalancer(t *testing.T) {
 	ethersProject := nodeProject(t, ethersDir, "ethers", filtersScript)
@@ -193,12 +193,14 @@ func TestFilterClientsThroughALoadBalancer(t *testing.T) {
 		return startVenn(t, []*gethtest.Geth{g}, vennOptions{blockTime: "200ms", chain: chain,
 			top: fmt.Sprintf("redis: {url: \"redis://%s/0\", replica_id: %s}", testkit.RedisAddr, id)})
 	}
-	replicas := []*venn{start("r1"), start("r2")}
+	replicas := []*venn{start("r1"), start("r2"), start("r3")}
 	head := quantity(t, g.MustCall(t, "eth_blockNumber"))
-	for _, v := range replicas {
+	backends := make([]string, len(replicas))
+	for i, v := range replicas {
 		waitWindowAt(t, v, chain, head)
+		backends[i] = v.rpcAddr
 	}
-	lb := startHAProxy(t, replicas[0].rpcAddr, replicas[1].rpcAddr)
+	lb := startHAProxy(t, backends...)
 	url := "http://" + lb + "/" + chain
 
 	// geth's own filter, to compare with.
@@ -316,7 +318,7 @@ func TestFilterClientsThroughALoadBalancer(t *testing.T) {
 			t.Errorf("viem's block filter delivered block %d %d times", n, c)
 		}
 	}
-	// Both replicas served polls.
+	// Every replica served polls.
 	for i, v := range replicas {
 		if n, _ := v.metric(t, "venn_answers_total", `chain="`+chain+`"`, `source="local"`); n < 5 {
 			t.Errorf("replica %d answered %v calls itself: the load balancer did not spread the polls", i+1, n)
@@ -484,4 +486,87 @@ func TestFilterReorgAsGethDeliversIt(t *testing.T) {
 		t.Fatalf("geth's filter delivered no removed log: the fork did not reorg\n%s", strings.Join(fromGeth, "\n"))
 	}
 	t.Logf("%d changes, %d removed, as geth delivered them", len(fromGeth), removed)
+}
+
+// TestFilterFarBehindTheWindow: filters whose cursors fell below a small
+// head window, on the simulated backend (blocks only when the test seals
+// them). A log filter two blocks below the window gets those through the
+// chain's eth_getLogs path (the remote), then the window's: the same logs
+// as the node's own filter, each once. One behind by more than
+// getlogs_limits.max_block_range gets the limit error whole, never part
+// of its changes, and keeps its cursor: the next poll gets the same
+// error. A block filter that far behind gets every hash.
+func TestFilterFarBehindTheWindow(t *testing.T) {
+	sim := simnode.Start(t)
+	contract := sim.Deploy(t, common.FromHex(pingCode()))
+	// A window of 8 blocks; a log range below it of more than 4 blocks is
+	// refused.
+	v := startVenn(t, nil, vennOptions{blockTime: "200ms",
+		urls:    [][2]string{{sim.HTTPURL(), sim.WSURL()}},
+		inChain: "    head: {window: 8}\n    getlogs_limits: {max_block_range: 4}"})
+	url := v.URL(chainName)
+	k := uint64(0)
+	// ping seals n blocks, each with one Ping, and waits until venn's
+	// window holds the last.
+	ping := func(n int) uint64 {
+		t.Helper()
+		for range n {
+			k++
+			sim.Send(t, contract, common.FromHex(gethtest.Topic(3000+k)))
+			sim.Commit()
+		}
+		head := sim.Head(t)
+		waitHead(t, v, chainName, head.Number.Uint64(), head.Hash())
+		return head.Number.Uint64()
+	}
+	start := ping(1)
+	crit := map[string]any{"address": contract.Hex()}
+	var far, blocks, near, nodeNear string
+	mustUnmarshal(t, call(t, url, "eth_newFilter", crit), &far)
+	mustUnmarshal(t, call(t, url, "eth_newBlockFilter"), &blocks)
+	ping(6) // start+1..start+6
+	mustUnmarshal(t, call(t, url, "eth_newFilter", crit), &near)
+	mustUnmarshal(t, call(t, sim.HTTPURL(), "eth_newFilter", crit), &nodeNear)
+	head := ping(10) // start+7..start+16: the window keeps start+9..start+16
+
+	// near: start+7 and start+8 below the window (a range of 2), the rest
+	// from it; what the node's own filter has.
+	type logKey struct {
+		BlockHash       string `json:"blockHash"`
+		TransactionHash string `json:"transactionHash"`
+		LogIndex        string `json:"logIndex"`
+		Removed         bool   `json:"removed"`
+	}
+	var got, want []logKey
+	mustUnmarshal(t, call(t, url, "eth_getFilterChanges", near), &got)
+	mustUnmarshal(t, call(t, sim.HTTPURL(), "eth_getFilterChanges", nodeNear), &want)
+	if len(want) != 10 || !slices.Equal(got, want) {
+		t.Fatalf("a filter 10 blocks behind got\n%+v\nthe node's own filter has (%d)\n%+v", got, len(want), want)
+	}
+	mustUnmarshal(t, call(t, url, "eth_getFilterChanges", near), &got)
+	if len(got) != 0 {
+		t.Fatalf("polled again: %+v", got)
+	}
+
+	// far: start+1..start+8 below the window, a range of 8: refused whole,
+	// twice (the cursor stays). The 8 also says the window starts at
+	// start+9, so near's first two blocks did come from below it.
+	for i := range 2 {
+		_, err := tryCall(url, "eth_getFilterChanges", far)
+		if err == nil || !strings.Contains(err.Error(), "JSON-RPC error -32052: exceed maximum block range: 4 (asked for 8 blocks)") {
+			t.Fatalf("poll %d of a filter 16 blocks behind: %v, want the limit error", i+1, err)
+		}
+	}
+
+	// blocks: every hash start+1..head, once.
+	var hashes []string
+	mustUnmarshal(t, call(t, url, "eth_getFilterChanges", blocks), &hashes)
+	if uint64(len(hashes)) != head-start {
+		t.Fatalf("the block filter got %d hashes, want %d (blocks %d..%d)", len(hashes), head-start, start+1, head)
+	}
+	for i, h := range hashes {
+		if want := headerAt(t, sim, start+1+uint64(i)).Hex(); !strings.EqualFold(h, want) {
+			t.Fatalf("block filter hash %d is %s, block %d is %s", i, h, start+1+uint64(i), want)
+		}
+	}
 }

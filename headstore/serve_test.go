@@ -626,8 +626,9 @@ func BenchmarkAnswerLogsRange(b *testing.B) {
 // CanonicalHash knows the blocks the window holds and the parent of the
 // lowest, and nothing else.
 func TestCanonicalHash(t *testing.T) {
-	below := redisTestHash("main", 9)
-	blocks := redisTestChain("main", below, 10, 14)
+	c := newServeChain()
+	blocks := serveMain(c) // 10..14
+	below := blocks[0].Parent
 	w := newServeWindow(t, 8, blocks, 0, 0)
 	for _, tt := range []struct {
 		give   uint64

@@ -22,11 +22,12 @@ import (
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	harness "github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/remotes/availredis"
+	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -262,7 +263,7 @@ func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 		t.Fatalf("%s: renew = %v, %v", chain, ok, err)
 	}
 
-	store := headstore.NewRedis(rdb, chain, 8)
+	store := headredis.New(rdb, chain, 8)
 	block := func(n uint64, fork string) *evm.Block {
 		h := func(n uint64) string { return "0x" + fork + strconv.FormatUint(n, 16) }
 		if n == 1 {
@@ -455,7 +456,7 @@ func exerciseHeadFeed(t *testing.T, rdb redis.UniversalClient, chain string, epo
 func exerciseBudgets(t *testing.T, rdb redis.UniversalClient, chain string) {
 	t.Helper()
 	ctx := t.Context()
-	b := remotes.NewRedisBudgets(rdb)
+	b := redisstore.NewBudgets(rdb)
 	expire := time.Now().Add(time.Hour)
 	counts := func() []remotes.BudgetCount {
 		return []remotes.BudgetCount{
@@ -492,7 +493,7 @@ func exerciseBudgets(t *testing.T, rdb redis.UniversalClient, chain string) {
 func exerciseAvail(t *testing.T, rdb redis.UniversalClient, chain string) {
 	t.Helper()
 	ctx := t.Context()
-	a, b := availredis.New(rdb, "r1"), availredis.New(rdb, "r2")
+	a, b := redisstore.NewShare(rdb, "r1"), redisstore.NewShare(rdb, "r2")
 	if _, ok, err := a.Load(ctx, chain, "alchemy"); err != nil || ok {
 		t.Fatalf("%s: avail load before any store = %v, %v", chain, ok, err)
 	}

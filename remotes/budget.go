@@ -45,7 +45,7 @@ const (
 // flushes, and counts that did not go are added to the next one.
 const budgetFlushTimeout = 2 * time.Second
 
-// BudgetStore keeps the cluster's budget counters (NewRedisBudgets).
+// BudgetStore keeps the cluster's budget counters (redisstore.NewBudgets).
 type BudgetStore interface {
 	// Add adds each count's N to its counter, which expires at Expire,
 	// and sets each Total to the counter's value after the add, or

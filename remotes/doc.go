@@ -15,7 +15,7 @@
 //   - select.go: selection: the tier walk, the candidate filter, the score
 //     chooser; score.go computes the scores and preferred sets it reads;
 //     budget_config.go (weights, budgets, cost tables) and budget.go (the
-//     counts, flushed to a BudgetStore such as budget_redis.go) the
+//     counts, flushed to a BudgetStore such as redisstore.Budgets) the
 //     shares it draws by and the remotes it leaves for last.
 //   - judge.go: the judge: answer, caller error, cut, missing data, a range
 //     too large (with the span a remote named), venn's own limit, fault.
@@ -40,11 +40,13 @@
 //     block time, learnt from head timestamps), feed.go (heads taken from
 //     the cluster leader's feed instead of tracked here), avail.go and
 //     avail_probe.go (the oldest block it serves of each kind of data:
-//     stated, probed, learnt from answers; availredis shares the probes).
+//     stated, probed, learnt from answers, shared through an AvailShare).
 //   - Below it, two leaves: remotes/wire (transports, replies under the
 //     reply budget, redaction, upstream subscriptions and their errors)
 //     and remotes/verdict (what an upstream error means: its class,
-//     reason and span). errors.go holds the pool's own answers to a call
+//     reason and span). Beside them, remotes/redisstore, the Redis
+//     adapter (budget counters and availability probes shared by a
+//     cluster's replicas): remotes links no Redis client. errors.go holds the pool's own answers to a call
 //     no remote served, each with its JSON-RPC code for jrpc.ToWire.
 //   - config.go (a remote), pool_config.go (a chain's pool, its consensus
 //     rules) and hedge_config.go (hedging, scoring): the YAML schema with

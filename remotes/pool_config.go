@@ -108,7 +108,7 @@ type PoolConfig struct {
 	// propagates, sends the trace context to HTTP remotes; nil: off.
 	Tracer *tracing.Tracer `yaml:"-"`
 	// Budgets keeps the remotes' budget counters for the cluster
-	// (NewRedisBudgets); nil: each process counts its own.
+	// (redisstore.NewBudgets); nil: each process counts its own.
 	Budgets BudgetStore `yaml:"-"`
 }
 

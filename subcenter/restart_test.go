@@ -15,6 +15,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/internal/freeport"
 )
 
@@ -87,7 +88,7 @@ func (r *redisServer) restart() {
 func TestRedisRestartIsNotAReorg(t *testing.T) {
 	const size = 16
 	rs := startRedisServer(t)
-	store := headstore.NewRedis(rs.rdb, "test", size)
+	store := headredis.New(rs.rdb, "test", size)
 	ctx := t.Context()
 	setEpoch := func(n uint64) {
 		t.Helper()

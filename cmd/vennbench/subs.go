@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/headstore"
+	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/internal/cluster"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jsonscan"
@@ -329,7 +330,7 @@ func (p *publishLog) startTiming() int {
 func newPublishLog() *publishLog { return &publishLog{times: map[string]time.Time{}} }
 
 func (p *publishLog) follow(ctx context.Context, rs *cluster.Redis) error {
-	store := headstore.NewRedis(rs.Client, clusterChain, headWindow)
+	store := headredis.New(rs.Client, clusterChain, headWindow)
 	snap, err := store.Snapshot(ctx)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package availredis
+package redisstore
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 func TestShareRoundTrip(t *testing.T) {
 	rdb, token := testkit.Redis(t, func(tok string) string { return "venn:{avail-" + tok + "}:*" })
 	chain := "avail-" + token
-	a, b := New(rdb, "a"), New(rdb, "b")
+	a, b := NewShare(rdb, "a"), NewShare(rdb, "b")
 	ctx := context.Background()
 	if _, ok, err := a.Load(ctx, chain, "n1"); ok || err != nil {
 		t.Fatalf("Load before any Store = %v, %v; want none", ok, err)
@@ -67,7 +67,7 @@ func TestClusterProbesOnce(t *testing.T) {
 	pools := make([]*remotes.Pool, 2)
 	for i := range pools {
 		cfg := remotes.PoolConfig{Chain: chain, ChainID: chainID, BlockTime: time.Hour,
-			Availability: remotes.AvailabilityConfig{Share: New(rdb, fmt.Sprint("r", i))}}
+			Availability: remotes.AvailabilityConfig{Share: NewShare(rdb, fmt.Sprint("r", i))}}
 		p, err := remotes.NewPool(cfg, rs, nil, nil)
 		if err != nil {
 			t.Fatal(err)

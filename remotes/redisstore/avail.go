@@ -1,9 +1,4 @@
-// Package availredis shares the remotes' availability probes among a
-// cluster's replicas in Redis (remotes.AvailShare), so that one replica
-// probes each remote for all: the results in one hash per chain, the right
-// to probe a remote as a short claim (SET NX PX). It spells no key:
-// keyspace names them.
-package availredis
+package redisstore
 
 import (
 	"context"
@@ -25,7 +20,8 @@ const opTimeout = 2 * time.Second
 // maxProbedBytes bounds a stored probe read back: a handful of numbers.
 const maxProbedBytes = 4096
 
-// Share is remotes.AvailShare on a Redis client.
+// Share is remotes.AvailShare on a Redis client: the probes in one hash
+// per chain, the right to probe a remote as a short claim (SET NX PX).
 type Share struct {
 	rdb     redis.UniversalClient
 	replica string // written into claims, for an operator reading them
@@ -33,8 +29,8 @@ type Share struct {
 
 var _ remotes.AvailShare = (*Share)(nil)
 
-// New shares probes on rdb; replica names this process in its claims.
-func New(rdb redis.UniversalClient, replica string) *Share {
+// NewShare shares probes on rdb; replica names this process in its claims.
+func NewShare(rdb redis.UniversalClient, replica string) *Share {
 	return &Share{rdb: rdb, replica: replica}
 }
 

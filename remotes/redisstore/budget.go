@@ -1,4 +1,4 @@
-package remotes
+package redisstore
 
 import (
 	"context"
@@ -7,24 +7,25 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/keyspace"
+	"github.com/venn-gateway/venn/remotes"
 )
 
-// RedisBudgets keeps the budget counters in Redis, shared by the replicas:
+// Budgets keeps the budget counters in Redis, shared by the replicas:
 // one pipeline per flush, an INCRBY and an EXPIREAT per remote (the
 // expiry is the same every time, so setting it again is harmless).
-type RedisBudgets struct{ rdb redis.Cmdable }
+type Budgets struct{ rdb redis.Cmdable }
 
-var _ BudgetStore = (*RedisBudgets)(nil)
+var _ remotes.BudgetStore = (*Budgets)(nil)
 
-// NewRedisBudgets returns the counters on rdb. It does no I/O.
-func NewRedisBudgets(rdb redis.Cmdable) *RedisBudgets { return &RedisBudgets{rdb: rdb} }
+// NewBudgets returns the counters on rdb. It does no I/O.
+func NewBudgets(rdb redis.Cmdable) *Budgets { return &Budgets{rdb: rdb} }
 
-// Add implements BudgetStore. Each INCRBY's own reply says whether its
+// Add implements remotes.BudgetStore. Each INCRBY's own reply says whether its
 // count was added: a pipeline can fail part way, and the counts it added
 // must not be sent again. One whose reply never came (the connection
 // broke) may have been added; it is reported failed, to be counted
 // twice rather than not at all.
-func (s *RedisBudgets) Add(ctx context.Context, chain string, counts []BudgetCount) error {
+func (s *Budgets) Add(ctx context.Context, chain string, counts []remotes.BudgetCount) error {
 	incr := make([]*redis.IntCmd, len(counts))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range counts {

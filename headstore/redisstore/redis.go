@@ -1,4 +1,4 @@
-package headstore
+package redisstore
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jsonscan"
 	"github.com/venn-gateway/venn/keyspace"
 )
@@ -32,28 +33,28 @@ const (
 	redisFollowCount = 64
 )
 
-// Redis is a chain's head window in Redis, shared by every replica, under
+// Store is a chain's head window in Redis, shared by every replica, under
 // the chain's keys (package keyspace: epoch, state, canon, blk:HASH,
 // events). Bodies live only in blk keys so that the stream stays small.
-type Redis struct {
+type Store struct {
 	rdb    redis.UniversalClient
 	window int
 	keys   keyspace.Chain
 }
 
-var _ Store = (*Redis)(nil)
+var _ headstore.Store = (*Store)(nil)
 
-// NewRedis returns the store of chain's window in rdb, holding window
-// blocks (DefaultWindow if window <= 0). It does no I/O.
-func NewRedis(rdb redis.UniversalClient, chain string, window int) *Redis {
+// New returns the store of chain's window in rdb, holding window blocks
+// (headstore.DefaultWindow if window <= 0). It does no I/O.
+func New(rdb redis.UniversalClient, chain string, window int) *Store {
 	if window <= 0 {
-		window = DefaultWindow
+		window = headstore.DefaultWindow
 	}
-	return &Redis{rdb: rdb, window: window, keys: keyspace.For(chain)}
+	return &Store{rdb: rdb, window: window, keys: keyspace.For(chain)}
 }
 
 // Epoch reads the chain's current fencing epoch; 0 if none was set.
-func (r *Redis) Epoch(ctx context.Context) (uint64, error) {
+func (r *Store) Epoch(ctx context.Context) (uint64, error) {
 	n, err := r.rdb.Get(ctx, r.keys.Epoch).Uint64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
@@ -64,24 +65,24 @@ func (r *Redis) Epoch(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-// redisEvent is an Event as the stream holds it: added blocks reduced to
+// redisEvent is a headstore.Event as the stream holds it: added blocks reduced to
 // refs, no seq (the entry ID carries it).
 type redisEvent struct {
-	Epoch     uint64 `json:"epoch"`
-	Time      int64  `json:"time"`
-	Dropped   []Ref  `json:"dropped,omitempty"`
-	Added     []Ref  `json:"added"`
-	Safe      uint64 `json:"safe,omitempty"`
-	Finalized uint64 `json:"finalized,omitempty"`
+	Epoch     uint64          `json:"epoch"`
+	Time      int64           `json:"time"`
+	Dropped   []headstore.Ref `json:"dropped,omitempty"`
+	Added     []headstore.Ref `json:"added"`
+	Safe      uint64          `json:"safe,omitempty"`
+	Finalized uint64          `json:"finalized,omitempty"`
 }
 
 // Publish appends ev and updates the window in one script, only if epoch is
-// the chain's current epoch (ErrFenced otherwise, with nothing written)
-// and a non-zero ev.Seq is the stored seq (ErrStale).
+// the chain's current epoch (headstore.ErrFenced otherwise, with nothing written)
+// and a non-zero ev.Seq is the stored seq (headstore.ErrStale).
 // On success it sets ev.Seq, and ev.Epoch to epoch: the stream records the
 // epoch that was checked, not what the caller put in the event. A zero
 // ev.Time becomes now.
-func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
+func (r *Store) Publish(ctx context.Context, epoch uint64, ev *headstore.Event) error {
 	if err := checkRedisEvent(ev); err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
@@ -96,12 +97,12 @@ func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
 		Epoch:     epoch,
 		Time:      ev.Time,
 		Dropped:   ev.Dropped,
-		Added:     make([]Ref, len(ev.Added)),
+		Added:     make([]headstore.Ref, len(ev.Added)),
 		Safe:      ev.Safe,
 		Finalized: ev.Finalized,
 	}
 	for i, b := range ev.Added {
-		wire.Added[i] = Ref{Number: b.Number, Hash: b.Hash}
+		wire.Added[i] = headstore.Ref{Number: b.Number, Hash: b.Hash}
 	}
 	e, err := json.Marshal(wire)
 	if err != nil {
@@ -135,10 +136,10 @@ func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
 
 	seq, err := keyspace.Publish.Run(ctx, r.rdb, r.keys.PublishKeys(), args...).Int64()
 	if redis.HasErrorPrefix(err, "FENCED") {
-		return fmt.Errorf("publish: %w (%v)", ErrFenced, err)
+		return fmt.Errorf("publish: %w (%v)", headstore.ErrFenced, err)
 	}
 	if redis.HasErrorPrefix(err, "STALE") {
-		return fmt.Errorf("publish: %w (%v)", ErrStale, err)
+		return fmt.Errorf("publish: %w (%v)", headstore.ErrStale, err)
 	}
 	if err != nil {
 		return fmt.Errorf("publish: %w", err)
@@ -150,7 +151,7 @@ func (r *Redis) Publish(ctx context.Context, epoch uint64, ev *Event) error {
 
 // checkRedisEvent rejects what would break the window's invariant (one
 // block per number, parent-linked) before anything reaches Redis.
-func checkRedisEvent(ev *Event) error {
+func checkRedisEvent(ev *headstore.Event) error {
 	if ev == nil {
 		return errors.New("nil event")
 	}
@@ -247,7 +248,7 @@ func decodeRedisBlock(body []byte) (*evm.Block, error) {
 var errRedisNoBody = errors.New("block body gone")
 
 // blocks reads the bodies of hashes, redisChunk at a time.
-func (r *Redis) blocks(ctx context.Context, hashes []string) ([]*evm.Block, error) {
+func (r *Store) blocks(ctx context.Context, hashes []string) ([]*evm.Block, error) {
 	out := make([]*evm.Block, 0, len(hashes))
 	keys := make([]string, 0, min(len(hashes), redisChunk))
 	for start := 0; start < len(hashes); start += redisChunk {
@@ -282,10 +283,10 @@ func (r *Redis) blocks(ctx context.Context, hashes []string) ([]*evm.Block, erro
 // atomically, the bodies after; since bodies are keyed by hash, a body
 // that is there is the right one, and one that is gone means the window
 // moved on: start over, a few times at most.
-func (r *Redis) Snapshot(ctx context.Context) (*Snapshot, error) {
+func (r *Store) Snapshot(ctx context.Context) (*headstore.Snapshot, error) {
 	var err error
 	for range redisSnapshotTries {
-		var s *Snapshot
+		var s *headstore.Snapshot
 		s, err = r.snapshot(ctx)
 		if err == nil {
 			return s, nil
@@ -297,7 +298,7 @@ func (r *Redis) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return nil, fmt.Errorf("snapshot: %w", err)
 }
 
-func (r *Redis) snapshot(ctx context.Context) (*Snapshot, error) {
+func (r *Store) snapshot(ctx context.Context) (*headstore.Snapshot, error) {
 	res, err := keyspace.Snapshot.Run(ctx, r.rdb, r.keys.SnapshotKeys()).Slice()
 	if err != nil {
 		return nil, err
@@ -307,9 +308,9 @@ func (r *Redis) snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	gen, _ := res[0].(string)
 	if gen == "" {
-		return &Snapshot{}, nil
+		return &headstore.Snapshot{}, nil
 	}
-	s := &Snapshot{Gen: gen}
+	s := &headstore.Snapshot{Gen: gen}
 	for i, f := range []*uint64{&s.Seq, &s.Safe, &s.Finalized} {
 		v, _ := res[i+1].(string)
 		if v == "" {
@@ -338,13 +339,13 @@ func (r *Redis) snapshot(ctx context.Context) (*Snapshot, error) {
 // caller whose snapshot was of an empty store (gen "", seq 0) takes
 // whatever history starts next, from seq 1.
 //
-// It returns ErrGap when the events it needs are gone: trimmed from the
+// It returns headstore.ErrGap when the events it needs are gone: trimmed from the
 // stream, their bodies trimmed or reorged away (the follower fell too far
 // behind), or the history changed (Redis lost its data). Every entry
 // carries its gen, so a new history is caught even when it has already
 // outrun seq; an idle stream is caught by checking the state on each
 // XREAD timeout.
-func (r *Redis) Follow(ctx context.Context, gen string, seq uint64, fn func(*Event) error) error {
+func (r *Store) Follow(ctx context.Context, gen string, seq uint64, fn func(*headstore.Event) error) error {
 	last := seq
 	for {
 		if err := ctx.Err(); err != nil {
@@ -374,21 +375,21 @@ func (r *Redis) Follow(ctx context.Context, gen string, seq uint64, fn func(*Eve
 					return fmt.Errorf("follow: %w", err)
 				}
 				if n != last+1 {
-					return fmt.Errorf("follow: after seq %d came %d: %w", last, n, ErrGap)
+					return fmt.Errorf("follow: after seq %d came %d: %w", last, n, headstore.ErrGap)
 				}
 				g, _ := m.Values["g"].(string)
 				if gen == "" && last == 0 {
 					gen = g
 				}
 				if g != gen {
-					return fmt.Errorf("follow: seq %d is of history %q, not %q: %w", n, g, gen, ErrGap)
+					return fmt.Errorf("follow: seq %d is of history %q, not %q: %w", n, g, gen, headstore.ErrGap)
 				}
 				ev, err := r.event(ctx, m)
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				if errors.Is(err, errRedisNoBody) {
-					return fmt.Errorf("follow: seq %d: %w: %w", n, ErrGap, err)
+					return fmt.Errorf("follow: seq %d: %w: %w", n, headstore.ErrGap, err)
 				}
 				if err != nil {
 					return fmt.Errorf("follow: seq %d: %w", n, err)
@@ -405,7 +406,7 @@ func (r *Redis) Follow(ctx context.Context, gen string, seq uint64, fn func(*Eve
 
 // checkState catches a history that restarted behind an idle stream: the
 // stored gen is not ours, or its seq is below ours.
-func (r *Redis) checkState(ctx context.Context, gen string, last uint64) error {
+func (r *Store) checkState(ctx context.Context, gen string, last uint64) error {
 	vals, err := r.rdb.HMGet(ctx, r.keys.State, "gen", "seq").Result()
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -420,21 +421,21 @@ func (r *Redis) checkState(ctx context.Context, gen string, last uint64) error {
 	case gen == "" && last == 0:
 		return nil // nothing seen yet: any history will do
 	case g != gen:
-		return fmt.Errorf("follow: history is %q, not %q: %w", g, gen, ErrGap)
+		return fmt.Errorf("follow: history is %q, not %q: %w", g, gen, headstore.ErrGap)
 	case stored < last:
-		return fmt.Errorf("follow: stored seq %d is below %d: %w", stored, last, ErrGap)
+		return fmt.Errorf("follow: stored seq %d is below %d: %w", stored, last, headstore.ErrGap)
 	}
 	return nil
 }
 
 // event decodes one stream entry and fetches the added blocks' bodies.
-func (r *Redis) event(ctx context.Context, m redis.XMessage) (*Event, error) {
+func (r *Store) event(ctx context.Context, m redis.XMessage) (*headstore.Event, error) {
 	e, _ := m.Values["e"].(string)
 	var w redisEvent
 	if err := json.Unmarshal([]byte(e), &w); err != nil {
 		return nil, fmt.Errorf("decode event: %w", err)
 	}
-	ev := &Event{
+	ev := &headstore.Event{
 		Epoch:     w.Epoch,
 		Time:      w.Time,
 		Dropped:   w.Dropped,

@@ -1,4 +1,4 @@
-package headstore
+package redisstore
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/headstore/storetest"
 )
 
 // These tests run against the real Redis at 127.0.0.1:6379. Each test
@@ -36,7 +38,7 @@ type redisTest struct {
 	rdb   *redis.Client
 	chain string
 	name  string // the client name, to find our connections in CLIENT LIST
-	s     *Redis
+	s     *Store
 }
 
 // newRedisTest returns a store of window blocks on a fresh chain whose
@@ -59,7 +61,7 @@ func newRedisTest(t *testing.T, window int) *redisTest {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatalf("Redis at %s is unreachable; the headstore Redis tests need a real server there: %v", redisTestAddr, err)
 	}
-	rt := &redisTest{t: t, ctx: t.Context(), rdb: rdb, chain: chain, name: name, s: NewRedis(rdb, chain, window)}
+	rt := &redisTest{t: t, ctx: t.Context(), rdb: rdb, chain: chain, name: name, s: New(rdb, chain, window)}
 	t.Cleanup(rt.deleteKeys)
 	rt.setEpoch(1)
 	return rt
@@ -95,7 +97,7 @@ func (rt *redisTest) setEpoch(n uint64) {
 	}
 }
 
-func (rt *redisTest) publish(epoch uint64, ev *Event) uint64 {
+func (rt *redisTest) publish(epoch uint64, ev *headstore.Event) uint64 {
 	rt.t.Helper()
 	if err := rt.s.Publish(rt.ctx, epoch, ev); err != nil {
 		rt.t.Fatalf("publish: %v", err)
@@ -107,11 +109,11 @@ func (rt *redisTest) publish(epoch uint64, ev *Event) uint64 {
 func (rt *redisTest) publishEach(epoch uint64, blocks []*evm.Block) {
 	rt.t.Helper()
 	for _, b := range blocks {
-		rt.publish(epoch, &Event{Added: []*evm.Block{b}})
+		rt.publish(epoch, &headstore.Event{Added: []*evm.Block{b}})
 	}
 }
 
-func (rt *redisTest) snapshot() *Snapshot {
+func (rt *redisTest) snapshot() *headstore.Snapshot {
 	rt.t.Helper()
 	s, err := rt.s.Snapshot(rt.ctx)
 	if err != nil {
@@ -156,11 +158,11 @@ func (rt *redisTest) streamLen() int64 {
 
 // follow runs Follow until it delivered the event with seq until, and
 // returns the events it saw; err is Follow's error if it ended otherwise.
-func (rt *redisTest) follow(gen string, seq, until uint64) ([]*Event, error) {
+func (rt *redisTest) follow(gen string, seq, until uint64) ([]*headstore.Event, error) {
 	ctx, cancel := context.WithTimeout(rt.ctx, 5*time.Second)
 	defer cancel()
-	var got []*Event
-	err := rt.s.Follow(ctx, gen, seq, func(ev *Event) error {
+	var got []*headstore.Event
+	err := rt.s.Follow(ctx, gen, seq, func(ev *headstore.Event) error {
 		got = append(got, ev)
 		if ev.Seq == until {
 			return errRedisTestStop
@@ -210,7 +212,7 @@ func redisTestHashes(blocks []*evm.Block) []string {
 	return out
 }
 
-func redisTestSeqs(evs []*Event) []uint64 {
+func redisTestSeqs(evs []*headstore.Event) []uint64 {
 	out := make([]uint64, len(evs))
 	for i, ev := range evs {
 		out[i] = ev.Seq
@@ -234,7 +236,7 @@ func TestRedisFencing(t *testing.T) {
 		t.Fatalf("Epoch = %d, %v; want 5", got, err)
 	}
 	blocks := redisTestChain("a", redisTestHash("a", 0), 1, 3)
-	rt.publish(5, &Event{Added: blocks[:1], Safe: 1})
+	rt.publish(5, &headstore.Event{Added: blocks[:1], Safe: 1})
 	before := rt.snapshot()
 	beforeLen := rt.streamLen()
 
@@ -257,9 +259,9 @@ func TestRedisFencing(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup()
 			}
-			ev := &Event{Dropped: []Ref{{Number: 1, Hash: blocks[0].Hash}}, Added: blocks[1:2], Safe: 2, Finalized: 1}
+			ev := &headstore.Event{Dropped: []headstore.Ref{{Number: 1, Hash: blocks[0].Hash}}, Added: blocks[1:2], Safe: 2, Finalized: 1}
 			err := rt.s.Publish(rt.ctx, tt.give, ev)
-			if !errors.Is(err, ErrFenced) {
+			if !errors.Is(err, headstore.ErrFenced) {
 				t.Fatalf("Publish = %v, want ErrFenced", err)
 			}
 			if ev.Seq != 0 {
@@ -281,7 +283,7 @@ func TestRedisFencing(t *testing.T) {
 	}
 
 	rt.setEpoch(5)
-	ev := &Event{Added: blocks[1:2], Epoch: 99}
+	ev := &headstore.Event{Added: blocks[1:2], Epoch: 99}
 	if got := rt.publish(5, ev); got != 2 {
 		t.Errorf("seq = %d, want 2", got)
 	}
@@ -296,7 +298,7 @@ func TestRedisEmpty(t *testing.T) {
 	if err := rt.rdb.Del(rt.ctx, rt.key("epoch")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.snapshot(); !reflect.DeepEqual(got, &Snapshot{}) {
+	if got := rt.snapshot(); !reflect.DeepEqual(got, &headstore.Snapshot{}) {
 		t.Errorf("snapshot of an empty store = %+v, want empty", got)
 	}
 	if got, err := rt.s.Epoch(rt.ctx); err != nil || got != 0 {
@@ -309,13 +311,13 @@ func TestRedisSequence(t *testing.T) {
 	rt := newRedisTest(t, 0)
 	blocks := redisTestChain("a", redisTestHash("a", 0), 1, 3)
 	for i, b := range blocks {
-		ev := &Event{Added: []*evm.Block{b}, Safe: b.Number - 1, Time: int64(1000 + i)}
+		ev := &headstore.Event{Added: []*evm.Block{b}, Safe: b.Number - 1, Time: int64(1000 + i)}
 		if got := rt.publish(1, ev); got != uint64(i+1) {
 			t.Fatalf("seq = %d, want %d", got, i+1)
 		}
 	}
 	// Zero safe/finalized leave the stored ones alone.
-	rt.publish(1, &Event{Added: redisTestChain("a", blocks[2].Hash, 4, 4), Finalized: 2})
+	rt.publish(1, &headstore.Event{Added: redisTestChain("a", blocks[2].Hash, 4, 4), Finalized: 2})
 	blocks = append(blocks, redisTestChain("a", blocks[2].Hash, 4, 4)...)
 
 	snap := rt.snapshot()
@@ -385,7 +387,7 @@ func TestRedisFollowersJoinMidway(t *testing.T) {
 	}
 	start("", 0) // the store is still empty: any history will do
 	for i, b := range blocks {
-		rt.publish(1, &Event{Added: []*evm.Block{b}})
+		rt.publish(1, &headstore.Event{Added: []*evm.Block{b}})
 		if i == 9 || i == 19 {
 			s := rt.snapshot()
 			start(s.Gen, s.Seq)
@@ -412,7 +414,7 @@ func TestRedisReorg(t *testing.T) {
 
 	// The leader walked back to 3: 4 and 5 are orphaned.
 	b := redisTestChain("b", a[2].Hash, 4, 6)
-	reorg := &Event{Dropped: []Ref{{Number: 4, Hash: a[3].Hash}, {Number: 5, Hash: a[4].Hash}}, Added: b}
+	reorg := &headstore.Event{Dropped: []headstore.Ref{{Number: 4, Hash: a[3].Hash}, {Number: 5, Hash: a[4].Hash}}, Added: b}
 	rt.publish(1, reorg)
 	want := append(redisTestHashes(a[:3]), redisTestHashes(b)...)
 	if got := rt.canon(); !reflect.DeepEqual(got, want) {
@@ -433,7 +435,7 @@ func TestRedisReorg(t *testing.T) {
 
 	// A branch that replaces blocks without naming them drops them too.
 	c := redisTestChain("c", b[0].Hash, 5, 5)
-	rt.publish(1, &Event{Added: c})
+	rt.publish(1, &headstore.Event{Added: c})
 	want = append(redisTestHashes(a[:3]), b[0].Hash, c[0].Hash)
 	if got := rt.canon(); !reflect.DeepEqual(got, want) {
 		t.Errorf("after replace: canon = %v, want %v", got, want)
@@ -445,7 +447,7 @@ func TestRedisReorg(t *testing.T) {
 	}
 
 	// Re-adding a block that is already canonical keeps its body.
-	rt.publish(1, &Event{Added: b[:2]})
+	rt.publish(1, &headstore.Event{Added: b[:2]})
 	want = append(redisTestHashes(a[:3]), redisTestHashes(b[:2])...)
 	if got := rt.canon(); !reflect.DeepEqual(got, want) {
 		t.Errorf("after re-add: canon = %v, want %v", got, want)
@@ -455,7 +457,7 @@ func TestRedisReorg(t *testing.T) {
 	}
 
 	// An event that only drops shortens the window.
-	rt.publish(1, &Event{Dropped: []Ref{{Number: 5, Hash: b[1].Hash}}})
+	rt.publish(1, &headstore.Event{Dropped: []headstore.Ref{{Number: 5, Hash: b[1].Hash}}})
 	want = append(redisTestHashes(a[:3]), b[0].Hash)
 	if got := rt.canon(); !reflect.DeepEqual(got, want) {
 		t.Errorf("after drop: canon = %v, want %v", got, want)
@@ -499,7 +501,7 @@ func TestRedisGap(t *testing.T) {
 			t.Parallel()
 			rt := newRedisTest(t, 0)
 			rt.publishEach(1, a)
-			rt.publish(1, &Event{Added: []*evm.Block{tt.give}})
+			rt.publish(1, &headstore.Event{Added: []*evm.Block{tt.give}})
 			if got := rt.canon(); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("canon = %v, want %v", got, tt.want)
 			}
@@ -578,7 +580,7 @@ func TestRedisDataLoss(t *testing.T) {
 			saw3 := make(chan struct{})
 			done := make(chan error, 1)
 			wg.Go(func() {
-				done <- rt.s.Follow(ctx, old.Gen, 0, func(ev *Event) error {
+				done <- rt.s.Follow(ctx, old.Gen, 0, func(ev *headstore.Event) error {
 					if ev.Seq == 3 {
 						close(saw3)
 					}
@@ -599,7 +601,7 @@ func TestRedisDataLoss(t *testing.T) {
 
 			select {
 			case err := <-done:
-				if !errors.Is(err, ErrGap) {
+				if !errors.Is(err, headstore.ErrGap) {
 					t.Errorf("Follow = %v, want ErrGap", err)
 				}
 			case <-time.After(5 * time.Second):
@@ -624,7 +626,7 @@ func TestRedisStateLost(t *testing.T) {
 	if err := rt.rdb.Del(rt.ctx, rt.key("state")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.publish(1, &Event{Added: a[3:]}); got != 1 {
+	if got := rt.publish(1, &headstore.Event{Added: a[3:]}); got != 1 {
 		t.Errorf("seq after the state was lost = %d, want 1", got)
 	}
 	s := rt.snapshot()
@@ -655,7 +657,7 @@ func TestRedisFollowWrongHistory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			evs, err := rt.follow(tt.gen, tt.seq, 100)
-			if !errors.Is(err, ErrGap) || len(evs) != 0 {
+			if !errors.Is(err, headstore.ErrGap) || len(evs) != 0 {
 				t.Errorf("Follow = %v after %d events, want ErrGap", err, len(evs))
 			}
 		})
@@ -674,7 +676,7 @@ func TestRedisFollowCancel(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	wg.Go(func() {
-		done <- rt.s.Follow(ctx, gen, 1, func(*Event) error { return nil })
+		done <- rt.s.Follow(ctx, gen, 1, func(*headstore.Event) error { return nil })
 	})
 	// Cancel only once the follower sits in XREAD on the server.
 	deadline := time.Now().Add(5 * time.Second)
@@ -733,7 +735,7 @@ func TestRedisFollowerFellBehind(t *testing.T) {
 			rt := newRedisTest(t, window)
 			rt.publishEach(1, redisTestChain("a", redisTestHash("a", 0), 1, tt.publish))
 			evs, err := rt.follow(rt.snapshot().Gen, tt.from, tt.publish)
-			if !errors.Is(err, ErrGap) || len(evs) != 0 {
+			if !errors.Is(err, headstore.ErrGap) || len(evs) != 0 {
 				t.Errorf("Follow = %v after %d events, want ErrGap", err, len(evs))
 			}
 		})
@@ -771,7 +773,7 @@ func TestRedisBodyBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev := &Event{Added: []*evm.Block{tt.give}}
+			ev := &headstore.Event{Added: []*evm.Block{tt.give}}
 			rt.publish(1, ev)
 			got := rt.snapshot().Blocks
 			if len(got) != 1 || !bytes.Equal(got[0].Raw, tt.give.Raw) || !reflect.DeepEqual(got[0], tt.give) {
@@ -791,17 +793,17 @@ func TestRedisPublishInvalid(t *testing.T) {
 	a := redisTestChain("a", redisTestHash("a", 0), 1, 3)
 	tests := []struct {
 		name string
-		give *Event
+		give *headstore.Event
 	}{
 		{name: "nil", give: nil},
-		{name: "not contiguous", give: &Event{Added: []*evm.Block{a[0], a[2]}}},
-		{name: "not linked", give: &Event{Added: []*evm.Block{a[0], redisTestBlock(2, redisTestHash("x", 2), redisTestHash("x", 1))}}},
-		{name: "nil block", give: &Event{Added: []*evm.Block{nil}}},
+		{name: "not contiguous", give: &headstore.Event{Added: []*evm.Block{a[0], a[2]}}},
+		{name: "not linked", give: &headstore.Event{Added: []*evm.Block{a[0], redisTestBlock(2, redisTestHash("x", 2), redisTestHash("x", 1))}}},
+		{name: "nil block", give: &headstore.Event{Added: []*evm.Block{nil}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := rt.s.Publish(rt.ctx, 1, tt.give)
-			if err == nil || errors.Is(err, ErrFenced) {
+			if err == nil || errors.Is(err, headstore.ErrFenced) {
 				t.Errorf("Publish = %v, want an invalid-event error", err)
 			}
 		})
@@ -826,10 +828,10 @@ func TestRedisConcurrentPublishers(t *testing.T) {
 		blocks := redisTestChain("e"+strconv.FormatUint(epoch, 10), redisTestHash("genesis", 0), 1, each)
 		wg.Go(func() {
 			for _, b := range blocks {
-				err := rt.s.Publish(rt.ctx, epoch, &Event{Epoch: epoch, Added: []*evm.Block{b}})
+				err := rt.s.Publish(rt.ctx, epoch, &headstore.Event{Epoch: epoch, Added: []*evm.Block{b}})
 				mu.Lock()
 				switch {
-				case errors.Is(err, ErrFenced):
+				case errors.Is(err, headstore.ErrFenced):
 					fenced[epoch]++
 				case err != nil:
 					other = append(other, err)
@@ -891,4 +893,10 @@ func TestRedisBlockBody(t *testing.T) {
 			t.Errorf("%q: read as a block", give)
 		}
 	}
+}
+
+// TestStoreContract holds the Redis store to every Store's contract.
+func TestStoreContract(t *testing.T) {
+	t.Parallel()
+	storetest.Contract(t, func(t *testing.T, window int) headstore.Store { return newRedisTest(t, window).s })
 }
