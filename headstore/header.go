@@ -22,10 +22,7 @@ package headstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/venn-gateway/venn/evm"
@@ -118,76 +115,6 @@ func unquoted(v []byte) string {
 		return ""
 	}
 	return string(s)
-}
-
-// encodeHeader writes h as the Redis channel carries it, by hand: Raw
-// must reach subscribers byte for byte.
-func encodeHeader(h *Header) ([]byte, error) {
-	hash, err := json.Marshal(h.Hash)
-	if err != nil {
-		return nil, err
-	}
-	parent, err := json.Marshal(h.Parent)
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, 0, len(h.Raw)+len(hash)+len(parent)+96)
-	buf = append(buf, `{"epoch":`...)
-	buf = strconv.AppendUint(buf, h.Epoch, 10)
-	buf = append(buf, `,"time":`...)
-	buf = strconv.AppendInt(buf, h.Time, 10)
-	buf = append(buf, `,"number":`...)
-	buf = strconv.AppendUint(buf, h.Number, 10)
-	buf = append(buf, `,"hash":`...)
-	buf = append(buf, hash...)
-	buf = append(buf, `,"parent":`...)
-	buf = append(buf, parent...)
-	if len(h.Raw) > 0 {
-		buf = append(buf, `,"header":`...)
-		buf = append(buf, h.Raw...)
-	}
-	return append(buf, '}'), nil
-}
-
-// decodeHeader reads what encodeHeader wrote.
-func decodeHeader(body []byte) (*Header, error) {
-	if !jsonscan.Valid(body) {
-		return nil, jsonscan.ErrInvalid
-	}
-	i := jsonscan.SkipSpace(body, 0)
-	if body[i] != '{' {
-		return nil, errors.New("header is not an object")
-	}
-	h := new(Header)
-	it := jsonscan.Object{Data: body, I: i + 1}
-	for {
-		k, v, ok := it.Next()
-		if !ok {
-			break
-		}
-		var err error
-		switch string(k) {
-		case "epoch":
-			h.Epoch, err = strconv.ParseUint(string(v), 10, 64)
-		case "time":
-			h.Time, err = strconv.ParseInt(string(v), 10, 64)
-		case "number":
-			h.Number, err = strconv.ParseUint(string(v), 10, 64)
-		case "hash":
-			err = json.Unmarshal(v, &h.Hash)
-		case "parent":
-			err = json.Unmarshal(v, &h.Parent)
-		case "header":
-			h.Raw = v
-		}
-		if err != nil {
-			return nil, fmt.Errorf("header %q: %w", k, err)
-		}
-	}
-	if h.Hash == "" || len(h.Raw) == 0 {
-		return nil, errors.New("header without hash or body")
-	}
-	return h, nil
 }
 
 // Window side: the headers announced ahead of the window.

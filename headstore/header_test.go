@@ -35,19 +35,6 @@ func TestHeaderOf(t *testing.T) {
 		}
 	}
 
-	h.Epoch, h.Time = 7, 12345
-	enc, err := encodeHeader(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := decodeHeader(enc)
-	if err != nil {
-		t.Fatalf("decode %s: %v", enc, err)
-	}
-	if back.Number != h.Number || back.Hash != h.Hash || back.Parent != h.Parent || string(back.Raw) != string(h.Raw) ||
-		back.Epoch != 7 || back.Time != 12345 {
-		t.Errorf("round trip %+v, want %+v", back, h)
-	}
 }
 
 // TestServeAhead: while a header is announced ahead of the window, the
@@ -134,44 +121,12 @@ func announce(t *testing.T, s HeaderStore, epoch uint64, w *Window, listening fu
 	<-heard
 }
 
-// redisListening reports whether someone follows rt's headers.
-func (rt *redisTest) redisListening() bool {
-	n, err := rt.rdb.PubSubNumSub(rt.ctx, rt.s.keys.Headers).Result()
-	if err != nil {
-		rt.t.Fatal(err)
-	}
-	return n[rt.s.keys.Headers] > 0
-}
-
-// TestRedisHeaders: a header published under the leader's epoch reaches a
-// follower byte for byte; one under a stale epoch is fenced.
-func TestRedisHeaders(t *testing.T) {
-	t.Parallel()
-	rt := newRedisTest(t, 8)
-	rt.setEpoch(3)
-	w := followHeaders(t, rt.s)
-	b := redisTestBlock(5, redisTestHash("a", 5), redisTestHash("a", 4))
-	h, ok := HeaderOf(b.Raw)
-	if !ok {
-		t.Fatal("no header")
-	}
-	announce(t, rt.s, 3, w, rt.redisListening, h)
-	got := w.Ahead()
-	if len(got) != 1 || got[0].Hash != b.Hash || got[0].Parent != b.Parent || got[0].Number != 5 ||
-		string(got[0].Raw) != string(h.Raw) || got[0].Epoch != 3 || got[0].Time == 0 {
-		t.Fatalf("follower heard %+v, want %+v", got, h)
-	}
-	err := rt.s.PublishHeader(rt.ctx, 2, &Header{Number: 6, Hash: "0x6", Parent: b.Hash, Raw: []byte(`{}`)})
-	if !errors.Is(err, ErrFenced) {
-		t.Fatalf("publish header under a stale epoch = %v, want ErrFenced", err)
-	}
-}
-
 // TestMemoryHeaders: the same through the one-process store.
 func TestMemoryHeaders(t *testing.T) {
 	m := NewMemory(8)
 	w := followHeaders(t, m)
-	b := redisTestBlock(5, redisTestHash("a", 5), redisTestHash("a", 4))
+	c := newServeChain()
+	b := c.block("", 5, serveHash("block 4"), 0)
 	h, _ := HeaderOf(b.Raw)
 	announce(t, m, MemoryEpoch, w, m.headersFollowed, h)
 	if got := w.Ahead(); len(got) != 1 || got[0].Hash != b.Hash {
@@ -182,33 +137,3 @@ func TestMemoryHeaders(t *testing.T) {
 	}
 }
 
-// TestFollowerHeaders: the Follower hands the headers to its window
-// beside the events.
-func TestFollowerHeaders(t *testing.T) {
-	rt := newRedisTest(t, 8)
-	blocks := redisTestChain("a", redisTestHash("a", 0), 1, 3)
-	rt.publishEach(1, blocks)
-	w := NewWindow(8)
-	f := NewFollower(rt.chain, rt.s, w, nil, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); f.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	for {
-		changed := w.Changed()
-		if n, ok := w.Latest(); ok && n == 3 {
-			break
-		}
-		<-changed
-	}
-	next := redisTestBlock(4, redisTestHash("a", 4), blocks[2].Hash)
-	h, _ := HeaderOf(next.Raw)
-	announce(t, rt.s, 1, w, rt.redisListening, h)
-	if got, ok := w.Answer(evm.ParseCall("eth_blockNumber", nil)); !ok || string(got) != `"0x4"` {
-		t.Fatalf("eth_blockNumber = %s, %v; want the announced 0x4", got, ok)
-	}
-	rt.publish(1, &Event{Added: []*evm.Block{next}})
-	for len(w.Ahead()) > 0 {
-		<-w.Changed()
-	}
-}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
@@ -39,7 +40,7 @@ func startReplica(t *testing.T, chain string, window int) *replica {
 	t.Helper()
 	rdb, _ := testkit.Redis(t, func(string) string { return "venn:{" + chain + "}:*" })
 	r := &replica{w: headstore.NewWindow(window), heads: make(chan *types.Header, 64)}
-	fol := headstore.NewFollower(chain, headstore.NewRedis(rdb, chain, window), r.w, nil, nil)
+	fol := headstore.NewFollower(chain, redisstore.New(rdb, chain, window), r.w, nil, nil)
 	c := subcenter.New(chain, r.w, nil, subcenter.Options{}, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -164,7 +165,7 @@ func TestHeadersFirstOnEveryReplica(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
 
 	replicas := []*replica{startReplica(t, chain, window), startReplica(t, chain, window)}
-	st := New(Config{Chain: chain, HeadConfig: HeadConfig{Window: window}}, pool, headstore.NewRedis(rdb, chain, window), nil, nil)
+	st := New(Config{Chain: chain, HeadConfig: HeadConfig{Window: window}}, pool, redisstore.New(rdb, chain, window), nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); st.Lead(ctx, 1) }()
