@@ -43,6 +43,7 @@ import (
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
+	subredis "github.com/venn-gateway/venn/subcenter/redisstore"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -393,7 +394,7 @@ func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcente
 		pending                       = subcenter.NewMemoryPending()
 	)
 	if cs.rdb != nil {
-		store, pending = subcenter.NewRedisFilters(cs.rdb, cc.Name), subcenter.NewRedisPending(cs.rdb, cc.Name)
+		store, pending = subredis.NewFilters(cs.rdb, cc.Name), subredis.NewPending(cs.rdb, cc.Name)
 	}
 	return subcenter.NewFilters(cc.Name, w, store, pending, relay, cc.Filters, cs.log)
 }

@@ -23,7 +23,7 @@ import (
 // nats.go durable consumer, ends with exactly the node's canonical chain
 // (every block's hash, its transactions and receipts with their logs as
 // the node has them) through a reorg made with Fork, the indexer killed
-// and restarted, and NATS killed and restarted, with the reorg applied
+// mid-batch and restarted, and NATS killed and restarted, with the reorg applied
 // once and nothing delivered twice or skipped.
 func TestFeedMatchesSimulatedNode(t *testing.T) {
 	sim := simnode.Start(t)
@@ -81,12 +81,21 @@ func TestFeedMatchesSimulatedNode(t *testing.T) {
 		t.Fatalf("reorg = common %+v removed %+v, want common %d %s removed %v", r.Common, r.Removed, head-2, fork.Hex(), orphans)
 	}
 
-	// The indexer is killed and comes back on its durable consumer.
+	// The indexer is killed mid-batch (an event applied and not acked,
+	// the rest fetched and dropped) and comes back on its durable
+	// consumer: the unacked events again, in order, the applied one
+	// skipped.
 	for range 3 {
 		block(1)
 	}
+	redelivered := x.Redelivered
+	x.Crash(c, true)
+	block(1)
 	c = feedtest.Consumer(t, js, "VENN_DEV", "indexer")
 	x.Until(c, atNode)
+	if x.Redelivered <= redelivered {
+		t.Fatalf("the event applied before the crash was not delivered again")
+	}
 
 	// NATS is killed; blocks go by; it comes back. Meanwhile /readyz says
 	// the feed is failing, and the replica stays ready.

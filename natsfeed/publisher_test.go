@@ -63,6 +63,37 @@ func TestFeedResume(t *testing.T) {
 	matches(t, x, f)
 }
 
+// TestFeedConsumerKilledMidBatch: an indexer killed with events fetched
+// and unacked, one of them applied (committed before the ack was sent),
+// comes back on its durable consumer while the chain goes on: it gets the
+// unacked events again, in stream order before anything newer, skips the
+// one it applied, and ends on the chain.
+func TestFeedConsumerKilledMidBatch(t *testing.T) {
+	_, js := startNATS(t)
+	f := newFeed(t, 32)
+	f.extend("a", 3)
+	f.lead(js, f.window(), Config{})
+	x := feedtest.New(t, "indexer")
+	c := feedtest.Consumer(t, js, "VENN_ETH", "idx")
+	x.Until(c, at(x, f))
+	f.extend("a", 4)
+	f.reorg(5, "b", 3)
+	redelivered := x.Redelivered
+	if n := x.Crash(c, true); n < 1 {
+		t.Fatalf("crashed with %d messages unacked", n)
+	}
+	// The chain goes on while the indexer is down, and after.
+	f.extend("b", 3)
+	x.Until(feedtest.Consumer(t, js, "VENN_ETH", "idx"), at(x, f))
+	matches(t, x, f)
+	if x.Redelivered <= redelivered {
+		t.Errorf("the event applied before the crash was not delivered again (redelivered %d)", x.Redelivered)
+	}
+	if len(x.Reorgs) != 1 {
+		t.Errorf("reorgs = %d, want 1", len(x.Reorgs))
+	}
+}
+
 // TestFeedNATSRestart: NATS goes away while blocks and a reorg go by; when
 // it returns, the leader publishes what it missed, in order, nothing
 // twice and nothing skipped.

@@ -77,7 +77,7 @@ func (a *attempt) next(ctx context.Context) (r *Remote, idx int, withToken bool)
 	if lr == nil || a.waited {
 		return nil, 0, false
 	}
-	if !lr.available(p.now()) || !lr.waitForToken(ctx, maxRateLimitWait) {
+	if lr.available(p.now()) != 0 || !lr.waitForToken(ctx, maxRateLimitWait) {
 		return nil, 0, false
 	}
 	a.waited = true

@@ -125,7 +125,7 @@ func (p *Pool) bootstrapBlockTime(ctx context.Context, tip *headReport) {
 	now := p.now()
 	p.heads.mu.Lock()
 	for _, r := range p.members() {
-		if v := r.ht.vouched; v != nil && v.Number >= below && r.available(now) {
+		if v := r.ht.vouched; v != nil && v.Number >= below && r.available(now) == 0 {
 			if v == tip {
 				from = append([]*Remote{r}, from...)
 			} else {

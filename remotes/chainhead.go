@@ -176,7 +176,7 @@ func (p *Pool) headChanged() {
 		}
 		r.m.lag.Set(float64(lag))
 		ok := 0.0
-		if r.healthy(now) && !p.lagging(r, best) && !r.outByCordon(now) {
+		if r.available(now)&^outBusy == 0 && !p.lagging(r, best) {
 			ok = 1
 		}
 		r.m.healthy.Set(ok)

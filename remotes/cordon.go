@@ -66,7 +66,7 @@ func (p *Pool) SetCordons(now time.Time, cs []ManualCordon) (held []string) {
 	best := p.healthyBest(now)
 	out := make(map[*Remote]bool, len(want))
 	inRotation := func(r *Remote) bool {
-		return r.healthy(now) && !p.lagging(r, best) && !r.cordoned(now) && !out[r]
+		return r.available(now)&^(outBusy|outManual) == 0 && !p.lagging(r, best) && !out[r]
 	}
 	for _, r := range order {
 		if _, ok := want[r.Name()]; !ok {
@@ -118,7 +118,3 @@ func (r *Remote) syncCordonGauge(now time.Time) {
 		g.Set(v)
 	}
 }
-
-// outByCordon reports whether a cordon keeps r out: by hand or for
-// misbehaviour.
-func (r *Remote) outByCordon(now time.Time) bool { return r.cordoned(now) || r.manuallyOut() }

@@ -219,7 +219,7 @@ func TestFailoverRules(t *testing.T) {
 // backoff: the next call goes straight to n1, and the chain stays ready.
 func backedOff(t *testing.T, p *Pool, n0 *front, n1 *fakenode.Node) {
 	t.Helper()
-	if p.members()[0].available(time.Now()) {
+	if p.members()[0].available(time.Now()) == 0 {
 		t.Error("n0 still available right after a 429")
 	}
 	if !p.Ready() {

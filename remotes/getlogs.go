@@ -273,7 +273,7 @@ func (s *selector) maxLogsBytes() int64 {
 func (s *selector) availableHead(now time.Time) uint64 {
 	var h uint64
 	for _, r := range s.remotes {
-		if r.available(now) && r.supports("eth_getLogs") {
+		if r.available(now) == 0 && r.supports("eth_getLogs") {
 			h = max(h, r.Head())
 		}
 	}

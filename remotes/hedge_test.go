@@ -268,7 +268,7 @@ func TestCancelledHedgeIsNotAFault(t *testing.T) {
 			if e := loser.errorEWMA.Load(); e != 0 {
 				t.Errorf("loser's error rate %v, want 0", e)
 			}
-			if !loser.available(time.Now()) {
+			if loser.available(time.Now()) != 0 {
 				t.Error("loser out of rotation after losing races")
 			}
 		})

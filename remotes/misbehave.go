@@ -87,23 +87,24 @@ type misbehaviourState struct {
 	cordons       prometheus.Counter
 }
 
-// cordoned reports whether the remote is out of rotation for misbehaviour.
-// The first caller after the period ends brings it back.
-func (r *Remote) cordoned(now time.Time) bool {
-	until := r.mb.cordonedUntil.Load()
-	if until == 0 {
-		return false
-	}
-	if now.UnixNano() < until {
-		return true
-	}
-	if r.mb.cordonedUntil.CompareAndSwap(until, 0) {
+// cordoned reports whether the remote is out of rotation for misbehaviour
+// (available's outCordoned). It only reads: endCordons notes the end.
+func (r *Remote) cordoned(now time.Time) bool { return now.UnixNano() < r.mb.cordonedUntil.Load() }
+
+// endCordons notes each misbehaviour cordon over by now, once: the log
+// line and venn_remote_cordoned. Rescoring calls it every interval, so
+// the predicates (cordoned, available) never write.
+func (p *Pool) endCordons(now time.Time) {
+	for _, r := range p.members() {
+		until := r.mb.cordonedUntil.Load()
+		if until == 0 || now.UnixNano() < until || !r.mb.cordonedUntil.CompareAndSwap(until, 0) {
+			continue
+		}
 		if r.log != nil {
 			r.log.Info("remote back in rotation: cordon over")
 		}
 		r.syncCordonGauge(now)
 	}
-	return false
 }
 
 // misbehaviourMetrics are the series of votes and misbehaviour.
@@ -246,7 +247,7 @@ func (p *Pool) strike(r *Remote, now time.Time) (until time.Time, cordoned bool)
 	}
 	r.mb.strikes = kept[:0]
 	for _, o := range p.members() {
-		if o != r && o.healthy(now) && !o.outByCordon(now) {
+		if o != r && o.available(now)&^outBusy == 0 {
 			r.mb.cordonedUntil.Store(now.Add(cc.Period).UnixNano())
 			if r.mb.cordons != nil {
 				r.mb.cordons.Inc()

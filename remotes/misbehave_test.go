@@ -67,8 +67,8 @@ func TestCordon(t *testing.T) {
 			if got := r.cordoned(*now); got != tt.want {
 				t.Fatalf("cordoned %v, want %v", got, tt.want)
 			}
-			if got := r.available(*now); got == tt.want {
-				t.Fatalf("available %v while cordoned %v", got, tt.want)
+			if got := r.available(*now)&outCordoned != 0; got != tt.want {
+				t.Fatalf("out cordoned %v while cordoned %v", got, tt.want)
 			}
 			if got := testutil.ToFloat64(r.mb.cordonedGauge); got != map[bool]float64{true: 1}[tt.want] {
 				t.Fatalf("cordoned gauge %v", got)
@@ -77,6 +77,7 @@ func TestCordon(t *testing.T) {
 				return
 			}
 			*now = now.Add(tt.after)
+			p.endCordons(*now)
 			if got := r.cordoned(*now); got != tt.wantAt {
 				t.Fatalf("%v later: cordoned %v, want %v", tt.after, got, tt.wantAt)
 			}

@@ -143,8 +143,8 @@ func (p *Pool) CanRelay() bool {
 // remote, never its url). up is called each time the upstream
 // subscription is in place, before its first result.
 //
-// The subscription goes to one remote that has a WebSocket url: the best
-// in rotation by tier, then score. One whose relay failed lately is passed
+// The subscription goes to one remote that has a WebSocket url, chosen by
+// selection as a call at the head is (select.go). One whose relay failed lately is passed
 // over while another can relay, so a caller that retries moves on; one
 // that refuses the subscription as unknown is passed over at once, and
 // while that is remembered (unsupportedTTL). While no WebSocket remote can
@@ -225,33 +225,43 @@ func (p *Pool) lacksSubscription(key string) bool {
 }
 
 // pickRelay chooses the remote to relay the subscription key names from:
-// healthy, not cordoned, with a WebSocket url, not known to lack it; the
-// first tier, then the lowest score. A remote that failed lately comes
-// only when no other can, the one to retry soonest first, with its
-// failure.
+// one with a WebSocket url, not known to lack it (pickRelayed).
 func (p *Pool) pickRelay(key string, now time.Time) (r *Remote, failed relayFailure, ok bool) {
-	var best, avoided *Remote
-	for _, c := range p.members() { // by tier
-		if c.relayURL() == "" || !c.healthy(now) || c.outByCordon(now) || c.lacks(key) != nil {
-			continue
+	return p.pickRelayed(&p.relay.ws, now, func(c *Remote) bool { return c.relayURL() != "" && c.lacks(key) == nil })
+}
+
+// pickRelayed chooses the remote a relay takes next, among those fits
+// admits, through selection (select.go) as for a call at the head: in
+// rotation, not lagging, by tier, by score and share, past its budget
+// only when no other can. One whose relay of this kind failed lately (fs)
+// comes only when no other can, the one to retry soonest first, with its
+// failure.
+func (p *Pool) pickRelayed(fs *relayFailures, now time.Time, fits func(*Remote) bool) (r *Remote, failed relayFailure, ok bool) {
+	v := view{now: now, best: p.healthyBest(now), maxLag: p.conf().MaxLag, allow: outBusy}
+	sel := p.selection()
+	rt := route{accept: func(c *Remote) bool {
+		if !fits(c) {
+			return false
 		}
-		if f, lately := p.relay.ws.lastFailure(c, now); lately {
-			if avoided == nil || f.retryAt().Before(failed.retryAt()) {
-				avoided, failed = c, f
-			}
-			continue
+		_, lately := fs.lastFailure(c, now)
+		return !lately
+	}}
+	if r, _ := sel.pick(&v, "", &rt, 0); r != nil {
+		return r, relayFailure{}, true
+	}
+	rt.accept = fits
+	var tried uint64
+	for range len(sel.remotes) { // each turn rules one out
+		c, slot := sel.pick(&v, "", &rt, tried)
+		if c == nil {
+			break
 		}
-		if best == nil || c.cfg.Tier < best.cfg.Tier || c.cfg.Tier == best.cfg.Tier && c.score() < best.score() {
-			best = c
+		tried |= 1 << slot
+		if f, _ := fs.lastFailure(c, now); r == nil || f.retryAt().Before(failed.retryAt()) {
+			r, failed = c, f
 		}
 	}
-	switch {
-	case best != nil:
-		return best, relayFailure{}, true
-	case avoided != nil:
-		return avoided, failed, true
-	}
-	return nil, relayFailure{}, false
+	return r, failed, r != nil
 }
 
 // relayFrom runs one subscription on r until ctx ends or it fails. It

@@ -101,31 +101,9 @@ func (p *Pool) lacksPending(key string) bool {
 }
 
 // pickPoller chooses the remote to make a filter on, as pickRelay does:
-// healthy, not cordoned, not known to lack the methods; the first tier,
-// then the lowest score; one that failed lately only when no other can.
+// one not known to lack the filter methods (pickRelayed).
 func (p *Pool) pickPoller(now time.Time) (r *Remote, failed relayFailure, ok bool) {
-	var best, avoided *Remote
-	for _, c := range p.members() { // by tier
-		if !c.healthy(now) || c.outByCordon(now) || !c.canPoll() {
-			continue
-		}
-		if f, lately := p.relay.poll.lastFailure(c, now); lately {
-			if avoided == nil || f.retryAt().Before(failed.retryAt()) {
-				avoided, failed = c, f
-			}
-			continue
-		}
-		if best == nil || c.cfg.Tier < best.cfg.Tier || c.cfg.Tier == best.cfg.Tier && c.score() < best.score() {
-			best = c
-		}
-	}
-	switch {
-	case best != nil:
-		return best, relayFailure{}, true
-	case avoided != nil:
-		return avoided, failed, true
-	}
-	return nil, relayFailure{}, false
+	return p.pickRelayed(&p.relay.poll, now, (*Remote).canPoll)
 }
 
 // pollPending relays newPendingTransactions from a filter, on the best

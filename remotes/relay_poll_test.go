@@ -1,6 +1,7 @@
 package remotes
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -241,5 +242,70 @@ func TestRelayPollYieldsToWebSocket(t *testing.T) {
 	r.expectOnce(t, key, want, warm)
 	if after := web.Calls("eth_getFilterChanges"); after != before {
 		t.Errorf("the filter was polled %d times after the relay left it", after-before)
+	}
+}
+
+// The relay and the poller pick their remote through selection: never a
+// lagging one, one past its budget only when no other can, and one whose
+// relay failed lately last.
+func TestRelayPickersSelect(t *testing.T) {
+	rs := make([]Config, 3)
+	for i := range rs {
+		rs[i] = Config{Name: fmt.Sprintf("n%d", i), URL: "http://127.0.0.1:1", WSURL: "ws://127.0.0.1:1"}
+	}
+	rs[1].Budget = Budget{Calls: 1, Per: PeriodDay}
+	p, err := NewPool(PoolConfig{Chain: "test", MaxLag: 5}, rs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	p.now = func() time.Time { return now }
+	heads := []uint64{50, 100, 100}
+	for i, r := range p.members() {
+		r.chainState.Store(chainOK)
+		r.head.Store(heads[i])
+	}
+	n1, n2 := p.members()[1], p.members()[2]
+	key := subscribeKey(json.RawMessage(`["newHeads"]`))
+	pickers := map[string]func() (*Remote, relayFailure, bool){
+		"relay":  func() (*Remote, relayFailure, bool) { return p.pickRelay(key, now) },
+		"poller": func() (*Remote, relayFailure, bool) { return p.pickPoller(now) },
+	}
+	picks := func(name string) map[string]int {
+		got := map[string]int{}
+		for range 64 {
+			r, _, ok := pickers[name]()
+			if !ok {
+				t.Fatalf("%s: no remote picked", name)
+			}
+			got[r.Name()]++
+		}
+		return got
+	}
+	for name := range pickers {
+		if got := picks(name); got["n0"] > 0 {
+			t.Errorf("%s picked the lagging n0: %v", name, got)
+		}
+	}
+	n1.bill("eth_call")
+	n1.bill("eth_call")
+	p.flushBudgets(context.Background(), now)
+	for name := range pickers {
+		if got := picks(name); got["n2"] != 64 {
+			t.Errorf("%s: %v, want n2 only while n1 is past its budget", name, got)
+		}
+	}
+	p.relay.ws.noteFailure(n2, now)
+	p.relay.poll.noteFailure(n2, now)
+	for name := range pickers {
+		if got := picks(name); got["n1"] != 64 {
+			t.Errorf("%s: %v, want n1 (past its budget) rather than n2, whose relay failed lately", name, got)
+		}
+	}
+	n1.chainState.Store(chainWrong)
+	for name, pick := range pickers {
+		if r, failed, ok := pick(); !ok || r != n2 || failed.n != 1 {
+			t.Errorf("%s: %v %+v %v, want n2 and its failure: no other can", name, r, failed, ok)
+		}
 	}
 }

@@ -200,21 +200,10 @@ func (r *Remote) markUnsupported(method string, err error) {
 	r.nUnsupported.Store(int32(len(r.unsupported)))
 }
 
-// healthy: on the right chain and the breaker lets calls through.
+// healthy: on the right chain and the breaker lets calls through; the
+// first of available's reasons, and all head tracking asks.
 func (r *Remote) healthy(now time.Time) bool {
 	return r.chainVerified() && r.brk.ready(now)
-}
-
-// available: usable and not cordoned by hand.
-func (r *Remote) available(now time.Time) bool { return r.usable(now) && !r.manuallyOut() }
-
-// usable: healthy, not cordoned for misbehaviour, not backed off after a
-// 429, and not full.
-func (r *Remote) usable(now time.Time) bool {
-	if !r.healthy(now) || now.UnixNano() < r.throttledTil.Load() || r.cordoned(now) {
-		return false
-	}
-	return r.cfg.MaxInFlight <= 0 || r.inFlight.Load() < int64(r.cfg.MaxInFlight)
 }
 
 // ewma folds x into the average at *a with weight alpha.

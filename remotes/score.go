@@ -175,6 +175,7 @@ func (p *Pool) scoreLoop(ctx context.Context) {
 
 // rescore computes every remote's score and updates the preferred sets.
 func (p *Pool) rescore(now time.Time) {
+	p.endCordons(now)
 	s := scoring{p: p, rs: p.members(), now: now, best: p.healthyBest(now)}
 	s.measure()
 	for tier := TierPrimary; tier <= TierFallback; tier++ {
@@ -221,7 +222,7 @@ func (s *scoring) measure() {
 		lagAvg := math.Float64frombits(r.sc.lagAvg.Load())
 		s.pen[i] = (1 + w.Errors*errs) * (1 + w.Throttle*thr) * (1 + w.Lag*lagAvg/maxLag) *
 			(1 + w.Misbehaviour*r.misbehaviour(now))
-		s.inRot[i] = r.healthy(now) && !p.lagging(r, best) && !r.outByCordon(now)
+		s.inRot[i] = r.available(now)&^outBusy == 0 && !p.lagging(r, best)
 	}
 }
 

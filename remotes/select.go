@@ -12,7 +12,8 @@ import (
 // reach of the call; the score chooser picks among them (score.go keeps
 // the preferred sets it reads). A remote past its budget (budget.go) is
 // left out of the walk; only when no other remote can take the call does a
-// second walk admit it.
+// second walk admit it. Calls and relays (relay.go, relay_poll.go) alike
+// are picked here, and available (below) is the one predicate of reach.
 
 // view is the pool's membership at one moment: what the candidate filter
 // reads.
@@ -20,15 +21,58 @@ type view struct {
 	now    time.Time
 	best   uint64 // the highest head among the remotes in rotation
 	maxLag uint64
-	// manualOK admits manually cordoned remotes: no other remote is left in
-	// rotation (lastResort).
-	manualOK bool
+	// allow is what the candidate filter overlooks of Remote.available:
+	// for a relay, what passes with calls (outBusy); outManual admits
+	// manually cordoned remotes when no other is left in rotation
+	// (lastResort).
+	allow outs
 	// spentOK admits remotes past their budget: no other can take the call.
 	spentOK bool
 }
 
 // lagging reports a remote too far behind the best head to be in rotation.
 func (v *view) lagging(r *Remote) bool { return r.Head()+v.maxLag < v.best }
+
+// outs is a set of reasons a remote cannot take a call now (available).
+type outs uint8
+
+const (
+	outBroken    outs = 1 << iota // not verified on the chain, or its breaker holds calls back (healthy)
+	outThrottled                  // backed off after a 429
+	outFull                       // at its max_in_flight
+	outCordoned                   // cordoned for misbehaviour
+	outManual                     // cordoned by hand
+
+	// outBusy passes with calls: a subscription, which is no call in
+	// flight, and rotation (Status's in_rotation) overlook it.
+	outBusy = outThrottled | outFull
+)
+
+// available is why r cannot take a call at now: none (0) when it can. It
+// is the one predicate of reach, read by selection and everything that
+// asks whether a remote is in rotation; a caller masks out what it
+// overlooks (outBusy). It only reads: a cordon's end is noted by
+// endCordons.
+func (r *Remote) available(now time.Time) outs {
+	var o outs
+	if !r.healthy(now) {
+		o = outBroken
+	}
+	n := now.UnixNano()
+	if n < r.throttledTil.Load() {
+		o |= outThrottled
+	}
+	if mx := r.cfg.MaxInFlight; mx > 0 && r.inFlight.Load() >= int64(mx) {
+		o |= outFull
+	}
+	if n < r.mb.cordonedUntil.Load() {
+		o |= outCordoned
+	}
+	if r.manuallyOut() {
+		o |= outManual
+	}
+	return o
+}
 
 // selector is a chain's selection over its remotes (by tier, then config
 // order).
@@ -55,14 +99,14 @@ func (s *selector) pickWithin(v *view, method string, rt *route, tried uint64) (
 	need := min(rt.need, v.best)
 	// Above every remote's head (need > best): the remotes at the best head
 	// give the node's own answer (null, or an error).
-	if r, slot := s.walk(v, method, rt, tried, need); r != nil || v.manualOK || !s.lastResort(v) {
+	if r, slot := s.walk(v, method, rt, tried, need); r != nil || v.allow&outManual != 0 || !s.lastResort(v) {
 		return r, slot
 	}
 	// A manual cordon never takes the chain's last remote out (cordon.go):
 	// SetCordons decides it when the cordons change, but the others may
 	// break after; here it holds at call time.
 	last := *v
-	last.manualOK = true
+	last.allow |= outManual
 	return s.walk(&last, method, rt, tried, need)
 }
 
@@ -71,10 +115,10 @@ func (s *selector) pickWithin(v *view, method string, rt *route, tried uint64) (
 func (s *selector) lastResort(v *view) bool {
 	cordoned := false
 	for _, r := range s.remotes {
-		switch {
-		case r.manuallyOut():
+		switch o := r.available(v.now) &^ outBusy; {
+		case o&outManual != 0:
 			cordoned = true
-		case r.healthy(v.now) && !v.lagging(r) && !r.cordoned(v.now):
+		case o == 0 && !v.lagging(r):
 			return false
 		}
 	}
@@ -103,12 +147,13 @@ func (s *selector) walk(v *view, method string, rt *route, tried uint64, need ui
 	return nil, 0
 }
 
-// admits is the candidate filter: r may take the call now.
+// admits is the candidate filter: r may take the call now. An empty
+// method leaves what the remote serves to rt.accept (a relay's).
 func (s *selector) admits(v *view, r *Remote, method string, rt *route, need uint64) bool {
 	switch {
 	case rt.only != nil && r != rt.only:
 		return false
-	case !r.usable(v.now) || r.manuallyOut() && !v.manualOK || v.lagging(r) || r.Head() < need || !r.supports(method):
+	case r.available(v.now)&^v.allow != 0 || v.lagging(r) || r.Head() < need || method != "" && !r.supports(method):
 		return false
 	case !r.serves(rt.hist, rt.histAt, rt.unsure):
 		return false // older than its window (avail.go)

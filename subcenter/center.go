@@ -22,6 +22,9 @@
 // goroutine the Center starts (connection writers, the forgetting of a
 // closed connection, relays) ends with it: Stop, or the end of Run, waits
 // for them.
+//
+// It must not link go-redis: the filters and the pending feed a cluster
+// shares in Redis are its redisstore subpackage's.
 package subcenter
 
 import (

@@ -80,7 +80,8 @@ type Indexer struct {
 	Blocks int
 	Msgs   int
 	// Redelivered counts messages delivered again (the server lost an
-	// ack when it was killed) and skipped, as an indexer that keeps its
+	// ack when it was killed, or the indexer died before it acked) and
+	// skipped, as an indexer that keeps its
 	// last applied stream sequence with its data skips them.
 	Redelivered int
 	// OnBlock, when set, is called with every block event applied.
@@ -95,8 +96,18 @@ func New(t testing.TB, name string) *Indexer {
 	return &Indexer{t: t, name: name, Chain: map[uint64]string{}, ids: map[string]bool{}}
 }
 
-// apply applies one message and checks that it follows on.
+// apply applies one message, checks that it follows on, and acks it.
 func (x *Indexer) apply(m jetstream.Msg) {
+	x.t.Helper()
+	x.take(m)
+	if err := m.DoubleAck(context.Background()); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+// take applies one message and checks that it follows on; a message
+// delivered again is skipped. It does not ack.
+func (x *Indexer) take(m jetstream.Msg) {
 	x.t.Helper()
 	meta, err := m.Metadata()
 	if err != nil {
@@ -107,9 +118,6 @@ func (x *Indexer) apply(m jetstream.Msg) {
 		// An indexer keeps the last stream sequence it applied with its
 		// data, and skips what it already has.
 		x.Redelivered++
-		if err := m.Ack(); err != nil {
-			x.t.Fatal(err)
-		}
 		return
 	}
 	if n := len(x.seqs); n > 0 && meta.Sequence.Stream != x.seqs[n-1]+1 {
@@ -188,14 +196,18 @@ func (x *Indexer) apply(m jetstream.Msg) {
 		}
 		x.Safe, x.Final = ev.Safe, ev.Finalized
 	}
-	if err := m.DoubleAck(context.Background()); err != nil {
-		x.t.Fatal(err)
-	}
 }
 
-// consumer is a durable consumer of the stream.
+// AckWait is how long the test consumers' server waits for an ack
+// before it delivers a message again: short, so that a test of an
+// indexer killed mid-batch waits little.
+const AckWait = 2 * time.Second
+
 // Consumer is the durable consumer of stream by that name, from the
-// stream's start, created once the stream exists.
+// stream's start, created once the stream exists, set up as docs/nats.md
+// tells an indexer to: one message pending at a time (MaxAckPending 1),
+// so that after a crash the server delivers the unacked event again
+// before any newer one, and the events stay in stream order.
 func Consumer(t testing.TB, js jetstream.JetStream, stream, durable string) jetstream.Consumer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
@@ -204,6 +216,7 @@ func Consumer(t testing.TB, js jetstream.JetStream, stream, durable string) jets
 		// The leader creates the stream: wait for it.
 		c, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
 			Durable: durable, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+			MaxAckPending: 1, AckWait: AckWait,
 		})
 		if err == nil {
 			return c
@@ -214,6 +227,36 @@ func Consumer(t testing.TB, js jetstream.JetStream, stream, durable string) jets
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Crash is the indexer killed mid-batch: it fetches what the consumer
+// delivers (waiting for at least one message), applies the first message
+// without acking it when applied is set (its data committed, the process
+// killed before the ack), and drops the rest unacked and unapplied. The
+// server delivers them all again once their ack wait ends. It returns how
+// many messages it left unacked.
+func (x *Indexer) Crash(c jetstream.Consumer, applied bool) int {
+	x.t.Helper()
+	deadline := time.Now().Add(WaitLimit)
+	for {
+		batch, err := c.Fetch(64, jetstream.FetchMaxWait(200*time.Millisecond))
+		if err != nil {
+			x.t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			if n == 0 && applied {
+				x.take(m)
+			}
+			n++
+		}
+		if n > 0 {
+			return n
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("%s: nothing delivered to crash on within %s", x.name, WaitLimit)
 		}
 	}
 }
