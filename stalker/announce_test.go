@@ -165,7 +165,7 @@ func TestHeadersFirstOnEveryReplica(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
 
 	replicas := []*replica{startReplica(t, chain, window), startReplica(t, chain, window)}
-	st := New(Config{Chain: chain, HeadConfig: HeadConfig{Window: window}}, pool, redisstore.New(rdb, chain, window), nil, nil)
+	st := New(Config{Chain: chain, HeadConfig: HeadConfig{Window: window}}, pool, pool.Heads(), redisstore.New(rdb, chain, window), nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); st.Lead(ctx, 1) }()
