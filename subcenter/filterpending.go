@@ -9,7 +9,7 @@ import (
 // pendingChanges is a pending filter's changes: the transactions on the
 // pending feed after its place. Polling it keeps this replica's relay of
 // its mode running, so the feed keeps filling while any replica is polled.
-func (f *Filters) pendingChanges(ctx context.Context, st *filterState) (json.RawMessage, filterPos, error) {
+func (f *Filters) pendingChanges(ctx context.Context, st *FilterState) (json.RawMessage, FilterPos, error) {
 	f.useRelay(st.FullTx)
 	items, next, err := f.pending.Read(ctx, st.FullTx, st.Pos.Pending, pendingReadMax)
 	if err != nil {
@@ -19,7 +19,7 @@ func (f *Filters) pendingChanges(ctx context.Context, st *filterState) (json.Raw
 	for _, it := range items {
 		out.add(it)
 	}
-	return out.json(), filterPos{Cursor: st.Pos.Cursor, Pending: next}, nil
+	return out.json(), FilterPos{Cursor: st.Pos.Cursor, Pending: next}, nil
 }
 
 // useRelay keeps the relay of mode full running (starting it) for one

@@ -185,17 +185,17 @@ func (f *Filters) ServeFilter(ctx context.Context, via jrpc.Handler, req *jrpc.R
 			}
 			return nil, invalidParams("invalid argument 0: " + err.Error())
 		}
-		return f.create(ctx, via, &filterState{Kind: filterLogs, Crit: bytes.Clone(args[0])})
+		return f.create(ctx, via, &FilterState{Kind: filterLogs, Crit: bytes.Clone(args[0])})
 	case "eth_newBlockFilter":
 		if err := argCount(args, 0, 0); err != nil {
 			return nil, err
 		}
-		return f.create(ctx, via, &filterState{Kind: filterBlocks})
+		return f.create(ctx, via, &FilterState{Kind: filterBlocks})
 	case "eth_newPendingTransactionFilter":
 		if err := argCount(args, 0, 1); err != nil {
 			return nil, err
 		}
-		st := &filterState{Kind: filterPending}
+		st := &FilterState{Kind: filterPending}
 		if len(args) == 1 {
 			var full *bool
 			if err := json.Unmarshal(args[0], &full); err != nil {
@@ -216,7 +216,7 @@ func (f *Filters) ServeFilter(ctx context.Context, via jrpc.Handler, req *jrpc.R
 		return f.filterLogs(ctx, via, id)
 	case "eth_uninstallFilter":
 		st, err := f.store.Get(ctx, id)
-		if errors.Is(err, errFilterGone) {
+		if errors.Is(err, ErrFilterGone) {
 			return json.RawMessage("false"), nil
 		}
 		if err != nil {
@@ -300,7 +300,7 @@ func (f *Filters) storeError(err error) error {
 }
 
 // create makes a filter that starts at the window's head.
-func (f *Filters) create(ctx context.Context, via jrpc.Handler, st *filterState) (json.RawMessage, error) {
+func (f *Filters) create(ctx context.Context, via jrpc.Handler, st *FilterState) (json.RawMessage, error) {
 	cfg := f.cfg.Load()
 	st.Owner = owner(ctx)
 	if n, h, ok := f.w.Head(); ok {
@@ -325,11 +325,11 @@ func (f *Filters) create(ctx context.Context, via jrpc.Handler, st *filterState)
 	}
 	id := newID()
 	switch err := f.store.Create(ctx, id, st, cfg.Timeout, cfg.MaxPerChain, cfg.MaxPerClient); {
-	case errors.Is(err, errChainFull):
+	case errors.Is(err, ErrChainFull):
 		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
 			"too many filters: chain %s holds %d, filters.max_per_chain is %d; uninstall some or let them expire",
 			f.chain, cfg.MaxPerChain, cfg.MaxPerChain)}
-	case errors.Is(err, errOwnerFull):
+	case errors.Is(err, ErrOwnerFull):
 		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
 			"too many filters: this client holds %d on chain %s, filters.max_per_client is %d; uninstall some or let them expire",
 			cfg.MaxPerClient, f.chain, cfg.MaxPerClient)}
@@ -359,7 +359,7 @@ func (f *Filters) poll(ctx context.Context, via jrpc.Handler, id string) (json.R
 	ttl := f.cfg.Load().Timeout
 	for range maxPollAttempts {
 		st, err := f.store.Get(ctx, id)
-		if errors.Is(err, errFilterGone) {
+		if errors.Is(err, ErrFilterGone) {
 			return nil, errFilterNotFound
 		}
 		if err != nil {
@@ -367,7 +367,7 @@ func (f *Filters) poll(ctx context.Context, via jrpc.Handler, id string) (json.R
 		}
 		var (
 			res  json.RawMessage
-			next filterPos
+			next FilterPos
 		)
 		switch st.Kind {
 		case filterLogs:
@@ -385,9 +385,9 @@ func (f *Filters) poll(ctx context.Context, via jrpc.Handler, id string) (json.R
 		switch err := f.store.Advance(ctx, id, st.Owner, st.Pos, next, ttl); {
 		case err == nil:
 			return res, nil
-		case errors.Is(err, errFilterMoved):
+		case errors.Is(err, ErrFilterMoved):
 			continue
-		case errors.Is(err, errFilterGone):
+		case errors.Is(err, ErrFilterGone):
 			return nil, errFilterNotFound
 		default:
 			return nil, f.storeError(err)
@@ -398,7 +398,7 @@ func (f *Filters) poll(ctx context.Context, via jrpc.Handler, id string) (json.R
 
 // since is the window's changes after the filter's cursor; none while the
 // window does not follow the feed (its changes may be stale).
-func (f *Filters) since(ctx context.Context, via jrpc.Handler, st *filterState) (headstore.Changes, error) {
+func (f *Filters) since(ctx context.Context, via jrpc.Handler, st *FilterState) (headstore.Changes, error) {
 	if _, ok := f.w.Latest(); !ok {
 		return headstore.Changes{Next: st.Pos.Cursor}, nil
 	}
@@ -412,7 +412,7 @@ func (f *Filters) since(ctx context.Context, via jrpc.Handler, st *filterState) 
 
 // logChanges is a log filter's changes: the removed logs of orphaned
 // blocks, the logs below the window, then the logs of the new blocks.
-func (f *Filters) logChanges(ctx context.Context, via jrpc.Handler, st *filterState) (json.RawMessage, filterPos, error) {
+func (f *Filters) logChanges(ctx context.Context, via jrpc.Handler, st *FilterState) (json.RawMessage, FilterPos, error) {
 	lf, err := parseLogFilter(st.Crit, filterLimits{addresses: evm.LogQueryLimit, topics: evm.LogQueryLimit})
 	if err != nil {
 		return nil, st.Pos, errFilterNotFound // not a filter venn wrote
@@ -453,7 +453,7 @@ func (f *Filters) logChanges(ctx context.Context, via jrpc.Handler, st *filterSt
 			}
 		}
 	}
-	return out.json(), filterPos{Cursor: ch.Next, Pending: st.Pos.Pending}, nil
+	return out.json(), FilterPos{Cursor: ch.Next, Pending: st.Pos.Pending}, nil
 }
 
 // matchesAll is geth's filterLogs check for one log of block n.
@@ -490,7 +490,7 @@ func rangeParams(crit []byte, from, to uint64) json.RawMessage {
 // blockChanges is a block filter's changes: the hashes of the new
 // canonical blocks, those below the window (at most maxBlockGap a poll)
 // first.
-func (f *Filters) blockChanges(ctx context.Context, via jrpc.Handler, st *filterState) (json.RawMessage, filterPos, error) {
+func (f *Filters) blockChanges(ctx context.Context, via jrpc.Handler, st *FilterState) (json.RawMessage, FilterPos, error) {
 	ch, err := f.since(ctx, via, st)
 	if err != nil {
 		return nil, st.Pos, err
@@ -508,13 +508,13 @@ func (f *Filters) blockChanges(ctx context.Context, via jrpc.Handler, st *filter
 		}
 		if to < ch.GapTo {
 			// The rest, and the window's blocks, with the next polls.
-			return out.json(), filterPos{Cursor: headstore.Cursor{Number: to, Hash: hashes[len(hashes)-1]}}, nil
+			return out.json(), FilterPos{Cursor: headstore.Cursor{Number: to, Hash: hashes[len(hashes)-1]}}, nil
 		}
 	}
 	for _, b := range ch.Added {
 		out.add([]byte(`"` + b.Hash + `"`))
 	}
-	return out.json(), filterPos{Cursor: next}, nil
+	return out.json(), FilterPos{Cursor: next}, nil
 }
 
 // gapHashes reads the canonical hashes of from..to through the router.
@@ -571,7 +571,7 @@ func fetchOrphan(via jrpc.Handler) headstore.FetchBlock {
 // eth_getLogs answers it (the router's sources and limits).
 func (f *Filters) filterLogs(ctx context.Context, via jrpc.Handler, id string) (json.RawMessage, error) {
 	st, err := f.store.Get(ctx, id)
-	if errors.Is(err, errFilterGone) {
+	if errors.Is(err, ErrFilterGone) {
 		return nil, errFilterNotFound
 	}
 	if err != nil {

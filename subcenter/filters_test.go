@@ -165,7 +165,7 @@ var stores = []struct {
 	{"memory", func(*testing.T) (FilterStore, PendingFeed) { return NewMemoryFilters(), NewMemoryPending() }},
 	{"redis", func(t *testing.T) (FilterStore, PendingFeed) {
 		rs := startRedisServer(t)
-		return NewRedisFilters(rs.rdb, "test"), NewRedisPending(rs.rdb, "test")
+		return redisStores(t, rs.rdb)
 	}},
 }
 
@@ -224,8 +224,8 @@ func TestFilterChangesFromTheWindow(t *testing.T) {
 // corrected there.
 func TestFilterMadeOnOneReplicaPolledOnAnother(t *testing.T) {
 	rs := startRedisServer(t)
-	r1 := newReplica(t, NewRedisFilters(rs.rdb, "test"), NewRedisPending(rs.rdb, "test"), FilterConfig{})
-	r2 := newReplica(t, NewRedisFilters(rs.rdb, "test"), NewRedisPending(rs.rdb, "test"), FilterConfig{})
+	r1 := newRedisReplica(t, rs.rdb, FilterConfig{})
+	r2 := newRedisReplica(t, rs.rdb, FilterConfig{})
 	both := func(dropped []headstore.Ref, added ...*evm.Block) {
 		r1.feed.apply(dropped, added...)
 		r2.feed.apply(dropped, added...)
@@ -263,8 +263,8 @@ func TestFilterMadeOnOneReplicaPolledOnAnother(t *testing.T) {
 // and nothing is lost.
 func TestConcurrentPollsDeliverEachLogOnce(t *testing.T) {
 	rs := startRedisServer(t)
-	r1 := newReplica(t, NewRedisFilters(rs.rdb, "test"), NewRedisPending(rs.rdb, "test"), FilterConfig{})
-	r2 := newReplica(t, NewRedisFilters(rs.rdb, "test"), NewRedisPending(rs.rdb, "test"), FilterConfig{})
+	r1 := newRedisReplica(t, rs.rdb, FilterConfig{})
+	r2 := newRedisReplica(t, rs.rdb, FilterConfig{})
 	var polls atomic.Int64
 	both := func(dropped []headstore.Ref, added ...*evm.Block) {
 		t.Helper()
@@ -435,11 +435,23 @@ func TestFilterErrors(t *testing.T) {
 	}
 	r.must(t, "eth_uninstallFilter", `["`+a+`"]`)
 	r.newFilter(t, "eth_newBlockFilter", `[]`)
+	// The chain's cap, on both stores: the third filter of a chain that
+	// holds two, whoever asks.
+	for _, st := range stores {
+		store, pending := st.new(t)
+		c := newReplica(t, store, pending, FilterConfig{MaxPerClient: 5, MaxPerChain: 2})
+		c.feed.extend("a", 1, 3, "a")
+		c.newFilter(t, "eth_newBlockFilter", `[]`)
+		c.newFilter(t, "eth_newFilter", `[{}]`)
+		if _, err := c.call(t, "eth_newBlockFilter", `[]`); !isRPCError(err, jrpc.CodeLimitExceeded, "chain test holds 2, filters.max_per_chain is 2") {
+			t.Errorf("%s: third filter of a chain capped at two: %v", st.name, err)
+		}
+	}
 
 	// A store that does not answer: a clear error, no detail.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { _ = rdb.Close() })
-	down := newReplica(t, NewRedisFilters(rdb, "test"), NewRedisPending(rdb, "test"), FilterConfig{})
+	down := newRedisReplica(t, rdb, FilterConfig{})
 	down.feed.extend("a", 1, 3, "a")
 	for _, m := range []string{"eth_newBlockFilter", "eth_getFilterChanges"} {
 		params := `[]`
@@ -458,7 +470,7 @@ func TestFilterErrors(t *testing.T) {
 // changes it did not see.
 func TestFilterLostWithRedis(t *testing.T) {
 	rs := startRedisServer(t)
-	r := newReplica(t, NewRedisFilters(rs.rdb, "test"), NewRedisPending(rs.rdb, "test"), FilterConfig{})
+	r := newRedisReplica(t, rs.rdb, FilterConfig{})
 	r.feed.extend("a", 1, 3, "a")
 	id := r.newFilter(t, "eth_newFilter", `[{}]`)
 	rs.restart()
@@ -488,7 +500,7 @@ func TestFilterExpires(t *testing.T) {
 
 	// On Redis the deadline is the key's TTL.
 	rs := startRedisServer(t)
-	rr := newReplica(t, NewRedisFilters(rs.rdb, "test"), NewRedisPending(rs.rdb, "test"), FilterConfig{Timeout: time.Minute})
+	rr := newRedisReplica(t, rs.rdb, FilterConfig{Timeout: time.Minute})
 	rr.feed.extend("a", 1, 3, "a")
 	id := rr.newFilter(t, "eth_newBlockFilter", `[]`)
 	ttl, err := rs.rdb.PTTL(t.Context(), "venn:{test}:f:"+id).Result()
@@ -521,7 +533,7 @@ func TestPendingFilterFeed(t *testing.T) {
 				}
 			}
 			add(hash32("before"))
-			st := &filterState{Kind: filterPending, Owner: "-"}
+			st := &FilterState{Kind: filterPending, Owner: "-"}
 			tail, err := pending.Tail(ctx, false)
 			if err != nil {
 				t.Fatal(err)

@@ -3,14 +3,10 @@ package subcenter
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/venn-gateway/venn/headstore"
-	"github.com/venn-gateway/venn/keyspace"
 )
 
 // A polled filter's kinds, as stored.
@@ -20,54 +16,51 @@ const (
 	filterPending = "p"
 )
 
-// filterState is what a polled filter is, wherever it is polled: its kind
+// FilterState is what a polled filter is, wherever it is polled: its kind
 // and criteria, its owner, and its position (pos).
-type filterState struct {
+type FilterState struct {
 	Kind   string
 	Crit   []byte // logs: the criteria object as sent
 	FullTx bool   // pending: transaction objects, not hashes
 	Owner  string
-	Pos    filterPos
+	Pos    FilterPos
 }
 
-// filterPos is how far a filter's changes were delivered: the last block
+// FilterPos is how far a filter's changes were delivered: the last block
 // (number and hash), and for a pending filter its place in the pending
 // feed.
-type filterPos struct {
+type FilterPos struct {
 	Cursor  headstore.Cursor
 	Pending string
 }
 
 // Errors of a FilterStore.
 var (
-	errFilterGone  = errors.New("filter not found")
-	errChainFull   = errors.New("the chain holds as many filters as allowed")
-	errOwnerFull   = errors.New("the client holds as many filters as allowed")
-	errFilterMoved = errors.New("another poll moved the filter")
+	ErrFilterGone  = errors.New("filter not found")
+	ErrChainFull   = errors.New("the chain holds as many filters as allowed")
+	ErrOwnerFull   = errors.New("the client holds as many filters as allowed")
+	ErrFilterMoved = errors.New("another poll moved the filter")
 )
 
 // FilterStore holds the polled filters of one chain where every replica
-// that polls them reads them: Redis in a cluster (RedisFilters), memory
-// in a process of its own (MemoryFilters). Deadlines are kept by the
+// that polls them reads them: Redis in a cluster (package
+// subcenter/redisstore), memory in a process of its own (MemoryFilters). Deadlines are kept by the
 // store: a filter not advanced (polled) for its TTL is gone.
 type FilterStore interface {
 	// Create stores a new filter, unless the chain holds maxChain live
-	// filters (errChainFull) or its owner maxOwner (errOwnerFull).
-	Create(ctx context.Context, id string, st *filterState, ttl time.Duration, maxChain, maxOwner int) error
-	// Get reads a filter; errFilterGone when there is none.
-	Get(ctx context.Context, id string) (*filterState, error)
+	// filters (ErrChainFull) or its owner maxOwner (ErrOwnerFull).
+	Create(ctx context.Context, id string, st *FilterState, ttl time.Duration, maxChain, maxOwner int) error
+	// Get reads a filter; ErrFilterGone when there is none.
+	Get(ctx context.Context, id string) (*FilterState, error)
 	// Advance moves the filter from pos from to pos to and pushes its
-	// deadline back, only if it is still at from: errFilterMoved when
-	// another poll moved it first, errFilterGone when it is gone.
-	Advance(ctx context.Context, id, owner string, from, to filterPos, ttl time.Duration) error
+	// deadline back, only if it is still at from: ErrFilterMoved when
+	// another poll moved it first, ErrFilterGone when it is gone.
+	Advance(ctx context.Context, id, owner string, from, to FilterPos, ttl time.Duration) error
 	// Remove uninstalls a filter and reports whether it existed.
 	Remove(ctx context.Context, id, owner string) (bool, error)
 }
 
-var (
-	_ FilterStore = (*MemoryFilters)(nil)
-	_ FilterStore = (*RedisFilters)(nil)
-)
+var _ FilterStore = (*MemoryFilters)(nil)
 
 // MemoryFilters is the FilterStore of a venn running alone.
 type MemoryFilters struct {
@@ -80,7 +73,7 @@ type MemoryFilters struct {
 }
 
 type memFilter struct {
-	st       filterState
+	st       FilterState
 	deadline time.Time
 }
 
@@ -124,16 +117,16 @@ func (s *MemoryFilters) live(id string, now time.Time) *memFilter {
 }
 
 // Create implements FilterStore.
-func (s *MemoryFilters) Create(_ context.Context, id string, st *filterState, ttl time.Duration, maxChain, maxOwner int) error {
+func (s *MemoryFilters) Create(_ context.Context, id string, st *FilterState, ttl time.Duration, maxChain, maxOwner int) error {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweep(now, len(s.m) >= maxChain || s.owners[st.Owner] >= maxOwner)
 	switch {
 	case len(s.m) >= maxChain:
-		return errChainFull
+		return ErrChainFull
 	case s.owners[st.Owner] >= maxOwner:
-		return errOwnerFull
+		return ErrOwnerFull
 	}
 	s.m[id] = &memFilter{st: *st, deadline: now.Add(ttl)}
 	s.owners[st.Owner]++
@@ -141,28 +134,28 @@ func (s *MemoryFilters) Create(_ context.Context, id string, st *filterState, tt
 }
 
 // Get implements FilterStore.
-func (s *MemoryFilters) Get(_ context.Context, id string) (*filterState, error) {
+func (s *MemoryFilters) Get(_ context.Context, id string) (*FilterState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.live(id, s.now())
 	if f == nil {
-		return nil, errFilterGone
+		return nil, ErrFilterGone
 	}
 	st := f.st
 	return &st, nil
 }
 
 // Advance implements FilterStore.
-func (s *MemoryFilters) Advance(_ context.Context, id, _ string, from, to filterPos, ttl time.Duration) error {
+func (s *MemoryFilters) Advance(_ context.Context, id, _ string, from, to FilterPos, ttl time.Duration) error {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.live(id, now)
 	switch {
 	case f == nil:
-		return errFilterGone
+		return ErrFilterGone
 	case f.st.Pos != from:
-		return errFilterMoved
+		return ErrFilterMoved
 	}
 	f.st.Pos = to
 	f.deadline = now.Add(ttl)
@@ -179,81 +172,4 @@ func (s *MemoryFilters) Remove(_ context.Context, id, _ string) (bool, error) {
 	}
 	s.dropLocked(id, f)
 	return true, nil
-}
-
-// RedisFilters is the FilterStore of a cluster: every replica reads and
-// moves the same filters, under the chain's hash tag (keyspace.Chain's
-// f:, filters and fo: keys). Its scripts make a poll's advance a
-// compare-and-set, so two replicas polling one filter at once never
-// deliver the same changes twice.
-type RedisFilters struct {
-	rdb  redis.UniversalClient
-	keys keyspace.Chain
-}
-
-// NewRedisFilters returns chain's filters on rdb.
-func NewRedisFilters(rdb redis.UniversalClient, chain string) *RedisFilters {
-	return &RedisFilters{rdb: rdb, keys: keyspace.For(chain)}
-}
-
-func ms(d time.Duration) int64 { return max(1, d.Milliseconds()) }
-
-// Create implements FilterStore.
-func (s *RedisFilters) Create(ctx context.Context, id string, st *filterState, ttl time.Duration, maxChain, maxOwner int) error {
-	full := "0"
-	if st.FullTx {
-		full = "1"
-	}
-	args := []any{id, ms(ttl), maxChain, maxOwner,
-		"k", st.Kind, "c", string(st.Crit), "x", full, "o", st.Owner,
-		"n", strconv.FormatUint(st.Pos.Cursor.Number, 10), "h", st.Pos.Cursor.Hash, "p", st.Pos.Pending}
-	r, err := keyspace.FilterCreate.Run(ctx, s.rdb, s.keys.FilterKeys(id, st.Owner), args...).Int()
-	switch {
-	case err != nil:
-		return err
-	case r == -1:
-		return errChainFull
-	case r == -2:
-		return errOwnerFull
-	}
-	return nil
-}
-
-// Get implements FilterStore.
-func (s *RedisFilters) Get(ctx context.Context, id string) (*filterState, error) {
-	m, err := s.rdb.HGetAll(ctx, s.keys.FilterPrefix+id).Result()
-	if err != nil {
-		return nil, err
-	}
-	if len(m) == 0 || m["k"] == "" || m["n"] == "" {
-		return nil, errFilterGone
-	}
-	n, err := strconv.ParseUint(m["n"], 10, 64)
-	if err != nil {
-		return nil, errFilterGone // not a filter venn wrote
-	}
-	return &filterState{Kind: m["k"], Crit: []byte(m["c"]), FullTx: m["x"] == "1", Owner: m["o"],
-		Pos: filterPos{Cursor: headstore.Cursor{Number: n, Hash: m["h"]}, Pending: m["p"]}}, nil
-}
-
-// Advance implements FilterStore.
-func (s *RedisFilters) Advance(ctx context.Context, id, owner string, from, to filterPos, ttl time.Duration) error {
-	r, err := keyspace.FilterAdvance.Run(ctx, s.rdb, s.keys.FilterKeys(id, owner), id, ms(ttl),
-		strconv.FormatUint(from.Cursor.Number, 10), from.Cursor.Hash, from.Pending,
-		strconv.FormatUint(to.Cursor.Number, 10), to.Cursor.Hash, to.Pending).Int()
-	switch {
-	case err != nil:
-		return err
-	case r == 0:
-		return errFilterMoved
-	case r < 0:
-		return errFilterGone
-	}
-	return nil
-}
-
-// Remove implements FilterStore.
-func (s *RedisFilters) Remove(ctx context.Context, id, owner string) (bool, error) {
-	r, err := keyspace.FilterRemove.Run(ctx, s.rdb, s.keys.FilterKeys(id, owner), id).Int()
-	return r == 1, err
 }
