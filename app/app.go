@@ -352,7 +352,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	sc := cc.StalkerConfig(archive, m.archive)
 	sc.Tracer = cs.parts.tracer
 	h := cs.newHeadFeed(cfg, cc, sc, pool, m)
-	var up jrpc.Handler = pool
+	var up jrpc.Handler = poolUpstream{pool, pool.Heads()}
 	if cc.Integrity.ClientCalls {
 		up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
 	}
@@ -366,7 +366,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	h.filters = cs.newFilters(cc, h.window, relay)
 	settled := cc.settledLine(h.window)
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
+		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.Heads().ConfirmHash, LogLimits: cc.GetLogsLimits,
 		Static: cc.StaticAnswers,
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
@@ -384,6 +384,14 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	// since its last good check are dropped, by the cache of the moment.
 	pool.OnDistrust(func(d remotes.Distrust) { c.cache.Load().distrusted(d) })
 	return c, nil
+}
+
+// poolUpstream is the pool as the router takes it: its calls, and the
+// accessors of its head tracking the router judges the head window's
+// freshness by (HealthyHead, HashAt, Reports, HeardWithin, BlockTime).
+type poolUpstream struct {
+	*remotes.Pool
+	*remotes.Heads
 }
 
 // newFilters builds a chain's polled filters: on the cluster's Redis when
@@ -420,10 +428,10 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		window:   w,
 		follower: headstore.NewFollower(cc.Name, store, w, cs.log, m.head),
 		elector:  elector,
-		stalker:  stalker.New(sc, pool, store, cs.log, m.stalker),
+		stalker:  stalker.New(sc, pool, pool.Heads(), store, cs.log, m.stalker),
 	}
 	if cs.rdb != nil {
-		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool, cs.log, m.heads)
+		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool.Heads(), cs.log, m.heads)
 	}
 	if cc.NATS.Stream && cs.parts.nats != nil {
 		h.feed = natsfeed.New(natsfeed.Options{Chain: cc.Name, Prefix: cfg.NATS.WithDefaults().Prefix, Config: cc.NATS,

@@ -42,25 +42,25 @@ func NewVerifiedClient(p *Pool, blocks Blocks) *VerifiedClient {
 }
 
 // Head is the pool's best head: the router tells a stale window by it.
-func (c *VerifiedClient) Head() uint64 { return c.p.Head() }
+func (c *VerifiedClient) Head() uint64 { return c.p.heads.Head() }
 
-// HealthyHead is Pool.HealthyHead. With HashAt, Reports, HeardWithin and BlockTime it
+// HealthyHead is Heads.HealthyHead. With HashAt, Reports, HeardWithin and BlockTime it
 // is what the router judges the head window's freshness by.
-func (c *VerifiedClient) HealthyHead() uint64 { return c.p.HealthyHead() }
+func (c *VerifiedClient) HealthyHead() uint64 { return c.p.heads.HealthyHead() }
 
-// HashAt is Pool.HashAt.
-func (c *VerifiedClient) HashAt(n uint64) (string, bool) { return c.p.HashAt(n) }
+// HashAt is Heads.HashAt.
+func (c *VerifiedClient) HashAt(n uint64) (string, bool) { return c.p.heads.HashAt(n) }
 
-// Reports is Pool.Reports.
-func (c *VerifiedClient) Reports(n uint64, hash string) bool { return c.p.Reports(n, hash) }
+// Reports is Heads.Reports.
+func (c *VerifiedClient) Reports(n uint64, hash string) bool { return c.p.heads.Reports(n, hash) }
 
-// HeardWithin is Pool.HeardWithin.
+// HeardWithin is Heads.HeardWithin.
 func (c *VerifiedClient) HeardWithin(now time.Time, d time.Duration) bool {
-	return c.p.HeardWithin(now, d)
+	return c.p.heads.HeardWithin(now, d)
 }
 
-// BlockTime is Pool.BlockTime.
-func (c *VerifiedClient) BlockTime() time.Duration { return c.p.BlockTime() }
+// BlockTime is Heads.BlockTime.
+func (c *VerifiedClient) BlockTime() time.Duration { return c.p.heads.BlockTime() }
 
 // ServeRPC answers one client call.
 func (c *VerifiedClient) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {

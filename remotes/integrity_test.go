@@ -230,7 +230,7 @@ func TestVerifiedClient(t *testing.T) {
 		}
 	}), m)
 	c := NewVerifiedClient(p, fakeBlocks{hash: hash, block: block})
-	if c.Head() != p.Head() {
+	if c.Head() != p.Heads().Head() {
 		t.Fatal("head differs from the pool's")
 	}
 	tests := []struct {

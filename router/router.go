@@ -62,7 +62,7 @@ type Config struct {
 	WriteThroughQueue int
 	// Confirm asks the remotes, each a different one, for block n's hash:
 	// how many agree with hash and how many name another (the pool's
-	// ConfirmHash). The write-through stores a block that links to
+	// Heads().ConfirmHash). The write-through stores a block that links to
 	// nothing the window or the store holds only when two agree; nil:
 	// such a block is not stored.
 	Confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
@@ -129,7 +129,7 @@ type headOf interface{ HealthyHead() uint64 }
 // holds an orphan, or one that is old: the hash the chain's tip says for a
 // recent block, whether a remote in rotation still reports another, when
 // one of them last reported its head, and the chain's block time
-// (remotes.Pool).
+// (remotes.Heads).
 type tipOf interface {
 	HashAt(n uint64) (hash string, ok bool)
 	Reports(n uint64, hash string) bool

@@ -280,7 +280,16 @@ type counting struct {
 	calls map[string]int
 }
 
-func (c *counting) HealthyHead() uint64 { return c.Handler.(*remotes.Pool).HealthyHead() }
+func (c *counting) HealthyHead() uint64 { return c.Handler.(upstream).HealthyHead() }
+
+// upstream is a pool as the app hands it to the router: its calls, and
+// the accessors of its head tracking.
+type upstream struct {
+	*remotes.Pool
+	*remotes.Heads
+}
+
+func upstreamOf(p *remotes.Pool) upstream { return upstream{p, p.Heads()} }
 
 func (c *counting) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
 	c.mu.Lock()
