@@ -30,6 +30,7 @@ import (
 	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
 	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/jrpc"
@@ -352,9 +353,9 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	sc := cc.StalkerConfig(archive, m.archive)
 	sc.Tracer = cs.parts.tracer
 	h := cs.newHeadFeed(cfg, cc, sc, pool, m)
-	var up jrpc.Handler = pool
+	up := chainUpstream{Calls: pool, Tip: pool}
 	if cc.Integrity.ClientCalls {
-		up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
+		up.Calls = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
 	}
 	// newPendingTransactions from a remote's own subscription, or a
 	// pending-transaction filter polled where no WebSocket remote can.
@@ -384,6 +385,14 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	// since its last good check are dropped, by the cache of the moment.
 	pool.OnDistrust(func(d remotes.Distrust) { c.cache.Load().distrusted(d) })
 	return c, nil
+}
+
+// chainUpstream is a chain's remotes as its router takes them: calls
+// through the pool, or through its client that checks blocks and receipts,
+// and the pool's heads.
+type chainUpstream struct {
+	forger.Calls
+	router.Tip
 }
 
 // newFilters builds a chain's polled filters: on the cluster's Redis when
