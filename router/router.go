@@ -12,7 +12,7 @@
 //
 // The remotes are an Upstream, which app wires: parsed calls one way in,
 // and the remotes' heads the window is judged by. The router must not
-// import remotes, nor send a remote a wire request of its own.
+// import the remotes' pool, nor send them a wire request of its own.
 package router
 
 import (

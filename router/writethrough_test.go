@@ -25,7 +25,9 @@ import (
 // callFunc is a func as forger.Calls.
 type callFunc func(ctx context.Context, c evm.Call) (json.RawMessage, error)
 
-func (f callFunc) ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error) { return f(ctx, c) }
+func (f callFunc) ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+	return f(ctx, c)
+}
 
 // inProcess is remotes that serve calls from a fake node's handler without
 // a listener.
