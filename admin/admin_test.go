@@ -91,7 +91,7 @@ func startReplica(t *testing.T, chain, id string, nodes []*fakenode.Node, rdb re
 	pool := startPool(t, chain, nodes, reg)
 	opts := Options{Config: Config{Tokens: []Token{{Name: "alice", Token: testToken}}, CordonResync: 50 * time.Millisecond,
 		Heartbeat: 50 * time.Millisecond},
-		Replica: id, Version: "test", Chains: []Chain{{Name: chain, Path: "/" + chain, Pool: pool}},
+		Replica: id, Version: "test", Chains: []Chain{{Name: chain, Path: "/" + chain, Pool: pool, Heads: pool.Heads()}},
 		Registerer: reg, Now: clk.Now}
 	if rdb != nil {
 		opts.Redis = rdb
@@ -360,7 +360,7 @@ func TestSetChains(t *testing.T) {
 		t.Fatalf("cordon = %d %s", code, body)
 	}
 	fresh := startPool(t, "reload", nodes, prometheus.NewRegistry())
-	r.admin.setChains(context.Background(), []Chain{{Name: "reload", Path: "/reload", Pool: fresh}})
+	r.admin.setChains(context.Background(), []Chain{{Name: "reload", Path: "/reload", Pool: fresh, Heads: fresh.Heads()}})
 	if !outBy(fresh, "n1") {
 		t.Fatalf("the new pool lacks the cordon: %+v", fresh.Status())
 	}

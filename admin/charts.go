@@ -112,7 +112,7 @@ func sampleCharts(g prometheus.Gatherer, cs []Chain, now time.Time) map[string]c
 	out := make(map[string]chainSample, len(cs))
 	for _, c := range cs {
 		s := chainSample{at: now, headAge: math.NaN(), remotes: map[string]remoteSample{}}
-		if hs := c.Pool.HeadStatus(); !hs.Time.IsZero() {
+		if hs := c.Heads.HeadStatus(); !hs.Time.IsZero() {
 			s.headAge = max(now.Sub(hs.Time), 0).Seconds()
 		}
 		for _, rs := range c.Pool.Status() {

@@ -121,7 +121,7 @@ func TestCordonReachesAnAddedChain(t *testing.T) {
 	for _, r := range []*replica{a, b} {
 		p := startPool(t, added, nodes, prometheus.NewRegistry())
 		pools = append(pools, p)
-		r.admin.setChains(context.Background(), []Chain{{Name: first, Pool: r.pool}, {Name: added, Pool: p}})
+		r.admin.setChains(context.Background(), []Chain{{Name: first, Pool: r.pool, Heads: r.pool.Heads()}, {Name: added, Pool: p, Heads: p.Heads()}})
 	}
 	waitSubscribed(t, rdb, added, 2)
 	if code, body := testkit.AdminDo(t, "POST", a.srv.URL+"/admin/chains/"+added+"/remotes/n1/cordon", testToken, `{}`); code != http.StatusOK {

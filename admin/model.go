@@ -14,17 +14,25 @@ import (
 type Pool interface {
 	Status() []remotes.RemoteStatus
 	SetCordons(now time.Time, cs []remotes.ManualCordon) (held []string)
-	HeadStatus() remotes.HeadStatus
 	Ready() bool
 }
 
 var _ Pool = (*remotes.Pool)(nil)
 
+// Heads is what admin reads of a chain's head tracking; a *remotes.Heads
+// (remotes.Pool.Heads) is one.
+type Heads interface {
+	HeadStatus() remotes.HeadStatus
+}
+
+var _ Heads = (*remotes.Heads)(nil)
+
 // Chain is one chain as the app hands it to admin.
 type Chain struct {
-	Name string
-	Path string // where its JSON-RPC is served, "/NAME"
-	Pool Pool
+	Name  string
+	Path  string // where its JSON-RPC is served, "/NAME"
+	Pool  Pool
+	Heads Heads
 	// State reads the rest of the chain's state on this replica.
 	State func() ChainState
 	// Leader reads who leads the chain in the cluster; nil: this replica
@@ -123,7 +131,7 @@ type Reloader func(ctx context.Context) (report any, applied bool)
 
 // chainView reads one chain; with remotes, its remotes' states too.
 func (a *Admin) chainView(ctx context.Context, c Chain, withRemotes bool) ChainView {
-	hs := c.Pool.HeadStatus()
+	hs := c.Heads.HeadStatus()
 	v := ChainView{Name: c.Name, Path: c.Path, Ready: c.Pool.Ready(), Head: hs.Number, HeadHash: hs.Hash}
 	if !hs.Time.IsZero() {
 		v.HeadAgeSeconds = max(a.now().Sub(hs.Time), 0).Round(time.Millisecond).Seconds()

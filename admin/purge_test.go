@@ -39,7 +39,7 @@ func TestCachePurgeRequests(t *testing.T) {
 	nodes := []*fakenode.Node{fakenode.Start(t, fakenode.Options{Head: 100})}
 	r := startReplica(t, "purge", "solo", nodes, nil, &clock{now: time.Now()}, func(o *Options) {
 		o.Chains[0].PurgeCache = c.Purge
-		o.Chains = append(o.Chains, Chain{Name: "nocache", Path: "/nocache", Pool: o.Chains[0].Pool})
+		o.Chains = append(o.Chains, Chain{Name: "nocache", Path: "/nocache", Pool: o.Chains[0].Pool, Heads: o.Chains[0].Heads})
 	})
 	base := r.srv.URL + "/admin/chains/"
 	tests := []struct {

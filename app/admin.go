@@ -129,7 +129,7 @@ func (cs *chains) adminChains(hist *history) []admin.Chain {
 	all := cs.all()
 	list := make([]admin.Chain, 0, len(all))
 	for _, c := range all {
-		ac := admin.Chain{Name: c.name, Path: "/" + c.name, Pool: c.pool, State: cs.stateOf(c, hist)}
+		ac := admin.Chain{Name: c.name, Path: "/" + c.name, Pool: c.pool, Heads: c.pool.Heads(), State: cs.stateOf(c, hist)}
 		if c.cache.Load() != nil {
 			ac.PurgeCache = func(ctx context.Context, p cache.Purge) (int64, error) {
 				k := c.cache.Load()

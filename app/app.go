@@ -353,9 +353,9 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	sc := cc.StalkerConfig(archive, m.archive)
 	sc.Tracer = cs.parts.tracer
 	h := cs.newHeadFeed(cfg, cc, sc, pool, m)
-	up := chainUpstream{Calls: pool, Tip: pool}
+	var calls forger.Calls = pool
 	if cc.Integrity.ClientCalls {
-		up.Calls = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
+		calls = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
 	}
 	// newPendingTransactions from a remote's own subscription, or a
 	// pending-transaction filter polled where no WebSocket remote can.
@@ -367,7 +367,7 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	h.filters = cs.newFilters(cc, h.window, relay)
 	settled := cc.settledLine(h.window)
 	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.ConfirmHash, LogLimits: cc.GetLogsLimits,
+		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.Heads().ConfirmHash, LogLimits: cc.GetLogsLimits,
 		Static: cc.StaticAnswers,
 		Logger: log, Tracer: cs.parts.tracer}
 	ccache, err := cs.newCache(cc, log, m.cache)
@@ -378,21 +378,13 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	if ccache != nil {
 		rc.Cache = ccache.c // a nil *cache.Cache would be a non-nil interface
 	}
-	rt := router.New(rc, h.window, up, m.router)
+	rt := router.New(rc, h.window, router.UpstreamOf(calls, pool.Heads()), m.router)
 	c := &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, owner: cs}
 	c.cache.Store(ccache)
 	// A remote found on another chain or misbehaving: its cached answers
 	// since its last good check are dropped, by the cache of the moment.
 	pool.OnDistrust(func(d remotes.Distrust) { c.cache.Load().distrusted(d) })
 	return c, nil
-}
-
-// chainUpstream is a chain's remotes as its router takes them: calls
-// through the pool, or through its client that checks blocks and receipts,
-// and the pool's heads.
-type chainUpstream struct {
-	forger.Calls
-	router.Tip
 }
 
 // newFilters builds a chain's polled filters: on the cluster's Redis when
@@ -429,10 +421,10 @@ func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, po
 		window:   w,
 		follower: headstore.NewFollower(cc.Name, store, w, cs.log, m.head),
 		elector:  elector,
-		stalker:  stalker.New(sc, pool, store, cs.log, m.stalker),
+		stalker:  stalker.New(sc, pool, pool.Heads(), store, cs.log, m.stalker),
 	}
 	if cs.rdb != nil {
-		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool, cs.log, m.heads)
+		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool.Heads(), cs.log, m.heads)
 	}
 	if cc.NATS.Stream && cs.parts.nats != nil {
 		h.feed = natsfeed.New(natsfeed.Options{Chain: cc.Name, Prefix: cfg.NATS.WithDefaults().Prefix, Config: cc.NATS,

@@ -86,8 +86,8 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
 	now := time.Now()
 	for _, c := range h.chains.all() {
-		hs := c.pool.HeadStatus()
-		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Head(), HeadHash: hs.Hash,
+		hs := c.pool.Heads().HeadStatus()
+		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Heads().Head(), HeadHash: hs.Hash,
 			BlockTimeSeconds: seconds(hs.BlockTime), BlockTimeSource: hs.BlockTimeSource,
 			PollIntervalSeconds: seconds(hs.PollInterval), Remotes: c.pool.Remotes()}
 		if !hs.Time.IsZero() {

@@ -34,7 +34,7 @@ func (c *Config) OpenUpstream(ctx context.Context, cc ChainConfig, log *slog.Log
 	if err := pool.Start(ctx); err != nil {
 		return nil, err
 	}
-	return &Upstream{name: cc.Name, pool: pool, st: stalker.New(cc.StalkerConfig(nil, nil), pool, nil, log, nil)}, nil
+	return &Upstream{name: cc.Name, pool: pool, st: stalker.New(cc.StalkerConfig(nil, nil), pool, pool.Heads(), nil, log, nil)}, nil
 }
 
 // Close stops the pool, waiting at most 10 s for its calls.
@@ -48,7 +48,7 @@ func (u *Upstream) Close(ctx context.Context) error {
 // head. Past within it says, remote by remote, why none is followed.
 func (u *Upstream) WaitHead(ctx context.Context, within time.Duration) (uint64, error) {
 	deadline := time.Now().Add(within)
-	for !u.pool.Ready() || u.pool.Head() == 0 {
+	for !u.pool.Ready() || u.pool.Heads().Head() == 0 {
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("chain %s: no remote ready after %v: %s", u.name, within, u.notFollowed())
 		}
@@ -60,7 +60,7 @@ func (u *Upstream) WaitHead(ctx context.Context, within time.Duration) (uint64, 
 		case <-t.C:
 		}
 	}
-	return u.pool.Head(), nil
+	return u.pool.Heads().Head(), nil
 }
 
 // notFollowed says why each remote is out, in the words of the pool's

@@ -134,7 +134,7 @@ func tenantVenn(b *testing.B, upstream string, gate *edge.Edge) string {
 		opts.Gate = gate
 	}
 	srv := jrpc.NewServer(opts)
-	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1}, nil, pool, nil))
+	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1}, nil, router.UpstreamOf(pool, pool.Heads()), nil))
 	var h http.Handler = srv.Handler()
 	if gate != nil {
 		h = gate.Wrap(h)

@@ -116,7 +116,7 @@ func (p *Pool) awaitHead(ctx context.Context, r *Remote) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-p.HeadChanged():
+		case <-p.heads.HeadChanged():
 		case <-tick.C:
 		}
 	}

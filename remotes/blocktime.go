@@ -31,23 +31,24 @@ const (
 // pace they showed. When the block time moves the poll interval by more
 // than a fifth, the trackers are told, so that a remote polled every 12 s
 // by default moves to the chain's pace at once. h.mu must be held.
-func (p *Pool) setLearned(d, fastest time.Duration) {
-	p.fastest.Store(int64(fastest))
-	old := time.Duration(p.learned.Swap(int64(d)))
-	p.blockTimeG.Set(p.BlockTime().Seconds())
+func (h *Heads) setLearned(d, fastest time.Duration) {
+	p := h.p
+	h.fastest.Store(int64(fastest))
+	old := time.Duration(h.learned.Swap(int64(d)))
+	h.blockTimeG.Set(h.BlockTime().Seconds())
 	if p.conf().BlockTime > 0 || old != 0 && d >= old*4/5 && d <= old*5/4 {
 		return
 	}
-	close(p.heads.retime)
-	p.heads.retime = make(chan struct{})
+	close(h.retime)
+	h.retime = make(chan struct{})
 }
 
 // judgingBlockTime is the block time plausible judges by: the fastest
 // pace the timestamps showed (a chain that makes blocks in bursts must not
 // look like it lies in each), or, until they have, minBlockTime, which
 // lets through all but the grossest jumps.
-func (p *Pool) judgingBlockTime() time.Duration {
-	if d := time.Duration(p.fastest.Load()); d > 0 {
+func (h *Heads) judgingBlockTime() time.Duration {
+	if d := time.Duration(h.fastest.Load()); d > 0 {
 		return d
 	}
 	return minBlockTime
@@ -63,46 +64,47 @@ const (
 // BlockTime is the chain's block time: block_time from config when set,
 // else what the block timestamps say, else DefaultBlockTime until they
 // have said. Heads are polled at this cadence.
-func (p *Pool) BlockTime() time.Duration {
-	d, _ := p.blockTime()
+func (h *Heads) BlockTime() time.Duration {
+	d, _ := h.blockTime()
 	return d
 }
 
-func (p *Pool) blockTime() (time.Duration, string) {
+func (h *Heads) blockTime() (time.Duration, string) {
+	p := h.p
 	if p.conf().BlockTime > 0 {
 		return p.conf().BlockTime, BlockTimeConfig
 	}
-	if d := time.Duration(p.learned.Load()); d > 0 {
+	if d := time.Duration(h.learned.Load()); d > 0 {
 		return d, BlockTimeLearned
 	}
 	return DefaultBlockTime, BlockTimeDefault
 }
 
 // pollInterval is how often a remote's head is polled.
-func (p *Pool) pollInterval() time.Duration { return p.BlockTime() }
+func (h *Heads) pollInterval() time.Duration { return h.BlockTime() }
 
 // pollCadence is the poll interval and a channel closed when it next
 // moves.
-func (p *Pool) pollCadence() (time.Duration, <-chan struct{}) {
-	p.heads.mu.Lock()
-	ch := p.heads.retime
-	p.heads.mu.Unlock()
-	return p.pollInterval(), ch
+func (h *Heads) pollCadence() (time.Duration, <-chan struct{}) {
+	h.mu.Lock()
+	ch := h.retime
+	h.mu.Unlock()
+	return h.pollInterval(), ch
 }
 
 // learnBlockTime fetches, at the first head, the block blockTimeBootstrap
 // below it, so that the block time is known at once rather than after a
 // few blocks. While the timestamps have not told it, it tries again at a
 // later head, at most every bootstrapRetry.
-func (p *Pool) learnBlockTime(ctx context.Context) {
+func (h *Heads) learnBlockTime(ctx context.Context) {
 	var last time.Time
 	for {
-		wake := p.HeadChanged()
-		if tip := p.tip.Load(); tip != nil && tip.Number > 1 && p.learned.Load() == 0 &&
+		wake := h.HeadChanged()
+		if tip := h.cur.Load(); tip != nil && tip.Number > 1 && h.learned.Load() == 0 &&
 			(last.IsZero() || time.Since(last) >= bootstrapRetry) {
 			last = time.Now()
-			p.bootstrapBlockTime(ctx, tip)
-			p.bootstraps.Add(1)
+			h.bootstrapBlockTime(ctx, tip)
+			h.bootstraps.Add(1)
 		}
 		select {
 		case <-ctx.Done():
@@ -115,7 +117,8 @@ func (p *Pool) learnBlockTime(ctx context.Context) {
 // bootstrapRetry spaces the fetches of an older block that failed.
 const bootstrapRetry = time.Minute
 
-func (p *Pool) bootstrapBlockTime(ctx context.Context, tip *headReport) {
+func (h *Heads) bootstrapBlockTime(ctx context.Context, tip *headReport) {
+	p := h.p
 	// Not genesis: its timestamp is often made up.
 	below := tip.Number - min(tip.Number-1, blockTimeBootstrap)
 	// Asked of the remotes that have the block, directly, the tip's
@@ -123,7 +126,7 @@ func (p *Pool) bootstrapBlockTime(ctx context.Context, tip *headReport) {
 	// here.
 	var from []*Remote
 	now := p.now()
-	p.heads.mu.Lock()
+	h.mu.Lock()
 	for _, r := range p.members() {
 		if v := r.ht.vouched; v != nil && v.Number >= below && r.available(now) == 0 {
 			if v == tip {
@@ -133,24 +136,23 @@ func (p *Pool) bootstrapBlockTime(ctx context.Context, tip *headReport) {
 			}
 		}
 	}
-	p.heads.mu.Unlock()
+	h.mu.Unlock()
 	for _, r := range from {
 		old, err := r.blockAt(ctx, below)
 		if err != nil || old.Time > tip.Time {
 			p.log.Debug("block time: older block unusable", "remote", r.Name(), "number", below, "err", err)
 			continue
 		}
-		h := &p.heads
 		h.mu.Lock()
 		h.clock.below(old.Number, old.Time)
 		d, fastest, ok := h.clock.estimate()
 		if ok {
-			p.setLearned(d, fastest)
+			h.setLearned(d, fastest)
 		}
 		h.mu.Unlock()
 		if ok {
-			p.log.Info("block time learned from block timestamps", "block_time", d, "poll_interval", p.pollInterval())
-			p.headChanged() // judge again by the block time now known
+			p.log.Info("block time learned from block timestamps", "block_time", d, "poll_interval", h.pollInterval())
+			h.changed() // judge again by the block time now known
 		}
 		return
 	}

@@ -248,9 +248,10 @@ func (r *Remote) dropForeign(res json.RawMessage, err error) (json.RawMessage, e
 // others. When no remote has such a head any more (it moved on), every
 // remote on the chain is asked, staying in rotation meanwhile: none may be
 // left out, or the branch's reporter would pass unasked.
-func (p *Pool) CheckTipChain(ctx context.Context, hashes ...string) bool {
+func (h *Heads) CheckTipChain(ctx context.Context, hashes ...string) bool {
+	p := h.p
 	var doubted []*Remote
-	p.heads.mu.Lock()
+	h.mu.Lock()
 	for _, r := range p.members() {
 		c, v := r.claim.Load(), r.ht.vouched
 		for _, h := range hashes {
@@ -261,7 +262,7 @@ func (p *Pool) CheckTipChain(ctx context.Context, hashes ...string) bool {
 			}
 		}
 	}
-	p.heads.mu.Unlock()
+	h.mu.Unlock()
 	unsure := len(doubted) > 0
 	if !unsure {
 		// Their heads moved on past the blocks named: every remote is
@@ -283,7 +284,7 @@ func (p *Pool) CheckTipChain(ctx context.Context, hashes ...string) bool {
 		wg.Go(func() { results[i] = r.verifyChain(ctx, want) })
 	}
 	wg.Wait()
-	p.headChanged()
+	h.changed()
 	for _, ok := range results {
 		if !ok {
 			return false
@@ -302,7 +303,8 @@ const confirmRemotes = 3
 // neither. Two remotes agreeing means at least one other than the remote
 // that served a block confirms it: what the history write-through asks
 // before it stores a block that links to nothing the cluster holds.
-func (p *Pool) ConfirmHash(ctx context.Context, n uint64, hash string) (agree, disagree int) {
+func (h *Heads) ConfirmHash(ctx context.Context, n uint64, hash string) (agree, disagree int) {
+	p := h.p
 	ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 	defer cancel()
 	const method = "eth_getBlockByNumber"

@@ -18,7 +18,10 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/evm"
 )
@@ -103,7 +106,7 @@ func hexUint(s string) (uint64, bool) {
 }
 
 // headJudgement is the pool's view of one remote's heads, guarded by
-// chainHead.mu.
+// Heads.mu.
 type headJudgement struct {
 	vouched *headReport // its highest corroborated report; nil: none
 	// alone: vouched was taken only because no other remote could
@@ -113,8 +116,15 @@ type headJudgement struct {
 	heldSince time.Time
 }
 
-// chainHead is the pool's part of head tracking.
-type chainHead struct {
+// Heads is a chain's head tracking, which its pool owns and hands out
+// (Pool.Heads): the chain's tip, judged from every remote's reports; its
+// block time (blocktime.go); the leader's poll plan (pace.go); the recent
+// canonical hashes (tipchain.go); the cluster's head feed (feed.go); the
+// stall watch (stall.go); and the remotes' chain checks it asks for
+// (chaincheck.go). It never sends a client's call.
+type Heads struct {
+	p *Pool
+
 	mu      sync.Mutex
 	tip     *headReport // the chain's head: the highest vouched report
 	tipBy   *Remote     // the remote whose report tip is
@@ -123,6 +133,28 @@ type chainHead struct {
 	wake    chan struct{} // closed and replaced when the tip moves
 	retime  chan struct{} // closed and replaced when the poll interval moves, or a remote's fed flag (feed.go)
 	claims  chan struct{} // closed and replaced when a remote reports a new head (feed.go)
+
+	// best is the tip's number and cur the tip, read without mu; learned
+	// is the block time its timestamps say and fastest the fastest pace
+	// they showed (nanoseconds; 0 until known).
+	best       atomic.Uint64
+	cur        atomic.Pointer[headReport]
+	canon      atomic.Pointer[tipChain] // tipchain.go: the recent canonical hashes
+	pace       pollPlan                 // pace.go: the leader's poll plan
+	stall      stallWatch               // stall.go: heads that may be old news
+	learned    atomic.Int64
+	fastest    atomic.Int64
+	bootstraps atomic.Int32 // block time fetches tried
+
+	headG      prometheus.Gauge // the tip's number
+	blockTimeG prometheus.Gauge // the block time blockTime gives, in seconds
+}
+
+func (h *Heads) init(p *Pool, m *Metrics, chain string) {
+	h.p = p
+	h.wake, h.retime, h.claims = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	h.headG = m.chainHead.WithLabelValues(chain)
+	h.blockTimeG = m.blockTime.WithLabelValues(chain)
 }
 
 // heldHead is a report that began to be held, for the log and the
@@ -137,19 +169,19 @@ type heldHead struct {
 // headChanged judges every remote's latest report, moves the chain's tip
 // and recomputes every remote's lag. It runs after every head report and
 // every poll round.
-func (p *Pool) headChanged() {
+func (h *Heads) changed() {
+	p := h.p
 	now := p.now()
 	var held []heldHead
-	h := &p.heads
 	h.mu.Lock()
-	bt := p.judgingBlockTime()
+	bt := h.judgingBlockTime()
 	for _, r := range p.members() {
-		if hh, ok := p.judgeHead(r, now, bt); ok {
+		if hh, ok := h.judge(r, now, bt); ok {
 			held = append(held, hh)
 		}
 	}
-	p.moveTip(now)
-	p.noteClaims()
+	h.moveTip(now)
+	h.noteClaims()
 	h.mu.Unlock()
 
 	for _, hh := range held {
@@ -168,7 +200,7 @@ func (p *Pool) headChanged() {
 			r.heardAt.Store(at)
 		}
 	}
-	p.chainHead.Set(float64(p.best.Load()))
+	h.headG.Set(float64(h.best.Load()))
 	for _, r := range p.members() {
 		lag := uint64(0)
 		if h := r.Head(); h < best {
@@ -185,27 +217,27 @@ func (p *Pool) headChanged() {
 
 // judgeHead decides whether r's latest report is corroborated. It reports a
 // report that begins to be held. h.mu must be held.
-func (p *Pool) judgeHead(r *Remote, now time.Time, bt time.Duration) (heldHead, bool) {
+func (h *Heads) judge(r *Remote, now time.Time, bt time.Duration) (heldHead, bool) {
 	c := r.claim.Load()
 	j := &r.ht
 	if c == nil || !r.chainVerified() {
 		return heldHead{}, false
 	}
 	if c == j.vouched {
-		if j.alone && p.contradicted(r, c, now, bt) {
+		if j.alone && h.contradicted(r, c, now, bt) {
 			// Taken while nothing could witness it; now something does,
 			// and it cannot be.
 			j.vouched, j.alone = nil, false
 			r.head.Store(0)
-			if p.heads.tip == c {
-				p.heads.revoked = true
+			if h.tip == c {
+				h.revoked = true
 			}
 			j.held, j.heldSince = c, now
-			return heldHead{r: r, c: c, tip: p.best.Load(), evidence: true}, true
+			return heldHead{r: r, c: c, tip: h.best.Load(), evidence: true}, true
 		}
 		return heldHead{}, false
 	}
-	ok, alone := p.corroborate(r, c, now, bt)
+	ok, alone := h.corroborate(r, c, now, bt)
 	if ok {
 		if j.held != nil {
 			r.log.Info("remote's head corroborated", "head", c.Number)
@@ -218,7 +250,7 @@ func (p *Pool) judgeHead(r *Remote, now time.Time, bt time.Duration) (heldHead, 
 		return heldHead{}, false // still held: logged once
 	}
 	j.held, j.heldSince = c, now
-	return heldHead{r: r, c: c, tip: p.best.Load(), evidence: p.witnesses(r, now) > 0}, true
+	return heldHead{r: r, c: c, tip: h.best.Load(), evidence: h.witnesses(r, now) > 0}, true
 }
 
 // corroborate reports whether something vouches for report c of r: its
@@ -226,11 +258,12 @@ func (p *Pool) judgeHead(r *Remote, now time.Time, bt time.Duration) (heldHead, 
 // within max_lag of it; or it is within what the timestamps and the block
 // time allow since the chain's tip (at the start, since every other
 // remote's report). alone: only because no other remote could witness it.
-func (p *Pool) corroborate(r *Remote, c *headReport, now time.Time, bt time.Duration) (ok, alone bool) {
+func (h *Heads) corroborate(r *Remote, c *headReport, now time.Time, bt time.Duration) (ok, alone bool) {
+	p := h.p
 	if c.Time > uint64(now.Add(maxHeadClockSkew).Unix()) {
 		return false, false // a block from the future
 	}
-	tip := p.heads.tip
+	tip := h.tip
 	if tip != nil && c.Number == tip.Number+1 && c.Parent == tip.Hash {
 		return true, false
 	}
@@ -273,7 +306,8 @@ func (p *Pool) corroborate(r *Remote, c *headReport, now time.Time, bt time.Dura
 
 // contradicted reports whether another remote's report shows c cannot be
 // the chain's head.
-func (p *Pool) contradicted(r *Remote, c *headReport, now time.Time, bt time.Duration) bool {
+func (h *Heads) contradicted(r *Remote, c *headReport, now time.Time, bt time.Duration) bool {
+	p := h.p
 	tol := max(p.conf().MaxLag, headSlack)
 	against := false
 	for _, o := range p.members() {
@@ -293,7 +327,8 @@ func (p *Pool) contradicted(r *Remote, c *headReport, now time.Time, bt time.Dur
 }
 
 // witnesses counts the other remotes in rotation that reported a head.
-func (p *Pool) witnesses(r *Remote, now time.Time) int {
+func (h *Heads) witnesses(r *Remote, now time.Time) int {
+	p := h.p
 	n := 0
 	for _, o := range p.members() {
 		if o != r && o.healthy(now) && o.claim.Load() != nil {
@@ -327,8 +362,8 @@ const maxHeadSpan = 365 * 24 * time.Hour
 // the chain's tip: when it is higher, when the tip it replaces lost its
 // vouching or is far above it, or when it is a sibling at the same height
 // that a remote reported after the tip (a reorg). h.mu must be held.
-func (p *Pool) moveTip(now time.Time) {
-	h := &p.heads
+func (h *Heads) moveTip(now time.Time) {
+	p := h.p
 	if h.tipBy != nil && h.tipBy.chainState.Load() == chainWrong {
 		// Its reporter was found on another chain: the tip is another
 		// network's block (CheckTipChain).
@@ -357,24 +392,41 @@ func (p *Pool) moveTip(now time.Time) {
 	}
 	h.revoked = false
 	h.tip, h.tipBy = cand, by
-	p.tip.Store(cand)
-	p.canon.Store(p.canon.Load().extend(cand))
+	h.cur.Store(cand)
+	h.canon.Store(h.canon.Load().extend(cand))
 	if tip != nil && tip.Number == cand.Number && tip.Hash == cand.Hash {
 		return // the same block, reported by another remote
 	}
-	p.best.Store(cand.Number)
+	h.best.Store(cand.Number)
 	h.clock.tip(cand.Number, cand.Time)
 	if d, fastest, ok := h.clock.estimate(); ok {
-		p.setLearned(d, fastest)
+		h.setLearned(d, fastest)
 	}
 	close(h.wake)
 	h.wake = make(chan struct{})
 }
 
+// Head is the chain's head: the highest corroborated head across the
+// chain's healthy remotes. It moves forward, and back only when the
+// remotes agree on one far below it.
+func (h *Heads) Head() uint64 { return h.best.Load() }
+
+// HealthyHead is the highest head among the remotes in rotation right now:
+// a block above it cannot be served by any of them yet.
+func (h *Heads) HealthyHead() uint64 { return h.p.healthyBest(h.p.now()) }
+
+// HeadChanged returns a channel closed when the tip next changes: a new
+// head, or a sibling replacing it at the same height.
+func (h *Heads) HeadChanged() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wake
+}
+
 // Tip is the chain's head block: its number and hash ("" before the
 // first head).
-func (p *Pool) Tip() (uint64, string) {
-	t := p.tip.Load()
+func (h *Heads) Tip() (uint64, string) {
+	t := h.cur.Load()
 	if t == nil {
 		return 0, ""
 	}
@@ -399,10 +451,10 @@ type HeadStatus struct {
 
 // HeadStatus reports the chain's head, its block time and the polling
 // cadence.
-func (p *Pool) HeadStatus() HeadStatus {
-	bt, src := p.blockTime()
-	s := HeadStatus{BlockTime: bt, BlockTimeSource: src, PollInterval: p.pollInterval()}
-	if t := p.tip.Load(); t != nil {
+func (h *Heads) HeadStatus() HeadStatus {
+	bt, src := h.blockTime()
+	s := HeadStatus{BlockTime: bt, BlockTimeSource: src, PollInterval: h.pollInterval()}
+	if t := h.cur.Load(); t != nil {
 		s.Number, s.Hash, s.Time = t.Number, t.Hash, time.Unix(int64(min(t.Time, 1<<62)), 0)
 	}
 	return s

@@ -119,16 +119,16 @@ func TestDistrustLastGoodCheckFromTheFeed(t *testing.T) {
 	lr.chainChecked(testChainID, testChainID)
 	lr.claim.Store(&headReport{Number: 10, Hash: "0x0a", Parent: "0x09", Seen: checked})
 	*now = now.Add(30 * time.Second)
-	heads := leader.RemoteHeads()
+	heads := leader.Heads().RemoteHeads()
 	if len(heads) != 1 || heads[0].GoodAge != 30*time.Second {
 		t.Fatalf("the leader's feed: %+v, want n0 checked 30s before", heads)
 	}
-	follower.FeedHeads(heads)
+	follower.Heads().FeedHeads(heads)
 	if got := fr.LastGoodCheck(); !got.Equal(checked) {
 		t.Fatalf("the fed remote's last good check %v, want the leader's %v", got, checked)
 	}
 	// An older one, from a feed late to arrive, does not move it back.
-	follower.FeedHeads([]RemoteHead{{Remote: "n0", Number: 10, Hash: "0x0a", Parent: "0x09", GoodAge: time.Hour}})
+	follower.Heads().FeedHeads([]RemoteHead{{Remote: "n0", Number: 10, Hash: "0x0a", Parent: "0x09", GoodAge: time.Hour}})
 	if got := fr.LastGoodCheck(); !got.Equal(checked) {
 		t.Fatalf("a late feed moved the last good check back to %v", got)
 	}

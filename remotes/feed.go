@@ -45,7 +45,8 @@ type remoteFeed struct {
 
 // RemoteHeads reports the head of every remote this pool tracks itself
 // and found on the chain, for the leader to publish.
-func (p *Pool) RemoteHeads() []RemoteHead {
+func (h *Heads) RemoteHeads() []RemoteHead {
+	p := h.p
 	now := p.now()
 	var out []RemoteHead
 	for _, r := range p.members() {
@@ -65,17 +66,18 @@ func (p *Pool) RemoteHeads() []RemoteHead {
 
 // ClaimsChanged returns a channel closed when any remote next reports a
 // new head (not only a new tip), so the leader publishes every one.
-func (p *Pool) ClaimsChanged() <-chan struct{} {
-	p.heads.mu.Lock()
-	defer p.heads.mu.Unlock()
-	return p.heads.claims
+func (h *Heads) ClaimsChanged() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.claims
 }
 
 // FeedHeads takes the remotes' heads from the cluster's feed: each remote
 // named in hs is fed from now on, and its head noted; a remote not named
 // (the leader does not vouch for it, or does not know it) is tracked by
 // this replica. Heads of unknown remotes are ignored.
-func (p *Pool) FeedHeads(hs []RemoteHead) {
+func (h *Heads) FeedHeads(hs []RemoteHead) {
+	p := h.p
 	byName := make(map[string]*RemoteHead, len(hs))
 	for i := range hs {
 		byName[hs[i].Remote] = &hs[i]
@@ -100,26 +102,28 @@ func (p *Pool) FeedHeads(hs []RemoteHead) {
 		}
 	}
 	if flipped {
-		p.retrack()
+		h.retrack()
 	}
-	p.headChanged()
+	h.changed()
 }
 
 // TrackHeads hands every remote back to its own trackers, which poll (or
 // subscribe) at once: the feed went stale, or this replica leads.
-func (p *Pool) TrackHeads() {
+func (h *Heads) TrackHeads() {
+	p := h.p
 	flipped := false
 	for _, r := range p.members() {
 		flipped = r.setFed(false) || flipped
 	}
 	if flipped {
-		p.retrack()
+		h.retrack()
 	}
 }
 
 // Fed reports how many of the pool's remotes take their heads from the
 // feed.
-func (p *Pool) Fed() int {
+func (h *Heads) Fed() int {
+	p := h.p
 	n := 0
 	for _, r := range p.members() {
 		if r.feed.fed.Load() {
@@ -131,16 +135,17 @@ func (p *Pool) Fed() int {
 
 // retrack wakes every tracker (track, watch) to look at its remote's fed
 // flag again, through the channel a new poll cadence closes.
-func (p *Pool) retrack() {
-	p.heads.mu.Lock()
-	defer p.heads.mu.Unlock()
-	close(p.heads.retime)
-	p.heads.retime = make(chan struct{})
+func (h *Heads) retrack() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(h.retime)
+	h.retime = make(chan struct{})
 }
 
 // noteClaims closes the claims channel when a remote's claim changed
 // since the last look. h.mu must be held.
-func (p *Pool) noteClaims() {
+func (h *Heads) noteClaims() {
+	p := h.p
 	news := false
 	for _, r := range p.members() {
 		if c := r.claim.Load(); c != r.feed.noted {
@@ -148,8 +153,8 @@ func (p *Pool) noteClaims() {
 		}
 	}
 	if news {
-		close(p.heads.claims)
-		p.heads.claims = make(chan struct{})
+		close(h.claims)
+		h.claims = make(chan struct{})
 	}
 }
 

@@ -17,8 +17,8 @@ func feedFrom(t *testing.T, leader, follower *Pool) (stop func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
-			claims := leader.ClaimsChanged()
-			follower.FeedHeads(leader.RemoteHeads())
+			claims := leader.Heads().ClaimsChanged()
+			follower.Heads().FeedHeads(leader.Heads().RemoteHeads())
 			select {
 			case <-ctx.Done():
 				return
@@ -58,13 +58,13 @@ func TestFedPoolLeavesItsRemotesAlone(t *testing.T) {
 	waitFor(t, "the follower's newHeads subscription", func() bool { return own.CallsAt("eth_subscribe", "newHeads") >= 1 })
 
 	stopFeed := feedFrom(t, leader, follower)
-	waitFor(t, "both remotes fed", func() bool { return follower.Fed() == 2 })
+	waitFor(t, "both remotes fed", func() bool { return follower.Heads().Fed() == 2 })
 	all := append(append([]*fakenode.Node{}, leaderNodes...), ownNodes...)
 	// A poll decided on before the feed began may still land: a block on.
 	for _, n := range all {
 		n.Mine(1)
 	}
-	waitFor(t, "the follower at the head", func() bool { return follower.Head() == own.Head() })
+	waitFor(t, "the follower at the head", func() bool { return follower.Heads().Head() == own.Head() })
 	waitFor(t, "no call in flight", func() bool {
 		return follower.members()[0].inFlight.Load() == 0 && follower.members()[1].inFlight.Load() == 0
 	})
@@ -76,7 +76,7 @@ func TestFedPoolLeavesItsRemotesAlone(t *testing.T) {
 		for _, n := range all {
 			n.Mine(1)
 		}
-		waitFor(t, "the follower at the head", func() bool { return follower.Head() == own.Head() })
+		waitFor(t, "the follower at the head", func() bool { return follower.Heads().Head() == own.Head() })
 	}
 	for i, n := range ownNodes {
 		if got := n.TotalCalls(); got != 0 {
@@ -87,14 +87,14 @@ func TestFedPoolLeavesItsRemotesAlone(t *testing.T) {
 	// The feed stops: the follower's trackers take over at once.
 	stopFeed()
 	before := own.CallsAt("eth_subscribe", "newHeads")
-	follower.TrackHeads()
+	follower.Heads().TrackHeads()
 	if before != 0 || subscribed == 0 {
 		t.Fatalf("newHeads subscriptions: %d before the feed, %d during it", subscribed, before)
 	}
 	waitFor(t, "n0 polled again", func() bool { return headPolls(ownNodes[0]) >= 1 })
 	waitFor(t, "n1's newHeads again", func() bool { return own.CallsAt("eth_subscribe", "newHeads") >= 1 })
-	if follower.Fed() != 0 {
-		t.Errorf("%d remotes still fed after TrackHeads", follower.Fed())
+	if follower.Heads().Fed() != 0 {
+		t.Errorf("%d remotes still fed after TrackHeads", follower.Heads().Fed())
 	}
 }
 
@@ -105,17 +105,17 @@ func TestFeedWithoutARemoteTracksIt(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	p := startPool(t, PoolConfig{}, testConfigs([]string{n0.URL(), n1.URL()}, nil), nil)
-	heads := p.RemoteHeads()
+	heads := p.Heads().RemoteHeads()
 	if len(heads) != 2 {
 		t.Fatalf("RemoteHeads = %+v, want both remotes", heads)
 	}
-	p.FeedHeads(heads[:1]) // n0 only
+	p.Heads().FeedHeads(heads[:1]) // n0 only
 	if !p.members()[0].fed() || p.members()[1].fed() {
 		t.Fatalf("fed: n0 %v, n1 %v; want n0 only", p.members()[0].fed(), p.members()[1].fed())
 	}
 	n1.ResetCalls()
 	waitFor(t, "n1 polled", func() bool { return headPolls(n1) >= 2 })
-	if got := p.RemoteHeads(); len(got) != 1 || got[0].Remote != "n1" {
+	if got := p.Heads().RemoteHeads(); len(got) != 1 || got[0].Remote != "n1" {
 		t.Errorf("RemoteHeads of a fed pool = %+v, want n1's only: a fed remote's head is not this pool's to publish", got)
 	}
 }

@@ -62,7 +62,7 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView)
 	if !cv.logsOK || lr.ByHash || !isObject(evm.Param(params, 0)) {
 		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, route{}.withView(cv)))
 	}
-	head := p.Head()
+	head := p.heads.Head()
 	from, okFrom := resolve(lr.From, head)
 	to, okTo := resolve(lr.To, head)
 	if head == 0 || !okFrom || !okTo || from > to || from > head {

@@ -233,7 +233,7 @@ func TestGetLogsLatestWhileTipBusy(t *testing.T) {
 					c.Tier = TierSecondary
 				}
 			})
-			waitFor(t, "heads", func() bool { return p.Head() == 100 && p.members()[1].Head() == 99 })
+			waitFor(t, "heads", func() bool { return p.Heads().Head() == 100 && p.members()[1].Head() == 99 })
 
 			// Hold the tip's only slot with a call that waits.
 			entered, release := make(chan struct{}), make(chan struct{})

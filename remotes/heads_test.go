@@ -113,7 +113,7 @@ func TestPollingFollowsBlockTime(t *testing.T) {
 			if took < time.Duration(got-1)*tt.give {
 				t.Errorf("%d head polls in %v at block time %v: faster than the block time", got, took, tt.give)
 			}
-			waitFor(t, "the mined head", func() bool { return p.Head() == n.Head() })
+			waitFor(t, "the mined head", func() bool { return p.Heads().Head() == n.Head() })
 		})
 	}
 }
@@ -186,12 +186,12 @@ func TestBogusHeadRecovers(t *testing.T) {
 	liar := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: head})
 	p := testPool(t, PoolConfig{MaxLag: 5}, []*fakenode.Node{good, liar}, nil)
 	liar.SetHead(1_000_000)
-	waitFor(t, "the bogus head seen", func() bool { return p.Head() == 1_000_000 })
+	waitFor(t, "the bogus head seen", func() bool { return p.Heads().Head() == 1_000_000 })
 	if !p.lagging(p.members()[0], p.healthyBest(p.now())) {
 		t.Fatal("with the bogus head the honest remote should look lagging")
 	}
 	liar.SetHead(head)
-	waitFor(t, "the chain head back", func() bool { return p.Head() < 1000 })
+	waitFor(t, "the chain head back", func() bool { return p.Heads().Head() < 1000 })
 	waitFor(t, "the honest remote back in rotation", func() bool {
 		return !p.lagging(p.members()[0], p.healthyBest(p.now()))
 	})
@@ -228,7 +228,7 @@ func TestLyingHeadNotFollowed(t *testing.T) {
 			// The honest remote moves on a few blocks meanwhile.
 			from := good.Head()
 			for good.Head() < from+5 {
-				if h := p.Head(); h >= lie {
+				if h := p.Heads().Head(); h >= lie {
 					t.Fatalf("chain head %d: the lie was followed", h)
 				}
 				if p.lagging(p.members()[0], p.healthyBest(p.now())) {
@@ -269,15 +269,15 @@ func TestSameHeightReorgIsAHeadChange(t *testing.T) {
 					c.WSURL = n.WSURL()
 				}
 			}), nil)
-			waitFor(t, "the head", func() bool { return p.Head() == 100 })
-			changed := p.HeadChanged()
+			waitFor(t, "the head", func() bool { return p.Heads().Head() == 100 })
+			changed := p.Heads().HeadChanged()
 			n.Reorg(1)
 			select {
 			case <-changed:
 			case <-time.After(5 * time.Second):
 				t.Fatal("no head change after the tip was replaced at the same height")
 			}
-			if num, hash := p.Tip(); num != 100 || hash != n.BlockHash(100) {
+			if num, hash := p.Heads().Tip(); num != 100 || hash != n.BlockHash(100) {
 				t.Errorf("tip %d %s, want the sibling 100 %s", num, hash, n.BlockHash(100))
 			}
 		})
@@ -292,14 +292,14 @@ func TestSameHeightReorgSeenByOneRemote(t *testing.T) {
 	stale := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
 	old := stale.BlockHash(100)
 	p := testPool(t, PoolConfig{}, []*fakenode.Node{moved, stale}, nil)
-	waitFor(t, "the head", func() bool { _, h := p.Tip(); return h == old })
+	waitFor(t, "the head", func() bool { _, h := p.Heads().Tip(); return h == old })
 
 	moved.Reorg(1)
 	sibling := moved.BlockHash(100)
-	waitFor(t, "the sibling tip", func() bool { _, h := p.Tip(); return h == sibling })
+	waitFor(t, "the sibling tip", func() bool { _, h := p.Heads().Tip(); return h == sibling })
 	polls := headPolls(stale)
 	waitFor(t, "the stale remote polled again", func() bool { return headPolls(stale) >= polls+3 })
-	if _, h := p.Tip(); h != sibling {
+	if _, h := p.Heads().Tip(); h != sibling {
 		t.Fatalf("tip %s: back to the replaced block %s", h, old)
 	}
 }
@@ -311,19 +311,19 @@ func TestLoneRemoteHeads(t *testing.T) {
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
 	clock := newTestClock()
 	p := startPoolWith(t, PoolConfig{}, testConfigs([]string{n.URL()}, nil), nil, clock.use)
-	waitFor(t, "the block time learned", func() bool { return p.learned.Load() != 0 })
+	waitFor(t, "the block time learned", func() bool { return p.heads.learned.Load() != 0 })
 
 	n.SetHead(5000) // 4900 blocks at 12 s: real timestamps
-	waitFor(t, "the caught-up head", func() bool { return p.Head() == 5000 })
+	waitFor(t, "the caught-up head", func() bool { return p.Heads().Head() == 5000 })
 
 	n.SetBogusHead(1_000_000)
 	polls := headPolls(n)
 	waitFor(t, "the lie polled", func() bool { return headPolls(n) >= polls+3 })
-	if h := p.Head(); h != 5000 {
+	if h := p.Heads().Head(); h != 5000 {
 		t.Fatalf("head %d right after a jump the timestamps cannot allow", h)
 	}
 	clock.add(headHoldFor)
-	waitFor(t, "the held head taken", func() bool { return p.Head() == 1_000_000 })
+	waitFor(t, "the held head taken", func() bool { return p.Heads().Head() == 1_000_000 })
 }
 
 // A lie taken while no other remote could witness it is dropped once one
@@ -343,10 +343,10 @@ func TestLieTakenAloneIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopPool(t, p) })
-	waitFor(t, "the lie taken, alone", func() bool { return p.Head() == 1_000_000 })
+	waitFor(t, "the lie taken, alone", func() bool { return p.Heads().Head() == 1_000_000 })
 
 	good.SetDown(false)
-	waitFor(t, "the head healed", func() bool { return p.Head() == 100 })
+	waitFor(t, "the head healed", func() bool { return p.Heads().Head() == 100 })
 	if p.lagging(p.members()[0], p.healthyBest(p.now())) {
 		t.Error("honest remote lagging after the heal")
 	}
@@ -444,11 +444,11 @@ func TestWSURLFollowsNewHeads(t *testing.T) {
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
 	// Polls only once an hour: a head that moves came over newHeads.
 	p := startPool(t, PoolConfig{BlockTime: time.Hour}, []Config{{Name: "n0", URL: n.WSURL(), Timeout: time.Second}}, nil)
-	waitNewHeads(t, n, func() bool { return p.Head() > 100 })
+	waitNewHeads(t, n, func() bool { return p.Heads().Head() > 100 })
 	from := n.Head()
 	for want := from + 1; want <= from+3; want++ {
 		n.Mine(1)
-		waitFor(t, "the head over newHeads", func() bool { return p.Head() == want })
+		waitFor(t, "the head over newHeads", func() bool { return p.Heads().Head() == want })
 	}
 }
 
@@ -462,17 +462,17 @@ func TestPollsAtLearnedBlockTime(t *testing.T) {
 	fakenode.MineEvery(t, 100*time.Millisecond, n)
 	waitFor(t, "the head to follow a 0.1 s chain", func() bool {
 		h := n.Head()
-		return h >= start+10 && h-p.Head() <= 2
+		return h >= start+10 && h-p.Heads().Head() <= 2
 	})
-	st := p.HeadStatus()
+	st := p.Heads().HeadStatus()
 	if st.BlockTimeSource != BlockTimeLearned || st.BlockTime < 80*time.Millisecond || st.BlockTime > 125*time.Millisecond {
 		t.Errorf("block time %v (%s), want about 100ms learned", st.BlockTime, st.BlockTimeSource)
 	}
 	if st.PollInterval != st.BlockTime {
 		t.Errorf("poll interval %v, want the block time %v", st.PollInterval, st.BlockTime)
 	}
-	if got := testutil.ToFloat64(p.blockTimeG); got != p.BlockTime().Seconds() {
-		t.Errorf("venn_block_time_seconds %v, want the learned %v", got, p.BlockTime().Seconds())
+	if got := testutil.ToFloat64(p.heads.blockTimeG); got != p.Heads().BlockTime().Seconds() {
+		t.Errorf("venn_block_time_seconds %v, want the learned %v", got, p.Heads().BlockTime().Seconds())
 	}
 }
 
@@ -480,10 +480,10 @@ func TestPollsAtLearnedBlockTime(t *testing.T) {
 func TestConfiguredBlockTimeOverrides(t *testing.T) {
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, BlockTime: time.Second})
 	p := startPool(t, PoolConfig{BlockTime: 3 * time.Second}, testConfigs([]string{n.URL()}, nil), nil)
-	if st := p.HeadStatus(); st.BlockTime != 3*time.Second || st.BlockTimeSource != BlockTimeConfig || st.PollInterval != 3*time.Second {
+	if st := p.Heads().HeadStatus(); st.BlockTime != 3*time.Second || st.BlockTimeSource != BlockTimeConfig || st.PollInterval != 3*time.Second {
 		t.Errorf("head status %+v, want block time and poll interval 3s from config", st)
 	}
-	if got := testutil.ToFloat64(p.blockTimeG); got != 3 {
+	if got := testutil.ToFloat64(p.heads.blockTimeG); got != 3 {
 		t.Errorf("venn_block_time_seconds %v, want 3 from config", got)
 	}
 }

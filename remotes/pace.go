@@ -59,8 +59,8 @@ type pollPlan struct {
 
 // SetLeading switches the pool's pollers to the due-time plan (true:
 // this replica leads the chain) or back to the block-time cadence.
-func (p *Pool) SetLeading(on bool) {
-	pc := &p.pace
+func (h *Heads) SetLeading(on bool) {
+	pc := &h.pace
 	pc.mu.Lock()
 	changed := pc.leading != on
 	pc.leading = on
@@ -69,21 +69,21 @@ func (p *Pool) SetLeading(on bool) {
 	}
 	pc.mu.Unlock()
 	if changed {
-		p.retrack() // the trackers plan their next poll again
+		h.retrack() // the trackers plan their next poll again
 	}
 }
 
 // Leading reports whether the pool polls on the due-time plan.
-func (p *Pool) Leading() bool {
-	p.pace.mu.Lock()
-	defer p.pace.mu.Unlock()
-	return p.pace.leading
+func (h *Heads) Leading() bool {
+	h.pace.mu.Lock()
+	defer h.pace.mu.Unlock()
+	return h.pace.leading
 }
 
 // paced records what a poll sent at sent saw: the remote's head number.
 // A head over newHeads is recorded with sent its arrival.
-func (p *Pool) paced(sent time.Time, head uint64, poll bool) {
-	p.pace.saw(sent, head, poll, p.BlockTime())
+func (h *Heads) paced(sent time.Time, head uint64, poll bool) {
+	h.pace.saw(sent, head, poll, h.BlockTime())
 }
 
 func (pc *pollPlan) saw(sent time.Time, head uint64, poll bool, bt time.Duration) {
@@ -166,8 +166,8 @@ func (pc *pollPlan) plan(bt time.Duration) (spread, step time.Duration) {
 
 // nextPoll is how long a leader's poller waits before its next poll, and
 // false when the pool does not lead (the block-time cadence applies).
-func (p *Pool) nextPoll(now time.Time) (time.Duration, bool) {
-	return p.pace.next(now, p.BlockTime())
+func (h *Heads) nextPoll(now time.Time) (time.Duration, bool) {
+	return h.pace.next(now, h.BlockTime())
 }
 
 func (pc *pollPlan) next(now time.Time, bt time.Duration) (time.Duration, bool) {

@@ -39,24 +39,13 @@ type Pool struct {
 	flights flights
 	filters *filterTable
 
-	// chainhead.go: the chain's tip (best is its number), the block time
-	// its timestamps say and the fastest pace they showed (nanoseconds; 0
-	// until known).
-	heads      chainHead
-	pace       pollPlan // pace.go: the leader's poll plan
-	best       atomic.Uint64
-	tip        atomic.Pointer[headReport]
-	canon      atomic.Pointer[tipChain] // tipchain.go: the recent canonical hashes
-	stall      stallWatch               // stall.go: heads that may be old news
-	learned    atomic.Int64
-	fastest    atomic.Int64
-	bootstraps atomic.Int32 // block time fetches tried
+	// heads is the chain's head tracking (chainhead.go): the tip, the
+	// block time, the poll plan, the feed; Heads() hands it out.
+	heads Heads
 
-	chainHead  prometheus.Gauge
-	blockTimeG prometheus.Gauge // the block time blockTime gives, in seconds
-	splits     prometheus.Counter
-	shared     prometheus.Counter
-	attempts   prometheus.Observer
+	splits   prometheus.Counter
+	shared   prometheus.Counter
+	attempts prometheus.Observer
 
 	cons consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
 
@@ -106,13 +95,12 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	log = log.With("chain", cfg.Chain)
 	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
 	p := &Pool{
-		log: log, m: m, now: time.Now, filters: newFilterTable(), wanted: probeWanted{ch: make(chan struct{})}, heads: chainHead{wake: make(chan struct{}), retime: make(chan struct{}), claims: make(chan struct{})},
-		chainHead:  m.chainHead.WithLabelValues(cfg.Chain),
-		blockTimeG: m.blockTime.WithLabelValues(cfg.Chain),
-		splits:     m.splits.WithLabelValues(cfg.Chain),
-		shared:     m.shared.WithLabelValues(cfg.Chain),
-		attempts:   m.attempts.WithLabelValues(cfg.Chain),
+		log: log, m: m, now: time.Now, filters: newFilterTable(), wanted: probeWanted{ch: make(chan struct{})},
+		splits:   m.splits.WithLabelValues(cfg.Chain),
+		shared:   m.shared.WithLabelValues(cfg.Chain),
+		attempts: m.attempts.WithLabelValues(cfg.Chain),
 	}
+	p.heads.init(p, m, cfg.Chain)
 	var members []*Remote
 	for _, rc := range rs {
 		r, err := p.newRemote(cfg, rc)
@@ -139,7 +127,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	p.state.Store(st)
 	p.initConsensus(m)
 	p.integ.init(cfg.Chain, m)
-	p.blockTimeG.Set(p.BlockTime().Seconds())
+	p.heads.blockTimeG.Set(p.heads.BlockTime().Seconds())
 	return p, nil
 }
 
@@ -161,8 +149,8 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.mu.Unlock()
 	p.wg.Go(func() { p.scoreLoop(bg) })
 	p.wg.Go(func() { p.budgetLoop(bg) })
-	p.wg.Go(func() { p.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
-	p.wg.Go(func() { p.watchStalls(bg) })    // stall.go
+	p.wg.Go(func() { p.heads.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
+	p.wg.Go(func() { p.heads.watchStalls(bg) })    // stall.go
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -227,22 +215,9 @@ func (p *Pool) Ready() bool {
 	return false
 }
 
-// Head is the chain's head: the highest corroborated head across the
-// chain's healthy remotes (chainhead.go). It moves forward, and back only
-// when the remotes agree on one far below it.
-func (p *Pool) Head() uint64 { return p.best.Load() }
-
-// HealthyHead is the highest head among the remotes in rotation right now:
-// a block above it cannot be served by any of them yet.
-func (p *Pool) HealthyHead() uint64 { return p.healthyBest(p.now()) }
-
-// HeadChanged returns a channel closed when the tip next changes: a new
-// head, or a sibling replacing it at the same height.
-func (p *Pool) HeadChanged() <-chan struct{} {
-	p.heads.mu.Lock()
-	defer p.heads.mu.Unlock()
-	return p.heads.wake
-}
+// Heads is the chain's head tracking: its tip, block time, poll plan and
+// feed, and the remotes' chain checks (chainhead.go).
+func (p *Pool) Heads() *Heads { return &p.heads }
 
 // Remotes lists the remote names in routing order, for status output.
 func (p *Pool) Remotes() []string {
@@ -357,7 +332,7 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, 
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
 	rt.histRoute(method, params)
 	if rt.hist != KindNone {
-		p.wanted.note(rt.histAt, p.best.Load())
+		p.wanted.note(rt.histAt, p.heads.best.Load())
 		rt.unsure = false
 		if err := p.unavailable(method, &rt); err != nil {
 			return nil, err

@@ -113,8 +113,8 @@ func startPoolWith(t *testing.T, cfg PoolConfig, rs []Config, m *Metrics, before
 	// remotes report a block apart can teach it first, and then there is
 	// no fetch.
 	waitFor(t, "the block time fetch", func() bool {
-		tip := p.tip.Load()
-		return tip == nil || tip.Number <= 1 || p.bootstraps.Load() > 0 || p.learned.Load() != 0
+		tip := p.heads.cur.Load()
+		return tip == nil || tip.Number <= 1 || p.heads.bootstraps.Load() > 0 || p.heads.learned.Load() != 0
 	})
 	return p
 }
@@ -143,7 +143,7 @@ func TestLaggingRemoteLeavesRotation(t *testing.T) {
 	b := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
 	b.SetLag(20)
 	p := testPool(t, PoolConfig{MaxLag: 5}, []*fakenode.Node{a, b}, nil)
-	waitFor(t, "lag seen", func() bool { return p.Head() == 100 && p.members()[1].Head() == 80 })
+	waitFor(t, "lag seen", func() bool { return p.Heads().Head() == 100 && p.members()[1].Head() == 80 })
 	for range 20 {
 		if _, err := call(t, p, "eth_getBalance", `["0x0000000000000000000000000000000000000001","latest"]`); err != nil {
 			t.Fatal(err)
@@ -166,7 +166,7 @@ func TestHeightAwareRouting(t *testing.T) {
 	b := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
 	b.SetLag(3) // within MaxLag: in rotation, but without blocks 98..100
 	p := testPool(t, PoolConfig{MaxLag: 5}, []*fakenode.Node{a, b}, nil)
-	waitFor(t, "heads", func() bool { return p.Head() == 100 && p.members()[1].Head() == 97 })
+	waitFor(t, "heads", func() bool { return p.Heads().Head() == 100 && p.members()[1].Head() == 97 })
 	b.ResetCalls()
 	for i := range 20 {
 		res, err := call(t, p, "eth_getBlockByNumber", fmt.Sprintf(`["0x%x",false]`, 98+i%3))

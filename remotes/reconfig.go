@@ -145,9 +145,10 @@ func (p *Pool) freeSlot(s int) {
 func (p *Pool) follow(r *Remote) {
 	ctx, cancel := context.WithCancel(p.bg)
 	r.unfollow = cancel
-	r.trackers.Go(func() { r.track(ctx, p.conf().ChainID, p.pollCadence, p, p.headChanged) })
+	h := &p.heads
+	r.trackers.Go(func() { r.track(ctx, p.conf().ChainID, h.pollCadence, h, h.changed) })
 	if r.relayURL() != "" {
-		r.trackers.Go(func() { r.watch(ctx, p.pollCadence, p, p.headChanged) })
+		r.trackers.Go(func() { r.watch(ctx, h.pollCadence, h, h.changed) })
 	}
 	if p.conf().Availability.probing() {
 		r.trackers.Go(func() { p.probeLoop(ctx, r) })

@@ -73,7 +73,7 @@ type Remote struct {
 	ht           headJudgement // guarded by Pool.heads.mu
 	wsHeadAt     atomic.Int64  // unix nanos of the last head seen over newHeads
 	reportedAt   atomic.Int64  // unix nanos of the last head reported, news or not
-	heardAt      atomic.Int64  // reportedAt once the pool judged that report (Pool.HeardAt)
+	heardAt      atomic.Int64  // reportedAt once the pool judged that report (Heads.HeardWithin)
 	inFlight     atomic.Int64
 	throttledTil atomic.Int64  // unix nanos: backed off after a 429 until then
 	retryLogAt   atomic.Int64  // unix nanos of the last first-contact warning

@@ -173,7 +173,7 @@ func (p *Pool) swapIn(gen uint64, s swap, deadline time.Duration) {
 		p.mu.Unlock()
 		p.swaps = dropSwap(p.swaps, s)
 		p.reconfMu.Unlock()
-		p.headChanged()
+		p.heads.changed()
 		if waited {
 			s.new.log.Warn("remote replaced before its replacement was ready", "waited", swapWait)
 		} else {
@@ -192,7 +192,7 @@ func (p *Pool) ready(r *Remote) bool {
 	}
 	now := p.now()
 	p.heads.mu.Lock()
-	p.judgeHead(r, now, p.judgingBlockTime()) // a held head is not logged: r is not followed yet
+	p.heads.judge(r, now, p.heads.judgingBlockTime()) // a held head is not logged: r is not followed yet
 	p.heads.mu.Unlock()
 	return r.Head() > 0 && r.healthy(now) && !p.lagging(r, p.healthyBest(now))
 }

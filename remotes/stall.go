@@ -48,11 +48,12 @@ func (s *stallWatch) stalled(now time.Time) bool {
 
 // watchStalls beats until ctx ends; a late beat is a stall, after which
 // every remote in rotation is polled again.
-func (p *Pool) watchStalls(ctx context.Context) {
+func (h *Heads) watchStalls(ctx context.Context) {
+	p := h.p
 	tick := time.NewTicker(stallTick)
 	defer tick.Stop()
 	last := time.Now()
-	p.stall.beat.Store(last.UnixNano())
+	h.stall.beat.Store(last.UnixNano())
 	for {
 		select {
 		case <-ctx.Done():
@@ -61,21 +62,22 @@ func (p *Pool) watchStalls(ctx context.Context) {
 		}
 		now := time.Now()
 		if gap := now.Sub(last); gap >= stallGap {
-			p.stall.confirming.Store(true)
-			p.stall.stalls.Add(1)
+			h.stall.confirming.Store(true)
+			h.stall.stalls.Add(1)
 			p.log.Info("replica was stalled; heads are polled again before they count", "stalled_for", gap.Round(time.Millisecond))
-			p.repoll(ctx)
-			p.stall.confirming.Store(false)
+			h.repoll(ctx)
+			h.stall.confirming.Store(false)
 			now = time.Now()
 		}
 		last = now
-		p.stall.beat.Store(now.UnixNano())
+		h.stall.beat.Store(now.UnixNano())
 	}
 }
 
 // repoll polls every remote on the chain once, at once, and judges the
 // heads.
-func (p *Pool) repoll(ctx context.Context) {
+func (h *Heads) repoll(ctx context.Context) {
+	p := h.p
 	var wg sync.WaitGroup
 	for _, r := range p.members() {
 		if !r.chainVerified() {
@@ -84,5 +86,5 @@ func (p *Pool) repoll(ctx context.Context) {
 		wg.Go(func() { r.poll(ctx, func() {}) })
 	}
 	wg.Wait()
-	p.headChanged()
+	h.changed()
 }

@@ -54,7 +54,7 @@ func (c *tipChain) extend(t *headReport) *tipChain {
 // HashAt is the hash of canonical block n as the remotes in rotation have
 // it: the chain's tip, its parent, and blocks below that the tips that
 // led to it linked (tipChain); ok is false for any other number.
-func (p *Pool) HashAt(n uint64) (string, bool) { return p.canon.Load().at(n) }
+func (h *Heads) HashAt(n uint64) (string, bool) { return h.canon.Load().at(n) }
 
 // Reports reports whether a remote in rotation reports block n as hash:
 // its latest head is that block, or that block's child. A window whose
@@ -62,7 +62,8 @@ func (p *Pool) HashAt(n uint64) (string, bool) { return p.canon.Load().at(n) }
 // does: a remote re-pointed at another network makes its siblings the
 // tip until it is found out, and the window, right all along, must not
 // send every call to the remotes, that remote among them, meanwhile.
-func (p *Pool) Reports(n uint64, hash string) bool {
+func (h *Heads) Reports(n uint64, hash string) bool {
+	p := h.p
 	now := p.now()
 	for _, r := range p.members() {
 		c := r.claim.Load()
@@ -83,8 +84,9 @@ func (p *Pool) Reports(n uint64, hash string) bool {
 // time allows, with nothing heard since, say nothing of the chain now: the
 // process was paused, or every remote fell silent. now is the caller's
 // clock, read once for all its judgements.
-func (p *Pool) HeardWithin(now time.Time, d time.Duration) bool {
-	if p.stall.stalled(now) {
+func (h *Heads) HeardWithin(now time.Time, d time.Duration) bool {
+	p := h.p
+	if h.stall.stalled(now) {
 		return false
 	}
 	since := now.Add(-d).UnixNano()

@@ -291,7 +291,7 @@ func (v *vote) disagreed(r *Remote, acc, w *answer, agreed, voters int) {
 	acc.canonKey(ig) // digests of the same kind on both sides
 	w.canonKey(ig)
 	kind := kindDisagree
-	if need, grace := v.rt.need, max(p.conf().MaxLag, 1); need > 0 && need+grace > p.best.Load() {
+	if need, grace := v.rt.need, max(p.conf().MaxLag, 1); need > 0 && need+grace > p.heads.best.Load() {
 		// Near the head the remotes may honestly be on different forks.
 		kind = kindDisagreeTip
 	}

@@ -69,7 +69,7 @@ func TestCacheNeverStoresAMinorityBranch(t *testing.T) {
 	t.Cleanup(c.Close)
 	head := forkHead{fakeHead{tags: headstore.Tags{Latest: 100}, ok: true}, major}
 	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, Cache: c,
-		Settled: func() (uint64, bool) { return 36, true }}, head, pool, nil)
+		Settled: func() (uint64, bool) { return 36, true }}, head, upstreamOf(pool), nil)
 	for i := range 3 {
 		addr := fmt.Sprintf("0x%040x", 0xa0+i)
 		want := mustRPC(t, major, "eth_getBalance", `["`+addr+`","0x64"]`)
@@ -122,7 +122,7 @@ func TestCacheAnswersByNumberWhenNoRemoteHasTheBlock(t *testing.T) {
 		return nil, nil, false
 	})
 	pool := startForkPool(t, remotes.Config{Name: "node", URL: node.URL(), Timeout: 5 * time.Second})
-	testkit.WaitFor(t, 10*time.Second, "the remote's head", func() bool { return pool.HealthyHead() == 100 })
+	testkit.WaitFor(t, 10*time.Second, "the remote's head", func() bool { return pool.Heads().HealthyHead() == 100 })
 
 	reg := prometheus.NewRegistry()
 	c := cache.New(cache.Config{}.WithDefaults(time.Second, false), cache.Options{Chain: "dev",
@@ -132,7 +132,7 @@ func TestCacheAnswersByNumberWhenNoRemoteHasTheBlock(t *testing.T) {
 	t.Cleanup(c.Close)
 	head := forkHead{fakeHead{tags: headstore.Tags{Latest: 100}, ok: true}, canon}
 	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, Cache: c,
-		Settled: func() (uint64, bool) { return 36, true }}, head, pool, nil)
+		Settled: func() (uint64, bool) { return 36, true }}, head, upstreamOf(pool), nil)
 	const addr = "0x00000000000000000000000000000000000000a0"
 	serve := func() string {
 		t.Helper()
@@ -243,7 +243,7 @@ func TestCacheNeverStoresAnotherChainsSettledAnswer(t *testing.T) {
 	t.Cleanup(c.Close)
 	head := forkHead{fakeHead{tags: headstore.Tags{Latest: 100}, ok: true}, major}
 	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, Cache: c,
-		Settled: func() (uint64, bool) { return 36, true }}, head, pool, nil)
+		Settled: func() (uint64, bool) { return 36, true }}, head, upstreamOf(pool), nil)
 	const addr = "0x00000000000000000000000000000000000000a0"
 	want := mustRPC(t, major, "eth_getBalance", `["`+addr+`","0x14"]`)
 	for i := range 3 {

@@ -44,11 +44,11 @@ func freshWorld(t *testing.T, node *fakenode.Node) (*Router, *prometheus.Registr
 	t.Helper()
 	pool := startForkPool(t, remotes.Config{Name: "node", URL: node.URL(), Timeout: 5 * time.Second})
 	testkit.WaitFor(t, 10*time.Second, "the pool's tip at block 100", func() bool {
-		h, ok := pool.HashAt(100)
+		h, ok := pool.Heads().HashAt(100)
 		return ok && h == node.BlockHash(100)
 	})
 	reg := prometheus.NewRegistry()
-	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, MaxLag: 5}, windowOf(t, node, 93, 100), pool, NewMetrics(reg))
+	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, MaxLag: 5}, windowOf(t, node, 93, 100), upstreamOf(pool), NewMetrics(reg))
 	return rt, reg, pool
 }
 
@@ -85,7 +85,7 @@ func TestRouterWindowOnAnOrphanIsNotServed(t *testing.T) {
 	node.SetFork(100, 9)
 	sibling := node.BlockHash(100)
 	testkit.WaitFor(t, 10*time.Second, "the pool's tip on the sibling", func() bool {
-		h, _ := pool.HashAt(100)
+		h, _ := pool.Heads().HashAt(100)
 		return h == sibling
 	})
 	if h, fromHead := latestFrom(t, rt, reg); h != sibling || fromHead {
@@ -121,16 +121,16 @@ func TestRouterWindowAnswersWhileARemoteReportsItsHead(t *testing.T) {
 	pool := startForkPool(t, remotes.Config{Name: "node", URL: node.URL(), Timeout: 5 * time.Second},
 		remotes.Config{Name: "other", URL: other.URL(), Timeout: 5 * time.Second})
 	testkit.WaitFor(t, 10*time.Second, "the pool's tip at block 100", func() bool {
-		h, ok := pool.HashAt(100)
+		h, ok := pool.Heads().HashAt(100)
 		return ok && h == node.BlockHash(100)
 	})
 	reg := prometheus.NewRegistry()
-	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, MaxLag: 5}, windowOf(t, node, 93, 100), pool, NewMetrics(reg))
+	rt := New(Config{Chain: "dev", ChainID: fakenode.DefaultChainID, MaxLag: 5}, windowOf(t, node, 93, 100), upstreamOf(pool), NewMetrics(reg))
 
 	other.SetFork(100, 9)
 	sibling := other.BlockHash(100)
 	testkit.WaitFor(t, 10*time.Second, "the pool's tip on the sibling", func() bool {
-		h, _ := pool.HashAt(100)
+		h, _ := pool.Heads().HashAt(100)
 		return h == sibling
 	})
 	if h, fromHead := latestFrom(t, rt, reg); h != node.BlockHash(100) || !fromHead {

@@ -56,14 +56,14 @@ func BenchmarkProofCheckedMiss(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer func() { _ = pool.Stop(context.Background()) }()
-			testkit.WaitFor(b, 10*time.Second, "the pool at the node's head", func() bool { return pool.HealthyHead() >= head })
+			testkit.WaitFor(b, 10*time.Second, "the pool at the node's head", func() bool { return pool.Heads().HealthyHead() >= head })
 			at := evm.Quantity(head)
 			var asks [2]func() time.Duration
 			for i, verify := range []string{cache.VerifyNone, cache.VerifyProofs} {
 				c := cache.New(cache.Config{Verify: verify}.WithDefaults(time.Second, false), cache.Options{Chain: "dev"})
 				defer c.Close()
 				rt := New(Config{Chain: "dev", ChainID: simnode.ChainID, Cache: c,
-					Settled: func() (uint64, bool) { return head, true }}, nil, pool, nil)
+					Settled: func() (uint64, bool) { return head, true }}, nil, upstreamOf(pool), nil)
 				asks[i] = func() time.Duration {
 					params := fmt.Sprintf(`["0x%040x","%s"]`, 0xacc0000+benchAccounts.Add(1), at)
 					n := &jrpc.Note{}

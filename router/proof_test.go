@@ -98,7 +98,7 @@ func startProvingChain(t *testing.T) *provingChain {
 		cache.Options{Chain: "dev", Metrics: cache.NewMetrics(p.reg)})
 	t.Cleanup(c.Close)
 	p.rt = New(Config{Chain: "dev", ChainID: simnode.ChainID, Cache: c,
-		Settled: func() (uint64, bool) { return head, true }}, nil, pool, nil)
+		Settled: func() (uint64, bool) { return head, true }}, nil, upstreamOf(pool), nil)
 	return p
 }
 

@@ -66,7 +66,7 @@ type Config struct {
 	WriteThroughQueue int
 	// Confirm asks the remotes, each a different one, for block n's hash:
 	// how many agree with hash and how many name another (the pool's
-	// ConfirmHash). The write-through stores a block that links to
+	// Heads().ConfirmHash). The write-through stores a block that links to
 	// nothing the window or the store holds only when two agree; nil:
 	// such a block is not stored.
 	Confirm func(ctx context.Context, n uint64, hash string) (agree, disagree int)
@@ -132,7 +132,16 @@ type Upstream interface {
 	Tip
 }
 
-// Tip is what the router needs of the remotes' heads (remotes.Pool): the
+// UpstreamOf is calls and tip as one Upstream: app wires a chain's pool
+// (or its client that checks blocks and receipts) and the pool's heads so.
+func UpstreamOf(calls forger.Calls, tip Tip) Upstream { return upstream{calls, tip} }
+
+type upstream struct {
+	forger.Calls
+	Tip
+}
+
+// Tip is what the router needs of the remotes' heads (remotes.Heads): the
 // best head among those in rotation, to tell a stale window and a number
 // no remote could answer for; the hash the chain's tip says for a recent
 // block, and whether a remote in rotation still reports another, to tell

@@ -275,10 +275,14 @@ func startChainPool(t *testing.T, chainID uint64, rs ...remotes.Config) *remotes
 
 // counting counts the calls that reach the remotes, by method.
 type counting struct {
-	*remotes.Pool
+	Upstream
 	mu    sync.Mutex
 	calls map[string]int
 }
+
+// upstreamOf is a pool as app hands it to the router: its calls, and its
+// heads.
+func upstreamOf(p *remotes.Pool) Upstream { return UpstreamOf(p, p.Heads()) }
 
 func (c *counting) ServeCall(ctx context.Context, call evm.Call) (json.RawMessage, error) {
 	c.mu.Lock()
@@ -287,7 +291,7 @@ func (c *counting) ServeCall(ctx context.Context, call evm.Call) (json.RawMessag
 	}
 	c.calls[call.Method]++
 	c.mu.Unlock()
-	return c.Pool.ServeCall(ctx, call)
+	return c.Upstream.ServeCall(ctx, call)
 }
 
 func (c *counting) total() int {

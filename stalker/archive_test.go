@@ -145,7 +145,7 @@ func (l *leader) start(conf uint64) {
 	log := slog.New(slog.NewTextHandler(l.logs, nil))
 	st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: l.size, FinalityInterval: 100 * time.Millisecond},
 		Archive: ArchiveConfig{Store: l.arch, HistoryConfig: HistoryConfig{Confirmations: conf, Batch: 5}, Metrics: l.am}},
-		l.pool, l.store, log, l.sm)
+		l.pool, l.pool.Heads(), l.store, log, l.sm)
 	if l.now != nil {
 		st.now = l.now
 	}

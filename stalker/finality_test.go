@@ -94,7 +94,7 @@ func TestReadFinalityCountsFailedReads(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			up := &tagUpstream{tags: map[string]answer{"safe": tt.give, "finalized": tt.give}}
 			m := NewMetrics(nil)
-			st := New(Config{Chain: "test"}, up, nil, nil, m)
+			st := New(Config{Chain: "test"}, up, up, nil, nil, m)
 			l := &leading{safe: 3, finalized: 2}
 			st.readFinality(context.Background(), l)
 			if want := max(tt.want, 3); l.safe != want {
@@ -122,7 +122,7 @@ func TestFailingFinalityReadIsCountedAndLogged(t *testing.T) {
 	logs := &testkit.Buffer{}
 	m := NewMetrics(nil)
 	const interval = time.Minute
-	st := New(Config{Chain: "test", HeadConfig: HeadConfig{FinalityInterval: interval}}, up, headstore.NewMemory(8),
+	st := New(Config{Chain: "test", HeadConfig: HeadConfig{FinalityInterval: interval}}, up, up, headstore.NewMemory(8),
 		slog.New(slog.NewTextHandler(logs, nil)), m)
 	now := time.Unix(1_000_000, 0)
 	st.now = func() time.Time { return now }

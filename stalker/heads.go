@@ -63,8 +63,9 @@ const (
 
 var headsModes = []string{HeadsLeader, HeadsFeed, HeadsOwn}
 
-// HeadPool is the pool whose remotes' heads are shared.
-type HeadPool interface {
+// SharedHeads is the head tracking whose remotes' heads are shared: a
+// pool's (remotes.Heads).
+type SharedHeads interface {
 	RemoteHeads() []remotes.RemoteHead
 	ClaimsChanged() <-chan struct{}
 	FeedHeads([]remotes.RemoteHead)
@@ -87,7 +88,7 @@ type headsReport struct {
 type HeadShare struct {
 	rdb   redis.UniversalClient
 	keys  keyspace.Chain
-	pool  HeadPool
+	heads SharedHeads
 	log   *slog.Logger
 	modes map[string]prometheus.Gauge
 	stale prometheus.Counter
@@ -97,16 +98,16 @@ type HeadShare struct {
 	mode    string
 }
 
-// NewHeadShare returns the head share of chain's pool on rdb. It does no
-// I/O.
-func NewHeadShare(rdb redis.UniversalClient, chain string, pool HeadPool, log *slog.Logger, m *HeadShareMetrics) *HeadShare {
+// NewHeadShare returns the head share of chain's head tracking on rdb. It
+// does no I/O.
+func NewHeadShare(rdb redis.UniversalClient, chain string, heads SharedHeads, log *slog.Logger, m *HeadShareMetrics) *HeadShare {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if m == nil {
 		m = NewHeadShareMetrics(nil)
 	}
-	s := &HeadShare{rdb: rdb, keys: keyspace.For(chain), pool: pool, log: log.With("chain", chain),
+	s := &HeadShare{rdb: rdb, keys: keyspace.For(chain), heads: heads, log: log.With("chain", chain),
 		modes: map[string]prometheus.Gauge{}, stale: m.stale.WithLabelValues(chain)}
 	for _, mode := range headsModes {
 		s.modes[mode] = m.mode.WithLabelValues(chain, mode)
@@ -137,7 +138,7 @@ func (s *HeadShare) setMode(mode string) {
 
 // staleAfter is how long a report stays fresh.
 func (s *HeadShare) staleAfter() time.Duration {
-	return max(feedStaleBlocks*s.pool.BlockTime(), minFeedStale)
+	return max(feedStaleBlocks*s.heads.BlockTime(), minFeedStale)
 }
 
 // Lead publishes the pool's heads for the leadership with epoch until ctx
@@ -147,7 +148,7 @@ func (s *HeadShare) staleAfter() time.Duration {
 func (s *HeadShare) Lead(ctx context.Context, epoch uint64) {
 	s.mu.Lock()
 	s.leading = true
-	s.pool.TrackHeads()
+	s.heads.TrackHeads()
 	s.setMode(HeadsLeader)
 	s.mu.Unlock()
 	defer func() {
@@ -160,7 +161,7 @@ func (s *HeadShare) Lead(ctx context.Context, epoch uint64) {
 	defer beat.Stop()
 	failing := false
 	for {
-		claims := s.pool.ClaimsChanged()
+		claims := s.heads.ClaimsChanged()
 		select {
 		case <-ctx.Done():
 			return
@@ -179,17 +180,17 @@ func (s *HeadShare) Lead(ctx context.Context, epoch uint64) {
 			s.log.Info("remote heads published again")
 			failing = false
 		}
-		beat.Reset(s.pool.BlockTime())
+		beat.Reset(s.heads.BlockTime())
 	}
 }
 
 // publish stores and announces one report, fenced by epoch.
 func (s *HeadShare) publish(ctx context.Context, epoch uint64) error {
-	b, err := json.Marshal(headsReport{Epoch: epoch, Heads: s.pool.RemoteHeads(), At: time.Now().UnixNano()})
+	b, err := json.Marshal(headsReport{Epoch: epoch, Heads: s.heads.RemoteHeads(), At: time.Now().UnixNano()})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.pool.BlockTime())
+	ctx, cancel := context.WithTimeout(ctx, s.heads.BlockTime())
 	defer cancel()
 	return keyspace.PublishHeads.Run(ctx, s.rdb, s.keys.HeadsKeys(), epoch, b,
 		s.staleAfter().Milliseconds(), s.keys.HeadsNotify).Err()
@@ -284,13 +285,13 @@ func (s *HeadShare) take(payload string, fresh time.Duration, stale *time.Timer)
 		return
 	}
 	stale.Reset(fresh - newest)
-	s.pool.FeedHeads(rep.Heads)
+	s.heads.FeedHeads(rep.Heads)
 	mode := HeadsOwn
-	if s.pool.Fed() > 0 {
+	if s.heads.Fed() > 0 {
 		mode = HeadsFeed
 	}
 	if mode != s.mode {
-		s.log.Info("remote heads taken from the leader's feed", "fed_remotes", s.pool.Fed())
+		s.log.Info("remote heads taken from the leader's feed", "fed_remotes", s.heads.Fed())
 	}
 	s.setMode(mode)
 }
@@ -309,7 +310,7 @@ func (s *HeadShare) staleLocked() {
 	if s.mode != HeadsFeed {
 		return
 	}
-	s.pool.TrackHeads()
+	s.heads.TrackHeads()
 	s.stale.Inc()
 	s.log.Info("leader's remote heads feed stale; tracking the remotes here", "stale_after", s.staleAfter())
 	s.setMode(HeadsOwn)

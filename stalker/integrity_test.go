@@ -184,7 +184,7 @@ func TestStalkerRefetchesWhatALiarServes(t *testing.T) {
 			}
 			const window = 8
 			store, w := headstore.NewMemory(window), headstore.NewWindow(window)
-			st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: window}, Integrity: true}, pool, store, nil, nil)
+			st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: window}, Integrity: true}, pool, pool.Heads(), store, nil, nil)
 			fol := headstore.NewFollower("test", store, w, nil, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup

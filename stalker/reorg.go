@@ -53,10 +53,10 @@ func (s *Stalker) acceptReorg(ctx context.Context, l *leading, b *evm.Block, bra
 	switch {
 	case l.finalized > 0 && from <= l.finalized:
 		// Its reporters are checked too: the usual cause is a switch.
-		s.up.CheckTipChain(ctx, hashes...)
+		s.heads.CheckTipChain(ctx, hashes...)
 		return s.refuse(l, b, branch, refusedFinalized)
 	case from <= l.chain[0].Number:
-		if !s.up.CheckTipChain(ctx, hashes...) {
+		if !s.heads.CheckTipChain(ctx, hashes...) {
 			return s.refuse(l, b, branch, refusedNoAncestor)
 		}
 		s.log.Warn("reorg deeper than the window, reported by remotes on the chain: followed",

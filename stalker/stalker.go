@@ -21,20 +21,25 @@ import (
 	"github.com/venn-gateway/venn/tracing"
 )
 
-// Upstream is what the stalker follows the chain through: the chain's
-// remotes pool, whose tip is the highest corroborated head among its
-// healthy remotes. CallVerified checks each remote's answer with verify and
+// Upstream is what the stalker fetches blocks through: the chain's
+// remotes pool. CallVerified checks each remote's answer with verify and
 // serves a failing one from another remote (remotes.Pool.CallVerified); the
-// verdict is the served answer's. HeadChanged fires when the tip moves,
-// also to a sibling at the same height. BlockTime is the chain's, from
-// config or learned from block timestamps. CheckTipChain checks at once
-// the chain id of the remotes whose head is one of the blocks hashes, each
-// out of rotation until it passes, and reports whether all passed
-// (remotes.Pool.CheckTipChain).
+// verdict is the served answer's.
 type Upstream interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	CallVerified(ctx context.Context, method string, params json.RawMessage,
 		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error)
+}
+
+// Heads is what the stalker follows the chain's head by: the pool's head
+// tracking (remotes.Heads), whose tip is the highest corroborated head
+// among its healthy remotes. HeadChanged fires when the tip moves, also to
+// a sibling at the same height. BlockTime is the chain's, from config or
+// learned from block timestamps. CheckTipChain checks at once the chain id
+// of the remotes whose head is one of the blocks hashes, each out of
+// rotation until it passes, and reports whether all passed
+// (remotes.Heads.CheckTipChain).
+type Heads interface {
 	Tip() (number uint64, hash string)
 	HeadChanged() <-chan struct{}
 	BlockTime() time.Duration
@@ -50,9 +55,9 @@ type VerifiedHedger interface {
 		verify func(json.RawMessage) integrity.Verdict, after time.Duration) (json.RawMessage, integrity.Verdict, error)
 }
 
-// HeadPacer is an Upstream whose head polling follows the leader's plan
-// while this replica leads (remotes.Pool.SetLeading): polls when the
-// next block is due, not once a block time.
+// HeadPacer is Heads whose head polling follows the leader's plan while
+// this replica leads (remotes.Heads.SetLeading): polls when the next block
+// is due, not once a block time.
 type HeadPacer interface {
 	SetLeading(on bool)
 }
@@ -90,6 +95,7 @@ const (
 type Stalker struct {
 	cfg   Config
 	up    Upstream
+	heads Heads
 	store headstore.Store
 	log   *slog.Logger
 	m     stalkerMetrics
@@ -102,8 +108,9 @@ type Stalker struct {
 	receipts *forger.Receipts
 }
 
-// New returns a chain's stalker. It does no I/O.
-func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Metrics) *Stalker {
+// New returns a chain's stalker, fetching through up and following
+// heads. It does no I/O.
+func New(cfg Config, up Upstream, heads Heads, store headstore.Store, log *slog.Logger, m *Metrics) *Stalker {
 	// Validate refuses less; unset takes the default.
 	cfg.Window, cfg.Backfill = max(cfg.Window, 0), max(cfg.Backfill, 0)
 	cfg.HeadConfig = cfg.HeadConfig.WithDefaults(0)
@@ -113,7 +120,7 @@ func New(cfg Config, up Upstream, store headstore.Store, log *slog.Logger, m *Me
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	s := &Stalker{cfg: cfg, up: up, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain),
+	s := &Stalker{cfg: cfg, up: up, heads: heads, store: store, log: log.With("chain", cfg.Chain), m: m.forChain(cfg.Chain),
 		now: time.Now}
 	s.receipts = forger.NewReceipts(func(ctx context.Context, method string, params json.RawMessage,
 		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
@@ -152,6 +159,10 @@ type leading struct {
 	// are handed to after every publish.
 	full fullChain
 	arch *archiver
+
+	// ann announces new headers ahead of their blocks (announce.go); nil
+	// when the store carries no headers.
+	ann *announcer
 }
 
 func (l *leading) top() (headstore.Ref, bool) {
@@ -168,11 +179,18 @@ var errDeposed = errors.New("deposed")
 // the shape Elector.Run wants.
 func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 	s.log.Info("stalker following the head", "epoch", epoch)
-	if p, ok := s.up.(HeadPacer); ok {
+	if p, ok := s.heads.(HeadPacer); ok {
 		p.SetLeading(true)
 		defer p.SetLeading(false)
 	}
 	l := &leading{epoch: epoch}
+	if hs, ok := s.store.(headstore.HeaderStore); ok {
+		actx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		l.ann = newAnnouncer(hs, epoch, s.log)
+		go func() { defer close(done); l.ann.run(actx) }()
+		defer func() { cancel(); <-done }()
+	}
 	if s.cfg.Archive.Store != nil {
 		actx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -180,13 +198,13 @@ func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 		go func() { defer close(done); l.arch.run(actx) }()
 		defer func() { cancel(); <-done }()
 	}
-	poll := time.NewTimer(s.up.BlockTime())
+	poll := time.NewTimer(s.heads.BlockTime())
 	defer poll.Stop()
 	backoff := time.Duration(0)
 	for {
-		wake := s.up.HeadChanged()
+		wake := s.heads.HeadChanged()
 		err := s.step(ctx, l)
-		bt := s.up.BlockTime()
+		bt := s.heads.BlockTime()
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -218,7 +236,7 @@ func (s *Stalker) finalityInterval() time.Duration {
 	if s.cfg.FinalityInterval > 0 {
 		return s.cfg.FinalityInterval
 	}
-	return DefaultFinalityInterval(s.up.BlockTime())
+	return DefaultFinalityInterval(s.heads.BlockTime())
 }
 
 // step brings the published chain up to the remotes' head.
@@ -236,7 +254,7 @@ func (s *Stalker) step(ctx context.Context, l *leading) error {
 			l.arch.offer(l.full.blocksOf(l.chain), l.finalized)
 		}
 	}
-	target, hash := s.up.Tip()
+	target, hash := s.heads.Tip()
 	if target == 0 {
 		return nil
 	}
@@ -292,7 +310,11 @@ func (s *Stalker) advance(ctx context.Context, l *leading, target uint64) error 
 	}
 	for next <= target {
 		end := min(target, next+fetchConcurrency*2-1)
-		blocks, err := s.fetchRange(ctx, next, end)
+		if l.ann != nil {
+			top, _ := l.top()
+			l.ann.from(top)
+		}
+		blocks, err := s.fetchRange(ctx, l.ann, next, end)
 		if err != nil {
 			return err
 		}
@@ -421,14 +443,19 @@ func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) 
 	return nil
 }
 
-// fetchRange fetches blocks from..to, a few at once, in order.
-func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*evm.Block, error) {
+// fetchRange fetches blocks from..to, a few at once, in order; ann, when
+// not nil, announces their headers as they come.
+func (s *Stalker) fetchRange(ctx context.Context, ann *announcer, from, to uint64) ([]*evm.Block, error) {
 	out := make([]*evm.Block, to-from+1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(fetchConcurrency)
 	for n := from; n <= to; n++ {
 		g.Go(func() error {
-			b, err := s.fetchBlock(gctx, "eth_getBlockByNumber", `"`+evm.Quantity(n)+`"`)
+			call := s.call
+			if ann != nil {
+				call = s.announcing(ann, evm.BlockRef{Kind: evm.RefNumber, Number: n})
+			}
+			b, err := s.fetchWith(gctx, call, "eth_getBlockByNumber", `"`+evm.Quantity(n)+`"`)
 			out[n-from] = b
 			return err
 		})
@@ -443,9 +470,14 @@ func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*evm.Block
 // and checks that they belong together and, with Integrity, that each is
 // what its hashes say.
 func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*evm.Block, error) {
+	return s.fetchWith(ctx, s.call, method, ref)
+}
+
+// fetchWith is fetchBlock through call.
+func (s *Stalker) fetchWith(ctx context.Context, call forger.VerdictCall, method, ref string) (*evm.Block, error) {
 	start := s.now()
 	ctx, sp := s.cfg.Tracer.StartRoot(ctx, spanFetch, trace.SpanKindInternal, nil)
-	b, err := forger.FetchBlock(ctx, s.call, s.receipts, method, ref)
+	b, err := forger.FetchBlock(ctx, call, s.receipts, method, ref)
 	if sp.IsRecording() {
 		s.annotateFetch(sp, method, b, err)
 	}
@@ -473,7 +505,7 @@ func (s *Stalker) call(ctx context.Context, method string, params json.RawMessag
 		if !s.cfg.Integrity {
 			verify = unchecked
 		}
-		after := min(max(s.up.BlockTime()/8, minFetchHedge), maxFetchHedge)
+		after := min(max(s.heads.BlockTime()/8, minFetchHedge), maxFetchHedge)
 		return h.CallVerifiedHedged(ctx, method, params, verify, after)
 	}
 	if !s.cfg.Integrity {

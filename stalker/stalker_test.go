@@ -85,7 +85,7 @@ func followPool(t *testing.T, nodes []*fakenode.Node, pool *remotes.Pool, window
 // the test ends.
 func (f *feed) lead(t *testing.T) (stop func()) {
 	t.Helper()
-	st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: f.size}}, f.pool, f.store, nil, f.m)
+	st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: f.size}}, f.pool, f.pool.Heads(), f.store, nil, f.m)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); st.Lead(ctx, headstore.MemoryEpoch) }()
@@ -273,8 +273,9 @@ func TestStalkerSameHeightReorg(t *testing.T) {
 }
 
 // waitTip waits until the pool's tip is hash.
-func waitTip(t *testing.T, p *remotes.Pool, hash string) {
+func waitTip(t *testing.T, pool *remotes.Pool, hash string) {
 	t.Helper()
+	p := pool.Heads()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, h := p.Tip(); h == hash {
