@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -11,10 +12,15 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +47,20 @@ import (
 // from the head window (priced as served from the head). It reports each
 // target's process CPU per call (median over rounds) and the median of the
 // per-round ratios to off.
+//
+// Sub-benchmarks by client: "bare" is a bare HTTP/1.1 one (bareClient),
+// so that the process's CPU is venn's, the fake node's (pass) and the
+// loopback's; "nethttp" is net/http's, as this benchmark had first, which
+// adds the client's own work to both sides (about half of a head-served
+// call's instructions) and parses in this process the three credit
+// headers only the tenant's answers carry: work a real client does
+// elsewhere, counted against venn. "bare" is the figure.
 func BenchmarkTenantCost(b *testing.B) {
+	b.Run("bare", func(b *testing.B) { benchTenantCost(b, true) })
+	b.Run("nethttp", func(b *testing.B) { benchTenantCost(b, false) })
+}
+
+func benchTenantCost(b *testing.B, bare bool) {
 	const segment = 256
 	node := fakenode.New(fakenode.Options{ChainID: 1})
 	up := httptest.NewServer(node.Handler())
@@ -52,16 +71,25 @@ func BenchmarkTenantCost(b *testing.B) {
 	gate := edge.New(cfg, edge.Options{Usage: rec, Registerer: prometheus.NewRegistry()})
 	on := tenantVenn(b, up.URL, gate)
 	headOff, headOn := tenantHeadVenn(b, nil), tenantHeadVenn(b, gate)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	defer client.CloseIdleConnections()
 	type target struct{ name, url, method string }
 	targets := []target{
 		{"pass-off", off, "eth_getBalance"}, {"pass-jwt", on, "eth_getBalance"},
 		{"local-off", off, "eth_chainId"}, {"local-jwt", on, "eth_chainId"},
 		{"head-off", headOff, "eth_getBlockByNumber"}, {"head-jwt", headOn, "eth_getBlockByNumber"},
 	}
-	for _, u := range []string{headOff, headOn} {
-		if got := tenantCall(b, client, u, "eth_getBlockByNumber", tok, 0); !bytes.Contains(got, []byte(benchWindowHash(benchWindowHead))) {
+	calls := make([]func(int) []byte, len(targets))
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer client.CloseIdleConnections()
+	for i, tg := range targets {
+		if bare {
+			c := dialBare(b, tg.url, tok)
+			calls[i] = func(id int) []byte { return c.call(b, tg.method, id) }
+		} else {
+			calls[i] = func(id int) []byte { return tenantCall(b, client, tg.url, tg.method, tok, id) }
+		}
+	}
+	for _, i := range []int{4, 5} {
+		if got := calls[i](0); !bytes.Contains(got, []byte(benchWindowHash(benchWindowHead))) {
 			b.Fatalf("eth_getBlockByNumber latest not answered from the window: %s", got)
 		}
 	}
@@ -73,7 +101,7 @@ func BenchmarkTenantCost(b *testing.B) {
 			c0 := processCPU(b)
 			for range segment {
 				id++
-				tenantHop(b, client, targets[t].url, targets[t].method, tok, id)
+				calls[t](id)
 			}
 			cpu[t] = append(cpu[t], float64(processCPU(b)-c0)/segment)
 		}
@@ -91,6 +119,62 @@ func BenchmarkTenantCost(b *testing.B) {
 	}
 	if len(rec.Pending()) == 0 {
 		b.Fatal("no usage recorded")
+	}
+}
+
+// BenchmarkTenantTarget is one of BenchmarkTenantCost's targets set up
+// and run alone, one call an iteration, so that a CPU or allocation
+// profile (-cpuprofile, -memprofile, -benchmem: the whole process, the
+// client included) shows one side, to compare with pprof -diff_base or
+// callgrind's counts. The client is BenchmarkTenantCost's bare one, or
+// net/http's with the suffix "-nethttp":
+//
+//	go test -run '^$' -bench 'BenchmarkTenantTarget/head-jwt$' -cpuprofile /tmp/jwt.prof ./e2e
+func BenchmarkTenantTarget(b *testing.B) {
+	var names []string
+	for _, n := range []string{"pass-off", "pass-jwt", "local-off", "local-jwt", "head-off", "head-jwt"} {
+		names = append(names, n, n+"-nethttp")
+	}
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			name, bare := strings.CutSuffix(name, "-nethttp")
+			bare = !bare
+			tok, cfg := tenantEdgeConfig(b)
+			var gate *edge.Edge
+			if name[len(name)-3:] == "jwt" {
+				rec := usage.NewRecorder(usage.RecorderOptions{Registerer: prometheus.NewRegistry()})
+				gate = edge.New(cfg, edge.Options{Usage: rec, Registerer: prometheus.NewRegistry()})
+			}
+			url, method := "", "eth_getBalance"
+			switch name[:4] {
+			case "pass", "loca":
+				node := fakenode.New(fakenode.Options{ChainID: 1})
+				up := httptest.NewServer(node.Handler())
+				b.Cleanup(up.Close)
+				url = tenantVenn(b, up.URL, gate)
+				if name[:4] == "loca" {
+					method = "eth_chainId"
+				}
+			default:
+				url, method = tenantHeadVenn(b, gate), "eth_getBlockByNumber"
+			}
+			var call func(int)
+			if bare {
+				c := dialBare(b, url, tok)
+				call = func(id int) { c.call(b, method, id) }
+			} else {
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+				defer client.CloseIdleConnections()
+				call = func(id int) { tenantHop(b, client, url, method, tok, id) }
+			}
+			call(0)
+			b.ReportAllocs()
+			id := 0
+			for b.Loop() {
+				id++
+				call(id)
+			}
+		})
 	}
 }
 
@@ -154,14 +238,7 @@ func tenantHop(b *testing.B, client *http.Client, url, method, tok string, i int
 
 // tenantCall calls method at url with the bearer token; the answer.
 func tenantCall(b *testing.B, client *http.Client, url, method, tok string, i int) []byte {
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s","params":["0x%040x","latest"]}`, i, method, i)
-	switch method {
-	case "eth_chainId":
-		body = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_chainId","params":[]}`, i)
-	case "eth_getBlockByNumber":
-		body = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByNumber","params":["latest",false]}`, i)
-	}
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(tenantBody(method, i))))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := client.Do(req)
@@ -174,6 +251,84 @@ func tenantCall(b *testing.B, client *http.Client, url, method, tok string, i in
 	}
 	resp.Body.Close()
 	return out
+}
+
+// tenantBody is the JSON-RPC call of method with id i.
+func tenantBody(method string, i int) string {
+	switch method {
+	case "eth_chainId":
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_chainId","params":[]}`, i)
+	case "eth_getBlockByNumber":
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByNumber","params":["latest",false]}`, i)
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"%s","params":["0x%040x","latest"]}`, i, method, i)
+}
+
+// bareClient is an HTTP/1.1 client on one kept-alive connection that
+// reads of an answer only its status and Content-Length: what it costs
+// is the same whatever headers the answer carries.
+type bareClient struct {
+	conn net.Conn
+	br   *bufio.Reader
+	head string // the request line and headers, up to Content-Length's value
+	req  []byte
+	body []byte
+}
+
+func dialBare(b *testing.B, rawURL, tok string) *bareClient {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return &bareClient{conn: conn, br: bufio.NewReaderSize(conn, 16<<10),
+		head: "POST " + u.Path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nContent-Type: application/json\r\n" +
+			"Authorization: Bearer " + tok + "\r\nContent-Length: "}
+}
+
+// call sends method with id i and returns the answer's body (valid until
+// the next call).
+func (c *bareClient) call(b *testing.B, method string, i int) []byte {
+	body := tenantBody(method, i)
+	c.req = append(append(strconv.AppendInt(append(c.req[:0], c.head...), int64(len(body)), 10), "\r\n\r\n"...), body...)
+	if _, err := c.conn.Write(c.req); err != nil {
+		b.Fatal(err)
+	}
+	size := -1
+	for first := true; ; first = false {
+		line, err := c.br.ReadSlice('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		if first {
+			if !bytes.HasPrefix(line, []byte("HTTP/1.1 200 ")) {
+				b.Fatalf("status line %q", line)
+			}
+			continue
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if len(line) > 16 && line[14] == ':' && bytes.EqualFold(line[:14], []byte("Content-Length")) {
+			n, err := strconv.Atoi(string(bytes.TrimSpace(line[15:])))
+			if err != nil {
+				b.Fatal(err)
+			}
+			size = n
+		}
+	}
+	if size < 0 {
+		b.Fatal("answer without Content-Length")
+	}
+	c.body = slices.Grow(c.body[:0], size)[:size]
+	if _, err := io.ReadFull(c.br, c.body); err != nil {
+		b.Fatal(err)
+	}
+	return c.body
 }
 
 // The head window of tenantHeadVenn: blocks 1..benchWindowHead.

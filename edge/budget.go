@@ -100,14 +100,32 @@ type BudgetState struct {
 	Reset time.Time
 }
 
-// state says what tenant has left of b.
-func (bs *Budgets) state(tenant string, b Budget) BudgetState {
+// state says what the tenant of account a (track's) has left of b.
+func (bs *Budgets) state(a *account, b Budget) BudgetState {
 	now := bs.now()
 	bs.mu.Lock()
-	a := bs.account(tenant)
 	bs.roll(a, now)
 	m, mo := a.minute.spent(), a.month.spent()
 	bs.mu.Unlock()
+	return b.left(m, mo, now)
+}
+
+// spend adds credits to the periods of account a (track's) and says what
+// its tenant has left of b: one clock reading and one lock for both.
+func (bs *Budgets) spend(a *account, credits int64, b Budget) BudgetState {
+	now := bs.now()
+	bs.mu.Lock()
+	bs.roll(a, now)
+	a.minute.pending += credits
+	a.month.pending += credits
+	m, mo := a.minute.spent(), a.month.spent()
+	bs.mu.Unlock()
+	return b.left(m, mo, now)
+}
+
+// left is what is left of b at now, m and mo credits spent in the minute
+// and the month.
+func (b Budget) left(m, mo int64, now time.Time) BudgetState {
 	st := BudgetState{MinuteLeft: -1, MonthLeft: -1}
 	if b.PerMonth > 0 {
 		st.MonthLeft = max(b.PerMonth-mo, 0)
@@ -123,17 +141,6 @@ func (bs *Budgets) state(tenant string, b Budget) BudgetState {
 		}
 	}
 	return st
-}
-
-// spend adds credits to tenant's periods.
-func (bs *Budgets) spend(tenant string, credits int64) {
-	now := bs.now()
-	bs.mu.Lock()
-	a := bs.account(tenant)
-	bs.roll(a, now)
-	a.minute.pending += credits
-	a.month.pending += credits
-	bs.mu.Unlock()
 }
 
 // roll moves a's periods to now's; bs.mu is held.
@@ -156,11 +163,13 @@ func (bs *Budgets) account(tenant string) *account {
 }
 
 // track makes tenant's account, so that flushes learn the cluster's count
-// before its first call here.
-func (bs *Budgets) track(tenant string) {
+// before its first call here, and returns it: accounts are never removed,
+// so a compiled tenant keeps its own and its calls look up none.
+func (bs *Budgets) track(tenant string) *account {
 	bs.mu.Lock()
-	bs.account(tenant)
+	a := bs.account(tenant)
 	bs.mu.Unlock()
+	return a
 }
 
 // Spent returns what tenant has spent in the current minute and month,

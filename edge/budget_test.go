@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -199,5 +200,34 @@ func TestBudgetsFlushLoop(t *testing.T) {
 			}
 		}
 		cancel()
+	}
+}
+
+// TestCreditHeaders: the credit headers carry each value apart, with a
+// budget of one period or both, and an append to one header's values
+// leaves the next header's alone.
+func TestCreditHeaders(t *testing.T) {
+	for _, c := range []struct {
+		st                   BudgetState
+		total, minute, month string
+	}{
+		{BudgetState{MinuteLeft: 81, MonthLeft: 1152921504606846968}, "19", "81", "1152921504606846968"},
+		{BudgetState{MinuteLeft: -1, MonthLeft: 7}, "19", "", "7"},
+		{BudgetState{MinuteLeft: 0, MonthLeft: -1}, "19", "0", ""},
+		{BudgetState{MinuteLeft: -1, MonthLeft: -1}, "19", "", ""},
+	} {
+		h := http.Header{}
+		setCreditHeaders(h, 19, c.st)
+		got := [3]string{h.Get(creditsHeader), h.Get(creditsMinuteHeader), h.Get(creditsMonthHeader)}
+		if want := [3]string{c.total, c.minute, c.month}; got != want {
+			t.Errorf("%+v: headers %q, want %q", c.st, got, want)
+		}
+		if _, ok := h[creditsMinuteHeader]; ok != (c.st.MinuteLeft >= 0) {
+			t.Errorf("%+v: minute header present %v", c.st, ok)
+		}
+		h.Add(creditsHeader, "x")
+		if h.Get(creditsMinuteHeader) != c.minute || h.Get(creditsMonthHeader) != c.month {
+			t.Errorf("%+v: an append to %s changed the others: %v", c.st, creditsHeader, h)
+		}
 	}
 }

@@ -79,7 +79,7 @@ func (c *cors) wrap(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
+		origin := headerValue(r.Header, "Origin")
 		if origin == "" {
 			next.ServeHTTP(w, r)
 			return

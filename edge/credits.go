@@ -109,7 +109,6 @@ type costPrefix struct {
 type pricing struct {
 	table   costTable
 	factors map[string]float64 // by Note source
-	known   map[string]bool    // method names usage keeps as they are
 }
 
 func newPricing(c CreditsConfig) *pricing {
@@ -118,7 +117,6 @@ func newPricing(c CreditsConfig) *pricing {
 	if c.Default > 0 {
 		t.def = c.Default
 	}
-	known := make(map[string]bool)
 	add := func(m map[string]int64) {
 		for name, cost := range m {
 			if p, ok := strings.CutSuffix(name, "*"); ok || strings.HasSuffix(name, "_") {
@@ -127,7 +125,6 @@ func newPricing(c CreditsConfig) *pricing {
 				continue
 			}
 			t.methods[name] = cost
-			known[name] = true
 		}
 	}
 	add(preset.methods)
@@ -137,13 +134,22 @@ func newPricing(c CreditsConfig) *pricing {
 	for k, v := range c.ServedFrom {
 		f[k] = v
 	}
-	return &pricing{table: t, factors: f, known: known}
+	return &pricing{table: t, factors: f}
 }
 
 // cost is what a call of method answered by source costs.
 func (p *pricing) cost(method, source string) int64 {
-	base, ok := p.table.methods[method]
-	if !ok {
+	c, _ := p.price(method, source, true)
+	return c
+}
+
+// price is what a call of method answered by source costs (0 unless
+// charged) and label's bound name for it, with one lookup of method.
+func (p *pricing) price(method, source string, charged bool) (int64, string) {
+	base, known := p.table.methods[method]
+	label := method
+	if !known {
+		label = evm.MethodLabel(method)
 		base = p.table.def
 		for _, pre := range p.table.prefixes {
 			if strings.HasPrefix(method, pre.prefix) {
@@ -152,16 +158,19 @@ func (p *pricing) cost(method, source string) int64 {
 			}
 		}
 	}
-	if f, ok := p.factors[source]; ok && f != 1 {
-		return int64(math.Ceil(float64(base) * f))
+	if !charged {
+		return 0, label
 	}
-	return base
+	if f, ok := p.factors[source]; ok && f != 1 {
+		return int64(math.Ceil(float64(base) * f)), label
+	}
+	return base, label
 }
 
 // label bounds a client's method name for usage and metrics: a method the
 // tables or venn know, or "other".
 func (p *pricing) label(method string) string {
-	if p.known[method] {
+	if _, ok := p.table.methods[method]; ok {
 		return method
 	}
 	return evm.MethodLabel(method)

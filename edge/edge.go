@@ -274,7 +274,7 @@ func (r authReason) String() string {
 // refuses r (HTTP 401 or 403). It reads no body.
 func (e *Edge) Admit(r *http.Request, a jrpc.Admission) (jrpc.Caller, *jrpc.Refusal) {
 	ch := e.chain(a.Chain)
-	origin := r.Header.Get("Origin")
+	origin := headerValue(r.Header, "Origin")
 	if !e.authed {
 		// Browsers send Origin on every upgrade, and WebSocket has no
 		// preflight: the upgrade itself must be refused to an origin CORS
@@ -390,9 +390,20 @@ func (cl *client) keyName() string {
 	return ""
 }
 
+// headerValue is h.Get(k) for k already in canonical form (a constant, or
+// the key header, canonicalized once): the same answer, since net/http
+// (and nats's headers) store keys canonical, without canonicalizing k
+// again on every request.
+func headerValue(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // bearerToken is the token of an Authorization: Bearer header; "" without.
 func bearerToken(r *http.Request) string {
-	h := r.Header.Get("Authorization")
+	h := headerValue(r.Header, "Authorization")
 	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 		return strings.TrimSpace(h[7:])
 	}
@@ -446,7 +457,7 @@ func (cl *client) Check(method string, params json.RawMessage) *jrpc.Error {
 // looked up by their SHA-256, so the time a lookup takes says nothing about
 // how much of a guess matched.
 func (e *Edge) authenticate(r *http.Request, secret string) (*apiKey, authReason) {
-	h := r.Header.Get(e.keyHeader)
+	h := headerValue(r.Header, e.keyHeader)
 	if e.bearer {
 		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
 			h = strings.TrimSpace(h[7:])

@@ -47,6 +47,7 @@ type tenant struct {
 	scope
 	name     string
 	budget   Budget
+	account  *account                    // its budgets' counts; nil unless budget.Limited()
 	credits  prometheus.Counter          // nil without metrics
 	rejected map[bool]prometheus.Counter // by "the month's budget"
 }
@@ -116,7 +117,7 @@ func (e *Edge) compileTenants(c Config) {
 			}
 		}
 		if t.Credits.Limited() {
-			e.budgets.track(t.Name)
+			tn.account = e.budgets.track(t.Name)
 		}
 		tn.scope = scope{kind: scopeTenant, name: t.Name, allow: allowList(t.Methods), block: t.Block, enable: t.Enable,
 			rate: t.RateLimit, bucket: "tenant:" + t.Name}

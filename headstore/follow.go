@@ -53,8 +53,15 @@ func NewFollower(chain string, store Store, w *Window, log *slog.Logger, m *Metr
 // Window is the window the follower keeps.
 func (f *Follower) Window() *Window { return f.w }
 
-// Run follows until ctx ends.
+// Run follows until ctx ends: the events into the window, and, when the
+// store carries them, the headers announced ahead of their blocks
+// (header.go).
 func (f *Follower) Run(ctx context.Context) {
+	if hs, ok := f.store.(HeaderStore); ok {
+		done := make(chan struct{})
+		go func() { defer close(done); f.headers(ctx, hs) }()
+		defer func() { <-done }()
+	}
 	backoff := 50 * time.Millisecond
 	reload := true
 	for ctx.Err() == nil {
@@ -195,5 +202,30 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.headDesc, prometheus.GaugeValue, float64(n), chain)
 		ch <- prometheus.MustNewConstMetric(m.ageDesc, prometheus.GaugeValue,
 			now.Sub(time.Unix(int64(t), 0)).Seconds(), chain)
+	}
+}
+
+// headers hands the headers hs announces to the window until ctx ends,
+// following again after each break.
+func (f *Follower) headers(ctx context.Context, hs HeaderStore) {
+	backoff := 50 * time.Millisecond
+	for {
+		start := time.Now()
+		err := hs.FollowHeaders(ctx, f.w.Announce)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > 10*time.Second {
+			backoff = 50 * time.Millisecond
+		}
+		f.log.Debug("header feed broke; following again", "err", err, "retry_in", backoff)
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 2*time.Second)
 	}
 }

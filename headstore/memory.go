@@ -23,6 +23,13 @@ type Memory struct {
 	finalized uint64
 	events    []*Event      // the newest, at most 4×size
 	wake      chan struct{} // closed and replaced on every publish
+
+	// Headers announced (PublishHeader): the newest maxAhead, and how
+	// many were ever announced; hwake is closed and replaced on each.
+	headers   []*Header
+	nheaders  uint64
+	hwake     chan struct{}
+	hfollowed int // FollowHeaders running
 }
 
 // MemoryEpoch is the only epoch a Memory store accepts: without Redis the
@@ -36,7 +43,7 @@ func NewMemory(size int) *Memory {
 	if size <= 0 {
 		size = DefaultWindow
 	}
-	return &Memory{size: size, gen: newGen(), wake: make(chan struct{})}
+	return &Memory{size: size, gen: newGen(), wake: make(chan struct{}), hwake: make(chan struct{})}
 }
 
 // newGen names a fresh history.
@@ -119,4 +126,68 @@ func (m *Memory) Follow(ctx context.Context, gen string, seq uint64, fn func(*Ev
 		case <-wake:
 		}
 	}
+}
+
+var _ HeaderStore = (*Memory)(nil)
+
+// PublishHeader implements HeaderStore.
+func (m *Memory) PublishHeader(_ context.Context, epoch uint64, h *Header) error {
+	if epoch != MemoryEpoch {
+		return ErrFenced
+	}
+	h.Epoch = epoch
+	if h.Time == 0 {
+		h.Time = time.Now().UnixNano()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.headers = append(m.headers, h)
+	if len(m.headers) > maxAhead {
+		m.headers = append(m.headers[:0:0], m.headers[len(m.headers)-maxAhead:]...)
+	}
+	m.nheaders++
+	close(m.hwake)
+	m.hwake = make(chan struct{})
+	return nil
+}
+
+// FollowHeaders implements HeaderStore.
+func (m *Memory) FollowHeaders(ctx context.Context, fn func(*Header)) error {
+	m.mu.Lock()
+	seen := m.nheaders
+	m.hfollowed++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.hfollowed--
+		m.mu.Unlock()
+	}()
+	for {
+		m.mu.Lock()
+		wake := m.hwake
+		var next []*Header
+		if n := m.nheaders - seen; n > 0 {
+			next = m.headers[len(m.headers)-int(min(n, uint64(len(m.headers)))):]
+			seen = m.nheaders
+		}
+		m.mu.Unlock()
+		for _, h := range next {
+			fn(h)
+		}
+		if len(next) > 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wake:
+		}
+	}
+}
+
+// headersFollowed reports whether a FollowHeaders runs (tests).
+func (m *Memory) headersFollowed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hfollowed > 0
 }

@@ -63,6 +63,9 @@ func (w *Window) answerBlockNumber() (json.RawMessage, bool) {
 	if head == 0 {
 		return nil, false
 	}
+	// A header announced ahead of the window (header.go) is the head a
+	// newHeads subscriber already has.
+	head = max(head, w.aheadOf(head))
 	return quantityJSON(w.Monotonic(head, head)), true
 }
 
@@ -213,7 +216,10 @@ func (w *Window) resolve(ref evm.BlockRef, key *[evm.HashLen]byte) (e *evm.Parts
 }
 
 // number resolves a number or tag against the window; the caller holds mu.
-// future is set (with ok) for a number above the head. safe and finalized
+// future is set (with ok) for a number above the head, unless a header
+// announced ahead of the window has it: then neither that number nor
+// latest resolves (the window does not hold that block yet, and the
+// remotes answer for it, as for any block the window lacks). safe and finalized
 // resolve only when known and in the window, earliest only when block 0 is
 // in the window (geth resolves it to its history cutoff, 0 on a chain
 // young enough to have block 0 near the head), pending never.
@@ -224,7 +230,7 @@ func (w *Window) number(ref evm.BlockRef) (n uint64, future, ok bool) {
 	low, head := w.canon[0].Number, w.canon[len(w.canon)-1].Number
 	switch ref.Kind {
 	case evm.RefLatest:
-		return head, false, true
+		return head, false, w.aheadOf(head) == 0
 	case evm.RefSafe, evm.RefFinalized:
 		n = w.safe
 		if ref.Kind == evm.RefFinalized {
@@ -236,6 +242,9 @@ func (w *Window) number(ref evm.BlockRef) (n uint64, future, ok bool) {
 		return 0, false, low == 0
 	case evm.RefNumber:
 		if ref.Number > head {
+			if ref.Number <= w.aheadOf(head) {
+				return 0, false, false
+			}
 			return 0, true, true
 		}
 		return ref.Number, false, ref.Number >= low

@@ -47,6 +47,14 @@ type Window struct {
 	// be stale, and the router forwards instead of answering from it.
 	live atomic.Bool
 
+	// Headers announced ahead of the window (header.go): never served,
+	// newest last, at most maxAhead; aheadTop is the highest number among
+	// them (0: none) and aheadAt when the last came, for lock-free reads.
+	ahead     []*Header
+	aheadTop  atomic.Uint64
+	aheadAt   atomic.Int64
+	announced chan struct{} // closed and replaced on every announcement
+
 	onApply func(ev *Event, reorgDepth int) // metrics, called under mu; nil in tests
 }
 
@@ -65,6 +73,8 @@ func NewWindow(size int) *Window {
 		byHash:  map[string]*evm.Parts{},
 		byTx:    map[string]txLoc{},
 		changed: make(chan struct{}),
+
+		announced: make(chan struct{}),
 	}
 }
 
@@ -181,6 +191,7 @@ func (w *Window) remove(e *evm.Parts) {
 }
 
 func (w *Window) notify() {
+	w.pruneAhead()
 	if n := len(w.canon); n > 0 {
 		w.top.Store(w.canon[n-1])
 		w.latest.Store(w.canon[n-1].Number)

@@ -106,6 +106,7 @@ var scripts = map[string]*redis.Script{"Acquire": keyspace.Acquire, "Renew": key
 	"Release": keyspace.Release, "Publish": keyspace.Publish, "Snapshot": keyspace.Snapshot,
 	"Limit": keyspace.Limit, "Unlimit": keyspace.Unlimit, "CacheSet": keyspace.CacheSet,
 	"CacheSize": keyspace.CacheSize, "CacheClaim": keyspace.CacheClaim, "CacheRelease": keyspace.CacheRelease, "PublishHeads": keyspace.PublishHeads,
+	"PublishHeader": keyspace.PublishHeader,
 	"FilterCreate": keyspace.FilterCreate, "FilterAdvance": keyspace.FilterAdvance, "FilterRemove": keyspace.FilterRemove,
 	"PendingAdd": keyspace.PendingAdd}
 
@@ -297,6 +298,10 @@ func exerciseChain(t *testing.T, rdb redis.UniversalClient, chain string) {
 	}
 	if snap, err = store.Snapshot(ctx); err != nil || len(snap.Blocks) != 3 || snap.Blocks[2].Hash != "0xf3" {
 		t.Fatalf("%s: snapshot after the reorg = %+v, %v", chain, snap, err)
+	}
+	if err := store.PublishHeader(ctx, epoch, &headstore.Header{Number: 4, Hash: "0xf4", Parent: "0xf3",
+		Raw: []byte(`{"number":"0x4"}`)}); err != nil {
+		t.Fatalf("%s: publish header: %v", chain, err)
 	}
 	exerciseHeadFeed(t, rdb, chain, epoch)
 	if err := el.Release(ctx, epoch); err != nil {

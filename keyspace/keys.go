@@ -20,6 +20,8 @@ package keyspace
 //	venn:{CHAIN}:blk:HASH  JSON of one Block
 //	venn:{CHAIN}:events    STREAM, entry ID SEQ-0, fields e (event with refs
 //	                       only) and g (the gen it belongs to)
+//	venn:{CHAIN}:headers   pub/sub channel: each new header the leader
+//	                       announces ahead of its block (package headstore)
 //	venn:{CHAIN}:cordons   HASH remote name -> JSON of an operator's cordon
 //	                       (package admin); expired ones are ignored
 //	venn:{CHAIN}:cordons:changed  pub/sub channel: the cordons changed
@@ -62,6 +64,7 @@ type Chain struct {
 	Canon         string
 	Events        string
 	BlockPrefix   string // + a block's hash
+	Headers       string // a channel, not a key
 	Cordons       string
 	CordonsNotify string // a channel, not a key
 	Heads         string
@@ -92,6 +95,7 @@ func For(chain string) Chain {
 		Canon:         p + "canon",
 		Events:        p + "events",
 		BlockPrefix:   p + "blk:",
+		Headers:       p + "headers",
 		Cordons:       p + "cordons",
 		CordonsNotify: p + "cordons:changed",
 		Heads:         p + "heads",

@@ -9,7 +9,7 @@ func TestKeys(t *testing.T) {
 	}{
 		{give: "mainnet", want: Chain{Lease: "venn:{mainnet}:leader", Epoch: "venn:{mainnet}:epoch",
 			State: "venn:{mainnet}:state", Canon: "venn:{mainnet}:canon", Events: "venn:{mainnet}:events",
-			BlockPrefix: "venn:{mainnet}:blk:", Cordons: "venn:{mainnet}:cordons", CordonsNotify: "venn:{mainnet}:cordons:changed",
+			BlockPrefix: "venn:{mainnet}:blk:", Headers: "venn:{mainnet}:headers", Cordons: "venn:{mainnet}:cordons", CordonsNotify: "venn:{mainnet}:cordons:changed",
 			Heads: "venn:{mainnet}:heads", HeadsNotify: "venn:{mainnet}:heads:changed",
 			CachePrefix: "venn:{mainnet}:c:", CacheClaimPrefix: "venn:{mainnet}:cc:", CacheSizePrefix: "venn:{mainnet}:cn:",
 			CachePurged: "venn:{mainnet}:cache:purged",
@@ -18,7 +18,7 @@ func TestKeys(t *testing.T) {
 			PendingPrefix: "venn:{mainnet}:ptx:", PendingSeenPrefix: "venn:{mainnet}:ptxs:"}},
 		{give: "base-sepolia", want: Chain{Lease: "venn:{base-sepolia}:leader", Epoch: "venn:{base-sepolia}:epoch",
 			State: "venn:{base-sepolia}:state", Canon: "venn:{base-sepolia}:canon", Events: "venn:{base-sepolia}:events",
-			BlockPrefix: "venn:{base-sepolia}:blk:", Cordons: "venn:{base-sepolia}:cordons",
+			BlockPrefix: "venn:{base-sepolia}:blk:", Headers: "venn:{base-sepolia}:headers", Cordons: "venn:{base-sepolia}:cordons",
 			CordonsNotify: "venn:{base-sepolia}:cordons:changed",
 			Heads:         "venn:{base-sepolia}:heads", HeadsNotify: "venn:{base-sepolia}:heads:changed",
 			CachePrefix: "venn:{base-sepolia}:c:", CacheClaimPrefix: "venn:{base-sepolia}:cc:", CacheSizePrefix: "venn:{base-sepolia}:cn:",

@@ -308,6 +308,21 @@ redis.call('PUBLISH', ARGV[4], ARGV[2])
 return 1
 `)
 
+// PublishHeader announces a new header on the headers channel ahead of
+// its block, only if ARGV[1] is the chain's current fencing epoch (else an
+// error reply starting FENCED, and nothing announced): a deposed leader's
+// late header never reaches a subscriber. It returns the receivers.
+//
+// KEYS: Chain.Epoch; ARGV[1] epoch, ARGV[2] the header, ARGV[3] the
+// channel (Chain.Headers).
+var PublishHeader = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if cur ~= ARGV[1] then
+  return redis.error_reply('FENCED epoch is ' .. (cur or 'unset') .. ', writer has ' .. ARGV[1])
+end
+return redis.call('PUBLISH', ARGV[3], ARGV[2])
+`)
+
 // FilterCreate makes a polled filter, unless the chain or its owner holds
 // as many live filters as allowed: first the sets drop the filters whose
 // deadline passed (their hashes expired on their own), then both are

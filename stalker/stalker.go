@@ -159,6 +159,10 @@ type leading struct {
 	// are handed to after every publish.
 	full fullChain
 	arch *archiver
+
+	// ann announces new headers ahead of their blocks (announce.go); nil
+	// when the store carries no headers.
+	ann *announcer
 }
 
 func (l *leading) top() (headstore.Ref, bool) {
@@ -180,6 +184,13 @@ func (s *Stalker) Lead(ctx context.Context, epoch uint64) {
 		defer p.SetLeading(false)
 	}
 	l := &leading{epoch: epoch}
+	if hs, ok := s.store.(headstore.HeaderStore); ok {
+		actx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		l.ann = newAnnouncer(hs, epoch, s.log)
+		go func() { defer close(done); l.ann.run(actx) }()
+		defer func() { cancel(); <-done }()
+	}
 	if s.cfg.Archive.Store != nil {
 		actx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -299,7 +310,11 @@ func (s *Stalker) advance(ctx context.Context, l *leading, target uint64) error 
 	}
 	for next <= target {
 		end := min(target, next+fetchConcurrency*2-1)
-		blocks, err := s.fetchRange(ctx, next, end)
+		if l.ann != nil {
+			top, _ := l.top()
+			l.ann.from(top)
+		}
+		blocks, err := s.fetchRange(ctx, l.ann, next, end)
 		if err != nil {
 			return err
 		}
@@ -428,14 +443,19 @@ func (s *Stalker) publish(ctx context.Context, l *leading, ev *headstore.Event) 
 	return nil
 }
 
-// fetchRange fetches blocks from..to, a few at once, in order.
-func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*evm.Block, error) {
+// fetchRange fetches blocks from..to, a few at once, in order; ann, when
+// not nil, announces their headers as they come.
+func (s *Stalker) fetchRange(ctx context.Context, ann *announcer, from, to uint64) ([]*evm.Block, error) {
 	out := make([]*evm.Block, to-from+1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(fetchConcurrency)
 	for n := from; n <= to; n++ {
 		g.Go(func() error {
-			b, err := s.fetchBlock(gctx, "eth_getBlockByNumber", `"`+evm.Quantity(n)+`"`)
+			call := s.call
+			if ann != nil {
+				call = s.announcing(ann, evm.BlockRef{Kind: evm.RefNumber, Number: n})
+			}
+			b, err := s.fetchWith(gctx, call, "eth_getBlockByNumber", `"`+evm.Quantity(n)+`"`)
 			out[n-from] = b
 			return err
 		})
@@ -450,9 +470,14 @@ func (s *Stalker) fetchRange(ctx context.Context, from, to uint64) ([]*evm.Block
 // and checks that they belong together and, with Integrity, that each is
 // what its hashes say.
 func (s *Stalker) fetchBlock(ctx context.Context, method, ref string) (*evm.Block, error) {
+	return s.fetchWith(ctx, s.call, method, ref)
+}
+
+// fetchWith is fetchBlock through call.
+func (s *Stalker) fetchWith(ctx context.Context, call forger.VerdictCall, method, ref string) (*evm.Block, error) {
 	start := s.now()
 	ctx, sp := s.cfg.Tracer.StartRoot(ctx, spanFetch, trace.SpanKindInternal, nil)
-	b, err := forger.FetchBlock(ctx, s.call, s.receipts, method, ref)
+	b, err := forger.FetchBlock(ctx, call, s.receipts, method, ref)
 	if sp.IsRecording() {
 		s.annotateFetch(sp, method, b, err)
 	}

@@ -8,7 +8,12 @@
 // chain it last delivered: whatever the window went through (a new head, a
 // reorg, a reload after a break in the feed, a new leader), subscribers
 // get each canonical block once, in order, and the logs of every block
-// that left the chain again with removed: true. A delivered block leaves
+// that left the chain again with removed: true. A header the leader
+// announced ahead of its block (package headstore, header.go) is told to
+// newHeads subscribers at once when it extends the chain told, and not
+// again when its block reaches the window; its logs wait for the block.
+// A header told whose block never comes is like a block a reorg dropped:
+// the block the window gets at its number is told. A delivered block leaves
 // only when the window shows what replaced it: a window rebuilt from
 // scratch (Redis lost the feed) is short for a while, and a block above
 // its top is not gone, only not back yet. Each subscription gets removed
@@ -111,6 +116,13 @@ type Center struct {
 	ready []*conn
 	// told is the head of view, for anyone to read (0: none yet).
 	told atomic.Uint64
+	// early is the headers told ahead of their blocks (the window's
+	// announced headers, dispatch.go), above the view, ascending and each
+	// linked to the one below it or to the view's head.
+	early []earlyHead
+	// toldAhead is the hashes of the last maxEarly headers told ahead:
+	// none is told twice.
+	toldAhead []string
 }
 
 // toldBlock is a block of the chain subscribers were told.
@@ -186,10 +198,12 @@ func New(chain string, w *headstore.Window, relay Relay, opts Options, log *slog
 func (c *Center) Run(ctx context.Context) {
 	defer c.Stop()
 	for {
-		changed := c.w.Changed()
+		changed, announced := c.w.Changed(), c.w.Announced()
 		c.sync()
+		c.tellAhead()
 		select {
 		case <-changed:
+		case <-announced:
 		case <-ctx.Done():
 			return
 		}

@@ -4,6 +4,7 @@ package subcenter
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,6 +47,136 @@ func (c *Center) sync() {
 	c.writeReady()
 	c.m.dispatch.Observe(time.Since(start).Seconds())
 	c.told.Store(c.view[len(c.view)-1].Number)
+	c.pruneEarly()
+}
+
+// earlyHead is a header told ahead of its block.
+type earlyHead struct {
+	number       uint64
+	hash, parent string
+	// at is the delivery that told it: every subscription older than
+	// that got it.
+	at uint64
+}
+
+// maxEarly bounds the headers told ahead of the view.
+const maxEarly = 64
+
+// earlyAt is the header told ahead at number n, if it has hash.
+func (c *Center) earlyAt(n uint64, hash string) *earlyHead {
+	for i := range c.early {
+		if e := &c.early[i]; e.number == n && e.hash == hash {
+			return e
+		}
+	}
+	return nil
+}
+
+// pruneEarly forgets the headers told ahead that the view reached: their
+// blocks were delivered (and not told again), or others took their
+// numbers (and were told).
+func (c *Center) pruneEarly() {
+	if len(c.view) == 0 {
+		return
+	}
+	top := c.view[len(c.view)-1].Number
+	i := 0
+	for i < len(c.early) && c.early[i].number <= top {
+		i++
+	}
+	c.early = c.early[i:]
+}
+
+// toldHash is the hash of the block or header told at n, if any.
+func (c *Center) toldHash(n uint64) (string, bool) {
+	for i := len(c.early) - 1; i >= 0; i-- {
+		if c.early[i].number == n {
+			return c.early[i].hash, true
+		}
+	}
+	if len(c.view) > 0 {
+		low := c.view[0].Number
+		if top := c.view[len(c.view)-1].Number; n >= low && n <= top {
+			return c.view[n-low].Hash, true
+		}
+	}
+	return "", false
+}
+
+// tellAhead tells newHeads subscribers the headers announced ahead of the
+// window that extend the chain told: a header whose parent is the block or
+// header told below it, and that is not told yet. One at a number already
+// told ahead replaces that one (geth tells a new head at the same height
+// too); one at or below the view's head waits for the window, which
+// reorgs the view if it must. Logs never come from a header.
+func (c *Center) tellAhead() {
+	if len(c.view) == 0 {
+		return // where subscribers start is the window's first chain
+	}
+	ahead := c.w.Ahead()
+	if len(ahead) == 0 {
+		return
+	}
+	start := time.Now()
+	told := 0
+	for _, h := range ahead {
+		if h.Number <= c.view[len(c.view)-1].Number {
+			continue
+		}
+		if slices.Contains(c.toldAhead, h.Hash) {
+			continue // told once already, whatever replaced it since
+		}
+		if parent, ok := c.toldHash(h.Number - 1); !ok || parent != h.Parent {
+			continue
+		}
+		c.tellEarly(h.Number, h.Hash, h.Parent, h.Raw)
+		told++
+	}
+	if told == 0 {
+		return
+	}
+	c.writeReady()
+	c.m.dispatch.Observe(time.Since(start).Seconds())
+}
+
+// tellEarly queues one header told ahead of its block for every newHeads
+// subscription, in place of any told ahead at its number or above.
+func (c *Center) tellEarly(n uint64, hash, parent string, raw []byte) {
+	keep := 0
+	for keep < len(c.early) && c.early[keep].number < n {
+		keep++
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deliveries++
+	c.early = append(c.early[:keep], earlyHead{number: n, hash: hash, parent: parent, at: c.deliveries})
+	if len(c.early) > maxEarly {
+		c.early = c.early[len(c.early)-maxEarly:]
+	}
+	c.toldAhead = append(c.toldAhead, hash)
+	if len(c.toldAhead) > maxEarly {
+		c.toldAhead = slices.Delete(c.toldAhead, 0, len(c.toldAhead)-maxEarly)
+	}
+	if len(c.heads) == 0 {
+		return
+	}
+	head := newHead(raw)
+	var slow []*conn
+	for s := range c.heads {
+		if s.had(n) {
+			continue
+		}
+		ok, start := s.c.queue(s, head)
+		if !ok {
+			slow = append(slow, s.c)
+		}
+		if start {
+			c.ready = append(c.ready, s.c)
+		}
+	}
+	for _, cn := range slow {
+		c.dropSlowLocked(cn)
+	}
 }
 
 // forkPoint is the index in view (the chain told, ascending) of the lowest
@@ -143,11 +274,18 @@ func (c *Center) deliver(kept, dropped []toldBlock, added []*evm.Parts) {
 	}
 	for _, b := range added {
 		if len(c.heads) > 0 {
-			head := newHead(b.HashOnly)
+			// A header told ahead of its block was told to every
+			// subscription older than its telling.
+			early := c.earlyAt(b.Number, b.Hash)
+			var head []byte
 			for s := range c.heads {
-				if !s.had(b.Number) {
-					push(s, head)
+				if s.had(b.Number) || early != nil && s.since < early.at {
+					continue
 				}
+				if head == nil {
+					head = newHead(b.HashOnly)
+				}
+				push(s, head)
 			}
 		}
 		if c.logs.n > 0 {

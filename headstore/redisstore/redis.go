@@ -462,3 +462,135 @@ func parseRedisID(id string) (uint64, error) {
 	}
 	return n, nil
 }
+
+var _ headstore.HeaderStore = (*Store)(nil)
+
+// PublishHeader implements headstore.HeaderStore: a PUBLISH on the chain's headers
+// channel, fenced by epoch in the same script.
+func (r *Store) PublishHeader(ctx context.Context, epoch uint64, h *headstore.Header) error {
+	h.Epoch = epoch
+	if h.Time == 0 {
+		h.Time = time.Now().UnixNano()
+	}
+	body, err := encodeHeader(h)
+	if err != nil {
+		return fmt.Errorf("publish header: %w", err)
+	}
+	err = keyspace.PublishHeader.Run(ctx, r.rdb, []string{r.keys.Epoch},
+		strconv.FormatUint(epoch, 10), body, r.keys.Headers).Err()
+	if redis.HasErrorPrefix(err, "FENCED") {
+		return fmt.Errorf("publish header: %w (%v)", headstore.ErrFenced, err)
+	}
+	if err != nil {
+		return fmt.Errorf("publish header: %w", err)
+	}
+	return nil
+}
+
+// FollowHeaders implements headstore.HeaderStore: a subscription to the chain's
+// headers channel. It returns once the subscription is lost (go-redis
+// would subscribe again by itself, but headers missed meanwhile are gone,
+// and the caller's retry says so in its log) or ctx ends.
+func (r *Store) FollowHeaders(ctx context.Context, fn func(*headstore.Header)) error {
+	sub := r.rdb.Subscribe(ctx, r.keys.Headers)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("follow headers: %w", err)
+	}
+	msgs := sub.ChannelWithSubscriptions()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case m, ok := <-msgs:
+			if !ok {
+				return errors.New("follow headers: subscription closed")
+			}
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					continue // subscribed again after a lost connection
+				}
+			case *redis.Message:
+				h, err := decodeHeader([]byte(m.Payload))
+				if err != nil {
+					continue // not one of ours; the block will come
+				}
+				fn(h)
+			}
+		}
+	}
+}
+
+// encodeHeader writes h as the Redis channel carries it, by hand: Raw
+// must reach subscribers byte for byte.
+func encodeHeader(h *headstore.Header) ([]byte, error) {
+	hash, err := json.Marshal(h.Hash)
+	if err != nil {
+		return nil, err
+	}
+	parent, err := json.Marshal(h.Parent)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, len(h.Raw)+len(hash)+len(parent)+96)
+	buf = append(buf, `{"epoch":`...)
+	buf = strconv.AppendUint(buf, h.Epoch, 10)
+	buf = append(buf, `,"time":`...)
+	buf = strconv.AppendInt(buf, h.Time, 10)
+	buf = append(buf, `,"number":`...)
+	buf = strconv.AppendUint(buf, h.Number, 10)
+	buf = append(buf, `,"hash":`...)
+	buf = append(buf, hash...)
+	buf = append(buf, `,"parent":`...)
+	buf = append(buf, parent...)
+	if len(h.Raw) > 0 {
+		buf = append(buf, `,"header":`...)
+		buf = append(buf, h.Raw...)
+	}
+	return append(buf, '}'), nil
+}
+
+// decodeHeader reads what encodeHeader wrote.
+func decodeHeader(body []byte) (*headstore.Header, error) {
+	if !jsonscan.Valid(body) {
+		return nil, jsonscan.ErrInvalid
+	}
+	i := jsonscan.SkipSpace(body, 0)
+	if body[i] != '{' {
+		return nil, errors.New("header is not an object")
+	}
+	h := new(headstore.Header)
+	it := jsonscan.Object{Data: body, I: i + 1}
+	for {
+		k, v, ok := it.Next()
+		if !ok {
+			break
+		}
+		var err error
+		switch string(k) {
+		case "epoch":
+			h.Epoch, err = strconv.ParseUint(string(v), 10, 64)
+		case "time":
+			h.Time, err = strconv.ParseInt(string(v), 10, 64)
+		case "number":
+			h.Number, err = strconv.ParseUint(string(v), 10, 64)
+		case "hash":
+			err = json.Unmarshal(v, &h.Hash)
+		case "parent":
+			err = json.Unmarshal(v, &h.Parent)
+		case "header":
+			h.Raw = v
+		}
+		if err != nil {
+			return nil, fmt.Errorf("header %q: %w", k, err)
+		}
+	}
+	if h.Hash == "" || len(h.Raw) == 0 {
+		return nil, errors.New("header without hash or body")
+	}
+	return h, nil
+}

@@ -50,6 +50,7 @@ const callTimeout = 10 * time.Second
 
 // Node is one simulated chain served on 127.0.0.1.
 type Node struct {
+	t      testing.TB
 	b      *simulated.Backend
 	addr   string // host:port of the JSON-RPC server
 	key    *ecdsa.PrivateKey
@@ -92,7 +93,7 @@ func Start(t testing.TB) *Node {
 	if addr == "" {
 		t.Fatal("simnode: the node started no HTTP server")
 	}
-	return &Node{b: b, addr: addr, key: key, from: from, signer: types.LatestSignerForChainID(big.NewInt(ChainID))}
+	return &Node{t: t, b: b, addr: addr, key: key, from: from, signer: types.LatestSignerForChainID(big.NewInt(ChainID))}
 }
 
 // HTTPURL is the node's JSON-RPC over HTTP endpoint.
@@ -108,8 +109,41 @@ func (n *Node) Client() simulated.Client { return n.b.Client() }
 func (n *Node) From() common.Address { return n.from }
 
 // Commit seals a block holding every pending transaction, on top of the
-// current head, and returns its hash.
-func (n *Node) Commit() common.Hash { return n.b.Commit() }
+// current head, and returns its hash. On a busy machine the backend's
+// payload builder can seal a block without some of them, or fail to seal
+// (it only logs that): Commit then seals again, at most commitTries
+// times, until the sender's nonce at the head counts every transaction
+// sent, and fails the test if it never does.
+func (n *Node) Commit() common.Hash {
+	n.t.Helper()
+	for range commitTries {
+		h := n.b.Commit()
+		mined, sent := n.mined()
+		if mined == sent {
+			return h
+		}
+	}
+	mined, sent := n.mined()
+	n.t.Fatalf("simnode: %d of %d transactions sent are mined after %d seals", mined, sent, commitTries)
+	return common.Hash{}
+}
+
+// commitTries bounds the seals of one Commit.
+const commitTries = 5
+
+// mined is how many of from's transactions the head holds, and how many
+// were sent.
+func (n *Node) mined() (mined, sent uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	mined, err := n.b.Client().NonceAt(ctx, n.from, nil)
+	if err != nil {
+		n.t.Fatalf("simnode: nonce at the head: %v", err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return mined, n.nonce
+}
 
 // Fork moves the head back to parent, an ancestor of it: the blocks above
 // leave the chain at once, and their transactions return to the pool, so
