@@ -517,14 +517,18 @@ func (f *Filters) blockChanges(ctx context.Context, via jrpc.Handler, st *Filter
 	return out.json(), FilterPos{Cursor: next}, nil
 }
 
-// gapHashes reads the canonical hashes of from..to through the router.
+// gapHashes reads the canonical hashes of from..to through the router,
+// up to 8 blocks at once: each read notes its upstream exchange in a
+// branch of the poll's note (jrpc.Note is the call's goroutine's alone),
+// merged once they are all done.
 func gapHashes(ctx context.Context, via jrpc.Handler, from, to uint64) ([]string, error) {
 	hashes := make([]string, to-from+1)
-	g, ctx := errgroup.WithContext(ctx)
+	notes := jrpc.NewBranches(ctx, len(hashes))
+	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for n := from; n <= to; n++ {
 		g.Go(func() error {
-			res, err := via.ServeRPC(ctx, &jrpc.Request{ID: json.RawMessage("1"), Method: "eth_getBlockByNumber",
+			res, err := via.ServeRPC(notes.Context(gctx, int(n-from)), &jrpc.Request{ID: json.RawMessage("1"), Method: "eth_getBlockByNumber",
 				Params: json.RawMessage(`["` + evm.Quantity(n) + `",false]`)})
 			if err != nil {
 				return err
@@ -537,7 +541,9 @@ func gapHashes(ctx context.Context, via jrpc.Handler, from, to uint64) ([]string
 			return nil
 		})
 	}
-	return hashes, g.Wait()
+	err := g.Wait()
+	notes.Merge(ctx)
+	return hashes, err
 }
 
 // fetchOrphan finds a block that left the chain through the router (the

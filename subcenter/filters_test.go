@@ -29,8 +29,9 @@ type upstream struct {
 	asked  []string              // eth_getLogs params
 }
 
-func (u *upstream) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
+func (u *upstream) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
 	u.calls.Add(1)
+	jrpc.NoteOf(ctx).Upstream("up", 1) // as the remotes note each exchange, outside any lock
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	switch req.Method {
@@ -397,6 +398,32 @@ func TestFilterBehindTheWindow(t *testing.T) {
 	r.via.blocks = map[uint64]*evm.Block{} // the upstream lacks them: it errs
 	if _, err := r.call(t, "eth_getFilterChanges", `["`+id+`"]`); err == nil {
 		t.Fatal("a poll whose range below the window failed answered")
+	}
+}
+
+// TestBlockFilterGapNoted: a block filter far behind reads the hashes
+// below the window several at once; each read's upstream exchange is
+// noted in the poll's note (for its diagnostic headers and the request
+// log) without the reads writing it at once (go test -race).
+func TestBlockFilterGapNoted(t *testing.T) {
+	r := newReplica(t, NewMemoryFilters(), NewMemoryPending(), FilterConfig{})
+	r.feed.extend("a", 1, 5, "a")
+	id := r.newFilter(t, "eth_newBlockFilter", `[]`)
+	r.feed.extend("a", 6, 60, "a") // the window keeps 29..60
+	for n := uint64(1); n <= 60; n++ {
+		r.via.blocks[n] = block("a", n, "a")
+	}
+	note := &jrpc.Note{}
+	res, err := r.f.ServeFilter(jrpc.WithNote(t.Context(), note), r.via,
+		&jrpc.Request{ID: json.RawMessage("1"), Method: "eth_getFilterChanges", Params: json.RawMessage(`["` + id + `"]`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, res); len(got) != 55 || got[0] != "6" || got[54] != "60" {
+		t.Fatalf("changes = %v, want 6..60", got)
+	}
+	if note.Attempts != 23 || note.Remote != "up" {
+		t.Fatalf("note = %+v, want 23 attempts (blocks 6..28) from up", note)
 	}
 }
 
