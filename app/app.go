@@ -359,8 +359,8 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	// newPendingTransactions from a remote's own subscription, or a
 	// pending-transaction filter polled where no WebSocket remote can.
 	var relay subcenter.Relay
-	if pool.CanRelay() {
-		relay = pool
+	if rl := pool.Relays(); rl != nil {
+		relay = rl
 	}
 	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
 	h.filters = cs.newFilters(cc, h.window, relay)

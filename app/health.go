@@ -89,7 +89,7 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 		hs := c.pool.Heads().HeadStatus()
 		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Heads().Head(), HeadHash: hs.Hash,
 			BlockTimeSeconds: seconds(hs.BlockTime), BlockTimeSource: hs.BlockTimeSource,
-			PollIntervalSeconds: seconds(hs.PollInterval), Remotes: c.pool.Remotes()}
+			PollIntervalSeconds: seconds(hs.PollInterval)}
 		if !hs.Time.IsZero() {
 			cr.HeadAgeSeconds = seconds(max(now.Sub(hs.Time), 0))
 		}
@@ -103,11 +103,12 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 			cr.NATSFeed = c.head.feed.State()
 		}
 		rs := c.pool.Status()
+		cr.Remotes = remotes.Names(rs)
 		cr.Availability = availabilityOf(rs)
 		if !cr.Ready {
 			cr.Reason = notReadyReason(rs)
 		}
-		for _, r := range c.pool.Reasons() {
+		for _, r := range remotes.ReasonsOf(rs) {
 			if !r.InRotation {
 				cr.RemotesOut = append(cr.RemotesOut, r)
 			}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes"
 )
 
 // A chain's identity is its name and chain id: while they stay, a reload
@@ -226,7 +228,7 @@ func (cs *chains) waitIdle(c *chain) {
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for c.pool.InFlight() > 0 {
+	for remotes.InFlight(c.pool.Status()) > 0 {
 		select {
 		case <-tick.C:
 		case <-deadline.C:

@@ -69,7 +69,8 @@ func (u *Upstream) WaitHead(ctx context.Context, within time.Duration) (uint64, 
 // and "its timestamp is 312 s ahead of this host's clock" says more than
 // "head_ahead_of_clock".
 func (u *Upstream) notFollowed() string {
-	rs, st := u.pool.Reasons(), u.pool.Status()
+	st := u.pool.Status()
+	rs := remotes.ReasonsOf(st)
 	for i := range rs {
 		if i >= len(st) || st[i].Name != rs[i].Remote || len(st[i].Out) == 0 {
 			continue

@@ -42,7 +42,7 @@ chains:
 		}
 	}()
 	testkit.WaitFor(t, 20*time.Second, "the node's head to be judged", func() bool {
-		rs := up.pool.Reasons()
+		rs := remotes.ReasonsOf(up.pool.Status())
 		return len(rs) == 1 && slices.Contains(rs[0].Out, remotes.OutHeadAhead)
 	})
 

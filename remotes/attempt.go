@@ -233,7 +233,7 @@ func (p *Pool) exhausted(ctx context.Context, method string, tried int, lastErr 
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &timeoutError{msg: fmt.Sprintf("request timed out after trying %d remote(s)", tried)}
 	}
-	e := &noRemoteError{method: method, chain: p.conf().Chain, tried: tried, remotes: p.Reasons()}
+	e := &noRemoteError{method: method, chain: p.conf().Chain, tried: tried, remotes: p.reasons()}
 	if tried > 0 {
 		e.last = verdict.Classify(method, lastErr).Reason
 	}

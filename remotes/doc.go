@@ -4,7 +4,7 @@
 // each remote's lag, selection, the one judge of what a reply means, and
 // one strategy per kind of call. It knows nothing of the components above
 // it (router, head window, history); they call it through Pool.Call,
-// CallVerified, Relay and the head tracking the pool hands out
+// CallVerified, Relays and the head tracking the pool hands out
 // (Pool.Heads). It never names a remote by its URL: URLs carry keys.
 //
 // The rooms, in the spirit of Caddy's reverseproxy:

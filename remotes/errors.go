@@ -39,7 +39,7 @@ func (e *noRemoteError) Error() string {
 func (e *noRemoteError) ErrorCode() int { return jrpc.CodeNoRemote }
 
 // ErrorData names each remote of the chain, why it is out of rotation and
-// what it last failed with (Reasons), so a caller told "no remote" learns
+// what it last failed with (Pool.reasons), so a caller told "no remote" learns
 // why (no network: dns; a proxy: tls).
 func (e *noRemoteError) ErrorData() json.RawMessage {
 	if e.group != "" {

@@ -222,15 +222,6 @@ func (p *Pool) Ready() bool {
 // feed, and the remotes' chain checks (chainhead.go).
 func (p *Pool) Heads() *Heads { return &p.heads }
 
-// Remotes lists the remote names in routing order, for status output.
-func (p *Pool) Remotes() []string {
-	out := make([]string, len(p.members()))
-	for i, r := range p.members() {
-		out[i] = r.Name()
-	}
-	return out
-}
-
 // healthyBest is the highest head among remotes in rotation; a dead
 // remote's last head must not make every live one look lagging.
 func (p *Pool) healthyBest(now time.Time) uint64 {

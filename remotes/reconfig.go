@@ -329,13 +329,3 @@ func (p *Pool) retire(r *Remote, deadline time.Duration) {
 	r.m.release() // its series go, unless a remote of its name took them over
 	r.log.Info("remote left the pool")
 }
-
-// InFlight is the number of calls being sent to the pool's remotes now,
-// for a removed chain that lets its calls finish before it stops.
-func (p *Pool) InFlight() int64 {
-	var n int64
-	for _, r := range p.members() {
-		n += r.inFlight.Load()
-	}
-	return n
-}

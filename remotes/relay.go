@@ -124,11 +124,23 @@ func (r *Remote) relayURL() string {
 	return ""
 }
 
-// CanRelay reports whether some remote may relay subscriptions: one has a
+// Relays relays clients' subscriptions upstream, from the pool's remotes
+// (Pool.Relays).
+type Relays struct{ p *Pool }
+
+// Relays is the pool's relay of subscriptions, or nil when no remote may
+// relay (canRelay): then there is nothing for Relay to do.
+func (p *Pool) Relays() *Relays {
+	if !p.canRelay() {
+		return nil
+	}
+	return &Relays{p: p}
+}
+
+// canRelay reports whether some remote may relay subscriptions: one has a
 // WebSocket url, or may serve pending-transaction filters (its methods
-// config allows them) for newPendingTransactions. Without one there is
-// nothing for Relay to do.
-func (p *Pool) CanRelay() bool {
+// config allows them) for newPendingTransactions.
+func (p *Pool) canRelay() bool {
 	for _, r := range p.members() {
 		if r.relayURL() != "" || r.configuredFor(pendingFilterMethod) && r.configuredFor(filterChangesMethod) {
 			return true
@@ -155,7 +167,8 @@ func (p *Pool) CanRelay() bool {
 // out the WebSocket remote's backoff first; when no remote has either, the
 // error wraps ErrRelayUnsupported. fn runs on the goroutine that reads (or
 // polls): while it blocks, nothing is read.
-func (p *Pool) Relay(ctx context.Context, params json.RawMessage, up func(), fn func(result json.RawMessage)) error {
+func (rl *Relays) Relay(ctx context.Context, params json.RawMessage, up func(), fn func(result json.RawMessage)) error {
+	p := rl.p
 	full, pending := pendingParams(params)
 	key := subscribeKey(params)
 	for {

@@ -52,8 +52,8 @@ func TestRelayPollsPendingFilter(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	n1 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	p := httpPool(t, n0, n1)
-	if !p.CanRelay() {
-		t.Fatal("CanRelay = false for remotes that may serve eth_newPendingTransactionFilter")
+	if p.Relays() == nil {
+		t.Fatal("Relays() = nil for remotes that may serve eth_newPendingTransactionFilter")
 	}
 
 	r := startRelay(t, p, `["newPendingTransactions"]`)

@@ -22,7 +22,7 @@ import (
 // two-core machine can take seconds to answer.
 const relayWait = 20 * time.Second
 
-// relayRun is one Pool.Relay running in the background, collecting what
+// relayRun is one Relays.Relay running in the background, collecting what
 // it delivers.
 type relayRun struct {
 	cancel context.CancelFunc
@@ -33,13 +33,13 @@ type relayRun struct {
 	got []json.RawMessage
 }
 
-// startRelay runs p.Relay(params) until the test ends or stop is called.
+// startRelay runs Relays.Relay(params) on p until the test ends or stop is called.
 func startRelay(t *testing.T, p *Pool, params string) *relayRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &relayRun{cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		r.done <- p.Relay(ctx, json.RawMessage(params), func() { r.ups.Add(1) }, func(res json.RawMessage) {
+		r.done <- (&Relays{p: p}).Relay(ctx, json.RawMessage(params), func() { r.ups.Add(1) }, func(res json.RawMessage) {
 			r.mu.Lock()
 			r.got = append(r.got, res)
 			r.mu.Unlock()
@@ -221,7 +221,7 @@ func txKey(t *testing.T, from string) func(json.RawMessage) string {
 	}
 }
 
-// Against a real geth: newPendingTransactions through Pool.Relay delivers
+// Against a real geth: newPendingTransactions through Relays.Relay delivers
 // every transaction sent, once, as hashes or as full transactions; geth
 // --dev mines each one at once, and the notification still comes.
 func TestRelayPendingFromGeth(t *testing.T) {
@@ -249,8 +249,8 @@ func TestRelayPendingFromGeth(t *testing.T) {
 	send() // a first block, so that the pool sees a head
 
 	p := startPool(t, PoolConfig{}, []Config{{Name: "geth", URL: g.HTTPURL(), WSURL: g.WSURL(), Timeout: 5 * time.Second}}, nil)
-	if !p.CanRelay() {
-		t.Fatal("CanRelay = false with a ws url")
+	if p.Relays() == nil {
+		t.Fatal("Relays() = nil with a ws url")
 	}
 	tests := []struct {
 		name string
@@ -422,7 +422,7 @@ func TestRelayBacksOff(t *testing.T) {
 	clock := newTestClock()
 	p := relayPoolWith(t, clock.use, n)
 	relay := func(ctx context.Context) error {
-		return p.Relay(ctx, json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
+		return (&Relays{p: p}).Relay(ctx, json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
 	}
 
 	if err := relay(context.Background()); err == nil {
@@ -493,10 +493,10 @@ func TestRelayRemoteDrops(t *testing.T) {
 	r.expectOnce(t, key, want, warm)
 }
 
-// CanRelay needs a WebSocket url (the remote's ws url or a ws main url),
+// Relays needs a WebSocket url (the remote's ws url or a ws main url),
 // or a remote that may serve pending-transaction filters. Without either,
 // Relay fails at once, with ErrRelayUnsupported.
-func TestCanRelay(t *testing.T) {
+func TestRelays(t *testing.T) {
 	tests := []struct {
 		name string
 		give Config
@@ -515,11 +515,11 @@ func TestCanRelay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := p.CanRelay(); got != tt.want {
-				t.Errorf("CanRelay = %v, want %v", got, tt.want)
+			if got := p.Relays() != nil; got != tt.want {
+				t.Errorf("Relays() != nil is %v, want %v", got, tt.want)
 			}
 			if !tt.want {
-				err := p.Relay(context.Background(), json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
+				err := (&Relays{p: p}).Relay(context.Background(), json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
 				if !errors.Is(err, ErrRelayUnsupported) || strings.Contains(err.Error(), "key") {
 					t.Errorf("Relay without a ws url or filters = %v, want ErrRelayUnsupported, without the url", err)
 				}

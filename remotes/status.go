@@ -113,7 +113,9 @@ func (r *Remote) noteError(err error) {
 	r.last.Store(&lastError{text: text, kind: failureKind(err), at: r.now()})
 }
 
-// Status reports every remote of the chain, in routing order.
+// Status reports every remote of the chain, in routing order: the one
+// read of the pool's state besides its head (ReasonsOf, InFlight and
+// Names read it).
 func (p *Pool) Status() []RemoteStatus {
 	now := p.now()
 	best := p.healthyBest(now)
@@ -243,10 +245,25 @@ type RemoteReason struct {
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
 
-// Reasons says, remote by remote, why each is in rotation or not and what
-// it last failed with. It is cheaper than Status: no score, latency or
-// availability.
-func (p *Pool) Reasons() []RemoteReason {
+// ReasonsOf is the reasons of st, a Status read: remote by remote, why
+// each is in rotation or not and what it last failed with.
+func ReasonsOf(st []RemoteStatus) []RemoteReason {
+	out := make([]RemoteReason, len(st))
+	for i, s := range st {
+		rr := RemoteReason{Remote: s.Name, InRotation: s.InRotation,
+			LastFailure: s.LastFailure, LastError: s.LastError, LastErrorAt: s.LastErrorAt}
+		for _, o := range s.Out {
+			rr.Out = append(rr.Out, o.Code)
+		}
+		out[i] = rr
+	}
+	return out
+}
+
+// reasons is ReasonsOf(p.Status()) without what Status computes besides:
+// no score, latency or availability, for the error of a call no remote
+// served.
+func (p *Pool) reasons() []RemoteReason {
 	now := p.now()
 	best := p.healthyBest(now)
 	members := p.members()
@@ -261,6 +278,25 @@ func (p *Pool) Reasons() []RemoteReason {
 			rr.LastFailure, rr.LastError, rr.LastErrorAt = le.kind, le.text, le.at
 		}
 		out[i] = rr
+	}
+	return out
+}
+
+// InFlight is the calls being sent to the remotes of st, a Status read:
+// a removed chain lets them finish before it stops.
+func InFlight(st []RemoteStatus) int64 {
+	var n int64
+	for _, s := range st {
+		n += s.InFlight
+	}
+	return n
+}
+
+// Names is the remotes of st, a Status read, in routing order.
+func Names(st []RemoteStatus) []string {
+	out := make([]string, len(st))
+	for i, s := range st {
+		out[i] = s.Name
 	}
 	return out
 }
