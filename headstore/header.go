@@ -8,10 +8,12 @@ package headstore
 // follower hands the headers it hears to its Window, which keeps them
 // apart from the canonical blocks: they are never served as blocks. What
 // the window serves stays whole: while a header is ahead of the window, a
-// call for its number, or for latest, is not answered from the window (the
-// router forwards it, as it does for any block the window lacks), and
-// eth_blockNumber answers the announced number, so that a client that got
-// the header never reads a lower head. The subscription dispatcher
+// call for its number is not answered from the window (the router
+// forwards it, as it does for any block the window lacks, rather than
+// answer null), latest is still the window's head, and eth_blockNumber
+// answers the announced number, so that a client that got the header and
+// asks for the head's number, then the block by number, gets it. The
+// subscription dispatcher
 // (package subcenter) tells each header once, whether it came first or
 // with its block; a header whose block never comes is replaced, like any
 // block a reorg drops, by the block the window gets at its number.
@@ -123,7 +125,7 @@ func unquoted(v []byte) string {
 const maxAhead = 16
 
 // aheadFresh is how long an announced header holds the window's answers
-// for its number (and latest) back: longer than any block takes from its
+// for its number back: longer than any block takes from its
 // header to the window, short enough that a header whose block never
 // comes (a reorg to a shorter chain) stops sending calls to the remotes.
 const aheadFresh = 5 * time.Second

@@ -217,9 +217,10 @@ func (w *Window) resolve(ref evm.BlockRef, key *[evm.HashLen]byte) (e *evm.Parts
 
 // number resolves a number or tag against the window; the caller holds mu.
 // future is set (with ok) for a number above the head, unless a header
-// announced ahead of the window has it: then neither that number nor
-// latest resolves (the window does not hold that block yet, and the
-// remotes answer for it, as for any block the window lacks). safe and finalized
+// announced ahead of the window has it: then the number does not resolve
+// (the window does not hold that block yet, and the remotes answer for
+// it, as for any block the window lacks, rather than null). latest is the
+// window's head, a whole block, even then. safe and finalized
 // resolve only when known and in the window, earliest only when block 0 is
 // in the window (geth resolves it to its history cutoff, 0 on a chain
 // young enough to have block 0 near the head), pending never.
@@ -230,7 +231,7 @@ func (w *Window) number(ref evm.BlockRef) (n uint64, future, ok bool) {
 	low, head := w.canon[0].Number, w.canon[len(w.canon)-1].Number
 	switch ref.Kind {
 	case evm.RefLatest:
-		return head, false, w.aheadOf(head) == 0
+		return head, false, true
 	case evm.RefSafe, evm.RefFinalized:
 		n = w.safe
 		if ref.Kind == evm.RefFinalized {

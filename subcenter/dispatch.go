@@ -52,8 +52,8 @@ func (c *Center) sync() {
 
 // earlyHead is a header told ahead of its block.
 type earlyHead struct {
-	number       uint64
-	hash, parent string
+	number uint64
+	hash   string
 	// at is the delivery that told it: every subscription older than
 	// that got it.
 	at uint64
@@ -129,7 +129,7 @@ func (c *Center) tellAhead() {
 		if parent, ok := c.toldHash(h.Number - 1); !ok || parent != h.Parent {
 			continue
 		}
-		c.tellEarly(h.Number, h.Hash, h.Parent, h.Raw)
+		c.tellEarly(h.Number, h.Hash, h.Raw)
 		told++
 	}
 	if told == 0 {
@@ -141,7 +141,7 @@ func (c *Center) tellAhead() {
 
 // tellEarly queues one header told ahead of its block for every newHeads
 // subscription, in place of any told ahead at its number or above.
-func (c *Center) tellEarly(n uint64, hash, parent string, raw []byte) {
+func (c *Center) tellEarly(n uint64, hash string, raw []byte) {
 	keep := 0
 	for keep < len(c.early) && c.early[keep].number < n {
 		keep++
@@ -149,7 +149,7 @@ func (c *Center) tellEarly(n uint64, hash, parent string, raw []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.deliveries++
-	c.early = append(c.early[:keep], earlyHead{number: n, hash: hash, parent: parent, at: c.deliveries})
+	c.early = append(c.early[:keep], earlyHead{number: n, hash: hash, at: c.deliveries})
 	if len(c.early) > maxEarly {
 		c.early = c.early[len(c.early)-maxEarly:]
 	}
