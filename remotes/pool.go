@@ -150,7 +150,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.wg.Go(func() { p.scoreLoop(bg) })
 	p.wg.Go(func() { p.budgetLoop(bg) })
 	p.wg.Go(func() { p.heads.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
-	p.wg.Go(func() { p.heads.watchStalls(bg) })    // stall.go
+	p.wg.Go(func() { p.heads.stall.Run(bg, p.log, p.heads.repoll) })
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()
 	tick := time.NewTicker(20 * time.Millisecond)
