@@ -30,6 +30,7 @@ import (
 	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
 	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/jrpc"
@@ -352,9 +353,9 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	sc := cc.StalkerConfig(archive, m.archive)
 	sc.Tracer = cs.parts.tracer
 	h := cs.newHeadFeed(cfg, cc, sc, pool, m)
-	var up jrpc.Handler = poolUpstream{pool, pool.Heads()}
+	var calls forger.Calls = pool
 	if cc.Integrity.ClientCalls {
-		up = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
+		calls = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
 	}
 	// newPendingTransactions from a remote's own subscription, or a
 	// pending-transaction filter polled where no WebSocket remote can.
@@ -377,21 +378,13 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	if ccache != nil {
 		rc.Cache = ccache.c // a nil *cache.Cache would be a non-nil interface
 	}
-	rt := router.New(rc, h.window, up, m.router)
+	rt := router.New(rc, h.window, router.UpstreamOf(calls, pool.Heads()), m.router)
 	c := &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, owner: cs}
 	c.cache.Store(ccache)
 	// A remote found on another chain or misbehaving: its cached answers
 	// since its last good check are dropped, by the cache of the moment.
 	pool.OnDistrust(func(d remotes.Distrust) { c.cache.Load().distrusted(d) })
 	return c, nil
-}
-
-// poolUpstream is the pool as the router takes it: its calls, and the
-// accessors of its head tracking the router judges the head window's
-// freshness by (HealthyHead, HashAt, Reports, HeardWithin, BlockTime).
-type poolUpstream struct {
-	*remotes.Pool
-	*remotes.Heads
 }
 
 // newFilters builds a chain's polled filters: on the cluster's Redis when

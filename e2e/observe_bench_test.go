@@ -43,7 +43,7 @@ func BenchmarkObserve(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = pool.Stop(context.Background()) }()
-	rt := router.New(router.Config{Chain: "eth", ChainID: 1}, nil, pool, nil)
+	rt := router.New(router.Config{Chain: "eth", ChainID: 1}, nil, router.UpstreamOf(pool, pool.Heads()), nil)
 
 	serve := func(headers, log bool) string {
 		reg := prometheus.NewRegistry()

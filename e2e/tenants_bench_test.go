@@ -218,7 +218,7 @@ func tenantVenn(b *testing.B, upstream string, gate *edge.Edge) string {
 		opts.Gate = gate
 	}
 	srv := jrpc.NewServer(opts)
-	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1}, nil, pool, nil))
+	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1}, nil, router.UpstreamOf(pool, pool.Heads()), nil))
 	var h http.Handler = srv.Handler()
 	if gate != nil {
 		h = gate.Wrap(h)
@@ -337,12 +337,17 @@ const benchWindowHead = 8
 func benchWindowHash(n uint64) string { return fmt.Sprintf("0x%064x", n+0xb10c) }
 
 // windowRemotes stand for remotes at the window's head that are never
-// asked: a call the window does not answer fails.
+// asked: a call the window does not answer fails. Their heads say nothing
+// of the window's hash or age.
 type windowRemotes struct{}
 
-func (windowRemotes) HealthyHead() uint64 { return benchWindowHead }
+func (windowRemotes) HealthyHead() uint64                       { return benchWindowHead }
+func (windowRemotes) HashAt(uint64) (string, bool)              { return "", false }
+func (windowRemotes) Reports(uint64, string) bool               { return false }
+func (windowRemotes) HeardWithin(time.Time, time.Duration) bool { return true }
+func (windowRemotes) BlockTime() time.Duration                  { return time.Second }
 
-func (windowRemotes) ServeRPC(context.Context, *jrpc.Request) (json.RawMessage, error) {
+func (windowRemotes) ServeCall(context.Context, evm.Call) (json.RawMessage, error) {
 	return nil, &jrpc.Error{Code: -32000, Message: "not answered from the window"}
 }
 

@@ -142,7 +142,7 @@ func tracedVenn(b *testing.B, upstream string, tr *tracing.Tracer) string {
 		b.Fatal(err)
 	}
 	srv := jrpc.NewServer(jrpc.Options{Registerer: reg, MethodLabel: evm.MethodLabel, Hook: tr.CallHook()})
-	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1, Tracer: tr}, nil, pool, nil))
+	srv.Handle("eth", router.New(router.Config{Chain: "eth", ChainID: 1, Tracer: tr}, nil, router.UpstreamOf(pool, pool.Heads()), nil))
 	venn := httptest.NewServer(srv.Handler())
 	b.Cleanup(func() {
 		venn.Close()

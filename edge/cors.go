@@ -112,7 +112,7 @@ func (c *cors) wrap(next http.Handler) http.Handler {
 // exposedHeaders are the answer's headers a page may read: the back-off,
 // the request id and jrpc's diagnostic headers.
 const exposedHeaders = "Retry-After, X-Request-Id, X-Venn-Source, X-Venn-Remote, X-Venn-Attempts, " +
-	creditsExposedHeaders + ", " +
+	creditsHeader + ", " +
 	"X-Venn-Duration-Ms, X-Venn-Cache, X-Venn-Sources"
 
 func (c *cors) allowOrigin(origin string) string {

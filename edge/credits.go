@@ -43,11 +43,8 @@ const (
 	defaultHeadFactor       = 0.5
 	defaultCacheFactor      = 0.5
 	creditsHeader           = "X-Venn-Credits"
-	creditsMinuteHeader     = "X-Venn-Credits-Remaining-Minute"
-	creditsMonthHeader      = "X-Venn-Credits-Remaining-Month"
 	maxCreditsFlushInterval = time.Minute
 	creditSources           = "head, history, cache, forger, remotes, local"
-	creditsExposedHeaders   = creditsHeader + ", " + creditsMinuteHeader + ", " + creditsMonthHeader
 	creditsPresetNames      = "venn, alchemy, infura"
 )
 

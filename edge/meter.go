@@ -2,9 +2,12 @@ package edge
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,7 +26,7 @@ var _ jrpc.Meter = (*client)(nil)
 
 // Charge implements jrpc.Meter: it prices the answered calls, spends the
 // credits from the tenant's budgets, hands them to usage, and over HTTP
-// says in headers what the request cost and what is left. Callers with
+// says in one header what the request cost and what is left. Callers with
 // neither key nor tenant are not metered.
 func (cl *client) Charge(_ context.Context, chain string, calls []jrpc.Charged, h http.Header) {
 	e := cl.e
@@ -51,7 +54,7 @@ func (cl *client) Charge(_ context.Context, chain string, calls []jrpc.Charged, 
 	t := cl.tenant
 	if t == nil {
 		if h != nil {
-			setHeader(h, creditsHeader, strconv.FormatInt(total, 10))
+			setCreditsHeader(h, total, noBudget)
 		}
 		return
 	}
@@ -60,50 +63,85 @@ func (cl *client) Charge(_ context.Context, chain string, calls []jrpc.Charged, 
 	}
 	if !t.budget.Limited() {
 		if h != nil {
-			setHeader(h, creditsHeader, strconv.FormatInt(total, 10))
+			setCreditsHeader(h, total, noBudget)
 		}
 		return
 	}
 	st := e.budgets.spend(t.account, total, t.budget)
 	if h != nil {
-		setCreditHeaders(h, total, st)
+		setCreditsHeader(h, total, st)
 	}
 }
 
-// setHeader sets header k, already in canonical form (the credit
-// headers' constants), without Header.Set's canonicalizing: it was half
-// of Charge's CPU.
-func setHeader(h http.Header, k, v string) { h[k] = []string{v} }
+// noBudget is the state of a caller without budgets: the header says only
+// what the call cost.
+var noBudget = BudgetState{MinuteLeft: -1, MonthLeft: -1}
 
-// setCreditHeaders says what a tenant's request cost and what is left of
-// its budgets: the three values are one string and their headers share
-// one slice, two allocations rather than six (each header's slice capped,
-// so that an append to one cannot reach the next).
-func setCreditHeaders(h http.Header, total int64, st BudgetState) {
-	var buf [3 * 20]byte
-	b := strconv.AppendInt(buf[:0], total, 10)
-	ends := [3]int{len(b), len(b), len(b)}
+// creditsValue is the credit header's value and its one-element slice in
+// one allocation: the value's bytes are written once, then only read.
+type creditsValue struct {
+	vs  [1]string
+	buf [len("call=, minute=, month=") + 3*20]byte
+}
+
+// setCreditsHeader says in one header what a request cost and what is left
+// of the tenant's budgets, an RFC 8941 dictionary of integers:
+// "call=40, minute=99960, month=999999960", minute and month only when
+// that budget is set. It is set under its canonical key (no
+// Header.Set), in one allocation.
+func setCreditsHeader(h http.Header, total int64, st BudgetState) {
+	v := new(creditsValue)
+	b := append(v.buf[:0], "call="...)
+	b = strconv.AppendInt(b, total, 10)
 	if st.MinuteLeft >= 0 {
+		b = append(b, ", minute="...)
 		b = strconv.AppendInt(b, st.MinuteLeft, 10)
-		ends[1] = len(b)
 	}
-	ends[2] = len(b)
 	if st.MonthLeft >= 0 {
+		b = append(b, ", month="...)
 		b = strconv.AppendInt(b, st.MonthLeft, 10)
-		ends[2] = len(b)
 	}
-	all := string(b)
-	vs := make([]string, 3)
-	vs[0] = all[:ends[0]]
-	h[creditsHeader] = vs[0:1:1]
-	if st.MinuteLeft >= 0 {
-		vs[1] = all[ends[0]:ends[1]]
-		h[creditsMinuteHeader] = vs[1:2:2]
+	v.vs[0] = unsafe.String(unsafe.SliceData(b), len(b))
+	h[creditsHeader] = v.vs[:]
+}
+
+// Credits is what a credit header says: the request's cost and what is
+// left of the tenant's budgets, -1 for a budget not set.
+type Credits struct {
+	Call, Minute, Month int64
+}
+
+// ParseCredits reads an X-Venn-Credits value ("call=40, minute=99960,
+// month=999999960"), for clients and tests. Members it does not know are
+// skipped, as RFC 8941 asks; call must be there.
+func ParseCredits(v string) (Credits, error) {
+	c := Credits{Call: -1, Minute: -1, Month: -1}
+	for m := range strings.SplitSeq(v, ",") {
+		k, n, ok := strings.Cut(strings.Trim(m, " \t"), "=")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch k {
+		case "call":
+			dst = &c.Call
+		case "minute":
+			dst = &c.Minute
+		case "month":
+			dst = &c.Month
+		default:
+			continue
+		}
+		x, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("credits header %q: %s: %w", v, k, err)
+		}
+		*dst = x
 	}
-	if st.MonthLeft >= 0 {
-		vs[2] = all[ends[1]:ends[2]]
-		h[creditsMonthHeader] = vs[2:3:3]
+	if c.Call < 0 {
+		return c, fmt.Errorf("credits header %q: no call member", v)
 	}
+	return c, nil
 }
 
 // gatewayFault reports venn's own failures (no remote, timeout, shutting

@@ -12,7 +12,6 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/integrity"
-	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/jsonscan"
 )
 
@@ -23,46 +22,31 @@ const buildAttempts = 3
 // Forger builds a chain's answers from other calls through its remotes.
 // Safe for concurrent use.
 type Forger struct {
-	up       Upstream
-	calls    callServer // forwards a client's parsed call; nil: up
+	calls    Calls
+	up       Upstream // calls, for the calls the forger builds
 	receipts *Receipts
 }
 
-// New returns a forger over up; log may be nil. It does no I/O.
-func New(up Upstream, log *slog.Logger) *Forger {
-	return &Forger{up: up, receipts: NewReceipts(up, log)}
-}
-
-// callServer is remotes that take a call the router parsed
-// (remotes.Pool.ServeCall), so that they do not read it again.
-type callServer interface {
+// Calls is the chain's remotes as the forger uses them (remotes.Pool, or
+// remotes.VerifiedClient over it): one call, parsed once, answered without
+// its params being read again. The router hands the forger its own.
+type Calls interface {
 	ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error)
 }
 
-// ForHandler returns a forger over h (HandlerUpstream) that forwards the
-// client calls it does not build to h as the router parsed them, when h
-// takes parsed calls. log may be nil.
-func ForHandler(h jrpc.Handler, log *slog.Logger) *Forger {
-	f := New(HandlerUpstream(h), log)
-	f.calls, _ = h.(callServer)
-	return f
+// New returns a forger over calls; log may be nil. It does no I/O.
+func New(calls Calls, log *slog.Logger) *Forger {
+	up := func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
+		// verify is not applied: remotes that check answers
+		// (remotes.VerifiedClient) do so on their own.
+		return calls.ServeCall(ctx, evm.ParseCall(method, params))
+	}
+	return &Forger{calls: calls, up: up, receipts: NewReceipts(up, log)}
 }
 
-// forward sends the client's call c on as it is.
+// forward sends the client's call c on as the router parsed it.
 func (f *Forger) forward(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
-	if f.calls != nil {
-		return f.calls.ServeCall(ctx, *c)
-	}
-	return f.up(ctx, c.Method, c.Params, nil)
-}
-
-// HandlerUpstream adapts a jrpc.Handler (the chain's remotes as the router
-// sees them) to an Upstream. verify is not applied: a handler that checks
-// answers (remotes.VerifiedClient) does so on its own.
-func HandlerUpstream(h jrpc.Handler) Upstream {
-	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
-		return h.ServeRPC(ctx, &jrpc.Request{Method: method, Params: params})
-	}
+	return f.calls.ServeCall(ctx, *c)
 }
 
 // Receipts is the forger's receipts fetcher.
@@ -138,9 +122,15 @@ func (f *Forger) buildReceipts(ctx context.Context, c *evm.Call) (json.RawMessag
 	return nil, fmt.Errorf("receipts of block: %w", lastErr)
 }
 
-// errNotCanonical is geth's answer for an EIP-1898 hash with
-// requireCanonical whose block is not on the canonical chain.
-var errNotCanonical = &jrpc.Error{Code: -32000, Message: "hash is not currently canonical"}
+// notCanonicalError is geth's answer for an EIP-1898 hash with
+// requireCanonical whose block is not on the canonical chain: its plain
+// -32000, mapped to the wire by jrpc.ToWire.
+type notCanonicalError struct{}
+
+func (notCanonicalError) Error() string  { return "hash is not currently canonical" }
+func (notCanonicalError) ErrorCode() int { return -32000 }
+
+var errNotCanonical error = notCanonicalError{}
 
 // checkCanonical asks whether hash is the canonical block at n.
 func (f *Forger) checkCanonical(ctx context.Context, n uint64, hash string) error {

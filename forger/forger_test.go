@@ -30,7 +30,7 @@ var errNoBlockReceipts = &jrpc.Error{Code: jrpc.CodeMethodNotFound,
 // nodes starts a fake node without eth_getBlockReceipts (the remote) and
 // one with it (the reference: the same chain, as geth serves it), and a
 // pool over the first.
-func nodes(t *testing.T) (without, reference *fakenode.Node, up Upstream) {
+func nodes(t *testing.T) (without, reference *fakenode.Node, up Calls) {
 	t.Helper()
 	without = fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 30})
 	without.SetHook(func(method string, _ json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
@@ -50,7 +50,7 @@ func nodes(t *testing.T) (without, reference *fakenode.Node, up Upstream) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
-	return without, reference, HandlerUpstream(pool)
+	return without, reference, pool
 }
 
 // call makes one JSON-RPC call over HTTP and returns the raw result or
@@ -130,7 +130,7 @@ func direct(t *testing.T, url string) Upstream {
 
 func TestBlockReceiptsLearnsAndRechecks(t *testing.T) {
 	without, _, _ := nodes(t)
-	f := New(direct(t, without.URL()), nil)
+	f := New(upstreamCalls(direct(t, without.URL())), nil)
 	now := time.Unix(1_000_000, 0)
 	f.receipts.now = func() time.Time { return now }
 	ctx := context.Background()
@@ -165,7 +165,7 @@ func TestBlockReceiptsForwardedWhileARemoteHasThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pool.Stop(context.Background()) })
-	f := New(HandlerUpstream(pool), nil)
+	f := New(pool, nil)
 	if _, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`)); err != nil || built {
 		t.Fatalf("built %v, err %v", built, err)
 	}
@@ -251,7 +251,7 @@ func (c *fakeChain) up(ctx context.Context, method string, params json.RawMessag
 
 func TestBlockReceiptsBoundsConcurrentCalls(t *testing.T) {
 	c := &fakeChain{txs: 60}
-	f := New(c.up, nil)
+	f := New(upstreamCalls(c.up), nil)
 	res, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`))
 	if err != nil || !built {
 		t.Fatalf("built %v, err %v", built, err)
@@ -276,7 +276,7 @@ func TestBlockReceiptsRefusesReceiptsOfAnotherBlock(t *testing.T) {
 	// The remote reorged between the calls: its receipts name a sibling.
 	other := "0x" + strings.Repeat("22", 32)
 	c := &fakeChain{txs: 3, blockHash: func(int64) string { return other }}
-	f := New(c.up, nil)
+	f := New(upstreamCalls(c.up), nil)
 	if _, _, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`)); err == nil {
 		t.Fatal("receipts of another block served as the block's")
 	}
@@ -290,7 +290,7 @@ func TestBlockReceiptsRefusesReceiptsOfAnotherBlock(t *testing.T) {
 		}
 		return "0x" + strings.Repeat("11", 32)
 	}}
-	f = New(c.up, nil)
+	f = New(upstreamCalls(c.up), nil)
 	if _, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`)); err != nil || !built {
 		t.Fatalf("built %v, err %v", built, err)
 	}
@@ -351,31 +351,33 @@ func receiptsCall(params string) *evm.Call {
 	return &c
 }
 
-// callRecorder is remotes that take parsed calls: it records how each
-// call arrived.
-type callRecorder struct{ parsed, raw []string }
+// upstreamCalls is an Upstream as Calls, verify left out.
+type upstreamCalls Upstream
+
+func (u upstreamCalls) ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+	return u(ctx, c.Method, c.Params, nil)
+}
+
+// callRecorder is remotes that take parsed calls: it records each call's
+// method.
+type callRecorder struct{ parsed []string }
 
 func (r *callRecorder) ServeCall(_ context.Context, c evm.Call) (json.RawMessage, error) {
 	r.parsed = append(r.parsed, c.Method)
 	return json.RawMessage(`[]`), nil
 }
 
-func (r *callRecorder) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
-	r.raw = append(r.raw, req.Method)
-	return json.RawMessage(`[]`), nil
-}
-
-// The client's own eth_getBlockReceipts reaches remotes that take parsed
-// calls as the router parsed it.
-func TestForHandlerForwardsTheParsedCall(t *testing.T) {
+// The client's own eth_getBlockReceipts reaches the remotes as the router
+// parsed it.
+func TestForwardsTheParsedCall(t *testing.T) {
 	rec := &callRecorder{}
-	f := ForHandler(rec, nil)
+	f := New(rec, nil)
 	res, built, err := f.BlockReceipts(context.Background(), receiptsCall(`["0x5"]`))
 	if err != nil || built || string(res) != `[]` {
 		t.Fatalf("= %s, %v, %v", res, built, err)
 	}
-	if len(rec.parsed) != 1 || rec.parsed[0] != "eth_getBlockReceipts" || len(rec.raw) != 0 {
-		t.Fatalf("parsed %v, raw %v", rec.parsed, rec.raw)
+	if len(rec.parsed) != 1 || rec.parsed[0] != "eth_getBlockReceipts" {
+		t.Fatalf("parsed %v", rec.parsed)
 	}
 }
 

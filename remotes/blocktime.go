@@ -1,30 +1,23 @@
 package remotes
 
 // The chain's block time, learned from the timestamps of its heads
-// (blockClock); block_time in config overrides it for the polling cadence.
+// (heads.Clock); block_time in config overrides it for the polling cadence.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/heads"
 )
 
 // Block time learning limits.
 const (
-	// blockTimeSamples bounds the heads whose timestamps are kept.
-	blockTimeSamples = 64
-	// blockTimeMinSpan is the chain time one measured interval spans at
-	// least: timestamps tick in whole seconds, and blocks may come faster.
-	blockTimeMinSpan = 2
 	// blockTimeBootstrap: at the first head, the block this far below it
 	// is fetched once, so the block time is known at once.
 	blockTimeBootstrap = 64
-	// minBlockTime floors what the timestamps say.
-	minBlockTime = 50 * time.Millisecond
 )
 
 // setLearned records the block time the timestamps say, and the fastest
@@ -45,13 +38,13 @@ func (h *Heads) setLearned(d, fastest time.Duration) {
 
 // judgingBlockTime is the block time plausible judges by: the fastest
 // pace the timestamps showed (a chain that makes blocks in bursts must not
-// look like it lies in each), or, until they have, minBlockTime, which
+// look like it lies in each), or, until they have, heads.MinBlockTime, which
 // lets through all but the grossest jumps.
 func (h *Heads) judgingBlockTime() time.Duration {
 	if d := time.Duration(h.fastest.Load()); d > 0 {
 		return d
 	}
-	return minBlockTime
+	return heads.MinBlockTime
 }
 
 // Block time sources, as HeadStatus reports them.
@@ -117,7 +110,7 @@ func (h *Heads) learnBlockTime(ctx context.Context) {
 // bootstrapRetry spaces the fetches of an older block that failed.
 const bootstrapRetry = time.Minute
 
-func (h *Heads) bootstrapBlockTime(ctx context.Context, tip *headReport) {
+func (h *Heads) bootstrapBlockTime(ctx context.Context, tip *heads.Report) {
 	p := h.p
 	// Not genesis: its timestamp is often made up.
 	below := tip.Number - min(tip.Number-1, blockTimeBootstrap)
@@ -144,8 +137,8 @@ func (h *Heads) bootstrapBlockTime(ctx context.Context, tip *headReport) {
 			continue
 		}
 		h.mu.Lock()
-		h.clock.below(old.Number, old.Time)
-		d, fastest, ok := h.clock.estimate()
+		h.clock.Below(old.Number, old.Time)
+		d, fastest, ok := h.clock.Estimate()
 		if ok {
 			h.setLearned(d, fastest)
 		}
@@ -159,7 +152,7 @@ func (h *Heads) bootstrapBlockTime(ctx context.Context, tip *headReport) {
 }
 
 // blockAt fetches block n's header fields from the remote.
-func (r *Remote) blockAt(ctx context.Context, n uint64) (*headReport, error) {
+func (r *Remote) blockAt(ctx context.Context, n uint64) (*heads.Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.probeTimeout())
 	defer cancel()
 	res, err := r.call(ctx, "eth_getBlockByNumber", json.RawMessage(`["`+evm.Quantity(n)+`",false]`))
@@ -169,7 +162,7 @@ func (r *Remote) blockAt(ctx context.Context, n uint64) (*headReport, error) {
 	if isNull(res) {
 		return nil, fmt.Errorf("block %d: null", n)
 	}
-	b, err := parseHeadReport(res)
+	b, err := heads.ParseReport(res)
 	if err != nil {
 		return nil, err
 	}
@@ -179,60 +172,31 @@ func (r *Remote) blockAt(ctx context.Context, n uint64) (*headReport, error) {
 	return b, nil
 }
 
-// blockClock learns the block time from the timestamps of the chain's
-// heads: the median of the intervals between them, each measured over at
-// least blockTimeMinSpan seconds so that one-second timestamps resolve
-// sub-second blocks, and a median so that one halt or burst does not move
-// it.
-type blockClock struct {
-	samples []blockSample // ascending by number
-}
+// The leader polls when the block is due (heads.Plan): while this
+// replica leads the chain, its pollers follow the plan, fed what each
+// poll and newHeads saw.
 
-type blockSample struct{ number, time uint64 }
-
-// tip records the chain's new tip. Samples at or above it belong to a
-// view the chain left (a reorg, a head that healed down); a tip older than
-// the samples below it starts over.
-func (c *blockClock) tip(number, ts uint64) {
-	i := len(c.samples)
-	for i > 0 && c.samples[i-1].number >= number {
-		i--
-	}
-	c.samples = c.samples[:i]
-	if i > 0 && c.samples[i-1].time > ts {
-		c.samples = c.samples[:0]
-	}
-	c.samples = append(c.samples, blockSample{number, ts})
-	if n := len(c.samples); n > blockTimeSamples {
-		c.samples = slices.Delete(c.samples, 0, n-blockTimeSamples)
+// SetLeading switches the pool's pollers to the due-time plan (true:
+// this replica leads the chain) or back to the block-time cadence.
+func (h *Heads) SetLeading(on bool) {
+	if h.pace.Lead(on) {
+		h.retrack() // the trackers plan their next poll again
 	}
 }
 
-// below records an older block's timestamp, below every sample; one that
-// does not fit their order is ignored.
-func (c *blockClock) below(number, ts uint64) {
-	if len(c.samples) == 0 || c.samples[0].number <= number || c.samples[0].time < ts {
-		return
-	}
-	c.samples = slices.Insert(c.samples, 0, blockSample{number, ts})
+// Leading reports whether the pool polls on the due-time plan.
+func (h *Heads) Leading() bool {
+	return h.pace.Leading()
 }
 
-// estimate is the block time the samples say, and the shortest of the
-// intervals it is the median of; ok is false until they span
-// blockTimeMinSpan seconds.
-func (c *blockClock) estimate() (median, fastest time.Duration, ok bool) {
-	var ivs []time.Duration
-	for i, j := 0, 1; j < len(c.samples); j++ {
-		a, b := c.samples[i], c.samples[j]
-		if b.time-a.time < blockTimeMinSpan {
-			continue
-		}
-		ivs = append(ivs, time.Duration(b.time-a.time)*time.Second/time.Duration(b.number-a.number))
-		i = j
-	}
-	if len(ivs) == 0 {
-		return 0, 0, false
-	}
-	slices.Sort(ivs)
-	return max(ivs[len(ivs)/2], minBlockTime), max(ivs[0], minBlockTime), true
+// paced records what a poll sent at sent saw: the remote's head number.
+// A head over newHeads is recorded with sent its arrival.
+func (h *Heads) paced(sent time.Time, head uint64, poll bool) {
+	h.pace.Saw(sent, head, poll, h.BlockTime())
+}
+
+// nextPoll is how long a leader's poller waits before its next poll, and
+// false when the pool does not lead (the block-time cadence applies).
+func (h *Heads) nextPoll(now time.Time) (time.Duration, bool) {
+	return h.pace.Next(now, h.BlockTime())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jsonscan"
+	"github.com/venn-gateway/venn/remotes/heads"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -28,7 +29,7 @@ import (
 //   - at once when its newHeads stream reconnects (the heads of the new
 //     stream are ignored until the check passes), when its WebSocket call
 //     connection is dialled again, and when its head jumps further than a
-//     reorg or a lagging backend explains (maxHeadStepBack), the usual sign
+//     reorg or a lagging backend explains (heads.MaxStepBack), the usual sign
 //     of a switch. The remote stays in rotation meanwhile: taking it out
 //     for every reconnect would fail the calls of a chain with one remote.
 //
@@ -145,7 +146,7 @@ func (r *Remote) headMoved(old uint64) {
 	if old == 0 || n == old {
 		return
 	}
-	if d := max(n, old) - min(n, old); d <= maxHeadStepBack {
+	if d := max(n, old) - min(n, old); d <= heads.MaxStepBack {
 		return
 	}
 	if r.now().UnixNano()-r.cc.at.Load() < int64(headJumpRecheckMin) {

@@ -13,123 +13,41 @@ package remotes
 // The block time the heads are judged and polled by is blocktime.go's.
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/heads"
 )
-
-// Head corroboration limits.
-const (
-	// maxHeadStepBack: a remote reporting a head more than this below the
-	// one it reported before was reset, or its earlier report was bogus.
-	// Its head follows, so one bad report cannot hold the chain's head
-	// (and every other remote's lag) hostage until a restart. A smaller
-	// step back (a reorg to a shorter chain, a load-balanced provider's
-	// slower backend) is ignored, so routing does not jitter.
-	maxHeadStepBack = 64
-	// headSlack blocks beyond what the timestamps allow are taken on
-	// trust: a fast remote a block or two ahead of the others.
-	headSlack = 2
-	// headPace: a chain may run up to this many times faster than its
-	// learned block time for a while (bursty L2s, a missed slot caught up).
-	headPace = 2
-	// maxHeadClockSkew: a head whose timestamp is further ahead of this
-	// host's clock is bogus, whatever else vouches for it.
-	maxHeadClockSkew = 15 * time.Second
-	// headHoldFor: the only remote in rotation, reporting a head nothing
-	// corroborates, is followed once it has stood by it this long (its
-	// timestamps may be right and the learned block time stale).
-	headHoldFor = 30 * time.Second
-)
-
-// headReport is one head a remote reported. It is immutable once stored.
-type headReport struct {
-	Number uint64
-	Hash   string
-	Parent string
-	Time   uint64    // the block's timestamp, unix seconds
-	Seen   time.Time // when this remote first reported this block
-}
-
-// parseHeadReport reads a block or header (eth_getBlockByNumber's result,
-// a newHeads notification's) as a head report.
-func parseHeadReport(raw []byte) (*headReport, error) {
-	var b struct {
-		Number    string `json:"number"`
-		Hash      string `json:"hash"`
-		Parent    string `json:"parentHash"`
-		Timestamp string `json:"timestamp"`
-	}
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, fmt.Errorf("head: %w", err)
-	}
-	num, ok := hexUint(b.Number)
-	if !ok {
-		return nil, errors.New("head number is not a hex quantity")
-	}
-	ts, ok := hexUint(b.Timestamp)
-	if !ok {
-		return nil, errors.New("head timestamp is not a hex quantity")
-	}
-	if !isHash(b.Hash) || !isHash(b.Parent) {
-		return nil, errors.New("head hash is not a 32-byte hex hash")
-	}
-	return &headReport{Number: num, Hash: b.Hash, Parent: b.Parent, Time: ts}, nil
-}
-
-func isHash(s string) bool {
-	if len(s) != evm.HashLen || s[:2] != "0x" {
-		return false
-	}
-	for _, c := range s[2:] {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-func hexUint(s string) (uint64, bool) {
-	if len(s) < 3 || len(s) > 18 || (s[:2] != "0x" && s[:2] != "0X") {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s[2:], 16, 64)
-	return n, err == nil
-}
 
 // headJudgement is the pool's view of one remote's heads, guarded by
 // Heads.mu.
 type headJudgement struct {
-	vouched *headReport // its highest corroborated report; nil: none
+	vouched *heads.Report // its highest corroborated report; nil: none
 	// alone: vouched was taken only because no other remote could
 	// witness it; it is judged again once one can.
 	alone     bool
-	held      *headReport // the first report nothing corroborated, while that lasts
+	held      *heads.Report // the first report nothing corroborated, while that lasts
 	heldSince time.Time
 }
 
 // Heads is a chain's head tracking, which its pool owns and hands out
 // (Pool.Heads): the chain's tip, judged from every remote's reports; its
-// block time (blocktime.go); the leader's poll plan (pace.go); the recent
-// canonical hashes (tipchain.go); the cluster's head feed (feed.go); the
-// stall watch (stall.go); and the remotes' chain checks it asks for
+// block time (blocktime.go); the leader's poll plan (heads.Plan); the
+// recent canonical hashes (tipchain.go); the cluster's head feed (feed.go);
+// the stall watch (heads.Stalls); and the remotes' chain checks it asks for
 // (chaincheck.go). It never sends a client's call.
 type Heads struct {
 	p *Pool
 
 	mu      sync.Mutex
-	tip     *headReport // the chain's head: the highest vouched report
-	tipBy   *Remote     // the remote whose report tip is
-	revoked bool        // the tip's report lost its vouching: pick again
-	clock   blockClock
+	tip     *heads.Report // the chain's head: the highest vouched report
+	tipBy   *Remote       // the remote whose report tip is
+	revoked bool          // the tip's report lost its vouching: pick again
+	clock   heads.Clock
 	wake    chan struct{} // closed and replaced when the tip moves
 	retime  chan struct{} // closed and replaced when the poll interval moves, or a remote's fed flag (feed.go)
 	claims  chan struct{} // closed and replaced when a remote reports a new head (feed.go)
@@ -138,10 +56,10 @@ type Heads struct {
 	// is the block time its timestamps say and fastest the fastest pace
 	// they showed (nanoseconds; 0 until known).
 	best       atomic.Uint64
-	cur        atomic.Pointer[headReport]
-	canon      atomic.Pointer[tipChain] // tipchain.go: the recent canonical hashes
-	pace       pollPlan                 // pace.go: the leader's poll plan
-	stall      stallWatch               // stall.go: heads that may be old news
+	cur        atomic.Pointer[heads.Report]
+	canon      atomic.Pointer[heads.Chain] // tipchain.go: the recent canonical hashes
+	pace       heads.Plan                  // blocktime.go: the leader's poll plan
+	stall      heads.Stalls                // tipchain.go: heads that may be old news
 	learned    atomic.Int64
 	fastest    atomic.Int64
 	bootstraps atomic.Int32 // block time fetches tried
@@ -161,7 +79,7 @@ func (h *Heads) init(p *Pool, m *Metrics, chain string) {
 // misbehaviour record after the lock is released.
 type heldHead struct {
 	r        *Remote
-	c        *headReport
+	c        *heads.Report
 	tip      uint64
 	evidence bool // another remote's head contradicts it
 }
@@ -258,16 +176,16 @@ func (h *Heads) judge(r *Remote, now time.Time, bt time.Duration) (heldHead, boo
 // within max_lag of it; or it is within what the timestamps and the block
 // time allow since the chain's tip (at the start, since every other
 // remote's report). alone: only because no other remote could witness it.
-func (h *Heads) corroborate(r *Remote, c *headReport, now time.Time, bt time.Duration) (ok, alone bool) {
+func (h *Heads) corroborate(r *Remote, c *heads.Report, now time.Time, bt time.Duration) (ok, alone bool) {
 	p := h.p
-	if c.Time > uint64(now.Add(maxHeadClockSkew).Unix()) {
+	if c.Time > uint64(now.Add(heads.MaxClockSkew).Unix()) {
 		return false, false // a block from the future
 	}
 	tip := h.tip
 	if tip != nil && c.Number == tip.Number+1 && c.Parent == tip.Hash {
 		return true, false
 	}
-	tol := max(p.conf().MaxLag, headSlack)
+	tol := max(p.conf().MaxLag, heads.Slack)
 	others, witnesses, plausibleToAll := 0, 0, true
 	for _, o := range p.members() {
 		if o == r || !o.healthy(now) {
@@ -285,10 +203,10 @@ func (h *Heads) corroborate(r *Remote, c *headReport, now time.Time, bt time.Dur
 		if oc.Number+tol >= c.Number {
 			return true, false
 		}
-		plausibleToAll = plausibleToAll && plausible(c, oc, bt)
+		plausibleToAll = plausibleToAll && heads.Plausible(c, oc, bt)
 	}
 	switch {
-	case tip != nil && plausible(c, tip, bt):
+	case tip != nil && heads.Plausible(c, tip, bt):
 		return true, false
 	case tip == nil && others == 0:
 		return true, true
@@ -298,7 +216,7 @@ func (h *Heads) corroborate(r *Remote, c *headReport, now time.Time, bt time.Dur
 	// Nothing vouches for it and nothing contradicts it: a remote alone
 	// that has stood by it long enough is followed.
 	j := &r.ht
-	if witnesses == 0 && j.held != nil && c.Number >= j.held.Number && now.Sub(j.heldSince) >= headHoldFor {
+	if witnesses == 0 && j.held != nil && c.Number >= j.held.Number && now.Sub(j.heldSince) >= heads.HoldFor {
 		return true, true
 	}
 	return false, false
@@ -306,9 +224,9 @@ func (h *Heads) corroborate(r *Remote, c *headReport, now time.Time, bt time.Dur
 
 // contradicted reports whether another remote's report shows c cannot be
 // the chain's head.
-func (h *Heads) contradicted(r *Remote, c *headReport, now time.Time, bt time.Duration) bool {
+func (h *Heads) contradicted(r *Remote, c *heads.Report, now time.Time, bt time.Duration) bool {
 	p := h.p
-	tol := max(p.conf().MaxLag, headSlack)
+	tol := max(p.conf().MaxLag, heads.Slack)
 	against := false
 	for _, o := range p.members() {
 		if o == r || !o.healthy(now) {
@@ -319,7 +237,7 @@ func (h *Heads) contradicted(r *Remote, c *headReport, now time.Time, bt time.Du
 		case oc == nil:
 		case oc.Number+tol >= c.Number:
 			return false // confirmed
-		case !plausible(c, oc, bt):
+		case !heads.Plausible(c, oc, bt):
 			against = true
 		}
 	}
@@ -338,26 +256,6 @@ func (h *Heads) witnesses(r *Remote, now time.Time) int {
 	return n
 }
 
-// plausible reports whether c can follow ref on one chain: it is no
-// further above ref than headSlack plus what headPace times the block
-// time allows in the time between their timestamps.
-func plausible(c, ref *headReport, bt time.Duration) bool {
-	if c.Number <= ref.Number+headSlack {
-		return true
-	}
-	if c.Time < ref.Time {
-		return false
-	}
-	// +1 s: timestamps tick in whole seconds.
-	span := time.Duration(min(c.Time-ref.Time+1, uint64(maxHeadSpan/time.Second))) * time.Second
-	allowed := uint64(headPace * (span / bt))
-	return c.Number-ref.Number <= headSlack+allowed
-}
-
-// maxHeadSpan caps the time between two heads plausible considers, so
-// that its arithmetic cannot overflow (a year is plenty).
-const maxHeadSpan = 365 * 24 * time.Hour
-
 // moveTip makes the highest vouched report among the remotes in rotation
 // the chain's tip: when it is higher, when the tip it replaces lost its
 // vouching or is far above it, or when it is a sibling at the same height
@@ -369,7 +267,7 @@ func (h *Heads) moveTip(now time.Time) {
 		// network's block (CheckTipChain).
 		h.revoked = true
 	}
-	var cand *headReport
+	var cand *heads.Report
 	var by *Remote
 	for _, r := range p.members() {
 		v := r.ht.vouched
@@ -384,7 +282,7 @@ func (h *Heads) moveTip(now time.Time) {
 	switch {
 	case cand == nil || cand == tip:
 		return
-	case tip == nil, h.revoked, cand.Number > tip.Number, tip.Number-cand.Number > maxHeadStepBack:
+	case tip == nil, h.revoked, cand.Number > tip.Number, tip.Number-cand.Number > heads.MaxStepBack:
 	case cand.Number == tip.Number && cand.Hash != tip.Hash && cand.Seen.After(tip.Seen):
 		p.log.Info("chain tip replaced at the same height", "head", cand.Number, "hash", cand.Hash)
 	default:
@@ -393,13 +291,13 @@ func (h *Heads) moveTip(now time.Time) {
 	h.revoked = false
 	h.tip, h.tipBy = cand, by
 	h.cur.Store(cand)
-	h.canon.Store(h.canon.Load().extend(cand))
+	h.canon.Store(h.canon.Load().Extend(cand))
 	if tip != nil && tip.Number == cand.Number && tip.Hash == cand.Hash {
 		return // the same block, reported by another remote
 	}
 	h.best.Store(cand.Number)
-	h.clock.tip(cand.Number, cand.Time)
-	if d, fastest, ok := h.clock.estimate(); ok {
+	h.clock.Tip(cand.Number, cand.Time)
+	if d, fastest, ok := h.clock.Estimate(); ok {
 		h.setLearned(d, fastest)
 	}
 	close(h.wake)

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/heads"
 )
 
 // A remote found on another chain or misbehaving is reported once per
@@ -117,7 +119,7 @@ func TestDistrustLastGoodCheckFromTheFeed(t *testing.T) {
 	lr.now = func() time.Time { return *now }
 	checked := *now
 	lr.chainChecked(testChainID, testChainID)
-	lr.claim.Store(&headReport{Number: 10, Hash: "0x0a", Parent: "0x09", Seen: checked})
+	lr.claim.Store(&heads.Report{Number: 10, Hash: "0x0a", Parent: "0x09", Seen: checked})
 	*now = now.Add(30 * time.Second)
 	heads := leader.Heads().RemoteHeads()
 	if len(heads) != 1 || heads[0].GoodAge != 30*time.Second {

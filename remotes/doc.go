@@ -4,8 +4,8 @@
 // each remote's lag, selection, the one judge of what a reply means, and
 // one strategy per kind of call. It knows nothing of the components above
 // it (router, head window, history); they call it through Pool.Call,
-// CallVerified, Relays and the head accessors. It never names a remote by
-// its URL: URLs carry keys.
+// CallVerified, Relays and the head tracking the pool hands out
+// (Pool.Heads). It never names a remote by its URL: URLs carry keys.
 //
 // The rooms, in the spirit of Caddy's reverseproxy:
 //
@@ -33,20 +33,28 @@
 //     blamed), misbehave.go (misbehaviour log and cordons), distrust.go
 //     (a remote found on another chain or misbehaving, and its last good
 //     check, told to whoever keeps its answers: the cache drops them).
+//   - Heads, the chain's head tracking, which the pool owns and hands out
+//     (Pool.Heads): chainhead.go (each remote's reports judged, the
+//     chain's corroborated tip), blocktime.go (its block time and the
+//     leader's poll plan), tipchain.go (recent canonical hashes, when a
+//     head was last heard), feed.go (heads taken from the cluster
+//     leader's feed instead of tracked here), chaincheck.go (a remote's
+//     chain id asked again; CheckTipChain, ConfirmHash). What needs no
+//     remote (reports, plausibility, the block clock, the poll plan, the
+//     stall watch, the newHeads subscription) is the leaf remotes/heads.
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
-//     latency.go, health.go (chain id and head tracking), chaincheck.go,
-//     heads.go and relay.go, relay_poll.go (upstream subscriptions, run
-//     on wire.Subscription), chainhead.go (the chain's corroborated head), blocktime.go (its
-//     block time, learnt from head timestamps), feed.go (heads taken from
-//     the cluster leader's feed instead of tracked here), avail.go and
-//     avail_probe.go (the oldest block it serves of each kind of data:
-//     stated, probed, learnt from answers, shared through an AvailShare).
-//   - Below it, two leaves: remotes/wire (transports, replies under the
-//     reply budget, redaction, upstream subscriptions and their errors)
-//     and remotes/verdict (what an upstream error means: its class,
-//     reason and span). Beside them, remotes/redisstore, the Redis
-//     adapter (budget counters and availability probes shared by a
-//     cluster's replicas): remotes links no Redis client. errors.go holds the pool's own answers to a call
+//     latency.go, health.go (its trackers: chain id and head polls,
+//     newHeads), relay.go, relay_poll.go (upstream subscriptions, run on
+//     wire.Subscription), avail.go and avail_probe.go (the oldest block it
+//     serves of each kind of data: stated, probed, learnt from answers,
+//     shared through an AvailShare).
+//   - Below it, three leaves: remotes/wire (transports, replies under the
+//     reply budget, redaction, upstream subscriptions and their errors),
+//     remotes/verdict (what an upstream error means: its class, reason
+//     and span) and remotes/heads (head tracking's computations). Beside
+//     them, remotes/redisstore, the Redis adapter (budget counters and
+//     availability probes shared by a cluster's replicas): remotes links
+//     no Redis client. errors.go holds the pool's own answers to a call
 //     no remote served, each with its JSON-RPC code for jrpc.ToWire.
 //   - config.go (a remote), pool_config.go (a chain's pool, its consensus
 //     rules) and hedge_config.go (hedging, scoring): the YAML schema with

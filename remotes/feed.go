@@ -15,6 +15,8 @@ package remotes
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/heads"
 )
 
 // RemoteHead is one remote's head as the leader's pool saw it, the unit of
@@ -40,7 +42,7 @@ type remoteFeed struct {
 	fed atomic.Bool // its heads come from the feed; its trackers idle
 	// noted is the claim the last headChanged saw, guarded by
 	// Pool.heads.mu: a new one is news for ClaimsChanged.
-	noted *headReport
+	noted *heads.Report
 }
 
 // RemoteHeads reports the head of every remote this pool tracks itself
@@ -86,7 +88,7 @@ func (h *Heads) FeedHeads(hs []RemoteHead) {
 	for _, r := range p.members() {
 		h, ok := byName[r.Name()]
 		if ok {
-			r.noteHead(&headReport{Number: h.Number, Hash: h.Hash, Parent: h.Parent, Time: h.Time})
+			r.noteHead(&heads.Report{Number: h.Number, Hash: h.Hash, Parent: h.Parent, Time: h.Time})
 			if h.GoodAge > 0 {
 				r.checkPassedAt(p.now(), p.now().Add(-h.GoodAge))
 			}

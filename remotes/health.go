@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/heads"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -16,14 +17,13 @@ import (
 // again every ChainRecheck and whenever chaincheck.go asks, then keeps the
 // remote's head fresh, polling at the cadence's interval (the chain's block
 // time), and at once when the cadence moves. While the pool leads the
-// chain, the polls follow pace's plan instead (pace.go): quiet until the
-// next block is due, dense around it, and a tip some remote reported
-// re-plans at once. With a ws url the head arrives over newHeads and
-// polling only fills in once that stream has been silent for two
-// intervals, so paid providers are not billed for idle polling.
-// A remote fed by the cluster's feed (feed.go) is not polled at all.
-// onChange is called after every check, so head and health gauges stay
-// current.
+// chain, the polls follow the leader's plan instead (heads.Plan): quiet
+// until the next block is due, dense around it, and a tip some remote
+// reported re-plans at once. With a ws url the head arrives over newHeads
+// and polling only fills in once that stream has been silent for two
+// intervals, so paid providers are not billed for idle polling. A remote
+// fed by the cluster's feed (feed.go) is not polled at all. onChange is
+// called after every check, so head and health gauges stay current.
 func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time.Duration, <-chan struct{}),
 	pace headPacer, onChange func()) {
 	every, retimed := cadence()
@@ -98,7 +98,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 	}
 }
 
-// headPacer plans the polls of a leader's remotes (pace.go); the pool is
+// headPacer plans the polls of a leader's remotes (heads.Plan); Heads is
 // one.
 type headPacer interface {
 	nextPoll(now time.Time) (time.Duration, bool)
@@ -167,7 +167,7 @@ func (r *Remote) watchOnce(ctx context.Context, pace headPacer, onHead func()) {
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
 	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
 	opts.Bill = r.bill
-	watchHeads(ctx, opts, func(h *headReport) {
+	heads.Watch(ctx, opts, func(h *heads.Report) {
 		if !r.headsTrusted() {
 			return
 		}
@@ -240,7 +240,7 @@ func (r *Remote) poll(ctx context.Context, onHead func()) {
 	if err != nil || isNull(res) {
 		return
 	}
-	h, err := parseHeadReport(res)
+	h, err := heads.ParseReport(res)
 	if err != nil {
 		r.log.Debug("remote sent a malformed latest block", "err", err)
 		return

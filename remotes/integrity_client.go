@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 
 	"github.com/venn-gateway/venn/evm"
 	integ "github.com/venn-gateway/venn/integrity"
-	"github.com/venn-gateway/venn/jrpc"
 )
 
 // Blocks is where a client's receipts find the block they are checked
@@ -34,37 +32,9 @@ type VerifiedClient struct {
 	blocks Blocks // nil: receipts are checked against themselves only
 }
 
-var _ jrpc.Handler = (*VerifiedClient)(nil)
-
 // NewVerifiedClient wraps p; blocks may be nil.
 func NewVerifiedClient(p *Pool, blocks Blocks) *VerifiedClient {
 	return &VerifiedClient{p: p, blocks: blocks}
-}
-
-// Head is the pool's best head: the router tells a stale window by it.
-func (c *VerifiedClient) Head() uint64 { return c.p.heads.Head() }
-
-// HealthyHead is Heads.HealthyHead. With HashAt, Reports, HeardWithin and BlockTime it
-// is what the router judges the head window's freshness by.
-func (c *VerifiedClient) HealthyHead() uint64 { return c.p.heads.HealthyHead() }
-
-// HashAt is Heads.HashAt.
-func (c *VerifiedClient) HashAt(n uint64) (string, bool) { return c.p.heads.HashAt(n) }
-
-// Reports is Heads.Reports.
-func (c *VerifiedClient) Reports(n uint64, hash string) bool { return c.p.heads.Reports(n, hash) }
-
-// HeardWithin is Heads.HeardWithin.
-func (c *VerifiedClient) HeardWithin(now time.Time, d time.Duration) bool {
-	return c.p.heads.HeardWithin(now, d)
-}
-
-// BlockTime is Heads.BlockTime.
-func (c *VerifiedClient) BlockTime() time.Duration { return c.p.heads.BlockTime() }
-
-// ServeRPC answers one client call.
-func (c *VerifiedClient) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
-	return c.ServeCall(ctx, evm.ParseCall(req.Method, req.Params))
 }
 
 // ServeCall answers one client call the router parsed.

@@ -2,6 +2,7 @@ package remotes
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 )
@@ -23,7 +25,7 @@ func serveChain(t *testing.T, p *Pool) string {
 // serveChainOn is serveChain on the server s.
 func serveChainOn(t *testing.T, s *jrpc.Server, p *Pool) string {
 	t.Helper()
-	s.Handle("test", p)
+	s.Handle("test", poolHandler{p})
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -32,6 +34,14 @@ func serveChainOn(t *testing.T, s *jrpc.Server, p *Pool) string {
 		ts.Close()
 	})
 	return ts.URL + "/test"
+}
+
+// poolHandler serves a pool as app's router does: each call parsed once
+// and handed to ServeCall.
+type poolHandler struct{ p *Pool }
+
+func (h poolHandler) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
+	return h.p.ServeCall(ctx, evm.ParseCall(req.Method, req.Params))
 }
 
 func postWith(t *testing.T, url, body string, header map[string]string) string {

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/jrpc"
 )
 
 // maxRemotes bounds a chain's remotes: the failover loop tracks the ones
@@ -73,8 +72,6 @@ type Pool struct {
 
 	release sync.Once // DropSeries lets go of the series once
 }
-
-var _ jrpc.Handler = (*Pool)(nil)
 
 // NewPool builds a chain's pool. It does no I/O: Start dials.
 func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, error) {
@@ -153,7 +150,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.wg.Go(func() { p.scoreLoop(bg) })
 	p.wg.Go(func() { p.budgetLoop(bg) })
 	p.wg.Go(func() { p.heads.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
-	p.wg.Go(func() { p.heads.watchStalls(bg) })    // stall.go
+	p.wg.Go(func() { p.heads.stall.Run(bg, p.log, p.heads.repoll) })
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
 	defer stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -250,11 +247,6 @@ func (p *Pool) view() view {
 func (p *Pool) pick(method string, rt route, tried uint64) (*Remote, int) {
 	v := p.view()
 	return p.selection().pick(&v, method, &rt, tried)
-}
-
-// ServeRPC answers one client call through the remotes.
-func (p *Pool) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
-	return p.Call(ctx, req.Method, req.Params)
 }
 
 // Call sends method to the remotes within the chain's call deadline, by

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/heads"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -68,7 +69,7 @@ type Remote struct {
 	// claim is the latest head the remote reported; head is the number of
 	// its highest report the pool found corroborated (chainhead.go), which
 	// routing and lag go by.
-	claim        atomic.Pointer[headReport]
+	claim        atomic.Pointer[heads.Report]
 	head         atomic.Uint64
 	ht           headJudgement // guarded by Pool.heads.mu
 	wsHeadAt     atomic.Int64  // unix nanos of the last head seen over newHeads
@@ -400,8 +401,8 @@ func errorCodes(err error) (code, status int) {
 
 // noteHead records a head the remote reported and reports whether it is
 // news: a new number, or a new hash at the same number (a reorg). A small
-// step back is ignored and a large one followed (maxHeadStepBack).
-func (r *Remote) noteHead(h *headReport) bool {
+// step back is ignored and a large one followed (heads.MaxStepBack).
+func (r *Remote) noteHead(h *heads.Report) bool {
 	r.reportedAt.Store(r.now().UnixNano())
 	for {
 		old := r.claim.Load()
@@ -409,7 +410,7 @@ func (r *Remote) noteHead(h *headReport) bool {
 			switch {
 			case h.Number == old.Number && h.Hash == old.Hash:
 				return false
-			case h.Number < old.Number && old.Number-h.Number <= maxHeadStepBack:
+			case h.Number < old.Number && old.Number-h.Number <= heads.MaxStepBack:
 				return false
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/heads"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -181,9 +182,9 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 	if r.Head() == 0 {
 		if held := p.heldReport(r); held == nil {
 			add(OutNoHead, "no head reported yet", time.Time{})
-		} else if ahead := int64(held.Time) - now.Unix(); ahead > int64(maxHeadClockSkew/time.Second) {
+		} else if ahead := int64(held.Time) - now.Unix(); ahead > int64(heads.MaxClockSkew/time.Second) {
 			add(OutHeadAhead, fmt.Sprintf("head %d not followed: its timestamp is %d s ahead of this host's clock (more than %v)",
-				held.Number, ahead, maxHeadClockSkew), time.Time{})
+				held.Number, ahead, heads.MaxClockSkew), time.Time{})
 		} else {
 			add(OutHeadHeld, fmt.Sprintf("head %d not followed: nothing corroborates it yet", held.Number), time.Time{})
 		}
@@ -210,7 +211,7 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 
 // heldReport is the head r reports that nothing corroborated (judgeHead),
 // nil when none is held.
-func (p *Pool) heldReport(r *Remote) *headReport {
+func (p *Pool) heldReport(r *Remote) *heads.Report {
 	p.heads.mu.Lock()
 	defer p.heads.mu.Unlock()
 	return r.ht.held

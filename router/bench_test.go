@@ -18,11 +18,14 @@ import (
 )
 
 // benchRemotes answers every call with one result and says its head.
-type benchRemotes struct{ head uint64 }
+type benchRemotes struct {
+	quietTip
+	head uint64
+}
 
 func (r benchRemotes) HealthyHead() uint64 { return r.head }
 
-func (benchRemotes) ServeRPC(context.Context, *jrpc.Request) (json.RawMessage, error) {
+func (benchRemotes) ServeCall(context.Context, evm.Call) (json.RawMessage, error) {
 	return json.RawMessage(`"0x1"`), nil
 }
 
@@ -60,7 +63,7 @@ func benchHash(n uint64) string { return fmt.Sprintf("0x%064x", n+0xb10c) }
 func benchRouter(b *testing.B) *Router { return benchRouterOver(b, benchRemotes{head: 8}) }
 
 // benchRouterOver is benchRouter in front of remotes.
-func benchRouterOver(b *testing.B, remotes jrpc.Handler) *Router {
+func benchRouterOver(b *testing.B, remotes Upstream) *Router {
 	b.Helper()
 	var blocks []*evm.Block
 	for n := uint64(1); n <= 8; n++ {

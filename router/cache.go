@@ -69,10 +69,10 @@ func (rt *Router) cachedForward(ctx context.Context, ch *cache.Cache, req *jrpc.
 func (rt *Router) forwardMiss(ctx context.Context, ch *cache.Cache, pr *cache.Probe, sp trace.Span, req *jrpc.Request, c *evm.Call) (json.RawMessage, error) {
 	res, err, o := ch.Fill(ctx, *pr, c, cacheView{rt}, func(ctx context.Context, pinned string) (json.RawMessage, error) {
 		if pinned == "" {
-			return rt.forward(ctx, req, c)
+			return rt.forward(ctx, c)
 		}
 		p := pinnedTo(c, pinned)
-		return rt.forward(ctx, req, &p)
+		return rt.forward(ctx, &p)
 	})
 	rt.cacheServed(ctx, sp, o, rt.forwarded.answered, err)
 	return res, err

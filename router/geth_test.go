@@ -144,7 +144,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 	t.Run("stored", func(t *testing.T) {
 		store := openStore(t, pgtest.New(t))
 		c.archive(t, store, 0, c.head)
-		up := &counting{Handler: upstreamOf(pool)}
+		up := &counting{Upstream: upstreamOf(pool)}
 		m := NewMetrics(nil)
 		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head)}, nil, up, m)
 		calls := append(c.blockCalls(t, 0, c.head), c.logCalls(0, c.head)...)
@@ -165,7 +165,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 		store := openStore(t, pgtest.New(t))
 		mid := c.head / 2
 		c.archive(t, store, 0, mid)
-		up := &counting{Handler: upstreamOf(pool)}
+		up := &counting{Upstream: upstreamOf(pool)}
 		m := NewMetrics(nil)
 		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head)}, nil, up, m)
 		compare(t, c, rt, c.logCalls(0, c.head))
@@ -183,7 +183,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 		c.archive(t, openStore(t, url), 0, c.head)
 		proxy := pgtest.NewProxy(t, url)
 		store := openStore(t, proxy.URL())
-		up := &counting{Handler: upstreamOf(pool)}
+		up := &counting{Upstream: upstreamOf(pool)}
 		m := NewMetrics(nil)
 		rt := New(Config{Chain: "dev", ChainID: 1337, History: store, Settled: settledAt(c.head)}, nil, up, m)
 		calls := append(c.blockCalls(t, c.head-2, c.head), c.logCalls(0, c.head)...)
@@ -204,7 +204,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 
 	t.Run("write-through", func(t *testing.T) {
 		store := openStore(t, pgtest.New(t))
-		up := &counting{Handler: upstreamOf(pool)}
+		up := &counting{Upstream: upstreamOf(pool)}
 		m := NewMetrics(nil)
 		// No window and an empty store: each block is confirmed by two
 		// remotes before it is stored.
@@ -259,7 +259,7 @@ func TestHistoryServesAsGeth(t *testing.T) {
 	})
 
 	t.Run("forger receipts", func(t *testing.T) {
-		up := noBlockReceipts{&counting{Handler: upstreamOf(pool)}}
+		up := noBlockReceipts{&counting{Upstream: upstreamOf(pool)}}
 		m := NewMetrics(nil)
 		rt := New(Config{Chain: "dev", ChainID: 1337}, nil, up, m)
 		var calls []call

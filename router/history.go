@@ -74,10 +74,8 @@ func (rt *Router) readable(ctx context.Context, from, to uint64) bool {
 			return false
 		}
 	}
-	if rt.upHead != nil {
-		if h := rt.upHead(); h > 0 && to > h {
-			return false
-		}
+	if h := rt.up.HealthyHead(); h > 0 && to > h {
+		return false
 	}
 	covered, err := rt.history.Covered(ctx, from, to)
 	return err == nil && whole(covered, from, to)
@@ -288,7 +286,7 @@ func (rt *Router) upstreamLogs(ctx context.Context, c *evm.Call, from, to uint64
 			return res, nil
 		}
 	}
-	return rt.forward(ctx, nil, &sub)
+	return rt.forward(ctx, &sub)
 }
 
 func isArray(raw json.RawMessage) bool {
@@ -357,7 +355,7 @@ func (rt *Router) stored(ctx context.Context, req *jrpc.Request, c *evm.Call) (r
 			rt.answeredBy(ctx, err, rt.forwarded)
 		}
 	case missed:
-		res, err = rt.forward(ctx, req, c)
+		res, err = rt.forward(ctx, c)
 		rt.answeredBy(ctx, err, rt.forwarded)
 	default:
 		return nil, false, nil

@@ -72,20 +72,21 @@ func logsOf(source string, from, to uint64) json.RawMessage {
 // logRemotes answers eth_getLogs with logsOf("remote", range) and
 // everything else with "0x10", recording what reached it.
 type logRemotes struct {
+	quietTip
 	mu   sync.Mutex
 	sent []jrpc.Request
 }
 
 func (r *logRemotes) HealthyHead() uint64 { return 1000 }
 
-func (r *logRemotes) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
+func (r *logRemotes) ServeCall(_ context.Context, c evm.Call) (json.RawMessage, error) {
 	r.mu.Lock()
-	r.sent = append(r.sent, *req)
+	r.sent = append(r.sent, jrpc.Request{Method: c.Method, Params: c.Params})
 	r.mu.Unlock()
-	if req.Method != "eth_getLogs" {
+	if c.Method != "eth_getLogs" {
 		return json.RawMessage(`"0x10"`), nil
 	}
-	lr, err := evm.ParseLogRange(req.Params)
+	lr, err := evm.ParseLogRange(c.Params)
 	if err != nil || lr.From.Kind != evm.RefNumber || lr.To.Kind != evm.RefNumber {
 		return json.RawMessage(`[{"src":"remote","whole":true}]`), nil
 	}
@@ -403,8 +404,8 @@ type downRemotes struct{ recorder }
 
 func (r *downRemotes) HealthyHead() uint64 { return 0 }
 
-func (r *downRemotes) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
-	_, _ = r.recorder.ServeRPC(ctx, req)
+func (r *downRemotes) ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+	_, _ = r.recorder.ServeCall(ctx, c)
 	return nil, errors.New("no remote in rotation")
 }
 
@@ -440,7 +441,7 @@ func TestRouterReadsCoverageWithoutAHead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &fakeHistory{covered: []blockstore.Range{{From: 10, To: 20}},
 				answer: func(string, json.RawMessage) (json.RawMessage, bool, error) { return stored, true, nil }}
-			var remotes jrpc.Handler = &downRemotes{}
+			var remotes Upstream = &downRemotes{}
 			if tt.remotesHead > 0 {
 				remotes = &headRemotes{head: tt.remotesHead}
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/jrpc"
 )
 
 // LogLimits cap what one client's eth_getLogs may ask of a chain. A call
@@ -102,7 +101,7 @@ func (rt *Router) checkLogs(c *evm.Call, withRange bool) error {
 	if span := to - from; span >= l.MaxBlockRange {
 		// geth's --rpc.rangelimit wording, which clients and venn's own
 		// classifier read the cap from.
-		return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+		return &limitError{msg: fmt.Sprintf(
 			"exceed maximum block range: %d (asked for %d blocks)", l.MaxBlockRange, span+1)}
 	}
 	return nil
@@ -146,7 +145,7 @@ func filterCounts(c *evm.Call) (addrs int, topics []int) {
 // logQueryLimit is geth's error for a filter over its --rpc.logquerylimit,
 // with what was over.
 func logQueryLimit(detail string) error {
-	return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: evm.ErrLogQueryLimit + ": " + detail}
+	return &limitError{msg: evm.ErrLogQueryLimit + ": " + detail}
 }
 
 // resolveTag reads a range end as a number against the cluster's head
@@ -164,8 +163,8 @@ func (rt *Router) resolveTag(ref evm.BlockRef) (uint64, bool) {
 			tags.latest, tags.safe, tags.finalized = t.Latest, t.Safe, t.Finalized
 		}
 	}
-	if tags.latest == 0 && rt.upHead != nil {
-		tags.latest = rt.upHead()
+	if tags.latest == 0 {
+		tags.latest = rt.up.HealthyHead()
 	}
 	var n uint64
 	switch ref.Kind {

@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -63,8 +62,7 @@ func TestLogLimitsRefuseBeforeAnyUpstreamCall(t *testing.T) {
 				if tt.want == "" {
 					return
 				}
-				var je *jrpc.Error
-				if !errors.As(err, &je) || je.Code != jrpc.CodeLimitExceeded || je.Message != tt.want {
+				if je := jrpc.ToWire(err); je == nil || je.Code != jrpc.CodeLimitExceeded || je.Message != tt.want {
 					t.Fatalf("error %v, want -32052 %q", err, tt.want)
 				}
 			})

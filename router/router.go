@@ -9,6 +9,10 @@
 // (eth_getBlockReceipts per transaction) or what a held block answers
 // (headers); everything else goes to the remotes pool, with latest, safe
 // and finalized pinned to the cluster's numbers.
+//
+// The remotes are an Upstream, which app wires: parsed calls one way in,
+// and the remotes' heads the window is judged by. The router must not
+// import the remotes' pool, nor send them a wire request of its own.
 package router
 
 import (
@@ -120,17 +124,31 @@ type Head interface {
 	Monotonic(n, ceiling uint64) uint64
 }
 
-// headOf is what the router needs of the remotes to tell a stale window,
-// and a number no remote could answer for: the best head among those in
-// rotation.
-type headOf interface{ HealthyHead() uint64 }
+// Upstream is the chain's remotes as the router uses them, wired by app:
+// calls through the pool (or its integrity-checking client), and what the
+// pool knows of the remotes' heads, which the head window is judged by.
+type Upstream interface {
+	forger.Calls
+	Tip
+}
 
-// tipOf is what the router needs of the remotes to tell a window that
-// holds an orphan, or one that is old: the hash the chain's tip says for a
-// recent block, whether a remote in rotation still reports another, when
-// one of them last reported its head, and the chain's block time
-// (remotes.Heads).
-type tipOf interface {
+// UpstreamOf is calls and tip as one Upstream: app wires a chain's pool
+// (or its client that checks blocks and receipts) and the pool's heads so.
+func UpstreamOf(calls forger.Calls, tip Tip) Upstream { return upstream{calls, tip} }
+
+type upstream struct {
+	forger.Calls
+	Tip
+}
+
+// Tip is what the router needs of the remotes' heads (remotes.Heads): the
+// best head among those in rotation, to tell a stale window and a number
+// no remote could answer for; the hash the chain's tip says for a recent
+// block, and whether a remote in rotation still reports another, to tell
+// a window that holds an orphan; when one of them last reported its head,
+// and the chain's block time, to tell a window that is old.
+type Tip interface {
+	HealthyHead() uint64
 	HashAt(n uint64) (hash string, ok bool)
 	Reports(n uint64, hash string) bool
 	HeardWithin(now time.Time, d time.Duration) bool
@@ -141,13 +159,6 @@ type tipOf interface {
 // (headstore.Window).
 type headRefOf interface {
 	HeadRef() (n uint64, hash string, time uint64, ok bool)
-}
-
-// callServer is the remotes taking a call the router parsed, so that they
-// do not read its params again (remotes.Pool); a plain jrpc.Handler gets
-// the request.
-type callServer interface {
-	ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error)
 }
 
 // canonicalOf is the head window's view of the chain the cluster follows,
@@ -173,11 +184,8 @@ type Router struct {
 	cfg     Config
 	chainID json.RawMessage
 	head    Head // nil: no head window
-	remotes jrpc.Handler
-	calls   callServer    // remotes, when they take parsed calls; else nil
-	upHead  func() uint64 // the remotes' head; nil when they don't say
-	tips    tipOf         // the remotes' recent hashes and heads' time; nil when they don't say
-	headRef headRefOf     // the window's head; nil when it doesn't say
+	up      Upstream
+	headRef headRefOf // the window's head; nil when it doesn't say
 	now     func() time.Time
 	history History                     // nil: no history store
 	cache   atomic.Pointer[cache.Cache] // nil: no response cache; a reload swaps it (SetCache)
@@ -210,34 +218,25 @@ type Router struct {
 var _ jrpc.Handler = (*Router)(nil)
 
 // New builds a chain's router in front of its remotes; head may be nil.
-func New(cfg Config, head Head, remotes jrpc.Handler, m *Metrics) *Router {
+func New(cfg Config, head Head, up Upstream, m *Metrics) *Router {
 	if m == nil {
 		m = NewMetrics(nil)
-	}
-	var upHead func() uint64
-	if h, ok := remotes.(headOf); ok {
-		upHead = h.HealthyHead
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("chain", cfg.Chain)
-	calls, _ := remotes.(callServer)
-	tips, _ := remotes.(tipOf)
 	headRef, _ := head.(headRefOf)
 	rt := &Router{
-		tips:      tips,
+		up:        up,
 		headRef:   headRef,
 		now:       time.Now,
-		calls:     calls,
-		upHead:    upHead,
 		cfg:       cfg,
 		chainID:   json.RawMessage(`"` + evm.Quantity(cfg.ChainID) + `"`),
 		head:      head,
-		remotes:   remotes,
 		history:   cfg.History,
-		forge:     forger.ForHandler(remotes, log),
+		forge:     forger.New(up, log),
 		log:       log,
 		local:     newSource(m, cfg, sourceLocal),
 		fromHead:  newSource(m, cfg, sourceHead),
@@ -281,10 +280,6 @@ func (rt *Router) Run(ctx context.Context) {
 		rt.wt.run(ctx)
 	}
 }
-
-// errNotifications is geth's answer to eth_subscribe where notifications
-// cannot be delivered.
-var errNotifications = &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: "notifications not supported"}
 
 // ServeRPC answers one call.
 func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
@@ -338,7 +333,7 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	if ch := rt.cacheFor(&c); ch != nil {
 		res, err = rt.cachedForward(ctx, ch, req, &c)
 	} else {
-		res, err = rt.forward(ctx, req, &c)
+		res, err = rt.forward(ctx, &c)
 		rt.answeredBy(ctx, err, rt.forwarded)
 	}
 	if err == nil && c.Kind == evm.KindBlockNumber && rt.head != nil {
@@ -347,18 +342,10 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 	return res, err
 }
 
-// forward sends c to the remotes: parsed, when they take it so; else as
-// the client's request with c's params (which pinning may have rewritten).
-// req is nil for calls the router builds.
-func (rt *Router) forward(ctx context.Context, req *jrpc.Request, c *evm.Call) (json.RawMessage, error) {
-	if rt.calls != nil {
-		return rt.calls.ServeCall(ctx, *c)
-	}
-	r := jrpc.Request{Method: c.Method, Params: c.Params}
-	if req != nil {
-		r.ID = req.ID
-	}
-	return rt.remotes.ServeRPC(ctx, &r)
+// forward sends c to the remotes as the router parsed it (and pinning may
+// have rewritten it): they do not read its params again.
+func (rt *Router) forward(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
+	return rt.up.ServeCall(ctx, *c)
 }
 
 // blockNumber is what a client gets of a remote's eth_blockNumber: never
@@ -396,8 +383,8 @@ func (rt *Router) blockNumber(res json.RawMessage) json.RawMessage {
 func (rt *Router) corroborated() uint64 {
 	var c uint64
 	lately := rt.heardLately()
-	if rt.upHead != nil && lately {
-		c = rt.upHead()
+	if lately {
+		c = rt.up.HealthyHead()
 	}
 	if n, ok := rt.head.Latest(); ok && (lately || rt.headTimely()) {
 		c = max(c, n)
@@ -406,9 +393,9 @@ func (rt *Router) corroborated() uint64 {
 }
 
 // headTimely reports whether the window's head is recent by its timestamp
-// (always, where the window or the remotes do not say).
+// (always, where the window does not say).
 func (rt *Router) headTimely() bool {
-	if rt.tips == nil || rt.headRef == nil {
+	if rt.headRef == nil {
 		return true
 	}
 	_, _, ts, ok := rt.headRef.HeadRef()
@@ -478,9 +465,9 @@ func (rt *Router) fresh() bool {
 // staleness judges the window, whose head is n: why it may not answer,
 // the remotes' head, and what the log says of it.
 func (rt *Router) staleness(n uint64) (staleness, uint64, string) {
-	if rt.tips != nil && rt.headRef != nil {
+	if rt.headRef != nil {
 		if hn, hash, ts, ok := rt.headRef.HeadRef(); ok {
-			if h, ok := rt.tips.HashAt(hn); ok && !strings.EqualFold(h, hash) && !rt.tips.Reports(hn, hash) {
+			if h, ok := rt.up.HashAt(hn); ok && !strings.EqualFold(h, hash) && !rt.up.Reports(hn, hash) {
 				return forked, 0, hash
 			}
 			if age, ok := rt.timely(ts); !ok {
@@ -488,10 +475,7 @@ func (rt *Router) staleness(n uint64) (staleness, uint64, string) {
 			}
 		}
 	}
-	if rt.upHead == nil {
-		return fresh, 0, ""
-	}
-	up := rt.upHead()
+	up := rt.up.HealthyHead()
 	if up > n+rt.maxLag.Load() {
 		return trailing, up, ""
 	}
@@ -504,22 +488,19 @@ func (rt *Router) staleness(n uint64) (staleness, uint64, string) {
 // head's.
 func (rt *Router) timely(ts uint64) (age time.Duration, ok bool) {
 	now := rt.now()
-	allow := max(staleBlocks*rt.tips.BlockTime(), minStale)
+	allow := max(staleBlocks*rt.up.BlockTime(), minStale)
 	age = now.Sub(time.Unix(int64(min(ts, 1<<62)), 0))
 	if age <= allow {
 		return age, true
 	}
-	return age.Round(time.Millisecond), rt.tips.HeardWithin(now, allow)
+	return age.Round(time.Millisecond), rt.up.HeardWithin(now, allow)
 }
 
 // heardLately reports whether the remotes' heads say something of the
 // chain now: a remote in rotation reported its head within the time the
-// block time allows (always, for remotes that do not say).
+// block time allows.
 func (rt *Router) heardLately() bool {
-	if rt.tips == nil {
-		return true
-	}
-	return rt.tips.HeardWithin(rt.now(), max(staleBlocks*rt.tips.BlockTime(), minStale))
+	return rt.up.HeardWithin(rt.now(), max(staleBlocks*rt.up.BlockTime(), minStale))
 }
 
 // pin rewrites a latest, safe or finalized block parameter to the
@@ -549,7 +530,7 @@ func (rt *Router) pin(c *evm.Call) {
 	case evm.RefFinalized:
 		n = tags.Finalized
 	}
-	if n == 0 || rt.upHead != nil && rt.upHead() < n {
+	if n == 0 || rt.up.HealthyHead() < n {
 		// No remote in rotation has the block yet: the call keeps its
 		// tag rather than fail with "header not found" everywhere.
 		return

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
@@ -15,14 +15,26 @@ import (
 )
 
 // recorder is the remotes: it records what reached it. Its head is 100.
-type recorder struct{ sent []jrpc.Request }
+type recorder struct {
+	quietTip
+	sent []jrpc.Request
+}
 
 func (r *recorder) HealthyHead() uint64 { return 100 }
 
-func (r *recorder) ServeRPC(_ context.Context, req *jrpc.Request) (json.RawMessage, error) {
-	r.sent = append(r.sent, *req)
+func (r *recorder) ServeCall(_ context.Context, c evm.Call) (json.RawMessage, error) {
+	r.sent = append(r.sent, jrpc.Request{Method: c.Method, Params: c.Params})
 	return json.RawMessage(`"0x10"`), nil
 }
+
+// quietTip is remotes whose heads say nothing of the window's hash or age:
+// they know no hash, and were heard from lately.
+type quietTip struct{}
+
+func (quietTip) HashAt(uint64) (string, bool)              { return "", false }
+func (quietTip) Reports(uint64, string) bool               { return false }
+func (quietTip) HeardWithin(time.Time, time.Duration) bool { return true }
+func (quietTip) BlockTime() time.Duration                  { return time.Second }
 
 // fakeHead answers eth_blockNumber and knows the given tags.
 type fakeHead struct {
@@ -53,8 +65,7 @@ func TestRouterLocalAnswers(t *testing.T) {
 	}
 	for _, m := range []string{"eth_subscribe", "eth_unsubscribe"} {
 		_, err := rt.ServeRPC(context.Background(), &jrpc.Request{Method: m})
-		var je *jrpc.Error
-		if !errors.As(err, &je) || je.Code != jrpc.CodeMethodNotFound {
+		if je := jrpc.ToWire(err); je == nil || je.Code != jrpc.CodeMethodNotFound || je.Message != "notifications not supported" {
 			t.Errorf("%s: err = %v, want -32601 as geth answers over HTTP", m, err)
 		}
 	}
@@ -137,11 +148,14 @@ func TestRouterBlockNumberNeverGoesBack(t *testing.T) {
 
 // blockNumberRemotes answers eth_blockNumber with answer; healthy is the
 // corroborated head of the remotes in rotation.
-type blockNumberRemotes struct{ answer, healthy uint64 }
+type blockNumberRemotes struct {
+	quietTip
+	answer, healthy uint64
+}
 
 func (r *blockNumberRemotes) HealthyHead() uint64 { return r.healthy }
 
-func (r *blockNumberRemotes) ServeRPC(context.Context, *jrpc.Request) (json.RawMessage, error) {
+func (r *blockNumberRemotes) ServeCall(context.Context, evm.Call) (json.RawMessage, error) {
 	return json.RawMessage(`"` + evm.Quantity(r.answer) + `"`), nil
 }
 

@@ -59,7 +59,7 @@ func (rt *Router) settledHash(ctx context.Context, n uint64) (string, bool) {
 		}
 	}
 	if res == nil {
-		r, err := rt.forward(ctx, nil, &c)
+		r, err := rt.forward(ctx, &c)
 		if err != nil {
 			return "", false
 		}

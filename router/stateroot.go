@@ -64,7 +64,7 @@ func (v cacheView) StateRoot(ctx context.Context, hash string) (string, bool) {
 			return rt.roots.get(hash)
 		}
 	}
-	if res, err := rt.forward(ctx, nil, &c); err == nil && rt.noteRoot(res, hash, false) {
+	if res, err := rt.forward(ctx, &c); err == nil && rt.noteRoot(res, hash, false) {
 		return rt.roots.get(hash)
 	}
 	return "", false
@@ -73,7 +73,7 @@ func (v cacheView) StateRoot(ctx context.Context, hash string) (string, bool) {
 // Proof is the remotes' answer to eth_getProof with params.
 func (v cacheView) Proof(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	c := evm.ParseCall("eth_getProof", params)
-	return v.rt.forward(ctx, nil, &c)
+	return v.rt.forward(ctx, &c)
 }
 
 // noteRoot remembers the state root of block raw, an answer for the block

@@ -275,30 +275,23 @@ func startChainPool(t *testing.T, chainID uint64, rs ...remotes.Config) *remotes
 
 // counting counts the calls that reach the remotes, by method.
 type counting struct {
-	jrpc.Handler
+	Upstream
 	mu    sync.Mutex
 	calls map[string]int
 }
 
-func (c *counting) HealthyHead() uint64 { return c.Handler.(upstream).HealthyHead() }
+// upstreamOf is a pool as app hands it to the router: its calls, and its
+// heads.
+func upstreamOf(p *remotes.Pool) Upstream { return UpstreamOf(p, p.Heads()) }
 
-// upstream is a pool as the app hands it to the router: its calls, and
-// the accessors of its head tracking.
-type upstream struct {
-	*remotes.Pool
-	*remotes.Heads
-}
-
-func upstreamOf(p *remotes.Pool) upstream { return upstream{p, p.Heads()} }
-
-func (c *counting) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
+func (c *counting) ServeCall(ctx context.Context, call evm.Call) (json.RawMessage, error) {
 	c.mu.Lock()
 	if c.calls == nil {
 		c.calls = map[string]int{}
 	}
-	c.calls[req.Method]++
+	c.calls[call.Method]++
 	c.mu.Unlock()
-	return c.Handler.ServeRPC(ctx, req)
+	return c.Upstream.ServeCall(ctx, call)
 }
 
 func (c *counting) total() int {
@@ -314,9 +307,9 @@ func (c *counting) total() int {
 // noBlockReceipts is the remotes as a provider without eth_getBlockReceipts.
 type noBlockReceipts struct{ *counting }
 
-func (n noBlockReceipts) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
-	if req.Method == "eth_getBlockReceipts" {
+func (n noBlockReceipts) ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+	if c.Method == "eth_getBlockReceipts" {
 		return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: "the method eth_getBlockReceipts does not exist/is not available"}
 	}
-	return n.counting.ServeRPC(ctx, req)
+	return n.counting.ServeCall(ctx, c)
 }

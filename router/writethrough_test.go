@@ -18,16 +18,22 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/forger"
-	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
-// inProcess is an Upstream that serves calls from a fake node's handler
-// without a listener.
-func inProcess(n *fakenode.Node) forger.Upstream {
-	return func(ctx context.Context, method string, params json.RawMessage, _ func(json.RawMessage) integrity.Verdict) (json.RawMessage, error) {
-		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + string(params) + `}`
+// callFunc is a func as forger.Calls.
+type callFunc func(ctx context.Context, c evm.Call) (json.RawMessage, error)
+
+func (f callFunc) ServeCall(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+	return f(ctx, c)
+}
+
+// inProcess is remotes that serve calls from a fake node's handler without
+// a listener.
+func inProcess(n *fakenode.Node) forger.Calls {
+	return callFunc(func(ctx context.Context, c evm.Call) (json.RawMessage, error) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"` + c.Method + `","params":` + string(c.Params) + `}`
 		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
@@ -43,7 +49,7 @@ func inProcess(n *fakenode.Node) forger.Upstream {
 			return nil, reply.Error
 		}
 		return reply.Result, nil
-	}
+	})
 }
 
 // putHistory records what Put stores; put decides its answer.

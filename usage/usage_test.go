@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,9 +72,12 @@ func post(t *testing.T, url, key, body string, tally *sent, items int) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
-	credits, _ := strconv.ParseInt(resp.Header.Get("X-Venn-Credits"), 10, 64)
+	credits, err := edge.ParseCredits(resp.Header.Get("X-Venn-Credits"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tally.calls += int64(items)
-	tally.credits += credits
+	tally.credits += credits.Call
 	tally.errors += int64(strings.Count(string(b), `"error"`))
 	n := int64(len(b))
 	if items > 1 {

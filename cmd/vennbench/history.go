@@ -198,8 +198,8 @@ func historyBench(ctx context.Context, cfg historyConfig, stdout, stderr io.Writ
 	}
 	defer func() { _ = pool.Stop(context.Background()) }()
 	settled := func() (uint64, bool) { return cfg.Blocks, true }
-	fromStore := router.New(router.Config{Chain: "bench", ChainID: historyChainID, History: hist, Settled: settled}, nil, pool, nil)
-	fromRemotes := router.New(router.Config{Chain: "bench", ChainID: historyChainID}, nil, pool, nil)
+	fromStore := router.New(router.Config{Chain: "bench", ChainID: historyChainID, History: hist, Settled: settled}, nil, router.UpstreamOf(pool, pool.Heads()), nil)
+	fromRemotes := router.New(router.Config{Chain: "bench", ChainID: historyChainID}, nil, router.UpstreamOf(pool, pool.Heads()), nil)
 
 	var results []queryResults
 	for _, q := range historyQueries(cfg, node.Contracts()) {

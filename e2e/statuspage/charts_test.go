@@ -17,8 +17,15 @@ import (
 // stay readable with this many.
 const chartChains = 20
 
+// chartStep is the charts' step in the test. The ring keeps 90 steps: the
+// window stops growing once it spans them, and the test watches it grow
+// by four steps of traffic. The chains must be up within the ring's span
+// (90 s): with 20 of them on a loaded machine that took most of the 22.5 s
+// a 250 ms step gives, and the window was full before the traffic began.
+const chartStep = time.Second
+
 // startManyChains serves chain "dev" and chartChains-1 more in front of
-// two fake nodes, the charts sampled every 250 ms; it returns the status
+// two fake nodes, the charts sampled every chartStep; it returns the status
 // page's base URL and dev's JSON-RPC URL.
 func startManyChains(t *testing.T) (base, rpc string) {
 	t.Helper()
@@ -27,7 +34,7 @@ func startManyChains(t *testing.T) (base, rpc string) {
 	addr, listen := testkit.ClosedAddr(t), testkit.ClosedAddr(t)
 	var y strings.Builder
 	fmt.Fprintf(&y, "listen: %s\nmetrics_listen: \"\"\nadmin_listen: %s\n", listen, addr)
-	fmt.Fprintf(&y, "admin: {tokens: [{name: browser, token: %s}], chart_step: 250ms}\nlog: {level: warn}\nchains:\n", token)
+	fmt.Fprintf(&y, "admin: {tokens: [{name: browser, token: %s}], chart_step: %s}\nlog: {level: warn}\nchains:\n", token, chartStep)
 	for i := range chartChains {
 		name := "dev"
 		if i > 0 {
@@ -113,19 +120,22 @@ func TestStatusPageCharts(t *testing.T) {
 		}
 		return len(o.Chains) == chartChains
 	})
-	// Traffic over several chart steps (250 ms each), so the charts have
-	// points to draw: rounds of calls until the window has grown by
-	// four steps. The admin API is read once a round: with 20 chains it
-	// is not cheap.
+	// Traffic over several chart steps, so the charts have points to
+	// draw: rounds of calls until the window has grown by four steps. The
+	// admin API is read once a round: with 20 chains it is not cheap.
+	grow := (4 * chartStep).Seconds()
 	from := overview(t, base).Chains[0].Recent.WindowSeconds
+	if span := (90 * chartStep).Seconds(); from+grow > span {
+		t.Fatalf("the chains took %.0f s to be ready: the charts' window (%.0f s at most) cannot grow by %.0f s more", from, span, grow)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for round := 0; ; round++ {
 		send(t, rpc, 3)
-		if overview(t, base).Chains[0].Recent.WindowSeconds >= from+1 && round >= 3 {
+		if overview(t, base).Chains[0].Recent.WindowSeconds >= from+grow && round >= 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the charts' window did not grow by 1 s in 60 s of traffic")
+			t.Fatalf("the charts' window did not grow by %.0f s in 60 s of traffic", grow)
 		}
 	}
 	b := startBrowser(t, path)

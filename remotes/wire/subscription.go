@@ -21,12 +21,12 @@ const NotificationMethod = "eth_subscription"
 const subscribeID = 1
 
 // Subscription is one eth_subscribe upstream on a WebSocket connection of
-// its own, the session both the newHeads follower (heads.go) and the relay
-// of a client's subscription (relay.go) run: each run dials, subscribes,
-// hands over the notifications until the connection fails or ctx ends, and
-// returns after closing the connection and stopping its pinger. Redialling
-// is the caller's: it decides the backoff, and whether what answers the new
-// connection is still to be trusted (chaincheck.go).
+// its own, the session both the newHeads follower (remotes/heads) and the
+// relay of a client's subscription (relay.go) run: each run dials,
+// subscribes, hands over the notifications until the connection fails or
+// ctx ends, and returns after closing the connection and stopping its
+// pinger. Redialling is the caller's: it decides the backoff, and whether
+// what answers the new connection is still to be trusted (chaincheck.go).
 //
 // The connection carries this one subscription, so a notification's
 // subscription id needs no check. The hooks run on the reading goroutine:

@@ -1,4 +1,4 @@
-package remotes
+package heads
 
 // A replica that was stalled (a VM pause, SIGSTOP, a long stop-the-world)
 // wakes with every head it knows as old as its window's, and with the news
@@ -9,13 +9,13 @@ package remotes
 // should beat every stallTick; a gap of stallGap or more is a stall. From
 // the moment a stall is seen (or, before the watch has run again, from
 // the moment its beat is overdue) until every remote in rotation was
-// polled again with a request sent after it, HeardWithin says nothing was
-// heard: the head window is judged by its head's timestamp alone, and the
-// cluster's heads cap nothing.
+// polled again with a request sent after it, remotes.Heads.HeardWithin
+// says nothing was heard: the head window is judged by its head's
+// timestamp alone, and the cluster's heads cap nothing.
 
 import (
 	"context"
-	"sync"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -29,16 +29,16 @@ const (
 	stallGap = 2 * time.Second
 )
 
-// stallWatch is the pool's stall watch state.
-type stallWatch struct {
+// Stalls is a pool's stall watch. Its zero value has not beaten yet.
+type Stalls struct {
 	beat       atomic.Int64 // wall clock, unix nanos, of the last beat; 0 before the first
 	confirming atomic.Bool  // a stall was seen; the heads are being polled again
 	stalls     atomic.Int64 // stalls seen, for tests and the log
 }
 
-// stalled reports whether the heads the pool holds may be old news: a
+// Stalled reports whether the heads the pool holds may be old news: a
 // stall is being confirmed, or the watch's beat is overdue.
-func (s *stallWatch) stalled(now time.Time) bool {
+func (s *Stalls) Stalled(now time.Time) bool {
 	if s.confirming.Load() {
 		return true
 	}
@@ -46,14 +46,17 @@ func (s *stallWatch) stalled(now time.Time) bool {
 	return b != 0 && now.UnixNano()-b >= int64(stallGap)
 }
 
-// watchStalls beats until ctx ends; a late beat is a stall, after which
-// every remote in rotation is polled again.
-func (h *Heads) watchStalls(ctx context.Context) {
-	p := h.p
+// Seen is how many stalls the watch saw.
+func (s *Stalls) Seen() int64 { return s.stalls.Load() }
+
+// Run beats until ctx ends; a late beat is a stall, after which repoll
+// polls every remote in rotation again and judges their heads, the heads
+// counting as old news until it returns.
+func (s *Stalls) Run(ctx context.Context, log *slog.Logger, repoll func(context.Context)) {
 	tick := time.NewTicker(stallTick)
 	defer tick.Stop()
 	last := time.Now()
-	h.stall.beat.Store(last.UnixNano())
+	s.beat.Store(last.UnixNano())
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,29 +65,14 @@ func (h *Heads) watchStalls(ctx context.Context) {
 		}
 		now := time.Now()
 		if gap := now.Sub(last); gap >= stallGap {
-			h.stall.confirming.Store(true)
-			h.stall.stalls.Add(1)
-			p.log.Info("replica was stalled; heads are polled again before they count", "stalled_for", gap.Round(time.Millisecond))
-			h.repoll(ctx)
-			h.stall.confirming.Store(false)
+			s.confirming.Store(true)
+			s.stalls.Add(1)
+			log.Info("replica was stalled; heads are polled again before they count", "stalled_for", gap.Round(time.Millisecond))
+			repoll(ctx)
+			s.confirming.Store(false)
 			now = time.Now()
 		}
 		last = now
-		h.stall.beat.Store(now.UnixNano())
+		s.beat.Store(now.UnixNano())
 	}
-}
-
-// repoll polls every remote on the chain once, at once, and judges the
-// heads.
-func (h *Heads) repoll(ctx context.Context) {
-	p := h.p
-	var wg sync.WaitGroup
-	for _, r := range p.members() {
-		if !r.chainVerified() {
-			continue
-		}
-		wg.Go(func() { r.poll(ctx, func() {}) })
-	}
-	wg.Wait()
-	h.changed()
 }

@@ -1,4 +1,4 @@
-package remotes
+package heads
 
 import (
 	"math/rand/v2"
@@ -52,7 +52,7 @@ func TestPollPlan(t *testing.T) {
 			headAt := func(at time.Time) uint64 {
 				return uint64(sort.Search(len(release), func(i int) bool { return release[i].After(at) }))
 			}
-			pc := &pollPlan{leading: true}
+			pc := &Plan{leading: true}
 			learned := tt.learned
 			if learned == 0 {
 				learned = tt.bt
@@ -63,7 +63,7 @@ func TestPollPlan(t *testing.T) {
 			polls, counted := 0, 0
 			for seen < blocks {
 				head := headAt(now.Add(tt.rtt / 2)) // the remote answers mid-trip
-				pc.saw(now, head, true, learned)
+				pc.Saw(now, head, true, learned)
 				if seen >= warm {
 					polls++
 				}
@@ -75,7 +75,7 @@ func TestPollPlan(t *testing.T) {
 					}
 				}
 				seen = max(seen, head)
-				wait, ok := pc.next(done, learned)
+				wait, ok := pc.Next(done, learned)
 				if !ok || wait <= 0 {
 					t.Fatalf("next poll: %v, %v", wait, ok)
 				}

@@ -1,18 +1,18 @@
-package remotes
+package heads
 
 // Polling when the block is due. A remote polled once per block time
-// (health.go's track) reports a block half a block time after it came, on
+// (remotes' track) reports a block half a block time after it came, on
 // average, and a whole one at worst: a poll that just missed it waits a
 // whole interval. The chain says when its next block is due: blocks come
 // one block time apart. So while this replica leads the chain
-// (SetLeading), its pollers follow a plan (pollPlan): they stay quiet
+// (Plan.Lead), its pollers follow a plan (Plan): they stay quiet
 // until a little before the next block is due, poll densely from then
 // until some remote reports it, and then go quiet until the one after. A
 // block that is late is polled for a little longer, then every quarter of
 // a block time, never in a storm. Pollers of a replica that does not lead
 // keep the block-time cadence: their heads come from the leader's feed.
 //
-// The plan's inputs are the block time (blocktime.go, from the chain's
+// The plan's inputs are the block time (Clock, from the chain's
 // timestamps) and when each block came, as the polls saw it: a block
 // first seen by a poll sent at hi, after one sent at lo saw nothing new,
 // came between the two, and the midpoint is the estimate. How far each
@@ -42,9 +42,8 @@ const (
 	paceExactFrom = 2 * time.Second
 )
 
-// pollPlan is the leader's plan for its polls. Its zero value is unused
-// (leading false).
-type pollPlan struct {
+// Plan is the leader's plan for its polls. Its zero value does not lead.
+type Plan struct {
 	mu      sync.Mutex
 	leading bool
 	tip     uint64    // the highest block seen by a poll or newHeads
@@ -57,36 +56,30 @@ type pollPlan struct {
 	gaps []time.Duration
 }
 
-// SetLeading switches the pool's pollers to the due-time plan (true:
-// this replica leads the chain) or back to the block-time cadence.
-func (h *Heads) SetLeading(on bool) {
-	pc := &h.pace
+// Lead switches the plan on (this replica leads the chain) or off, and
+// reports whether that changed it. A plan switched on starts afresh.
+func (pc *Plan) Lead(on bool) (changed bool) {
 	pc.mu.Lock()
-	changed := pc.leading != on
+	defer pc.mu.Unlock()
+	changed = pc.leading != on
 	pc.leading = on
 	if on && changed {
 		pc.tip, pc.arrival, pc.missAt, pc.errs, pc.gaps = 0, time.Time{}, time.Time{}, nil, nil
 	}
-	pc.mu.Unlock()
-	if changed {
-		h.retrack() // the trackers plan their next poll again
-	}
+	return changed
 }
 
-// Leading reports whether the pool polls on the due-time plan.
-func (h *Heads) Leading() bool {
-	h.pace.mu.Lock()
-	defer h.pace.mu.Unlock()
-	return h.pace.leading
+// Leading reports whether the plan is on.
+func (pc *Plan) Leading() bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.leading
 }
 
-// paced records what a poll sent at sent saw: the remote's head number.
-// A head over newHeads is recorded with sent its arrival.
-func (h *Heads) paced(sent time.Time, head uint64, poll bool) {
-	h.pace.saw(sent, head, poll, h.BlockTime())
-}
-
-func (pc *pollPlan) saw(sent time.Time, head uint64, poll bool, bt time.Duration) {
+// Saw records what a poll sent at sent saw: the remote's head number. A
+// head over newHeads is recorded with sent its arrival (poll false). bt is
+// the chain's block time.
+func (pc *Plan) Saw(sent time.Time, head uint64, poll bool, bt time.Duration) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if !pc.leading {
@@ -136,7 +129,7 @@ func appendSample(s []time.Duration, d time.Duration) []time.Duration {
 // whole-second timestamps measure well; for faster chains the median of
 // the recent gaps between arrivals, when there are a few and they are
 // within a factor of two of bt. pc.mu must be held.
-func (pc *pollPlan) period(bt time.Duration) time.Duration {
+func (pc *Plan) period(bt time.Duration) time.Duration {
 	if bt >= paceExactFrom || len(pc.gaps) < 4 {
 		return bt
 	}
@@ -151,7 +144,7 @@ func (pc *pollPlan) period(bt time.Duration) time.Duration {
 // plan is how early before a due block the dense polling starts (the
 // spread of the recent blocks' arrivals around their predictions) and
 // how far apart its polls are. pc.mu must be held.
-func (pc *pollPlan) plan(bt time.Duration) (spread, step time.Duration) {
+func (pc *Plan) plan(bt time.Duration) (spread, step time.Duration) {
 	spread = bt / 10 // until blocks have been seen
 	if len(pc.errs) >= 4 {
 		// Not the very worst: one GC pause must not widen every window.
@@ -164,13 +157,9 @@ func (pc *pollPlan) plan(bt time.Duration) (spread, step time.Duration) {
 	return spread, step
 }
 
-// nextPoll is how long a leader's poller waits before its next poll, and
-// false when the pool does not lead (the block-time cadence applies).
-func (h *Heads) nextPoll(now time.Time) (time.Duration, bool) {
-	return h.pace.next(now, h.BlockTime())
-}
-
-func (pc *pollPlan) next(now time.Time, bt time.Duration) (time.Duration, bool) {
+// Next is how long a leader's poller waits before its next poll, and
+// false when the plan does not lead (the block-time cadence applies).
+func (pc *Plan) Next(now time.Time, bt time.Duration) (time.Duration, bool) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if !pc.leading {

@@ -1,4 +1,4 @@
-package remotes
+package heads
 
 import (
 	"testing"
@@ -9,16 +9,16 @@ import (
 // it, a sibling or a shorter branch cuts what no longer links, and a tip
 // far above it starts again from the tip and its parent.
 func TestTipChain(t *testing.T) {
-	tip := func(n uint64, hash, parent string) *headReport {
-		return &headReport{Number: n, Hash: hash, Parent: parent}
+	tip := func(n uint64, hash, parent string) *Report {
+		return &Report{Number: n, Hash: hash, Parent: parent}
 	}
-	var c *tipChain
-	c = c.extend(tip(10, "a10", "a9"))
-	c = c.extend(tip(11, "a11", "a10"))
-	c = c.extend(tip(12, "a12", "a11"))
+	var c *Chain
+	c = c.Extend(tip(10, "a10", "a9"))
+	c = c.Extend(tip(11, "a11", "a10"))
+	c = c.Extend(tip(12, "a12", "a11"))
 	tests := []struct {
 		name  string
-		chain *tipChain
+		chain *Chain
 		give  uint64
 		want  string // "": not held
 	}{
@@ -27,28 +27,28 @@ func TestTipChain(t *testing.T) {
 		{"the first tip's parent", c, 9, "a9"},
 		{"below what is known", c, 8, ""},
 		{"above the tip", c, 13, ""},
-		{"a sibling replaces the tip", c.extend(tip(12, "b12", "a11")), 12, "b12"},
-		{"a sibling keeps what it links to", c.extend(tip(12, "b12", "a11")), 10, "a10"},
-		{"a shorter branch cuts the rest", c.extend(tip(11, "b11", "b10")), 10, "b10"},
-		{"a shorter branch drops the old tip", c.extend(tip(11, "b11", "b10")), 12, ""},
-		{"a shorter branch knows nothing below its parent", c.extend(tip(11, "b11", "b10")), 9, ""},
-		{"a jump starts again", c.extend(tip(40, "a40", "a39")), 39, "a39"},
-		{"a jump forgets the old run", c.extend(tip(40, "a40", "a39")), 12, ""},
+		{"a sibling replaces the tip", c.Extend(tip(12, "b12", "a11")), 12, "b12"},
+		{"a sibling keeps what it links to", c.Extend(tip(12, "b12", "a11")), 10, "a10"},
+		{"a shorter branch cuts the rest", c.Extend(tip(11, "b11", "b10")), 10, "b10"},
+		{"a shorter branch drops the old tip", c.Extend(tip(11, "b11", "b10")), 12, ""},
+		{"a shorter branch knows nothing below its parent", c.Extend(tip(11, "b11", "b10")), 9, ""},
+		{"a jump starts again", c.Extend(tip(40, "a40", "a39")), 39, "a39"},
+		{"a jump forgets the old run", c.Extend(tip(40, "a40", "a39")), 12, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := tt.chain.at(tt.give)
+			got, ok := tt.chain.At(tt.give)
 			if got != tt.want || ok != (tt.want != "") {
-				t.Fatalf("at(%d) = %q, %v; want %q", tt.give, got, ok, tt.want)
+				t.Fatalf("At(%d) = %q, %v; want %q", tt.give, got, ok, tt.want)
 			}
 		})
 	}
 	long := c
-	for n := uint64(13); n < 13+2*tipChainLen; n++ {
-		long = long.extend(tip(n, "h"+string(rune('0'+n%10)), long.hashes[0]))
+	for n := uint64(13); n < 13+2*chainLen; n++ {
+		long = long.Extend(tip(n, "h"+string(rune('0'+n%10)), long.hashes[0]))
 	}
-	if len(long.hashes) != tipChainLen {
-		t.Fatalf("%d hashes kept, want at most %d", len(long.hashes), tipChainLen)
+	if len(long.hashes) != chainLen {
+		t.Fatalf("%d hashes kept, want at most %d", len(long.hashes), chainLen)
 	}
 }
 
@@ -69,13 +69,13 @@ func TestStallWatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var s stallWatch
+			var s Stalls
 			if !tt.beat.IsZero() {
 				s.beat.Store(tt.beat.UnixNano())
 			}
 			s.confirming.Store(tt.confirming)
-			if got := s.stalled(now); got != tt.want {
-				t.Fatalf("stalled = %v, want %v", got, tt.want)
+			if got := s.Stalled(now); got != tt.want {
+				t.Fatalf("Stalled = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package remotes
+package heads
 
 import (
 	"context"
@@ -20,14 +20,14 @@ const (
 	headsHealthyAfter = 30 * time.Second
 )
 
-// watchHeads follows eth_subscribe("newHeads") on opts.URL, a ws(s) URL,
+// Watch follows eth_subscribe("newHeads") on opts.URL, a ws(s) URL,
 // until ctx ends, calling onHead for each header in the order received. It
 // redials with capped exponential backoff and jitter, logs each outage once
 // at Warn by the remote's name, and returns after closing its connection.
 //
 // onHead runs on the reading goroutine: while it blocks, pongs are not read,
 // and a block longer than the ping timeout costs a reconnect.
-func watchHeads(ctx context.Context, opts wire.Options, onHead func(*headReport)) {
+func Watch(ctx context.Context, opts wire.Options, onHead func(*Report)) {
 	w, err := newHeadWatcher(opts, onHead)
 	if err != nil {
 		opts.Logger.Error("remote heads not followed", "remote", opts.Name, "err", err)
@@ -43,7 +43,7 @@ type headWatcher struct {
 	name   string
 	log    *slog.Logger
 	sub    *wire.Subscription
-	onHead func(*headReport)
+	onHead func(*Report)
 	onSub  func() // nil: none
 	outage bool   // logged at Warn, and not yet over
 
@@ -51,7 +51,7 @@ type headWatcher struct {
 	healthyAfter           time.Duration
 }
 
-func newHeadWatcher(opts wire.Options, onHead func(*headReport)) (*headWatcher, error) {
+func newHeadWatcher(opts wire.Options, onHead func(*Report)) (*headWatcher, error) {
 	w := &headWatcher{
 		name:         opts.Name,
 		onHead:       onHead,
@@ -135,7 +135,7 @@ func (w *headWatcher) subscribed() {
 
 // result is a notification's header.
 func (w *headWatcher) result(res json.RawMessage) {
-	h, err := parseHeadReport(res)
+	h, err := ParseReport(res)
 	if err != nil {
 		w.log.Debug("remote heads: malformed head", "remote", w.name, "err", err)
 		return
