@@ -240,10 +240,11 @@ func (a *Admin) replicas(ctx context.Context) ([]ReplicaView, error) {
 func (a *Admin) overview(ctx context.Context) Overview {
 	o := Overview{Replica: a.opts.Replica, Version: a.opts.Version, ConfigFile: a.opts.ConfigFile,
 		Started: a.started, Draining: a.Draining()}
-	tr := traffic(a.opts.Gatherer)
+	mfs := gather(a.opts.Gatherer) // once: the registry of many chains is large
+	tr := traffic(mfs)
 	a.traffic.recent(a.now(), tr)
 	cs := a.chainList()
-	live := sampleCharts(a.opts.Gatherer, cs, a.now())
+	live := sampleCharts(mfs, cs, a.now())
 	for _, c := range cs {
 		v := a.chainView(ctx, c, true)
 		v.Traffic = tr[c.Name]

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The status page's charts: what happened to each chain over the last
@@ -107,8 +107,9 @@ func (r *chartRing) samples(chain string, live chainSample) []chainSample {
 	return ring
 }
 
-// sampleCharts reads every chain's counters now from g and the pools.
-func sampleCharts(g prometheus.Gatherer, cs []Chain, now time.Time) map[string]chainSample {
+// sampleCharts reads every chain's counters now from the gathered mfs and
+// the pools.
+func sampleCharts(mfs []*dto.MetricFamily, cs []Chain, now time.Time) map[string]chainSample {
 	out := make(map[string]chainSample, len(cs))
 	for _, c := range cs {
 		s := chainSample{at: now, headAge: math.NaN(), remotes: map[string]remoteSample{}}
@@ -119,13 +120,6 @@ func sampleCharts(g prometheus.Gatherer, cs []Chain, now time.Time) map[string]c
 			s.remotes[rs.Name] = remoteSample{}
 		}
 		out[c.Name] = s
-	}
-	if g == nil {
-		return out
-	}
-	mfs, err := g.Gather()
-	if err != nil {
-		return out
 	}
 	for _, mf := range mfs {
 		name := mf.GetName()
@@ -175,7 +169,7 @@ func (a *Admin) runCharts(ctx context.Context) {
 	t := time.NewTicker(step)
 	defer t.Stop()
 	for {
-		a.charts.add(sampleCharts(a.opts.Gatherer, a.chainList(), a.now()))
+		a.charts.add(sampleCharts(gather(a.opts.Gatherer), a.chainList(), a.now()))
 		select {
 		case <-ctx.Done():
 			return

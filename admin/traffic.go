@@ -19,16 +19,22 @@ type Traffic struct {
 	errors            float64 // since start
 }
 
-// traffic reads every chain's traffic from g; nil g reads nothing.
-func traffic(g prometheus.Gatherer) map[string]*Traffic {
-	out := map[string]*Traffic{}
+// gather reads g's metric families once for all the figures a read
+// derives from them; nil g, or a failed gather, reads none.
+func gather(g prometheus.Gatherer) []*dto.MetricFamily {
 	if g == nil {
-		return out
+		return nil
 	}
 	mfs, err := g.Gather()
 	if err != nil {
-		return out
+		return nil
 	}
+	return mfs
+}
+
+// traffic reads every chain's traffic from the gathered mfs.
+func traffic(mfs []*dto.MetricFamily) map[string]*Traffic {
+	out := map[string]*Traffic{}
 	of := func(chain string) *Traffic {
 		t := out[chain]
 		if t == nil {
