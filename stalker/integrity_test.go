@@ -184,7 +184,12 @@ func TestStalkerRefetchesWhatALiarServes(t *testing.T) {
 			}
 			const window = 8
 			store, w := headstore.NewMemory(window), headstore.NewWindow(window)
-			st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: window}, Integrity: true}, pool, pool.Heads(), store, nil, nil)
+			// The pool without its hedge (VerifiedHedger): on a busy machine
+			// the honest remote's hedged answer can win every race and the
+			// liar's answers are dropped unchecked, never charged. Hedged
+			// fetches have their own test (hedge_test.go).
+			up := struct{ Upstream }{pool}
+			st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: window}, Integrity: true}, up, pool.Heads(), store, nil, nil)
 			fol := headstore.NewFollower("test", store, w, nil, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
