@@ -107,7 +107,7 @@ var scripts = map[string]*redis.Script{"Acquire": keyspace.Acquire, "Renew": key
 	"Limit": keyspace.Limit, "Unlimit": keyspace.Unlimit, "CacheSet": keyspace.CacheSet,
 	"CacheSize": keyspace.CacheSize, "CacheClaim": keyspace.CacheClaim, "CacheRelease": keyspace.CacheRelease, "PublishHeads": keyspace.PublishHeads,
 	"PublishHeader": keyspace.PublishHeader,
-	"FilterCreate": keyspace.FilterCreate, "FilterAdvance": keyspace.FilterAdvance, "FilterRemove": keyspace.FilterRemove,
+	"FilterCreate":  keyspace.FilterCreate, "FilterAdvance": keyspace.FilterAdvance, "FilterRemove": keyspace.FilterRemove,
 	"PendingAdd": keyspace.PendingAdd}
 
 // packageScripts are the names of the exported package-level variables
