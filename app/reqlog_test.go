@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -95,21 +94,21 @@ func (o *observedVenn) line(t *testing.T, id string, index int) (string, map[str
 	var raw string
 	var got map[string]any
 	testkit.WaitFor(t, 5*time.Second, "the request log line of "+id, func() bool {
-		f, err := os.Open(o.logPath)
+		b, err := os.ReadFile(o.logPath)
 		if err != nil {
 			return false
 		}
-		defer f.Close()
+		// Whole lines only: the logger may be halfway through the last.
+		lines := strings.Split(string(b), "\n")
 		n := 0
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
+		for _, l := range lines[:len(lines)-1] {
 			var m map[string]any
-			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-				t.Fatalf("request log line %q: %v", sc.Text(), err)
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("request log line %q: %v", l, err)
 			}
 			if m["request_id"] == id {
 				if n == index {
-					raw, got = sc.Text(), m
+					raw, got = l, m
 					return true
 				}
 				n++
