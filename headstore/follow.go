@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/retry"
 )
 
 // Follower keeps one replica's Window in step with a chain's Store: it
@@ -81,14 +83,10 @@ func (f *Follower) Run(ctx context.Context) {
 		}
 		// Jittered, so replicas that lost Redis together don't all reload
 		// the snapshot at the same instant when it returns.
-		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Sleep(ctx, jittered(backoff)) {
 			return
-		case <-t.C:
 		}
-		backoff = min(2*backoff, 2*time.Second)
+		backoff = retry.Double(backoff, 0, 2*time.Second)
 	}
 }
 
@@ -219,13 +217,12 @@ func (f *Follower) headers(ctx context.Context, hs HeaderStore) {
 			backoff = 50 * time.Millisecond
 		}
 		f.log.Debug("header feed broke; following again", "err", err, "retry_in", backoff)
-		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !retry.Sleep(ctx, jittered(backoff)) {
 			return
-		case <-t.C:
 		}
-		backoff = min(2*backoff, 2*time.Second)
+		backoff = retry.Double(backoff, 0, 2*time.Second)
 	}
 }
+
+// jittered is a wait of d/2 to d.
+func jittered(d time.Duration) time.Duration { return d/2 + rand.N(d/2+1) }
