@@ -65,16 +65,41 @@ type Probed struct {
 
 // note tells the probes that a call for old data came: a block more
 // than a state window below the head, which a pruned remote may not keep.
+// A call that comes before the chain has a head (head 0) is kept, and
+// judged against the first head (due).
 func (w *probeWanted) note(histAt, head uint64) {
-	if histAt+minPrunedWindow < head && !w.seen.Load() && w.seen.CompareAndSwap(false, true) {
+	if w.seen.Load() {
+		return
+	}
+	if head == 0 {
+		for {
+			old := w.early.Load()
+			if old != 0 && old-1 <= histAt || w.early.CompareAndSwap(old, histAt+1) {
+				return
+			}
+		}
+	}
+	if histAt+minPrunedWindow < head && w.seen.CompareAndSwap(false, true) {
 		close(w.ch)
 	}
+}
+
+// due says whether the probes are wanted at the chain's head: a call for
+// old data came, or one came before the first head and is old at this one.
+func (w *probeWanted) due(head uint64) bool {
+	if early := w.early.Load(); early != 0 && head != 0 {
+		w.note(early-1, head)
+	}
+	return w.seen.Load()
 }
 
 // probeWanted is closed by the chain's first call for old data.
 type probeWanted struct {
 	seen atomic.Bool
 	ch   chan struct{}
+	// early is 1 + the oldest block asked before the chain had a head (0:
+	// none).
+	early atomic.Uint64
 }
 
 // minPrunedWindow is the shortest state window nodes keep (geth's 128
@@ -87,10 +112,13 @@ func (p *Pool) probeLoop(ctx context.Context, r *Remote) {
 	if r.stated() {
 		return // config wins: nothing to learn
 	}
-	select {
-	case <-ctx.Done():
-		return
-	case <-p.wanted.ch:
+	for !p.wanted.due(p.heads.best.Load()) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wanted.ch:
+		case <-p.heads.HeadChanged():
+		}
 	}
 	for {
 		if !p.awaitHead(ctx, r) {

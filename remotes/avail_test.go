@@ -124,6 +124,30 @@ func TestAvailabilityProbe(t *testing.T) {
 	}
 }
 
+// TestProbeWantedBeforeTheHead: a call for old data that comes before the
+// chain has a head starts the probes once a head shows it old (it did not:
+// the probes waited for a second call, and /readyz showed no window).
+func TestProbeWantedBeforeTheHead(t *testing.T) {
+	w := probeWanted{ch: make(chan struct{})}
+	w.note(300, 0)
+	w.note(100, 0)
+	w.note(200, 0)
+	for _, head := range []uint64{0, 150, 228} {
+		if w.due(head) {
+			t.Fatalf("probes wanted at head %d for block 100, within a state window", head)
+		}
+	}
+	if !w.due(229) {
+		t.Fatal("block 100 asked before the first head: probes not wanted at head 229")
+	}
+	select {
+	case <-w.ch:
+	default:
+		t.Fatal("probes wanted, but their channel is still open")
+	}
+	w.note(1, 5000) // once only: closing twice would panic
+}
+
 // TestAvailabilityFromAnswers: without a probe, a pruned node's "missing
 // trie node" teaches the pool that it lacks that block and every older
 // one: it gets no second call for them.
