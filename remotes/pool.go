@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/pin"
 	"github.com/venn-gateway/venn/remotes/relay"
 	"github.com/venn-gateway/venn/remotes/side"
@@ -152,7 +153,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.wg.Go(func() { p.scoreLoop(bg) })
-	p.wg.Go(func() { p.budgetLoop(bg) })
+	p.wg.Go(func() { budget.Run(bg, p.now, p.flushBudgets) })
 	p.wg.Go(func() { p.heads.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
 	p.wg.Go(func() { p.heads.stall.Run(bg, p.log, p.heads.repoll) })
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)
