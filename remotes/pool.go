@@ -266,10 +266,21 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 // call routes a parsed call: raw transactions to broadcast, filters to
 // their pinned remote, other writes to single, reads through dedup.
 func (p *Pool) call(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
-	if sd := p.side.Load(); sd != nil {
-		return sd.Call(ctx, c) // transaction routes, shadows
+	sd := p.side.Load() // remotes/side
+	if sd == nil {
+		return p.callPool(ctx, c)
 	}
-	return p.callPool(ctx, c)
+	if rt := sd.Route(ctx, c.Method); rt != nil {
+		if res, public, err := sd.Send(ctx, rt, c); !public {
+			return res, err
+		}
+		return p.callPool(ctx, c) // the route falls back to the public remotes
+	}
+	res, err := p.callPool(ctx, c)
+	if err == nil && c.Class == evm.ClassRead {
+		sd.Shadow(ctx, c, res)
+	}
+	return res, err
 }
 
 // callPool is call through the pool's own remotes.

@@ -96,7 +96,7 @@ func (p *Pool) buildSide(cfg PoolConfig, rs []Config) (*side.Side, error) {
 		members = append(members, side.Member{Name: rc.Name, T: t, Shadow: rc.Shadow, Sample: rc.ShadowSample, Group: rc.Group})
 	}
 	return side.New(side.Config{Chain: cfg.Chain, CallDeadline: cfg.CallDeadline, Members: members, Routes: cfg.TxRoutes,
-		Pool: p.callPool, Logger: p.log, Metrics: p.m.sd}), nil
+		Logger: p.log, Metrics: p.m.sd}), nil
 }
 
 // setSide puts sd in force and closes the one it replaces, once the

@@ -16,8 +16,8 @@
 // It owns the side remotes' transports, the routes and their check, the
 // shadow calls (bounded, owned by the Side and stopped by Close) and
 // their metrics. It must not touch the pool: it imports no remotes
-// package but the leaves wire and verdict, and reaches the pool only
-// through the function it is given for a route's public fallback. The
+// package but the leaves wire and verdict, and calls no pool; a route
+// that falls back to the public remotes tells its caller so. The
 // remotes' settings (shadow, shadow_sample, group) are checked by the
 // pool's config.
 package side

@@ -105,12 +105,8 @@ type Config struct {
 	CallDeadline time.Duration
 	Members      []Member
 	Routes       []TxRoute
-	// Pool sends a call through the pool's own remotes: the calls no
-	// route takes, and those of a route that falls back to the public
-	// remotes.
-	Pool    func(context.Context, *evm.Call) (json.RawMessage, error)
-	Logger  *slog.Logger
-	Metrics *Metrics
+	Logger       *slog.Logger
+	Metrics      *Metrics
 }
 
 // Side is a pool's remotes beside it and its routes, replaced whole by a
@@ -121,7 +117,7 @@ type Side struct {
 	groups  map[string][]*Member
 	// routes by method, each with its tenants (nil: everyone), tenant
 	// routes first.
-	routes map[string][]*route
+	routes map[string][]*Route
 	next   atomic.Uint64 // rotates a group's first member
 
 	ctx    context.Context
@@ -130,7 +126,8 @@ type Side struct {
 	slots  chan struct{}
 }
 
-type route struct {
+// Route is a transaction route in force (Side.Route).
+type Route struct {
 	TxRoute
 	tenants map[string]bool
 }
@@ -138,7 +135,7 @@ type route struct {
 // New builds the remotes beside the pool and the routes to them. It does
 // no I/O.
 func New(cfg Config) *Side {
-	sd := &Side{cfg: cfg, groups: map[string][]*Member{}, routes: map[string][]*route{},
+	sd := &Side{cfg: cfg, groups: map[string][]*Member{}, routes: map[string][]*Route{},
 		slots: make(chan struct{}, maxShadowInFlight)}
 	sd.ctx, sd.cancel = context.WithCancel(context.Background())
 	for i := range cfg.Members {
@@ -153,7 +150,7 @@ func New(cfg Config) *Side {
 		}
 	}
 	for _, rt := range cfg.Routes {
-		r := &route{TxRoute: rt}
+		r := &Route{TxRoute: rt}
 		if len(rt.Tenants) > 0 {
 			r.tenants = make(map[string]bool, len(rt.Tenants))
 			for _, t := range rt.Tenants {
@@ -165,7 +162,7 @@ func New(cfg Config) *Side {
 		}
 	}
 	for m, list := range sd.routes {
-		slices.SortStableFunc(list, func(a, b *route) int {
+		slices.SortStableFunc(list, func(a, b *Route) int {
 			return boolInt(a.tenants == nil) - boolInt(b.tenants == nil)
 		})
 		sd.routes[m] = list
@@ -193,23 +190,10 @@ func (sd *Side) Close() {
 	}
 }
 
-// Call serves a call of the chain: through its transaction route, if one
-// takes it from ctx's caller; else through the pool, and then, for a
-// read, copied to the shadows that sample it.
-func (sd *Side) Call(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
-	if rt := sd.route(ctx, c.Method); rt != nil {
-		return sd.routeTx(ctx, rt, c)
-	}
-	res, err := sd.cfg.Pool(ctx, c)
-	if err == nil && len(sd.shadows) > 0 && c.Class == evm.ClassRead {
-		sd.shadow(ctx, c, res)
-	}
-	return res, err
-}
-
-// route is the transaction route of a call of method from ctx's caller,
-// or nil.
-func (sd *Side) route(ctx context.Context, method string) *route {
+// Route is the transaction route of a call of method from ctx's caller,
+// or nil: then the call is the pool's, and a read is copied to the
+// shadows (Shadow).
+func (sd *Side) Route(ctx context.Context, method string) *Route {
 	list := sd.routes[method]
 	if len(list) == 0 {
 		return nil
@@ -229,11 +213,13 @@ func (sd *Side) route(ctx context.Context, method string) *route {
 	return nil
 }
 
-// routeTx sends a routed call to its group's remotes, one after another
+// Send sends a routed call to its group's remotes, one after another
 // from a rotating first, until one answers or says the call is the
-// caller's fault; then, if every one failed, to the pool when the route
-// falls back to it.
-func (sd *Side) routeTx(ctx context.Context, rt *route, c *evm.Call) (json.RawMessage, error) {
+// caller's fault. When every one failed and the route falls back to the
+// public remotes, it reports public: the caller sends the call to the
+// pool. (It calls no pool itself, so that c stays on its caller's
+// stack.)
+func (sd *Side) Send(ctx context.Context, rt *Route, c *evm.Call) (res json.RawMessage, public bool, err error) {
 	group := sd.groups[rt.Group]
 	chain, m := sd.cfg.Chain, sd.cfg.Metrics
 	callCtx, cancel := context.WithTimeout(ctx, sd.cfg.CallDeadline)
@@ -245,19 +231,19 @@ func (sd *Side) routeTx(ctx context.Context, rt *route, c *evm.Call) (json.RawMe
 		res, _, err := r.T.Call(callCtx, c.Method, c.Params)
 		if err == nil {
 			m.routed(chain, rt.Group, "ok")
-			return res, nil
+			return res, false, nil
 		}
 		lastErr = err
 		v := verdict.Classify(c.Method, err)
 		if v.Reason == verdict.ReasonAlreadyKnown && c.Method == "eth_sendRawTransaction" {
 			if h, ok := integ.SentTxHash(c.Params); ok { // the relay has it: sent
 				m.routed(chain, rt.Group, "ok")
-				return json.RawMessage(`"` + h + `"`), nil
+				return json.RawMessage(`"` + h + `"`), false, nil
 			}
 		}
 		if v.Class == verdict.ClassCaller {
 			m.routed(chain, rt.Group, "caller_error")
-			return nil, err
+			return nil, false, err
 		}
 		if callCtx.Err() != nil {
 			break
@@ -265,14 +251,14 @@ func (sd *Side) routeTx(ctx context.Context, rt *route, c *evm.Call) (json.RawMe
 	}
 	if rt.FallbackPublic && ctx.Err() == nil {
 		m.routed(chain, rt.Group, "fallback_public")
-		return sd.cfg.Pool(ctx, c)
+		return nil, true, nil
 	}
 	m.routed(chain, rt.Group, "failed")
 	reason := verdict.Reason("none")
 	if lastErr != nil {
 		reason = verdict.Classify(c.Method, lastErr).Reason
 	}
-	return nil, &GroupError{Method: c.Method, Chain: chain, Group: rt.Group, Tried: len(group), Last: reason}
+	return nil, false, &GroupError{Method: c.Method, Chain: chain, Group: rt.Group, Tried: len(group), Last: reason}
 }
 
 // GroupError: every remote of a transaction route's group failed the
@@ -291,9 +277,9 @@ func (e *GroupError) Error() string {
 
 func (e *GroupError) ErrorCode() int { return jrpc.CodeNoRemote }
 
-// shadow copies a read the pool answered with served to the shadows that
+// Shadow copies a read the pool answered with served to the shadows that
 // sample it, off the caller's goroutine.
-func (sd *Side) shadow(ctx context.Context, c *evm.Call, served json.RawMessage) {
+func (sd *Side) Shadow(ctx context.Context, c *evm.Call, served json.RawMessage) {
 	chain, m := sd.cfg.Chain, sd.cfg.Metrics
 	label := c.Row.Label
 	for _, r := range sd.shadows {

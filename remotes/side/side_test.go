@@ -45,7 +45,7 @@ func TestRouteByTenant(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := ""
-		if rt := sd.route(context.Background(), tt.method); rt != nil {
+		if rt := sd.Route(context.Background(), tt.method); rt != nil {
 			got = rt.Group
 		}
 		if got != tt.want {
