@@ -15,6 +15,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
 func TestCanonical(t *testing.T) {
@@ -213,7 +214,7 @@ func stopPool(t *testing.T, p *Pool) {
 }
 
 func misbehaviours(p *Pool, remote, kind string) float64 {
-	return testutil.ToFloat64(p.cons.m.misbehaviour.WithLabelValues(p.conf().Chain, remote, kind))
+	return testutil.ToFloat64(p.cons.Metrics().Misbehaviours(p.conf().Chain, remote, kind))
 }
 
 // TestConsensus runs one call through a pool of three primary remotes
@@ -374,7 +375,7 @@ func TestConsensus(t *testing.T) {
 			}
 			for i := range nodes {
 				name := fmt.Sprintf("n%d", i)
-				for kind, want := range map[string][]string{kindDisagree: tt.wantBad, kindDisagreeTip: tt.wantTip} {
+				for kind, want := range map[string][]string{misbehave.Disagree: tt.wantBad, misbehave.DisagreeTip: tt.wantTip} {
 					wantN := 0.0
 					if strings.Contains(strings.Join(want, " "), name) {
 						wantN = 1
@@ -385,7 +386,7 @@ func TestConsensus(t *testing.T) {
 				}
 			}
 			if tt.wantOut != "" {
-				if got := testutil.ToFloat64(p.cons.m.consensus.WithLabelValues("test", tt.method, tt.wantOut)); got != 1 {
+				if got := testutil.ToFloat64(p.cons.Metrics().Consensus("test", tt.method, tt.wantOut)); got != 1 {
 					t.Errorf("outcome %s counted %v times, want 1", tt.wantOut, got)
 				}
 			}
@@ -422,7 +423,7 @@ func TestConsensusGetLogsParts(t *testing.T) {
 	if n := nodes[0].Calls("eth_getLogs"); n < parts {
 		t.Fatalf("%d calls: not split", n)
 	}
-	if got := misbehaviours(p, "n1", kindDisagree); got != parts {
+	if got := misbehaviours(p, "n1", misbehave.Disagree); got != parts {
 		t.Fatalf("liar punished %v times, want once per part (%d)", got, parts)
 	}
 }

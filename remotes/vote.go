@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
 // hash is a digest of an answer's bytes or of its canonical form.
@@ -173,7 +175,7 @@ func (v *vote) run(ctx context.Context) (json.RawMessage, error) {
 		case b = <-v.ballots:
 		case <-ctx.Done():
 			v.cancel()
-			p.cons.outcome(v.method, "no_answer")
+			p.cons.Outcome(v.method, "no_answer")
 			return nil, p.exhausted(ctx, v.method, v.n, v.last)
 		}
 		if acc := v.count(b); acc != nil {
@@ -240,7 +242,7 @@ func (v *vote) count(b ballot) *answer {
 // accept returns the answer that has quorum, and judges the remotes that
 // gave another, now and, for the ballots still out, in the background.
 func (v *vote) accept(acc *answer) (json.RawMessage, error) {
-	v.p.cons.outcome(v.method, "agreed")
+	v.p.cons.Outcome(v.method, "agreed")
 	v.by = acc.voters[0] // whose bytes are served
 	for _, w := range v.t.answers {
 		if w != acc {
@@ -290,10 +292,10 @@ func (v *vote) disagreed(r *Remote, acc, w *answer, agreed, voters int) {
 	p, ig := v.p, v.rule.ignore
 	acc.canonKey(ig) // digests of the same kind on both sides
 	w.canonKey(ig)
-	kind := kindDisagree
+	kind := misbehave.Disagree
 	if need, grace := v.rt.need, max(p.conf().MaxLag, 1); need > 0 && need+grace > p.heads.best.Load() {
 		// Near the head the remotes may honestly be on different forks.
-		kind = kindDisagreeTip
+		kind = misbehave.DisagreeTip
 	}
 	p.misbehaved(r, kind, v.method, fmt.Sprintf("answered %s; %d of %d remotes agreed on %s",
 		w.digest(), agreed, voters, acc.digest()))
@@ -304,7 +306,7 @@ func (v *vote) settle(ctx context.Context) (json.RawMessage, error) {
 	t, rule := &v.t, v.rule
 	p, method := v.p, v.method
 	if len(t.answers) == 0 {
-		p.cons.outcome(method, "no_answer")
+		p.cons.Outcome(method, "no_answer")
 		switch {
 		case v.tooLarge != nil && method == "eth_getLogs":
 			return nil, v.tooLarge // split it: the parts are voted on
@@ -322,13 +324,13 @@ func (v *vote) settle(ctx context.Context) (json.RawMessage, error) {
 	}
 	if acc != nil {
 		v.by = acc.voters[0]
-		p.cons.outcome(method, "resolved")
+		p.cons.Outcome(method, "resolved")
 		p.log.Info("remotes disagree; answer chosen by policy", "method", method,
 			"policy", rule.OnDispute.String(), "answers", len(t.answers), "voters", t.voters,
 			"chosen", acc.digest(), "given_by", len(acc.voters))
 		return acc.reply()
 	}
-	p.cons.outcome(method, "disputed")
+	p.cons.Outcome(method, "disputed")
 	p.log.Warn("remotes disagree", "method", method, "answers", len(t.answers), "voters", t.voters, "agree", rule.Agree)
 	return nil, &disagreeError{method: method, agree: rule.Agree, voters: t.voters, answers: len(t.answers)}
 }
