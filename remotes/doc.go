@@ -24,14 +24,16 @@
 //   - The strategies: single.go (failover, one remote at a time), hedge.go
 //     (hedged: a slow send raced against others, under a budget), vote.go
 //     and consensus.go (voted: what votes, the ballots, who disagreed;
-//     the rules, canonical forms and tally are remotes/consensus's), getlogs.go and getlogs_address.go (split eth_getLogs, by
-//     range and, within one block, by address), broadcast.go (raw
+//     the rules, canonical forms and tally are remotes/consensus's),
+//     getlogs.go and getlogs_address.go (split eth_getLogs, by range and,
+//     within one block, by address), broadcast.go (raw
 //     transactions to several remotes), filters.go (pinned: a filter's
-//     calls go to the remote that made it).
+//     calls go to the remote that made it, which the leaf remotes/pin
+//     remembers).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
 //     integrity.go and integrity_client.go (answers checked locally, liars
-//     blamed), misbehave.go (cordons for misbehaviour; its record, log file and
-//     strike window are remotes/misbehave's), distrust.go
+//     blamed), misbehave.go (cordons for misbehaviour; its record, log
+//     file and strike window are remotes/misbehave's), distrust.go
 //     (a remote found on another chain or misbehaving, and its last good
 //     check, told to whoever keeps its answers: the cache drops them).
 //   - Heads, the chain's head tracking, which the pool owns and hands out
@@ -45,10 +47,18 @@
 //     stall watch, the newHeads subscription) is the leaf remotes/heads.
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
 //     latency.go, health.go (its trackers: chain id and head polls,
-//     newHeads), relay.go, relay_poll.go (upstream subscriptions, run on
-//     wire.Subscription), avail.go and avail_probe.go (the oldest block it
+//     newHeads), avail.go and avail_probe.go (the oldest block it
 //     serves of each kind of data: stated, probed, learnt from answers,
 //     shared through an AvailShare).
+//   - Beside the pool, behind small interfaces they declare:
+//     remotes/relay (clients' subscriptions relayed upstream: a
+//     remote's eth_subscribe, or a polled pending-transaction filter;
+//     relays.go hands it the pool's members, selection and clock as
+//     relay.Pool, and each remote's call and subscribe as
+//     relay.Upstream; Pool.Relays) and remotes/side (shadows and
+//     transaction groups: side.go splits them out of the chain's remotes,
+//     checks their settings and builds the side.Side that Pool.call goes
+//     through when there is one).
 //   - Below it, leaves that know no Pool or Remote: remotes/wire
 //     (transports, replies under the reply budget, redaction, upstream
 //     subscriptions and their errors), remotes/verdict (what an upstream
