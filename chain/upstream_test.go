@@ -1,4 +1,4 @@
-package app
+package chain
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/stalker"
 )
 
 // A node whose head is stamped minutes ahead of this host's clock (a dev
@@ -22,17 +23,14 @@ func TestWaitHeadSaysWhyNoRemoteIsFollowed(t *testing.T) {
 	opts := fakenode.Options{ChainID: 1337, Head: 100, BlockTime: 12 * time.Second}
 	opts.GenesisTime = uint64(time.Now().Unix()) + ahead - 100*12
 	node := fakenode.Start(t, opts)
-	cfg := mustParse(t, `
-chains:
-  - name: test
-    chain_id: 1337
-    block_time: 100ms
-    integrity: {stalker: false}
-    remotes: [{name: a, url: "`+node.URL()+`"}]
-`)
+	off := false
+	pool := remotes.PoolConfig{BlockTime: 100 * time.Millisecond}.WithDefaults(1)
+	cc := Config{Name: "test", ChainID: 1337, Pool: pool, Head: stalker.HeadConfig{}.WithDefaults(pool.BlockTime),
+		Integrity: IntegrityConfig{Stalker: &off},
+		Remotes:   []remotes.Config{remotes.Config{Name: "a", URL: node.URL()}.WithDefaults(pool.CallDeadline)}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	up, err := cfg.OpenUpstream(ctx, cfg.Chains[0], slog.New(slog.DiscardHandler))
+	up, err := OpenUpstream(ctx, cc, 64<<20, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
