@@ -26,6 +26,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes"
 )
 
 // reloadApp is venn started from a file a test rewrites and reloads.
@@ -273,13 +274,27 @@ func TestReloadRemovesRemoteInFlight(t *testing.T) {
 	})
 	withTiers := func(rs ...string) []string { return rs }
 	app := startReloadApp(t, reloadYAML("warn", withTiers(remoteYAML("a", a), "{name: b, url: "+b.URL()+", tier: fallback}"), ""))
+	// The pool starts once one remote is ready: under load that may be
+	// the fallback alone, which would take the call.
+	testkit.WaitFor(t, 20*time.Second, "remote a in rotation", func() bool {
+		for _, r := range remotes.ReasonsOf(app.chainNamed("test").Pool().Status()) {
+			if r.Remote == "a" {
+				return r.InRotation
+			}
+		}
+		return false
+	})
 	c := &http.Client{Timeout: 10 * time.Second}
 	defer c.CloseIdleConnections()
 	answer := make(chan wireResponse, 1)
 	go func() {
 		answer <- post(t, c, app.rpc("test"), `{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["0x0000000000000000000000000000000000000001","latest"]}`)
 	}()
-	<-entered
+	select {
+	case <-entered:
+	case r := <-answer:
+		t.Fatalf("the call did not reach remote a: %+v", r)
+	}
 	rep := app.reload(t, reloadYAML("warn", []string{remoteYAML("b", b)}, ""))
 	if !slices.Contains(rep.Changes, "chain test: remote a removed (its calls in flight finish on it)") {
 		t.Errorf("report %+v", rep)

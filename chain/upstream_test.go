@@ -12,7 +12,6 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/stalker"
 )
 
 // A node whose head is stamped minutes ahead of this host's clock (a dev
@@ -23,11 +22,7 @@ func TestWaitHeadSaysWhyNoRemoteIsFollowed(t *testing.T) {
 	opts := fakenode.Options{ChainID: 1337, Head: 100, BlockTime: 12 * time.Second}
 	opts.GenesisTime = uint64(time.Now().Unix()) + ahead - 100*12
 	node := fakenode.Start(t, opts)
-	off := false
-	pool := remotes.PoolConfig{BlockTime: 100 * time.Millisecond}.WithDefaults(1)
-	cc := Config{Name: "test", ChainID: 1337, Pool: pool, Head: stalker.HeadConfig{}.WithDefaults(pool.BlockTime),
-		Integrity: IntegrityConfig{Stalker: &off},
-		Remotes:   []remotes.Config{remotes.Config{Name: "a", URL: node.URL()}.WithDefaults(pool.CallDeadline)}}
+	cc := testConfig(node)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	up, err := OpenUpstream(ctx, cc, 64<<20, slog.New(slog.DiscardHandler))
