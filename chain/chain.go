@@ -21,6 +21,7 @@ import (
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/router"
@@ -125,8 +126,8 @@ func New(cc Config, p *Parts) (*Chain, error) {
 
 func build(cc Config, p *Parts) (*Chain, error) {
 	m, log := p.Metrics, p.Logger
-	var budgets remotes.BudgetStore // without Redis each process counts its own
-	var share remotes.AvailShare    // without Redis each process probes alone
+	var budgets budget.Store     // without Redis each process counts its own
+	var share remotes.AvailShare // without Redis each process probes alone
 	if p.Redis != nil {
 		budgets = redisstore.NewBudgets(p.Redis)
 		share = redisstore.NewShare(p.Redis, p.ReplicaID)
