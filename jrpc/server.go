@@ -320,9 +320,18 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 		return
 	}
 
-	hr := new(httpRequest)
-	setPeer(&hr.peer, cl, TransportHTTP, r, id)
-	ctx := context.WithValue(r.Context(), peerKey{}, &hr.peer)
+	var (
+		hr *httpRequest // with a caller: it may meter the calls
+		p  *Peer
+	)
+	if cl != nil {
+		hr = new(httpRequest)
+		p = &hr.peer
+		setPeer(p, cl, TransportHTTP, r, id)
+	} else {
+		p = peer(cl, TransportHTTP, r, id)
+	}
+	ctx := context.WithValue(r.Context(), peerKey{}, p)
 	ctx = withSkipCache(ctx, r.Header, true)
 	admitted := s.beginCalls()
 	if admitted {
@@ -331,10 +340,10 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 	s.answerHTTP(ctx, w, ch, cl, body, admitted, s.comp.choose(r.Header.Get("Accept-Encoding")), hr)
 }
 
-// httpRequest is what one POST keeps for its life, in one allocation: its
-// Peer (in the calls' context), and room for a single call's Charged,
-// which a Meter (an interface: the slice escapes) would otherwise have
-// allocated on its own.
+// httpRequest is what one POST of a Gate's caller keeps for its life, in
+// one allocation: its Peer (in the calls' context), and room for a single
+// call's Charged, which a Meter (an interface: the slice escapes) would
+// otherwise have allocated on its own.
 type httpRequest struct {
 	peer    Peer
 	charged [1]Charged
