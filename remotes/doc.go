@@ -14,9 +14,9 @@
 //   - route.go: what a call may be routed to (route, readRoute).
 //   - select.go: selection: the tier walk, the candidate filter, the score
 //     chooser; score.go computes the scores and preferred sets it reads;
-//     budget_config.go (weights, budgets, cost tables) and budget.go (the
-//     counts, flushed to a BudgetStore such as redisstore.Budgets) the
-//     shares it draws by and the remotes it leaves for last.
+//     remotes/budget (weights, budgets, cost tables, the counts flushed to
+//     a budget.Store such as redisstore.Budgets) the shares it draws by
+//     and the remotes it leaves for last; budget.go bills and flushes.
 //   - judge.go: the judge: answer, caller error, cut, missing data, a range
 //     too large (with the span a remote named), venn's own limit, fault.
 //   - attempt.go: one call's retry state and what it does with each
@@ -27,7 +27,8 @@
 //     disputes), getlogs.go and getlogs_address.go (split eth_getLogs, by
 //     range and, within one block, by address), broadcast.go (raw
 //     transactions to several remotes), filters.go (pinned: a filter's
-//     calls go to the remote that made it).
+//     calls go to the remote that made it, which the leaf remotes/pin
+//     remembers).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
 //     integrity.go and integrity_client.go (answers checked locally, liars
 //     blamed), misbehave.go (misbehaviour log and cordons), distrust.go
@@ -44,10 +45,18 @@
 //     stall watch, the newHeads subscription) is the leaf remotes/heads.
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
 //     latency.go, health.go (its trackers: chain id and head polls,
-//     newHeads), relay.go, relay_poll.go (upstream subscriptions, run on
-//     wire.Subscription), avail.go and avail_probe.go (the oldest block it
+//     newHeads), avail.go and avail_probe.go (the oldest block it
 //     serves of each kind of data: stated, probed, learnt from answers,
 //     shared through an AvailShare).
+//   - Beside the pool, behind small interfaces they declare:
+//     remotes/relay (clients' subscriptions relayed upstream: a
+//     remote's eth_subscribe, or a polled pending-transaction filter;
+//     relays.go hands it the pool's members, selection and clock as
+//     relay.Pool, and each remote's call and subscribe as
+//     relay.Upstream; Pool.Relays) and remotes/side (shadows and
+//     transaction groups: side.go splits them out of the chain's remotes,
+//     checks their settings and builds the side.Side that Pool.call goes
+//     through when there is one).
 //   - Below it, three leaves: remotes/wire (transports, replies under the
 //     reply budget, redaction, upstream subscriptions and their errors),
 //     remotes/verdict (what an upstream error means: its class, reason

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/side"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -32,8 +34,8 @@ type Metrics struct {
 	hs        *hedgeScoreMetrics       // hedge.go, score.go
 	ig        *integrityMetrics        // integrity.go
 	cc        *chainCheckMetrics       // chaincheck.go
-	bm        *budgetMetrics           // budget.go
-	sd        *sideMetrics             // side.go
+	bm        *budget.Metrics          // remotes/budget
+	sd        *side.Metrics            // remotes/side
 	held      seriesHolders            // series.go: who writes each remote's and chain's series
 
 	// The reply budget (replies.go): one series each, summed over the
@@ -95,8 +97,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.hs = newHedgeScoreMetrics(reg)
 	m.ig = newIntegrityMetrics(reg)
 	m.cc = newChainCheckMetrics(reg)
-	m.bm = newBudgetMetrics(reg)
-	m.sd = newSideMetrics(reg)
+	m.bm = budget.NewMetrics(reg)
+	m.sd = side.NewMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.failures, m.head, m.lag, m.healthy, m.breaker,
 			m.inFlight, m.throttled, m.oldest, m.chainHead, m.blockTime, m.splits, m.shared, m.attempts,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
 )
@@ -74,7 +75,7 @@ type PoolConfig struct {
 	BroadcastFanout int `yaml:"broadcast_fanout"`
 	// PendingPollInterval is how often the pending-transaction filter that
 	// serves newPendingTransactions without a WebSocket remote is polled
-	// (relay_poll.go).
+	// (remotes/relay).
 	PendingPollInterval time.Duration `yaml:"pending_poll_interval"`
 	Breaker             BreakerConfig `yaml:"breaker"`
 	// Consensus puts the listed methods to a vote among several remotes
@@ -109,7 +110,7 @@ type PoolConfig struct {
 	Tracer *tracing.Tracer `yaml:"-"`
 	// Budgets keeps the remotes' budget counters for the cluster
 	// (redisstore.NewBudgets); nil: each process counts its own.
-	Budgets BudgetStore `yaml:"-"`
+	Budgets budget.Store `yaml:"-"`
 }
 
 // AvailabilityConfig is how a chain learns its remotes' windows of old
