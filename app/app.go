@@ -339,7 +339,11 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 		budgets = redisstore.NewBudgets(cs.rdb)
 		share = redisstore.NewShare(cs.rdb, cfg.replicaID())
 	}
-	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share)
+	c := &chain{name: cc.Name, built: cc, cfg: cc, owner: cs}
+	// A remote found on another chain or misbehaving: its cached answers
+	// since its last good check are dropped, by the cache of the moment.
+	distrusted := func(d remotes.Distrust) { c.cache.Load().distrusted(d) }
+	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share, distrusted)
 	if err != nil {
 		return nil, err
 	}
@@ -379,11 +383,8 @@ func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 		rc.Cache = ccache.c // a nil *cache.Cache would be a non-nil interface
 	}
 	rt := router.New(rc, h.window, router.UpstreamOf(calls, pool.Heads()), m.router)
-	c := &chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, owner: cs}
+	c.pool, c.head, c.router, c.settled = pool, h, rt, settled
 	c.cache.Store(ccache)
-	// A remote found on another chain or misbehaving: its cached answers
-	// since its last good check are dropped, by the cache of the moment.
-	pool.OnDistrust(func(d remotes.Distrust) { c.cache.Load().distrusted(d) })
 	return c, nil
 }
 

@@ -89,9 +89,10 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 // cluster's budget counters (nil: the process counts its own) and share of
 // availability probes (nil: this process probes alone).
 func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *wire.ReplyBudget, tr *tracing.Tracer,
-	budgets remotes.BudgetStore, share remotes.AvailShare) (*remotes.Pool, error) {
+	budgets remotes.BudgetStore, share remotes.AvailShare, distrusted func(remotes.Distrust)) (*remotes.Pool, error) {
 	pc := c.PoolConfig()
 	pc.Replies, pc.Tracer, pc.Budgets, pc.Availability.Share = replies, tr, budgets, share
+	pc.OnDistrust = distrusted
 	pool, err := remotes.NewPool(pc, c.Remotes, log, m)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", c.Name, err)

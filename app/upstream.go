@@ -27,7 +27,7 @@ type Upstream struct {
 // OpenUpstream builds the chain's pool as serve does and starts it; Close
 // stops it.
 func (c *Config) OpenUpstream(ctx context.Context, cc ChainConfig, log *slog.Logger) (*Upstream, error) {
-	pool, err := cc.newPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(c.Limits.MaxReplyBytesInFlight, nil), nil, nil, nil)
+	pool, err := cc.newPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(c.Limits.MaxReplyBytesInFlight, nil), nil, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -49,8 +49,6 @@ type Pool struct {
 
 	cons consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
 
-	onDistrust atomic.Pointer[func(Distrust)] // distrust.go: told of remotes found untrustworthy
-
 	integ integrity // integrity.go: local checks of answers
 
 	relay relayState // relay.go: remotes whose subscription relay failed lately
