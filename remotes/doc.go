@@ -47,11 +47,13 @@
 //     newHeads), relay.go, relay_poll.go (upstream subscriptions, run on
 //     wire.Subscription), avail.go and avail_probe.go (the oldest block it
 //     serves of each kind of data: stated, probed, learnt from answers,
-//     shared through an AvailShare).
-//   - Below it, three leaves: remotes/wire (transports, replies under the
+//     shared through an AvailShare; the windows, the probe's search and
+//     whether it is wanted are the leaf remotes/avail).
+//   - Below it, four leaves: remotes/wire (transports, replies under the
 //     reply budget, redaction, upstream subscriptions and their errors),
 //     remotes/verdict (what an upstream error means: its class, reason
-//     and span) and remotes/heads (head tracking's computations). Beside
+//     and span), remotes/heads (head tracking's computations) and
+//     remotes/avail (windows of old data and the probe's search). Beside
 //     them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links
 //     no Redis client. errors.go holds the pool's own answers to a call
