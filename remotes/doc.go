@@ -24,8 +24,9 @@
 //   - The strategies: single.go (failover, one remote at a time), hedge.go
 //     (hedged: a slow send raced against others, under a budget), vote.go
 //     with consensus.go and canonical.go (voted: rules, ballots, tally,
-//     disputes), getlogs.go and getlogs_address.go (split eth_getLogs, by
-//     range and, within one block, by address), broadcast.go (raw
+//     disputes), getlogs.go (split eth_getLogs: which calls, how wide;
+//     the split itself, by range and within one block by address, is
+//     the leaf remotes/getlogs), broadcast.go (raw
 //     transactions to several remotes), filters.go (pinned: a filter's
 //     calls go to the remote that made it).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
@@ -49,11 +50,13 @@
 //     serves of each kind of data: stated, probed, learnt from answers,
 //     shared through an AvailShare; the windows, the probe's search and
 //     whether it is wanted are the leaf remotes/avail).
-//   - Below it, four leaves: remotes/wire (transports, replies under the
+//   - Below it, five leaves: remotes/wire (transports, replies under the
 //     reply budget, redaction, upstream subscriptions and their errors),
 //     remotes/verdict (what an upstream error means: its class, reason
-//     and span), remotes/heads (head tracking's computations) and
-//     remotes/avail (windows of old data and the probe's search). Beside
+//     and span), remotes/heads (head tracking's computations),
+//     remotes/avail (windows of old data and the probe's search) and
+//     remotes/getlogs (the eth_getLogs split, its parts sent through a
+//     Sender the pool implements). Beside
 //     them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links
 //     no Redis client. errors.go holds the pool's own answers to a call
