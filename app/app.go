@@ -37,6 +37,7 @@ import (
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
@@ -333,8 +334,8 @@ func (cs *chains) build(cc ChainConfig) (*chain, error) {
 
 func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
 	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
-	var budgets remotes.BudgetStore // without Redis each process counts its own
-	var share remotes.AvailShare    // without Redis each process probes alone
+	var budgets budget.Store     // without Redis each process counts its own
+	var share remotes.AvailShare // without Redis each process probes alone
 	if cs.rdb != nil {
 		budgets = redisstore.NewBudgets(cs.rdb)
 		share = redisstore.NewShare(cs.rdb, cfg.replicaID())

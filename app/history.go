@@ -12,6 +12,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/stalker"
@@ -89,7 +90,7 @@ func (c *Config) Chain(name string) (ChainConfig, bool) {
 // cluster's budget counters (nil: the process counts its own) and share of
 // availability probes (nil: this process probes alone).
 func (c ChainConfig) newPool(log *slog.Logger, m *remotes.Metrics, replies *wire.ReplyBudget, tr *tracing.Tracer,
-	budgets remotes.BudgetStore, share remotes.AvailShare, distrusted func(remotes.Distrust)) (*remotes.Pool, error) {
+	budgets budget.Store, share remotes.AvailShare, distrusted func(remotes.Distrust)) (*remotes.Pool, error) {
 	pc := c.PoolConfig()
 	pc.Replies, pc.Tracer, pc.Budgets, pc.Availability.Share = replies, tr, budgets, share
 	pc.OnDistrust = distrusted

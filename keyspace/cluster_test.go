@@ -27,6 +27,7 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/redisstore"
 	"github.com/venn-gateway/venn/stalker"
 )
@@ -458,8 +459,8 @@ func exerciseBudgets(t *testing.T, rdb redis.UniversalClient, chain string) {
 	ctx := t.Context()
 	b := redisstore.NewBudgets(rdb)
 	expire := time.Now().Add(time.Hour)
-	counts := func() []remotes.BudgetCount {
-		return []remotes.BudgetCount{
+	counts := func() []budget.Count {
+		return []budget.Count{
 			{Remote: "alchemy", Period: "h2026120100", N: 3, Expire: expire},
 			{Remote: "alchemy", Period: "d20261201", N: 3, Expire: expire},
 			{Remote: "infura", Period: "m202612", N: 5, Expire: expire},

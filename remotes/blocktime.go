@@ -116,12 +116,13 @@ func (h *Heads) bootstrapBlockTime(ctx context.Context, tip *heads.Report) {
 	below := tip.Number - min(tip.Number-1, blockTimeBootstrap)
 	// Asked of the remotes that have the block, directly, the tip's
 	// reporter first: a client call's votes and hedges have no business
-	// here.
+	// here. A fed remote is not asked (feed.go): the leader tracks its
+	// heads, and the feed's timestamps teach this replica the block time.
 	var from []*Remote
 	now := p.now()
 	h.mu.Lock()
 	for _, r := range p.members() {
-		if v := r.ht.vouched; v != nil && v.Number >= below && r.available(now) == 0 {
+		if v := r.ht.vouched; v != nil && v.Number >= below && !r.fed() && r.available(now) == 0 {
 			if v == tip {
 				from = append([]*Remote{r}, from...)
 			} else {

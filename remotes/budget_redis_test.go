@@ -16,12 +16,13 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/redisstore"
 )
 
 // redisBudgetPool is a pool that is never started, over a remote with
 // budget b at an address nothing listens on, its counts in store.
-func redisBudgetPool(t *testing.T, chain string, b remotes.Budget, store remotes.BudgetStore, log *slog.Logger, m *remotes.Metrics) *remotes.Pool {
+func redisBudgetPool(t *testing.T, chain string, b budget.Config, store budget.Store, log *slog.Logger, m *remotes.Metrics) *remotes.Pool {
 	t.Helper()
 	p, err := remotes.NewPool(remotes.PoolConfig{Chain: chain, ChainID: 1337, Budgets: store},
 		[]remotes.Config{{Name: "paid", URL: "http://" + testkit.ClosedAddr(t), Budget: b}}, log, m)
@@ -38,46 +39,46 @@ func TestBudgetCountedAcrossReplicas(t *testing.T) {
 	var logs testkit.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	m := remotes.NewMetrics(nil)
-	b := remotes.Budget{Calls: 100, Per: remotes.PeriodMonth}
+	b := budget.Config{Calls: 100, Per: budget.PeriodMonth}
 	one := redisBudgetPool(t, chain, b, store, log, m)
 	two := redisBudgetPool(t, chain, b, store, log, remotes.NewMetrics(nil))
 	r1, r2 := one.Members()[0], two.Members()[0]
 	now := time.Now()
 
 	for range 50 {
-		r1.Bill("eth_call")
+		r1.Meter().Bill("eth_call")
 	}
-	if got := r1.BudgetUsed(); got != 0.5 {
+	if got := r1.Meter().Used(); got != 0.5 {
 		t.Fatalf("before a flush replica one sees %v used, want its own 0.5", got)
 	}
 	one.FlushBudgets(context.Background(), now)
 	two.FlushBudgets(context.Background(), now)
-	if got := r2.BudgetUsed(); got != 0.5 {
+	if got := r2.Meter().Used(); got != 0.5 {
 		t.Fatalf("replica two sees %v used after a flush, want 0.5 from replica one", got)
 	}
 	for range 35 {
-		r2.Bill("eth_call")
+		r2.Meter().Bill("eth_call")
 	}
 	two.FlushBudgets(context.Background(), now)
 	one.FlushBudgets(context.Background(), now)
-	if got := r1.BudgetUsed(); got != 0.85 {
+	if got := r1.Meter().Used(); got != 0.85 {
 		t.Fatalf("replica one sees %v used, want 0.85", got)
 	}
 	if got := testutil.ToFloat64(m.BudgetUsedGauge(chain, "paid")); got != 0.85 {
 		t.Fatalf("venn_remote_budget_used_ratio = %v, want 0.85", got)
 	}
-	if r1.OverBudget() || r1.Share() >= 1 {
-		t.Fatalf("at 85%%: over budget %v, share %v; want in budget, share below its weight", r1.OverBudget(), r1.Share())
+	if r1.Meter().Over() || r1.Meter().Share(1) >= 1 {
+		t.Fatalf("at 85%%: over budget %v, share %v; want in budget, share below its weight", r1.Meter().Over(), r1.Meter().Share(1))
 	}
 	for range 20 {
-		r1.Bill("eth_call")
+		r1.Meter().Bill("eth_call")
 	}
 	for range 3 { // flushes of a spent budget log it once
 		one.FlushBudgets(context.Background(), now)
 		two.FlushBudgets(context.Background(), now)
 	}
-	if !r1.OverBudget() || !r2.OverBudget() {
-		t.Fatalf("105 of 100 calls: replicas see %v and %v used", r1.BudgetUsed(), r2.BudgetUsed())
+	if !r1.Meter().Over() || !r2.Meter().Over() {
+		t.Fatalf("105 of 100 calls: replicas see %v and %v used", r1.Meter().Used(), r2.Meter().Used())
 	}
 	if n := logs.Count("remote budget nearly used"); n != 2 {
 		t.Errorf("80%% logged %d times, want once per replica:\n%s", n, logs.String())
@@ -88,7 +89,7 @@ func TestBudgetCountedAcrossReplicas(t *testing.T) {
 	// The next month starts from nothing.
 	next := now.AddDate(0, 1, 0)
 	one.FlushBudgets(context.Background(), next)
-	if got := r1.BudgetUsed(); got != 0 {
+	if got := r1.Meter().Used(); got != 0 {
 		t.Fatalf("a new period starts at %v used, want 0", got)
 	}
 }
@@ -96,22 +97,22 @@ func TestBudgetCountedAcrossReplicas(t *testing.T) {
 func TestBudgetCountsStayInTheirPeriod(t *testing.T) {
 	rdb, token := testkit.Redis(t, func(tok string) string { return "venn:{budget" + tok + "}:*" })
 	chain := "budget" + token
-	p := redisBudgetPool(t, chain, remotes.Budget{Calls: 100, Per: remotes.PeriodHour}, redisstore.NewBudgets(rdb), nil, nil)
+	p := redisBudgetPool(t, chain, budget.Config{Calls: 100, Per: budget.PeriodHour}, redisstore.NewBudgets(rdb), nil, nil)
 	r := p.Members()[0]
 	ctx := context.Background()
 	// The current hour's last second, so that the counters' expiry (the
 	// period's end and a grace) is still ahead of the real clock Redis keeps.
-	_, end, endedPeriod := remotes.PeriodHour.Bounds(time.Now())
+	_, end, endedPeriod := budget.PeriodHour.Bounds(time.Now())
 	at := end.Add(-time.Second)
-	_, _, nextPeriod := remotes.PeriodHour.Bounds(end)
+	_, _, nextPeriod := budget.PeriodHour.Bounds(end)
 
 	for range 5 {
-		r.Bill("eth_call")
+		r.Meter().Bill("eth_call")
 	}
 	p.FlushBudgets(ctx, at)
 	// Billed in the hour's last flush interval, flushed after it ended.
 	for range 7 {
-		r.Bill("eth_call")
+		r.Meter().Bill("eth_call")
 	}
 	// The ended hour's counter cannot take them at first (not a number):
 	// they are sent to it again with the next flush.
@@ -119,15 +120,15 @@ func TestBudgetCountsStayInTheirPeriod(t *testing.T) {
 	if err := rdb.Set(ctx, ended, "x", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	p.FlushBudgets(ctx, at.Add(remotes.BudgetFlushInterval))
-	if got := r.BudgetUsed(); got != 0 {
+	p.FlushBudgets(ctx, at.Add(budget.FlushInterval))
+	if got := r.Meter().Used(); got != 0 {
 		t.Fatalf("the new hour starts at %v used, want 0", got)
 	}
 	if err := rdb.Set(ctx, ended, "5", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	r.Bill("eth_call")
-	p.FlushBudgets(ctx, at.Add(2*remotes.BudgetFlushInterval))
+	r.Meter().Bill("eth_call")
+	p.FlushBudgets(ctx, at.Add(2*budget.FlushInterval))
 	for _, tt := range []struct {
 		period string
 		want   int64
@@ -136,7 +137,7 @@ func TestBudgetCountsStayInTheirPeriod(t *testing.T) {
 			t.Errorf("period %s counted %d (%v), want %d", tt.period, got, err, tt.want)
 		}
 	}
-	if got := r.BudgetUsed(); got != 0.01 {
+	if got := r.Meter().Used(); got != 0.01 {
 		t.Fatalf("used %v in the new hour, want 0.01", got)
 	}
 }
@@ -144,7 +145,7 @@ func TestBudgetCountsStayInTheirPeriod(t *testing.T) {
 func TestBudgetFlushPartlyFailed(t *testing.T) {
 	rdb, token := testkit.Redis(t, func(tok string) string { return "venn:{budget" + tok + "}:*" })
 	chain := "budget" + token
-	b := remotes.Budget{Calls: 100, Per: remotes.PeriodMonth}
+	b := budget.Config{Calls: 100, Per: budget.PeriodMonth}
 	var logs testkit.Buffer
 	p, err := remotes.NewPool(remotes.PoolConfig{Chain: chain, ChainID: 1337, Budgets: redisstore.NewBudgets(rdb)},
 		[]remotes.Config{
@@ -156,7 +157,7 @@ func TestBudgetFlushPartlyFailed(t *testing.T) {
 	}
 	ctx := context.Background()
 	now := time.Now()
-	_, _, period := remotes.PeriodMonth.Bounds(now)
+	_, _, period := budget.PeriodMonth.Bounds(now)
 	goodKey, badKey := keyspace.BudgetKey(chain, "good", period), keyspace.BudgetKey(chain, "bad", period)
 	// bad's counter is a list: its INCRBY fails, good's in the same
 	// pipeline succeeds.
@@ -165,14 +166,14 @@ func TestBudgetFlushPartlyFailed(t *testing.T) {
 	}
 	good, bad := p.Members()[0], p.Members()[1]
 	for range 10 {
-		good.Bill("eth_call")
-		bad.Bill("eth_call")
+		good.Meter().Bill("eth_call")
+		bad.Meter().Bill("eth_call")
 	}
 	p.FlushBudgets(ctx, now)
 	if !strings.Contains(logs.String(), "budget counts not flushed") {
 		t.Fatalf("a failed flush is not logged:\n%s", logs.String())
 	}
-	if got := bad.BudgetUsed(); got != 0.1 {
+	if got := bad.Meter().Used(); got != 0.1 {
 		t.Fatalf("the failed remote's own count is %v, want 0.1 kept for the next flush", got)
 	}
 	if err := rdb.Del(ctx, badKey).Err(); err != nil {
@@ -187,7 +188,7 @@ func TestBudgetFlushPartlyFailed(t *testing.T) {
 			t.Errorf("%s counted %d (%v), want %d: each count added once", tt.key, got, err, tt.want)
 		}
 	}
-	if good.BudgetUsed() != 0.1 || bad.BudgetUsed() != 0.1 {
-		t.Fatalf("used %v and %v, want 0.1 each", good.BudgetUsed(), bad.BudgetUsed())
+	if good.Meter().Used() != 0.1 || bad.Meter().Used() != 0.1 {
+		t.Fatalf("used %v and %v, want 0.1 each", good.Meter().Used(), bad.Meter().Used())
 	}
 }

@@ -3,7 +3,6 @@ package remotes
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
-	"github.com/venn-gateway/venn/internal/testkit"
+	"github.com/venn-gateway/venn/remotes/budget"
 )
 
 // balanceCall asks for a different account each time: identical reads in
@@ -55,7 +54,7 @@ func TestBudgetExhaustedMovesTraffic(t *testing.T) {
 			// Only eth_getBalance is priced, so head polls do not spend
 			// the budget while the test runs.
 			c.Weight = ptr(100.0)
-			c.Budget = Budget{Units: 60, Per: PeriodDay, Cost: map[string]uint64{"default": 0, "eth_getBalance": 2}}
+			c.Budget = budget.Config{Units: 60, Per: budget.PeriodDay, Cost: map[string]uint64{"default": 0, "eth_getBalance": 2}}
 		}
 	})
 	p := startPool(t, cfg, rs, m)
@@ -71,7 +70,7 @@ func TestBudgetExhaustedMovesTraffic(t *testing.T) {
 		t.Fatalf("other remote got %d calls, want 70", got)
 	}
 	p.flushBudgets(context.Background(), time.Now())
-	if got := testutil.ToFloat64(m.bm.used.WithLabelValues("test", "n0")); got != 1 {
+	if got := testutil.ToFloat64(m.bm.Used("test", "n0")); got != 1 {
 		t.Fatalf("venn_remote_budget_used_ratio = %v, want 1", got)
 	}
 	if st := p.Status(); st[0].BudgetUsed == nil || *st[0].BudgetUsed != 1 || *st[0].Weight != 100 || st[1].BudgetUsed != nil {
@@ -87,56 +86,6 @@ func TestBudgetExhaustedMovesTraffic(t *testing.T) {
 	}
 }
 
-// budgetPool is a pool that is never started, over a remote with budget b
-// at an address nothing listens on: its counts are added by hand.
-func budgetPool(t *testing.T, chain string, b Budget, store BudgetStore, log *slog.Logger, m *Metrics) *Pool {
-	t.Helper()
-	p, err := NewPool(PoolConfig{Chain: chain, ChainID: testChainID, Budgets: store},
-		[]Config{{Name: "paid", URL: "http://" + testkit.ClosedAddr(t), Budget: b}}, log, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func TestBudgetWithoutStoreCountsLocally(t *testing.T) {
-	p := budgetPool(t, "local", Budget{Units: 1000, Per: PeriodHour,
-		Cost: map[string]uint64{"default": 1, "eth_getLogs": 75, "debug_trace*": 300, "debug_traceBlockByHash": 500}}, nil, nil, nil)
-	r := p.members()[0]
-	for _, m := range []string{"eth_getLogs", "debug_traceTransaction", "debug_traceBlockByHash", "eth_chainId"} {
-		r.bill(m)
-	}
-	now := time.Now()
-	p.flushBudgets(context.Background(), now)
-	p.flushBudgets(context.Background(), now)
-	if got := r.budgetUsed(); got != 0.876 {
-		t.Fatalf("used %v, want (75+300+500+1)/1000", got)
-	}
-}
-
-// A notification costs only in a units budget, at exactly its cost
-// table's eth_subscription entry: never the default, never a call.
-func TestBudgetNotificationPrice(t *testing.T) {
-	tests := []struct {
-		name string
-		give Budget
-		want float64 // used after one notification
-	}{
-		{"calls", Budget{Calls: 100, Per: PeriodDay}, 0},
-		{"units priced", Budget{Units: 100, Per: PeriodDay, Cost: map[string]uint64{"default": 5, "eth_subscription": 40}}, 0.4},
-		{"units unpriced", Budget{Units: 100, Per: PeriodDay, Cost: map[string]uint64{"default": 5, "eth_*": 7}}, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := budgetPool(t, "notify", tt.give, nil, nil, nil).members()[0]
-			r.bill(notificationMethod)
-			if got := r.budgetUsed(); got != tt.want {
-				t.Fatalf("one notification used %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 // The newHeads subscription venn keeps on a remote is billed: its
 // eth_subscribe, and each notification received.
 func TestBudgetCountsHeadNotifications(t *testing.T) {
@@ -145,7 +94,7 @@ func TestBudgetCountsHeadNotifications(t *testing.T) {
 	rs := testConfigs([]string{n.URL()}, func(_ int, c *Config) {
 		c.WSURL = n.WSURL()
 		// Nothing else costs, so what is used is the subscription's.
-		c.Budget = Budget{Units: 1 << 40, Per: PeriodMonth,
+		c.Budget = budget.Config{Units: 1 << 40, Per: budget.PeriodMonth,
 			Cost: map[string]uint64{"default": 0, "eth_subscribe": subscribe, "eth_subscription": notification}}
 	})
 	p := startPool(t, PoolConfig{}, rs, nil)
@@ -153,58 +102,18 @@ func TestBudgetCountsHeadNotifications(t *testing.T) {
 	waitFor(t, "the heads subscription", func() bool { return n.Calls("eth_subscribe") > 0 })
 	n.Mine(3)
 	waitFor(t, "three notifications billed", func() bool {
-		used := int64(r.budgetUsed()*float64(int64(1)<<40)) - subscribe*n.Calls("eth_subscribe")
+		used := int64(r.bud.Used()*float64(int64(1)<<40)) - subscribe*n.Calls("eth_subscribe")
 		return used >= 3*notification && used%notification == 0
 	})
 }
 
-func TestBudgetConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		give Config
-		want string // "" valid
-	}{
-		{"calls", Config{Budget: Budget{Calls: 10, Per: PeriodMonth}}, ""},
-		{"units", Config{Budget: Budget{Units: 10, Per: PeriodDay, Cost: map[string]uint64{"eth_getLogs": 75, "debug_trace*": 300}}}, ""},
-		{"weight", Config{Weight: ptr(0.5)}, ""},
-		{"no period", Config{Budget: Budget{Calls: 10}}, "budget.per: required"},
-		{"both", Config{Budget: Budget{Calls: 10, Units: 10, Per: PeriodDay}}, "budget: set calls or units, not both"},
-		{"cost with calls", Config{Budget: Budget{Calls: 10, Per: PeriodDay, Cost: map[string]uint64{"eth_call": 2}}}, "budget.cost: prices compute units"},
-		{"period alone", Config{Budget: Budget{Per: PeriodDay}}, "budget: needs calls or units"},
-		{"bad pattern", Config{Budget: Budget{Units: 10, Per: PeriodDay, Cost: map[string]uint64{"debug_*trace": 2}}}, `budget.cost: "debug_*trace" is not a method`},
-		{"zero weight", Config{Weight: ptr(0.0)}, "weight: must be above 0"},
-		{"huge weight", Config{Weight: ptr(1e6)}, "weight: must be above 0 and at most 1000"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := tt.give
-			c.Name, c.URL = "a", "http://h"
-			err := c.WithDefaults(0).Validate()
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("unexpected error: %v", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("error %v, want %q", err, tt.want)
-			}
-		})
-	}
-}
-
-func TestPeriodBounds(t *testing.T) {
-	at := time.Date(2026, 12, 31, 23, 59, 0, 0, time.UTC)
-	tests := []struct {
-		give     Period
-		wantEnd  time.Time
-		wantName string
-	}{
-		{PeriodHour, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "h2026123123"},
-		{PeriodDay, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "d20261231"},
-		{PeriodMonth, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "m202612"},
-	}
-	for _, tt := range tests {
-		_, end, name := tt.give.bounds(at)
-		if !end.Equal(tt.wantEnd) || name != tt.wantName {
-			t.Errorf("%v: end %v name %s, want %v %s", tt.give, end, name, tt.wantEnd, tt.wantName)
+// A remote's weight and budget are checked with the rest of its section.
+func TestRemoteValidatesWeightAndBudget(t *testing.T) {
+	c := Config{Name: "a", URL: "http://h", Weight: ptr(0.0), Budget: budget.Config{Calls: 10}}
+	err := c.WithDefaults(0).Validate()
+	for _, want := range []string{"weight: must be above 0", "budget.per: required"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
 		}
 	}
 }

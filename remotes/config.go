@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/budget"
 )
 
 // Tier orders remotes: primary first, then secondary; fallback only when
@@ -126,10 +128,10 @@ type Config struct {
 	// one of the same tier stays warm. Scores still decide who is in the
 	// tier's preferred set (score.go); weight splits the calls among them.
 	Weight *float64 `yaml:"weight"`
-	// Budget caps what the remote is sent per period (budget.go): near it
+	// Budget caps what the remote is sent per period (remotes/budget): near it
 	// the remote's share falls, past it the remote takes calls only when
 	// no other can.
-	Budget Budget `yaml:"budget"`
+	Budget budget.Config `yaml:"budget"`
 	// ForwardHeaders are client headers copied onto the HTTP requests a
 	// client's call makes here, with the chain's (passthrough.go).
 	ForwardHeaders []string `yaml:"forward_headers"`
@@ -219,8 +221,8 @@ func (c Config) Validate() error {
 	if c.Archive && c.MaxBlockLookback > 0 {
 		p.add("max_block_lookback", "must not be set with archive: true (an archive serves every block)")
 	}
-	validateWeight(&p, c.Weight)
-	c.Budget.validate(&p)
+	p.under("", budget.ValidateWeight(c.Weight))
+	p.under("", c.Budget.Validate())
 	validateForward(&p, c.ForwardHeaders)
 	c.validateSide(&p)
 	if c.RateLimit.Burst < 0 {

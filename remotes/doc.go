@@ -14,9 +14,9 @@
 //   - route.go: what a call may be routed to (route, readRoute).
 //   - select.go: selection: the tier walk, the candidate filter, the score
 //     chooser; score.go computes the scores and preferred sets it reads;
-//     budget_config.go (weights, budgets, cost tables) and budget.go (the
-//     counts, flushed to a BudgetStore such as redisstore.Budgets) the
-//     shares it draws by and the remotes it leaves for last.
+//     remotes/budget (weights, budgets, cost tables, the counts flushed to
+//     a budget.Store such as redisstore.Budgets) the shares it draws by
+//     and the remotes it leaves for last; budget.go bills and flushes.
 //   - judge.go: the judge: answer, caller error, cut, missing data, a range
 //     too large (with the span a remote named), venn's own limit, fault.
 //   - attempt.go: one call's retry state and what it does with each

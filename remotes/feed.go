@@ -40,6 +40,10 @@ type RemoteHead struct {
 // remoteFeed is a remote's part in the feed.
 type remoteFeed struct {
 	fed atomic.Bool // its heads come from the feed; its trackers idle
+	// busy is set while the poll tracker decides on and makes a poll:
+	// once a fed remote's tracker is not busy, no poll decided on before
+	// the feed began can land after (the tests wait for that).
+	busy atomic.Bool
 	// noted is the claim the last headChanged saw, guarded by
 	// Pool.heads.mu: a new one is news for ClaimsChanged.
 	noted *heads.Report

@@ -58,7 +58,10 @@ func TestFedPoolLeavesItsRemotesAlone(t *testing.T) {
 	waitFor(t, "the follower's newHeads subscription", func() bool { return own.CallsAt("eth_subscribe", "newHeads") >= 1 })
 
 	stopFeed := feedFrom(t, leader, follower)
-	waitFor(t, "both remotes fed", func() bool { return follower.Heads().Fed() == 2 })
+	// Fed, and no poll decided on before the feed began still to come.
+	waitFor(t, "both remotes fed, their trackers idle", func() bool {
+		return follower.Heads().Fed() == 2 && !follower.members()[0].feed.busy.Load() && !follower.members()[1].feed.busy.Load()
+	})
 	all := append(append([]*fakenode.Node{}, leaderNodes...), ownNodes...)
 	// A poll decided on before the feed began may still land: a block on.
 	for _, n := range all {

@@ -47,6 +47,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 		case <-r.cc.kick: // chaincheck.go: the chain id is in doubt
 			timer.Stop()
 		}
+		r.feed.busy.Store(true) // before the fed flag is read (Fed)
 		every, retimed = cadence()
 		tipMoved = nil
 		if pace.Leading() {
@@ -94,6 +95,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 			next += jitter
 			jitter = 0
 		}
+		r.feed.busy.Store(false)
 		timer.Reset(next)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -32,7 +33,7 @@ type Metrics struct {
 	hs        *hedgeScoreMetrics       // hedge.go, score.go
 	ig        *integrityMetrics        // integrity.go
 	cc        *chainCheckMetrics       // chaincheck.go
-	bm        *budgetMetrics           // budget.go
+	bm        *budget.Metrics          // remotes/budget
 	sd        *sideMetrics             // side.go
 	held      seriesHolders            // series.go: who writes each remote's and chain's series
 
@@ -95,7 +96,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.hs = newHedgeScoreMetrics(reg)
 	m.ig = newIntegrityMetrics(reg)
 	m.cc = newChainCheckMetrics(reg)
-	m.bm = newBudgetMetrics(reg)
+	m.bm = budget.NewMetrics(reg)
 	m.sd = newSideMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.failures, m.head, m.lag, m.healthy, m.breaker,

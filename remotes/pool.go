@@ -13,6 +13,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/remotes/avail"
+	"github.com/venn-gateway/venn/remotes/budget"
 )
 
 // maxRemotes bounds a chain's remotes: the failover loop tracks the ones
@@ -147,7 +148,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.wg.Go(func() { p.scoreLoop(bg) })
-	p.wg.Go(func() { p.budgetLoop(bg) })
+	p.wg.Go(func() { budget.Run(bg, p.now, p.flushBudgets) })
 	p.wg.Go(func() { p.heads.learnBlockTime(bg) }) // block_time sets the cadence; heads are judged by what the chain says
 	p.wg.Go(func() { p.heads.stall.Run(bg, p.log, p.heads.repoll) })
 	wait, stop := context.WithTimeout(ctx, 3*time.Second)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/venn-gateway/venn/remotes/budget"
 )
 
 // cannedTransport answers every call at once with the same result: the
@@ -54,7 +56,7 @@ func BenchmarkPoolCall(b *testing.B) {
 	budgeted := func(i int, c *Config) {
 		c.Weight = ptr(float64(i + 1))
 		if i < 2 {
-			c.Budget = Budget{Units: 1 << 62, Per: PeriodMonth, Cost: map[string]uint64{"eth_getLogs": 75, "debug_trace*": 300}}
+			c.Budget = budget.Config{Units: 1 << 62, Per: budget.PeriodMonth, Cost: map[string]uint64{"eth_getLogs": 75, "debug_trace*": 300}}
 		}
 	}
 	for _, bc := range []struct {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
 )
@@ -109,7 +110,7 @@ type PoolConfig struct {
 	Tracer *tracing.Tracer `yaml:"-"`
 	// Budgets keeps the remotes' budget counters for the cluster
 	// (redisstore.NewBudgets); nil: each process counts its own.
-	Budgets BudgetStore `yaml:"-"`
+	Budgets budget.Store `yaml:"-"`
 	// OnDistrust is told of each Distrust (distrust.go); nil: nobody. It
 	// is called on the goroutine that made the finding (a chain check, a
 	// vote, a verified call): it must not block.

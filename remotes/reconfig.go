@@ -278,7 +278,7 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState, started bool) 
 		default: // nothing to stand in with: the old one is not verified either
 			members, gone = append(members, r), append(gone, o)
 		}
-		r.bud.inherit(o.bud)
+		r.bud.Inherit(o.bud)
 		rec.Replaced = append(rec.Replaced, rc.Name)
 	}
 	for _, r := range old.remotes { // config order of what is left

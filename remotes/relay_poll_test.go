@@ -12,6 +12,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/budget"
 )
 
 // testPollInterval keeps the polling tests quick.
@@ -253,7 +254,7 @@ func TestRelayPickersSelect(t *testing.T) {
 	for i := range rs {
 		rs[i] = Config{Name: fmt.Sprintf("n%d", i), URL: "http://127.0.0.1:1", WSURL: "ws://127.0.0.1:1"}
 	}
-	rs[1].Budget = Budget{Calls: 1, Per: PeriodDay}
+	rs[1].Budget = budget.Config{Calls: 1, Per: budget.PeriodDay}
 	p, err := NewPool(PoolConfig{Chain: "test", MaxLag: 5}, rs, nil, nil)
 	if err != nil {
 		t.Fatal(err)

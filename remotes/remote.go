@@ -16,6 +16,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/remotes/avail"
+	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/heads"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
@@ -51,8 +52,8 @@ type Remote struct {
 
 	allow, deny []string
 
-	weight float64 // Config.Weight, 1 when absent
-	bud    *budget // budget.go; nil: no budget
+	weight float64       // Config.Weight, 1 when absent
+	bud    *budget.Meter // remotes/budget; nil: no budget
 
 	// slot is the remote's bit in a call's mask of remotes tried: unique
 	// in its pool while it serves or finishes calls (reconfig.go).
@@ -113,8 +114,8 @@ func newRemote(chain string, cfg Config, t wire.Transport, log *slog.Logger, m *
 		r.lim = rate.NewLimiter(rate.Limit(rl.RPS), rl.Burst)
 	}
 	r.allow, r.deny = cfg.Methods.Allow, cfg.Methods.Deny
-	r.weight = weightOf(cfg.Weight)
-	r.bud = newBudget(cfg.Budget, m.m.bm.used.WithLabelValues(chain, cfg.Name))
+	r.weight = budget.Weight(cfg.Weight)
+	r.bud = budget.New(cfg.Budget, cfg.Name, m.m.bm.Used(chain, cfg.Name), r.log)
 	r.cc.init(m)
 	r.latencyEWMA.Store(math.Float64bits(0.05)) // a neutral prior until measured
 	return r

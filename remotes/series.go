@@ -43,7 +43,7 @@ func (m *Metrics) vectors() []partialDeleter {
 		vs = append(vs, m.cc.checks, m.cc.wrong)
 	}
 	if m.bm != nil {
-		vs = append(vs, m.bm.used)
+		vs = append(vs, m.bm)
 	}
 	if m.sd != nil {
 		vs = append(vs, m.sd.shadow, m.sd.routes)

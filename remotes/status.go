@@ -149,7 +149,7 @@ func (p *Pool) Status() []RemoteStatus {
 		s.Availability = r.availabilityOf()
 		s.Weight = r.cfg.Weight
 		if r.bud != nil {
-			u := r.budgetUsed()
+			u := r.bud.Used()
 			s.BudgetUsed = &u
 		}
 		s.Out = p.outReasons(r, now, best)

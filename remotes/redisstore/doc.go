@@ -1,6 +1,6 @@
 // Package redisstore is the remotes' Redis adapter: what the pool shares
 // among a cluster's replicas through Redis. Budgets keeps the budget
-// counters (remotes.BudgetStore), so that every replica counts a remote's
+// counters (budget.Store of remotes/budget), so that every replica counts a remote's
 // calls against one budget; Share shares the availability probes
 // (remotes.AvailShare), so that one replica probes each remote for all.
 //

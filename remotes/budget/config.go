@@ -1,6 +1,7 @@
-package remotes
+package budget
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,10 +14,10 @@ import (
 // Weights and budgets: how much of its tier's traffic a remote is given
 // (weight), and how much it may be sent in a billing period (budget),
 // counted in calls or in the compute units a provider bills per method
-// (cost). budget.go keeps the counts; select.go reads both.
+// (cost). meter.go keeps the counts; the pool's selection reads both.
 
-// Bounds of a remote's weight.
-const maxWeight = 1000
+// MaxWeight bounds a remote's weight.
+const MaxWeight = 1000
 
 // Period is a budget's billing period, in UTC: the counts start again at
 // the top of each hour, at midnight, or on the first of the month.
@@ -66,9 +67,9 @@ func (p *Period) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// bounds are the start and end of the period holding t, and its name in
+// Bounds are the start and end of the period holding t, and its name in
 // a counter's key (h2026120123, d20261201, m202612).
-func (p Period) bounds(t time.Time) (start, end time.Time, name string) {
+func (p Period) Bounds(t time.Time) (start, end time.Time, name string) {
 	t = t.UTC()
 	y, m, d := t.Date()
 	switch p {
@@ -83,9 +84,9 @@ func (p Period) bounds(t time.Time) (start, end time.Time, name string) {
 	return start, start.AddDate(0, 1, 0), start.Format("m200601")
 }
 
-// Budget is what a remote may be sent per period: Calls calls, or Units
+// Config is what a remote may be sent per period: Calls calls, or Units
 // compute units with each call priced by Cost. Zero is no budget.
-type Budget struct {
+type Config struct {
 	Calls uint64 `yaml:"calls"`
 	Units uint64 `yaml:"units"`
 	Per   Period `yaml:"per"`
@@ -97,44 +98,50 @@ type Budget struct {
 }
 
 // Set reports whether a budget is configured.
-func (b Budget) Set() bool { return b.Calls > 0 || b.Units > 0 }
+func (b Config) Set() bool { return b.Calls > 0 || b.Units > 0 }
 
 // limit is the budget per period, in calls or units.
-func (b Budget) limit() uint64 { return max(b.Calls, b.Units) }
+func (b Config) limit() uint64 { return max(b.Calls, b.Units) }
 
 // costDefault is the Cost key for the methods no other entry names.
 const costDefault = "default"
 
-// notificationMethod is the Cost key pricing one subscription notification
-// received (the method a notification carries). Only an entry of exactly
-// this name prices it, never a prefix or default: absent, notifications
-// are free.
-const notificationMethod = wire.NotificationMethod
+// NotificationMethod is the Cost key pricing one subscription
+// notification received (the method a notification carries). Only an
+// entry of exactly this name prices it, never a prefix or default:
+// absent, notifications are free.
+const NotificationMethod = wire.NotificationMethod
 
-// validate reports the budget's problems under budget.
-func (b Budget) validate(p *problems) {
+// Validate reports the budget's problems, each naming its field as a
+// remote's section spells it (budget.per).
+func (b Config) Validate() error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
 	switch {
 	case b.Calls > 0 && b.Units > 0:
-		p.add("budget", "set calls or units, not both")
+		add("budget", "set calls or units, not both")
 	case !b.Set() && (b.Per != PeriodNone || len(b.Cost) > 0):
-		p.add("budget", "needs calls or units per period")
+		add("budget", "needs calls or units per period")
 	case b.Set() && b.Per == PeriodNone:
-		p.add("budget.per", "required: hour, day or month")
+		add("budget.per", "required: hour, day or month")
 	}
 	if b.Per > PeriodMonth {
-		p.add("budget.per", "unknown period %d", b.Per)
+		add("budget.per", "unknown period %d", b.Per)
 	}
 	if len(b.Cost) > 0 && b.Units == 0 {
-		p.add("budget.cost", "prices compute units: set budget.units, not budget.calls")
+		add("budget.cost", "prices compute units: set budget.units, not budget.calls")
 	}
 	for _, k := range slices.Sorted(maps.Keys(b.Cost)) {
 		if bad := strings.TrimSuffix(k, "*"); k == "" || k == "*" || strings.ContainsAny(bad, "* \t\r\n") {
-			p.add("budget.cost", "%q is not a method, a prefix ending in *, or default", k)
+			add("budget.cost", "%q is not a method, a prefix ending in *, or default", k)
 		}
 	}
+	return errors.Join(errs...)
 }
 
-// costTable is a Budget's Cost compiled for the hot path: one map lookup
+// costTable is a Config's Cost compiled for the hot path: one map lookup
 // for a method named exactly, else the prefixes, longest first.
 type costTable struct {
 	def      uint64
@@ -176,17 +183,18 @@ func (t *costTable) of(method string) uint64 {
 	return t.def
 }
 
-// weightOf is a configured weight, 1 when absent.
-func weightOf(w *float64) float64 {
+// Weight is a configured weight, 1 when absent.
+func Weight(w *float64) float64 {
 	if w == nil {
 		return 1
 	}
 	return *w
 }
 
-// validateWeight reports a weight outside (0, maxWeight].
-func validateWeight(p *problems, w *float64) {
-	if w != nil && !(*w > 0 && *w <= maxWeight) { // NaN too
-		p.add("weight", "must be above 0 and at most %d", maxWeight)
+// ValidateWeight reports a weight outside (0, MaxWeight].
+func ValidateWeight(w *float64) error {
+	if w != nil && !(*w > 0 && *w <= MaxWeight) { // NaN too
+		return fmt.Errorf("weight: must be above 0 and at most %d", MaxWeight)
 	}
+	return nil
 }
