@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/status"
 )
 
 // A chain's identity is its name and chain id: while they stay, a reload
@@ -228,7 +228,7 @@ func (cs *chains) waitIdle(c *chain) {
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for remotes.InFlight(c.pool.Status()) > 0 {
+	for status.InFlight(c.pool.Status()) > 0 {
 		select {
 		case <-tick.C:
 		case <-deadline.C:

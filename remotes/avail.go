@@ -17,8 +17,6 @@ package remotes
 // states, learns from judged answers and decides selection.
 
 import (
-	"time"
-
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes/avail"
@@ -150,16 +148,6 @@ func (j *judged) learnFrom(k DataKind, n uint64) {
 		// A header not found far below the head: expired history.
 		j.r.learnLacks(k, n, j.v.Oldest)
 	}
-}
-
-// Availability is one remote's window for one kind of data, for status.
-type Availability struct {
-	Kind   string `json:"kind"`
-	Oldest uint64 `json:"oldest_block"` // 0: every block (or not known)
-	// Source says where it comes from: "config", "probe", "answers", or
-	// "unknown" (nothing learnt yet: every block is tried).
-	Source    string    `json:"source"`
-	LearnedAt time.Time `json:"learned_at,omitzero"`
 }
 
 // availabilityOf is r's windows, for status.

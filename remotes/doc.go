@@ -56,7 +56,8 @@
 //     and span), remotes/heads (head tracking's computations),
 //     remotes/avail (windows of old data and the probe's search) and
 //     remotes/getlogs (the eth_getLogs split, its parts sent through a
-//     Sender the pool implements). Beside
+//     Sender the pool implements). status.go fills remotes/status, the
+//     report of each remote (Pool.Status) and of why none served a call. Beside
 //     them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links
 //     no Redis client. errors.go holds the pool's own answers to a call
