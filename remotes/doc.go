@@ -28,7 +28,8 @@
 //     the split itself, by range and within one block by address, is
 //     the leaf remotes/getlogs), broadcast.go (raw
 //     transactions to several remotes), filters.go (pinned: a filter's
-//     calls go to the remote that made it).
+//     calls go to the remote that made it, which the leaf remotes/pin
+//     remembers).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
 //     integrity.go and integrity_client.go (answers checked locally, liars
 //     blamed), misbehave.go (misbehaviour log and cordons), distrust.go
@@ -45,20 +46,28 @@
 //     stall watch, the newHeads subscription) is the leaf remotes/heads.
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
 //     latency.go, health.go (its trackers: chain id and head polls,
-//     newHeads), relay.go, relay_poll.go (upstream subscriptions, run on
-//     wire.Subscription), avail.go and avail_probe.go (the oldest block it
+//     newHeads), avail.go and avail_probe.go (the oldest block it
 //     serves of each kind of data: stated, probed, learnt from answers,
 //     shared through an AvailShare; the windows, the probe's search and
 //     whether it is wanted are the leaf remotes/avail).
+//   - Beside the pool, behind small interfaces they declare:
+//     remotes/relay (clients' subscriptions relayed upstream: a
+//     remote's eth_subscribe, or a polled pending-transaction filter;
+//     relays.go hands it the pool's members, selection and clock as
+//     relay.Pool, and each remote's call and subscribe as
+//     relay.Upstream; Pool.Relays) and remotes/side (shadows and
+//     transaction groups: side.go splits them out of the chain's remotes,
+//     checks their settings and builds the side.Side that Pool.call goes
+//     through when there is one).
 //   - Below it, five leaves: remotes/wire (transports, replies under the
 //     reply budget, redaction, upstream subscriptions and their errors),
 //     remotes/verdict (what an upstream error means: its class, reason
 //     and span), remotes/heads (head tracking's computations),
 //     remotes/avail (windows of old data and the probe's search) and
 //     remotes/getlogs (the eth_getLogs split, its parts sent through a
-//     Sender the pool implements). status.go fills remotes/status, the
-//     report of each remote (Pool.Status) and of why none served a call. Beside
-//     them, remotes/redisstore, the Redis adapter (budget counters and
+//     Sender the pool implements); status.go fills remotes/status, the
+//     report of each remote (Pool.Status) and of why none served a call.
+//     Beside them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links
 //     no Redis client. errors.go holds the pool's own answers to a call
 //     no remote served, each with its JSON-RPC code for jrpc.ToWire.

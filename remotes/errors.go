@@ -16,21 +16,17 @@ import (
 
 // noRemoteError: no remote of the chain could serve the call (-32050).
 // With tried 0 none was available; else tried remotes failed, the last
-// with last. group names a transaction route's group, tried alone.
+// with last. (A transaction route's group that failed is side.GroupError.)
 type noRemoteError struct {
-	method, chain, group string
-	tried                int
-	last                 verdict.Reason
-	// remotes is each remote's state (the data), nil for a group.
+	method, chain string
+	tried         int
+	last          verdict.Reason
+	// remotes is each remote's state (the data).
 	remotes []RemoteReason
 }
 
 func (e *noRemoteError) Error() string {
-	switch {
-	case e.group != "":
-		return fmt.Sprintf("all %d remote(s) of group %s failed for %s on %s (last: %s); not sent to public remotes",
-			e.tried, e.group, e.method, e.chain, e.last)
-	case e.tried == 0:
+	if e.tried == 0 {
 		return fmt.Sprintf("no remote available for %s on %s", e.method, e.chain)
 	}
 	return fmt.Sprintf("all %d remote(s) tried failed for %s on %s (last: %s)", e.tried, e.method, e.chain, e.last)
@@ -42,9 +38,6 @@ func (e *noRemoteError) ErrorCode() int { return jrpc.CodeNoRemote }
 // what it last failed with (Pool.reasons), so a caller told "no remote" learns
 // why (no network: dns; a proxy: tls).
 func (e *noRemoteError) ErrorData() json.RawMessage {
-	if e.group != "" {
-		return nil
-	}
 	b, err := json.Marshal(struct {
 		Remotes []RemoteReason `json:"remotes"`
 	}{e.remotes})

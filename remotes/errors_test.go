@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/side"
 	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
@@ -21,7 +22,7 @@ func TestPoolErrorsOnTheWire(t *testing.T) {
 			jrpc.Error{Code: jrpc.CodeNoRemote, Message: "no remote available for eth_call on c", Data: []byte(`{"remotes":[]}`)}},
 		{"all failed", &noRemoteError{method: "eth_call", chain: "c", tried: 2, last: verdict.ReasonTimeout},
 			jrpc.Error{Code: jrpc.CodeNoRemote, Message: "all 2 remote(s) tried failed for eth_call on c (last: timeout)", Data: []byte(`{"remotes":null}`)}},
-		{"group failed", &noRemoteError{method: "eth_sendRawTransaction", chain: "c", group: "private", tried: 1, last: "none"},
+		{"group failed", &side.GroupError{Method: "eth_sendRawTransaction", Chain: "c", Group: "private", Tried: 1, Last: "none"},
 			jrpc.Error{Code: jrpc.CodeNoRemote, Message: "all 1 remote(s) of group private failed for eth_sendRawTransaction on c (last: none); not sent to public remotes"}},
 		{"timeout", &timeoutError{msg: "request timed out after trying 1 remote(s)"},
 			jrpc.Error{Code: jrpc.CodeTimeout, Message: "request timed out after trying 1 remote(s)"}},

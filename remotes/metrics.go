@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/side"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -34,7 +35,7 @@ type Metrics struct {
 	ig        *integrityMetrics        // integrity.go
 	cc        *chainCheckMetrics       // chaincheck.go
 	bm        *budget.Metrics          // remotes/budget
-	sd        *sideMetrics             // side.go
+	sd        *side.Metrics            // remotes/side
 	held      seriesHolders            // series.go: who writes each remote's and chain's series
 
 	// The reply budget (replies.go): one series each, summed over the
@@ -97,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.ig = newIntegrityMetrics(reg)
 	m.cc = newChainCheckMetrics(reg)
 	m.bm = budget.NewMetrics(reg)
-	m.sd = newSideMetrics(reg)
+	m.sd = side.NewMetrics(reg)
 	if reg != nil {
 		reg.MustRegister(m.calls, m.latency, m.errors, m.failures, m.head, m.lag, m.healthy, m.breaker,
 			m.inFlight, m.throttled, m.oldest, m.chainHead, m.blockTime, m.splits, m.shared, m.attempts,

@@ -14,6 +14,9 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/remotes/avail"
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/pin"
+	"github.com/venn-gateway/venn/remotes/relay"
+	"github.com/venn-gateway/venn/remotes/side"
 )
 
 // maxRemotes bounds a chain's remotes: the failover loop tracks the ones
@@ -33,13 +36,13 @@ type Pool struct {
 	// and what is compiled from the settings, swapped whole.
 	state atomic.Pointer[poolState]
 	// side is the remotes beside the pool (shadows, transaction groups)
-	// and the routes to them; nil: none (side.go).
-	side    atomic.Pointer[side]
+	// and the routes to them; nil: none (remotes/side).
+	side    atomic.Pointer[side.Side]
 	log     *slog.Logger
 	m       *Metrics
 	now     func() time.Time
 	flights flights
-	filters *filterTable
+	filters *pin.Table[*Remote]
 
 	// heads is the chain's head tracking (chainhead.go): the tip, the
 	// block time, the poll plan, the feed; Heads() hands it out.
@@ -53,7 +56,7 @@ type Pool struct {
 
 	integ integrity // integrity.go: local checks of answers
 
-	relay relayState // relay.go: remotes whose subscription relay failed lately
+	relays *relay.Relays // relays.go: subscriptions relayed upstream
 
 	wanted      *avail.Wanted // avail_probe.go: closed by the first call for old data
 	budgetLogAt atomic.Int64  // budget.go: unix nanos of the last flush failure logged
@@ -95,12 +98,13 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	log = log.With("chain", cfg.Chain)
 	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
 	p := &Pool{
-		log: log, m: m, now: time.Now, filters: newFilterTable(), wanted: avail.NewWanted(),
+		log: log, m: m, now: time.Now, filters: pin.New[*Remote](), wanted: avail.NewWanted(),
 		splits:   m.splits.WithLabelValues(cfg.Chain),
 		shared:   m.shared.WithLabelValues(cfg.Chain),
 		attempts: m.attempts.WithLabelValues(cfg.Chain),
 	}
 	p.heads.init(p, m, cfg.Chain)
+	p.relays = relay.New(relayHost{p})
 	var members []*Remote
 	for _, rc := range rs {
 		r, err := p.newRemote(cfg, rc)
@@ -182,7 +186,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 		for _, r := range p.members() {
 			r.trackers.Wait()
 		}
-		p.side.Load().close()
+		p.side.Load().Close()
 		close(done)
 	}()
 	var err error
@@ -261,18 +265,10 @@ func (p *Pool) Call(ctx context.Context, method string, params json.RawMessage) 
 // call routes a parsed call: raw transactions to broadcast, filters to
 // their pinned remote, other writes to single, reads through dedup.
 func (p *Pool) call(ctx context.Context, c *evm.Call) (json.RawMessage, error) {
-	sd := p.side.Load()
-	if sd == nil {
-		return p.callPool(ctx, c)
+	if sd := p.side.Load(); sd != nil {
+		return sd.Call(ctx, c) // transaction routes, shadows
 	}
-	if rt := sd.route(ctx, c.Method); rt != nil {
-		return p.routeTx(ctx, sd, rt, c)
-	}
-	res, err := p.callPool(ctx, c)
-	if err == nil && len(sd.shadows) > 0 && c.Class == evm.ClassRead {
-		p.shadow(ctx, sd, c, res)
-	}
-	return res, err
+	return p.callPool(ctx, c)
 }
 
 // callPool is call through the pool's own remotes.

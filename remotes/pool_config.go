@@ -75,7 +75,7 @@ type PoolConfig struct {
 	BroadcastFanout int `yaml:"broadcast_fanout"`
 	// PendingPollInterval is how often the pending-transaction filter that
 	// serves newPendingTransactions without a WebSocket remote is polled
-	// (relay_poll.go).
+	// (remotes/relay).
 	PendingPollInterval time.Duration `yaml:"pending_poll_interval"`
 	Breaker             BreakerConfig `yaml:"breaker"`
 	// Consensus puts the listed methods to a vote among several remotes

@@ -13,6 +13,7 @@ import (
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/relay"
 )
 
 // testPollInterval keeps the polling tests quick.
@@ -97,7 +98,7 @@ func TestRelayPollRecreatesForgottenFilter(t *testing.T) {
 
 // A remote without eth_newPendingTransactionFilter is passed over for the
 // next one; when no remote has it (and none has a ws url), Relay fails at
-// once with ErrRelayUnsupported, and asks no remote again while they are
+// once with relay.ErrUnsupported, and asks no remote again while they are
 // known to lack it.
 func TestRelayPollMovesOnAndUnsupported(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
@@ -118,16 +119,16 @@ func TestRelayPollMovesOnAndUnsupported(t *testing.T) {
 	n1.SetHook(lacking("eth_newPendingTransactionFilter"))
 	r = startRelay(t, p, `["newPendingTransactions"]`)
 	err := r.wait(t)
-	if !errors.Is(err, ErrRelayUnsupported) {
-		t.Fatalf("Relay where no remote has the filter = %v, want ErrRelayUnsupported", err)
+	if !errors.Is(err, relay.ErrUnsupported) {
+		t.Fatalf("Relay where no remote has the filter = %v, want relay.ErrUnsupported", err)
 	}
 	if msg := err.Error(); strings.Contains(msg, "key0") || strings.Contains(msg, "key1") {
 		t.Errorf("error %q shows a remote's url", msg)
 	}
 	asked := n0.Calls("eth_newPendingTransactionFilter") + n1.Calls("eth_newPendingTransactionFilter")
 	r = startRelay(t, p, `["newPendingTransactions"]`)
-	if err := r.wait(t); !errors.Is(err, ErrRelayUnsupported) {
-		t.Fatalf("Relay again = %v, want ErrRelayUnsupported", err)
+	if err := r.wait(t); !errors.Is(err, relay.ErrUnsupported) {
+		t.Fatalf("Relay again = %v, want relay.ErrUnsupported", err)
 	}
 	if again := n0.Calls("eth_newPendingTransactionFilter") + n1.Calls("eth_newPendingTransactionFilter"); again != asked {
 		t.Errorf("the second Relay asked the remotes %d more times, want none: they are known to lack it", again-asked)
@@ -247,9 +248,9 @@ func TestRelayPollYieldsToWebSocket(t *testing.T) {
 }
 
 // The relay and the poller pick their remote through selection: never a
-// lagging one, one past its budget only when no other can, and one whose
-// relay failed lately last.
-func TestRelayPickersSelect(t *testing.T) {
+// lagging one, and one past its budget only when no other can. (Which of
+// those whose relay failed lately comes last is remotes/relay's.)
+func TestRelayPicksThroughSelection(t *testing.T) {
 	rs := make([]Config, 3)
 	for i := range rs {
 		rs[i] = Config{Name: fmt.Sprintf("n%d", i), URL: "http://127.0.0.1:1", WSURL: "ws://127.0.0.1:1"}
@@ -266,47 +267,29 @@ func TestRelayPickersSelect(t *testing.T) {
 		r.chainState.Store(chainOK)
 		r.head.Store(heads[i])
 	}
-	n1, n2 := p.members()[1], p.members()[2]
-	key := subscribeKey(json.RawMessage(`["newHeads"]`))
-	pickers := map[string]func() (*Remote, relayFailure, bool){
-		"relay":  func() (*Remote, relayFailure, bool) { return p.pickRelay(key, now) },
-		"poller": func() (*Remote, relayFailure, bool) { return p.pickPoller(now) },
-	}
-	picks := func(name string) map[string]int {
+	n1 := p.members()[1]
+	picks := func() map[string]int {
 		got := map[string]int{}
 		for range 64 {
-			r, _, ok := pickers[name]()
-			if !ok {
-				t.Fatalf("%s: no remote picked", name)
+			u := relayHost{p}.Pick(now, relay.Upstream.CanSubscribe)
+			if u == nil {
+				t.Fatal("no remote picked")
 			}
-			got[r.Name()]++
+			got[u.Name()]++
 		}
 		return got
 	}
-	for name := range pickers {
-		if got := picks(name); got["n0"] > 0 {
-			t.Errorf("%s picked the lagging n0: %v", name, got)
-		}
+	if got := picks(); got["n0"] > 0 {
+		t.Errorf("picked the lagging n0: %v", got)
 	}
 	n1.bill("eth_call")
 	n1.bill("eth_call")
 	p.flushBudgets(context.Background(), now)
-	for name := range pickers {
-		if got := picks(name); got["n2"] != 64 {
-			t.Errorf("%s: %v, want n2 only while n1 is past its budget", name, got)
-		}
+	if got := picks(); got["n2"] != 64 {
+		t.Errorf("%v, want n2 only while n1 is past its budget", got)
 	}
-	p.relay.ws.noteFailure(n2, now)
-	p.relay.poll.noteFailure(n2, now)
-	for name := range pickers {
-		if got := picks(name); got["n1"] != 64 {
-			t.Errorf("%s: %v, want n1 (past its budget) rather than n2, whose relay failed lately", name, got)
-		}
-	}
-	n1.chainState.Store(chainWrong)
-	for name, pick := range pickers {
-		if r, failed, ok := pick(); !ok || r != n2 || failed.n != 1 {
-			t.Errorf("%s: %v %+v %v, want n2 and its failure: no other can", name, r, failed, ok)
-		}
+	p.members()[2].chainState.Store(chainWrong)
+	if got := picks(); got["n1"] != 64 {
+		t.Errorf("%v, want n1, past its budget, when no other can", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/relay"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -39,7 +40,7 @@ func startRelay(t *testing.T, p *Pool, params string) *relayRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &relayRun{cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		r.done <- (&Relays{p: p}).Relay(ctx, json.RawMessage(params), func() { r.ups.Add(1) }, func(res json.RawMessage) {
+		r.done <- p.relays.Relay(ctx, json.RawMessage(params), func() { r.ups.Add(1) }, func(res json.RawMessage) {
 			r.mu.Lock()
 			r.got = append(r.got, res)
 			r.mu.Unlock()
@@ -156,8 +157,9 @@ func (r *relayRun) expectOnce(t *testing.T, key func(json.RawMessage) string, wa
 }
 
 // relayGoroutines counts the goroutines of relay sessions: those running
-// relayFrom, and those of a subscription session (subscription.go) started
-// by one of them or by a goroutine gone, a session that outlived its owner.
+// remotes/relay's from, and those of a subscription session
+// (wire.Subscription) started by one of them or by a goroutine gone, a
+// session that outlived its owner.
 // The sessions of the pool's own newHeads followers are not relays.
 func relayGoroutines() int {
 	buf := make([]byte, 64<<10)
@@ -175,17 +177,17 @@ func relayGoroutines() int {
 			stacks[id] = g
 		}
 	}
-	const relay, session = "remotes.(*Pool).relayFrom", "wire.(*Subscription)."
+	const relayFn, session = "relay.from(", "wire.(*Subscription)."
 	c := 0
 	for _, g := range stacks {
 		switch {
-		case strings.Contains(g, relay):
+		case strings.Contains(g, relayFn):
 			c++
 		case strings.Contains(g, session):
 			_, by, _ := strings.Cut(g, "\ncreated by ")
 			_, creator, _ := strings.Cut(by, " in goroutine ")
 			creator, _, _ = strings.Cut(creator, "\n")
-			if s, alive := stacks[creator]; !alive || strings.Contains(s, relay) {
+			if s, alive := stacks[creator]; !alive || strings.Contains(s, relayFn) {
 				c++
 			}
 		}
@@ -385,7 +387,7 @@ func TestRelaySkipsRemoteWithoutSubscription(t *testing.T) {
 }
 
 // With one WebSocket remote that has neither the subscription nor the
-// filter, the first Relay fails with ErrRelayUnsupported, and the next
+// filter, the first Relay fails with relay.ErrUnsupported, and the next
 // asks nothing.
 func TestRelayUnsupportedEverywhere(t *testing.T) {
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
@@ -398,8 +400,8 @@ func TestRelayUnsupportedEverywhere(t *testing.T) {
 	p := relayPool(t, n)
 	for i := range 2 {
 		r := startRelay(t, p, `["newPendingTransactions"]`)
-		if err := r.wait(t); !errors.Is(err, ErrRelayUnsupported) {
-			t.Fatalf("Relay %d = %v, want ErrRelayUnsupported", i, err)
+		if err := r.wait(t); !errors.Is(err, relay.ErrUnsupported) {
+			t.Fatalf("Relay %d = %v, want relay.ErrUnsupported", i, err)
 		}
 	}
 	if relays(n) != 1 || n.Calls("eth_newPendingTransactionFilter") != 1 {
@@ -421,23 +423,23 @@ func TestRelayBacksOff(t *testing.T) {
 	})
 	clock := newTestClock()
 	p := relayPoolWith(t, clock.use, n)
-	relay := func(ctx context.Context) error {
-		return (&Relays{p: p}).Relay(ctx, json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
+	try := func(ctx context.Context) error {
+		return p.relays.Relay(ctx, json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
 	}
 
-	if err := relay(context.Background()); err == nil {
+	if err := try(context.Background()); err == nil {
 		t.Fatal("Relay on a refusing remote succeeded")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	err := relay(ctx)
+	err := try(ctx)
 	cancel()
 	if err != context.DeadlineExceeded || relays(n) != 1 {
 		t.Errorf("retry within the backoff: %v after %d subscribes, want it waiting and 1", err, relays(n))
 	}
 
 	// Alone, the remote is still tried again once the backoff is over.
-	clock.add(relayBackoffMin)
-	if err := relay(context.Background()); err == nil || relays(n) != 2 {
+	clock.add(time.Second) // the relay's first backoff
+	if err := try(context.Background()); err == nil || relays(n) != 2 {
 		t.Errorf("retry after the backoff: %v after %d subscribes, want its refusal and 2", err, relays(n))
 	}
 }
@@ -447,7 +449,8 @@ func TestRelayBacksOff(t *testing.T) {
 // attempt, on the same remote when it is the only one, relays again.
 func TestRelayRemoteDrops(t *testing.T) {
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-	p := relayPool(t, n)
+	clock := newTestClock()
+	p := relayPoolWith(t, clock.use, n)
 	key := hashKey(t)
 	checkErr := func(what string, err error) {
 		t.Helper()
@@ -473,20 +476,20 @@ func TestRelayRemoteDrops(t *testing.T) {
 	}
 
 	// While the remote is down, a dial fails the same way.
-	params := json.RawMessage(`["newPendingTransactions"]`)
-	err = p.relayFrom(context.Background(), p.members()[0], params, subscribeKey(params), func() {}, func(json.RawMessage) {
-		t.Error("delivered from a remote that is down")
+	sub, err := relayRemote{p.members()[0]}.Subscribe(json.RawMessage(`["newPendingTransactions"]`), 1<<20, wire.SubHooks{
+		Subscribed: func() {}, Refused: func(error) {},
+		Result: func(json.RawMessage) { t.Error("delivered from a remote that is down") },
 	})
+	if err == nil {
+		_, err = sub.Run(context.Background())
+	}
 	checkErr("dial while down", err)
 
 	n.SetDown(false)
+	// Past its relay backoff, so that the relay goes to it at once, not
+	// to a filter first.
+	clock.add(time.Second)
 	waitFor(t, "the remote back in rotation", func() bool { return p.members()[0].healthy(p.now()) })
-	// Past its backoff, so that the relay goes to it at once, not to a
-	// filter first.
-	waitFor(t, "the remote's relay backoff over", func() bool {
-		_, failed, ok := p.pickRelay(subscribeKey(params), p.now())
-		return ok && !failed.retryAt().After(p.now())
-	})
 	r = startRelay(t, p, `["newPendingTransactions"]`)
 	warm := r.warmUp(t, key, func() string { return sendRaw(t, p) })
 	want := []string{sendRaw(t, p), sendRaw(t, p)}
@@ -495,7 +498,7 @@ func TestRelayRemoteDrops(t *testing.T) {
 
 // Relays needs a WebSocket url (the remote's ws url or a ws main url),
 // or a remote that may serve pending-transaction filters. Without either,
-// Relay fails at once, with ErrRelayUnsupported.
+// Relay fails at once, with relay.ErrUnsupported.
 func TestRelays(t *testing.T) {
 	tests := []struct {
 		name string
@@ -519,9 +522,9 @@ func TestRelays(t *testing.T) {
 				t.Errorf("Relays() != nil is %v, want %v", got, tt.want)
 			}
 			if !tt.want {
-				err := (&Relays{p: p}).Relay(context.Background(), json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
-				if !errors.Is(err, ErrRelayUnsupported) || strings.Contains(err.Error(), "key") {
-					t.Errorf("Relay without a ws url or filters = %v, want ErrRelayUnsupported, without the url", err)
+				err := p.relays.Relay(context.Background(), json.RawMessage(`["newPendingTransactions"]`), func() {}, func(json.RawMessage) {})
+				if !errors.Is(err, relay.ErrUnsupported) || strings.Contains(err.Error(), "key") {
+					t.Errorf("Relay without a ws url or filters = %v, want relay.ErrUnsupported, without the url", err)
 				}
 			}
 		})

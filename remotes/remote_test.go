@@ -27,29 +27,6 @@ func TestUnsupportedTableBounded(t *testing.T) {
 	}
 }
 
-// Filter ids stick to the remote that made them, until uninstalled or idle
-// past the TTL.
-func TestFilterTable(t *testing.T) {
-	ft := newFilterTable()
-	a := &Remote{}
-	now := time.Now()
-	ft.put("0x1", a, now)
-	if ft.get("0x1", now.Add(filterTTL/2)) != a {
-		t.Fatal("a live filter lost its remote")
-	}
-	if ft.get("0x1", now.Add(filterTTL/2+filterTTL-time.Second)) != a {
-		t.Fatal("use did not extend the filter's life")
-	}
-	ft.remove("0x1")
-	if ft.get("0x1", now) != nil {
-		t.Fatal("an uninstalled filter is still routed")
-	}
-	ft.put("0x2", a, now)
-	if ft.get("0x2", now.Add(filterTTL+time.Second)) != nil {
-		t.Fatal("an idle filter outlived its TTL")
-	}
-}
-
 // Attempts cut by the chain's call deadline, not by the remote's own
 // timeout, must not open the breaker of a healthy but slow-for-this-call
 // remote: a client's too-short deadline cannot take a chain down.

@@ -12,8 +12,9 @@ import (
 // reach of the call; the score chooser picks among them (score.go keeps
 // the preferred sets it reads). A remote past its budget (budget.go) is
 // left out of the walk; only when no other remote can take the call does a
-// second walk admit it. Calls and relays (relay.go, relay_poll.go) alike
-// are picked here, and available (below) is the one predicate of reach.
+// second walk admit it. Calls and relays (remotes/relay, through
+// relays.go) alike are picked here, and available (below) is the one
+// predicate of reach.
 
 // view is the pool's membership at one moment: what the candidate filter
 // reads.

@@ -46,7 +46,7 @@ func (m *Metrics) vectors() []partialDeleter {
 		vs = append(vs, m.bm)
 	}
 	if m.sd != nil {
-		vs = append(vs, m.sd.shadow, m.sd.routes)
+		vs = append(vs, m.sd.Shadow, m.sd.Routes)
 	}
 	return vs
 }

@@ -51,7 +51,7 @@ func TestShadowDiffersCountedNeverServed(t *testing.T) {
 		}
 	}
 	count := func(method, outcome string) float64 {
-		return testutil.ToFloat64(m.sd.shadow.WithLabelValues("test", "shadow", method, outcome))
+		return testutil.ToFloat64(m.sd.Shadow.WithLabelValues("test", "shadow", method, outcome))
 	}
 	waitFor(t, "the shadow's answers compared", func() bool {
 		return count("eth_getBalance", "mismatch") == calls && count("eth_getBlockByNumber", "match") == 3
@@ -143,7 +143,7 @@ func TestPrivateRouteNeverReachesPublic(t *testing.T) {
 	if got := public(); got != 0 {
 		t.Fatalf("public remotes got %d private transactions", got)
 	}
-	if got := testutil.ToFloat64(m.sd.routes.WithLabelValues("test", "relays", "failed")); got != 1 {
+	if got := testutil.ToFloat64(m.sd.Routes.WithLabelValues("test", "relays", "failed")); got != 1 {
 		t.Errorf("venn_tx_route_calls_total{outcome=failed} = %v, want 1", got)
 	}
 

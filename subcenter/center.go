@@ -77,7 +77,7 @@ type Options struct {
 // in place. It is how newPendingTransactions reaches clients: venn has no
 // mempool of its own. When no remote can serve the subscription at all,
 // its error has a method RelayUnsupported() bool that returns true
-// (remotes.ErrRelayUnsupported).
+// (remotes/relay's ErrUnsupported).
 type Relay interface {
 	Relay(ctx context.Context, params json.RawMessage, up func(), fn func(result json.RawMessage)) error
 }

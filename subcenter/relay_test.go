@@ -12,7 +12,7 @@ import (
 )
 
 // unsupportedErr is what a Relay says when no remote serves the
-// subscription (remotes.ErrRelayUnsupported is one).
+// subscription (relay.ErrUnsupported of remotes/relay is one).
 type unsupportedErr struct{}
 
 func (unsupportedErr) Error() string          { return "no remote serves this subscription" }

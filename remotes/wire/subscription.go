@@ -22,7 +22,7 @@ const subscribeID = 1
 
 // Subscription is one eth_subscribe upstream on a WebSocket connection of
 // its own, the session both the newHeads follower (remotes/heads) and the
-// relay of a client's subscription (relay.go) run: each run dials,
+// relay of a client's subscription (remotes/relay) run: each run dials,
 // subscribes, hands over the notifications until the connection fails or
 // ctx ends, and returns after closing the connection and stopping its
 // pinger. Redialling is the caller's: it decides the backoff, and whether

@@ -1,4 +1,4 @@
-package remotes
+package relay
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/venn-gateway/venn/jsonscan"
 	"github.com/venn-gateway/venn/remotes/wire"
+	"github.com/venn-gateway/venn/retry"
 )
 
 // newPendingTransactions without a WebSocket remote: a pending-transaction
@@ -27,11 +28,11 @@ const (
 	uninstallMethod     = "eth_uninstallFilter"
 	txByHashMethod      = "eth_getTransactionByHash"
 
-	// DefaultPendingPollInterval is how often a pending-transaction filter
-	// is polled: hashes come at most this late, and the remote gets one
-	// call per interval per kind (hashes, full transactions) however many
+	// DefaultPollInterval is how often a pending-transaction filter is
+	// polled: hashes come at most this late, and the remote gets one call
+	// per interval per kind (hashes, full transactions) however many
 	// clients subscribe.
-	DefaultPendingPollInterval = time.Second
+	DefaultPollInterval = time.Second
 	// pollMaxFailures failed polls in a row give the filter's remote up:
 	// the relay moves on (a filter the remote forgot is made again, not
 	// counted).
@@ -74,86 +75,69 @@ func pendingParams(params json.RawMessage) (full, ok bool) {
 	return full, true
 }
 
-// pendingPollInterval is the chain's pending-transaction poll interval.
-func (p *Pool) pendingPollInterval() time.Duration {
-	if d := p.conf().PendingPollInterval; d > 0 {
-		return d
-	}
-	return DefaultPendingPollInterval
-}
-
 // canPoll: the remote may be asked for a pending-transaction filter.
-func (r *Remote) canPoll() bool {
-	return r.supports(pendingFilterMethod) && r.supports(filterChangesMethod)
+func canPoll(r Upstream) bool {
+	return r.Supports(pendingFilterMethod) && r.Supports(filterChangesMethod)
 }
 
 // lacksPending reports whether no remote can serve newPendingTransactions
 // in any way: every remote with a ws url lacks the subscription key
 // names, and every remote lacks the filter methods (by config, or because
 // it said so).
-func (p *Pool) lacksPending(key string) bool {
-	for _, r := range p.members() {
-		if r.relayURL() != "" && r.lacks(key) == nil || r.canPoll() {
+func (rl *Relays) lacksPending(key string) bool {
+	for _, r := range rl.p.Members() {
+		if r.CanSubscribe() && !r.Lacks(key) || canPoll(r) {
 			return false
 		}
 	}
 	return true
 }
 
-// pickPoller chooses the remote to make a filter on, as pickRelay does:
-// one not known to lack the filter methods (pickRelayed).
-func (p *Pool) pickPoller(now time.Time) (r *Remote, failed relayFailure, ok bool) {
-	return p.pickRelayed(&p.relay.poll, now, (*Remote).canPoll)
-}
-
 // pollPending relays newPendingTransactions from a filter, on the best
-// remote that has one, until ctx ends, a WebSocket remote can relay again
-// (one is in rotation and past its backoff: errYieldToWS), or the filter's remote fails (its error; the next call
-// goes to another remote). A remote that lacks the method is passed over
-// for the next. It returns errNoPoller when no remote can make a filter,
-// and, when wsWaits (a WebSocket remote that failed lately can be waited
-// for instead), also when every one failed lately.
-func (p *Pool) pollPending(ctx context.Context, full bool, key string, wsWaits bool, up func(), fn func(json.RawMessage)) error {
-	for range len(p.members()) + 1 { // each turn rules a remote out, or returns
-		r, failed, ok := p.pickPoller(p.now())
+// remote that has one (ws picks the WebSocket remotes), until ctx ends, a WebSocket remote can relay again
+// (one is in rotation and past its backoff: errYieldToWS), or the
+// filter's remote fails (its error; the next call goes to another
+// remote). A remote that lacks the method is passed over for the next. It
+// returns errNoPoller when no remote can make a filter, and, when wsWaits
+// (a WebSocket remote that failed lately can be waited for instead), also
+// when every one failed lately.
+func (rl *Relays) pollPending(ctx context.Context, ws *picker, full, wsWaits bool, up func(), fn func(json.RawMessage)) error {
+	p := rl.p
+	pk := rl.pollPicker()
+	for range len(p.Members()) + 1 { // each turn rules a remote out, or returns
+		r, failed, ok := pk.pick(p.Now())
 		if !ok || failed.n > 0 && wsWaits {
 			return errNoPoller
 		}
-		if d := failed.retryAt().Sub(p.now()); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
-			}
+		if d := failed.retryAt().Sub(p.Now()); d > 0 && !retry.Sleep(ctx, d) {
+			return ctx.Err()
 		}
-		id, err := p.newPendingFilter(ctx, r, full)
+		id, err := rl.newPendingFilter(ctx, r, full)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if !r.canPoll() {
-				continue // it lacks the method (markUnsupported): the next one
+			if !canPoll(r) {
+				continue // it lacks the method (MarkUnsupported): the next one
 			}
-			p.relay.poll.noteFailure(r, p.now())
+			rl.poll.note(r, p.Now())
 			if failed.n > 0 {
 				return err // it was the last one left
 			}
 			continue
 		}
-		f := pendingPoll{r: r, id: id, full: full, key: key, up: up, fn: fn}
-		err = p.pollFilter(ctx, &f)
+		f := pendingPoll{r: r, id: id, full: full, ws: ws, up: up, fn: fn}
+		err = rl.pollFilter(ctx, &f)
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pollUninstallTimeout)
-		if _, uerr := r.call(uctx, uninstallMethod, quotedParam(f.id)); uerr != nil {
-			r.log.Debug("pending transactions: uninstall filter", "err", uerr)
+		if _, uerr := r.Call(uctx, uninstallMethod, quotedParam(f.id)); uerr != nil {
+			r.Logger().Debug("pending transactions: uninstall filter", "err", uerr)
 		}
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if !errors.Is(err, errYieldToWS) {
-			p.relay.poll.noteFailure(r, p.now())
+			rl.poll.note(r, p.Now())
 		}
 		return err
 	}
@@ -162,31 +146,31 @@ func (p *Pool) pollPending(ctx context.Context, full bool, key string, wsWaits b
 
 // newPendingFilter makes a pending-transaction filter on r and returns its
 // id. Full transactions ask for geth's fullTx.
-func (p *Pool) newPendingFilter(ctx context.Context, r *Remote, full bool) (string, error) {
+func (rl *Relays) newPendingFilter(ctx context.Context, r Upstream, full bool) (string, error) {
 	params := json.RawMessage(`[]`)
 	if full {
 		params = json.RawMessage(`[true]`)
 	}
-	res, err := r.call(ctx, pendingFilterMethod, params)
+	res, err := r.Call(ctx, pendingFilterMethod, params)
 	if err != nil {
 		return "", fmt.Errorf("relay: %s: %w", pendingFilterMethod, err)
 	}
 	id, err := strconv.Unquote(string(res))
 	if err != nil || id == "" {
-		return "", fmt.Errorf("relay: %s: %w", pendingFilterMethod, wire.BadReply(r.cfg.Name, "filter id is not a string"))
+		return "", fmt.Errorf("relay: %s: %w", pendingFilterMethod, wire.BadReply(r.Name(), "filter id is not a string"))
 	}
-	r.log.Info("pending transactions: polling a filter (no WebSocket remote can relay)",
-		"full", full, "interval", p.pendingPollInterval())
+	r.Logger().Info("pending transactions: polling a filter (no WebSocket remote can relay)",
+		"full", full, "interval", rl.p.PollInterval())
 	return id, nil
 }
 
 // pendingPoll is one pending-transaction filter polled for a relay: its
 // remote and id, and what the relay asked for.
 type pendingPoll struct {
-	r    *Remote
-	id   string // a new one once the remote forgot the filter and it was made again
-	full bool   // full transactions, not hashes
-	key  string // the subscription's: a WebSocket remote that can relay it ends the poll
+	r    Upstream
+	id   string  // a new one once the remote forgot the filter and it was made again
+	full bool    // full transactions, not hashes
+	ws   *picker // the subscription's: a WebSocket remote it picks ends the poll
 	up   func()
 	fn   func(json.RawMessage)
 }
@@ -195,10 +179,10 @@ type pendingPoll struct {
 // transaction to f.fn. A filter the remote forgot is made again (f.id then
 // holds the new one). It returns the error of pollMaxFailures failed polls
 // in a row, or of a failed remake, or errYieldToWS.
-func (p *Pool) pollFilter(ctx context.Context, f *pendingPoll) error {
+func (rl *Relays) pollFilter(ctx context.Context, f *pendingPoll) error {
 	r, full, fn := f.r, f.full, f.fn
 	f.up()
-	t := time.NewTicker(p.pendingPollInterval())
+	t := time.NewTicker(rl.p.PollInterval())
 	defer t.Stop()
 	failures := 0
 	for {
@@ -207,32 +191,32 @@ func (p *Pool) pollFilter(ctx context.Context, f *pendingPoll) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		now := p.now()
-		ws, failed, wsOK := p.pickRelay(f.key, now)
+		now := rl.p.Now()
+		ws, failed, wsOK := f.ws.pick(now)
 		yield := wsOK && !failed.retryAt().After(now)
-		res, err := r.call(ctx, filterChangesMethod, quotedParam(f.id))
+		res, err := r.Call(ctx, filterChangesMethod, quotedParam(f.id))
 		if yield {
 			// What came since the last poll still goes out; what comes
 			// until the subscription is in place is lost, as on any
 			// resubscription.
 			if err == nil && len(res) > 0 && res[0] == '[' {
-				p.deliverChanges(ctx, r, full, res, fn)
+				deliverChanges(ctx, r, full, res, fn)
 			}
-			r.log.Info("pending transactions: a WebSocket remote can relay again; leaving the filter", "to", ws.cfg.Name)
+			r.Logger().Info("pending transactions: a WebSocket remote can relay again; leaving the filter", "to", ws.Name())
 			return errYieldToWS
 		}
 		if err == nil && (len(res) == 0 || res[0] != '[') {
-			err = wire.BadReply(r.cfg.Name, "filter changes are not an array")
+			err = wire.BadReply(r.Name(), "filter changes are not an array")
 		}
 		switch {
 		case err == nil:
 			failures = 0
-			p.deliverChanges(ctx, r, full, res, fn)
+			deliverChanges(ctx, r, full, res, fn)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case isFilterNotFound(err):
-			r.log.Info("pending transactions: the remote forgot the filter; making it again")
-			nid, err := p.newPendingFilter(ctx, r, full)
+			r.Logger().Info("pending transactions: the remote forgot the filter; making it again")
+			nid, err := rl.newPendingFilter(ctx, r, full)
 			if err != nil {
 				return err
 			}
@@ -250,7 +234,7 @@ func (p *Pool) pollFilter(ctx context.Context, f *pendingPoll) error {
 // in order. Hashes where full transactions were asked for (a remote that
 // ignores fullTx) are fetched by hash from r, pollFetchConcurrency at a
 // time; one it no longer has is skipped.
-func (p *Pool) deliverChanges(ctx context.Context, r *Remote, full bool, res json.RawMessage, fn func(json.RawMessage)) {
+func deliverChanges(ctx context.Context, r Upstream, full bool, res json.RawMessage, fn func(json.RawMessage)) {
 	var items []json.RawMessage
 	it := jsonscan.Array{Data: res, I: 1}
 	for {
@@ -268,9 +252,9 @@ func (p *Pool) deliverChanges(ctx context.Context, r *Remote, full bool, res jso
 				continue
 			}
 			g.Go(func() error {
-				tx, err := r.call(ctx, txByHashMethod, json.RawMessage("["+string(v)+"]"))
+				tx, err := r.Call(ctx, txByHashMethod, json.RawMessage("["+string(v)+"]"))
 				if err != nil || len(tx) == 0 || tx[0] != '{' {
-					r.log.Debug("pending transactions: fetch by hash", "err", err)
+					r.Logger().Debug("pending transactions: fetch by hash", "err", err)
 					tx = nil
 				}
 				items[i] = tx
