@@ -36,10 +36,18 @@ const (
 	proofUnreadable = "unreadable" // params venn does not read as geth does: not stored, served
 )
 
-// errProofMismatch answers an eth_getCode whose code is not the one its
+// proofMismatchError answers an eth_getCode whose code is not the one its
 // account's proof hashes to: the proof holds no code to answer with, and
-// the remote's is known false. The client may ask again.
-var errProofMismatch = &jrpc.Error{Code: jrpc.CodeNoRemote, Message: "no remote answered with the state its block's proof proves"}
+// the remote's is known false, so no remote served the call (-32050;
+// jrpc.ToWire makes it the wire error). The client may ask again.
+type proofMismatchError struct{}
+
+func (proofMismatchError) Error() string {
+	return "no remote answered with the state its block's proof proves"
+}
+func (proofMismatchError) ErrorCode() int { return jrpc.CodeNoRemote }
+
+var errProofMismatch error = proofMismatchError{}
 
 // proves reports whether method's answers are checked before they are
 // stored.

@@ -3,8 +3,9 @@ package jrpc
 import "encoding/json"
 
 // Standard JSON-RPC 2.0 codes. venn itself sends -32700, -32600, -32601 and
-// -32603; CodeInvalidParams reaches clients only as forwarded from a node,
-// since venn passes params it does not need to read through unchecked.
+// -32603; CodeInvalidParams it sends only for the params of a method it
+// answers itself (eth_subscribe, the filter methods), in geth's words, since
+// it passes params it does not need to read through unchecked.
 const (
 	CodeParseError     = -32700
 	CodeInvalidRequest = -32600

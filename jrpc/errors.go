@@ -21,9 +21,9 @@ const (
 //
 //   - a *Error anywhere in the chain (an upstream's answer) is returned as is;
 //   - an error in the chain with ErrorCode() in -32099..-32000 (venn's own
-//     conditions), or CodeMethodNotFound (a method no remote serves, said
-//     as a node says it), keeps its code, its own message (not the text
-//     of what wraps it) and the data its ErrorData() gives;
+//     conditions), or one of the standard codes a node answers a well-formed
+//     call with (ownStandard), keeps its code, its own message (not the
+//     text of what wraps it) and the data its ErrorData() gives;
 //   - context.DeadlineExceeded becomes CodeTimeout;
 //   - anything else becomes CodeInternal with a fixed message, so no detail
 //     (a remote's name, an address) leaks to clients. The Server logs the
@@ -43,7 +43,7 @@ func toWire(err error) (e *Error, unknown bool) {
 		return e, false
 	}
 	if c, ok := errors.AsType[coder](err); ok {
-		if code := c.ErrorCode(); code >= minServerCode && code <= maxServerCode || code == CodeMethodNotFound {
+		if code := c.ErrorCode(); code >= minServerCode && code <= maxServerCode || ownStandard(code) {
 			e = &Error{Code: code, Message: c.Error()}
 			if d, ok := c.(dataCoder); ok {
 				e.Data = d.ErrorData()
@@ -55,6 +55,16 @@ func toWire(err error) (e *Error, unknown bool) {
 		return &Error{Code: CodeTimeout, Message: "request timed out"}, false
 	}
 	return &Error{Code: CodeInternal, Message: "internal error"}, true
+}
+
+// ownStandard reports a standard code a domain error may carry to the
+// client as a node would: CodeMethodNotFound (a method or subscription venn
+// does not serve), CodeInvalidParams (params of a method venn answers
+// itself, read as geth reads them) and CodeInternal (a failure of venn's
+// own that the error words for the client, no detail in it). The others
+// (-32700, -32600) are the transport's, never a handler's.
+func ownStandard(code int) bool {
+	return code == CodeMethodNotFound || code == CodeInvalidParams || code == CodeInternal
 }
 
 // localError marks an error venn answered itself (Local).

@@ -192,7 +192,7 @@ func TestProofCheckedCacheNeverStoresALie(t *testing.T) {
 			}
 		}
 		_, err, _ := p.serve(code.method, code.params)
-		if je, ok := errors.AsType[*jrpc.Error](err); !ok || je.Code != jrpc.CodeNoRemote {
+		if je := jrpc.ToWire(err); je == nil || je.Code != jrpc.CodeNoRemote {
 			t.Fatalf("eth_getCode #%d from a lying remote: %v, want -32050", i, err)
 		}
 	}

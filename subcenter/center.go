@@ -222,16 +222,12 @@ func (c *Center) Stop() {
 	c.crew.stop()
 }
 
-// errors a subscriber sees, as geth words them.
+// errors a subscriber sees, as geth words them (errors.go).
 var (
-	errNotifications = &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: "notifications not supported"}
-	errNotFound      = &jrpc.Error{Code: -32000 /* geth's plain error */, Message: "subscription not found"}
-	errStopped       = &jrpc.Error{Code: jrpc.CodeShuttingDown, Message: "server is shutting down"}
+	errNotifications error = &unservedError{msg: "notifications not supported"}
+	errNotFound      error = &plainError{msg: "subscription not found"}
+	errStopped       error = stoppedError{}
 )
-
-func invalidParams(msg string) *jrpc.Error {
-	return &jrpc.Error{Code: jrpc.CodeInvalidParams, Message: msg}
-}
 
 // Subscribe serves eth_subscribe. The result is the subscription id; the
 // first notification leaves only after it.
@@ -287,7 +283,7 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 		var le *limitError
 		switch {
 		case errors.As(err, &le):
-			return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: le.msg}
+			return nil, le
 		case err != nil:
 			return nil, invalidParams("invalid argument 1: " + err.Error())
 		}
@@ -305,9 +301,8 @@ func (c *Center) Subscribe(ctx context.Context, params json.RawMessage) (json.Ra
 			s.params = json.RawMessage(`["` + pendingKind + `",true]`)
 		}
 	default:
-		return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound,
-			Message: strconv.Quote(name) + " is not a subscription venn serves: " +
-				"newHeads, logs, newPendingTransactions and syncing are"}
+		return nil, &unservedError{msg: strconv.Quote(name) + " is not a subscription venn serves: " +
+			"newHeads, logs, newPendingTransactions and syncing are"}
 	}
 	cn, err := c.add(n, s)
 	if err != nil {
@@ -345,12 +340,12 @@ func (c *Center) add(n jrpc.Notifier, s *sub) (*conn, error) {
 	}
 	o := c.options()
 	if len(cn.subs) >= o.MaxPerConn {
-		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: "too many subscriptions on this connection: " +
+		return nil, &limitError{msg: "too many subscriptions on this connection: " +
 			"max_subscriptions_per_connection (" + strconv.Itoa(o.MaxPerConn) + ") reached"}
 	}
 	if s.kind == kindLogs {
 		if held := cn.filterBytes + s.filter.size; held > o.MaxFilterBytes {
-			return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+			return nil, &limitError{msg: fmt.Sprintf(
 				"logs filters on this connection would take %d bytes: max_filter_bytes_per_connection (%d) reached",
 				held, o.MaxFilterBytes)}
 		}

@@ -467,9 +467,11 @@ func TestNewHeadIsGethsHeader(t *testing.T) {
 	}
 }
 
+// isRPCError reports whether err reaches the client as a JSON-RPC error
+// with code and msg in its message.
 func isRPCError(err error, code int, msg string) bool {
-	var e *jrpc.Error
-	return errors.As(err, &e) && e.Code == code && strings.Contains(e.Message, msg)
+	e := jrpc.ToWire(err)
+	return e != nil && e.Code == code && strings.Contains(e.Message, msg)
 }
 
 // logNote is a logs notification as a test compares it: the block it came

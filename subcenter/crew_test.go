@@ -61,8 +61,7 @@ func TestStopEndsWritersAndWatchers(t *testing.T) {
 	<-done
 
 	_, err := c.Subscribe(ctxFor(newNotifier()), json.RawMessage(`["newHeads"]`))
-	var e *jrpc.Error
-	if !errors.As(err, &e) || e.Code != jrpc.CodeShuttingDown {
+	if !isRPCError(err, jrpc.CodeShuttingDown, "shutting down") {
 		t.Fatalf("subscribe after stop: %v, want code %d", err, jrpc.CodeShuttingDown)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 // maxTopics is geth's bound on a filter's topic positions (eth/filters):
@@ -30,7 +31,8 @@ type filterLimits struct {
 // params, since another server may take it.
 type limitError struct{ msg string }
 
-func (e *limitError) Error() string { return e.msg }
+func (e *limitError) Error() string  { return e.msg }
+func (e *limitError) ErrorCode() int { return jrpc.CodeLimitExceeded }
 
 // logFilter is a logs subscription's criteria, read the way geth's
 // FilterCriteria.UnmarshalJSON reads them and matched as eth_getLogs

@@ -85,16 +85,14 @@ func (c FilterConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Errors a filter's client sees.
+// Errors a filter's client sees (errors.go).
 var (
-	errFilterNotFound = &jrpc.Error{Code: -32000 /* geth's plain error */, Message: "filter not found"}
-	errFilterStore    = &jrpc.Error{Code: jrpc.CodeInternal,
-		Message: "filters unavailable: the cluster's filter store does not answer; try again"}
-	errFilterBusy = &jrpc.Error{Code: -32000,
-		Message: "filter polled by too many calls at once; try again"}
-	errPendingFilterUnserved = &jrpc.Error{Code: jrpc.CodeMethodNotFound,
-		Message: "eth_newPendingTransactionFilter needs a remote with a ws_url, or one that serves " +
-			"eth_newPendingTransactionFilter; this chain has none"}
+	errFilterNotFound error = &plainError{msg: "filter not found"}
+	errFilterStore    error = storeDownError{}
+	errFilterBusy     error = &plainError{msg: "filter polled by too many calls at once; try again"}
+
+	errPendingFilterUnserved error = &unservedError{msg: "eth_newPendingTransactionFilter needs a remote with a ws_url, " +
+		"or one that serves eth_newPendingTransactionFilter; this chain has none"}
 )
 
 // Filters answers one chain's filter methods itself: a filter's state (its
@@ -181,7 +179,7 @@ func (f *Filters) ServeFilter(ctx context.Context, via jrpc.Handler, req *jrpc.R
 		if _, err := parseLogFilter(args[0], filterLimits{addresses: evm.LogQueryLimit, topics: evm.LogQueryLimit}); err != nil {
 			var le *limitError
 			if errors.As(err, &le) {
-				return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: le.msg}
+				return nil, le
 			}
 			return nil, invalidParams("invalid argument 0: " + err.Error())
 		}
@@ -231,7 +229,7 @@ func (f *Filters) ServeFilter(ctx context.Context, via jrpc.Handler, req *jrpc.R
 		}
 		return json.RawMessage("false"), nil
 	}
-	return nil, &jrpc.Error{Code: jrpc.CodeMethodNotFound, Message: "the method " + req.Method + " does not exist/is not available"}
+	return nil, &unservedError{msg: "the method " + req.Method + " does not exist/is not available"}
 }
 
 // filterArgs reads the params array (absent or null: none).
@@ -326,11 +324,11 @@ func (f *Filters) create(ctx context.Context, via jrpc.Handler, st *FilterState)
 	id := newID()
 	switch err := f.store.Create(ctx, id, st, cfg.Timeout, cfg.MaxPerChain, cfg.MaxPerClient); {
 	case errors.Is(err, ErrChainFull):
-		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+		return nil, &limitError{msg: fmt.Sprintf(
 			"too many filters: chain %s holds %d, filters.max_per_chain is %d; uninstall some or let them expire",
 			f.chain, cfg.MaxPerChain, cfg.MaxPerChain)}
 	case errors.Is(err, ErrOwnerFull):
-		return nil, &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+		return nil, &limitError{msg: fmt.Sprintf(
 			"too many filters: this client holds %d on chain %s, filters.max_per_client is %d; uninstall some or let them expire",
 			cfg.MaxPerClient, f.chain, cfg.MaxPerClient)}
 	case err != nil:
@@ -405,7 +403,7 @@ func (f *Filters) since(ctx context.Context, via jrpc.Handler, st *FilterState) 
 	ch, err := f.w.Since(ctx, st.Pos.Cursor, fetchOrphan(via))
 	if errors.Is(err, headstore.ErrOrphanUnknown) {
 		f.log.Warn("filter poll refused: a reorg reached a block venn no longer holds", "err", err)
-		return ch, &jrpc.Error{Code: -32000, Message: "filter changes unavailable: " + err.Error()}
+		return ch, &plainError{msg: "filter changes unavailable: " + err.Error()}
 	}
 	return ch, err
 }

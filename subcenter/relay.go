@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/jsonscan"
 )
 
@@ -30,11 +29,11 @@ const (
 
 // Errors a newPendingTransactions subscriber sees when no remote can serve it.
 var (
-	errPendingUnserved = &jrpc.Error{Code: jrpc.CodeMethodNotFound,
-		Message: "newPendingTransactions needs a remote with a ws_url, or one that serves " +
+	errPendingUnserved error = &unservedError{
+		msg: "newPendingTransactions needs a remote with a ws_url, or one that serves " +
 			"eth_newPendingTransactionFilter; this chain has none"}
-	errPendingUnsupported = &jrpc.Error{Code: jrpc.CodeMethodNotFound,
-		Message: "newPendingTransactions is served by no remote of this chain: none with a ws_url " +
+	errPendingUnsupported error = &unservedError{
+		msg: "newPendingTransactions is served by no remote of this chain: none with a ws_url " +
 			"has the subscription, and none has eth_newPendingTransactionFilter"}
 )
 

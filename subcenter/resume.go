@@ -12,7 +12,6 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
-	"github.com/venn-gateway/venn/jrpc"
 )
 
 // resumeOpts is venn's extension to eth_subscribe, an object after the
@@ -70,7 +69,7 @@ func parseResume(raw json.RawMessage) (*headstore.Cursor, error) {
 // naming the oldest block venn can resume from. The caller holds mu.
 func (c *Center) resumeLocked(s *sub, cur headstore.Cursor) error {
 	if len(c.view) == 0 {
-		return &jrpc.Error{Code: -32000, Message: "cannot resume yet: this replica has no chain; try again"}
+		return &plainError{msg: "cannot resume yet: this replica has no chain; try again"}
 	}
 	canon := make([]*evm.Parts, len(c.view))
 	for i, b := range c.view {
@@ -78,10 +77,10 @@ func (c *Center) resumeLocked(s *sub, cur headstore.Cursor) error {
 	}
 	ch, err := c.w.SinceOn(canon, cur)
 	if err != nil {
-		return &jrpc.Error{Code: -32000, Message: "cannot resume: " + err.Error()}
+		return &plainError{msg: "cannot resume: " + err.Error()}
 	}
 	if ch.HasGap {
-		return &jrpc.Error{Code: -32000, Message: fmt.Sprintf(
+		return &plainError{msg: fmt.Sprintf(
 			"cannot resume from block %d: venn resumes from block %d at the oldest (its window holds %d..%d); subscribe afresh and read the rest with eth_getLogs",
 			cur.Number, canon[0].Number-1, canon[0].Number, canon[len(canon)-1].Number)}
 	}
@@ -116,7 +115,7 @@ func (c *Center) resumeLocked(s *sub, cur headstore.Cursor) error {
 	}
 	o := c.options()
 	if q, qb := s.c.queued(); q+len(out) > o.QueueLen || qb+size > o.QueueBytes {
-		return &jrpc.Error{Code: jrpc.CodeLimitExceeded, Message: fmt.Sprintf(
+		return &limitError{msg: fmt.Sprintf(
 			"cannot resume from block %d: %d notifications (%d bytes) missed, more than subscription_queue (%d) or subscription_queue_bytes (%d) hold",
 			cur.Number, len(out), size, o.QueueLen, o.QueueBytes)}
 	}
