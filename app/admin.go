@@ -12,7 +12,6 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/venn-gateway/venn/admin"
-	"github.com/venn-gateway/venn/cache"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -100,47 +99,24 @@ func (c *Config) replicaID() string {
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
-// stateOf reads a chain's state beside its pool, for the admin API.
-func (cs *chains) stateOf(c *chain, hist *history) func() admin.ChainState {
-	settled := c.settled
-	return func() admin.ChainState {
-		st := admin.ChainState{Leading: c.head.leading.Load(), Subscribers: c.head.subs.Subscribers(), History: "off"}
-		if tags, ok := c.head.window.Tags(); ok {
-			st.Safe, st.Finalized = tags.Safe, tags.Finalized
-		}
-		if bs := c.head.window.Blocks(); len(bs) > 0 {
-			st.Window = admin.Span{From: bs[0].Number, To: bs[len(bs)-1].Number, Blocks: len(bs)}
-		}
-		if n, ok := settled(); ok {
-			st.Settled = &n
-		}
-		if r := hist.readiness(); r != nil {
-			st.History = r.State
-		}
-		if k := c.cache.Load(); k != nil {
-			st.Cache = k.c.State(context.Background()) // each tier bounded by its own timeout
-		}
-		return st
-	}
-}
-
 // adminChains are the chains served now, as the admin API reads them.
 func (cs *chains) adminChains(hist *history) []admin.Chain {
 	all := cs.all()
 	list := make([]admin.Chain, 0, len(all))
 	for _, c := range all {
-		ac := admin.Chain{Name: c.name, Path: "/" + c.name, Pool: c.pool, Heads: c.pool.Heads(), State: cs.stateOf(c, hist)}
-		if c.cache.Load() != nil {
-			ac.PurgeCache = func(ctx context.Context, p cache.Purge) (int64, error) {
-				k := c.cache.Load()
-				if k == nil {
-					return 0, nil
+		ac := admin.Chain{Name: c.Name(), Path: "/" + c.Name(), Pool: c.Pool(), Heads: c.Pool().Heads(),
+			State: func() admin.ChainState {
+				st := c.State()
+				if r := hist.readiness(); r != nil {
+					st.History = r.State
 				}
-				return k.c.Purge(ctx, p)
-			}
+				return st
+			}}
+		if c.Cached() {
+			ac.PurgeCache = c.PurgeCache
 		}
 		if cs.rdb != nil {
-			name := c.name
+			name := c.Name()
 			ac.Leader = func(ctx context.Context) (stalker.Leader, bool, error) {
 				return stalker.ReadLeader(ctx, cs.rdb, name)
 			}
@@ -170,26 +146,19 @@ func (cs *chains) drain(ctx context.Context) admin.DrainReport {
 	rep := admin.DrainReport{Draining: true, Released: []string{}}
 	if cs.rdb == nil {
 		for _, c := range cs.all() {
-			rep.Kept = append(rep.Kept, c.name)
+			rep.Kept = append(rep.Kept, c.Name())
 		}
 		rep.Note = "no redis.url: no other replica to hand the chains to; this one keeps leading them"
 		return rep
 	}
 	for _, c := range cs.all() {
-		h := c.head
-		if h.stopCampaign == nil {
-			continue // not started
-		}
-		led := h.leading.Load()
-		h.stopCampaign() // the elector releases a held lease as it returns
-		select {
-		case <-h.campaignDone:
-			if led {
-				rep.Released = append(rep.Released, c.name)
-			}
-		case <-ctx.Done():
-			rep.Kept = append(rep.Kept, c.name)
+		released, err := c.Drain(ctx)
+		switch {
+		case err != nil:
+			rep.Kept = append(rep.Kept, c.Name())
 			rep.Note = "the lease of the chains kept is released when their stalker stops, or expires"
+		case released:
+			rep.Released = append(rep.Released, c.Name())
 		}
 	}
 	return rep // the admin API logs it, with who asked

@@ -1,7 +1,9 @@
-// Package app owns venn's configuration and its fx wiring, nothing else: it
-// turns a *Config into pools, routers, the JSON-RPC server and the metrics
-// server, and orders their start and stop. Behaviour lives in the packages
-// it wires.
+// Package app owns venn's configuration (load, ${ENV}, defaults,
+// validation) and its fx wiring, nothing else: it turns a *Config into
+// chains (package chain, which owns each chain's lifecycle), the JSON-RPC
+// server and the metrics server, orders their start and stop, and applies
+// reloads and drains to the list of chains. Behaviour lives in the
+// packages it wires.
 package app
 
 import (
@@ -28,24 +30,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/admin"
-	"github.com/venn-gateway/venn/cache"
+	"github.com/venn-gateway/venn/chain"
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/forger"
-	"github.com/venn-gateway/venn/headstore"
-	headredis "github.com/venn-gateway/venn/headstore/redisstore"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
-	"github.com/venn-gateway/venn/natsfeed"
 	"github.com/venn-gateway/venn/remotes"
-	"github.com/venn-gateway/venn/remotes/budget"
-	"github.com/venn-gateway/venn/remotes/redisstore"
-	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/retry"
-	"github.com/venn-gateway/venn/router"
-	"github.com/venn-gateway/venn/stalker"
-	"github.com/venn-gateway/venn/subcenter"
-	subredis "github.com/venn-gateway/venn/subcenter/redisstore"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -159,125 +150,28 @@ func newRegistry(cfg *Config, b buildInfoIn) *prometheus.Registry {
 	return reg
 }
 
-// chain is one configured chain's pool, head feed and router, and the
-// background work that follows its head (run, halt).
-type chain struct {
-	name   string
-	built  ChainConfig // what it was built with (reload_chains.go)
-	cfg    ChainConfig // as last applied
-	pool   *remotes.Pool
-	head   *headFeed
-	router *router.Router
-
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	settled func() (uint64, bool) // the settled line the leader archives by
-	// cache is the chain's response cache (nil: off); a reload may
-	// replace it (applyCache).
-	cache atomic.Pointer[chainCache]
-	owner *chains // what built it, for what a reload rebuilds
-}
-
-// headFeed is a chain's head window on this replica: the follower that
-// keeps it, and the campaign whose leader runs the stalker.
-type headFeed struct {
-	window   *headstore.Window
-	follower *headstore.Follower
-	elector  stalker.Elector
-	stalker  *stalker.Stalker
-	heads    *stalker.HeadShare // the remotes' heads shared; nil without Redis
-	subs     *subcenter.Center
-	filters  *subcenter.Filters
-	feed     *natsfeed.Publisher // the JetStream feed; nil: off
-
-	leading atomic.Bool // the stalker runs: this replica leads
-	// stopCampaign ends the campaign alone (a drain), campaignDone is
-	// closed when it has, the lease released; set by start.
-	stopCampaign context.CancelFunc
-	campaignDone chan struct{}
-}
-
-// lead runs the stalker for one leadership, and publishes the remotes'
-// heads and the JetStream feed while it runs.
-func (h *headFeed) lead(ctx context.Context, epoch uint64) {
-	h.leading.Store(true)
-	defer h.leading.Store(false)
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	if h.heads != nil {
-		wg.Go(func() { h.heads.Lead(ctx, epoch) })
-	}
-	if h.feed != nil {
-		wg.Go(func() { h.feed.Lead(ctx, epoch) })
-	}
-	h.stalker.Lead(ctx, epoch)
-	cancel()
-	wg.Wait()
-}
-
-// chains are in config order. A reload adds and removes chains (reload.go):
-// the list is swapped whole, so readers (readyz) load it without a lock.
+// chains are the chains served, in config order. A reload adds and
+// removes chains (reload_chains.go): the list is swapped whole, so
+// readers (readyz) load it without a lock. Each chain's lifecycle is
+// package chain's; this is the process's list of them.
 type chains struct {
-	list     atomic.Pointer[[]*chain]
+	list     atomic.Pointer[[]*chain.Chain]
 	rdb      redis.UniversalClient // nil without Redis
-	tiers    cacheTiers            // the Postgres cache tiers' pool
+	parts    *chain.Parts          // what every chain is built with
 	log      *slog.Logger
-	parts    chainParts
 	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
 	stopping chan struct{}  // closed by stop: removed chains stop waiting
 	stopOnce sync.Once
 	// draining turns /readyz 503: a drain (admin API) or the shutdown.
 	draining atomic.Bool
-	// series deletes a removed chain's series (series.go).
-	series chainSeries
-}
-
-// chainParts is what every chain is built with: the process's own
-// pieces, kept for the chains a reload adds.
-type chainParts struct {
-	cfg     *Config          // the process settings chains read: redis
-	limits  subcenter.Limits // as last applied
-	metrics chainMetrics
-	remotes *remotes.Metrics
-	replies *wire.ReplyBudget
-	history *history
-	tracer  *tracing.Tracer // nil: off
-	nats    *vnats.Conn     // nil: no NATS
 }
 
 // all is the chains served now, in config order.
-func (cs *chains) all() []*chain {
+func (cs *chains) all() []*chain.Chain {
 	if l := cs.list.Load(); l != nil {
 		return *l
 	}
 	return nil
-}
-
-// chainMetrics are the series every chain's parts register under.
-type chainMetrics struct {
-	head     *headstore.Metrics
-	stalker  *stalker.Metrics
-	election *stalker.ElectionMetrics
-	heads    *stalker.HeadShareMetrics
-	archive  *stalker.ArchiveMetrics
-	router   *router.Metrics
-	subs     *subcenter.Metrics
-	cache    *cache.Metrics
-	feed     *natsfeed.Metrics
-}
-
-func newChainMetrics(reg prometheus.Registerer) chainMetrics {
-	return chainMetrics{
-		head:     headstore.NewMetrics(reg),
-		stalker:  stalker.NewMetrics(reg),
-		election: stalker.NewElectionMetrics(reg),
-		heads:    stalker.NewHeadShareMetrics(reg),
-		archive:  stalker.NewArchiveMetrics(reg),
-		router:   router.NewMetrics(reg),
-		subs:     subcenter.NewMetrics(reg),
-		cache:    cache.NewMetrics(reg),
-		feed:     natsfeed.NewMetrics(reg),
-	}
 }
 
 type chainsParams struct {
@@ -302,16 +196,17 @@ func newChains(p chainsParams) (*chains, error) {
 		}
 		out.rdb = rdb
 	}
-	out.tiers = cacheTiers{hist: p.History.store, url: cfg.Postgres.URL}
-	out.parts = chainParts{cfg: cfg, limits: cfg.Limits.Subscriptions, metrics: newChainMetrics(p.Registry), remotes: p.Remotes,
-		replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
-		history: p.History, tracer: p.Tracer, nats: p.NATS}
-	out.series.onDrop(out.parts.metrics.drop)
-	list := make([]*chain, 0, len(cfg.Chains))
+	out.parts = &chain.Parts{Redis: out.rdb, ReplicaID: cfg.replicaID(), LeaseTTL: cfg.Redis.LeaseTTL,
+		NATS: p.NATS, NATSPrefix: cfg.NATS.WithDefaults().Prefix, Limits: cfg.Limits.Subscriptions,
+		Metrics: chain.NewMetrics(p.Registry), Remotes: p.Remotes,
+		Replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
+		History: p.History.store, Tiers: chain.NewCacheTiers(p.History.store, cfg.Postgres.URL),
+		Tracer: p.Tracer, Logger: log}
+	list := make([]*chain.Chain, 0, len(cfg.Chains))
 	for _, cc := range cfg.Chains {
-		c, err := out.build(cc)
+		c, err := chain.New(cc, out.parts)
 		if err != nil {
-			out.tiers.close()
+			out.parts.Tiers.Close()
 			return nil, err
 		}
 		list = append(list, c)
@@ -321,192 +216,31 @@ func newChains(p chainsParams) (*chains, error) {
 	return out, nil
 }
 
-// build builds one chain: its pool, head feed, subscriptions and router.
-// It does no I/O. The chain holds its series (series.go) until forget.
-func (cs *chains) build(cc ChainConfig) (*chain, error) {
-	cs.series.hold(cc.Name) // before its parts resolve them
-	c, err := cs.buildHeld(cc)
-	if err != nil {
-		cs.series.release(cc.Name)
-	}
-	return c, err
-}
-
-func (cs *chains) buildHeld(cc ChainConfig) (*chain, error) {
-	cfg, m, log := cs.parts.cfg, cs.parts.metrics, cs.log
-	var budgets budget.Store     // without Redis each process counts its own
-	var share remotes.AvailShare // without Redis each process probes alone
-	if cs.rdb != nil {
-		budgets = redisstore.NewBudgets(cs.rdb)
-		share = redisstore.NewShare(cs.rdb, cfg.replicaID())
-	}
-	c := &chain{name: cc.Name, built: cc, cfg: cc, owner: cs}
-	// A remote found on another chain or misbehaving: its cached answers
-	// since its last good check are dropped, by the cache of the moment.
-	distrusted := func(d remotes.Distrust) { c.cache.Load().distrusted(d) }
-	pool, err := cc.newPool(log, cs.parts.remotes, cs.parts.replies, cs.parts.tracer, budgets, share, distrusted)
-	if err != nil {
-		return nil, err
-	}
-	var (
-		archive stalker.Archive // nil without postgres.url
-		hist    router.History
-	)
-	if hc := cs.parts.history.chain(cc); hc != nil {
-		archive, hist = hc, hc
-	}
-	sc := cc.StalkerConfig(archive, m.archive)
-	sc.Tracer = cs.parts.tracer
-	h := cs.newHeadFeed(cfg, cc, sc, pool, m)
-	var calls forger.Calls = pool
-	if cc.Integrity.ClientCalls {
-		calls = remotes.NewVerifiedClient(pool, h.window) // blocks and receipts checked, failing ones refetched
-	}
-	// newPendingTransactions from a remote's own subscription, or a
-	// pending-transaction filter polled where no WebSocket remote can.
-	var relay subcenter.Relay
-	if rl := pool.Relays(); rl != nil {
-		relay = rl
-	}
-	h.subs = subcenter.New(cc.Name, h.window, relay, subcenter.LimitOptions(cs.parts.limits), log, m.subs)
-	h.filters = cs.newFilters(cc, h.window, relay)
-	settled := cc.settledLine(h.window)
-	rc := router.Config{Chain: cc.Name, ChainID: cc.ChainID, MaxLag: cc.Pool.MaxLag,
-		Subscriptions: h.subs, Filters: h.filters, History: hist, Settled: settled, Confirm: pool.Heads().ConfirmHash, LogLimits: cc.GetLogsLimits,
-		Static: cc.StaticAnswers,
-		Logger: log, Tracer: cs.parts.tracer}
-	ccache, err := cs.newCache(cc, log, m.cache)
-	if err != nil {
-		pool.DropSeries()
-		return nil, fmt.Errorf("chain %s: cache: %w", cc.Name, err)
-	}
-	if ccache != nil {
-		rc.Cache = ccache.c // a nil *cache.Cache would be a non-nil interface
-	}
-	rt := router.New(rc, h.window, router.UpstreamOf(calls, pool.Heads()), m.router)
-	c.pool, c.head, c.router, c.settled = pool, h, rt, settled
-	c.cache.Store(ccache)
-	return c, nil
-}
-
-// newFilters builds a chain's polled filters: on the cluster's Redis when
-// there is one, so that every replica serves them, in memory when not.
-func (cs *chains) newFilters(cc ChainConfig, w *headstore.Window, relay subcenter.Relay) *subcenter.Filters {
-	var (
-		store   subcenter.FilterStore = subcenter.NewMemoryFilters()
-		pending                       = subcenter.NewMemoryPending()
-	)
-	if cs.rdb != nil {
-		store, pending = subredis.NewFilters(cs.rdb, cc.Name), subredis.NewPending(cs.rdb, cc.Name)
-	}
-	return subcenter.NewFilters(cc.Name, w, store, pending, relay, cc.Filters, cs.log)
-}
-
-// newHeadFeed builds a chain's head feed: on the cluster's Redis when
-// there is one, in memory (this process leads) when not.
-func (cs *chains) newHeadFeed(cfg *Config, cc ChainConfig, sc stalker.Config, pool *remotes.Pool, m chainMetrics) *headFeed {
-	ec := stalker.ElectionConfig{Chain: cc.Name, ReplicaID: cfg.replicaID(),
-		TTL: cfg.Redis.LeaseTTL, Logger: cs.log, Metrics: m.election}
-	var (
-		store   headstore.Store
-		elector stalker.Elector
-	)
-	if cs.rdb != nil {
-		store = headredis.New(cs.rdb, cc.Name, cc.Head.Window)
-		elector = stalker.NewRedisElector(cs.rdb, ec)
-	} else {
-		store = headstore.NewMemory(cc.Head.Window)
-		elector = stalker.NewMemoryElector(ec)
-	}
-	w := headstore.NewWindow(cc.Head.Window)
-	h := &headFeed{
-		window:   w,
-		follower: headstore.NewFollower(cc.Name, store, w, cs.log, m.head),
-		elector:  elector,
-		stalker:  stalker.New(sc, pool, pool.Heads(), store, cs.log, m.stalker),
-	}
-	if cs.rdb != nil {
-		h.heads = stalker.NewHeadShare(cs.rdb, cc.Name, pool.Heads(), cs.log, m.heads)
-	}
-	if cc.NATS.Stream && cs.parts.nats != nil {
-		h.feed = natsfeed.New(natsfeed.Options{Chain: cc.Name, Prefix: cfg.NATS.WithDefaults().Prefix, Config: cc.NATS,
-			Conn: cs.parts.nats.NATS, Store: store, Window: w, Fetch: fetchHeader(pool), Logger: cs.log, Metrics: m.feed})
-	}
-	return h
-}
-
-// start starts every pool at once: each may wait a few seconds for a first
-// ready remote, and that must not add up across chains. Then each chain's
-// follower and campaign start.
+// start starts every chain at once: each pool may wait a few seconds for
+// a first ready remote, and that must not add up across chains.
 func (cs *chains) start(ctx context.Context) error {
 	var g errgroup.Group
 	for _, c := range cs.all() {
-		g.Go(func() error { return c.pool.Start(ctx) })
+		g.Go(func() error { return c.Start(ctx, true) })
 	}
 	if err := g.Wait(); err != nil {
-		// fx stops only hooks that started: undo the pools that did.
+		// fx stops only hooks that started: undo the chains that did.
 		return errors.Join(err, cs.stop(ctx))
-	}
-	for _, c := range cs.all() {
-		c.run(true)
 	}
 	return nil
 }
 
-// run starts the chain's follower, subscriptions, campaign (unless not
-// campaign: campaigns) and history write-through, under a context of its own: a reload may stop one chain.
-func (c *chain) run(campaign bool) {
-	bg, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	c.wg.Go(func() { c.head.follower.Run(bg) })
-	c.wg.Go(func() { c.head.subs.Run(bg) })
-	c.wg.Go(func() { <-bg.Done(); c.head.filters.Stop() })
-	if c.head.heads != nil {
-		c.wg.Go(func() { c.head.heads.Run(bg) })
-	}
-	if h := c.head; campaign {
-		camp, stop := context.WithCancel(bg)
-		h.stopCampaign, h.campaignDone = stop, make(chan struct{})
-		c.wg.Go(func() { defer close(h.campaignDone); h.elector.Run(camp, h.lead) })
-	}
-	c.wg.Go(func() { c.router.Run(bg) }) // the history write-through
-	c.cache.Load().run(c)
-}
-
-// halt ends the chain's campaign (a leader releases its lease, so another
-// replica takes over at once) and its follower, and waits for them.
-func (c *chain) halt(ctx context.Context) error {
-	if c.cancel == nil {
-		c.cache.Load().stop()
-		return nil
-	}
-	c.cancel()
-	done := make(chan struct{})
-	go func() { c.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		c.cache.Load().stop()
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("chain %s: head feed: stop: %w", c.name, ctx.Err())
-	}
-}
-
-// stop ends the campaigns and the followers, then the pools they call.
+// stop stops every chain, and the removed ones still stopping.
 func (cs *chains) stop(ctx context.Context) error {
 	list := cs.all()
-	errs := make([]error, 2*len(list))
+	errs := make([]error, len(list))
 	var wg sync.WaitGroup
 	for i, c := range list {
-		wg.Go(func() { errs[i] = c.halt(ctx) })
-	}
-	wg.Wait()
-	for i, c := range list {
-		wg.Go(func() { errs[len(list)+i] = c.pool.Stop(ctx) })
+		wg.Go(func() { errs[i] = c.Stop(ctx) })
 	}
 	wg.Wait()
 	errs = append(errs, cs.waitRetired(ctx))
-	cs.tiers.close() // every prune has ended
+	cs.parts.Tiers.Close() // every prune has ended
 	if cs.rdb != nil {
 		errs = append(errs, cs.rdb.Close())
 	}
@@ -530,7 +264,7 @@ func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *g
 // handleChains serves each chain at /NAME.
 func handleChains(srv *jrpc.Server, cs *chains) {
 	for _, c := range cs.all() {
-		srv.Handle(c.name, c.router)
+		srv.Handle(c.Name(), c.Router())
 	}
 }
 

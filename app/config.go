@@ -13,15 +13,11 @@ import (
 
 	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/blockstore"
-	"github.com/venn-gateway/venn/cache"
+	"github.com/venn-gateway/venn/chain"
 	"github.com/venn-gateway/venn/edge"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
-	"github.com/venn-gateway/venn/natsfeed"
-	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/reqlog"
-	"github.com/venn-gateway/venn/router"
-	"github.com/venn-gateway/venn/stalker"
 	"github.com/venn-gateway/venn/subcenter"
 	"github.com/venn-gateway/venn/tracing"
 	"github.com/venn-gateway/venn/usage"
@@ -164,53 +160,12 @@ func (f *LogFormat) UnmarshalText(b []byte) error {
 	return fmt.Errorf("must be text or json, not %q", b)
 }
 
-// ChainConfig is one chain, served at /Name.
-type ChainConfig struct {
-	Name    string `yaml:"name"`
-	ChainID uint64 `yaml:"chain_id"`
-	// Pool is the chain's remotes pool (package remotes), written inline
-	// in the chain: block_time, chain_recheck, max_lag, call_deadline,
-	// max_attempts, getlogs_concurrency, getlogs_max_parts,
-	// broadcast_fanout, pending_poll_interval, breaker, consensus, cordon,
-	// misbehaviour_log, hedge and scoring.
-	Pool    remotes.PoolConfig    `yaml:",inline"`
-	Head    stalker.HeadConfig    `yaml:"head"`
-	History stalker.HistoryConfig `yaml:"history"`
-	Remotes []remotes.Config      `yaml:"remotes"`
-	// Integrity checks blocks and receipts remotes send against their
-	// hashes and roots, and refetches what fails from another remote.
-	Integrity IntegrityConfig `yaml:"integrity"`
-	// Cache is the chain's response cache (package cache).
-	Cache cache.Config `yaml:"cache"`
-	// GetLogsLimits cap clients' eth_getLogs on the chain (package router).
-	GetLogsLimits router.LogLimits `yaml:"getlogs_limits"`
-	// Filters are the chain's polled filters (eth_newFilter and the
-	// rest), which venn serves itself (package subcenter).
-	Filters subcenter.FilterConfig `yaml:"filters"`
-	// StaticAnswers answers methods (and exact params) from config,
-	// without a remote (package router).
-	StaticAnswers []router.StaticAnswer `yaml:"static_answers"`
-	// NATS publishes the chain's head feed to a JetStream stream while
-	// this replica leads it (package natsfeed): `nats: {stream: true}`.
-	NATS natsfeed.Config `yaml:"nats"`
-}
+// ChainConfig is one chain, served at /Name (package chain's Config: app
+// reads, defaults and validates it; chain builds from it).
+type ChainConfig = chain.Config
 
 // IntegrityConfig says which fetches are checked (package integrity).
-// Stalker is a pointer because absent (on) differs from false.
-type IntegrityConfig struct {
-	// Stalker checks every block the leader fetches, and its receipts;
-	// default on. Off only for a chain whose blocks venn can't hash at all
-	// (its checks then count as skipped anyway) or a fake node.
-	Stalker *bool `yaml:"stalker"`
-	// ClientCalls checks clients' eth_getBlockByNumber/ByHash,
-	// eth_getBlockReceipts and eth_getTransactionReceipt answered by the
-	// remotes; default off (it costs CPU per call, and those calls lose
-	// hedging, votes and sharing with unchecked calls).
-	ClientCalls bool `yaml:"client_calls"`
-}
-
-// StalkerOn reports whether the stalker's fetches are checked.
-func (i IntegrityConfig) StalkerOn() bool { return i.Stalker == nil || *i.Stalker }
+type IntegrityConfig = chain.IntegrityConfig
 
 // Load reads, expands, parses, defaults and validates the file at path; ""
 // loads the embedded default.
@@ -500,12 +455,4 @@ func (l Limits) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// PoolConfig is the chain's pool settings with its name and id, for
-// remotes.NewPool.
-func (c ChainConfig) PoolConfig() remotes.PoolConfig {
-	pc := c.Pool
-	pc.Chain, pc.ChainID = c.Name, c.ChainID
-	return pc
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/consensus"
 )
 
 // threeRemotes is a chain of three remotes, for vote rules.
@@ -33,7 +34,7 @@ func TestConsensusConfig(t *testing.T) {
 		{name: "defaults of a rule", give: threeRemotes + `    consensus: [{methods: [eth_getBlockByNumber]}]
 `,
 			want: []remotes.ConsensusRule{{Methods: []string{"eth_getBlockByNumber"}, Remotes: 3, Agree: 2,
-				OnDispute: remotes.DisputeError, TrustedTier: remotes.TierPrimary}},
+				OnDispute: consensus.DisputeError, TrustedTier: remotes.TierPrimary}},
 			wantCordon: [3]any{remotes.DefaultCordonStrikes, remotes.DefaultCordonWithin, remotes.DefaultCordonPeriod}},
 		{name: "everything set", give: threeRemotes + `    consensus:
       - methods: [eth_getBlockByNumber, eth_getLogs]
@@ -48,9 +49,9 @@ func TestConsensusConfig(t *testing.T) {
 `,
 			want: []remotes.ConsensusRule{
 				{Methods: []string{"eth_getBlockByNumber", "eth_getLogs"}, Remotes: 3, Agree: 3,
-					IgnoreFields: []string{"size", "transactions.v"}, OnDispute: remotes.DisputePreferTier, TrustedTier: remotes.TierSecondary},
+					IgnoreFields: []string{"size", "transactions.v"}, OnDispute: consensus.DisputePreferTier, TrustedTier: remotes.TierSecondary},
 				{Methods: []string{"eth_getTransactionReceipt"}, Remotes: 2, Agree: 2,
-					OnDispute: remotes.DisputeMostCommon, TrustedTier: remotes.TierPrimary},
+					OnDispute: consensus.DisputeMostCommon, TrustedTier: remotes.TierPrimary},
 			},
 			wantCordon: [3]any{5, 30 * time.Second, time.Minute},
 			wantLog:    "/var/log/venn/misbehaviour.jsonl"},

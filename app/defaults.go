@@ -36,12 +36,12 @@ func (c *Config) applyDefaults() {
 		}
 	}
 	for i := range c.Chains {
-		c.Chains[i].applyDefaults(c.Redis.Enabled())
+		applyChainDefaults(&c.Chains[i], c.Redis.Enabled())
 	}
 	c.applyPostgresDefaults()
 }
 
-func (ch *ChainConfig) applyDefaults(redis bool) {
+func applyChainDefaults(ch *ChainConfig, redis bool) {
 	ch.Pool = ch.Pool.WithDefaults(len(ch.Remotes))
 	ch.Head = ch.Head.WithDefaults(ch.Pool.BlockTime)
 	ch.History = ch.History.WithDefaults(ch.Head.Window)

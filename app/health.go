@@ -87,23 +87,18 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	body := readiness{Ready: !h.draining.Load(), Draining: h.draining.Load()}
 	now := time.Now()
 	for _, c := range h.chains.all() {
-		hs := c.pool.Heads().HeadStatus()
-		cr := chainReadiness{Chain: c.name, Ready: c.pool.Ready(), Head: c.pool.Heads().Head(), HeadHash: hs.Hash,
+		pool := c.Pool()
+		hs := pool.Heads().HeadStatus()
+		cr := chainReadiness{Chain: c.Name(), Ready: pool.Ready(), Head: pool.Heads().Head(), HeadHash: hs.Hash,
 			BlockTimeSeconds: seconds(hs.BlockTime), BlockTimeSource: hs.BlockTimeSource,
-			PollIntervalSeconds: seconds(hs.PollInterval)}
+			PollIntervalSeconds: seconds(hs.PollInterval), HeadTracking: c.HeadTracking(), NATSFeed: c.NATSFeed()}
 		if !hs.Time.IsZero() {
 			cr.HeadAgeSeconds = seconds(max(now.Sub(hs.Time), 0))
 		}
-		if c.head.heads != nil {
-			cr.HeadTracking = c.head.heads.Mode()
-		}
-		if n, _, ok := c.head.window.Head(); ok {
+		if n, ok := c.WindowHead(); ok {
 			cr.WindowHead = n
 		}
-		if c.head.feed != nil {
-			cr.NATSFeed = c.head.feed.State()
-		}
-		rs := c.pool.Status()
+		rs := pool.Status()
 		cr.Remotes = status.Names(rs)
 		cr.Availability = availabilityOf(rs)
 		if !cr.Ready {

@@ -1,13 +1,11 @@
 package app
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/venn-gateway/venn/blockstore"
-	"github.com/venn-gateway/venn/internal/pgtest"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -151,27 +149,12 @@ func TestHistorySharedChainID(t *testing.T) {
 	}
 }
 
-// TestHistoryPolicyAndOff: a chain's keep_blocks and partition_blocks are
-// its store's policy, and a chain with history off gets no store (nothing
-// archived, nothing read) while the others keep theirs.
-func TestHistoryPolicyAndOff(t *testing.T) {
-	cfg := mustParse(t, "postgres: {url: \""+pgtest.Empty(t)+"\"}\n"+threeRemotes+
-		"    history: {keep_blocks: 50000, partition_blocks: 2000}\n")
-	cc := cfg.Chains[0]
-	if got, want := cc.History.Policy(), (blockstore.Policy{PartitionBlocks: 2000, KeepBlocks: 50000}); got != want {
+// TestHistoryPolicy: a chain's keep_blocks and partition_blocks are its
+// store's policy (chain's TestHistoryOff: a chain with history off gets
+// none).
+func TestHistoryPolicy(t *testing.T) {
+	cfg := mustParse(t, threeRemotes+"    history: {keep_blocks: 50000, partition_blocks: 2000}\n")
+	if got, want := cfg.Chains[0].History.Policy(), (blockstore.Policy{PartitionBlocks: 2000, KeepBlocks: 50000}); got != want {
 		t.Errorf("policy %+v, want %+v", got, want)
-	}
-	store, err := blockstore.OpenHistory(context.Background(), cfg.Postgres, blockstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Stop(context.Background()) })
-	h := &history{store: store}
-	if h.chain(cc) == nil {
-		t.Error("a chain with history on has no store")
-	}
-	cc.History.Off = true
-	if h.chain(cc) != nil {
-		t.Error("a chain with history off has a store")
 	}
 }

@@ -56,7 +56,7 @@ func serveNATS(p natsRPCParams) {
 		OnStart: func(context.Context) error {
 			var errs []error
 			for _, c := range p.Chains.all() {
-				errs = append(errs, svc.Serve(c.name))
+				errs = append(errs, svc.Serve(c.Name()))
 			}
 			return errors.Join(errs...)
 		},

@@ -77,7 +77,7 @@ type Reloader struct {
 func newReloader(cfg *Config, rpc *jrpc.Server, g *gate, cs *chains, level *slog.LevelVar, log *slog.Logger) *Reloader {
 	// The edge's series of a chain go with its parts': the edge in force
 	// then deletes them from the series every edge shares.
-	cs.series.onDrop(func(chain string) { g.load().DropChain(chain) })
+	cs.parts.Metrics.OnDrop(func(chain string) { g.load().DropChain(chain) })
 	return &Reloader{path: cfg.File, rpc: rpc, gate: g, chains: cs, level: level, log: log,
 		started: cfg, applied: cfg, appliedEdge: cfg.Edge}
 }
@@ -178,7 +178,7 @@ func (r *Reloader) applyProcess(next *Config, rep *ReloadReport) {
 		rep.change("limits: applied to new requests and connections")
 		if subs := subcenter.LimitOptions(next.Limits.Subscriptions); subs != subcenter.LimitOptions(cur.Limits.Subscriptions) {
 			for _, c := range r.chains.all() {
-				c.head.subs.SetLimits(subs)
+				c.SetSubscriptionLimits(next.Limits.Subscriptions)
 			}
 			rep.change("limits: subscription limits applied to new subscriptions and to the notifications queued from now on")
 		}

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/venn-gateway/venn/chain"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // chainNamed is the running chain name, or nil.
-func (a *reloadApp) chainNamed(name string) *chain {
+func (a *reloadApp) chainNamed(name string) *chain.Chain {
 	for _, c := range a.reloader.chains.all() {
-		if c.name == name {
+		if c.Name() == name {
 			return c
 		}
 	}
@@ -65,7 +66,7 @@ func TestReloadAfterDrainDoesNotCampaign(t *testing.T) {
 	if !rep.Applied || c == nil {
 		t.Fatalf("report %+v", rep)
 	}
-	if c.head.stopCampaign != nil {
+	if c.Campaigns() {
 		t.Error("the drained replica campaigns for the added chain")
 	}
 }

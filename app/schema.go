@@ -150,7 +150,7 @@ func joinPath(path, key string) string {
 }
 
 // typeWords turns the Go types in decoder messages ("field x not found in
-// type app.ChainConfig") into the file's words ("a chain"), for every
+// type chain.Config") into the file's words ("a chain"), for every
 // struct reachable from root: a list item is named by its type ("a
 // consensus rule") or else its list ("a remote"), a section by the first
 // key it is under ("rate_limit"), root is "the top level".

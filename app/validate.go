@@ -94,7 +94,7 @@ func (c *Config) Validate() error {
 		} else {
 			seen[ch.Name] = i
 		}
-		ch.validate(&p, path)
+		validateChain(&p, path, ch)
 		c.validateFeed(&p, path, i)
 		c.validateCache(&p, path, ch.Cache)
 		for j, r := range ch.Remotes {
@@ -192,7 +192,7 @@ func validateLimits(p *problems, l Limits) { p.under("limits", l.Validate()) }
 
 // validate checks a chain: its name and id here, its head and history
 // settings in package stalker, its pool and remotes in package remotes.
-func (c *ChainConfig) validate(p *problems, path string) {
+func validateChain(p *problems, path string, c *ChainConfig) {
 	if !chainNameRE.MatchString(c.Name) {
 		p.add(path+".name", "must match [a-z0-9_-]+, not %q", c.Name)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
 // headJudgement is the pool's view of one remote's heads, guarded by
@@ -106,7 +107,7 @@ func (h *Heads) changed() {
 		hh.r.log.Warn("remote reports a head nothing corroborates; not followed",
 			"claimed", hh.c.Number, "chain_head", hh.tip)
 		if hh.evidence {
-			p.misbehaved(hh.r, kindBogusHead, "eth_getBlockByNumber",
+			p.misbehaved(hh.r, misbehave.BogusHead, "eth_getBlockByNumber",
 				fmt.Sprintf("claimed head %d while the chain's head is %d", hh.c.Number, hh.tip))
 		}
 	}

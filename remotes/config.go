@@ -66,23 +66,6 @@ func (t *Tier) UnmarshalText(b []byte) error {
 	return err
 }
 
-// MarshalText writes the policy as config names it.
-func (d DisputePolicy) MarshalText() ([]byte, error) {
-	if d > DisputePreferTier {
-		return nil, fmt.Errorf("unknown dispute policy %d", d)
-	}
-	return []byte(d.String()), nil
-}
-
-// UnmarshalText reads a policy as config names it (ParseDisputePolicy).
-func (d *DisputePolicy) UnmarshalText(b []byte) error {
-	v, err := ParseDisputePolicy(string(b))
-	if err == nil {
-		*d = v
-	}
-	return err
-}
-
 // Defaults for one remote.
 const (
 	DefaultRemoteTimeout     = 10 * time.Second

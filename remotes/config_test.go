@@ -26,20 +26,6 @@ func TestTierText(t *testing.T) {
 	}
 }
 
-func TestDisputePolicyText(t *testing.T) {
-	for _, d := range []DisputePolicy{DisputeError, DisputeMostCommon, DisputePreferTier} {
-		b, _ := d.MarshalText()
-		var got DisputePolicy
-		if err := got.UnmarshalText(b); err != nil || got != d {
-			t.Errorf("%s: round trip = %v, %v", d, got, err)
-		}
-	}
-	var got DisputePolicy
-	if err := got.UnmarshalText([]byte("vote")); err == nil {
-		t.Error("vote decodes")
-	}
-}
-
 // A remote's defaults fit the chain's call deadline, and Validate names
 // each field relative to the remote without quoting its URL.
 func TestRemoteConfigDefaultsAndValidate(t *testing.T) {

@@ -9,7 +9,7 @@ package remotes
 // asked, so it never votes; when the best tier has fewer remotes in
 // rotation than the rule asks, the next tier's vote too). What a reply
 // means is the judge's (judge.go). Answers are compared canonicalised
-// (canonical.go): parsed, the ignored fields dropped, re-encoded with sorted keys, hashed. Byte-identical answers are
+// (remotes/consensus): parsed, the ignored fields dropped, re-encoded with sorted keys, hashed. Byte-identical answers are
 // the same answer without that work, so the common case (every remote
 // sends the same bytes) costs one hash per answer. What votes:
 //
@@ -37,123 +37,17 @@ package remotes
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/consensus"
 )
 
-// DisputePolicy says what a vote without quorum answers.
-type DisputePolicy uint8
-
-const (
-	// DisputeError answers -32058 (jrpc.CodeRemotesDisagree).
-	DisputeError DisputePolicy = iota
-	// DisputeMostCommon answers with the answer most remotes gave; a tie
-	// goes to data over null, then to the answer of the best tier, and is
-	// otherwise an error.
-	DisputeMostCommon
-	// DisputePreferTier answers with the answer most remotes of the trusted
-	// tier (or better) gave, with the same tie rules; without a trusted
-	// answer it is an error.
-	DisputePreferTier
-)
-
-func (d DisputePolicy) String() string {
-	switch d {
-	case DisputeError:
-		return "error"
-	case DisputeMostCommon:
-		return "most_common"
-	case DisputePreferTier:
-		return "prefer_tier"
-	}
-	return "unknown"
-}
-
-// ParseDisputePolicy reads a policy as written in config; "" is error.
-func ParseDisputePolicy(s string) (DisputePolicy, error) {
-	switch s {
-	case "", "error":
-		return DisputeError, nil
-	case "most_common":
-		return DisputeMostCommon, nil
-	case "prefer_tier":
-		return DisputePreferTier, nil
-	}
-	return 0, fmt.Errorf("unknown dispute policy %q (want error, most_common or prefer_tier)", s)
-}
-
-// DefaultConsensusRemotes is how many remotes a rule asks when it does not
-// say (or the chain's remote count, if smaller).
-const DefaultConsensusRemotes = 3
-
-// ConsensusRule puts the calls of Methods to a vote.
-type ConsensusRule struct {
-	// Methods are exact method names (no prefixes: the name is a metric
-	// label). Writes and stateful methods cannot be voted on.
-	Methods []string `yaml:"methods"`
-	// Remotes are asked at once (N); 0 is min(3, the chain's remotes).
-	Remotes int `yaml:"remotes"`
-	// Agree is how many must give the same answer (K); 0 is a majority of
-	// Remotes. It must be a majority, or two answers could both win.
-	Agree int `yaml:"agree"`
-	// IgnoreFields are left out of the comparison. A plain name ("size")
-	// is dropped at any depth; a dotted path ("transactions.v") is followed
-	// from the result's root, through arrays as if they were not there,
-	// and "*" matches any key. The answer returned is one agreeing
-	// remote's, ignored fields as that remote sent them.
-	IgnoreFields []string      `yaml:"ignore_fields"`
-	OnDispute    DisputePolicy `yaml:"on_dispute"`
-	// TrustedTier: for DisputePreferTier, remotes of this tier or a better
-	// one are trusted (primary trusts only primary).
-	TrustedTier Tier `yaml:"trusted_tier"`
-}
+// ConsensusRule puts the calls of its methods to a vote (consensus.Rule).
+type ConsensusRule = consensus.Rule[Tier]
 
 // consensusRule is a ConsensusRule with defaults applied and its ignore
 // list compiled.
-type consensusRule struct {
-	ConsensusRule
-	ignore *ignoreSet // nil: compare everything
-}
-
-// compileRules checks the rules against the chain's remote count and
-// indexes them by method. Errors name the rule by index.
-func compileRules(rules []ConsensusRule, nRemotes int) (map[string]*consensusRule, error) {
-	if len(rules) == 0 {
-		return nil, nil
-	}
-	rules = ConsensusDefaults(rules, nRemotes)
-	if err := ValidateConsensus(rules, nRemotes); err != nil {
-		return nil, err
-	}
-	out := make(map[string]*consensusRule)
-	for i, r := range rules {
-		ig, err := compileIgnore(r.IgnoreFields)
-		if err != nil {
-			return nil, fmt.Errorf("consensus[%d]: %w", i, err)
-		}
-		cr := &consensusRule{ConsensusRule: r, ignore: ig}
-		for _, m := range r.Methods {
-			out[m] = cr
-		}
-	}
-	return out, nil
-}
-
-// Votable reports why method cannot be put to a vote, or nil: it must be
-// an exact name, and neither a write nor stateful.
-func Votable(method string) error {
-	switch {
-	case method == "" || strings.ContainsAny(method, "* \t"):
-		return fmt.Errorf("%q is not an exact method name", method)
-	case method == "eth_sendRawTransaction" || evm.IsWrite(method):
-		return fmt.Errorf("%s is a write: it is never sent to several remotes to compare", method)
-	case evm.IsStateful(method):
-		return fmt.Errorf("%s is stateful: its answer belongs to one remote", method)
-	}
-	return nil
-}
+type consensusRule = consensus.Compiled[Tier]
 
 // voteRule returns the rule that puts this call to a vote, or nil: no rule
 // for the method, a call that must reach one remote only, a verified call

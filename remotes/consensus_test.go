@@ -15,124 +15,9 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/consensus"
+	"github.com/venn-gateway/venn/remotes/misbehave"
 )
-
-func TestCanonical(t *testing.T) {
-	tests := []struct {
-		name   string
-		give   string
-		ignore []string
-		want   string
-	}{
-		{name: "keys sorted, spaces gone", give: `{"b":1, "a":{"d":2,"c":3}}`, want: `{"a":{"c":3,"d":2},"b":1}`},
-		{name: "numbers keep their text", give: `[1.0, 123456789012345678901234567890]`, want: `[1.0,123456789012345678901234567890]`},
-		{name: "null", give: `null`, want: `null`},
-		{name: "a name at any depth", give: `{"size":"0x1","txs":[{"size":"0x2","h":"0x3"}]}`, ignore: []string{"size"},
-			want: `{"txs":[{"h":"0x3"}]}`},
-		{name: "a path from the root, through arrays", give: `{"size":"0x1","txs":[{"size":"0x2","h":"0x3"}]}`, ignore: []string{"txs.size"},
-			want: `{"size":"0x1","txs":[{"h":"0x3"}]}`},
-		{name: "a path on an array result", give: `[{"removed":false,"a":1},{"removed":true,"a":2}]`, ignore: []string{"removed"},
-			want: `[{"a":1},{"a":2}]`},
-		{name: "a wildcard segment", give: `{"x":{"v":1,"w":2},"y":{"v":3}}`, ignore: []string{"*.v"},
-			want: `{"x":{"w":2},"y":{}}`},
-		{name: "a path that does not match", give: `{"a":{"b":1}}`, ignore: []string{"a.c", "b.a"}, want: `{"a":{"b":1}}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ig, err := compileIgnore(tt.ignore)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := canonical(json.RawMessage(tt.give), ig)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tt.want {
-				t.Fatalf("got %s, want %s", got, tt.want)
-			}
-		})
-	}
-	if _, err := canonical(json.RawMessage(`{"a":1} {"b":2}`), nil); err == nil {
-		t.Fatal("trailing data accepted")
-	}
-}
-
-func TestCompileRules(t *testing.T) {
-	m := []string{"eth_getBlockByNumber"}
-	tests := []struct {
-		name      string
-		give      []ConsensusRule
-		remotes   int
-		wantErr   string
-		wantN     int
-		wantAgree int
-	}{
-		{name: "defaults", give: []ConsensusRule{{Methods: m}}, remotes: 5, wantN: 3, wantAgree: 2},
-		{name: "defaults on two remotes", give: []ConsensusRule{{Methods: m}}, remotes: 2, wantN: 2, wantAgree: 2},
-		{name: "one remote", give: []ConsensusRule{{Methods: m}}, remotes: 1, wantErr: "at least 2"},
-		{name: "more remotes than the chain", give: []ConsensusRule{{Methods: m, Remotes: 4}}, remotes: 3, wantErr: "the chain has 3"},
-		{name: "not a majority", give: []ConsensusRule{{Methods: m, Remotes: 4, Agree: 2}}, remotes: 4, wantErr: "majority"},
-		{name: "agree above remotes", give: []ConsensusRule{{Methods: m, Remotes: 3, Agree: 4}}, remotes: 4, wantErr: "majority"},
-		{name: "no methods", give: []ConsensusRule{{}}, remotes: 3, wantErr: "at least one method"},
-		{name: "a prefix", give: []ConsensusRule{{Methods: []string{"eth_*"}}}, remotes: 3, wantErr: "exact"},
-		{name: "a write", give: []ConsensusRule{{Methods: []string{"eth_sendRawTransaction"}}}, remotes: 3, wantErr: "write"},
-		{name: "stateful", give: []ConsensusRule{{Methods: []string{"eth_getFilterChanges"}}}, remotes: 3, wantErr: "stateful"},
-		{name: "a method twice", give: []ConsensusRule{{Methods: m}, {Methods: m}}, remotes: 3, wantErr: "already voted on"},
-		{name: "an empty path segment", give: []ConsensusRule{{Methods: m, IgnoreFields: []string{"a..b"}}}, remotes: 3, wantErr: "ignore_fields"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := compileRules(tt.give, tt.remotes)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err %v, want one saying %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := got[m[0]]
-			if r.Remotes != tt.wantN || r.Agree != tt.wantAgree {
-				t.Fatalf("remotes %d agree %d, want %d and %d", r.Remotes, r.Agree, tt.wantN, tt.wantAgree)
-			}
-		})
-	}
-}
-
-func TestMostCommon(t *testing.T) {
-	p, s, f := &Remote{cfg: Config{Tier: TierPrimary}}, &Remote{cfg: Config{Tier: TierSecondary}}, &Remote{cfg: Config{Tier: TierFallback}}
-	ans := func(key byte, null bool, voters ...*Remote) *answer {
-		return &answer{raws: []hash{{key}}, null: null, voters: voters}
-	}
-	all := func(*Remote) bool { return true }
-	primaryOnly := func(r *Remote) bool { return r.Tier() == TierPrimary }
-	tests := []struct {
-		name  string
-		give  []*answer
-		trust func(*Remote) bool
-		want  byte // key of the winner; 0 none
-	}{
-		{name: "most votes", give: []*answer{ans(1, false, s), ans(2, false, s, f)}, trust: all, want: 2},
-		{name: "tie: data over null", give: []*answer{ans(1, true, p), ans(2, false, f)}, trust: all, want: 2},
-		{name: "tie: better tier", give: []*answer{ans(1, false, f), ans(2, false, s)}, trust: all, want: 2},
-		{name: "tie all the way", give: []*answer{ans(1, false, s), ans(2, false, s)}, trust: all, want: 0},
-		{name: "trusted tier beats a majority", give: []*answer{ans(1, false, s, f), ans(2, false, p)}, trust: primaryOnly, want: 2},
-		{name: "no trusted voter", give: []*answer{ans(1, false, s, f)}, trust: primaryOnly, want: 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tl := tally{answers: tt.give}
-			got := tl.mostCommon(tt.trust)
-			switch {
-			case got == nil && tt.want != 0:
-				t.Fatalf("no winner, want %d", tt.want)
-			case got != nil && got.raws[0][0] != tt.want:
-				t.Fatalf("winner %d, want %d", got.raws[0][0], tt.want)
-			}
-		})
-	}
-}
 
 // shadowCall answers one call from node's handler without a network hop:
 // the lying hooks use it to start from the honest answer.
@@ -213,7 +98,7 @@ func stopPool(t *testing.T, p *Pool) {
 }
 
 func misbehaviours(p *Pool, remote, kind string) float64 {
-	return testutil.ToFloat64(p.cons.m.misbehaviour.WithLabelValues(p.conf().Chain, remote, kind))
+	return testutil.ToFloat64(p.cons.Metrics().Misbehaviours(p.conf().Chain, remote, kind))
 }
 
 // TestConsensus runs one call through a pool of three primary remotes
@@ -269,13 +154,13 @@ func TestConsensus(t *testing.T) {
 			},
 			wantErr: jrpc.CodeRemotesDisagree, wantN: [3]int64{1, 1, 1}, wantOut: "disputed"},
 		{name: "most_common answers a dispute, unpunished", method: "eth_getBlockByNumber", params: block,
-			rule: ConsensusRule{Agree: 3, OnDispute: DisputeMostCommon},
+			rule: ConsensusRule{Agree: 3, OnDispute: consensus.DisputeMostCommon},
 			fault: func(t *testing.T, n []*fakenode.Node) {
 				lie(t, n[2], head, "eth_getBlockByNumber", wrongHash)
 			},
 			wantN: [3]int64{1, 1, 1}, wantOut: "resolved"},
 		{name: "prefer_tier takes the primary over a majority", method: "eth_getBlockByNumber", params: block,
-			rule: ConsensusRule{Agree: 3, OnDispute: DisputePreferTier, TrustedTier: TierPrimary},
+			rule: ConsensusRule{Agree: 3, OnDispute: consensus.DisputePreferTier, TrustedTier: TierPrimary},
 			tweak: func(i int, c *Config) {
 				if i > 0 {
 					c.Tier = TierSecondary
@@ -354,9 +239,9 @@ func TestConsensus(t *testing.T) {
 				}
 				// Ignored fields are not compared: the answer may carry any
 				// agreeing remote's value of them.
-				ig, _ := compileIgnore(rule.IgnoreFields)
-				g, _ := canonical(got, ig)
-				w, _ := canonical(want, ig)
+				ig, _ := consensus.CompileIgnore(rule.IgnoreFields)
+				g, _ := consensus.Canonical(got, ig)
+				w, _ := consensus.Canonical(want, ig)
 				if string(g) != string(w) {
 					t.Fatalf("got %.200s\nwant %.200s", got, want)
 				}
@@ -374,7 +259,7 @@ func TestConsensus(t *testing.T) {
 			}
 			for i := range nodes {
 				name := fmt.Sprintf("n%d", i)
-				for kind, want := range map[string][]string{kindDisagree: tt.wantBad, kindDisagreeTip: tt.wantTip} {
+				for kind, want := range map[string][]string{misbehave.Disagree: tt.wantBad, misbehave.DisagreeTip: tt.wantTip} {
 					wantN := 0.0
 					if strings.Contains(strings.Join(want, " "), name) {
 						wantN = 1
@@ -385,7 +270,7 @@ func TestConsensus(t *testing.T) {
 				}
 			}
 			if tt.wantOut != "" {
-				if got := testutil.ToFloat64(p.cons.m.consensus.WithLabelValues("test", tt.method, tt.wantOut)); got != 1 {
+				if got := testutil.ToFloat64(p.cons.Metrics().Consensus("test", tt.method, tt.wantOut)); got != 1 {
 					t.Errorf("outcome %s counted %v times, want 1", tt.wantOut, got)
 				}
 			}
@@ -422,7 +307,7 @@ func TestConsensusGetLogsParts(t *testing.T) {
 	if n := nodes[0].Calls("eth_getLogs"); n < parts {
 		t.Fatalf("%d calls: not split", n)
 	}
-	if got := misbehaviours(p, "n1", kindDisagree); got != parts {
+	if got := misbehaviours(p, "n1", misbehave.Disagree); got != parts {
 		t.Fatalf("liar punished %v times, want once per part (%d)", got, parts)
 	}
 }

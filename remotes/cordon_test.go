@@ -70,7 +70,7 @@ func TestCordonStatusAndGauge(t *testing.T) {
 	}
 	until := now.Add(time.Minute)
 	p.SetCordons(*now, []ManualCordon{{Remote: "n1", Reason: "flaky", By: "alice", At: *now, Until: until}})
-	gauge := func(name string) float64 { return testutil.ToFloat64(m.mb.cordoned.WithLabelValues("test", name)) }
+	gauge := func(name string) float64 { return testutil.ToFloat64(m.mb.Cordoned("test", name)) }
 	if gauge("n1") != 1 || gauge("n0") != 0 {
 		t.Fatalf("venn_remote_cordoned n0=%v n1=%v, want 0 and 1", gauge("n0"), gauge("n1"))
 	}

@@ -28,7 +28,7 @@ import "time"
 const (
 	DistrustWrongChain = "wrong_chain"
 	DistrustCordoned   = "cordoned"
-	// The misbehaviour kinds (kindDisagree, kindIntegrity, kindBogusHead)
+	// The misbehaviour kinds (misbehave.Disagree, Integrity, BogusHead)
 	// are causes too.
 )
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
 // A remote found on another chain or misbehaving is reported once per
@@ -40,24 +41,24 @@ func TestDistrustReportsTheLastGoodCheck(t *testing.T) {
 		}},
 		{name: "misbehaviour up to a cordon", steps: []step{
 			{at: 0, do: "ok"},
-			{at: 10 * time.Second, do: kindDisagree, want: kindDisagree, since: 0},
+			{at: 10 * time.Second, do: misbehave.Disagree, want: misbehave.Disagree, since: 0},
 			{at: 20 * time.Second, do: "ok"}, // under suspicion: not a good check
-			{at: 30 * time.Second, do: kindIntegrity},
-			{at: 40 * time.Second, do: kindDisagree, want: DistrustCordoned, since: 0},
+			{at: 30 * time.Second, do: misbehave.Integrity},
+			{at: 40 * time.Second, do: misbehave.Disagree, want: DistrustCordoned, since: 0},
 			{at: 50 * time.Second, do: "ok"}, // cordoned: not a good check
 			{at: 6 * time.Minute, do: "ok"},  // the cordon over: good again
-			{at: 7 * time.Minute, do: kindBogusHead, want: kindBogusHead, since: 6 * time.Minute},
+			{at: 7 * time.Minute, do: misbehave.BogusHead, want: misbehave.BogusHead, since: 6 * time.Minute},
 		}},
 		{name: "misbehaviours apart are findings apart", steps: []step{
 			{at: 0, do: "ok"},
-			{at: 10 * time.Second, do: kindIntegrity, want: kindIntegrity, since: 0},
+			{at: 10 * time.Second, do: misbehave.Integrity, want: misbehave.Integrity, since: 0},
 			{at: 80 * time.Second, do: "ok"},
-			{at: 90 * time.Second, do: kindIntegrity, want: kindIntegrity, since: 80 * time.Second},
+			{at: 90 * time.Second, do: misbehave.Integrity, want: misbehave.Integrity, since: 80 * time.Second},
 		}},
 		{name: "disagreements at the head are no findings", steps: []step{
 			{at: 0, do: "ok"},
-			{at: 10 * time.Second, do: kindDisagreeTip},
-			{at: 20 * time.Second, do: kindDisagreeTip},
+			{at: 10 * time.Second, do: misbehave.DisagreeTip},
+			{at: 20 * time.Second, do: misbehave.DisagreeTip},
 		}},
 	}
 	for _, tt := range tests {

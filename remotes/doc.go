@@ -23,16 +23,18 @@
 //     judged reply.
 //   - The strategies: single.go (failover, one remote at a time), hedge.go
 //     (hedged: a slow send raced against others, under a budget), vote.go
-//     with consensus.go and canonical.go (voted: rules, ballots, tally,
-//     disputes), getlogs.go (split eth_getLogs: which calls, how wide;
-//     the split itself, by range and within one block by address, is
-//     the leaf remotes/getlogs), broadcast.go (raw
+//     and consensus.go (voted: what votes, the ballots, who disagreed;
+//     the rules, canonical forms and tally are remotes/consensus's),
+//     getlogs.go (split eth_getLogs: which calls, how wide; the split
+//     itself, by range and within one block by address, is the leaf
+//     remotes/getlogs), broadcast.go (raw
 //     transactions to several remotes), filters.go (pinned: a filter's
 //     calls go to the remote that made it, which the leaf remotes/pin
 //     remembers).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
 //     integrity.go and integrity_client.go (answers checked locally, liars
-//     blamed), misbehave.go (misbehaviour log and cordons), distrust.go
+//     blamed), misbehave.go (cordons for misbehaviour; its record, log
+//     file and strike window are remotes/misbehave's), distrust.go
 //     (a remote found on another chain or misbehaving, and its last good
 //     check, told to whoever keeps its answers: the cache drops them).
 //   - Heads, the chain's head tracking, which the pool owns and hands out
@@ -59,15 +61,18 @@
 //     transaction groups: side.go splits them out of the chain's remotes,
 //     checks their settings and builds the side.Side that Pool.call goes
 //     through when there is one).
-//   - Below it, five leaves: remotes/wire (transports, replies under the
-//     reply budget, redaction, upstream subscriptions and their errors),
-//     remotes/verdict (what an upstream error means: its class, reason
-//     and span), remotes/heads (head tracking's computations),
-//     remotes/avail (windows of old data and the probe's search) and
-//     remotes/getlogs (the eth_getLogs split, its parts sent through a
-//     Sender the pool implements); status.go fills remotes/status, the
-//     report of each remote (Pool.Status) and of why none served a call.
-//     Beside them, remotes/redisstore, the Redis adapter (budget counters and
+//   - Below it, leaves that know no Pool or Remote: remotes/wire
+//     (transports, replies under the reply budget, redaction, upstream
+//     subscriptions and their errors), remotes/verdict (what an upstream
+//     error means: its class, reason and span), remotes/heads (head
+//     tracking's computations), remotes/budget (weights, budgets and their
+//     meters), remotes/consensus (vote rules, canonical answers, the
+//     tally), remotes/misbehave (the misbehaviour record), remotes/avail
+//     (windows of old data and the probe's search) and remotes/getlogs
+//     (the eth_getLogs split, its parts sent through a Sender the pool
+//     implements); status.go fills remotes/status, the report of each
+//     remote (Pool.Status) and of why none served a call. Beside
+//     them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links
 //     no Redis client. errors.go holds the pool's own answers to a call
 //     no remote served, each with its JSON-RPC code for jrpc.ToWire.

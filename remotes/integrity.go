@@ -30,6 +30,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	integ "github.com/venn-gateway/venn/integrity"
+	"github.com/venn-gateway/venn/remotes/misbehave"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -232,7 +233,7 @@ func (vc *verifiedCall) lied(r *Remote, v integ.Verdict) {
 	}
 	err := v.Err()
 	r.rejected(vc.method, fmt.Errorf("remote %s: %w: %w", r.Name(), wire.ErrBadReply, err))
-	p.misbehaved(r, kindIntegrity, vc.method, strings.TrimPrefix(err.Error(), "integrity: "))
+	p.misbehaved(r, misbehave.Integrity, vc.method, strings.TrimPrefix(err.Error(), "integrity: "))
 }
 
 // unreproducible serves the first of answers that all failed a check: no

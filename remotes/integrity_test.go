@@ -17,6 +17,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
 // gethFixture reads a block or receipts of a real geth chain: the fixtures
@@ -166,7 +167,7 @@ func TestCallVerified(t *testing.T) {
 			for i := range nodes {
 				name := "n" + string(rune('0'+i))
 				check, blamed := tt.blamed[name]
-				mis := testutil.ToFloat64(m.mb.misbehaviour.WithLabelValues("test", name, kindIntegrity))
+				mis := testutil.ToFloat64(m.mb.Misbehaviours("test", name, misbehave.Integrity))
 				switch {
 				case blamed && mis != 1:
 					t.Errorf("%s: %v integrity misbehaviours, want 1", name, mis)

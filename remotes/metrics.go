@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/misbehave"
 	"github.com/venn-gateway/venn/remotes/side"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
@@ -30,7 +31,7 @@ type Metrics struct {
 	splits    *prometheus.CounterVec   // chain
 	shared    *prometheus.CounterVec   // chain
 	attempts  *prometheus.HistogramVec // chain
-	mb        *misbehaviourMetrics     // misbehave.go
+	mb        *misbehave.Metrics       // remotes/misbehave
 	hs        *hedgeScoreMetrics       // hedge.go, score.go
 	ig        *integrityMetrics        // integrity.go
 	cc        *chainCheckMetrics       // chaincheck.go
@@ -93,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		replyBudgetExhausted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "reply_budget_exhausted_total",
 			Help: "Replies left unread because the reply budget stayed full for longer than a reply may wait."}),
 	}
-	m.mb = newMisbehaviourMetrics(reg)
+	m.mb = misbehave.NewMetrics(reg)
 	m.hs = newHedgeScoreMetrics(reg)
 	m.ig = newIntegrityMetrics(reg)
 	m.cc = newChainCheckMetrics(reg)

@@ -140,7 +140,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 // the first client calls find somewhere to go; a chain with no reachable
 // remote still starts.
 func (p *Pool) Start(ctx context.Context) error {
-	if err := p.cons.file.start(); err != nil {
+	if err := p.cons.Start(); err != nil {
 		return fmt.Errorf("chain %s: %w", p.conf().Chain, err)
 	}
 	bg, cancel := context.WithCancel(context.Background())
@@ -195,7 +195,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("chain %s: stop: %w", p.conf().Chain, ctx.Err())
 	}
-	if lerr := p.cons.file.stop(ctx); lerr != nil && err == nil {
+	if lerr := p.cons.Stop(ctx); lerr != nil && err == nil {
 		err = fmt.Errorf("chain %s: stop: %w", p.conf().Chain, lerr)
 	}
 	for _, r := range p.members() {

@@ -2,11 +2,10 @@ package remotes
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/consensus"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
 )
@@ -166,7 +165,7 @@ func (c PoolConfig) WithDefaults(nRemotes int) PoolConfig {
 	setDefault(&c.Cordon.Within, DefaultCordonWithin)
 	setDefault(&c.Cordon.Period, DefaultCordonPeriod)
 	setDefault(&c.Availability.ProbeEvery, DefaultProbeEvery)
-	c.Consensus = ConsensusDefaults(c.Consensus, nRemotes)
+	c.Consensus = consensus.Defaults(c.Consensus, nRemotes)
 	c.Hedge = c.Hedge.WithDefaults()
 	c.Scoring = c.Scoring.WithDefaults()
 	return c
@@ -213,7 +212,7 @@ func (c PoolConfig) Validate(rs []Config) error {
 	if c.GetLogsMaxParts > maxGetLogsParts {
 		p.add("getlogs_max_parts", "must be at most %d", maxGetLogsParts)
 	}
-	p.under("", ValidateConsensus(c.Consensus, len(rs)))
+	p.under("", consensus.Validate(c.Consensus, len(rs), TierFallback))
 	p.under("hedge", c.Hedge.Validate(c.MaxAttempts))
 	p.under("scoring", c.Scoring.Validate())
 	validateForward(&p, c.ForwardHeaders)
@@ -244,67 +243,6 @@ func (c PoolConfig) validateRemotes(p *problems, rs []Config) {
 			p.add(path+".timeout", "must be shorter than the chain's call_deadline (%v)", c.CallDeadline)
 		}
 	}
-}
-
-// ConsensusDefaults returns rules with their zero fields filled for a
-// chain of nRemotes: Remotes min(DefaultConsensusRemotes, nRemotes), Agree
-// a majority of them. rules is not changed.
-func ConsensusDefaults(rules []ConsensusRule, nRemotes int) []ConsensusRule {
-	out := slices.Clone(rules)
-	for i := range out {
-		r := &out[i]
-		if r.Remotes == 0 {
-			r.Remotes = min(DefaultConsensusRemotes, nRemotes)
-		}
-		if r.Agree == 0 {
-			r.Agree = r.Remotes/2 + 1
-		}
-	}
-	return out
-}
-
-// ValidateConsensus reports every problem of a chain's defaulted vote
-// rules, each naming its field (consensus[1].agree).
-func ValidateConsensus(rules []ConsensusRule, nRemotes int) error {
-	var p problems
-	voted := map[string]int{}
-	for k, r := range rules {
-		path := fmt.Sprintf("consensus[%d]", k)
-		if len(r.Methods) == 0 {
-			p.add(path+".methods", "at least one method is required")
-		}
-		for m, name := range r.Methods {
-			mpath := fmt.Sprintf("%s.methods[%d]", path, m)
-			if err := Votable(name); err != nil {
-				p.add(mpath, "%v", err)
-			} else if first, dup := voted[name]; dup {
-				p.add(mpath, "%s is already voted on by consensus[%d]", name, first)
-			} else {
-				voted[name] = k
-			}
-		}
-		switch {
-		case r.Remotes < 2:
-			p.add(path+".remotes", "must be at least 2")
-		case r.Remotes > nRemotes:
-			p.add(path+".remotes", "is %d, but the chain has %d remote(s)", r.Remotes, nRemotes)
-		}
-		if r.Agree <= r.Remotes/2 || r.Agree > r.Remotes {
-			p.add(path+".agree", "must be a majority of remotes (%d): %d to %d", r.Remotes, r.Remotes/2+1, max(r.Remotes, 1))
-		}
-		for f, field := range r.IgnoreFields {
-			if slices.Contains(strings.Split(field, "."), "") || strings.ContainsAny(field, " \t\r\n") {
-				p.add(fmt.Sprintf("%s.ignore_fields[%d]", path, f), "must be a field name or a dotted path, not %q", field)
-			}
-		}
-		if r.OnDispute > DisputePreferTier {
-			p.add(path+".on_dispute", "unknown dispute policy %d", r.OnDispute)
-		}
-		if r.TrustedTier > TierFallback {
-			p.add(path+".trusted_tier", "unknown tier %d", r.TrustedTier)
-		}
-	}
-	return p.err()
 }
 
 func setDefault[T comparable](field *T, def T) {

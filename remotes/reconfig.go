@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/consensus"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -38,7 +39,7 @@ func (p *Pool) rules() map[string]*consensusRule { return p.state.Load().rules }
 // the state it replaces (nil at first), whose hedge budget is kept while
 // the hedge section is unchanged.
 func (p *Pool) compile(cfg PoolConfig, members []*Remote, old *poolState) (*poolState, error) {
-	rules, err := compileRules(cfg.Consensus, len(members))
+	rules, err := consensus.Compile(cfg.Consensus, len(members), TierFallback)
 	if err != nil {
 		return nil, err
 	}

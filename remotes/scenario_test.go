@@ -17,6 +17,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
 const scenarioHead = 1000
@@ -116,14 +117,14 @@ func TestScenarioLiarSlowRateLimited(t *testing.T) {
 	if wrong != 0 || failed != 0 {
 		t.Fatalf("%d wrong answers and %d failures out of %d", wrong, failed, calls)
 	}
-	if got := misbehaviours(p, "n2", kindDisagree); got < float64(DefaultCordonStrikes) {
+	if got := misbehaviours(p, "n2", misbehave.Disagree); got < float64(DefaultCordonStrikes) {
 		t.Errorf("liar punished %v times, want at least %d", got, DefaultCordonStrikes)
 	}
 	if !p.members()[2].cordoned(time.Now()) {
 		t.Error("liar not cordoned")
 	}
 	for _, honest := range []string{"n0", "n1", "n3", "n4"} {
-		if got := misbehaviours(p, honest, kindDisagree); got != 0 {
+		if got := misbehaviours(p, honest, misbehave.Disagree); got != 0 {
 			t.Errorf("honest %s punished %v times", honest, got)
 		}
 	}
@@ -199,12 +200,12 @@ func TestScenarioCordonAndBack(t *testing.T) {
 	if early := until.Sub(time.Now()); early > 0 {
 		t.Fatalf("back %v before the %v period ended", early, period)
 	}
-	bad := misbehaviours(p, "n2", kindDisagree)
+	bad := misbehaviours(p, "n2", misbehave.Disagree)
 	for range 10 {
 		next()
 	}
 	stopPool(t, p)
-	if got := misbehaviours(p, "n2", kindDisagree); got != bad {
+	if got := misbehaviours(p, "n2", misbehave.Disagree); got != bad {
 		t.Fatalf("%v more misbehaviours after it mended", got-bad)
 	}
 
@@ -218,11 +219,11 @@ func TestScenarioCordonAndBack(t *testing.T) {
 	for sc.Scan() {
 		lines++
 		line := sc.Text()
-		var ev misbehaviourEvent
+		var ev misbehave.Event
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("line %d: %v: %s", lines, err, line)
 		}
-		if ev.Chain != "test" || ev.Remote != "n2" || ev.Kind != kindDisagree || ev.Method != "eth_getBlockByNumber" ||
+		if ev.Chain != "test" || ev.Remote != "n2" || ev.Kind != misbehave.Disagree || ev.Method != "eth_getBlockByNumber" ||
 			!strings.Contains(ev.Detail, "agreed") || ev.Time.IsZero() {
 			t.Errorf("line %d: %s", lines, line)
 		}

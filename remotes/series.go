@@ -31,7 +31,7 @@ func (m *Metrics) vectors() []partialDeleter {
 	vs := []partialDeleter{m.calls, m.latency, m.errors, m.failures, m.head, m.lag, m.healthy, m.breaker,
 		m.inFlight, m.throttled, m.oldest, m.chainHead, m.blockTime, m.splits, m.shared, m.attempts}
 	if m.mb != nil {
-		vs = append(vs, m.mb.misbehaviour, m.mb.cordons, m.mb.cordoned, m.mb.consensus, m.mb.logDropped)
+		vs = append(vs, m.mb)
 	}
 	if m.hs != nil {
 		vs = append(vs, m.hs.hedges, m.hs.score)

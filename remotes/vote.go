@@ -7,120 +7,22 @@ package remotes
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
-)
 
-// hash is a digest of an answer's bytes or of its canonical form.
-type hash = [sha256.Size]byte
+	"github.com/venn-gateway/venn/remotes/consensus"
+	"github.com/venn-gateway/venn/remotes/misbehave"
+)
 
 // ballot is one remote's reply, judged and, when it votes, hashed by the
 // goroutine that made the call.
 type ballot struct {
 	judged
-	raw  hash // of the result's bytes as sent; of code and data for an error
-	null bool
+	vote consensus.Vote[*Remote] // set when it votes
 }
 
 // answer is one distinct answer and the remotes that gave it.
-type answer struct {
-	raws     []hash // byte-exact forms seen of it
-	canon    hash   // valid when hasCanon
-	hasCanon bool
-	null     bool
-	res      json.RawMessage
-	err      error // a caller error given as the answer
-	voters   []*Remote
-}
-
-func newAnswer(b ballot) *answer {
-	a := &answer{raws: []hash{b.raw}, null: b.null, res: b.res, voters: []*Remote{b.r}}
-	if b.mean == meanCaller {
-		a.err = b.err
-		a.canon, a.hasCanon = b.raw, true // errorKey is canonical already
-	}
-	return a
-}
-
-// sameCanon reports whether n, an answer of different bytes, is this
-// answer in canonical form.
-func (a *answer) sameCanon(n *answer, ig *ignoreSet) bool {
-	if a.err != nil || n.err != nil {
-		return false // error keys are canonical already: different keys differ
-	}
-	return a.canonKey(ig) == n.canonKey(ig)
-}
-
-// canonKey is the hash of the canonical form, computed once. A result that
-// does not parse (the transport has checked it is JSON) keeps its bytes.
-func (a *answer) canonKey(ig *ignoreSet) hash {
-	if !a.hasCanon {
-		a.canon = a.raws[0]
-		if c, err := canonical(a.res, ig); err == nil {
-			a.canon = sha256.Sum256(c)
-		}
-		a.hasCanon = true
-	}
-	return a.canon
-}
-
-func (a *answer) digest() string {
-	if a.hasCanon {
-		return hex.EncodeToString(a.canon[:6])
-	}
-	return hex.EncodeToString(a.raws[0][:6])
-}
-
-// bestTier is the best tier among the voters that trust accepts.
-func (a *answer) bestTier(trust func(*Remote) bool) (Tier, int) {
-	best, n := TierFallback+1, 0
-	for _, r := range a.voters {
-		if trust(r) {
-			n++
-			best = min(best, r.Tier())
-		}
-	}
-	return best, n
-}
-
-// tally counts the votes of one call.
-type tally struct {
-	ignore  *ignoreSet
-	answers []*answer
-	voters  int
-}
-
-func (t *tally) add(b ballot) *answer {
-	t.voters++
-	for _, a := range t.answers {
-		if slices.Contains(a.raws, b.raw) {
-			a.voters = append(a.voters, b.r)
-			return a
-		}
-	}
-	n := newAnswer(b)
-	for _, a := range t.answers {
-		if a.sameCanon(n, t.ignore) {
-			a.raws = append(a.raws, b.raw)
-			a.voters = append(a.voters, b.r)
-			return a
-		}
-	}
-	t.answers = append(t.answers, n)
-	return n
-}
-
-func (t *tally) lead() *answer {
-	var best *answer
-	for _, a := range t.answers {
-		if best == nil || len(a.voters) > len(best.voters) {
-			best = a
-		}
-	}
-	return best
-}
+type answer = consensus.Answer[*Remote]
 
 // vote is one call put to a vote: its attempt, the ballots coming back and
 // the tally of the answers. It lives on the heap: its calls outlive it.
@@ -135,13 +37,13 @@ type vote struct {
 	ballots chan ballot // each remote is asked once at most
 	pending int
 	spares  int // replacements left for remotes that gave no answer
-	t       tally
+	t       consensus.Tally[*Remote]
 }
 
 // newVote puts a call to the vote of rule.
 func (p *Pool) newVote(method string, params json.RawMessage, rt route, rule *consensusRule) *vote {
 	v := &vote{attempt: p.newAttempt(method, params, rt), rule: rule,
-		ballots: make(chan ballot, maxRemotes), spares: p.conf().MaxAttempts - 1, t: tally{ignore: rule.ignore}}
+		ballots: make(chan ballot, maxRemotes), spares: p.conf().MaxAttempts - 1, t: consensus.Tally[*Remote]{Ignore: rule.Ignore}}
 	v.jg = v.judge()
 	v.jg.role = roleVote
 	return v
@@ -173,7 +75,7 @@ func (v *vote) run(ctx context.Context) (json.RawMessage, error) {
 		case b = <-v.ballots:
 		case <-ctx.Done():
 			v.cancel()
-			p.cons.outcome(v.method, "no_answer")
+			p.cons.Outcome(v.method, "no_answer")
 			return nil, p.exhausted(ctx, v.method, v.n, v.last)
 		}
 		if acc := v.count(b); acc != nil {
@@ -209,7 +111,7 @@ func (v *vote) count(b ballot) *answer {
 	v.pending--
 	switch b.mean {
 	case meanAnswer, meanCaller:
-		t.add(b)
+		t.Add(b.vote)
 	case meanLocal:
 		v.n-- // nothing was sent: another remote costs no spare
 		v.another()
@@ -224,11 +126,11 @@ func (v *vote) count(b ballot) *answer {
 		v.spares-- // keep Remotes asking
 	}
 	lead := 0
-	if acc := t.lead(); acc != nil {
-		if len(acc.voters) >= v.rule.Agree {
+	if acc := t.Lead(); acc != nil {
+		if len(acc.Voters) >= v.rule.Agree {
 			return acc
 		}
-		lead = len(acc.voters)
+		lead = len(acc.Voters)
 	}
 	// Quorum out of reach with what is out: one more remote may settle it.
 	for lead+v.pending < v.rule.Agree && v.spares > 0 && v.another() {
@@ -240,12 +142,12 @@ func (v *vote) count(b ballot) *answer {
 // accept returns the answer that has quorum, and judges the remotes that
 // gave another, now and, for the ballots still out, in the background.
 func (v *vote) accept(acc *answer) (json.RawMessage, error) {
-	v.p.cons.outcome(v.method, "agreed")
-	v.by = acc.voters[0] // whose bytes are served
-	for _, w := range v.t.answers {
+	v.p.cons.Outcome(v.method, "agreed")
+	v.by = acc.Voters[0] // whose bytes are served
+	for _, w := range v.t.Answers {
 		if w != acc {
-			for _, r := range w.voters {
-				v.disagreed(r, acc, w, len(acc.voters), v.t.voters)
+			for _, r := range w.Voters {
+				v.disagreed(r, acc, w, len(acc.Voters), v.t.Voters)
 			}
 		}
 	}
@@ -254,7 +156,7 @@ func (v *vote) accept(acc *answer) (json.RawMessage, error) {
 	} else {
 		v.judgeLate(acc)
 	}
-	return acc.reply()
+	return reply(acc)
 }
 
 // judgeLate compares the answers still out with the accepted one, in the
@@ -262,7 +164,7 @@ func (v *vote) accept(acc *answer) (json.RawMessage, error) {
 // context. The accepted answer is this goroutine's alone from here on: the
 // caller only reads its result bytes.
 func (v *vote) judgeLate(acc *answer) {
-	agreed, voters, pending := len(acc.voters), v.t.voters, v.pending
+	agreed, voters, pending := len(acc.Voters), v.t.Voters, v.pending
 	v.p.wg.Go(func() {
 		defer v.cancel()
 		for range pending {
@@ -271,10 +173,10 @@ func (v *vote) judgeLate(acc *answer) {
 				continue
 			}
 			voters++
-			if slices.Contains(acc.raws, b.raw) {
+			if acc.Has(b.vote.Raw) {
 				continue
 			}
-			if w := newAnswer(b); !acc.sameCanon(w, v.rule.ignore) {
+			if w := consensus.NewAnswer(b.vote); !acc.SameCanon(w, v.rule.Ignore) {
 				v.disagreed(b.r, acc, w, agreed, voters)
 			}
 		}
@@ -284,27 +186,27 @@ func (v *vote) judgeLate(acc *answer) {
 // disagreed punishes r for answer w where acc was accepted, unless one of
 // them is null (missing data is not a lie).
 func (v *vote) disagreed(r *Remote, acc, w *answer, agreed, voters int) {
-	if w.null || acc.null {
+	if w.Null || acc.Null {
 		return
 	}
-	p, ig := v.p, v.rule.ignore
-	acc.canonKey(ig) // digests of the same kind on both sides
-	w.canonKey(ig)
-	kind := kindDisagree
+	p, ig := v.p, v.rule.Ignore
+	acc.CanonKey(ig) // digests of the same kind on both sides
+	w.CanonKey(ig)
+	kind := misbehave.Disagree
 	if need, grace := v.rt.need, max(p.conf().MaxLag, 1); need > 0 && need+grace > p.heads.best.Load() {
 		// Near the head the remotes may honestly be on different forks.
-		kind = kindDisagreeTip
+		kind = misbehave.DisagreeTip
 	}
 	p.misbehaved(r, kind, v.method, fmt.Sprintf("answered %s; %d of %d remotes agreed on %s",
-		w.digest(), agreed, voters, acc.digest()))
+		w.Digest(), agreed, voters, acc.Digest()))
 }
 
 // settle answers a vote that ended without quorum.
 func (v *vote) settle(ctx context.Context) (json.RawMessage, error) {
 	t, rule := &v.t, v.rule
 	p, method := v.p, v.method
-	if len(t.answers) == 0 {
-		p.cons.outcome(method, "no_answer")
+	if len(t.Answers) == 0 {
+		p.cons.Outcome(method, "no_answer")
 		switch {
 		case v.tooLarge != nil && method == "eth_getLogs":
 			return nil, v.tooLarge // split it: the parts are voted on
@@ -315,22 +217,22 @@ func (v *vote) settle(ctx context.Context) (json.RawMessage, error) {
 	}
 	var acc *answer
 	switch rule.OnDispute {
-	case DisputeMostCommon:
-		acc = t.mostCommon(func(*Remote) bool { return true })
-	case DisputePreferTier:
-		acc = t.mostCommon(func(r *Remote) bool { return r.Tier() <= rule.TrustedTier })
+	case consensus.DisputeMostCommon:
+		acc = t.MostCommon(func(r *Remote) (int, bool) { return int(r.Tier()), true })
+	case consensus.DisputePreferTier:
+		acc = t.MostCommon(func(r *Remote) (int, bool) { return int(r.Tier()), r.Tier() <= rule.TrustedTier })
 	}
 	if acc != nil {
-		v.by = acc.voters[0]
-		p.cons.outcome(method, "resolved")
+		v.by = acc.Voters[0]
+		p.cons.Outcome(method, "resolved")
 		p.log.Info("remotes disagree; answer chosen by policy", "method", method,
-			"policy", rule.OnDispute.String(), "answers", len(t.answers), "voters", t.voters,
-			"chosen", acc.digest(), "given_by", len(acc.voters))
-		return acc.reply()
+			"policy", rule.OnDispute.String(), "answers", len(t.Answers), "voters", t.Voters,
+			"chosen", acc.Digest(), "given_by", len(acc.Voters))
+		return reply(acc)
 	}
-	p.cons.outcome(method, "disputed")
-	p.log.Warn("remotes disagree", "method", method, "answers", len(t.answers), "voters", t.voters, "agree", rule.Agree)
-	return nil, &disagreeError{method: method, agree: rule.Agree, voters: t.voters, answers: len(t.answers)}
+	p.cons.Outcome(method, "disputed")
+	p.log.Warn("remotes disagree", "method", method, "answers", len(t.Answers), "voters", t.Voters, "agree", rule.Agree)
+	return nil, &disagreeError{method: method, agree: rule.Agree, voters: t.Voters, answers: len(t.Answers)}
 }
 
 // cast turns one judged reply into a ballot, on the goroutine that made the
@@ -339,63 +241,17 @@ func cast(j judged) ballot {
 	b := ballot{judged: j}
 	switch j.mean {
 	case meanAnswer:
-		b.null = isNull(j.res)
-		b.raw = sha256.Sum256(j.res)
+		b.vote = consensus.Vote[*Remote]{Voter: j.r, Raw: sha256.Sum256(j.res), Null: isNull(j.res), Res: j.res}
 	case meanCaller:
-		b.raw = errorKey(j.err, j.v)
+		b.vote = consensus.Vote[*Remote]{Voter: j.r, Raw: consensus.ErrorKey(j.err, j.v), Res: j.res, Err: j.err}
 	}
 	return b
 }
 
 // reply is the answer as the client gets it.
-func (a *answer) reply() (json.RawMessage, error) {
-	if a.err != nil {
-		return nil, clientError(a.err)
+func reply(a *answer) (json.RawMessage, error) {
+	if a.Err != nil {
+		return nil, clientError(a.Err)
 	}
-	return a.res, nil
-}
-
-// mostCommon is the answer the most trusted voters gave. A tie goes to
-// data over null, then to the better tier; a tie after that, or no trusted
-// voter, is nil.
-func (t *tally) mostCommon(trust func(*Remote) bool) *answer {
-	type rank struct {
-		n    int
-		data bool
-		tier Tier
-	}
-	better := func(a, b rank) int { // >0: a wins
-		switch {
-		case a.n != b.n:
-			return a.n - b.n
-		case a.data != b.data:
-			if a.data {
-				return 1
-			}
-			return -1
-		}
-		return int(b.tier) - int(a.tier)
-	}
-	var (
-		best     *answer
-		bestRank rank
-		tied     bool
-	)
-	for _, a := range t.answers {
-		tier, n := a.bestTier(trust)
-		if n == 0 {
-			continue
-		}
-		r := rank{n: n, data: !a.null, tier: tier}
-		switch c := better(r, bestRank); {
-		case best == nil || c > 0:
-			best, bestRank, tied = a, r, false
-		case c == 0:
-			tied = true
-		}
-	}
-	if tied {
-		return nil
-	}
-	return best
+	return a.Res, nil
 }

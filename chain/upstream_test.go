@@ -1,4 +1,4 @@
-package app
+package chain
 
 import (
 	"context"
@@ -22,17 +22,10 @@ func TestWaitHeadSaysWhyNoRemoteIsFollowed(t *testing.T) {
 	opts := fakenode.Options{ChainID: 1337, Head: 100, BlockTime: 12 * time.Second}
 	opts.GenesisTime = uint64(time.Now().Unix()) + ahead - 100*12
 	node := fakenode.Start(t, opts)
-	cfg := mustParse(t, `
-chains:
-  - name: test
-    chain_id: 1337
-    block_time: 100ms
-    integrity: {stalker: false}
-    remotes: [{name: a, url: "`+node.URL()+`"}]
-`)
+	cc := testConfig(node)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	up, err := cfg.OpenUpstream(ctx, cfg.Chains[0], slog.New(slog.DiscardHandler))
+	up, err := OpenUpstream(ctx, cc, 64<<20, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package app
+package chain
 
 import (
 	"context"
@@ -19,13 +19,20 @@ import (
 // for the expensive methods.
 const cachePoolConns = 8
 
-// cacheTiers are the Postgres tiers of the chains' caches (the Redis
-// tiers are on chains.rdb): in the history database, on a pool of their
-// own opened for the first chain that keeps answers there.
-type cacheTiers struct {
+// CacheTiers are the Postgres tiers of the chains' caches (the Redis
+// tiers are on Parts.Redis): in the history database, on a pool of their
+// own opened for the first chain that keeps answers there. One for the
+// process; Close it once every chain has stopped.
+type CacheTiers struct {
 	hist *blockstore.History // nil without postgres.url; it migrates cache_entries too
 	url  string              // postgres.url
 	pool *pgxpool.Pool       // nil until a chain has cache.postgres
+}
+
+// NewCacheTiers is the tiers in hist (nil: none, without postgres.url),
+// whose database is at url.
+func NewCacheTiers(hist *blockstore.History, url string) *CacheTiers {
+	return &CacheTiers{hist: hist, url: url}
 }
 
 // chainCache is a chain's response cache and the work that keeps it,
@@ -74,7 +81,7 @@ func (k *chainCache) purgeDistrusted(ctx context.Context) {
 }
 
 // run starts the cache's work for chain c; nil: no cache.
-func (k *chainCache) run(c *chain) {
+func (k *chainCache) run(c *Chain) {
 	if k == nil {
 		return
 	}
@@ -108,8 +115,8 @@ func (k *chainCache) stop() {
 // applyCache replaces a running chain's response cache with one built to
 // the reloaded settings. Its memory starts empty; the Redis and Postgres
 // tiers keep their entries. Calls in flight finish on the old one.
-func applyCache(c *chain, cc ChainConfig) ([]string, error) {
-	next, err := c.owner.newCache(cc, c.owner.log, c.owner.parts.metrics.cache)
+func applyCache(c *Chain, cc Config) ([]string, error) {
+	next, err := newCache(cc, c.parts)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: cache: %w", c.name, err)
 	}
@@ -131,15 +138,15 @@ func applyCache(c *chain, cc ChainConfig) ([]string, error) {
 // newCache builds a chain's response cache, nil when its cache is off:
 // memory, then Redis (redis.url and cache.redis), then Postgres
 // (postgres.url and cache.postgres), asked in that order.
-func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (*chainCache, error) {
+func newCache(cc Config, p *Parts) (*chainCache, error) {
 	if !cc.Cache.On() {
 		return nil, nil
 	}
 	var pg *cache.Postgres
 	var lower []cache.Layer
-	t := &cs.tiers
-	if cs.rdb != nil && cc.Cache.Redis != nil && *cc.Cache.Redis {
-		r := cache.NewRedis(cs.rdb, cc.Name, cache.RedisOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
+	t, log := p.Tiers, p.Logger
+	if p.Redis != nil && cc.Cache.Redis != nil && *cc.Cache.Redis {
+		r := cache.NewRedis(p.Redis, cc.Name, cache.RedisOptions{MaxEntryBytes: cc.Cache.MaxEntryBytes,
 			MaxTTL: cc.Cache.SettledTTL, Timeout: cc.Cache.TierTimeout})
 		lower = append(lower, cc.Cache.RedisLayer(r))
 	}
@@ -156,13 +163,13 @@ func (cs *chains) newCache(cc ChainConfig, log *slog.Logger, m *cache.Metrics) (
 			MaxAge:      cc.Cache.PostgresRetention, MaxRows: cc.Cache.PostgresMaxRows, Ready: t.hist.Migrated, Logger: log.With("chain", cc.Name)})
 		lower = append(lower, cc.Cache.PostgresLayer(pg))
 	}
-	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: m,
+	c := cache.New(cc.Cache, cache.Options{Chain: cc.Name, Lower: lower, Logger: log, Metrics: p.Metrics.cache,
 		IsRevert: isRevert, LacksBlock: lacksBlock})
 	return &chainCache{c: c, pg: pg, distrust: make(chan remotes.Distrust, distrustQueue), log: log.With("chain", cc.Name)}, nil
 }
 
-// close closes the Postgres tiers' pool, once their prunes have ended.
-func (t *cacheTiers) close() {
+// Close closes the Postgres tiers' pool, once their prunes have ended.
+func (t *CacheTiers) Close() {
 	if t.pool != nil {
 		t.pool.Close()
 		t.pool = nil

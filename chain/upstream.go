@@ -1,4 +1,4 @@
-package app
+package chain
 
 import (
 	"context"
@@ -25,10 +25,11 @@ type Upstream struct {
 	st   *stalker.Stalker
 }
 
-// OpenUpstream builds the chain's pool as serve does and starts it; Close
-// stops it.
-func (c *Config) OpenUpstream(ctx context.Context, cc ChainConfig, log *slog.Logger) (*Upstream, error) {
-	pool, err := cc.newPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(c.Limits.MaxReplyBytesInFlight, nil), nil, nil, nil, nil)
+// OpenUpstream builds the chain's pool as New does and starts it, with a
+// reply budget of its own of replyBytes (limits.max_reply_bytes_in_flight);
+// Close stops it.
+func OpenUpstream(ctx context.Context, cc Config, replyBytes int64, log *slog.Logger) (*Upstream, error) {
+	pool, err := cc.newPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(replyBytes, nil), nil, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}

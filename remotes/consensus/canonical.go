@@ -1,4 +1,4 @@
-package remotes
+package consensus
 
 import (
 	"bytes"
@@ -15,25 +15,25 @@ import (
 )
 
 // Canonical answers: the forms two remotes' answers are compared in when
-// their bytes differ (vote.go).
+// their bytes differ.
 
-// errorKey identifies a caller error given as an answer by its code and
+// ErrorKey identifies a caller error given as an answer by its code and
 // data; messages differ between node implementations for the same error.
-func errorKey(err error, v verdict.Verdict) [sha256.Size]byte {
+func ErrorKey(err error, v verdict.Verdict) Hash {
 	var je *jrpc.Error
 	if !errors.As(err, &je) {
 		return sha256.Sum256([]byte("error reason " + string(v.Reason)))
 	}
 	data := []byte(je.Data)
-	if c, cerr := canonical(je.Data, nil); cerr == nil {
+	if c, cerr := Canonical(je.Data, nil); cerr == nil {
 		data = c
 	}
 	return sha256.Sum256(fmt.Appendf(nil, "error %d %s", je.Code, data))
 }
 
-// canonical re-encodes a JSON value with sorted keys and without the
+// Canonical re-encodes a JSON value with sorted keys and without the
 // ignored fields. Numbers keep their text.
-func canonical(raw json.RawMessage, ig *ignoreSet) ([]byte, error) {
+func Canonical(raw json.RawMessage, ig *Ignore) ([]byte, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
@@ -52,17 +52,18 @@ func canonical(raw json.RawMessage, ig *ignoreSet) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// ignoreSet is a compiled ignore_fields list.
-type ignoreSet struct {
+// Ignore is a compiled ignore_fields list.
+type Ignore struct {
 	anyDepth map[string]bool
 	paths    [][]string
 }
 
-func compileIgnore(fields []string) (*ignoreSet, error) {
+// CompileIgnore compiles an ignore_fields list; none is nil.
+func CompileIgnore(fields []string) (*Ignore, error) {
 	if len(fields) == 0 {
 		return nil, nil
 	}
-	s := &ignoreSet{anyDepth: map[string]bool{}}
+	s := &Ignore{anyDepth: map[string]bool{}}
 	for _, f := range fields {
 		segs := strings.Split(f, ".")
 		if slices.Contains(segs, "") {
@@ -79,7 +80,7 @@ func compileIgnore(fields []string) (*ignoreSet, error) {
 
 // strip drops the ignored fields from v in place; paths are the path
 // suffixes still live at v. Arrays pass their paths on to every element.
-func (s *ignoreSet) strip(v any, paths [][]string) any {
+func (s *Ignore) strip(v any, paths [][]string) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, c := range t {
