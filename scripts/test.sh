@@ -238,8 +238,10 @@ chains:
 YAML
   # One fixture (eth_simulateV1 ...-but-now-with-fit) simulates 121 blocks
   # and costs geth about 2.3 s of CPU, as much through venn as directly (venn
-  # sends it once and adds under 0.1 s of its own); on a loaded machine geth
-  # itself needs more than the replay's 5 s for it, directly as through venn.
+  # sends it once and adds under 0.1 s of its own): with run.sh's --cache=64
+  # geth's block cache keeps none of the blocks its storage reads decompress
+  # (with --cache=256 the call costs 0.05 s). On a loaded machine geth then
+  # needs more than the replay's 5 s for it, directly as through venn.
   # A failed replay is run once more against a fresh geth and venn; both
   # results are printed.
   if CACHE=$CACHE GETH=$GETH bash "$CONFORMANCE" all http://127.0.0.1:28645/conformance -- "$bin" serve --config "$cfg"; then
