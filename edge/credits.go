@@ -105,7 +105,38 @@ type costPrefix struct {
 // pricing prices calls. It is compiled once per configuration.
 type pricing struct {
 	table   costTable
-	factors map[string]float64 // by Note source
+	factors [numSources]float64 // by sourceIndex of a Note's source
+}
+
+// The sources served_from may name (creditSources), as indexes.
+const (
+	sourceHead = iota
+	sourceHistory
+	sourceCache
+	sourceForger
+	sourceRemotes
+	sourceLocal
+	numSources
+)
+
+// sourceIndex indexes pricing.factors with a Note's source: a switch, not
+// a map, since every call is priced.
+func sourceIndex(source string) (int, bool) {
+	switch source {
+	case "head":
+		return sourceHead, true
+	case "history":
+		return sourceHistory, true
+	case "cache":
+		return sourceCache, true
+	case "forger":
+		return sourceForger, true
+	case "remotes":
+		return sourceRemotes, true
+	case "local":
+		return sourceLocal, true
+	}
+	return 0, false
 }
 
 func newPricing(c CreditsConfig) *pricing {
@@ -127,11 +158,17 @@ func newPricing(c CreditsConfig) *pricing {
 	add(preset.methods)
 	add(c.Methods)
 	slices.SortFunc(t.prefixes, func(a, b costPrefix) int { return len(b.prefix) - len(a.prefix) })
-	f := map[string]float64{"head": defaultHeadFactor, "cache": defaultCacheFactor}
-	for k, v := range c.ServedFrom {
-		f[k] = v
+	p := &pricing{table: t}
+	for i := range p.factors {
+		p.factors[i] = 1
 	}
-	return &pricing{table: t, factors: f}
+	p.factors[sourceHead], p.factors[sourceCache] = defaultHeadFactor, defaultCacheFactor
+	for k, v := range c.ServedFrom {
+		if i, ok := sourceIndex(k); ok { // Validate reported the rest
+			p.factors[i] = v
+		}
+	}
+	return p
 }
 
 // cost is what a call of method answered by source costs.
@@ -158,8 +195,8 @@ func (p *pricing) price(method, source string, charged bool) (int64, string) {
 	if !charged {
 		return 0, label
 	}
-	if f, ok := p.factors[source]; ok && f != 1 {
-		return int64(math.Ceil(float64(base) * f)), label
+	if i, ok := sourceIndex(source); ok && p.factors[i] != 1 {
+		return int64(math.Ceil(float64(base) * p.factors[i])), label
 	}
 	return base, label
 }

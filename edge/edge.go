@@ -20,6 +20,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,6 +92,7 @@ type apiKey struct {
 	name     string
 	ipExempt bool
 	tenant   *tenant // nil: none
+	callers  callers
 }
 
 // New compiles c, which Validate has passed, with its defaults applied
@@ -274,7 +276,12 @@ func (r authReason) String() string {
 // refuses r (HTTP 401 or 403). It reads no body.
 func (e *Edge) Admit(r *http.Request, a jrpc.Admission) (jrpc.Caller, *jrpc.Refusal) {
 	ch := e.chain(a.Chain)
-	origin := headerValue(r.Header, "Origin")
+	// An origin decides only a WebSocket upgrade, or a request of a scope
+	// with origins of its own: other requests do not look it up.
+	var origin string
+	if a.Transport == jrpc.TransportWS || e.scopedCORS {
+		origin = headerValue(r.Header, "Origin")
+	}
 	if !e.authed {
 		// Browsers send Origin on every upgrade, and WebSocket has no
 		// preflight: the upgrade itself must be refused to an origin CORS
@@ -288,11 +295,16 @@ func (e *Edge) Admit(r *http.Request, a jrpc.Admission) (jrpc.Caller, *jrpc.Refu
 		}
 		return &client{e: e, ch: ch, ip: e.clientIP(r)}, nil
 	}
-	cl := &client{e: e, ch: ch}
-	if e.needIP {
-		cl.ip = e.clientIP(r)
+	// Without keys a request is a token's, or refused: the key header is
+	// read only to say why.
+	keyed := e.keys != nil || e.stored
+	var (
+		k      *apiKey
+		reason authReason
+	)
+	if keyed {
+		k, reason = e.authenticate(r, a.PathKey)
 	}
-	k, reason := e.authenticate(r, a.PathKey)
 	if k == nil && e.jwt != nil && a.PathKey == "" {
 		if tok := bearerToken(r); tok != "" {
 			vt, tr := e.jwt.verify(r.Context(), tok)
@@ -303,13 +315,11 @@ func (e *Edge) Admit(r *http.Request, a jrpc.Admission) (jrpc.Caller, *jrpc.Refu
 				}
 				return nil, e.refuse(r, ch, a.Chain, reason, http.StatusUnauthorized, errToken(tr), "")
 			}
-			cl.tenant = vt.tenant
-			cl.addScope(&vt.tenant.scope)
-			if vt.scope != nil {
-				cl.addScope(vt.scope)
-			}
-			return e.admitScoped(r, a, cl, origin)
+			return e.admitScoped(r, a, e.tokenClient(r, ch, vt), origin)
 		}
+	}
+	if !keyed {
+		k, reason = e.authenticate(r, a.PathKey)
 	}
 	if k == nil {
 		err := errUnauthorized(reason, a.Chain, e.keyHeader)
@@ -318,13 +328,88 @@ func (e *Edge) Admit(r *http.Request, a jrpc.Admission) (jrpc.Caller, *jrpc.Refu
 		}
 		return nil, e.refuse(r, ch, a.Chain, reason, http.StatusUnauthorized, err, "")
 	}
-	cl.key = k
+	return e.admitScoped(r, a, e.keyClient(r, ch, k), origin)
+}
+
+// keyClient is the client of key k on ch: k's own for the chain unless
+// the request's address is worked out.
+func (e *Edge) keyClient(r *http.Request, ch *chainEdge, k *apiKey) *client {
+	if !e.needIP {
+		if cl := k.callers.get(ch); cl != nil {
+			return cl
+		}
+	}
+	cl := &client{e: e, ch: ch, key: k}
 	cl.addScope(&k.scope)
 	if k.tenant != nil {
 		cl.tenant = k.tenant
 		cl.addScope(&k.tenant.scope)
 	}
-	return e.admitScoped(r, a, cl, origin)
+	if e.needIP {
+		cl.ip = e.clientIP(r)
+		return cl
+	}
+	return k.callers.add(cl)
+}
+
+// tokenClient is the client of verified token vt on ch: vt's own for
+// the chain unless the request's address is worked out.
+func (e *Edge) tokenClient(r *http.Request, ch *chainEdge, vt *verifiedToken) *client {
+	if !e.needIP {
+		if cl := vt.callers.get(ch); cl != nil {
+			return cl
+		}
+	}
+	cl := &client{e: e, ch: ch, tenant: vt.tenant}
+	cl.addScope(&vt.tenant.scope)
+	if vt.scope != nil {
+		cl.addScope(vt.scope)
+	}
+	if e.needIP {
+		cl.ip = e.clientIP(r)
+		return cl
+	}
+	return vt.callers.add(cl)
+}
+
+// callers are the clients of one key or verified token, one per chain.
+// When the edge works out nothing per request (no client address), a
+// key's or token's client on a chain is the same for each of its
+// requests, and is never changed once made: it is made on the chain's
+// first request and shared, so that a request allocates none. Readers
+// load the list lock-free; a new chain copies it.
+type callers struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]*client]
+}
+
+// get returns the client on ch; nil before ch's first request.
+func (cs *callers) get(ch *chainEdge) *client {
+	if l := cs.list.Load(); l != nil {
+		for _, cl := range *l {
+			if cl.ch == ch {
+				return cl
+			}
+		}
+	}
+	return nil
+}
+
+// add keeps cl as the client on its chain, unless a concurrent first
+// request kept one already: the one kept.
+func (cs *callers) add(cl *client) *client {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if have := cs.get(cl.ch); have != nil {
+		return have
+	}
+	var next []*client
+	if l := cs.list.Load(); l != nil {
+		next = append(next, *l...)
+	}
+	next = append(next, cl)
+	cs.list.Store(&next)
+	return cl
 }
 
 func (cl *client) addScope(s *scope) {
@@ -404,11 +489,15 @@ func headerValue(h http.Header, k string) string {
 // bearerToken is the token of an Authorization: Bearer header; "" without.
 func bearerToken(r *http.Request) string {
 	h := headerValue(r.Header, "Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+	if len(h) > 7 && isBearer(h[:7]) {
 		return strings.TrimSpace(h[7:])
 	}
 	return ""
 }
+
+// isBearer reports whether p is "bearer " in any case: the usual spelling
+// is compared first, since EqualFold walks it rune by rune.
+func isBearer(p string) bool { return p == "Bearer " || strings.EqualFold(p, "bearer ") }
 
 // Tenant names the caller's tenant; "" without one.
 func (cl *client) Tenant() string {
@@ -459,7 +548,7 @@ func (cl *client) Check(method string, params json.RawMessage) *jrpc.Error {
 func (e *Edge) authenticate(r *http.Request, secret string) (*apiKey, authReason) {
 	h := headerValue(r.Header, e.keyHeader)
 	if e.bearer {
-		if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		if len(h) > 7 && isBearer(h[:7]) {
 			h = strings.TrimSpace(h[7:])
 		} else {
 			h = ""

@@ -207,10 +207,12 @@ func (r tokenReason) message() string {
 // verifiedToken is a token that verified, cached until it expires or the
 // key set changes.
 type verifiedToken struct {
-	tenant *tenant
-	scope  *scope // the token's own narrowing; nil: none
-	exp    time.Time
-	gen    uint64
+	tok     string
+	tenant  *tenant
+	scope   *scope // the token's own narrowing; nil: none
+	exp     time.Time
+	gen     uint64
+	callers callers // its clients, once admitted
 }
 
 // maxVerifiedTokens bounds the cache of verified tokens; when full it is
@@ -219,9 +221,9 @@ type verifiedToken struct {
 const maxVerifiedTokens = 8192
 
 // jwtVerifier checks bearer tokens: signature, algorithm, exp, nbf, aud,
-// iss, then maps the tenant claim to a tenant. A verified token is cached
-// by its text, so a client's requests pay one map lookup, not a signature
-// check each.
+// iss, then maps the tenant claim to a tenant. A verified token is cached,
+// so a client's requests pay one map lookup and a comparison, not a
+// signature check each.
 type jwtVerifier struct {
 	parser      *jwt.Parser
 	algs        []string
@@ -233,7 +235,7 @@ type jwtVerifier struct {
 	now         func() time.Time
 
 	mu    sync.Mutex
-	cache map[string]verifiedToken
+	cache map[tokenKey]*verifiedToken
 }
 
 func newJWTVerifier(c JWTConfig, jwks *JWKS, tenants map[string]*tenant, now func() time.Time) *jwtVerifier {
@@ -260,7 +262,7 @@ func newJWTVerifier(c JWTConfig, jwks *JWKS, tenants map[string]*tenant, now fun
 		scopeClaim:  c.ScopeClaim,
 		tenants:     tenants,
 		now:         now,
-		cache:       make(map[string]verifiedToken),
+		cache:       make(map[tokenKey]*verifiedToken),
 	}
 	for _, f := range c.Keys {
 		keys, _ := readPublicKeys(f) // Validate has read them
@@ -270,36 +272,37 @@ func newJWTVerifier(c JWTConfig, jwks *JWKS, tenants map[string]*tenant, now fun
 }
 
 // verify checks tok and returns its tenant and its own scope.
-func (v *jwtVerifier) verify(ctx context.Context, tok string) (verifiedToken, tokenReason) {
+func (v *jwtVerifier) verify(ctx context.Context, tok string) (*verifiedToken, tokenReason) {
 	now := v.now()
 	gen := uint64(0)
 	if v.jwks != nil {
 		gen = v.jwks.Generation()
 	}
+	key := keyOf(tok)
 	v.mu.Lock()
-	vt, ok := v.cache[tok]
+	vt := v.cache[key]
 	v.mu.Unlock()
-	if ok && vt.gen == gen && now.Before(vt.exp) {
+	if vt != nil && vt.tok == tok && vt.gen == gen && now.Before(vt.exp) {
 		return vt, tokenOK
 	}
 	claims := jwt.MapClaims{}
 	t, err := v.parser.ParseWithClaims(tok, claims, func(t *jwt.Token) (any, error) { return v.keys(ctx, t) })
 	if err != nil {
-		return verifiedToken{}, v.reason(t, err)
+		return nil, v.reason(t, err)
 	}
 	name, _ := claims[v.tenantClaim].(string)
 	if name == "" {
-		return verifiedToken{}, tokenNoTenant
+		return nil, tokenNoTenant
 	}
 	tn := v.tenants[name]
 	if tn == nil {
-		return verifiedToken{}, tokenUnknownTenant
+		return nil, tokenUnknownTenant
 	}
-	vt = verifiedToken{tenant: tn, gen: gen}
+	vt = &verifiedToken{tok: tok, tenant: tn, gen: gen}
 	if raw, ok := claims[v.scopeClaim]; ok && raw != nil {
 		sc, err := tokenScope(raw)
 		if err != nil {
-			return verifiedToken{}, tokenBadScope
+			return nil, tokenBadScope
 		}
 		vt.scope = sc
 	}
@@ -312,9 +315,23 @@ func (v *jwtVerifier) verify(ctx context.Context, tok string) (verifiedToken, to
 	if len(v.cache) >= maxVerifiedTokens {
 		clear(v.cache)
 	}
-	v.cache[tok] = vt
+	v.cache[key] = vt
 	v.mu.Unlock()
 	return vt, tokenOK
+}
+
+// tokenKey keys the cache of verified tokens: a token's last bytes, the
+// end of its signature, which no two tokens an issuer signed share. The
+// entry holds the whole token, and a lookup compares it: a token that only
+// ends alike is verified, and on success takes the entry's place. Hashing
+// these few bytes rather than the whole token (hundreds of bytes) is most
+// of what a client's cached token costs.
+type tokenKey [16]byte
+
+func keyOf(tok string) tokenKey {
+	var k tokenKey
+	copy(k[:], tok[max(len(tok)-len(k), 0):])
+	return k
 }
 
 // keys are those t may be signed with: the key set's with t's kid, and

@@ -343,3 +343,38 @@ func TestJWTConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestJWTCachedTokenLookalike: the verified-token cache is keyed by a
+// token's last bytes (its signature's end); a token that ends like a cached
+// one but says something else is verified, and refused, never served as the
+// cached one's tenant. The cached one still passes after it.
+func TestJWTCachedTokenLookalike(t *testing.T) {
+	is := newIssuer(t)
+	ek := ecKey(t, elliptic.P256())
+	is.add("ec-1", ek)
+	jwks := NewJWKS(is.url(), JWKSOptions{MinRefresh: time.Hour})
+	jwks.Start(context.Background())
+	t.Cleanup(jwks.Stop)
+	s := newTestServer(t, jwtConfig(is.url()), Options{JWKS: jwks}, tenantHandler())
+
+	good := token(t, jwt.SigningMethodES256, ek, "ec-1", goodClaims("team-a"))
+	other := strings.Split(token(t, jwt.SigningMethodES256, ek, "ec-1", goodClaims("team-b")), ".")
+	parts := strings.Split(good, ".")
+	lookalike := parts[0] + "." + other[1] + "." + parts[2] // team-b's claims, team-a's signature
+	tests := []struct {
+		name       string
+		give       string
+		wantStatus int
+		want       string
+	}{
+		{"the token, verified and cached", good, 200, `"result":"team-a"`},
+		{"its claims changed, its signature kept", lookalike, 401, "signature"},
+		{"the token again, from the cache", good, 200, `"result":"team-a"`},
+	}
+	for _, tt := range tests {
+		status, _, body := do(t, s, httpCall{header: bearer(tt.give), body: callOf("test_tenant")})
+		if status != tt.wantStatus || !strings.Contains(body, tt.want) {
+			t.Errorf("%s: status %d body %s; want %d with %q", tt.name, status, body, tt.wantStatus, tt.want)
+		}
+	}
+}

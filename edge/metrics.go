@@ -72,6 +72,7 @@ type chainEdge struct {
 	auth    [numAuthReasons]prometheus.Counter // nil when metrics are off
 	limited [numLimitScopes]prometheus.Counter
 	open    client
+	dropped atomic.Bool // DropChain forgot it: chains.last must not return it
 }
 
 func (c *chainEdge) authRejected(r authReason) {
@@ -92,12 +93,19 @@ func (c *chainEdge) rateLimited(sc limitScope) {
 type chains struct {
 	mu     sync.Mutex
 	byName atomic.Pointer[map[string]*chainEdge]
+	// last is the chain last looked up in byName: most requests are for
+	// the same chain as the one before, found by comparing its name.
+	last atomic.Pointer[chainEdge]
 }
 
 // chain returns the chain's state, making it on first use.
 func (e *Edge) chain(name string) *chainEdge {
+	if ch := e.chains.last.Load(); ch != nil && ch.name == name && !ch.dropped.Load() {
+		return ch
+	}
 	if m := e.chains.byName.Load(); m != nil {
 		if ch := (*m)[name]; ch != nil {
+			e.chains.last.Store(ch)
 			return ch
 		}
 	}
@@ -133,6 +141,7 @@ func (e *Edge) chain(name string) *chainEdge {
 func (e *Edge) DropChain(name string) {
 	e.chains.mu.Lock()
 	if old := e.chains.byName.Load(); old != nil && (*old)[name] != nil {
+		(*old)[name].dropped.Store(true)
 		next := maps.Clone(*old)
 		delete(next, name)
 		e.chains.byName.Store(&next)

@@ -95,7 +95,15 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, ch *chainEntry, t
 
 // peer builds the Peer a call's handler finds in its context.
 func peer(cl Caller, transport string, r *http.Request, id string) *Peer {
-	p := &Peer{Transport: transport, RemoteAddr: r.RemoteAddr, Header: r.Header, RequestID: id}
+	p := new(Peer)
+	setPeer(p, cl, transport, r, id)
+	return p
+}
+
+// setPeer fills p, which the caller allocated (with what else its request
+// holds), for peer.
+func setPeer(p *Peer, cl Caller, transport string, r *http.Request, id string) {
+	*p = Peer{Transport: transport, RemoteAddr: r.RemoteAddr, Header: r.Header, RequestID: id}
 	if cl != nil {
 		p.ClientIP = cl.ClientIP()
 		p.Key = cl.Key()
@@ -103,5 +111,4 @@ func peer(cl Caller, transport string, r *http.Request, id string) *Peer {
 			p.Tenant = t.Tenant()
 		}
 	}
-	return p
 }

@@ -29,15 +29,16 @@ type Charged struct {
 	BytesOut int
 }
 
-// charge hands the admitted calls of sv to cl when it meters them.
-func charge(ctx context.Context, ch *chainEntry, cl Caller, sv *served, h http.Header) {
+// charge hands the admitted calls of sv to cl when it meters them. buf,
+// empty, is room the caller has for them (nil: none); a message with more
+// calls than it holds gets a slice of its own.
+func charge(ctx context.Context, ch *chainEntry, cl Caller, sv *served, h http.Header, buf []Charged) {
 	m, ok := cl.(Meter)
 	if !ok || sv.refused != nil || sv.werr != nil || len(sv.items) == 0 {
 		return
 	}
-	var one [1]Charged
-	calls := one[:0]
-	if len(sv.items) > 1 {
+	calls := buf[:0]
+	if len(sv.items) > cap(buf) {
 		calls = make([]Charged, 0, len(sv.items))
 	}
 	for i := range sv.items {

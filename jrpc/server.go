@@ -320,13 +320,33 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 		return
 	}
 
-	ctx := context.WithValue(r.Context(), peerKey{}, peer(cl, TransportHTTP, r, id))
+	var (
+		hr *httpRequest // with a caller: it may meter the calls
+		p  *Peer
+	)
+	if cl != nil {
+		hr = new(httpRequest)
+		p = &hr.peer
+		setPeer(p, cl, TransportHTTP, r, id)
+	} else {
+		p = peer(cl, TransportHTTP, r, id)
+	}
+	ctx := context.WithValue(r.Context(), peerKey{}, p)
 	ctx = withSkipCache(ctx, r.Header, true)
 	admitted := s.beginCalls()
 	if admitted {
 		defer s.endCalls()
 	}
-	s.answerHTTP(ctx, w, ch, cl, body, admitted, s.comp.choose(r.Header.Get("Accept-Encoding")))
+	s.answerHTTP(ctx, w, ch, cl, body, admitted, s.comp.choose(r.Header.Get("Accept-Encoding")), hr)
+}
+
+// httpRequest is what one POST of a Gate's caller keeps for its life, in
+// one allocation: its Peer (in the calls' context), and room for a single
+// call's Charged, which a Meter (an interface: the slice escapes) would
+// otherwise have allocated on its own.
+type httpRequest struct {
+	peer    Peer
+	charged [1]Charged
 }
 
 // readBody reads a POST body within MaxBodyBytes and HTTPReadTimeout, or
@@ -398,7 +418,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ch *chainEntry
 // server is shutting down are answered with HTTP 503 (and the connection
 // closed), which load balancers and clients retry elsewhere; a 200 they
 // would take as final.
-func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, cl Caller, body []byte, admitted bool, enc string) {
+func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chainEntry, cl Caller, body []byte, admitted bool, enc string, hr *httpRequest) {
 	status := http.StatusOK
 	if !admitted {
 		status = http.StatusServiceUnavailable
@@ -426,7 +446,7 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	// without deadlines goes without, as in readBody.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.lim().HTTPWriteTimeout))
 	if cl != nil {
-		charge(ctx, ch, cl, &sv, w.Header())
+		charge(ctx, ch, cl, &sv, w.Header(), hr.charged[:0])
 	}
 	if len(out) == 0 {
 		w.WriteHeader(status) // only notifications: nothing to say

@@ -399,7 +399,7 @@ func (c *wsConn) serveMessage(msg []byte) {
 	bp := c.s.getBuf()
 	out, sv := c.s.serveMessage(ctx, c.ch, cl.Caller, msg, *bp, admitted)
 	if cl.Caller != nil {
-		charge(ctx, c.ch, cl.Caller, &sv, nil)
+		charge(ctx, c.ch, cl.Caller, &sv, nil, nil)
 	}
 	if len(out) > 0 {
 		if err := c.write(c.ctx, out); err != nil {

@@ -57,16 +57,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) observe(tenant, chain string, c counts) {
+// children are the series of tenant on chain, made on first use.
+func (m *metrics) childrenOf(tenant, chain string) *children {
 	k := [2]string{tenant, chain}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	ch := m.children[k]
 	if ch == nil {
 		ch = &children{calls: m.calls.WithLabelValues(tenant, chain), credits: m.credits.WithLabelValues(tenant, chain),
 			errs: m.errs.WithLabelValues(tenant, chain), bytes: m.bytes.WithLabelValues(tenant, chain)}
 		m.children[k] = ch
 	}
-	m.mu.Unlock()
+	return ch
+}
+
+func (ch *children) observe(c counts) {
 	ch.calls.Add(float64(c.calls))
 	if c.credits > 0 {
 		ch.credits.Add(float64(c.credits))

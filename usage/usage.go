@@ -60,6 +60,21 @@ type Recorder struct {
 
 	mu   sync.Mutex
 	rows map[rowKey]*counts
+	gen  uint64 // rows' generation: each take starts a new one
+	// series hold, per tenant, chain and method, the metric children and
+	// the current row, so that a call is added under one lock with one
+	// map lookup. Remade on demand; emptied when it reaches maxRows.
+	series map[seriesKey]*series
+}
+
+type seriesKey struct{ tenant, chain, method string }
+
+// series is what a tenant's calls of one method on one chain add to.
+type series struct {
+	ch  *children
+	day int64
+	gen uint64
+	row *counts // rows[{day, ...}] while gen is rows'; nil: none yet, or the rows were full
 }
 
 // RecorderOptions configure a Recorder; zero fields take defaults.
@@ -80,38 +95,63 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 		opts.Clock = time.Now
 	}
 	return &Recorder{now: opts.Clock, maxRows: opts.MaxRows, keep: !opts.MetricsOnly, m: newMetrics(opts.Registerer),
-		rows: make(map[rowKey]*counts)}
+		rows: make(map[rowKey]*counts), series: make(map[seriesKey]*series)}
 }
 
 // Add counts calls of method on chain by tenant, today (UTC). It never
 // blocks on I/O; with the buffer full, a row not yet held is dropped and
 // its calls counted as dropped.
 func (r *Recorder) Add(tenant, chain, method string, calls, credits, errors, bytesOut int64) {
-	k := rowKey{day: r.now().Unix() / 86400, tenant: tenant, chain: chain, method: method}
+	day := r.now().Unix() / 86400
 	c := counts{calls: calls, credits: credits, errors: errors, bytesOut: bytesOut}
-	r.m.observe(tenant, chain, c)
-	if !r.keep {
-		return
-	}
+	sk := seriesKey{tenant: tenant, chain: chain, method: method}
+	ok := true
 	r.mu.Lock()
-	ok := r.addLocked(k, c)
+	s := r.series[sk]
+	if s == nil {
+		if len(r.series) >= r.maxRows {
+			clear(r.series)
+		}
+		s = &series{ch: r.m.childrenOf(tenant, chain)}
+		r.series[sk] = s
+	}
+	if r.keep {
+		if s.row == nil || s.gen != r.gen || s.day != day {
+			s.day, s.gen, s.row = day, r.gen, r.rowLocked(rowKey{day: day, tenant: tenant, chain: chain, method: method})
+		}
+		if ok = s.row != nil; ok {
+			s.row.add(c)
+		}
+	}
+	ch := s.ch
 	r.mu.Unlock()
+	ch.observe(c)
 	if !ok {
 		r.m.dropped(calls)
 	}
 }
 
-func (r *Recorder) addLocked(k rowKey, c counts) bool {
+// rowLocked is k's row, made (empty) unless the rows are full: then nil.
+// r.mu is held.
+func (r *Recorder) rowLocked(k rowKey) *counts {
 	if have := r.rows[k]; have != nil {
-		have.add(c)
-		return true
+		return have
 	}
 	if len(r.rows) >= r.maxRows {
+		return nil
+	}
+	c := new(counts)
+	r.rows[k] = c
+	r.m.buffered.Set(float64(len(r.rows)))
+	return c
+}
+
+func (r *Recorder) addLocked(k rowKey, c counts) bool {
+	row := r.rowLocked(k)
+	if row == nil {
 		return false
 	}
-	cc := c
-	r.rows[k] = &cc
-	r.m.buffered.Set(float64(len(r.rows)))
+	row.add(c)
 	return true
 }
 
@@ -121,6 +161,7 @@ func (r *Recorder) take() map[rowKey]*counts {
 	defer r.mu.Unlock()
 	out := r.rows
 	r.rows = make(map[rowKey]*counts, len(out))
+	r.gen++
 	r.m.buffered.Set(0)
 	return out
 }
