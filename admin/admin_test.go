@@ -20,6 +20,7 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/keyspace"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/status"
 )
 
 func TestMain(m *testing.M) {
@@ -115,7 +116,7 @@ func outBy(pool Pool, remote string) bool {
 	for _, s := range pool.Status() {
 		if s.Name == remote {
 			for _, o := range s.Out {
-				if o.Code == remotes.OutCordoned {
+				if o.Code == status.OutCordoned {
 					return true
 				}
 			}

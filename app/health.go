@@ -10,6 +10,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/status"
 )
 
 // healthHandler answers /readyz: ready when every chain has a remote in
@@ -98,12 +99,12 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 			cr.WindowHead = n
 		}
 		rs := pool.Status()
-		cr.Remotes = remotes.Names(rs)
+		cr.Remotes = status.Names(rs)
 		cr.Availability = availabilityOf(rs)
 		if !cr.Ready {
 			cr.Reason = notReadyReason(rs)
 		}
-		for _, r := range remotes.ReasonsOf(rs) {
+		for _, r := range status.ReasonsOf(rs) {
 			if !r.InRotation {
 				cr.RemotesOut = append(cr.RemotesOut, r)
 			}

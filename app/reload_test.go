@@ -26,7 +26,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/status"
 )
 
 // reloadApp is venn started from a file a test rewrites and reloads.
@@ -277,7 +277,7 @@ func TestReloadRemovesRemoteInFlight(t *testing.T) {
 	// The pool starts once one remote is ready: under load that may be
 	// the fallback alone, which would take the call.
 	testkit.WaitFor(t, 20*time.Second, "remote a in rotation", func() bool {
-		for _, r := range remotes.ReasonsOf(app.chainNamed("test").Pool().Status()) {
+		for _, r := range status.ReasonsOf(app.chainNamed("test").Pool().Status()) {
 			if r.Remote == "a" {
 				return r.InRotation
 			}

@@ -132,7 +132,11 @@ func build(cc Config, p *Parts) (*Chain, error) {
 		budgets = redisstore.NewBudgets(p.Redis)
 		share = redisstore.NewShare(p.Redis, p.ReplicaID)
 	}
-	pool, err := cc.newPool(log, p.Remotes, p.Replies, p.Tracer, budgets, share)
+	c := &Chain{name: cc.Name, built: cc, cfg: cc, parts: p}
+	// A remote found on another chain or misbehaving: its cached answers
+	// since its last good check are dropped, by the cache of the moment.
+	distrusted := func(d remotes.Distrust) { c.cache.Load().distrusted(d) }
+	pool, err := cc.newPool(log, p.Remotes, p.Replies, p.Tracer, budgets, share, distrusted)
 	if err != nil {
 		return nil, err
 	}
@@ -172,11 +176,8 @@ func build(cc Config, p *Parts) (*Chain, error) {
 		rc.Cache = ccache.c // a nil *cache.Cache would be a non-nil interface
 	}
 	rt := router.New(rc, h.window, router.UpstreamOf(calls, pool.Heads()), m.router)
-	c := &Chain{name: cc.Name, built: cc, cfg: cc, pool: pool, head: h, router: rt, settled: settled, parts: p}
+	c.pool, c.head, c.router, c.settled = pool, h, rt, settled
 	c.cache.Store(ccache)
-	// A remote found on another chain or misbehaving: its cached answers
-	// since its last good check are dropped, by the cache of the moment.
-	pool.OnDistrust(func(d remotes.Distrust) { c.cache.Load().distrusted(d) })
 	return c, nil
 }
 

@@ -88,11 +88,13 @@ func (c Config) StalkerConfig(archive stalker.Archive, m *stalker.ArchiveMetrics
 // before calling through it. replies is the process's reply budget, shared
 // by every chain's pool (nil: the pool gets its own); with the process's tracer (nil: off) and the
 // cluster's budget counters (nil: the process counts its own) and share of
-// availability probes (nil: this process probes alone).
+// availability probes (nil: this process probes alone); distrusted is told
+// of each remote whose answers are no longer trusted (nil: nobody).
 func (c Config) newPool(log *slog.Logger, m *remotes.Metrics, replies *wire.ReplyBudget, tr *tracing.Tracer,
-	budgets budget.Store, share remotes.AvailShare) (*remotes.Pool, error) {
+	budgets budget.Store, share remotes.AvailShare, distrusted func(remotes.Distrust)) (*remotes.Pool, error) {
 	pc := c.PoolConfig()
 	pc.Replies, pc.Tracer, pc.Budgets, pc.Availability.Share = replies, tr, budgets, share
+	pc.OnDistrust = distrusted
 	pool, err := remotes.NewPool(pc, c.Remotes, log, m)
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: %w", c.Name, err)

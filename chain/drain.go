@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/status"
 )
 
 // Drain hands the chain's leadership over: it ends the campaign (the
@@ -56,7 +56,7 @@ func (c *Chain) waitIdle(cut <-chan struct{}) {
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for remotes.InFlight(c.pool.Status()) > 0 {
+	for status.InFlight(c.pool.Status()) > 0 {
 		select {
 		case <-tick.C:
 		case <-deadline.C:

@@ -12,6 +12,7 @@ import (
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jsonscan"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/status"
 	"github.com/venn-gateway/venn/stalker"
 )
 
@@ -28,7 +29,7 @@ type Upstream struct {
 // reply budget of its own of replyBytes (limits.max_reply_bytes_in_flight);
 // Close stops it.
 func OpenUpstream(ctx context.Context, cc Config, replyBytes int64, log *slog.Logger) (*Upstream, error) {
-	pool, err := cc.newPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(replyBytes, nil), nil, nil, nil)
+	pool, err := cc.newPool(log, remotes.NewMetrics(nil), remotes.NewReplyBudget(replyBytes, nil), nil, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -65,13 +66,13 @@ func (u *Upstream) WaitHead(ctx context.Context, within time.Duration) (uint64, 
 }
 
 // notFollowed says why each remote is out, in the words of the pool's
-// reasons (remotes.ReasonsText: the -32050 data's and /readyz's), each
+// reasons (status.Text: the -32050 data's and /readyz's), each
 // reason's code replaced by its text: this is the operator's own process,
 // and "its timestamp is 312 s ahead of this host's clock" says more than
 // "head_ahead_of_clock".
 func (u *Upstream) notFollowed() string {
 	st := u.pool.Status()
-	rs := remotes.ReasonsOf(st)
+	rs := status.ReasonsOf(st)
 	for i := range rs {
 		if i >= len(st) || st[i].Name != rs[i].Remote || len(st[i].Out) == 0 {
 			continue
@@ -81,7 +82,7 @@ func (u *Upstream) notFollowed() string {
 			rs[i].Out = append(rs[i].Out, o.Text)
 		}
 	}
-	return remotes.ReasonsText(rs)
+	return status.Text(rs)
 }
 
 // Finalized is the chain's finalized block as the remotes say (0: none).

@@ -11,7 +11,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
-	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/status"
 )
 
 // A node whose head is stamped minutes ahead of this host's clock (a dev
@@ -35,8 +35,8 @@ func TestWaitHeadSaysWhyNoRemoteIsFollowed(t *testing.T) {
 		}
 	}()
 	testkit.WaitFor(t, 20*time.Second, "the node's head to be judged", func() bool {
-		rs := remotes.ReasonsOf(up.pool.Status())
-		return len(rs) == 1 && slices.Contains(rs[0].Out, remotes.OutHeadAhead)
+		rs := status.ReasonsOf(up.pool.Status())
+		return len(rs) == 1 && slices.Contains(rs[0].Out, status.OutHeadAhead)
 	})
 
 	_, err = up.WaitHead(ctx, time.Millisecond)

@@ -11,14 +11,15 @@ package remotes
 // What config states (archive, max_block_lookback) wins. Otherwise the
 // window is learnt by the probe (avail_probe.go) and from answers: a
 // "missing trie node", a "pruned", or a null for a block far below the
-// remote's head raise its oldest block past the one asked.
+// remote's head raise its oldest block past the one asked. What the
+// windows learnt come to (drift with the head, an answer's lesson
+// outliving its hour) is remotes/avail's; this file says what config
+// states, learns from judged answers and decides selection.
 
 import (
-	"sync/atomic"
-	"time"
-
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/avail"
 	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
@@ -36,12 +37,7 @@ const (
 )
 
 // DataKinds lists the kinds, in status and metrics order.
-var DataKinds = [...]DataKind{KindState, KindBlocks, KindLogs, KindTraces}
-
-// windowed reports kinds a pruned node keeps a moving window of (state,
-// and the traces replayed from it): what was learnt at one head moves up
-// with the head. Bodies, receipts and logs are expired at a fixed block.
-func windowed(k DataKind) bool { return k == KindState || k == KindTraces }
+var DataKinds = avail.Kinds
 
 // histOf is the kind of data a call reads and the oldest block it reads
 // it at; KindNone when it names no block by number (a hash, a tag but
@@ -67,41 +63,6 @@ func histOf(cv *callView) (DataKind, uint64) {
 	return KindNone, 0
 }
 
-// mark is what was learnt of one kind of data at a remote: the oldest
-// block it serves, as of its head atHead (for a windowed kind the window
-// moves up with the head from there).
-type mark struct {
-	oldest uint64
-	// lacks: every block below it is known to be missing (lacks <= oldest;
-	// the probe leaves a gap between them where its search stopped).
-	lacks  uint64
-	atHead uint64
-	probed bool // by the probe; else from an answer
-	at     time.Time
-	// base is the mark an answer's raised (nil: none): it holds again once
-	// this one is older than answerTTL.
-	base *mark
-}
-
-// answerTTL bounds what one answer teaches: a node that said "missing trie
-// node" while it was syncing, or a load balancer that sent one call to a
-// pruned backend, is tried again after it, probed or not.
-const answerTTL = time.Hour
-
-// live is the mark that holds at now: m, or the one it raised once it is
-// stale.
-func (m *mark) live(now time.Time) *mark {
-	for m != nil && !m.probed && now.Sub(m.at) > answerTTL {
-		m = m.base
-	}
-	return m
-}
-
-// availability is one remote's learnt windows, by kind.
-type availability struct {
-	marks [numKinds]atomic.Pointer[mark]
-}
-
 // stated reports whether config states the remote's window, which then
 // wins over anything learnt.
 func (r *Remote) stated() bool { return r.cfg.Archive || r.cfg.MaxBlockLookback > 0 }
@@ -115,23 +76,7 @@ func (r *Remote) Oldest(k DataKind) uint64 {
 	case r.cfg.MaxBlockLookback > 0:
 		return r.Head() - min(r.Head(), r.cfg.MaxBlockLookback)
 	}
-	m := r.av.marks[k].Load().live(r.now())
-	if m == nil {
-		return 0
-	}
-	return m.drifted(k, r.Head())
-}
-
-// drifted is the mark's oldest block at head.
-func (m *mark) drifted(k DataKind, head uint64) uint64 { return m.drift(m.oldest, k, head) }
-
-// drift moves block b, learnt at the mark's head, up with head for a
-// windowed kind.
-func (m *mark) drift(b uint64, k DataKind, head uint64) uint64 {
-	if b == 0 || !windowed(k) || head <= m.atHead {
-		return b
-	}
-	return b + (head - m.atHead)
+	return r.av.Oldest(k, r.Head(), r.now())
 }
 
 // lacksBelow is the block below which the remote is known not to keep kind
@@ -143,11 +88,7 @@ func (r *Remote) lacksBelow(k DataKind) uint64 {
 	case r.cfg.MaxBlockLookback > 0:
 		return r.Oldest(k)
 	}
-	m := r.av.marks[k].Load().live(r.now())
-	if m == nil {
-		return 0
-	}
-	return m.drift(m.lacks, k, r.Head())
+	return r.av.LacksBelow(k, r.Head(), r.now())
 }
 
 // serves reports whether the remote keeps kind k at block n; unsure
@@ -163,41 +104,16 @@ func (r *Remote) serves(k DataKind, n uint64, unsure bool) bool {
 	return n >= r.Oldest(k)
 }
 
-// setMark records m for kind k and its gauge.
-func (r *Remote) setMark(k DataKind, m *mark) {
-	r.av.marks[k].Store(m)
-	r.m.oldest[k].Set(float64(m.drifted(k, r.Head())))
-}
-
 // learnLacks records that the remote lacks kind k at block n (its answer
 // said so), and at least every block below floor (a block the answer
-// named as its earliest; 0: none named). It only ever raises the oldest
-// block: the probe is what lowers it.
+// named as its earliest; 0: none named); avail.Windows.Lacks.
 func (r *Remote) learnLacks(k DataKind, n, floor uint64) {
 	if k == KindNone || r.stated() {
 		return
 	}
-	next := max(n+1, floor)
-	head, now := r.Head(), r.now()
-	for {
-		old := r.av.marks[k].Load()
-		base := old.live(now)
-		oldest := next
-		if base != nil {
-			if base.drift(base.lacks, k, head) >= next {
-				return // known already
-			}
-			oldest = max(oldest, base.drifted(k, head))
-			if !base.probed {
-				base = base.base // one answer's mark raises the probe's, not another's
-			}
-		}
-		m := &mark{oldest: oldest, lacks: next, atHead: head, at: now, base: base}
-		if r.av.marks[k].CompareAndSwap(old, m) {
-			r.m.oldest[k].Set(float64(oldest))
-			r.log.Debug("remote lacks old data", "kind", k.String(), "block", n, "oldest", oldest)
-			return
-		}
+	if oldest, raised := r.av.Lacks(k, n, floor, r.Head(), r.now()); raised {
+		r.m.oldest[k].Set(float64(oldest))
+		r.log.Debug("remote lacks old data", "kind", k.String(), "block", n, "oldest", oldest)
 	}
 }
 
@@ -234,28 +150,13 @@ func (j *judged) learnFrom(k DataKind, n uint64) {
 	}
 }
 
-// Availability is one remote's window for one kind of data, for status.
-type Availability struct {
-	Kind   string `json:"kind"`
-	Oldest uint64 `json:"oldest_block"` // 0: every block (or not known)
-	// Source says where it comes from: "config", "probe", "answers", or
-	// "unknown" (nothing learnt yet: every block is tried).
-	Source    string    `json:"source"`
-	LearnedAt time.Time `json:"learned_at,omitzero"`
-}
-
 // availabilityOf is r's windows, for status.
 func (r *Remote) availabilityOf() []Availability {
 	out := make([]Availability, 0, len(DataKinds))
 	for _, k := range DataKinds {
-		a := Availability{Kind: k.String(), Oldest: r.Oldest(k), Source: "unknown"}
-		switch m := r.av.marks[k].Load().live(r.now()); {
-		case r.stated():
-			a.Source = "config"
-		case m != nil && m.probed:
-			a.Source, a.LearnedAt = "probe", m.at
-		case m != nil:
-			a.Source, a.LearnedAt = "answers", m.at
+		a := Availability{Kind: k.String(), Oldest: r.Oldest(k), Source: "config"}
+		if !r.stated() {
+			a.Source, a.LearnedAt = r.av.Source(k, r.now())
 		}
 		out = append(out, a)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/avail"
 )
 
 // availHead is the test chain's head: deep enough for a state window of
@@ -87,8 +88,8 @@ func TestAvailabilityProbe(t *testing.T) {
 	}
 	for _, name := range []string{"n1", "n2"} {
 		a := availOf(p, name, KindState)
-		if a.Oldest < availHead-availWindow || a.Oldest > availHead-probeDepth {
-			t.Errorf("%s: state oldest %d, want in [%d, %d]", name, a.Oldest, availHead-availWindow, availHead-probeDepth)
+		if a.Oldest < availHead-availWindow || a.Oldest > availHead-avail.Depth {
+			t.Errorf("%s: state oldest %d, want in [%d, %d]", name, a.Oldest, availHead-availWindow, availHead-avail.Depth)
 		}
 		if b := availOf(p, name, KindBlocks); b.Oldest != 0 || b.Source != "probe" {
 			t.Errorf("%s: blocks %+v, want oldest 0 by probe (only state is pruned)", name, b)
@@ -122,30 +123,6 @@ func TestAvailabilityProbe(t *testing.T) {
 	if nodes[1].Calls("eth_getBalance")+nodes[2].Calls("eth_getBalance") == 0 {
 		t.Error("no recent-state call reached a full node")
 	}
-}
-
-// TestProbeWantedBeforeTheHead: a call for old data that comes before the
-// chain has a head starts the probes once a head shows it old (it did not:
-// the probes waited for a second call, and /readyz showed no window).
-func TestProbeWantedBeforeTheHead(t *testing.T) {
-	w := probeWanted{ch: make(chan struct{})}
-	w.note(300, 0)
-	w.note(100, 0)
-	w.note(200, 0)
-	for _, head := range []uint64{0, 150, 228} {
-		if w.due(head) {
-			t.Fatalf("probes wanted at head %d for block 100, within a state window", head)
-		}
-	}
-	if !w.due(229) {
-		t.Fatal("block 100 asked before the first head: probes not wanted at head 229")
-	}
-	select {
-	case <-w.ch:
-	default:
-		t.Fatal("probes wanted, but their channel is still open")
-	}
-	w.note(1, 5000) // once only: closing twice would panic
 }
 
 // TestAvailabilityFromAnswers: without a probe, a pruned node's "missing
@@ -242,38 +219,6 @@ func TestHistOf(t *testing.T) {
 	}
 }
 
-// TestMarkLive: what an answer taught holds for answerTTL, then the
-// probe's mark it raised holds again (or nothing, when none).
-func TestMarkLive(t *testing.T) {
-	t0 := time.Unix(1700000000, 0)
-	probe := &mark{oldest: 900, atHead: 1000, probed: true, at: t0}
-	answer := &mark{oldest: 950, atHead: 1000, at: t0, base: probe}
-	alone := &mark{oldest: 950, atHead: 1000, at: t0}
-	tests := []struct {
-		name string
-		give *mark
-		at   time.Time
-		want *mark
-	}{
-		{"fresh answer", answer, t0.Add(answerTTL / 2), answer},
-		{"stale answer: the probe's again", answer, t0.Add(answerTTL + time.Second), probe},
-		{"stale answer without a probe: nothing", alone, t0.Add(answerTTL + time.Second), nil},
-		{"a probe does not go stale", probe, t0.Add(100 * answerTTL), probe},
-	}
-	for _, tt := range tests {
-		if got := tt.give.live(tt.at); got != tt.want {
-			t.Errorf("%s: live = %+v, want %+v", tt.name, got, tt.want)
-		}
-	}
-	// A windowed kind's window moves up with the head; a fixed one does not.
-	if got := probe.drifted(KindState, 1100); got != 1000 {
-		t.Errorf("state oldest at head 1100 = %d, want 1000", got)
-	}
-	if got := probe.drifted(KindLogs, 1100); got != 900 {
-		t.Errorf("logs oldest at head 1100 = %d, want 900", got)
-	}
-}
-
 // TestAvailabilityUnsureGap: a block between where a remote is known to
 // lack data and where it is known to keep it (the probe's search stopped
 // between) is tried when no remote is known to keep it, and refused once
@@ -282,7 +227,7 @@ func TestAvailabilityUnsureGap(t *testing.T) {
 	node := availNodes(t)[1] // keeps blocks above availHead-availWindow
 	p := testPool(t, PoolConfig{}, []*fakenode.Node{node}, nil)
 	r := p.members()[0]
-	r.setMark(KindState, &mark{oldest: availHead - 20, lacks: availHead - 1000, atHead: r.Head(), probed: true, at: time.Now()})
+	r.setProbed(KindState, availHead-20, availHead-1000, r.Head(), time.Now())
 	inGap, below := uint64(availHead-500), uint64(availHead-1500)
 
 	if _, err := call(t, p, "eth_getBalance", balanceAt(below)); err == nil || !strings.Contains(err.Error(), "not available") {

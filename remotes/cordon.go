@@ -18,18 +18,6 @@ import (
 	"time"
 )
 
-// ManualCordon is an operator's cordon of one remote.
-type ManualCordon struct {
-	Remote string    `json:"remote"`
-	Reason string    `json:"reason,omitempty"`
-	By     string    `json:"by"` // the admin token's name
-	At     time.Time `json:"at"`
-	Until  time.Time `json:"until,omitzero"` // zero: until uncordoned
-}
-
-// Active reports whether c holds at now.
-func (c ManualCordon) Active(now time.Time) bool { return c.Until.IsZero() || now.Before(c.Until) }
-
 // manualCordon is a remote's manual cordon and whether it is applied.
 type manualCordon struct {
 	ManualCordon

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/venn-gateway/venn/remotes/status"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -74,7 +75,7 @@ func TestCordonStatusAndGauge(t *testing.T) {
 		t.Fatalf("venn_remote_cordoned n0=%v n1=%v, want 0 and 1", gauge("n0"), gauge("n1"))
 	}
 	st := p.Status()
-	if !st[0].InRotation || st[1].InRotation || len(st[1].Out) != 1 || st[1].Out[0].Code != OutCordoned ||
+	if !st[0].InRotation || st[1].InRotation || len(st[1].Out) != 1 || st[1].Out[0].Code != status.OutCordoned ||
 		!st[1].Out[0].Until.Equal(until) || !strings.Contains(st[1].Out[0].Text, "alice") {
 		t.Fatalf("status %+v", st)
 	}
@@ -94,7 +95,7 @@ func TestStatusReasonsAndRedactedError(t *testing.T) {
 	r.red = (&wire.Options{Name: "n1", URL: "https://provider.example", Headers: http.Header{"X-Api-Key": {"sekrit-key"}}}).Redactor()
 	r.noteError(errors.New("remote n1: 401 invalid key sekrit-key from 10.1.2.3:8545 and [::1]:80"))
 	st := p.Status()[1]
-	if st.InRotation || st.Out[0].Code != OutLagging || st.Lag != 10 || !strings.Contains(st.Out[0].Text, "10 blocks") {
+	if st.InRotation || st.Out[0].Code != status.OutLagging || st.Lag != 10 || !strings.Contains(st.Out[0].Text, "10 blocks") {
 		t.Fatalf("status %+v", st)
 	}
 	if strings.Contains(st.LastError, "sekrit") || !strings.Contains(st.LastError, "[redacted]") ||

@@ -6,7 +6,7 @@ package remotes
 // for it may have answered wrongly for a while before it was found out,
 // and whatever keeps its answers (the response cache) must drop them. The
 // pool says so once per finding, from where the finding is made, to the
-// function OnDistrust gave it, with the time of the remote's last good
+// function PoolConfig.OnDistrust, with the time of the remote's last good
 // check: its answers since are suspect.
 //
 // A remote's last good check is the last chain id check that said the
@@ -45,26 +45,15 @@ type Distrust struct {
 	Cause string
 }
 
-// OnDistrust makes fn the function told of each Distrust; nil: nobody.
-// fn is called on the goroutine that made the finding (a chain check, a
-// vote, a verified call): it must not block.
-func (p *Pool) OnDistrust(fn func(Distrust)) {
-	if fn == nil {
-		p.onDistrust.Store(nil)
-		return
-	}
-	p.onDistrust.Store(&fn)
-}
-
-// distrusted tells OnDistrust's function that r's answers since its last
+// distrusted tells PoolConfig.OnDistrust that r's answers since its last
 // good check are suspect, unless r never passed one.
 func (p *Pool) distrusted(r *Remote, cause string) {
-	fn := p.onDistrust.Load()
+	fn := p.conf().OnDistrust
 	good := r.goodAt.Load()
 	if fn == nil || good == 0 {
 		return
 	}
-	(*fn)(Distrust{Chain: r.chain, Remote: r.Name(), Since: time.Unix(0, good), Cause: cause})
+	fn(Distrust{Chain: r.chain, Remote: r.Name(), Since: time.Unix(0, good), Cause: cause})
 }
 
 // checkPassed records a good check of r at now, unless r is under

@@ -63,9 +63,8 @@ func TestDistrustReportsTheLastGoodCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, now := idlePool(t, 3, PoolConfig{ChainID: testChainID})
 			var got []Distrust
-			p.OnDistrust(func(d Distrust) { got = append(got, d) })
+			p, now := idlePool(t, 3, PoolConfig{ChainID: testChainID, OnDistrust: func(d Distrust) { got = append(got, d) }})
 			r := p.members()[0]
 			r.chainState.Store(chainUnknown)
 			r.now = func() time.Time { return *now }

@@ -25,8 +25,9 @@
 //     (hedged: a slow send raced against others, under a budget), vote.go
 //     and consensus.go (voted: what votes, the ballots, who disagreed;
 //     the rules, canonical forms and tally are remotes/consensus's),
-//     getlogs.go and getlogs_address.go (split eth_getLogs, by range and,
-//     within one block, by address), broadcast.go (raw
+//     getlogs.go (split eth_getLogs: which calls, how wide; the split
+//     itself, by range and within one block by address, is the leaf
+//     remotes/getlogs), broadcast.go (raw
 //     transactions to several remotes), filters.go (pinned: a filter's
 //     calls go to the remote that made it, which the leaf remotes/pin
 //     remembers).
@@ -49,7 +50,8 @@
 //     latency.go, health.go (its trackers: chain id and head polls,
 //     newHeads), avail.go and avail_probe.go (the oldest block it
 //     serves of each kind of data: stated, probed, learnt from answers,
-//     shared through an AvailShare).
+//     shared through an AvailShare; the windows, the probe's search and
+//     whether it is wanted are the leaf remotes/avail).
 //   - Beside the pool, behind small interfaces they declare:
 //     remotes/relay (clients' subscriptions relayed upstream: a
 //     remote's eth_subscribe, or a polled pending-transaction filter;
@@ -65,7 +67,11 @@
 //     error means: its class, reason and span), remotes/heads (head
 //     tracking's computations), remotes/budget (weights, budgets and their
 //     meters), remotes/consensus (vote rules, canonical answers, the
-//     tally) and remotes/misbehave (the misbehaviour record). Beside
+//     tally), remotes/misbehave (the misbehaviour record), remotes/avail
+//     (windows of old data and the probe's search) and remotes/getlogs
+//     (the eth_getLogs split, its parts sent through a Sender the pool
+//     implements); status.go fills remotes/status, the report of each
+//     remote (Pool.Status) and of why none served a call. Beside
 //     them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links
 //     no Redis client. errors.go holds the pool's own answers to a call

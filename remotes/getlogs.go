@@ -1,54 +1,29 @@
 package remotes
 
+// Split eth_getLogs: which calls are split, how wide the parts are, and
+// the pool's side of a split (its parts sent through selection and the
+// judge). The split itself (parts, nesting, the address halving, merging,
+// its bounds) is remotes/getlogs.
+
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/jrpc"
-	"github.com/venn-gateway/venn/jsonscan"
-	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/getlogs"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
-// maxSplitDepth bounds how often one eth_getLogs part is split again after
-// "too large" answers; past it the remote's own error is the answer.
-const maxSplitDepth = 16
-
-// tooLargeError: a remote refused an eth_getLogs span as too large (or with
-// too many results). span is the span it suggested, 0 if it said none.
-type tooLargeError struct {
-	span   uint64
-	reason verdict.Reason
-	err    error
-}
-
-func (e *tooLargeError) Error() string { return e.err.Error() }
-func (e *tooLargeError) Unwrap() error { return e.err }
+// tooLargeError: a remote refused an eth_getLogs span as too large
+// (getlogs.TooLarge).
+type tooLargeError = getlogs.TooLarge
 
 // resultCheck vets a remote's successful result before the pool takes it.
 // An error (wrapping wire.ErrBadReply) makes the result a bad reply from that
 // remote: the pool fails over.
 type resultCheck func(json.RawMessage) error
-
-// splitHelps reports whether a smaller block range can cure a too-large
-// answer to eth_getLogs. Too many addresses or topics, or a request or
-// batch over the remote's size cap, stay as large however the range is cut.
-func splitHelps(r verdict.Reason) bool {
-	switch r {
-	case verdict.ReasonRangeTooLarge, verdict.ReasonTooManyResults, verdict.ReasonResponseTooLarge:
-		return true
-	}
-	return false
-}
 
 // getLogs serves eth_getLogs. A range that fits goes out unchanged, byte
 // for byte. A wider one is split into parts that run with bounded
@@ -59,12 +34,12 @@ func splitHelps(r verdict.Reason) bool {
 // the largest reply a remote may send.
 func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView) (json.RawMessage, error) {
 	lr := cv.logRange()
-	if !cv.logsOK || lr.ByHash || !isObject(evm.Param(params, 0)) {
+	if !cv.logsOK || lr.ByHash || !getlogs.IsFilter(evm.Param(params, 0)) {
 		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, route{}.withView(cv)))
 	}
 	head := p.heads.Head()
-	from, okFrom := resolve(lr.From, head)
-	to, okTo := resolve(lr.To, head)
+	from, okFrom := getlogs.Resolve(lr.From, head)
+	to, okTo := getlogs.Resolve(lr.To, head)
 	if head == 0 || !okFrom || !okTo || from > to || from > head {
 		// Tags we cannot pin, no head yet, a reversed range, or one that
 		// starts above every head: nothing to split, the node answers.
@@ -81,12 +56,12 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView)
 		if v := p.view(); p.selection().widestSpan(&v) == 0 {
 			// An uncapped remote is in play: it gives the node's own
 			// answer, where a capped one would only say "range too large".
-			rt.accept = fits(spanOf(from, to))
+			rt.accept = fits(getlogs.Span(from, to))
 		}
 		return unwrapTooLarge(p.send(ctx, "eth_getLogs", params, rt))
 	}
 	end := to
-	span := spanOf(from, end)
+	span := getlogs.Span(from, end)
 
 	var chunk uint64
 	v := p.view()
@@ -102,14 +77,14 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView)
 			}
 		}
 		res, err := p.send(ctx, "eth_getLogs", params, rt)
-		var tl *tooLargeError
+		var tl *getlogs.TooLarge
 		if !errors.As(err, &tl) {
 			return res, err
 		}
 		if span == 1 {
-			return newLogsSplit(p, params, from, end).byAddress(ctx, params, from, tl, 0)
+			return unwrapTooLarge(p.logsSplit(params, from, end).ByAddress(ctx, params, from, tl))
 		}
-		chunk = nextSpan(span, tl.span)
+		chunk = getlogs.NextSpan(span, tl.Span)
 	} else {
 		chunk = widest
 	}
@@ -120,140 +95,30 @@ func (p *Pool) getLogs(ctx context.Context, params json.RawMessage, cv callView)
 			end = h
 		}
 	}
-	return newLogsSplit(p, params, from, end).run(ctx, from, end, chunk, 0)
+	return unwrapTooLarge(p.logsSplit(params, from, end).Run(ctx, from, end, chunk))
 }
 
-// logsSplit is one client call's split eth_getLogs. Its budgets are shared
-// by every nesting level: the semaphore holds the parts in flight (held only
-// while a part waits on a remote, never while it waits on its own
-// sub-parts, so nesting cannot deadlock), parts counts the upstream calls
-// planned, bytes the results kept.
-type logsSplit struct {
-	p        *Pool
-	params   json.RawMessage
-	span     uint64 // of the whole range, for messages
-	sem      chan struct{}
-	parts    atomic.Uint64
-	bytes    atomic.Int64
-	maxParts uint64
-	maxBytes int64
+// logsSplit is the split of one client call's filter params over
+// [from, to], its parts sent through the pool.
+func (p *Pool) logsSplit(params json.RawMessage, from, to uint64) *getlogs.Split {
+	cfg := p.conf()
+	return getlogs.New(logsParts{p}, params, from, to, getlogs.Limits{
+		Concurrency: cfg.GetLogsConcurrency, MaxParts: uint64(cfg.GetLogsMaxParts),
+		MaxBytes: p.selection().maxLogsBytes(),
+	})
 }
 
-func newLogsSplit(p *Pool, params json.RawMessage, from, to uint64) *logsSplit {
-	return &logsSplit{
-		p: p, params: params, span: spanOf(from, to),
-		sem:      make(chan struct{}, p.conf().GetLogsConcurrency),
-		maxParts: uint64(p.conf().GetLogsMaxParts),
-		maxBytes: p.selection().maxLogsBytes(),
-	}
+// logsParts sends a split's parts: each to a remote whose head reaches its
+// last block and whose span cap takes it, failed over like any read.
+type logsParts struct{ p *Pool }
+
+var _ getlogs.Sender = logsParts{}
+
+func (l logsParts) Part(ctx context.Context, params json.RawMessage, need, span uint64) (json.RawMessage, error) {
+	return l.p.send(ctx, "eth_getLogs", params, route{need: need, accept: fits(span), check: getlogs.Array})
 }
 
-// run answers [from, to] in parts of at most chunk blocks, merged in order.
-// Parts are made as the semaphore lets them start, so a range never sits
-// in memory as a list of parts.
-func (s *logsSplit) run(ctx context.Context, from, to, chunk uint64, depth int) (json.RawMessage, error) {
-	q := (to - from) / chunk // parts - 1: +1 cannot wrap once q < maxParts
-	if q >= s.maxParts || s.parts.Add(q+1) > s.maxParts {
-		return nil, errPartsOver(s)
-	}
-	n := q + 1
-	s.p.splits.Inc()
-	out := make([]json.RawMessage, n)
-	notes := jrpc.NewBranches(ctx, int(n)) // n <= getlogs_max_parts
-	defer notes.Merge(ctx)
-	g, gctx := errgroup.WithContext(ctx)
-	next := from
-	stopped := false
-	for i := range n {
-		a, b := next, to
-		if to-a >= chunk {
-			b = a + chunk - 1
-		}
-		select {
-		case s.sem <- struct{}{}:
-		case <-gctx.Done():
-			stopped = true
-		}
-		if stopped {
-			break
-		}
-		g.Go(func() error {
-			res, err := s.part(notes.Context(gctx, int(i)), a, b, depth)
-			out[i] = res
-			return err
-		})
-		next = b + 1 // wraps only after the last part
-	}
-	err := g.Wait()
-	if (err != nil || stopped) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		// Whichever part noticed first, the whole split ran out of time:
-		// say so, and what to do about it.
-		return nil, &timeoutError{msg: "eth_getLogs timed out while split into parts; narrow the range"}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if stopped {
-		return nil, ctx.Err()
-	}
-	// Every part passed logsArray: none is skipped but empty ones.
-	return jsonscan.JoinArrays(out), nil
-}
-
-// part answers [a, b]. It holds a semaphore slot on entry and gives it back
-// once the remote has answered.
-func (s *logsSplit) part(ctx context.Context, a, b uint64, depth int) (json.RawMessage, error) {
-	span := spanOf(a, b)
-	sub, err := evm.WithRange(s.params, a, b)
-	if err != nil {
-		<-s.sem
-		return nil, fmt.Errorf("eth_getLogs part %d-%d: %w", a, b, err)
-	}
-	res, err := s.p.send(ctx, "eth_getLogs", sub, route{need: b, accept: fits(span), check: logsArray})
-	<-s.sem
-	var tl *tooLargeError
-	if errors.As(err, &tl) {
-		if span == 1 {
-			return s.byAddress(ctx, sub, a, tl, depth)
-		}
-		if depth+1 >= maxSplitDepth {
-			return nil, clientError(tl.err) // the remote says best what is wrong
-		}
-		return s.run(ctx, a, b, nextSpan(span, tl.span), depth+1)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if s.bytes.Add(int64(len(res))) > s.maxBytes {
-		return nil, errBytesOver(s)
-	}
-	return res, nil
-}
-
-// errPartsOver is the answer to a split that would need more than
-// getlogs_max_parts upstream calls.
-func errPartsOver(s *logsSplit) error {
-	return &limitError{msg: fmt.Sprintf(
-		"eth_getLogs range of %d blocks needs more than %d parts (getlogs_max_parts); narrow the range",
-		s.span, s.maxParts)}
-}
-
-// errBytesOver is the answer to a split whose merged result would be
-// larger than any remote may send.
-func errBytesOver(s *logsSplit) error {
-	return &limitError{msg: fmt.Sprintf(
-		"eth_getLogs result over %d bytes; narrow the range or filter by address or topics", s.maxBytes)}
-}
-
-// logsArray is the resultCheck of a split part: its logs must be a JSON
-// array, or they could not be merged and would be lost.
-func logsArray(res json.RawMessage) error {
-	b := bytes.TrimSpace(res)
-	if len(b) >= 2 && b[0] == '[' && b[len(b)-1] == ']' {
-		return nil
-	}
-	return fmt.Errorf("%w: eth_getLogs result is not an array", wire.ErrBadReply)
-}
+func (l logsParts) Cut() { l.p.splits.Inc() }
 
 // maxLogsBytes caps a split's merged result: no more than the largest reply
 // one remote may send, so a split never builds what one call could not.
@@ -319,49 +184,12 @@ func fits(span uint64) func(*Remote) bool {
 	}
 }
 
-// spanOf is the number of blocks in [from, to] (from ≤ to), saturated at
-// MaxUint64 rather than wrapping to 0 for the whole uint64 range.
-func spanOf(from, to uint64) uint64 {
-	if d := to - from; d < math.MaxUint64 {
-		return d + 1
-	}
-	return math.MaxUint64
-}
-
-// nextSpan is the part size after a "too large" answer: what the remote
-// suggested when it is smaller, else half.
-func nextSpan(span, suggested uint64) uint64 {
-	if suggested > 0 && suggested < span {
-		return suggested
-	}
-	return max(1, span/2)
-}
-
 // unwrapTooLarge is the answer to an eth_getLogs venn does not split: a
 // too-large answer is the remote's own error.
 func unwrapTooLarge(res json.RawMessage, err error) (json.RawMessage, error) {
-	var tl *tooLargeError
+	var tl *getlogs.TooLarge
 	if errors.As(err, &tl) {
-		return nil, clientError(tl.err)
+		return nil, clientError(tl.Err)
 	}
 	return res, err
-}
-
-// resolve pins a block reference to a number against the best head. Tags
-// the pool cannot pin (safe, finalized, a hash) report false.
-func resolve(ref evm.BlockRef, best uint64) (uint64, bool) {
-	switch ref.Kind {
-	case evm.RefNumber:
-		return ref.Number, true
-	case evm.RefNone, evm.RefLatest, evm.RefPending:
-		return best, best > 0
-	case evm.RefEarliest:
-		return 0, true
-	}
-	return 0, false
-}
-
-func isObject(raw json.RawMessage) bool {
-	b := bytes.TrimSpace(raw)
-	return len(b) > 0 && b[0] == '{'
 }

@@ -22,7 +22,7 @@ package remotes
 // of which eth_sendRawTransaction already goes to several remotes at once;
 // calls tied to one remote; calls put to a vote; verified calls
 // (integrity.go), whose caller judges every answer with its check, but for
-// the hedge a verified call brings of its own (CallVerifiedHedged), whose
+// the hedge a verified call brings of its own (CallVerified's hedge), whose
 // answers are each checked. Identical
 // concurrent reads are deduplicated before they get here, so one flight
 // hedges once.

@@ -110,34 +110,24 @@ type suspect struct {
 //
 // Verified calls are neither shared with identical calls in flight, nor
 // hedged by the chain's hedge groups, nor put to a vote: each of those
-// would judge an answer without its check (CallVerifiedHedged hedges with
-// every answer checked).
-func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage, verify func(json.RawMessage) integ.Verdict) (json.RawMessage, integ.Verdict, error) {
+// would judge an answer without its check.
+//
+// A hedge above 0 is the caller's own (the leader's fetch of a new block,
+// which every subscriber waits on): when the remote asked has not answered
+// within its p90 latency and at least hedge, another remote that can take
+// the call (its head reaches the block asked for; looked for again at twice
+// and three times that wait while none can) gets it too, and the first
+// answer that passes verify is served. Each answer is still checked, and
+// blamed as above; the chain's hedge budget is not drawn on, one hedge per
+// call. 0: not hedged.
+func (p *Pool) CallVerified(ctx context.Context, method string, params json.RawMessage,
+	verify func(json.RawMessage) integ.Verdict, hedge time.Duration) (json.RawMessage, integ.Verdict, error) {
 	c := evm.ParseCall(method, params)
-	return p.callVerified(ctx, &c, verify)
-}
-
-// CallVerifiedHedged is CallVerified with a hedge of the caller's own (the
-// leader's fetch of a new block, which every subscriber waits on): when
-// the remote asked has not answered within its p90 latency and at least
-// after, another remote that can take the call (its head reaches the
-// block asked for; looked for again at twice and three times that wait
-// while none can) gets it too, and the first answer that passes verify is
-// served. Each answer is still checked, and blamed as CallVerified blames;
-// the chain's hedge budget is not drawn on, one hedge per call.
-func (p *Pool) CallVerifiedHedged(ctx context.Context, method string, params json.RawMessage,
-	verify func(json.RawMessage) integ.Verdict, after time.Duration) (json.RawMessage, integ.Verdict, error) {
-	c := evm.ParseCall(method, params)
-	return p.callVerifiedOn(ctx, &c, verify, after)
+	return p.callVerified(ctx, &c, verify, hedge)
 }
 
 // callVerified is CallVerified of a parsed call.
-func (p *Pool) callVerified(ctx context.Context, c *evm.Call, verify func(json.RawMessage) integ.Verdict) (json.RawMessage, integ.Verdict, error) {
-	return p.callVerifiedOn(ctx, c, verify, 0)
-}
-
-// callVerifiedOn is callVerified, hedged after hedge when it is above 0.
-func (p *Pool) callVerifiedOn(ctx context.Context, c *evm.Call, verify func(json.RawMessage) integ.Verdict,
+func (p *Pool) callVerified(ctx context.Context, c *evm.Call, verify func(json.RawMessage) integ.Verdict,
 	hedge time.Duration) (json.RawMessage, integ.Verdict, error) {
 	method, params := c.Method, c.Params
 	ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)

@@ -59,7 +59,7 @@ func (c *VerifiedClient) ServeCall(ctx context.Context, call evm.Call) (json.Raw
 	// Identical verified calls share one, as plain reads do (dedup.go).
 	key := "verified\x00" + call.Method + "\x00" + string(call.Params)
 	res, shared, err := c.p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
-		res, _, err := c.p.callVerified(ctx, &call, verify)
+		res, _, err := c.p.callVerified(ctx, &call, verify, 0)
 		return res, err
 	})
 	if shared {

@@ -149,7 +149,7 @@ func TestCallVerified(t *testing.T) {
 			for _, n := range nodes {
 				n.ResetCalls()
 			}
-			got, v, err := p.CallVerified(context.Background(), tt.method, params, verify)
+			got, v, err := p.CallVerified(context.Background(), tt.method, params, verify, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,7 +189,7 @@ func TestCallVerified(t *testing.T) {
 			if !tt.again {
 				return
 			}
-			if _, _, err := p.CallVerified(context.Background(), tt.method, params, verify); err != nil {
+			if _, _, err := p.CallVerified(context.Background(), tt.method, params, verify, 0); err != nil {
 				t.Fatal(err)
 			}
 			if n := servedCalls(nodes[1], tt.method); n != tt.againN1 {

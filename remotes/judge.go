@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/getlogs"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
@@ -145,13 +146,13 @@ func (jg *judge) failure(j judged) judged {
 		j.mean = meanCut
 	case v.Class == verdict.ClassCaller:
 		j.mean = meanCaller
-	case v.Class == verdict.ClassTooLarge && jg.method == "eth_getLogs" && splitHelps(v.Reason):
+	case v.Class == verdict.ClassTooLarge && jg.method == "eth_getLogs" && getlogs.Helps(v.Reason):
 		// Only these can be cured by a smaller block range; other caps
 		// (addresses, request or batch size) fail over.
 		if v.Reason == verdict.ReasonRangeTooLarge && v.MaxSpan > 0 {
 			j.r.learnSpan(v.MaxSpan) // a cap; a result-count hint is not
 		}
-		j.mean, j.err = meanTooLarge, &tooLargeError{span: v.MaxSpan, reason: v.Reason, err: j.err}
+		j.mean, j.err = meanTooLarge, &tooLargeError{Span: v.MaxSpan, Reason: v.Reason, Err: j.err}
 	default:
 		j.mean = meanFault
 		if v.Class == verdict.ClassTooLarge {

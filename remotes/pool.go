@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/avail"
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/pin"
 	"github.com/venn-gateway/venn/remotes/relay"
@@ -53,14 +54,12 @@ type Pool struct {
 
 	cons consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
 
-	onDistrust atomic.Pointer[func(Distrust)] // distrust.go: told of remotes found untrustworthy
-
 	integ integrity // integrity.go: local checks of answers
 
 	relays *relay.Relays // relays.go: subscriptions relayed upstream
 
-	wanted      probeWanted  // avail_probe.go: closed by the first call for old data
-	budgetLogAt atomic.Int64 // budget.go: unix nanos of the last flush failure logged
+	wanted      *avail.Wanted // avail_probe.go: closed by the first call for old data
+	budgetLogAt atomic.Int64  // budget.go: unix nanos of the last flush failure logged
 
 	mu     sync.Mutex
 	bg     context.Context // the trackers' context, set by Start; nil before
@@ -99,7 +98,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	log = log.With("chain", cfg.Chain)
 	m.holdChain(cfg.Chain) // before its series are resolved (series.go)
 	p := &Pool{
-		log: log, m: m, now: time.Now, filters: pin.New[*Remote](), wanted: probeWanted{ch: make(chan struct{})},
+		log: log, m: m, now: time.Now, filters: pin.New[*Remote](), wanted: avail.NewWanted(),
 		splits:   m.splits.WithLabelValues(cfg.Chain),
 		shared:   m.shared.WithLabelValues(cfg.Chain),
 		attempts: m.attempts.WithLabelValues(cfg.Chain),
@@ -320,7 +319,7 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, 
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
 	rt.histRoute(method, params)
 	if rt.hist != KindNone {
-		p.wanted.note(rt.histAt, p.heads.best.Load())
+		p.wanted.Note(rt.histAt, p.heads.best.Load())
 		rt.unsure = false
 		if err := p.unavailable(method, &rt); err != nil {
 			return nil, err

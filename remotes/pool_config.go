@@ -110,6 +110,10 @@ type PoolConfig struct {
 	// Budgets keeps the remotes' budget counters for the cluster
 	// (redisstore.NewBudgets); nil: each process counts its own.
 	Budgets budget.Store `yaml:"-"`
+	// OnDistrust is told of each Distrust (distrust.go); nil: nobody. It
+	// is called on the goroutine that made the finding (a chain check, a
+	// vote, a verified call): it must not block.
+	OnDistrust func(Distrust) `yaml:"-"`
 }
 
 // AvailabilityConfig is how a chain learns its remotes' windows of old

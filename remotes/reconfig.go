@@ -174,7 +174,9 @@ type Reconfiguration struct {
 // it stays in selection until its replacement is verified. A remote that
 // leaves finishes its calls in flight before its transport closes. The
 // chain's name and id must be the pool's; misbehaviour_log is read at
-// Start only and keeps its value. On an error nothing changed.
+// Start only and keeps its value, as do the fields the app sets (Replies,
+// Tracer, Budgets, Availability.Share, OnDistrust). On an error nothing
+// changed.
 func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error) {
 	p.reconfMu.Lock()
 	defer p.reconfMu.Unlock()
@@ -191,7 +193,7 @@ func (p *Pool) Reconfigure(cfg PoolConfig, rs []Config) (Reconfiguration, error)
 	}
 	cfg.Replies, cfg.MisbehaviourLog, cfg.Tracer = old.cfg.Replies, old.cfg.MisbehaviourLog, old.cfg.Tracer
 	cfg.Availability.Share = old.cfg.Availability.Share
-	cfg.Budgets = old.cfg.Budgets
+	cfg.Budgets, cfg.OnDistrust = old.cfg.Budgets, old.cfg.OnDistrust
 	p.mu.Lock()
 	started := p.bg != nil
 	p.mu.Unlock()

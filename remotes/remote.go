@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/avail"
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/heads"
 	"github.com/venn-gateway/venn/remotes/verdict"
@@ -85,7 +86,7 @@ type Remote struct {
 
 	// learnedSpan: the eth_getLogs span cap the remote named in a range error.
 	learnedSpan atomic.Pointer[learnedSpan]
-	av          availability // avail.go: the oldest blocks it serves, by kind
+	av          avail.Windows // avail.go: the oldest blocks it serves, by kind
 
 	mb     misbehaviourState            // misbehave.go: cordon and strikes
 	manual atomic.Pointer[manualCordon] // cordon.go: an operator's cordon; nil: none

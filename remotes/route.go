@@ -24,7 +24,7 @@ type route struct {
 	// answers and blames remotes once it has seen the others': a
 	// rejected answer fails over and is not charged here.
 	verify func(*Remote, json.RawMessage) error
-	// hedger is the call's own hedge (CallVerifiedHedged); nil: the
+	// hedger is the call's own hedge (CallVerified's hedge); nil: the
 	// chain's hedge groups, if any.
 	hedger *hedger
 }

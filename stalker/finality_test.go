@@ -61,7 +61,7 @@ func (u *tagUpstream) Call(_ context.Context, method string, params json.RawMess
 }
 
 func (u *tagUpstream) CallVerified(ctx context.Context, method string, params json.RawMessage,
-	_ func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
+	_ func(json.RawMessage) integrity.Verdict, _ time.Duration) (json.RawMessage, integrity.Verdict, error) {
 	res, err := u.Call(ctx, method, params)
 	return res, integrity.Verdict{}, err
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/integrity"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/remotes"
@@ -184,11 +185,11 @@ func TestStalkerRefetchesWhatALiarServes(t *testing.T) {
 			}
 			const window = 8
 			store, w := headstore.NewMemory(window), headstore.NewWindow(window)
-			// The pool without its hedge (VerifiedHedger): on a busy machine
+			// The pool without its hedge (unhedged): on a busy machine
 			// the honest remote's hedged answer can win every race and the
 			// liar's answers are dropped unchecked, never charged. Hedged
 			// fetches have their own test (hedge_test.go).
-			up := struct{ Upstream }{pool}
+			up := unhedged{pool}
 			st := New(Config{Chain: "test", HeadConfig: HeadConfig{Window: window}, Integrity: true}, up, pool.Heads(), store, nil, nil)
 			fol := headstore.NewFollower("test", store, w, nil, nil)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -268,4 +269,12 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, want map[strin
 	t.Helper()
 	v, _ := testkit.Value(t, reg, name, want)
 	return v
+}
+
+// unhedged is a pool whose verified calls are never hedged.
+type unhedged struct{ *remotes.Pool }
+
+func (u unhedged) CallVerified(ctx context.Context, method string, params json.RawMessage,
+	verify func(json.RawMessage) integrity.Verdict, _ time.Duration) (json.RawMessage, integrity.Verdict, error) {
+	return u.Pool.CallVerified(ctx, method, params, verify, 0)
 }

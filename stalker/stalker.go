@@ -23,12 +23,15 @@ import (
 
 // Upstream is what the stalker fetches blocks through: the chain's
 // remotes pool. CallVerified checks each remote's answer with verify and
-// serves a failing one from another remote (remotes.Pool.CallVerified); the
-// verdict is the served answer's.
+// serves a failing one from another remote; the verdict is the served
+// answer's. It hedges the call itself when hedge is above 0: when the
+// remote asked is slower than its p90 and at least hedge, another remote
+// that has the block gets the call too, each answer checked by verify
+// (remotes.Pool.CallVerified).
 type Upstream interface {
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	CallVerified(ctx context.Context, method string, params json.RawMessage,
-		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error)
+		verify func(json.RawMessage) integrity.Verdict, hedge time.Duration) (json.RawMessage, integrity.Verdict, error)
 }
 
 // Heads is what the stalker follows the chain's head by: the pool's head
@@ -44,15 +47,6 @@ type Heads interface {
 	HeadChanged() <-chan struct{}
 	BlockTime() time.Duration
 	CheckTipChain(ctx context.Context, hashes ...string) bool
-}
-
-// VerifiedHedger is an Upstream that hedges a verified call of its own
-// (remotes.Pool.CallVerifiedHedged): when the remote asked is slower than
-// its p90 and at least after, another remote that has the block gets the
-// call too, each answer checked by verify.
-type VerifiedHedger interface {
-	CallVerifiedHedged(ctx context.Context, method string, params json.RawMessage,
-		verify func(json.RawMessage) integrity.Verdict, after time.Duration) (json.RawMessage, integrity.Verdict, error)
 }
 
 // HeadPacer is Heads whose head polling follows the leader's plan while
@@ -501,18 +495,11 @@ const (
 // waits on these calls.
 func (s *Stalker) call(ctx context.Context, method string, params json.RawMessage,
 	verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
-	if h, ok := s.up.(VerifiedHedger); ok {
-		if !s.cfg.Integrity {
-			verify = unchecked
-		}
-		after := min(max(s.heads.BlockTime()/8, minFetchHedge), maxFetchHedge)
-		return h.CallVerifiedHedged(ctx, method, params, verify, after)
-	}
 	if !s.cfg.Integrity {
-		res, err := s.up.Call(ctx, method, params)
-		return res, integrity.Verdict{}, err
+		verify = unchecked
 	}
-	return s.up.CallVerified(ctx, method, params, verify)
+	after := min(max(s.heads.BlockTime()/8, minFetchHedge), maxFetchHedge)
+	return s.up.CallVerified(ctx, method, params, verify, after)
 }
 
 // unchecked is the verify of a chain without Integrity: every answer

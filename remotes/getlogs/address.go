@@ -1,4 +1,4 @@
-package remotes
+package getlogs
 
 import (
 	"bytes"
@@ -27,22 +27,27 @@ import (
 // enough for geth's 1000 addresses down to one.
 const maxAddressSplitDepth = 10
 
-// byAddress answers the one-block filter params (block n), which a remote
+// ByAddress answers the one-block filter params (block n), which a remote
 // refused as too large with tl, by halves of its address list; tl is the
 // answer when the list cannot be split (one address or none, a cap that
 // is not about results) or the halvings run out.
-func (s *logsSplit) byAddress(ctx context.Context, params json.RawMessage, n uint64, tl *tooLargeError, depth int) (json.RawMessage, error) {
-	if tl.reason == verdict.ReasonRangeTooLarge || depth >= maxAddressSplitDepth {
-		return nil, clientError(tl.err)
+func (s *Split) ByAddress(ctx context.Context, params json.RawMessage, n uint64, tl *TooLarge) (json.RawMessage, error) {
+	return s.byAddress(ctx, params, n, tl, 0)
+}
+
+// byAddress is ByAddress at a nesting depth.
+func (s *Split) byAddress(ctx context.Context, params json.RawMessage, n uint64, tl *TooLarge, depth int) (json.RawMessage, error) {
+	if tl.Reason == verdict.ReasonRangeTooLarge || depth >= maxAddressSplitDepth {
+		return nil, tl
 	}
 	addrs, ok := filterAddresses(params)
 	if !ok || len(addrs) < 2 {
-		return nil, clientError(tl.err) // the remote says best what is wrong
+		return nil, tl // the remote says best what is wrong
 	}
 	if s.parts.Add(2) > s.maxParts {
-		return nil, errPartsOver(s)
+		return nil, s.partsOver()
 	}
-	s.p.splits.Inc()
+	s.send.Cut()
 	halves := [2][]string{addrs[:len(addrs)/2], addrs[len(addrs)/2:]}
 	var out [2]json.RawMessage
 	g, gctx := errgroup.WithContext(ctx)
@@ -57,9 +62,9 @@ func (s *logsSplit) byAddress(ctx context.Context, params json.RawMessage, n uin
 			case <-gctx.Done():
 				return gctx.Err()
 			}
-			res, err := s.p.send(gctx, "eth_getLogs", sub, route{need: n, accept: fits(1), check: logsArray})
+			res, err := s.send.Part(gctx, sub, n, 1)
 			<-s.sem
-			var more *tooLargeError
+			var more *TooLarge
 			if errors.As(err, &more) {
 				res, err = s.byAddress(gctx, sub, n, more, depth+1)
 			}
@@ -71,7 +76,7 @@ func (s *logsSplit) byAddress(ctx context.Context, params json.RawMessage, n uin
 		return nil, err
 	}
 	if s.bytes.Add(int64(len(out[0])+len(out[1]))) > s.maxBytes {
-		return nil, errBytesOver(s)
+		return nil, s.bytesOver()
 	}
 	return mergeByLogIndex(out[0], out[1])
 }
