@@ -211,9 +211,15 @@ func sortedPairs(pairs []string) []string {
 
 // itemWord names one item of a list of t under key: the type's name in
 // words without "Config" (HedgeGroupConfig: "hedge group"), or the list's
-// key made singular when the type is just Config (remotes: "remote").
+// key made singular when the type is just Config (remotes: "remote"). A
+// generic type's name loses its type arguments and gains the key
+// (consensus.Rule[Tier] under consensus: "consensus rule").
 func itemWord(t reflect.Type, key string) string {
-	if w := camelWords(strings.TrimSuffix(t.Name(), "Config")); w != "" {
+	name, _, generic := strings.Cut(t.Name(), "[")
+	if w := camelWords(strings.TrimSuffix(name, "Config")); w != "" {
+		if generic && key != "" {
+			return key + " " + w
+		}
 		return w
 	}
 	return strings.TrimSuffix(key, "s")
