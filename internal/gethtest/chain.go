@@ -300,11 +300,27 @@ func signBlob(t testing.TB, g *Geth, tx map[string]any) json.RawMessage {
 
 // Send sends tx with eth_sendTransaction (geth signs it with the dev
 // account) and returns its hash.
+//
+// geth --dev fills in the nonce from its pool, which for a moment after a
+// block is sealed may not yet count the transactions sealed in it: the
+// transaction then reuses a nonce ("replacement transaction underpriced",
+// "nonce too low"), and is sent again once the pool has caught up.
 func Send(t testing.TB, g *Geth, tx map[string]any) string {
 	t.Helper()
-	var h string
-	decode(t, g.MustCall(t, "eth_sendTransaction", tx), &h)
-	return h
+	const tries = 50
+	for try := 1; ; try++ {
+		raw, err := g.Call(context.Background(), "eth_sendTransaction", tx)
+		if err == nil {
+			var h string
+			decode(t, raw, &h)
+			return h
+		}
+		stale := strings.Contains(err.Error(), "replacement transaction underpriced") || strings.Contains(err.Error(), "nonce too low")
+		if !stale || try == tries {
+			t.Fatalf("geth eth_sendTransaction: %v", err)
+		}
+		time.Sleep(minedPoll) // a poll interval: the pool catches up on its own
+	}
 }
 
 // waitMined waits for tx's receipt, whatever its status.
