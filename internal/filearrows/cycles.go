@@ -2,6 +2,7 @@ package main
 
 import (
 	"sort"
+	"strings"
 )
 
 // components returns the strongly connected components of the arrow
@@ -175,17 +176,44 @@ func backArrows(m [][]int, ordered []int) [][2]int {
 
 // move is one declaration, or all of one file, put in another file.
 type move struct {
-	unit, target int    // the declaration moved and its new file, for a plan
-	what         string // a declaration's name, or "file x.go"
-	from         string
-	to           string // a file, or "a new file"
-	leaf         bool   // the declaration uses nothing else in the package: it could leave it
-	merge        bool   // a whole file, merged into another
-	before       tally
-	after        tally
+	units  []int  // the declarations moved, for a plan
+	target int    // their new file
+	what   string // a declaration's name, or "file x.go"
+	from   string
+	to     string // a file, or "a new file"
+	leaf   bool   // the declaration uses nothing else in the package: it could leave it
+	merge  bool   // a whole file, merged into another
+	before tally
+	after  tally
 }
 
-// moves tries every declaration of the cycle that carries one of its
+// piece is what one move carries: one declaration, or a type with the
+// methods declared beside it.
+type piece struct {
+	name  string
+	units []int
+}
+
+func pieces(g *graph, home []int) []piece {
+	var out []piece
+	methods := map[string][]int{} // "file\x00Type" -> its methods there
+	for u, un := range g.units {
+		out = append(out, piece{un.name, []int{u}})
+		if recv, _, ok := strings.Cut(un.name, "."); ok {
+			k := g.files[home[u]] + "\x00" + recv
+			methods[k] = append(methods[k], u)
+		}
+	}
+	for u, un := range g.units {
+		if ms := methods[g.files[home[u]]+"\x00"+un.name]; len(ms) > 0 {
+			out = append(out, piece{un.name + " with its methods", append([]int{u}, ms...)})
+		}
+	}
+	return out
+}
+
+// moves tries every declaration of the cycle (and every type with its
+// methods) that carries one of its
 // arrows in every file it touches and in a new file of its own, and every
 // file of the cycle merged into every other, and keeps the moves that take
 // files out of cycles (or, with as many files, arrows), best first and
@@ -207,31 +235,46 @@ func moves(g *graph, home []int, cycle []int) []move {
 	try := func(fileOf []int) tally { return weigh(g.arrows(fileOf, n+1)) }
 
 	var out []move
-	for u, un := range g.units {
-		if !in[home[u]] {
+	for _, pc := range pieces(g, home) {
+		from := home[pc.units[0]]
+		if !in[from] {
 			continue
 		}
-		targets := map[int]bool{}
-		for v := range un.uses {
-			targets[home[v]] = true
+		mine := map[int]bool{}
+		for _, u := range pc.units {
+			mine[u] = true
 		}
-		for _, w := range usedBy[u] {
-			targets[home[w]] = true
+		targets := map[int]bool{}
+		leaf := true
+		for _, u := range pc.units {
+			for v := range g.units[u].uses {
+				if !mine[v] {
+					targets[home[v]] = true
+					leaf = false
+				}
+			}
+			for _, w := range usedBy[u] {
+				if !mine[w] {
+					targets[home[w]] = true
+				}
+			}
 		}
 		carries := false
 		for t := range targets {
-			carries = carries || (in[t] && t != home[u])
+			carries = carries || (in[t] && t != from)
 		}
 		if !carries {
 			continue
 		}
 		targets[n] = true // a new file
-		delete(targets, home[u])
+		delete(targets, from)
 		for t := range targets {
 			fileOf := append([]int(nil), home...)
-			fileOf[u] = t
+			for _, u := range pc.units {
+				fileOf[u] = t
+			}
 			if after := try(fileOf); after.less(before) {
-				out = append(out, move{unit: u, target: t, what: un.name, from: g.files[home[u]], to: g.name(t), leaf: len(un.uses) == 0, before: before, after: after})
+				out = append(out, move{units: pc.units, target: t, what: pc.name, from: g.files[from], to: g.name(t), leaf: leaf, before: before, after: after})
 			}
 		}
 	}
@@ -295,7 +338,9 @@ func plan(g *graph) []move {
 		if best == nil {
 			return out
 		}
-		home[best.unit] = best.target
+		for _, u := range best.units {
+			home[u] = best.target
+		}
 		out = append(out, *best)
 	}
 }
