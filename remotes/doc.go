@@ -73,7 +73,8 @@
 //     (a verified call's checks, the answer served, its liars), remotes/avail
 //     (windows of old data and the probe's search) and remotes/getlogs
 //     (the eth_getLogs split, its parts sent through a Sender the pool
-//     implements); status.go fills remotes/status, the report of each
+//     implements), remotes/fielderr (config problems, each naming its
+//     field, for the checks here and the leaves'); status.go fills remotes/status, the report of each
 //     remote (Pool.Status) and of why none served a call. Beside
 //     them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links
