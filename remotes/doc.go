@@ -38,14 +38,17 @@
 //     (a remote found on another chain or misbehaving, and its last good
 //     check, told to whoever keeps its answers: the cache drops them).
 //   - Heads, the chain's head tracking, which the pool owns and hands out
-//     (Pool.Heads): chainhead.go (each remote's reports judged, the
-//     chain's corroborated tip), blocktime.go (its block time and the
-//     leader's poll plan), tipchain.go (recent canonical hashes, when a
+//     (Pool.Heads): chainhead.go (the remotes handed to the leaf's
+//     judge as heads.Member, and what its judgement is acted on),
+//     blocktime.go (its block time and the leader's poll plan),
+//     tipchain.go (recent canonical hashes, when a
 //     head was last heard), feed.go (heads taken from the cluster
 //     leader's feed instead of tracked here), chaincheck.go (a remote's
 //     chain id asked again; CheckTipChain, ConfirmHash). What needs no
-//     remote (reports, plausibility, the block clock, the poll plan, the
-//     stall watch, the newHeads subscription) is the leaf remotes/heads.
+//     remote (reports, plausibility, the judge of each remote's reports
+//     and the chain's corroborated tip, the block clock, the poll plan,
+//     the stall watch, the newHeads subscription) is the leaf
+//     remotes/heads.
 //   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
 //     latency.go, health.go (its trackers: chain id and head polls,
 //     newHeads), avail.go and avail_probe.go (the oldest block it
