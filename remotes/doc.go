@@ -33,7 +33,9 @@
 //     remembers).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
 //     integrity.go and integrity_client.go (answers checked locally, liars
-//     blamed), misbehave.go (cordons for misbehaviour; its record, log
+//     charged; which checks a call gets, which answer is served, who lied
+//     and what the chain skips for a while are the leaf remotes/verified),
+//     misbehave.go (cordons for misbehaviour; its record, log
 //     file and strike window are remotes/misbehave's), distrust.go
 //     (a remote found on another chain or misbehaving, and its last good
 //     check, told to whoever keeps its answers: the cache drops them).
@@ -67,7 +69,8 @@
 //     error means: its class, reason and span), remotes/heads (head
 //     tracking's computations), remotes/budget (weights, budgets and their
 //     meters), remotes/consensus (vote rules, canonical answers, the
-//     tally), remotes/misbehave (the misbehaviour record), remotes/avail
+//     tally), remotes/misbehave (the misbehaviour record), remotes/verified
+//     (a verified call's checks, the answer served, its liars), remotes/avail
 //     (windows of old data and the probe's search) and remotes/getlogs
 //     (the eth_getLogs split, its parts sent through a Sender the pool
 //     implements); status.go fills remotes/status, the report of each
