@@ -175,11 +175,11 @@ func TestHedgeQuantileAdapts(t *testing.T) {
 	}
 	nodes[0].SetLatency(2 * time.Millisecond)
 	// The old samples fade with the calls that follow them (the histogram
-	// halves every histWindow of them), not with time: bounded by calls,
-	// since a busy machine makes fewer in a second. About 300 do it.
+	// halves its counts every 256), not with time: bounded by calls, since
+	// a busy machine makes fewer in a second. About 300 do it.
 	calls := 0
 	for ; d >= 8*time.Millisecond; d, _ = hedgeDelay(g, r0) {
-		if calls == 4*histWindow {
+		if calls == 1000 {
 			t.Fatalf("p90 delay %v after %d calls at 2 ms: it does not follow the faster remote", d, calls)
 		}
 		calls++
