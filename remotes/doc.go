@@ -48,8 +48,9 @@
 //     chain id asked again; CheckTipChain, ConfirmHash). What needs no
 //     remote (reports, plausibility, the block clock, the poll plan, the
 //     stall watch, the newHeads subscription) is the leaf remotes/heads.
-//   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
-//     latency.go, health.go (its trackers: chain id and head polls,
+//   - One remote: remote.go (Remote, its limits and outcomes; its breaker
+//     is the leaf remotes/breaker, its latency quantiles remotes/score),
+//     health.go (its trackers: chain id and head polls,
 //     newHeads), avail.go and avail_probe.go (the oldest block it
 //     serves of each kind of data: stated, probed, learnt from answers,
 //     shared through an AvailShare; the windows, the probe's search and
@@ -71,7 +72,9 @@
 //     meters), remotes/consensus (vote rules, canonical answers, the
 //     tally), remotes/misbehave (the misbehaviour record), remotes/verified
 //     (a verified call's checks, the answer served, its liars), remotes/avail
-//     (windows of old data and the probe's search) and remotes/getlogs
+//     (windows of old data and the probe's search), remotes/breaker (a
+//     remote's circuit breaker), remotes/score (what a remote's score is
+//     made of: its latency quantiles) and remotes/getlogs
 //     (the eth_getLogs split, its parts sent through a Sender the pool
 //     implements), remotes/fielderr (config problems, each naming its
 //     field, for the checks here and the leaves'); status.go fills remotes/status, the report of each
