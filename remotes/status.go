@@ -154,9 +154,9 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 // heldReport is the head r reports that nothing corroborated (judgeHead),
 // nil when none is held.
 func (p *Pool) heldReport(r *Remote) *heads.Report {
-	p.heads.mu.Lock()
-	defer p.heads.mu.Unlock()
-	return r.ht.held
+	p.heads.t.Lock()
+	defer p.heads.t.Unlock()
+	return r.ht.Held
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
