@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/remotes/health"
 )
 
 // weighed is a scoring section that sets every weight of w (nil: none,
@@ -48,7 +49,7 @@ func offlinePool(t *testing.T, cfg PoolConfig, n int, tweak func(i int, c *Confi
 		}
 	})
 	for _, r := range p.members() {
-		r.chainState.Store(chainOK)
+		r.cc.Set(health.OK)
 		r.head.Store(100)
 	}
 	return p
@@ -102,7 +103,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 			setFloat(&b.errorEWMA, 0.2)
 		}, want: [2]bool{true, false}, better: 0},
 		{name: "out of rotation: best of the others", setup: func(_ *Pool, a, b *Remote) {
-			a.chainState.Store(chainWrong)
+			a.cc.Set(health.Wrong)
 			observeMs(b, 200, 4, 0)
 		}, want: [2]bool{true, true}, better: 0},
 	}
