@@ -1,283 +1,30 @@
 package remotes
 
 import (
-	"errors"
-	"fmt"
-	"maps"
-	"math"
-	"net/url"
-	"regexp"
-	"slices"
-	"strings"
-	"time"
-
-	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/fielderr"
+	"github.com/venn-gateway/venn/remotes/settings"
 )
 
 // Tier orders remotes: primary first, then secondary; fallback only when
-// nothing else can serve.
-type Tier uint8
+// nothing else can serve (settings.Tier).
+type Tier = settings.Tier
 
+// The tiers, as settings names them.
 const (
-	TierPrimary Tier = iota
-	TierSecondary
-	TierFallback
-)
-
-func (t Tier) String() string {
-	switch t {
-	case TierPrimary:
-		return "primary"
-	case TierSecondary:
-		return "secondary"
-	case TierFallback:
-		return "fallback"
-	}
-	return "unknown"
-}
-
-// ParseTier reads a tier name as written in config; "" is primary.
-func ParseTier(s string) (Tier, error) {
-	switch s {
-	case "", "primary":
-		return TierPrimary, nil
-	case "secondary":
-		return TierSecondary, nil
-	case "fallback":
-		return TierFallback, nil
-	}
-	return 0, fmt.Errorf("unknown tier %q (want primary, secondary or fallback)", s)
-}
-
-// MarshalText writes the tier as config names it.
-func (t Tier) MarshalText() ([]byte, error) {
-	if t > TierFallback {
-		return nil, fmt.Errorf("unknown tier %d", t)
-	}
-	return []byte(t.String()), nil
-}
-
-// UnmarshalText reads a tier as config names it (ParseTier).
-func (t *Tier) UnmarshalText(b []byte) error {
-	v, err := ParseTier(string(b))
-	if err == nil {
-		*t = v
-	}
-	return err
-}
-
-// Defaults for one remote.
-const (
-	DefaultRemoteTimeout     = 10 * time.Second
-	DefaultMaxInFlight       = 256
-	DefaultBreakerFailures   = 5
-	DefaultBreakerCooldown   = 10 * time.Second
-	DefaultMaxLogsRangeSplit = 0 // no cap until a remote says so
+	TierPrimary   = settings.TierPrimary
+	TierSecondary = settings.TierSecondary
+	TierFallback  = settings.TierFallback
 )
 
 // Config is one upstream endpoint, as config.yaml's chains[].remotes[]
-// writes it. URL, WSURL and Headers may carry API keys: they are used to
-// dial and nowhere else, and no message of Validate quotes them.
-type Config struct {
-	Name string `yaml:"name"`
-	URL  string `yaml:"url"` // http(s):// or ws(s)://
-	// WSURL is an optional ws(s):// URL newHeads are followed over (and
-	// subscriptions relayed); without it a ws(s) URL serves for both.
-	WSURL string `yaml:"ws_url"`
-	Tier  Tier   `yaml:"tier"`
+// writes it (settings.Config: its defaults and checks).
+type Config = settings.Config
 
-	Timeout     time.Duration `yaml:"timeout"`       // per attempt
-	MaxInFlight int           `yaml:"max_in_flight"` // concurrent calls; over it the remote is Full
-	RateLimit   RateLimit     `yaml:"rate_limit"`
-	// Methods, when Allow is set, is the only methods sent to this remote;
-	// Deny is never sent.
-	Methods MethodFilter      `yaml:"methods"`
-	Headers map[string]string `yaml:"headers"`
-	// MaxLogsRange caps the block span of one eth_getLogs sent here; larger
-	// requests are split. 0 = no cap configured.
-	MaxLogsRange uint64 `yaml:"max_logs_range"`
-	// MaxResponseBytes caps one reply from the remote, on the wire and
-	// inflated (0: DefaultMaxResponseBytes, or the reply budget if less).
-	MaxResponseBytes int64 `yaml:"max_response_bytes"`
-	// Archive states that the remote serves every block of every kind of
-	// data (avail.go): it is never probed, and its answers never narrow it.
-	Archive bool `yaml:"archive"`
-	// MaxBlockLookback states that the remote serves the last this many
-	// blocks below its head, of every kind of data; 0: not stated (probed
-	// and learnt from answers).
-	MaxBlockLookback uint64 `yaml:"max_block_lookback"`
-	// Weight multiplies the remote's share of its tier's calls (1 when
-	// absent): a cheap provider can take most of the load while a dear
-	// one of the same tier stays warm. Scores still decide who is in the
-	// tier's preferred set (score.go); weight splits the calls among them.
-	Weight *float64 `yaml:"weight"`
-	// Budget caps what the remote is sent per period (remotes/budget): near it
-	// the remote's share falls, past it the remote takes calls only when
-	// no other can.
-	Budget budget.Config `yaml:"budget"`
-	// ForwardHeaders are client headers copied onto the HTTP requests a
-	// client's call makes here, with the chain's (passthrough.go).
-	ForwardHeaders []string `yaml:"forward_headers"`
-	// ForwardClientIP sends the client's address as X-Forwarded-For.
-	ForwardClientIP bool `yaml:"forward_client_ip"`
-	// Shadow makes the remote a shadow (side.go): it gets a sampled copy
-	// of the chain's reads, compared with the answers served and never
-	// served itself; it is no member of the pool.
-	Shadow bool `yaml:"shadow"`
-	// ShadowSample is the share of reads a shadow gets (default 0.1).
-	ShadowSample float64 `yaml:"shadow_sample"`
-	// Group puts the remote in a named group that serves only the chain's
-	// transaction_routes naming it (side.go); it is no member of the pool.
-	Group string `yaml:"group"`
-}
+// problems is remotes/fielderr's list in the spelling the pool's checks
+// were written in.
+type problems struct{ fielderr.List }
 
-// RateLimit paces the calls sent to a remote: RPS requests per second
-// with bursts of Burst; RPS 0 is unlimited.
-type RateLimit struct {
-	RPS   float64 `yaml:"rps"`
-	Burst int     `yaml:"burst"` // 0: ceil(RPS), at least 1
-}
-
-// MethodFilter: entries ending in "_" or "*" match a prefix (e.g. "debug_").
-type MethodFilter struct {
-	Allow []string `yaml:"allow"`
-	Deny  []string `yaml:"deny"`
-}
-
-// WithDefaults fills the zero fields of a remote of a chain whose calls
-// end after callDeadline (0: unknown).
-func (c Config) WithDefaults(callDeadline time.Duration) Config {
-	if c.Timeout == 0 {
-		// At most half the call deadline, so that a failover attempt
-		// still fits and the timeout can fire at all.
-		c.Timeout = DefaultRemoteTimeout
-		if callDeadline > 0 {
-			c.Timeout = min(c.Timeout, callDeadline/2)
-		}
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultMaxInFlight
-	}
-	c.RateLimit = c.RateLimit.withDefaults()
-	return c
-}
-
-// withDefaults fills an unset burst: ceil(RPS), at least 1.
-func (r RateLimit) withDefaults() RateLimit {
-	if r.RPS > 0 && r.Burst == 0 {
-		r.Burst = max(1, int(math.Ceil(r.RPS)))
-	}
-	return r
-}
-
-var (
-	remoteNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-)
-
-// Validate reports every problem of a defaulted remote, each naming its
-// field (url, rate_limit.rps). No message quotes a URL or header value.
-func (c Config) Validate() error {
-	var p problems
-	if !remoteNameRE.MatchString(c.Name) {
-		p.add("name", "must match [A-Za-z0-9_.-]+, not %q", c.Name)
-	}
-	if c.URL == "" {
-		p.add("url", "required")
-	} else if ok, msg := checkURL(c.URL, "http", "https", "ws", "wss"); !ok {
-		p.add("url", "must be http(s):// or ws(s)://%s", msg)
-	}
-	if c.WSURL != "" {
-		if ok, msg := checkURL(c.WSURL, "ws", "wss"); !ok {
-			p.add("ws_url", "must be ws(s)://%s", msg)
-		}
-	}
-	if c.Tier > TierFallback {
-		p.add("tier", "unknown tier %d", c.Tier)
-	}
-	p.negative("timeout", c.Timeout < 0)
-	p.negative("max_in_flight", c.MaxInFlight < 0)
-	p.negative("max_response_bytes", c.MaxResponseBytes < 0)
-	if r := c.RateLimit.RPS; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
-		p.add("rate_limit.rps", "must be a finite number >= 0")
-	}
-	if c.Archive && c.MaxBlockLookback > 0 {
-		p.add("max_block_lookback", "must not be set with archive: true (an archive serves every block)")
-	}
-	p.under("", budget.ValidateWeight(c.Weight))
-	p.under("", c.Budget.Validate())
-	validateForward(&p, c.ForwardHeaders)
-	c.validateSide(&p)
-	if c.RateLimit.Burst < 0 {
-		p.add("rate_limit.burst", "must be >= 0")
-	}
-	for _, l := range []struct {
-		name    string
-		methods []string
-	}{{"allow", c.Methods.Allow}, {"deny", c.Methods.Deny}} {
-		for k, m := range l.methods {
-			if strings.TrimSpace(m) == "" || strings.ContainsAny(m, " \t\r\n") {
-				p.add(fmt.Sprintf("methods.%s[%d]", l.name, k), "must be a method name or prefix, not %q", m)
-			}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
-		if !headerNameRE.MatchString(name) {
-			p.add("headers", "%q is not a valid header name", name)
-		}
-		if strings.ContainsAny(c.Headers[name], "\r\n\x00") {
-			// The value itself is likely a secret: name the header only.
-			p.add("headers."+name, "value must not contain CR, LF or NUL")
-		}
-	}
-	return p.err()
-}
-
-// checkURL reports whether raw parses as an absolute URL with a host and one
-// of schemes, with a short reason when not. It never quotes raw, url.Parse's
-// error or even the scheme: all may hold a key when the URL is mistyped.
-func checkURL(raw string, schemes ...string) (ok bool, reason string) {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return false, " (it does not parse)"
-	case !slices.Contains(schemes, strings.ToLower(u.Scheme)):
-		return false, ""
-	case u.Host == "":
-		return false, " (no host)"
-	}
-	return true, ""
-}
-
-// problems collects validation errors, each prefixed with its field.
-type problems []error
-
-func (p *problems) add(field, format string, args ...any) {
-	*p = append(*p, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-}
-
-func (p *problems) negative(field string, bad bool) {
-	if bad {
-		p.add(field, "must be positive")
-	}
-}
-
-func (p problems) err() error { return errors.Join(p...) }
-
-// under adds the problems another Validate found, each field prefixed
-// with prefix ("" adds them as they are).
-func (p *problems) under(prefix string, err error) {
-	if err == nil {
-		return
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
-		if prefix != "" {
-			e = fmt.Errorf("%s.%w", prefix, e)
-		}
-		*p = append(*p, e)
-	}
-}
+func (p *problems) add(field, format string, args ...any) { p.Add(field, format, args...) }
+func (p *problems) negative(field string, bad bool)       { p.Negative(field, bad) }
+func (p *problems) under(prefix string, err error)        { p.Under(prefix, err) }
+func (p *problems) err() error                            { return p.Err() }

@@ -33,7 +33,9 @@
 //     remembers).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
 //     integrity.go and integrity_client.go (answers checked locally, liars
-//     blamed), misbehave.go (cordons for misbehaviour; its record, log
+//     charged; which checks a call gets, which answer is served, who lied
+//     and what the chain skips for a while are the leaf remotes/verified),
+//     misbehave.go (cordons for misbehaviour; its record, log
 //     file and strike window are remotes/misbehave's), distrust.go
 //     (a remote found on another chain or misbehaving, and its last good
 //     check, told to whoever keeps its answers: the cache drops them).
@@ -49,14 +51,14 @@
 //     plausibility, the judge of each remote's reports and the chain's
 //     corroborated tip, the block clock, the poll plan, the stall watch,
 //     the newHeads subscription) is the leaf remotes/heads.
-//   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
-//     latency.go, health.go (its trackers: chain id and head polls,
-//     newHeads; when its chain id is asked again, and what an answer
-//     means, is the leaf remotes/health), avail.go and avail_probe.go
-//     (the oldest block it serves of each kind of data: stated, probed,
-//     learnt from answers, shared through an AvailShare; the windows, the
-//     probe's search and whether it is wanted are the leaf
-//     remotes/avail).
+//   - One remote: remote.go (Remote, its limits and outcomes; its breaker
+//     is the leaf remotes/breaker, its latency quantiles remotes/score),
+//     health.go (its trackers: chain id and head polls, newHeads; when
+//     its chain id is asked again, and what an answer means, is the leaf
+//     remotes/health), avail.go and avail_probe.go (the oldest block it
+//     serves of each kind of data: stated, probed, learnt from answers,
+//     shared through an AvailShare; the windows, the probe's search and
+//     whether it is wanted are the leaf remotes/avail).
 //   - Beside the pool, behind small interfaces they declare:
 //     remotes/relay (clients' subscriptions relayed upstream: a
 //     remote's eth_subscribe, or a polled pending-transaction filter;
@@ -74,16 +76,22 @@
 //     check: its state, when it is due, what an answer means),
 //     remotes/budget (weights, budgets and their
 //     meters), remotes/consensus (vote rules, canonical answers, the
-//     tally), remotes/misbehave (the misbehaviour record), remotes/avail
-//     (windows of old data and the probe's search) and remotes/getlogs
+//     tally), remotes/misbehave (the misbehaviour record), remotes/verified
+//     (a verified call's checks, the answer served, its liars), remotes/avail
+//     (windows of old data and the probe's search), remotes/breaker (a
+//     remote's circuit breaker), remotes/score (what a remote's score is
+//     made of: its latency quantiles) and remotes/getlogs
 //     (the eth_getLogs split, its parts sent through a Sender the pool
-//     implements); status.go fills remotes/status, the report of each
+//     implements), remotes/fielderr (config problems, each naming its
+//     field, for the checks here and the leaves'); status.go fills remotes/status, the report of each
 //     remote (Pool.Status) and of why none served a call. Beside
 //     them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links
 //     no Redis client. errors.go holds the pool's own answers to a call
 //     no remote served, each with its JSON-RPC code for jrpc.ToWire.
-//   - config.go (a remote), pool_config.go (a chain's pool, its consensus
-//     rules) and hedge_config.go (hedging, scoring): the YAML schema with
-//     defaults and checks; metrics.go, module.go: Prometheus series, fx.
+//   - pool_config.go (a chain's pool, its consensus rules) and
+//     hedge_config.go (hedging, scoring): the YAML schema with defaults and
+//     checks; a remote's own is the leaf remotes/settings (config.go
+//     names its Config and Tier here); metrics.go, module.go: Prometheus
+//     series, fx.
 package remotes

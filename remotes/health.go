@@ -63,7 +63,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 			if r.verifyChain(ctx, chainID) || r.chainVerified() {
 				r.pacedPoll(ctx, pace, onChange)
 			}
-			if d, ok := r.cc.Retry(every, r.brk.cooldownFor()); ok {
+			if d, ok := r.cc.Retry(every, r.brk.Cooldown()); ok {
 				next, brisk = d, true // until the remote answers, retry briskly
 			} else if r.chainVerified() && !r.fed() {
 				// A recheck is no reason to miss the next block.

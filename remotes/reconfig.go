@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/breaker"
 	"github.com/venn-gateway/venn/remotes/consensus"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -66,7 +67,7 @@ func (p *Pool) compile(cfg PoolConfig, members []*Remote, old *poolState) (*pool
 // newRemote builds the remote rc of a pool with settings cfg, in a free
 // slot. It does no I/O: the transport dials on its first call.
 func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
-	rc = rc.forPool(cfg)
+	rc = forPool(rc, cfg)
 	slot, err := p.takeSlot()
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: remote %s: %w", cfg.Chain, rc.Name, err)
@@ -82,7 +83,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 		p.freeSlot(slot)
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
-	brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
+	brk := breaker.New(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
 	r.slot = slot
 	r.distrust = func(cause string) { p.distrusted(r, cause) }
@@ -98,13 +99,13 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 // reload changes them in place, so the remote keeps its health, breaker
 // state, score and misbehaviour level.
 func (r *Remote) retune(cfg *PoolConfig) {
-	r.brk.set(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
+	r.brk.Set(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r.cc.SetEvery(cfg.ChainRecheck)
 	r.sc.setHalfLife(r.now(), cfg.Scoring.MisbehaviourHalfLife)
 }
 
 // forPool is rc as a pool with settings cfg runs it.
-func (rc Config) forPool(cfg PoolConfig) Config {
+func forPool(rc Config, cfg PoolConfig) Config {
 	if rc.MaxResponseBytes <= 0 {
 		rc.MaxResponseBytes = wire.DefaultMaxResponseBytes
 	}
@@ -256,7 +257,7 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState, started bool) 
 	for _, rc := range rs {
 		o, had := byName[rc.Name]
 		delete(byName, rc.Name)
-		if had && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
+		if had && reflect.DeepEqual(o.cfg, forPool(rc, cfg)) {
 			members = append(members, o)
 			continue
 		}

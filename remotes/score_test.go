@@ -11,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/remotes/breaker"
 	"github.com/venn-gateway/venn/remotes/health"
+	"github.com/venn-gateway/venn/remotes/score"
 )
 
 // weighed is a scoring section that sets every weight of w (nil: none,
@@ -59,7 +61,7 @@ func offlinePool(t *testing.T, cfg PoolConfig, n int, tweak func(i int, c *Confi
 func observeMs(r *Remote, k int, ms, jitter float64) {
 	for range k {
 		x := ms * (1 + jitter*(2*rand.Float64()-1))
-		r.lat.observe(time.Duration(x * float64(time.Millisecond)))
+		r.lat.Observe(time.Duration(x * float64(time.Millisecond)))
 	}
 }
 
@@ -96,10 +98,10 @@ func TestScoreOrdersByWeights(t *testing.T) {
 			want: [2]bool{false, true}, better: 1},
 		{name: "misbehaviour weighed out", weights: &ScoreWeights{Latency: 1, Errors: 8},
 			setup: func(_ *Pool, _, b *Remote) { b.mb.count.Add(3) }, want: [2]bool{true, true}, better: -1},
-		{name: "unmeasured latency counts as the best", setup: func(_ *Pool, _, b *Remote) { b.lat = latencyHist{} },
+		{name: "unmeasured latency counts as the best", setup: func(_ *Pool, _, b *Remote) { b.lat = score.Latency{} },
 			want: [2]bool{true, true}, better: -1},
 		{name: "unmeasured latency keeps its penalties", setup: func(_ *Pool, _, b *Remote) {
-			b.lat = latencyHist{}
+			b.lat = score.Latency{}
 			setFloat(&b.errorEWMA, 0.2)
 		}, want: [2]bool{true, false}, better: 0},
 		{name: "out of rotation: best of the others", setup: func(_ *Pool, a, b *Remote) {
@@ -257,16 +259,20 @@ func TestScoreRoutesAwayFromSlowRemote(t *testing.T) {
 // A remote that failed until its breaker opened, and then recovered, gets
 // calls again only through the probe share: its score still carries its
 // faults, and with head polls off nothing else would reach it. The first
-// of them after the cooldown is the breaker's half-open probe.
+// of them after the cooldown is the breaker's half-open probe. Its fault
+// share fades with the calls it answers, not with time: the wait is
+// bounded by calls (a busy machine makes fewer in a second), by those
+// that reach it where the probe share should bring it back (a fault
+// share fades to a hundredth in 90), by all calls where nothing should.
 func TestProbeShareBringsRemoteBack(t *testing.T) {
 	tests := []struct {
 		name     string
 		probe    float64
 		wantBack bool
-		within   time.Duration
+		enough   func(calls, reached int64) bool
 	}{
-		{name: "probe share", probe: 0.1, wantBack: true, within: 5 * time.Second},
-		{name: "no probe share", probe: 0, wantBack: false, within: time.Second},
+		{name: "probe share", probe: 0.1, wantBack: true, enough: func(_, reached int64) bool { return reached >= 200 }},
+		{name: "no probe share", probe: 0, wantBack: false, enough: func(calls, _ int64) bool { return calls >= 300 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,23 +293,22 @@ func TestProbeShareBringsRemoteBack(t *testing.T) {
 			// its breaker opens; with a probe share its breaker opens too.
 			waitFor(t, "n1 out of the preferred set", func() bool {
 				_, _ = call(t, p, "eth_getBalance", balanceOf(rand.IntN(1<<20)))
-				return !bad.Preferred() && (tt.probe == 0 || bad.brk.state.Load() == breakerOpen)
+				return !bad.Preferred() && (tt.probe == 0 || bad.brk.State() == breaker.Open)
 			})
 			nodes[1].SetFailStatus(0)
 			nodes[1].ResetCalls()
-			deadline := time.Now().Add(tt.within)
-			for i := 0; time.Now().Before(deadline); i++ {
-				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+			for i := int64(0); !tt.enough(i, nodes[1].Calls("eth_getBalance")); i++ {
+				if _, err := call(t, p, "eth_getBalance", balanceOf(int(i))); err != nil {
 					t.Fatal(err)
 				}
-				if bad.Preferred() && bad.brk.state.Load() == breakerClosed {
+				if bad.Preferred() && bad.brk.State() == breaker.Closed {
 					break
 				}
 			}
-			back := bad.Preferred() && bad.brk.state.Load() == breakerClosed
+			back := bad.Preferred() && bad.brk.State() == breaker.Closed
 			if back != tt.wantBack {
 				t.Fatalf("recovered remote back in the preferred set: %v, want %v (%d calls reached it, breaker %d)",
-					back, tt.wantBack, nodes[1].Calls("eth_getBalance"), bad.brk.state.Load())
+					back, tt.wantBack, nodes[1].Calls("eth_getBalance"), bad.brk.State())
 			}
 			if !tt.wantBack {
 				if got := nodes[1].Calls("eth_getBalance"); got != 0 {
