@@ -77,7 +77,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 		Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 		MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 		OtherURLs: []string{rc.WSURL}, Logger: p.log, Tracer: cfg.Tracer,
-		OnRedial: r.cc.Soon, Forward: forwardingOf(rc)}
+		OnRedial: func() { r.cc.Soon() }, Forward: forwardingOf(rc)}
 	t, err := wire.New(opts)
 	if err != nil {
 		p.freeSlot(slot)
