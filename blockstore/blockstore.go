@@ -73,6 +73,10 @@ var ErrInvalidBlock = errors.New("blockstore: block cannot be stored")
 // the caller asks the remotes, which split the range.
 var ErrTooLarge = errors.New("blockstore: answer too large")
 
+// ErrNotCovered is returned by Logs for a range not stored completely when
+// it is read (retention may have dropped it since the caller looked).
+var ErrNotCovered = errors.New("blockstore: range not stored")
+
 // errDown is returned without asking Postgres while it is known to be
 // unreachable; a background probe notices its return.
 var errDown = errors.New("postgres is unreachable")
@@ -383,4 +387,26 @@ func redact(err error) error {
 		return errors.New("invalid connection string")
 	}
 	return err
+}
+
+// beginWrite begins a write's transaction. The session's
+// statement_timeout is the reads'; a write's statements (lock waits, COPY,
+// DELETE) get the write timeout's. The caller defers rollback: it rolls
+// back even when the caller gave up, but bounded, as the server may be
+// why it failed; after Commit it does nothing.
+func (c *Chain) beginWrite(ctx context.Context) (tx pgx.Tx, rollback func(), err error) {
+	if tx, err = c.p.pool.Begin(ctx); err != nil {
+		return nil, nil, err
+	}
+	rollback = func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.p.readTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`,
+		milliseconds(statementTimeout(c.p.writeTimeout))); err != nil {
+		rollback()
+		return nil, nil, err
+	}
+	return tx, rollback, nil
 }

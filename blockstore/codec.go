@@ -110,6 +110,10 @@ var slotOf = func() (m [256]int8) {
 // dict holds the quoted JSON strings of the slots; nil slots are unused.
 type dict [nSlots][]byte
 
+// errMalformed: a stored row or a caller's filter is not what the store
+// reads. Not a Postgres failure.
+var errMalformed = errors.New("malformed")
+
 var (
 	errControl = errors.New("control character outside a JSON string's escapes")
 	errStored  = fmt.Errorf("%w: stored JSON is damaged", errMalformed)

@@ -39,10 +39,6 @@ func (c *Chain) answerLogs(ctx context.Context, r *evm.Call) (json.RawMessage, b
 	return res, err == nil, err
 }
 
-// ErrNotCovered is returned by Logs for a range not stored completely when
-// it is read (retention may have dropped it since the caller looked).
-var ErrNotCovered = errors.New("blockstore: range not stored")
-
 // coveredGuard is the condition that [$2, $3] is covered, checked in the
 // statement that reads the logs: coverage and rows are then of one
 // snapshot, and retention, which drops both in one transaction, is either

@@ -93,28 +93,6 @@ func prepare(blocks []*evm.Block) ([]*blockRows, error) {
 	return out, nil
 }
 
-// beginWrite begins a write's transaction. The session's
-// statement_timeout is the reads'; a write's statements (lock waits, COPY,
-// DELETE) get the write timeout's. The caller defers rollback: it rolls
-// back even when the caller gave up, but bounded, as the server may be
-// why it failed; after Commit it does nothing.
-func (c *Chain) beginWrite(ctx context.Context) (tx pgx.Tx, rollback func(), err error) {
-	if tx, err = c.p.pool.Begin(ctx); err != nil {
-		return nil, nil, err
-	}
-	rollback = func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.p.readTimeout)
-		defer cancel()
-		_ = tx.Rollback(rctx)
-	}
-	if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`,
-		milliseconds(statementTimeout(c.p.writeTimeout))); err != nil {
-		rollback()
-		return nil, nil, err
-	}
-	return tx, rollback, nil
-}
-
 // put runs one attempt of Put and returns how many blocks it stored.
 func (c *Chain) put(ctx context.Context, rows []*blockRows) (int, error) {
 	tx, rollback, err := c.beginWrite(ctx)

@@ -14,10 +14,6 @@ import (
 	"github.com/venn-gateway/venn/jsonscan"
 )
 
-// errMalformed: a stored row or a caller's filter is not what the store
-// reads. Not a Postgres failure.
-var errMalformed = errors.New("malformed")
-
 // Fixed answers, never written to by callers.
 var (
 	resultNull      = json.RawMessage("null")

@@ -24,6 +24,22 @@ const (
 	RefHash
 )
 
+func tag(s []byte) (RefKind, bool) {
+	switch string(s) {
+	case "latest":
+		return RefLatest, true
+	case "safe":
+		return RefSafe, true
+	case "finalized":
+		return RefFinalized, true
+	case "earliest":
+		return RefEarliest, true
+	case "pending":
+		return RefPending, true
+	}
+	return 0, false
+}
+
 // BlockRef is a parsed block parameter: a number, a tag, or a hash.
 type BlockRef struct {
 	Kind   RefKind

@@ -4,36 +4,6 @@ import (
 	"encoding/json"
 )
 
-// Kind is what a call reads, for the parts of venn that answer it from
-// blocks they hold (the head window, the history store, the forger).
-// KindOther is every call only a node answers.
-type Kind uint8
-
-const (
-	KindOther         Kind = iota
-	KindBlockNumber        // eth_blockNumber
-	KindBlock              // eth_getBlockBy{Number,Hash}
-	KindBlockReceipts      // eth_getBlockReceipts
-	KindTx                 // eth_getTransactionByHash
-	KindReceipt            // eth_getTransactionReceipt
-	KindTxByIndex          // eth_getTransactionByBlock{Number,Hash}AndIndex
-	KindTxCount            // eth_getBlockTransactionCountBy{Number,Hash}
-	KindUncleCount         // eth_getUncleCountByBlock{Number,Hash}
-	KindLogs               // eth_getLogs
-	KindHeader             // eth_getHeaderBy{Number,Hash}
-	KindUncleByIndex       // eth_getUncleByBlock{Number,Hash}AndIndex
-)
-
-// Class is how a call may be sent to the remotes.
-type Class uint8
-
-const (
-	ClassRead      Class = iota // may be retried, hedged, shared and voted on
-	ClassWrite                  // changes state somewhere: one remote, no failover once sent (IsWrite)
-	ClassStateful               // its answer belongs to one remote's state (IsStateful)
-	ClassBroadcast              // eth_sendRawTransaction: sent to every remote
-)
-
 // Call is one client call, parsed once by the router and read by every
 // part of venn that answers or routes it; no package below the router
 // reads its params again. Params stay the client's bytes, forwarded as

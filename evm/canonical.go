@@ -3,8 +3,6 @@ package evm
 import (
 	"bytes"
 	"math"
-	"strings"
-	"unicode"
 
 	"github.com/venn-gateway/venn/jsonscan"
 )
@@ -32,18 +30,6 @@ type Canonical struct {
 	// RequireCanonical is an EIP-1898 hash's requireCanonical.
 	RequireCanonical bool
 }
-
-// argShape is what one positional param of a method holds, for its
-// canonical spelling.
-type argShape uint8
-
-const (
-	argJSON    argShape = iota // any JSON: key order and whitespace only
-	argAddress                 // a 20-byte address: case
-	argSlot                    // a storage slot as eth_getStorageAt reads it: padded to 32 bytes
-	argTx                      // transaction arguments (eth_call's first param)
-	argBlock                   // the block: read into Canonical.Block
-)
 
 // txQuantities and txAddresses are the transaction arguments (geth's
 // TransactionArgs) spelt as quantities and addresses; data and input are
@@ -311,35 +297,4 @@ func appendLower(b, s []byte) []byte {
 		b = append(b, c)
 	}
 	return b
-}
-
-// isHexLen reports whether s is 0x or 0X and n hex digits (n < 0: any
-// number).
-func isHexLen[T string | []byte](s T, n int) bool {
-	if len(s) < 2 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || n >= 0 && len(s) != n+2 {
-		return false
-	}
-	for i := 2; i < len(s); i++ {
-		if unhex(s[i]) > 15 {
-			return false
-		}
-	}
-	return true
-}
-
-// foldKey maps every rune of s to one rune of its case-folding orbit (the
-// least, in lower case when that is an ASCII letter): two strings are
-// EqualFold exactly when their fold keys are equal. A key already in that
-// form (lowercase ASCII, as JSON-RPC members are) is returned as it is.
-func foldKey(s string) string {
-	return strings.Map(func(r rune) rune {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		if 'A' <= least && least <= 'Z' {
-			least += 'a' - 'A'
-		}
-		return least
-	}, s)
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/venn-gateway/venn/jsonscan"
 )
@@ -188,4 +190,21 @@ func plain(s []byte) bool {
 		}
 	}
 	return true
+}
+
+// foldKey maps every rune of s to one rune of its case-folding orbit (the
+// least, in lower case when that is an ASCII letter): two strings are
+// EqualFold exactly when their fold keys are equal. A key already in that
+// form (lowercase ASCII, as JSON-RPC members are) is returned as it is.
+func foldKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		if 'A' <= least && least <= 'Z' {
+			least += 'a' - 'A'
+		}
+		return least
+	}, s)
 }

@@ -131,6 +131,21 @@ func (c *Criterion) Match(s string) bool {
 	}
 }
 
+// MatchTopics is geth's filterLogs check of a log's topics (lowercase hex)
+// against topic positions: each position matches (or is any), and a log
+// with fewer topics than positions does not match.
+func MatchTopics(positions []Criterion, topics []string) bool {
+	if len(positions) > len(topics) {
+		return false
+	}
+	for i := range positions {
+		if c := &positions[i]; c.raw != nil && !c.Match(topics[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // Parse reads the filter object raw the way geth's
 // FilterCriteria.UnmarshalJSON and GetLogs do, false for anything they
 // reject or that this reader is not sure it reads the same.

@@ -1,6 +1,8 @@
 package evm
 
-import "strings"
+import (
+	"strings"
+)
 
 // Method is one row of the method registry: everything venn knows of a
 // method, read once by ParseCall (Call.Row) and by every part of venn that
@@ -255,3 +257,45 @@ func writeName(ns, name string) bool {
 	}
 	return false
 }
+
+// Kind is what a call reads, for the parts of venn that answer it from
+// blocks they hold (the head window, the history store, the forger).
+// KindOther is every call only a node answers.
+type Kind uint8
+
+const (
+	KindOther         Kind = iota
+	KindBlockNumber        // eth_blockNumber
+	KindBlock              // eth_getBlockBy{Number,Hash}
+	KindBlockReceipts      // eth_getBlockReceipts
+	KindTx                 // eth_getTransactionByHash
+	KindReceipt            // eth_getTransactionReceipt
+	KindTxByIndex          // eth_getTransactionByBlock{Number,Hash}AndIndex
+	KindTxCount            // eth_getBlockTransactionCountBy{Number,Hash}
+	KindUncleCount         // eth_getUncleCountByBlock{Number,Hash}
+	KindLogs               // eth_getLogs
+	KindHeader             // eth_getHeaderBy{Number,Hash}
+	KindUncleByIndex       // eth_getUncleByBlock{Number,Hash}AndIndex
+)
+
+// Class is how a call may be sent to the remotes.
+type Class uint8
+
+const (
+	ClassRead      Class = iota // may be retried, hedged, shared and voted on
+	ClassWrite                  // changes state somewhere: one remote, no failover once sent (IsWrite)
+	ClassStateful               // its answer belongs to one remote's state (IsStateful)
+	ClassBroadcast              // eth_sendRawTransaction: sent to every remote
+)
+
+// argShape is what one positional param of a method holds, for its
+// canonical spelling.
+type argShape uint8
+
+const (
+	argJSON    argShape = iota // any JSON: key order and whitespace only
+	argAddress                 // a 20-byte address: case
+	argSlot                    // a storage slot as eth_getStorageAt reads it: padded to 32 bytes
+	argTx                      // transaction arguments (eth_call's first param)
+	argBlock                   // the block: read into Canonical.Block
+)

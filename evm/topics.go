@@ -40,18 +40,3 @@ func TopicCriteria(topics [][]string) []Criterion {
 	}
 	return out
 }
-
-// MatchTopics is geth's filterLogs check of a log's topics (lowercase hex)
-// against topic positions: each position matches (or is any), and a log
-// with fewer topics than positions does not match.
-func MatchTopics(positions []Criterion, topics []string) bool {
-	if len(positions) > len(topics) {
-		return false
-	}
-	for i := range positions {
-		if c := &positions[i]; c.raw != nil && !c.Match(topics[i]) {
-			return false
-		}
-	}
-	return true
-}

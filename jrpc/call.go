@@ -101,6 +101,37 @@ type served struct {
 	in, out int
 }
 
+// charge hands the admitted calls of sv to cl when it meters them. buf,
+// empty, is room the caller has for them (nil: none); a message with more
+// calls than it holds gets a slice of its own.
+func charge(ctx context.Context, ch *chainEntry, cl Caller, sv *served, h *AnswerHeader, buf []Charged) {
+	m, ok := cl.(Meter)
+	if !ok || sv.refused != nil || sv.werr != nil || len(sv.items) == 0 {
+		return
+	}
+	calls := buf[:0]
+	if len(sv.items) > cap(buf) {
+		calls = make([]Charged, 0, len(sv.items))
+	}
+	for i := range sv.items {
+		it := &sv.items[i]
+		if it.invalid {
+			continue
+		}
+		c := Charged{Method: it.req.Method, Source: it.note.Source, BytesOut: it.out}
+		if !sv.batch {
+			c.BytesOut = sv.out
+		}
+		if it.err != nil {
+			c.Code = it.err.Code
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) > 0 {
+		m.Charge(ctx, ch.name, calls, h)
+	}
+}
+
 // answerAll answers every valid item with e, without calling the handler.
 func (s *Server) answerAll(ctx context.Context, ch *chainEntry, items []item, e *Error) {
 	for i := range items {

@@ -157,3 +157,16 @@ func withSkipCache(ctx context.Context, h http.Header, cacheControl bool) contex
 	}
 	return ctx
 }
+
+// hasToken reports whether the comma-separated header value v holds token,
+// case-insensitively.
+func hasToken(v, token string) bool {
+	for v != "" {
+		var t string
+		t, v, _ = strings.Cut(v, ",")
+		if strings.EqualFold(strings.TrimSpace(t), token) {
+			return true
+		}
+	}
+	return false
+}

@@ -528,19 +528,6 @@ func isJSONContentType(ct string) bool {
 	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
 }
 
-// hasToken reports whether the comma-separated header value v holds token,
-// case-insensitively.
-func hasToken(v, token string) bool {
-	for v != "" {
-		var t string
-		t, v, _ = strings.Cut(v, ",")
-		if strings.EqualFold(strings.TrimSpace(t), token) {
-			return true
-		}
-	}
-	return false
-}
-
 // errTooLarge is readLimited's answer to input over its limit.
 var errTooLarge = errors.New("over the size limit")
 

@@ -3,6 +3,7 @@ package jrpc
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -57,6 +58,13 @@ type sock struct {
 	pingPending bool
 	pingSentAt  time.Time
 	noteWrites  uint64
+}
+
+// SubscriptionNote is one eth_subscription notification: the subscription's
+// id and its result, raw JSON sent as it is.
+type SubscriptionNote struct {
+	ID     string
+	Result json.RawMessage
 }
 
 var (

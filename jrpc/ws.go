@@ -53,13 +53,6 @@ type Notifier interface {
 
 var _ Notifier = (*wsConn)(nil)
 
-// SubscriptionNote is one eth_subscription notification: the subscription's
-// id and its result, raw JSON sent as it is.
-type SubscriptionNote struct {
-	ID     string
-	Result json.RawMessage
-}
-
 type notifierKey struct{}
 
 // NotifierFromContext returns the connection of a WebSocket call; false over

@@ -161,13 +161,3 @@ func (c Config) streamConfig(subj Subjects) jetstream.StreamConfig {
 		Duplicates:  c.DuplicateWindow,
 	}
 }
-
-// typeOf is the event type a subject of Subjects names.
-func typeOf(subject string) string {
-	for _, t := range []string{TypeReorg, TypeGap, TypeFinality} {
-		if strings.HasSuffix(subject, ".events."+t) {
-			return t
-		}
-	}
-	return TypeBlock
-}

@@ -1,6 +1,7 @@
 package natsfeed
 
 import (
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,4 +92,14 @@ func (c chainMetrics) published(o *out, took time.Duration, evTime int64) {
 	if evTime > 0 && o.after.done {
 		c.delay.Observe(time.Since(time.Unix(0, evTime)).Seconds())
 	}
+}
+
+// typeOf is the event type a subject of Subjects names.
+func typeOf(subject string) string {
+	for _, t := range []string{TypeReorg, TypeGap, TypeFinality} {
+		if strings.HasSuffix(subject, ".events."+t) {
+			return t
+		}
+	}
+	return TypeBlock
 }

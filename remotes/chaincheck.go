@@ -178,7 +178,7 @@ func (r *Remote) chainRetry(every time.Duration) (time.Duration, bool) {
 		// Out of rotation after its breaker opened: asked as often as
 		// the breaker would let a probe through, so the check does not
 		// hold it out longer than its cooldown.
-		return min(every, chainRetryEvery, r.brk.cooldownFor()), true
+		return min(every, chainRetryEvery, r.brk.Cooldown()), true
 	}
 	if r.cc.due.Load() || r.cc.headsHeld.Load() {
 		return min(every, chainRetryEvery), true

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/remotes/breaker"
 )
 
 // waitWithin is waitFor with the deadline d.
@@ -108,7 +109,7 @@ func TestChainRecheckedOnReconnect(t *testing.T) {
 		{
 			name:   "breaker closing after an outage",
 			cfg:    PoolConfig{Breaker: BreakerConfig{Failures: 1, Cooldown: 200 * time.Millisecond}},
-			outage: func(r *Remote) bool { return r.brk.state.Load() == breakerOpen },
+			outage: func(r *Remote) bool { return r.brk.State() == breaker.Open },
 			calls:  true,
 		},
 	}

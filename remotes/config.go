@@ -1,7 +1,6 @@
 package remotes
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/fielderr"
 )
 
 // Tier orders remotes: primary first, then secondary; fallback only when
@@ -249,35 +249,11 @@ func checkURL(raw string, schemes ...string) (ok bool, reason string) {
 	return true, ""
 }
 
-// problems collects validation errors, each prefixed with its field.
-type problems []error
+// problems is remotes/fielderr's list in the spelling the pool's checks
+// were written in.
+type problems struct{ fielderr.List }
 
-func (p *problems) add(field, format string, args ...any) {
-	*p = append(*p, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-}
-
-func (p *problems) negative(field string, bad bool) {
-	if bad {
-		p.add(field, "must be positive")
-	}
-}
-
-func (p problems) err() error { return errors.Join(p...) }
-
-// under adds the problems another Validate found, each field prefixed
-// with prefix ("" adds them as they are).
-func (p *problems) under(prefix string, err error) {
-	if err == nil {
-		return
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
-		if prefix != "" {
-			e = fmt.Errorf("%s.%w", prefix, e)
-		}
-		*p = append(*p, e)
-	}
-}
+func (p *problems) add(field, format string, args ...any) { p.Add(field, format, args...) }
+func (p *problems) negative(field string, bad bool)       { p.Negative(field, bad) }
+func (p *problems) under(prefix string, err error)        { p.Under(prefix, err) }
+func (p *problems) err() error                            { return p.Err() }

@@ -97,6 +97,14 @@ func stopPool(t *testing.T, p *Pool) {
 	}
 }
 
+// waitJudged waits until the ballots that came late to the votes of the
+// calls returned so far are judged (vote.judgeLate): their misbehaviours
+// are counted then.
+func waitJudged(t *testing.T, p *Pool) {
+	t.Helper()
+	waitFor(t, "late ballots judged", func() bool { return p.cons.late.Load() == 0 })
+}
+
 func misbehaviours(p *Pool, remote, kind string) float64 {
 	return testutil.ToFloat64(p.cons.Metrics().Misbehaviours(p.conf().Chain, remote, kind))
 }

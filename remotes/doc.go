@@ -33,7 +33,9 @@
 //     remembers).
 //   - Beside the calls: dedup.go (identical concurrent reads share one),
 //     integrity.go and integrity_client.go (answers checked locally, liars
-//     blamed), misbehave.go (cordons for misbehaviour; its record, log
+//     charged; which checks a call gets, which answer is served, who lied
+//     and what the chain skips for a while are the leaf remotes/verified),
+//     misbehave.go (cordons for misbehaviour; its record, log
 //     file and strike window are remotes/misbehave's), distrust.go
 //     (a remote found on another chain or misbehaving, and its last good
 //     check, told to whoever keeps its answers: the cache drops them).
@@ -46,8 +48,9 @@
 //     chain id asked again; CheckTipChain, ConfirmHash). What needs no
 //     remote (reports, plausibility, the block clock, the poll plan, the
 //     stall watch, the newHeads subscription) is the leaf remotes/heads.
-//   - One remote: remote.go (Remote, its limits and outcomes), breaker.go,
-//     latency.go, health.go (its trackers: chain id and head polls,
+//   - One remote: remote.go (Remote, its limits and outcomes; its breaker
+//     is the leaf remotes/breaker, its latency quantiles remotes/score),
+//     health.go (its trackers: chain id and head polls,
 //     newHeads), avail.go and avail_probe.go (the oldest block it
 //     serves of each kind of data: stated, probed, learnt from answers,
 //     shared through an AvailShare; the windows, the probe's search and
@@ -67,10 +70,14 @@
 //     error means: its class, reason and span), remotes/heads (head
 //     tracking's computations), remotes/budget (weights, budgets and their
 //     meters), remotes/consensus (vote rules, canonical answers, the
-//     tally), remotes/misbehave (the misbehaviour record), remotes/avail
-//     (windows of old data and the probe's search) and remotes/getlogs
+//     tally), remotes/misbehave (the misbehaviour record), remotes/verified
+//     (a verified call's checks, the answer served, its liars), remotes/avail
+//     (windows of old data and the probe's search), remotes/breaker (a
+//     remote's circuit breaker), remotes/score (what a remote's score is
+//     made of: its latency quantiles) and remotes/getlogs
 //     (the eth_getLogs split, its parts sent through a Sender the pool
-//     implements); status.go fills remotes/status, the report of each
+//     implements), remotes/fielderr (config problems, each naming its
+//     field, for the checks here and the leaves'); status.go fills remotes/status, the report of each
 //     remote (Pool.Status) and of why none served a call. Beside
 //     them, remotes/redisstore, the Redis adapter (budget counters and
 //     availability probes shared by a cluster's replicas): remotes links

@@ -152,7 +152,7 @@ func hedgeDelay(g *HedgeGroup, r *Remote) (time.Duration, bool) {
 	if g.Quantile <= 0 {
 		return g.Delay, true
 	}
-	q, ok := r.lat.quantile(g.Quantile)
+	q, ok := r.lat.Quantile(g.Quantile)
 	switch {
 	case ok:
 		return max(q, g.Delay), true

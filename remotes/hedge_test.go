@@ -14,6 +14,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/breaker"
 )
 
 // hedgePool starts a pool over nodes: n0 primary, the rest secondary, so
@@ -262,7 +263,7 @@ func TestCancelledHedgeIsNotAFault(t *testing.T) {
 			loser := p.members()[tt.loser]
 			// The losing attempts finish in the background: wait for them.
 			waitFor(t, "cancelled attempts finished", func() bool { return loser.inFlight.Load() == 0 })
-			if st := loser.brk.state.Load(); st != breakerClosed {
+			if st := loser.brk.State(); st != breaker.Closed {
 				t.Errorf("loser's breaker state %d, want closed", st)
 			}
 			if e := loser.errorEWMA.Load(); e != 0 {

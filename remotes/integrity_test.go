@@ -175,14 +175,14 @@ func TestCallVerified(t *testing.T) {
 					t.Errorf("%s: blamed %v times", name, mis)
 				}
 				if blamed {
-					if f := testutil.ToFloat64(m.ig.failures.WithLabelValues("test", name, check)); f != 1 {
+					if f := testutil.ToFloat64(m.ig.Failures("test", name, check)); f != 1 {
 						t.Errorf("%s: venn_integrity_failures_total{check=%s} = %v", name, check, f)
 					}
 				}
 			}
 			for _, s := range tt.skipped {
 				c, r, _ := strings.Cut(s, "/")
-				if got := testutil.ToFloat64(m.ig.skipped.WithLabelValues("test", c, r)); got != 1 {
+				if got := testutil.ToFloat64(m.ig.Skipped("test", c, r)); got != 1 {
 					t.Errorf("skipped{%s} = %v, want 1", s, got)
 				}
 			}
@@ -249,7 +249,7 @@ func TestVerifiedClient(t *testing.T) {
 			if !jsonEqual(t, got, tt.want) {
 				t.Fatalf("served %.200s", got)
 			}
-			if f := testutil.ToFloat64(m.ig.failures.WithLabelValues("test", "n0", tt.check)); f < 1 {
+			if f := testutil.ToFloat64(m.ig.Failures("test", "n0", tt.check)); f < 1 {
 				t.Errorf("n0 not charged with %s", tt.check)
 			}
 		})
@@ -271,7 +271,7 @@ func TestVerifiedClient(t *testing.T) {
 	if err != nil || !jsonEqual(t, got, orphan) {
 		t.Fatalf("receipts outside the window: %v %.100s", err, got)
 	}
-	if s := testutil.ToFloat64(m.ig.skipped.WithLabelValues("test", "receipts_root", "no_block")); s != 1 {
+	if s := testutil.ToFloat64(m.ig.Skipped("test", "receipts_root", "no_block")); s != 1 {
 		t.Errorf("skipped{receipts_root/no_block} = %v", s)
 	}
 	// Other methods are the pool's.

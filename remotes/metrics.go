@@ -9,6 +9,7 @@ import (
 	"github.com/venn-gateway/venn/remotes/misbehave"
 	"github.com/venn-gateway/venn/remotes/side"
 	"github.com/venn-gateway/venn/remotes/verdict"
+	"github.com/venn-gateway/venn/remotes/verified"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -33,7 +34,7 @@ type Metrics struct {
 	attempts  *prometheus.HistogramVec // chain
 	mb        *misbehave.Metrics       // remotes/misbehave
 	hs        *hedgeScoreMetrics       // hedge.go, score.go
-	ig        *integrityMetrics        // integrity.go
+	ig        *verified.Metrics        // remotes/verified
 	cc        *chainCheckMetrics       // chaincheck.go
 	bm        *budget.Metrics          // remotes/budget
 	sd        *side.Metrics            // remotes/side
@@ -96,7 +97,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.mb = misbehave.NewMetrics(reg)
 	m.hs = newHedgeScoreMetrics(reg)
-	m.ig = newIntegrityMetrics(reg)
+	m.ig = verified.NewMetrics(reg)
 	m.cc = newChainCheckMetrics(reg)
 	m.bm = budget.NewMetrics(reg)
 	m.sd = side.NewMetrics(reg)

@@ -70,6 +70,10 @@ func (p *Pool) endCordons(now time.Time) {
 type consensusState struct {
 	*misbehave.Recorder
 	mu sync.Mutex // strikes and cordon decisions: rare, and must not race to cordon every remote
+	// late counts the ballots of accepted votes still to be judged in
+	// the background (vote.judgeLate): a misbehaviour they find is
+	// recorded after the call returned.
+	late atomic.Int64
 }
 
 // initConsensus prepares misbehaviour handling; the vote rules are

@@ -17,6 +17,7 @@ import (
 	"github.com/venn-gateway/venn/remotes/pin"
 	"github.com/venn-gateway/venn/remotes/relay"
 	"github.com/venn-gateway/venn/remotes/side"
+	"github.com/venn-gateway/venn/remotes/verified"
 )
 
 // maxRemotes bounds a chain's remotes: the failover loop tracks the ones
@@ -54,7 +55,7 @@ type Pool struct {
 
 	cons consensusState // consensus.go, misbehave.go: vote rules, cordons, misbehaviour log
 
-	integ integrity // integrity.go: local checks of answers
+	integ *verified.Chain // integrity.go: local checks of answers
 
 	relays *relay.Relays // relays.go: subscriptions relayed upstream
 
@@ -130,7 +131,7 @@ func NewPool(cfg PoolConfig, rs []Config, log *slog.Logger, m *Metrics) (*Pool, 
 	p.side.Store(sd)
 	p.state.Store(st)
 	p.initConsensus(m)
-	p.integ.init(cfg.Chain, m)
+	p.integ = verified.NewChain(cfg.Chain, log, m.ig)
 	p.heads.blockTimeG.Set(p.heads.BlockTime().Seconds())
 	return p, nil
 }

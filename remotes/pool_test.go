@@ -18,6 +18,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/breaker"
 )
 
 const testChainID = 1337
@@ -225,7 +226,7 @@ func TestBreakerOpensAndProbesBack(t *testing.T) {
 	a.SetFailStatus(0)
 	waitFor(t, "probe back in", func() bool {
 		_, _ = call(t, p, "eth_getBalance", `["0x0000000000000000000000000000000000000001","latest"]`)
-		return p.members()[0].brk.state.Load() == breakerClosed
+		return p.members()[0].brk.State() == breaker.Closed
 	})
 }
 

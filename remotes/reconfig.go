@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/breaker"
 	"github.com/venn-gateway/venn/remotes/consensus"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -82,7 +83,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 		p.freeSlot(slot)
 		return nil, fmt.Errorf("chain %s: %w", cfg.Chain, err)
 	}
-	brk := newBreaker(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
+	brk := breaker.New(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r = newRemote(cfg.Chain, rc, t, p.log, p.m.forRemote(cfg.Chain, rc.Name), brk)
 	r.slot = slot
 	r.distrust = func(cause string) { p.distrusted(r, cause) }
@@ -98,7 +99,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 // reload changes them in place, so the remote keeps its health, breaker
 // state, score and misbehaviour level.
 func (r *Remote) retune(cfg *PoolConfig) {
-	r.brk.set(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
+	r.brk.Set(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r.cc.every.Store(int64(cfg.ChainRecheck))
 	r.sc.setHalfLife(r.now(), cfg.Scoring.MisbehaviourHalfLife)
 }

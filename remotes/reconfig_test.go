@@ -152,8 +152,8 @@ func TestReconfigureRetunesInPlace(t *testing.T) {
 	r := p.members()[0]
 	now := time.Unix(1_000_000, 0)
 	r.now = func() time.Time { return now }
-	r.brk.fault(now)
-	r.brk.fault(now)
+	r.brk.Fault(now)
+	r.brk.Fault(now)
 	r.mb.count.Add(8)
 	r.misbehaviour(now) // the scorer folds the count in now
 
@@ -171,10 +171,10 @@ func TestReconfigureRetunesInPlace(t *testing.T) {
 	if got := time.Duration(r.cc.every.Load()); got != 9*time.Second {
 		t.Errorf("chain recheck %v, want 9s", got)
 	}
-	if got := r.brk.cooldownFor(); got != 7*time.Second {
+	if got := r.brk.Cooldown(); got != 7*time.Second {
 		t.Errorf("breaker cooldown %v, want 7s", got)
 	}
-	if !r.brk.fault(now) { // its third in a row: the two before the reload count
+	if !r.brk.Fault(now) { // its third in a row: the two before the reload count
 		t.Error("the third fault did not open the breaker at failures: 3")
 	}
 	now = now.Add(3 * time.Second) // three new half-lives

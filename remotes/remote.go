@@ -16,8 +16,10 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/remotes/avail"
+	"github.com/venn-gateway/venn/remotes/breaker"
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/score"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -47,7 +49,7 @@ type Remote struct {
 	log   *slog.Logger
 	m     *remoteMetrics
 	lim   *rate.Limiter // nil: unlimited
-	brk   *breaker
+	brk   *breaker.Breaker
 	now   func() time.Time
 
 	allow, deny []string
@@ -92,7 +94,7 @@ type Remote struct {
 	manual atomic.Pointer[manualCordon] // cordon.go: an operator's cordon; nil: none
 	red    *wire.Redactor               // redact.go: for what status shows
 	last   atomic.Pointer[lastError]    // status.go: the last fault, redacted
-	lat    latencyHist                  // latency.go: recent latency quantiles
+	lat    score.Latency                // recent latency quantiles (remotes/score)
 	sc     scoreState                   // score.go: score and preferred set
 	cc     chainCheck                   // chaincheck.go: chain id re-checks
 	feed   remoteFeed                   // feed.go: heads from the cluster's feed
@@ -102,7 +104,7 @@ type Remote struct {
 	nUnsupported atomic.Int32                // len(unsupported), read without mu
 }
 
-func newRemote(chain string, cfg Config, t wire.Transport, log *slog.Logger, m *remoteMetrics, brk *breaker) *Remote {
+func newRemote(chain string, cfg Config, t wire.Transport, log *slog.Logger, m *remoteMetrics, brk *breaker.Breaker) *Remote {
 	r := &Remote{
 		cfg: cfg, chain: chain, t: t, m: m, brk: brk, now: time.Now,
 		log:         log.With("remote", cfg.Name),
@@ -206,7 +208,7 @@ func (r *Remote) markUnsupported(method string, err error) {
 // healthy: on the right chain and the breaker lets calls through; the
 // first of available's reasons, and all head tracking asks.
 func (r *Remote) healthy(now time.Time) bool {
-	return r.chainVerified() && r.brk.ready(now)
+	return r.chainVerified() && r.brk.Ready(now)
 }
 
 // ewma folds x into the average at *a with weight alpha.
@@ -232,12 +234,12 @@ func (r *Remote) call(ctx context.Context, method string, params json.RawMessage
 // (wire.Transport.Call), for the attempt's span.
 func (r *Remote) send(ctx context.Context, method string, params json.RawMessage, haveToken bool) (json.RawMessage, int, error) {
 	now := r.now()
-	ok, probe := r.brk.allow(now)
+	ok, probe := r.brk.Allow(now)
 	if !ok {
 		return nil, 0, fmt.Errorf("remote %s: breaker open: %w", r.cfg.Name, errLocalLimit)
 	}
 	if probe {
-		r.m.breaker.Set(float64(breakerHalfOpen))
+		r.m.breaker.Set(float64(breaker.HalfOpen))
 	}
 	if r.lim != nil && !haveToken && !r.lim.AllowN(now, 1) {
 		r.m.throttled.Inc()
@@ -269,7 +271,7 @@ func (r *Remote) send(ctx context.Context, method string, params json.RawMessage
 		// (shorter than call_deadline by default) catches a hung remote.
 		r.m.failed(verdict.Verdict{Class: verdict.ClassCaller, Reason: verdict.ReasonCanceled}, 0, 0)
 		r.m.latency.Observe(took.Seconds())
-		r.lat.observe(took) // a lower bound, but dropping it would hide the tail
+		r.lat.Observe(took) // a lower bound, but dropping it would hide the tail
 		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
 		r.releaseProbe(probe)
 		return nil, status, err
@@ -311,8 +313,8 @@ func (r *Remote) waitForToken(ctx context.Context, max time.Duration) bool {
 // did not finish (a local limit stopped it, or its caller left).
 func (r *Remote) releaseProbe(probe bool) {
 	if probe {
-		r.brk.release()
-		r.m.breaker.Set(float64(breakerOpen))
+		r.brk.Release()
+		r.m.breaker.Set(float64(breaker.Open))
 	}
 }
 
@@ -320,16 +322,16 @@ func (r *Remote) releaseProbe(probe bool) {
 // backoff and metrics.
 func (r *Remote) observe(method string, took time.Duration, err error, probe bool) {
 	r.m.latency.Observe(took.Seconds()) // every outcome: timeouts belong in the tail
-	r.lat.observe(took)
+	r.lat.Observe(took)
 	if err == nil {
 		r.m.ok.Inc()
 		ewma(&r.latencyEWMA, took.Seconds(), 0.1)
 		ewma(&r.errorEWMA, 0, 0.05)
 		r.throttles.Store(0)
 		r.noteThrottle(false)
-		if r.brk.success() {
+		if r.brk.Success() {
 			r.log.Info("remote back in rotation")
-			r.m.breaker.Set(float64(breakerClosed))
+			r.m.breaker.Set(float64(breaker.Closed))
 		}
 		return
 	}
@@ -350,8 +352,8 @@ func (r *Remote) observe(method string, took time.Duration, err error, probe boo
 		// Caller errors and missing data still prove the remote is alive.
 		if v.Reason == verdict.ReasonCanceled {
 			r.releaseProbe(probe)
-		} else if r.brk.success() {
-			r.m.breaker.Set(float64(breakerClosed))
+		} else if r.brk.Success() {
+			r.m.breaker.Set(float64(breaker.Closed))
 		}
 		return
 	}
@@ -371,12 +373,12 @@ func (r *Remote) rejected(method string, err error) {
 
 func (r *Remote) fault(v verdict.Verdict) {
 	ewma(&r.errorEWMA, 1, 0.05)
-	if r.brk.fault(r.now()) {
+	if r.brk.Fault(r.now()) {
 		r.log.Warn("remote out of rotation: breaker open",
-			"reason", string(v.Reason), "cooldown", r.brk.cooldownFor())
+			"reason", string(v.Reason), "cooldown", r.brk.Cooldown())
 		r.chainUnsure("breaker opened") // what comes back may be another endpoint
 	}
-	r.m.breaker.Set(float64(r.brk.state.Load()))
+	r.m.breaker.Set(float64(r.brk.State()))
 }
 
 // backoff keeps the remote out of rotation after it rate-limited us:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/breaker"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -39,7 +40,7 @@ func TestCallDeadlineIsNotARemoteFault(t *testing.T) {
 			t.Fatalf("call %d: err = %v, want -32051", i, err)
 		}
 	}
-	if st := p.members()[0].brk.state.Load(); st != breakerClosed {
+	if st := p.members()[0].brk.State(); st != breaker.Closed {
 		t.Fatalf("breaker state %d after deadline cuts, want closed", st)
 	}
 	if !p.Ready() {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/breaker"
 )
 
 // A reply over max_response_bytes is the answer's size, not the remote's
@@ -62,7 +63,7 @@ func TestPoolReplyOverCap(t *testing.T) {
 				}
 			}
 			for _, r := range p.members() {
-				if s := r.brk.state.Load(); s != breakerClosed {
+				if s := r.brk.State(); s != breaker.Closed {
 					t.Errorf("%s: breaker state %d after answers over the cap; want closed", r.Name(), s)
 				}
 			}
@@ -91,7 +92,7 @@ func TestGetLogsReplyOverCapSplits(t *testing.T) {
 	if !jsonEqual(t, got, want) {
 		t.Fatalf("got %d bytes, want the node's %d", len(got), len(want))
 	}
-	if s := p.members()[0].brk.state.Load(); s != breakerClosed {
+	if s := p.members()[0].brk.State(); s != breaker.Closed {
 		t.Errorf("breaker state %d; want closed", s)
 	}
 }

@@ -191,16 +191,25 @@ func TestScenarioCordonAndBack(t *testing.T) {
 	}
 	waitFor(t, "head polls while cordoned", func() bool { return headPolls(liar) > polls })
 
-	// It mends its ways; after the period it is back and agrees.
+	// It mends its ways; after the period it is back and agrees. The lies
+	// it told before (more of them if the cordon ended during the calls
+	// above, and then a cordon again) are all judged first, some in the
+	// background after their call returned: what is counted from here on
+	// is honest answers only.
 	liar.SetHook(nil)
+	waitJudged(t, p)
+	bad := misbehaviours(p, "n2", misbehave.Disagree)
+	if u := r.mb.cordonedUntil.Load(); u != 0 {
+		until = time.Unix(0, u)
+	}
+	mended := served()
 	waitFor(t, "back in rotation", func() bool {
 		next()
-		return !r.cordoned(time.Now()) && served() > calls
+		return !r.cordoned(time.Now()) && served() > mended
 	})
 	if early := until.Sub(time.Now()); early > 0 {
 		t.Fatalf("back %v before the %v period ended", early, period)
 	}
-	bad := misbehaviours(p, "n2", misbehave.Disagree)
 	for range 10 {
 		next()
 	}

@@ -213,7 +213,7 @@ func (s *scoring) measure() {
 			}
 			ewma(&r.sc.lagAvg, lag, lagAlpha)
 		}
-		if r.lat.quantiles(scoreQuantiles[:], q[:]) {
+		if r.lat.Quantiles(scoreQuantiles[:], q[:]) {
 			ms := float64(q[0]+q[1]) / 2 / float64(time.Millisecond)
 			s.lat[i], s.known[i] = math.Pow(max(ms, 0.001), w.Latency), true
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/remotes/breaker"
+	"github.com/venn-gateway/venn/remotes/score"
 )
 
 // weighed is a scoring section that sets every weight of w (nil: none,
@@ -58,7 +60,7 @@ func offlinePool(t *testing.T, cfg PoolConfig, n int, tweak func(i int, c *Confi
 func observeMs(r *Remote, k int, ms, jitter float64) {
 	for range k {
 		x := ms * (1 + jitter*(2*rand.Float64()-1))
-		r.lat.observe(time.Duration(x * float64(time.Millisecond)))
+		r.lat.Observe(time.Duration(x * float64(time.Millisecond)))
 	}
 }
 
@@ -95,10 +97,10 @@ func TestScoreOrdersByWeights(t *testing.T) {
 			want: [2]bool{false, true}, better: 1},
 		{name: "misbehaviour weighed out", weights: &ScoreWeights{Latency: 1, Errors: 8},
 			setup: func(_ *Pool, _, b *Remote) { b.mb.count.Add(3) }, want: [2]bool{true, true}, better: -1},
-		{name: "unmeasured latency counts as the best", setup: func(_ *Pool, _, b *Remote) { b.lat = latencyHist{} },
+		{name: "unmeasured latency counts as the best", setup: func(_ *Pool, _, b *Remote) { b.lat = score.Latency{} },
 			want: [2]bool{true, true}, better: -1},
 		{name: "unmeasured latency keeps its penalties", setup: func(_ *Pool, _, b *Remote) {
-			b.lat = latencyHist{}
+			b.lat = score.Latency{}
 			setFloat(&b.errorEWMA, 0.2)
 		}, want: [2]bool{true, false}, better: 0},
 		{name: "out of rotation: best of the others", setup: func(_ *Pool, a, b *Remote) {
@@ -286,7 +288,7 @@ func TestProbeShareBringsRemoteBack(t *testing.T) {
 			// its breaker opens; with a probe share its breaker opens too.
 			waitFor(t, "n1 out of the preferred set", func() bool {
 				_, _ = call(t, p, "eth_getBalance", balanceOf(rand.IntN(1<<20)))
-				return !bad.Preferred() && (tt.probe == 0 || bad.brk.state.Load() == breakerOpen)
+				return !bad.Preferred() && (tt.probe == 0 || bad.brk.State() == breaker.Open)
 			})
 			nodes[1].SetFailStatus(0)
 			nodes[1].ResetCalls()
@@ -295,14 +297,14 @@ func TestProbeShareBringsRemoteBack(t *testing.T) {
 				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
 					t.Fatal(err)
 				}
-				if bad.Preferred() && bad.brk.state.Load() == breakerClosed {
+				if bad.Preferred() && bad.brk.State() == breaker.Closed {
 					break
 				}
 			}
-			back := bad.Preferred() && bad.brk.state.Load() == breakerClosed
+			back := bad.Preferred() && bad.brk.State() == breaker.Closed
 			if back != tt.wantBack {
 				t.Fatalf("recovered remote back in the preferred set: %v, want %v (%d calls reached it, breaker %d)",
-					back, tt.wantBack, nodes[1].Calls("eth_getBalance"), bad.brk.state.Load())
+					back, tt.wantBack, nodes[1].Calls("eth_getBalance"), bad.brk.State())
 			}
 			if !tt.wantBack {
 				if got := nodes[1].Calls("eth_getBalance"); got != 0 {

@@ -37,7 +37,7 @@ func (m *Metrics) vectors() []partialDeleter {
 		vs = append(vs, m.hs.hedges, m.hs.score)
 	}
 	if m.ig != nil {
-		vs = append(vs, m.ig.skipped, m.ig.failures)
+		vs = append(vs, m.ig)
 	}
 	if m.cc != nil {
 		vs = append(vs, m.cc.checks, m.cc.wrong)

@@ -71,7 +71,7 @@ func (c PoolConfig) validateRoutes(p *problems, rs []Config) {
 	if len(rs) > 0 && public == 0 {
 		p.add("remotes", "at least one remote must be neither a shadow nor in a group")
 	}
-	*p = append(*p, side.CheckRoutes(c.TxRoutes, groups)...)
+	p.List = append(p.List, side.CheckRoutes(c.TxRoutes, groups)...)
 }
 
 // buildSide builds the remotes beside the pool from their configs (split

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/breaker"
 	"github.com/venn-gateway/venn/remotes/heads"
 	"github.com/venn-gateway/venn/remotes/status"
 	"github.com/venn-gateway/venn/remotes/verdict"
@@ -68,7 +69,7 @@ func (p *Pool) Status() []RemoteStatus {
 			s.Lag = best - s.Head
 		}
 		var q [len(scoreQuantiles)]time.Duration
-		if r.lat.quantiles(scoreQuantiles[:], q[:]) {
+		if r.lat.Quantiles(scoreQuantiles[:], q[:]) {
 			s.P50MS, s.P90MS = ms(q[0]), ms(q[1])
 			s.Terms.LatencyMS = (s.P50MS + s.P90MS) / 2
 		}
@@ -111,13 +112,13 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 	case chainUnknown:
 		add(status.OutChainUnverified, "chain id not verified yet", time.Time{})
 	}
-	switch r.brk.state.Load() {
-	case breakerOpen:
-		until := time.Unix(0, r.brk.openedAt.Load()+r.brk.cooldown.Load())
+	switch r.brk.State() {
+	case breaker.Open:
+		until := r.brk.ProbeAt()
 		if now.Before(until) {
 			add(status.OutBreakerOpen, "breaker open after consecutive faults", until)
 		}
-	case breakerHalfOpen:
+	case breaker.HalfOpen:
 		add(status.OutBreakerProbing, "breaker half open: probing", time.Time{})
 	}
 	if r.Head() == 0 {

@@ -165,20 +165,21 @@ func (v *vote) accept(acc *answer) (json.RawMessage, error) {
 // caller only reads its result bytes.
 func (v *vote) judgeLate(acc *answer) {
 	agreed, voters, pending := len(acc.Voters), v.t.Voters, v.pending
+	late := &v.p.cons.late
+	late.Add(int64(pending)) // before the call returns: its caller may wait for them
 	v.p.wg.Go(func() {
 		defer v.cancel()
 		for range pending {
 			b := <-v.ballots
-			if !b.good() {
-				continue
+			if b.good() {
+				voters++
+				if !acc.Has(b.vote.Raw) {
+					if w := consensus.NewAnswer(b.vote); !acc.SameCanon(w, v.rule.Ignore) {
+						v.disagreed(b.r, acc, w, agreed, voters)
+					}
+				}
 			}
-			voters++
-			if acc.Has(b.vote.Raw) {
-				continue
-			}
-			if w := consensus.NewAnswer(b.vote); !acc.SameCanon(w, v.rule.Ignore) {
-				v.disagreed(b.r, acc, w, agreed, voters)
-			}
+			late.Add(-1)
 		}
 	})
 }

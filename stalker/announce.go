@@ -24,14 +24,12 @@ package stalker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 
 	"github.com/venn-gateway/venn/evm"
-	"github.com/venn-gateway/venn/forger"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/integrity"
 )
@@ -108,35 +106,6 @@ func (a *announcer) offer(h *headstore.Header) {
 	a.sent = append(a.sent, h.Hash)
 	if len(a.sent) > announcedKept {
 		a.sent = slices.Delete(a.sent, 0, len(a.sent)-announcedKept)
-	}
-}
-
-// announcing is s.call for a fetch whose block's header a announces: the
-// block's answer is offered before its own check runs (with Integrity),
-// or once it is in (without).
-func (s *Stalker) announcing(a *announcer, want evm.BlockRef) forger.VerdictCall {
-	return func(ctx context.Context, method string, params json.RawMessage,
-		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
-		if method != "eth_getBlockByNumber" && method != "eth_getBlockByHash" {
-			return s.call(ctx, method, params, verify)
-		}
-		if !s.cfg.Integrity {
-			res, v, err := s.call(ctx, method, params, verify)
-			if err == nil {
-				if h, ok := headstore.HeaderOf(res); ok {
-					a.offer(h)
-				}
-			}
-			return res, v, err
-		}
-		check := verify
-		verify = func(res json.RawMessage) integrity.Verdict {
-			if h, ok := headstore.HeaderOf(res); ok && headerGood(h, want) {
-				a.offer(h)
-			}
-			return check(res)
-		}
-		return s.call(ctx, method, params, verify)
 	}
 }
 

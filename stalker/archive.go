@@ -9,21 +9,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/tracing"
-)
-
-// Archiving defaults.
-const (
-	// DefaultConfirmations is how far below the head a block counts as
-	// settled when the chain's finalized block is not known or is higher.
-	DefaultConfirmations = 64
-	// DefaultArchiveBatch is how many blocks one Put stores.
-	DefaultArchiveBatch = 100
 )
 
 // archiveBackoff bounds the wait between failed archive rounds.
@@ -393,4 +386,19 @@ func (f *fullChain) blocksOf(chain []headstore.Ref) []*evm.Block {
 		out = append(out, b)
 	}
 	return out
+}
+
+// put stores one batch of settled blocks, in a span of its own.
+func (a *archiver) put(ctx context.Context, batch []*evm.Block) error {
+	ctx, sp := a.tracer.StartRoot(ctx, spanArchive, trace.SpanKindInternal, nil)
+	err := a.cfg.Store.Put(ctx, batch)
+	if sp.IsRecording() {
+		sp.SetAttributes(tracing.KeyChain.String(a.chain), tracing.KeyBlocks.Int(len(batch)),
+			tracing.KeyFrom.Int64(int64(batch[0].Number)), tracing.KeyTo.Int64(int64(batch[len(batch)-1].Number)))
+		if err != nil {
+			sp.SetStatus(codes.Error, "put failed")
+		}
+	}
+	sp.End()
+	return err
 }

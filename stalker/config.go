@@ -13,6 +13,15 @@ import (
 // transaction held in memory whole.
 const maxArchiveBatch = 10_000
 
+// Archiving defaults.
+const (
+	// DefaultConfirmations is how far below the head a block counts as
+	// settled when the chain's finalized block is not known or is higher.
+	DefaultConfirmations = 64
+	// DefaultArchiveBatch is how many blocks one Put stores.
+	DefaultArchiveBatch = 100
+)
+
 // HeadConfig is a chain's head feed, as config.yaml's chains[].head writes
 // it.
 type HeadConfig struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
@@ -634,5 +635,46 @@ func (m *Metrics) forChain(chain string) stalkerMetrics {
 		fetch:      m.fetch.WithLabelValues(chain), published: m.published.WithLabelValues(chain),
 		head: m.head.WithLabelValues(chain), errors: m.errors.WithLabelValues(chain),
 		finalityErrors: m.finalityErrors.WithLabelValues(chain),
+	}
+}
+
+// annotateFetch puts a block fetch's outcome on its span: the block, never
+// its content; on failure only that it failed (the error's text is the
+// logs').
+func (s *Stalker) annotateFetch(sp trace.Span, method string, b *evm.Block, err error) {
+	sp.SetAttributes(tracing.KeyChain.String(s.cfg.Chain), tracing.KeyFetch.String(method))
+	if err != nil {
+		sp.SetStatus(codes.Error, "fetch failed")
+		return
+	}
+	sp.SetAttributes(tracing.KeyBlock.Int64(int64(b.Number)))
+}
+
+// announcing is s.call for a fetch whose block's header a announces: the
+// block's answer is offered before its own check runs (with Integrity),
+// or once it is in (without).
+func (s *Stalker) announcing(a *announcer, want evm.BlockRef) forger.VerdictCall {
+	return func(ctx context.Context, method string, params json.RawMessage,
+		verify func(json.RawMessage) integrity.Verdict) (json.RawMessage, integrity.Verdict, error) {
+		if method != "eth_getBlockByNumber" && method != "eth_getBlockByHash" {
+			return s.call(ctx, method, params, verify)
+		}
+		if !s.cfg.Integrity {
+			res, v, err := s.call(ctx, method, params, verify)
+			if err == nil {
+				if h, ok := headstore.HeaderOf(res); ok {
+					a.offer(h)
+				}
+			}
+			return res, v, err
+		}
+		check := verify
+		verify = func(res json.RawMessage) integrity.Verdict {
+			if h, ok := headstore.HeaderOf(res); ok && headerGood(h, want) {
+				a.offer(h)
+			}
+			return check(res)
+		}
+		return s.call(ctx, method, params, verify)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"syscall"
 
 	"github.com/venn-gateway/venn/app"
@@ -20,13 +19,6 @@ import (
 // version is set at build time: -ldflags "-X main.version=v1.2.3". Without
 // it the module version or VCS revision from the build info is printed.
 var version = ""
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
-)
 
 const usage = `venn — clustered EVM JSON-RPC gateway
 
@@ -184,13 +176,6 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "ok: %d chains, %d remotes\n", len(cfg.Chains), cfg.RemoteCount())
 	return exitOK
-}
-
-// printErrors writes each joined error on its own line.
-func printErrors(w io.Writer, err error) {
-	for line := range strings.SplitSeq(err.Error(), "\n") {
-		fmt.Fprintln(w, line)
-	}
 }
 
 func versionString() string {

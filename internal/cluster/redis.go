@@ -130,3 +130,18 @@ func (r *Redis) Leader(ctx context.Context, chain string) (string, uint64, error
 	}
 	return l.Replica, l.Epoch, nil
 }
+
+// poll calls check every redisPoll until it returns nil or ctx ends.
+func poll(ctx context.Context, check func() error) error {
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(redisPoll):
+		}
+	}
+}

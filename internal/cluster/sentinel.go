@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/venn-gateway/venn/internal/freeport"
@@ -193,21 +192,6 @@ func replicaSynced(ctx context.Context, r *Redis) error {
 		return fmt.Errorf("%s: not a synced replica", r.Addr())
 	}
 	return nil
-}
-
-// poll calls check every redisPoll until it returns nil or ctx ends.
-func poll(ctx context.Context, check func() error) error {
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(redisPoll):
-		}
-	}
 }
 
 // Close stops the sentinels and the data servers.

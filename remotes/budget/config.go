@@ -1,13 +1,13 @@
 package budget
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/venn-gateway/venn/remotes/fielderr"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -115,10 +115,8 @@ const NotificationMethod = wire.NotificationMethod
 // Validate reports the budget's problems, each naming its field as a
 // remote's section spells it (budget.per).
 func (b Config) Validate() error {
-	var errs []error
-	add := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
+	var p fielderr.List
+	add := p.Add
 	switch {
 	case b.Calls > 0 && b.Units > 0:
 		add("budget", "set calls or units, not both")
@@ -138,7 +136,7 @@ func (b Config) Validate() error {
 			add("budget.cost", "%q is not a method, a prefix ending in *, or default", k)
 		}
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // costTable is a Config's Cost compiled for the hot path: one map lookup

@@ -1,12 +1,12 @@
 package consensus
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/fielderr"
 )
 
 // DisputePolicy says what a vote without quorum answers.
@@ -146,10 +146,8 @@ func Defaults[T Tier](rules []Rule[T], nRemotes int) []Rule[T] {
 // Validate reports every problem of a chain's defaulted vote rules, each
 // naming its field (consensus[1].agree); worst is the worst tier.
 func Validate[T Tier](rules []Rule[T], nRemotes int, worst T) error {
-	var errs []error
-	add := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
+	var p fielderr.List
+	add := p.Add
 	voted := map[string]int{}
 	for k, r := range rules {
 		path := fmt.Sprintf("consensus[%d]", k)
@@ -187,7 +185,7 @@ func Validate[T Tier](rules []Rule[T], nRemotes int, worst T) error {
 			add(path+".trusted_tier", "unknown tier %d", r.TrustedTier)
 		}
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Votable reports why method cannot be put to a vote, or nil: it must be

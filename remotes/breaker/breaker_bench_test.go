@@ -1,4 +1,4 @@
-package remotes
+package breaker
 
 import (
 	"testing"
@@ -6,18 +6,18 @@ import (
 )
 
 // BenchmarkBreakerAllow is what every send asks its remote's breaker
-// (ready, then allow), closed as it is nearly always: the hot-path cost of
+// (Ready, then Allow), closed as it is nearly always: the hot-path cost of
 // thresholds a reload can change in place.
 func BenchmarkBreakerAllow(b *testing.B) {
-	brk := newBreaker(DefaultBreakerFailures, DefaultBreakerCooldown)
+	brk := New(5, 10*time.Second) // the pool's default failures and cooldown
 	now := time.Now()
 	for b.Loop() {
-		if !brk.ready(now) {
+		if !brk.Ready(now) {
 			b.Fatal("not ready")
 		}
-		if ok, _ := brk.allow(now); !ok {
+		if ok, _ := brk.Allow(now); !ok {
 			b.Fatal("refused")
 		}
-		brk.success()
+		brk.Success()
 	}
 }

@@ -1,4 +1,4 @@
-package remotes
+package score
 
 import (
 	"math/bits"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// latencyHist estimates a remote's recent latency quantiles (p50 and p90
+// Latency estimates a remote's recent latency quantiles (p50 and p90
 // for its score, any quantile for a hedge delay) in fixed memory.
 //
 // It is a log-linear histogram: four buckets per power of two of the
@@ -21,7 +21,7 @@ import (
 // old regime after about 3 windows of the new one). A remote without
 // traffic keeps its last picture; the pool's probe share and head polls
 // keep that picture from going stale for long.
-type latencyHist struct {
+type Latency struct {
 	counts [histBuckets]atomic.Uint64
 	seen   atomic.Uint64 // observations ever, to time the halving
 }
@@ -61,8 +61,8 @@ func histBounds(i int) (lower, width uint64) {
 	return (histSub + s) * width, width
 }
 
-// observe records one latency.
-func (h *latencyHist) observe(d time.Duration) {
+// Observe records one latency.
+func (h *Latency) Observe(d time.Duration) {
 	h.counts[histIndex(d)].Add(1)
 	if h.seen.Add(1)%histWindow == 0 {
 		h.halve()
@@ -72,7 +72,7 @@ func (h *latencyHist) observe(d time.Duration) {
 // halve ages every count by half. Run by the one observer that completes a
 // window; an add racing with it may lose its half too, which only shifts
 // the estimate by a sample.
-func (h *latencyHist) halve() {
+func (h *Latency) halve() {
 	for i := range h.counts {
 		c := &h.counts[i]
 		if v := c.Load(); v > 0 {
@@ -81,9 +81,9 @@ func (h *latencyHist) halve() {
 	}
 }
 
-// quantile is the latency below which fraction q of the recent samples
+// Quantile is the latency below which fraction q of the recent samples
 // fall; ok is false while there are fewer than minLatencySamples.
-func (h *latencyHist) quantile(q float64) (d time.Duration, ok bool) {
+func (h *Latency) Quantile(q float64) (d time.Duration, ok bool) {
 	var counts [histBuckets]uint64
 	total := h.load(&counts)
 	if total < minLatencySamples {
@@ -93,7 +93,7 @@ func (h *latencyHist) quantile(q float64) (d time.Duration, ok bool) {
 }
 
 // load reads the counts into counts and returns their total.
-func (h *latencyHist) load(counts *[histBuckets]uint64) (total uint64) {
+func (h *Latency) load(counts *[histBuckets]uint64) (total uint64) {
 	for i := range h.counts {
 		counts[i] = h.counts[i].Load()
 		total += counts[i]
@@ -101,9 +101,9 @@ func (h *latencyHist) load(counts *[histBuckets]uint64) (total uint64) {
 	return total
 }
 
-// quantiles is quantile for several fractions at once (one read of the
+// Quantiles is Quantile for several fractions at once (one read of the
 // counts, so they are consistent with each other).
-func (h *latencyHist) quantiles(qs []float64, out []time.Duration) bool {
+func (h *Latency) Quantiles(qs []float64, out []time.Duration) bool {
 	var counts [histBuckets]uint64
 	total := h.load(&counts)
 	if total < minLatencySamples {

@@ -1,4 +1,4 @@
-package remotes
+package score
 
 import (
 	"math/rand/v2"
@@ -56,11 +56,11 @@ func TestHistQuantiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var h latencyHist
+			var h Latency
 			for i := range tt.n {
-				h.observe(tt.give(i))
+				h.Observe(tt.give(i))
 			}
-			got, ok := h.quantile(tt.q)
+			got, ok := h.Quantile(tt.q)
 			if !ok {
 				t.Fatal("no quantile after enough samples")
 			}
@@ -73,34 +73,34 @@ func TestHistQuantiles(t *testing.T) {
 }
 
 func TestHistUnknownUntilSamples(t *testing.T) {
-	var h latencyHist
+	var h Latency
 	for range minLatencySamples - 1 {
-		h.observe(time.Millisecond)
+		h.Observe(time.Millisecond)
 	}
-	if _, ok := h.quantile(0.5); ok {
+	if _, ok := h.Quantile(0.5); ok {
 		t.Fatal("a quantile from fewer than minLatencySamples samples")
 	}
-	h.observe(time.Millisecond)
-	if _, ok := h.quantile(0.5); !ok {
+	h.Observe(time.Millisecond)
+	if _, ok := h.Quantile(0.5); !ok {
 		t.Fatal("no quantile at minLatencySamples samples")
 	}
 }
 
 // The estimate follows a change of regime within a few windows.
 func TestHistForgets(t *testing.T) {
-	var h latencyHist
+	var h Latency
 	for range 10 * histWindow {
-		h.observe(40 * time.Millisecond)
+		h.Observe(40 * time.Millisecond)
 	}
 	calls := 0
 	for {
-		h.observe(2 * time.Millisecond)
+		h.Observe(2 * time.Millisecond)
 		calls++
-		if p90, _ := h.quantile(0.9); p90 < 3*time.Millisecond {
+		if p90, _ := h.Quantile(0.9); p90 < 3*time.Millisecond {
 			break
 		}
 		if calls > 5*histWindow {
-			t.Fatalf("p90 still %v after %d fast samples", func() time.Duration { d, _ := h.quantile(0.9); return d }(), calls)
+			t.Fatalf("p90 still %v after %d fast samples", func() time.Duration { d, _ := h.Quantile(0.9); return d }(), calls)
 		}
 	}
 	if calls < histWindow/2 {
@@ -110,36 +110,36 @@ func TestHistForgets(t *testing.T) {
 
 // Recording and reading quantiles allocate nothing: both run per call.
 func TestHistAllocationFree(t *testing.T) {
-	var h latencyHist
+	var h Latency
 	d := time.Millisecond
 	if n := testing.AllocsPerRun(1000, func() {
-		h.observe(d)
+		h.Observe(d)
 		d += time.Duration(rand.IntN(1000))
 	}); n != 0 {
 		t.Errorf("observe: %v allocs", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = h.quantile(0.9) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = h.Quantile(0.9) }); n != 0 {
 		t.Errorf("quantile: %v allocs", n)
 	}
 }
 
 func BenchmarkHistObserve(b *testing.B) {
-	var h latencyHist
+	var h Latency
 	b.RunParallel(func(pb *testing.PB) {
 		d := time.Millisecond
 		for pb.Next() {
-			h.observe(d)
+			h.Observe(d)
 			d = d*7/8 + time.Microsecond*time.Duration(rand.IntN(400))
 		}
 	})
 }
 
 func BenchmarkHistQuantile(b *testing.B) {
-	var h latencyHist
+	var h Latency
 	for i := range 1000 {
-		h.observe(time.Duration(i) * time.Microsecond)
+		h.Observe(time.Duration(i) * time.Microsecond)
 	}
 	for b.Loop() {
-		_, _ = h.quantile(0.9)
+		_, _ = h.Quantile(0.9)
 	}
 }

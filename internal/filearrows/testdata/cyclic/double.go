@@ -1,0 +1,3 @@
+package cyclic
+
+func double(n int) int { return clamp(n) * 2 }
