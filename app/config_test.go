@@ -10,6 +10,7 @@ import (
 
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/settings"
 	"github.com/venn-gateway/venn/subcenter"
 )
 
@@ -73,8 +74,8 @@ func TestParseAppliesDefaults(t *testing.T) {
 		Name:        "a",
 		URL:         "http://127.0.0.1:18545",
 		Tier:        remotes.TierPrimary,
-		Timeout:     remotes.DefaultRemoteTimeout,
-		MaxInFlight: remotes.DefaultMaxInFlight,
+		Timeout:     settings.DefaultRemoteTimeout,
+		MaxInFlight: settings.DefaultMaxInFlight,
 	}
 	if !reflect.DeepEqual(rc, wantRemote) {
 		t.Errorf("remote = %+v\nwant %+v", rc, wantRemote)
@@ -166,8 +167,8 @@ chains:
 	wantRemote := remotes.Config{
 		Name: "Provider.A_1", URL: "wss://example.com/v1", WSURL: "wss://example.com/ws",
 		Tier: remotes.TierSecondary, Timeout: 3 * time.Second, MaxInFlight: 7,
-		RateLimit:    remotes.RateLimit{RPS: 2.5, Burst: 3}, // ceil(rps)
-		Methods:      remotes.MethodFilter{Allow: []string{"eth_", "net_version"}, Deny: []string{"debug_*"}},
+		RateLimit:    settings.RateLimit{RPS: 2.5, Burst: 3}, // ceil(rps)
+		Methods:      settings.MethodFilter{Allow: []string{"eth_", "net_version"}, Deny: []string{"debug_*"}},
 		Headers:      map[string]string{"Authorization": "Bearer x"},
 		MaxLogsRange: 2000, MaxResponseBytes: 1 << 20,
 	}

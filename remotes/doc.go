@@ -83,7 +83,9 @@
 //     availability probes shared by a cluster's replicas): remotes links
 //     no Redis client. errors.go holds the pool's own answers to a call
 //     no remote served, each with its JSON-RPC code for jrpc.ToWire.
-//   - config.go (a remote), pool_config.go (a chain's pool, its consensus
-//     rules) and hedge_config.go (hedging, scoring): the YAML schema with
-//     defaults and checks; metrics.go, module.go: Prometheus series, fx.
+//   - pool_config.go (a chain's pool, its consensus rules) and
+//     hedge_config.go (hedging, scoring): the YAML schema with defaults and
+//     checks; a remote's own is the leaf remotes/settings (config.go
+//     names its Config and Tier here); metrics.go, module.go: Prometheus
+//     series, fx.
 package remotes

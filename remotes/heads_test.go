@@ -226,17 +226,21 @@ func TestLyingHeadNotFollowed(t *testing.T) {
 			liar.SetBogusHead(lie)
 			claimed := m.head.WithLabelValues("test", "n1")
 			waitFor(t, "the lie reported", func() bool { return testutil.ToFloat64(claimed) == lie })
-			// The honest remote moves on a few blocks meanwhile.
+			// The honest remote moves on a few blocks meanwhile, and the
+			// liar, its head held where it was, lags out of rotation: until
+			// the pool sees that (its view of the honest head may be a poll
+			// behind the node's), the liar may take any of the calls below.
 			from := good.Head()
-			for good.Head() < from+5 {
+			waitFor(t, "the liar lagging out of rotation", func() bool {
+				best := p.healthyBest(p.now())
 				if h := p.Heads().Head(); h >= lie {
 					t.Fatalf("chain head %d: the lie was followed", h)
 				}
-				if p.lagging(p.members()[0], p.healthyBest(p.now())) {
-					t.Fatalf("honest remote at %d lagging behind %d", p.members()[0].Head(), p.healthyBest(p.now()))
+				if p.lagging(p.members()[0], best) {
+					t.Fatalf("honest remote at %d lagging behind %d", p.members()[0].Head(), best)
 				}
-				time.Sleep(5 * time.Millisecond) // sampling the state while blocks come
-			}
+				return good.Head() >= from+5 && p.lagging(p.members()[1], best)
+			})
 			good.ResetCalls()
 			for i := range 10 {
 				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/consensus"
+	"github.com/venn-gateway/venn/remotes/settings"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
 )
@@ -24,6 +25,10 @@ const (
 	// DefaultProbeEvery: each remote's oldest blocks are probed again this
 	// often (avail_probe.go); providers prune and change plans slowly.
 	DefaultProbeEvery = 6 * time.Hour
+	// DefaultBreakerFailures and DefaultBreakerCooldown: a remote's
+	// breaker opens after this many consecutive faults, for this long.
+	DefaultBreakerFailures = 5
+	DefaultBreakerCooldown = 10 * time.Second
 )
 
 // Bounds of a chain's pool settings.
@@ -215,7 +220,7 @@ func (c PoolConfig) Validate(rs []Config) error {
 	p.under("", consensus.Validate(c.Consensus, len(rs), TierFallback))
 	p.under("hedge", c.Hedge.Validate(c.MaxAttempts))
 	p.under("scoring", c.Scoring.Validate())
-	validateForward(&p, c.ForwardHeaders)
+	settings.ValidateForward(&p.List, c.ForwardHeaders)
 	c.validateRemotes(&p, rs)
 	c.validateRoutes(&p, rs)
 	return p.err()

@@ -67,7 +67,7 @@ func (p *Pool) compile(cfg PoolConfig, members []*Remote, old *poolState) (*pool
 // newRemote builds the remote rc of a pool with settings cfg, in a free
 // slot. It does no I/O: the transport dials on its first call.
 func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
-	rc = rc.forPool(cfg)
+	rc = forPool(rc, cfg)
 	slot, err := p.takeSlot()
 	if err != nil {
 		return nil, fmt.Errorf("chain %s: remote %s: %w", cfg.Chain, rc.Name, err)
@@ -105,7 +105,7 @@ func (r *Remote) retune(cfg *PoolConfig) {
 }
 
 // forPool is rc as a pool with settings cfg runs it.
-func (rc Config) forPool(cfg PoolConfig) Config {
+func forPool(rc Config, cfg PoolConfig) Config {
 	if rc.MaxResponseBytes <= 0 {
 		rc.MaxResponseBytes = wire.DefaultMaxResponseBytes
 	}
@@ -257,7 +257,7 @@ func (p *Pool) match(cfg PoolConfig, rs []Config, old *poolState, started bool) 
 	for _, rc := range rs {
 		o, had := byName[rc.Name]
 		delete(byName, rc.Name)
-		if had && reflect.DeepEqual(o.cfg, rc.forPool(cfg)) {
+		if had && reflect.DeepEqual(o.cfg, forPool(rc, cfg)) {
 			members = append(members, o)
 			continue
 		}

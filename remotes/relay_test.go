@@ -16,6 +16,7 @@ import (
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes/relay"
+	"github.com/venn-gateway/venn/remotes/settings"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
@@ -506,8 +507,8 @@ func TestRelays(t *testing.T) {
 		want bool
 	}{
 		{name: "http only", give: Config{URL: "http://127.0.0.1:1/key"}, want: true},
-		{name: "http only, filters denied", give: Config{URL: "http://127.0.0.1:1/key", Methods: MethodFilter{Deny: []string{"eth_newPendingTransactionFilter"}}}},
-		{name: "http only, filters not allowed", give: Config{URL: "http://127.0.0.1:1/key", Methods: MethodFilter{Allow: []string{"eth_call"}}}},
+		{name: "http only, filters denied", give: Config{URL: "http://127.0.0.1:1/key", Methods: settings.MethodFilter{Deny: []string{"eth_newPendingTransactionFilter"}}}},
+		{name: "http only, filters not allowed", give: Config{URL: "http://127.0.0.1:1/key", Methods: settings.MethodFilter{Allow: []string{"eth_call"}}}},
 		{name: "ws url", give: Config{URL: "http://127.0.0.1:1/key", WSURL: "ws://127.0.0.1:1/key"}, want: true},
 		{name: "ws main url", give: Config{URL: "WSS://127.0.0.1:1/key"}, want: true},
 	}

@@ -112,7 +112,7 @@ func newRemote(chain string, cfg Config, t wire.Transport, log *slog.Logger, m *
 	}
 	if rl := cfg.RateLimit; rl.RPS > 0 {
 		rl.Burst = max(rl.Burst, 0) // Validate refuses less; unset takes the default
-		rl = rl.withDefaults()
+		rl = rl.WithDefaults()
 		r.lim = rate.NewLimiter(rate.Limit(rl.RPS), rl.Burst)
 	}
 	r.allow, r.deny = cfg.Methods.Allow, cfg.Methods.Deny

@@ -258,16 +258,20 @@ func TestScoreRoutesAwayFromSlowRemote(t *testing.T) {
 // A remote that failed until its breaker opened, and then recovered, gets
 // calls again only through the probe share: its score still carries its
 // faults, and with head polls off nothing else would reach it. The first
-// of them after the cooldown is the breaker's half-open probe.
+// of them after the cooldown is the breaker's half-open probe. Its fault
+// share fades with the calls it answers, not with time: the wait is
+// bounded by calls (a busy machine makes fewer in a second), by those
+// that reach it where the probe share should bring it back (a fault
+// share fades to a hundredth in 90), by all calls where nothing should.
 func TestProbeShareBringsRemoteBack(t *testing.T) {
 	tests := []struct {
 		name     string
 		probe    float64
 		wantBack bool
-		within   time.Duration
+		enough   func(calls, reached int64) bool
 	}{
-		{name: "probe share", probe: 0.1, wantBack: true, within: 5 * time.Second},
-		{name: "no probe share", probe: 0, wantBack: false, within: time.Second},
+		{name: "probe share", probe: 0.1, wantBack: true, enough: func(_, reached int64) bool { return reached >= 200 }},
+		{name: "no probe share", probe: 0, wantBack: false, enough: func(calls, _ int64) bool { return calls >= 300 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,9 +296,8 @@ func TestProbeShareBringsRemoteBack(t *testing.T) {
 			})
 			nodes[1].SetFailStatus(0)
 			nodes[1].ResetCalls()
-			deadline := time.Now().Add(tt.within)
-			for i := 0; time.Now().Before(deadline); i++ {
-				if _, err := call(t, p, "eth_getBalance", balanceOf(i)); err != nil {
+			for i := int64(0); !tt.enough(i, nodes[1].Calls("eth_getBalance")); i++ {
+				if _, err := call(t, p, "eth_getBalance", balanceOf(int(i))); err != nil {
 					t.Fatal(err)
 				}
 				if bad.Preferred() && bad.brk.State() == breaker.Closed {

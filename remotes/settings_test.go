@@ -13,6 +13,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
+	"github.com/venn-gateway/venn/remotes/settings"
 )
 
 // Per-remote settings seen from the pool: what reaches which upstream.
@@ -46,7 +47,7 @@ func TestRateLimitSendsExcessElsewhere(t *testing.T) {
 	// BlockTime keeps polls (which spend tokens too) to the first one.
 	rs := testConfigs([]string{n0.URL(), n1.URL()}, func(i int, c *Config) {
 		if i == 0 {
-			c.RateLimit = RateLimit{RPS: 0.01, Burst: burst}
+			c.RateLimit = settings.RateLimit{RPS: 0.01, Burst: burst}
 		} else {
 			c.Tier = TierSecondary
 		}
@@ -79,7 +80,7 @@ func TestRateLimitSendsExcessElsewhere(t *testing.T) {
 // wait briefly for a token instead of failing; a wait past the limit fails.
 func TestRateLimitWaitsWhenAlone(t *testing.T) {
 	n0 := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
-	rs := testConfigs([]string{n0.URL()}, func(_ int, c *Config) { c.RateLimit = RateLimit{RPS: 10, Burst: 1} })
+	rs := testConfigs([]string{n0.URL()}, func(_ int, c *Config) { c.RateLimit = settings.RateLimit{RPS: 10, Burst: 1} })
 	p := startPool(t, PoolConfig{BlockTime: time.Hour}, rs, nil)
 	waitFor(t, "the start-up poll's token back", func() bool { return p.members()[0].lim.Tokens() >= 1 })
 

@@ -18,10 +18,6 @@ const DefaultShadowSample = side.DefaultShadowSample
 // TxRoute is one of a chain's transaction_routes (side.TxRoute).
 type TxRoute = side.TxRoute
 
-// Side reports whether rc is a remote beside the pool (a shadow or a
-// group's member).
-func (c Config) Side() bool { return c.Shadow || c.Group != "" }
-
 // splitSide takes the remotes beside the pool out of rs.
 func splitSide(rs []Config) (pool, side []Config) {
 	for _, rc := range rs {
@@ -32,27 +28,6 @@ func splitSide(rs []Config) (pool, side []Config) {
 		}
 	}
 	return pool, side
-}
-
-// validateSide checks a remote's shadow and group settings.
-func (c Config) validateSide(p *problems) {
-	if c.Shadow && c.Group != "" {
-		p.add("shadow", "a remote is a shadow or in a group, not both")
-	}
-	if c.Group != "" && !remoteNameRE.MatchString(c.Group) {
-		p.add("group", "must match [A-Za-z0-9_.-]+, not %q", c.Group)
-	}
-	if s := c.ShadowSample; s < 0 || s > 1 || s != s {
-		p.add("shadow_sample", "must be in [0, 1]")
-	}
-	if c.ShadowSample != 0 && !c.Shadow {
-		p.add("shadow_sample", "needs shadow: true")
-	}
-	if c.Side() && c.URL != "" {
-		if ok, _ := checkURL(c.URL, "http", "https"); !ok {
-			p.add("url", "must be http(s):// for a shadow or a group's remote")
-		}
-	}
 }
 
 // validateRoutes checks the chain's transaction_routes against its
@@ -83,7 +58,7 @@ func (p *Pool) buildSide(cfg PoolConfig, rs []Config) (*side.Side, error) {
 	}
 	members := make([]side.Member, 0, len(rs))
 	for _, rc := range rs {
-		rc = rc.WithDefaults(cfg.CallDeadline).forPool(cfg)
+		rc = forPool(rc.WithDefaults(cfg.CallDeadline), cfg)
 		t, err := wire.New(wire.Options{Name: rc.Name, URL: rc.URL, Headers: headerOf(rc.Headers),
 			MaxIdleConns: max(rc.MaxInFlight, 16), MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 			Logger: p.log, Tracer: cfg.Tracer, Forward: forwardingOf(rc)})

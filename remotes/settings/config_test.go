@@ -1,4 +1,4 @@
-package remotes
+package settings
 
 import (
 	"strings"
