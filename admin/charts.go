@@ -21,10 +21,6 @@ import (
 // chartSteps is how many steps the ring keeps.
 const chartSteps = 90
 
-// DefaultChartStep is admin.chart_step's default: 90 steps of 10 s, the
-// last 15 minutes.
-const DefaultChartStep = 10 * time.Second
-
 // chartSources are the parts that answer calls as the charts name them;
 // "venn" gathers what venn answers itself (local, forger).
 var chartSources = [...]string{"head", "history", "cache", "remotes", "venn"}

@@ -15,6 +15,10 @@ const (
 	minTokenLen = 16
 )
 
+// DefaultChartStep is admin.chart_step's default: 90 steps of 10 s, the
+// last 15 minutes.
+const DefaultChartStep = 10 * time.Second
+
 // Config is the admin API's section of the config file (admin:). Where it
 // is served is the process's admin_listen, or the metrics listener with
 // OnMetricsListen.

@@ -8,29 +8,20 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/venn-gateway/venn/admin"
-	"github.com/venn-gateway/venn/chain"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
@@ -38,25 +29,6 @@ import (
 	"github.com/venn-gateway/venn/reqlog"
 	"github.com/venn-gateway/venn/retry"
 	"github.com/venn-gateway/venn/tracing"
-)
-
-// HTTP server timeouts. Only headers and idle keep-alives are bounded by
-// http.Server on the JSON-RPC server: WebSocket connections and long
-// eth_getLogs calls outlive any whole-request read or write timeout, so jrpc
-// bounds bodies (limits.http_read_timeout, max_body_bytes), answers
-// (limits.http_write_timeout), requests in flight (limits.max_http_in_flight)
-// and calls itself.
-const (
-	readHeaderTimeout = 10 * time.Second
-	// maxHeaderBytes bounds a JSON-RPC request's headers: clients send a
-	// handful; Go's default (1 MiB) lets each connection pin far more.
-	maxHeaderBytes = 64 << 10
-	// idleTimeout outlasts the usual load balancer idle timeout (60 s), so
-	// the balancer, not venn, closes idle keep-alives and never sends a
-	// request on a connection venn is closing.
-	idleTimeout = 120 * time.Second
-	// metricsTimeout bounds a whole scrape or probe.
-	metricsTimeout = 30 * time.Second
 )
 
 // logOutputName names the optional io.Writer logs go to (LogOutput).
@@ -150,103 +122,6 @@ func newRegistry(cfg *Config, b buildInfoIn) *prometheus.Registry {
 	return reg
 }
 
-// chains are the chains served, in config order. A reload adds and
-// removes chains (reload_chains.go): the list is swapped whole, so
-// readers (readyz) load it without a lock. Each chain's lifecycle is
-// package chain's; this is the process's list of them.
-type chains struct {
-	list     atomic.Pointer[[]*chain.Chain]
-	rdb      redis.UniversalClient // nil without Redis
-	parts    *chain.Parts          // what every chain is built with
-	log      *slog.Logger
-	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
-	stopping chan struct{}  // closed by stop: removed chains stop waiting
-	stopOnce sync.Once
-	// draining turns /readyz 503: a drain (admin API) or the shutdown.
-	draining atomic.Bool
-}
-
-// all is the chains served now, in config order.
-func (cs *chains) all() []*chain.Chain {
-	if l := cs.list.Load(); l != nil {
-		return *l
-	}
-	return nil
-}
-
-type chainsParams struct {
-	fx.In
-	Lifecycle fx.Lifecycle
-	Config    *Config
-	Log       *slog.Logger
-	Registry  *prometheus.Registry
-	Remotes   *remotes.Metrics
-	History   *history
-	Tracer    *tracing.Tracer // nil: off
-	NATS      *vnats.Conn     // nil: no NATS
-}
-
-func newChains(p chainsParams) (*chains, error) {
-	cfg, log := p.Config, p.Log
-	out := &chains{log: log, stopping: make(chan struct{})}
-	if cfg.Redis.Enabled() {
-		rdb, err := cfg.Redis.newRedisClient(redisTuning{})
-		if err != nil {
-			return nil, err
-		}
-		out.rdb = rdb
-	}
-	out.parts = &chain.Parts{Redis: out.rdb, ReplicaID: cfg.replicaID(), LeaseTTL: cfg.Redis.LeaseTTL,
-		NATS: p.NATS, NATSPrefix: cfg.NATS.WithDefaults().Prefix, Limits: cfg.Limits.Subscriptions,
-		Metrics: chain.NewMetrics(p.Registry), Remotes: p.Remotes,
-		Replies: remotes.NewReplyBudget(cfg.Limits.MaxReplyBytesInFlight, p.Remotes), // one for the process
-		History: p.History.store, Tiers: chain.NewCacheTiers(p.History.store, cfg.Postgres.URL),
-		Tracer: p.Tracer, Logger: log}
-	list := make([]*chain.Chain, 0, len(cfg.Chains))
-	for _, cc := range cfg.Chains {
-		c, err := chain.New(cc, out.parts)
-		if err != nil {
-			out.parts.Tiers.Close()
-			return nil, err
-		}
-		list = append(list, c)
-	}
-	out.list.Store(&list)
-	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
-	return out, nil
-}
-
-// start starts every chain at once: each pool may wait a few seconds for
-// a first ready remote, and that must not add up across chains.
-func (cs *chains) start(ctx context.Context) error {
-	var g errgroup.Group
-	for _, c := range cs.all() {
-		g.Go(func() error { return c.Start(ctx, true) })
-	}
-	if err := g.Wait(); err != nil {
-		// fx stops only hooks that started: undo the chains that did.
-		return errors.Join(err, cs.stop(ctx))
-	}
-	return nil
-}
-
-// stop stops every chain, and the removed ones still stopping.
-func (cs *chains) stop(ctx context.Context) error {
-	list := cs.all()
-	errs := make([]error, len(list))
-	var wg sync.WaitGroup
-	for i, c := range list {
-		wg.Go(func() { errs[i] = c.Stop(ctx) })
-	}
-	wg.Wait()
-	errs = append(errs, cs.waitRetired(ctx))
-	cs.parts.Tiers.Close() // every prune has ended
-	if cs.rdb != nil {
-		errs = append(errs, cs.rdb.Close())
-	}
-	return errors.Join(errs...)
-}
-
 func newRPCOptions(cfg *Config, log *slog.Logger, reg *prometheus.Registry, g *gate, tr *tracing.Tracer, rl *reqlog.Log) jrpc.Options {
 	return jrpc.Options{
 		Limits:            cfg.JRPCLimits(),
@@ -266,12 +141,6 @@ func handleChains(srv *jrpc.Server, cs *chains) {
 	for _, c := range cs.all() {
 		srv.Handle(c.Name(), c.Router())
 	}
-}
-
-// servers are the process's HTTP listeners.
-type servers struct {
-	rpc     *httpService
-	metrics *httpService // nil when metrics_listen is ""
 }
 
 type serversParams struct {
@@ -344,65 +213,6 @@ func newServers(p serversParams) *servers {
 		},
 	})
 	return s
-}
-
-// seconds is d in seconds, to the millisecond.
-func seconds(d time.Duration) float64 {
-	return float64(d.Round(time.Millisecond)) / float64(time.Second)
-}
-
-// httpService is one http.Server on a listener bound at start.
-type httpService struct {
-	name string
-	addr string
-	log  *slog.Logger
-	srv  *http.Server
-
-	tls   TLSConfig     // zero: plain TCP
-	bound net.Addr      // set by start; what addr resolved to (port 0)
-	done  chan struct{} // closed when Serve returns
-}
-
-// start binds synchronously, so a taken port fails the app's start, then
-// serves in a goroutine that stop waits for.
-func (h *httpService) start(ctx context.Context, fail func()) error {
-	var lc net.ListenConfig
-	var tc *tls.Config
-	if h.tls.Enabled() {
-		// Read at start, not in Validate: check-config does no file I/O,
-		// and certificates are often mounted only where venn runs.
-		var err error
-		if tc, err = h.tls.tlsConfig(); err != nil {
-			return fmt.Errorf("%s server: %w", h.name, err)
-		}
-	}
-	ln, err := lc.Listen(ctx, "tcp", h.addr)
-	if err != nil {
-		return fmt.Errorf("%s server: %w", h.name, err)
-	}
-	h.bound = ln.Addr()
-	if tc != nil {
-		ln = tls.NewListener(ln, tc)
-	}
-	h.done = make(chan struct{})
-	go func() {
-		defer close(h.done)
-		if err := h.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			h.log.Error("server stopped", "server", h.name, "err", err)
-			fail()
-		}
-	}()
-	h.log.Info("listening", "server", h.name, "addr", h.bound.String(), "tls", tc != nil)
-	return nil
-}
-
-func (h *httpService) stop(ctx context.Context) error {
-	err := h.srv.Shutdown(ctx)
-	<-h.done // Serve returns as soon as Shutdown closes the listener
-	if err != nil {
-		return fmt.Errorf("%s server: %w", h.name, err)
-	}
-	return nil
 }
 
 // metricsRouter serves /metrics, /healthz, /readyz and, when adm is not

@@ -164,3 +164,8 @@ func notReadyReason(rs []remotes.RemoteStatus) string {
 	}
 	return "no remote in rotation: " + strings.Join(parts, "; ")
 }
+
+// seconds is d in seconds, to the millisecond.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}

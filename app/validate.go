@@ -19,21 +19,6 @@ var (
 	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // the edge's
 )
 
-// problems collects validation errors, each prefixed with its field path.
-type problems []error
-
-func (p *problems) add(path, format string, args ...any) {
-	*p = append(*p, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
-}
-
-// under adds the problems a package's Validate found, each field path
-// prefixed with path.
-func (p *problems) under(path string, err error) {
-	for _, e := range unwrapJoined(err) {
-		*p = append(*p, fmt.Errorf("%s.%w", path, e))
-	}
-}
-
 // Validate reports every problem of an already defaulted config, each
 // naming its field path (chains[0].remotes[1].url). Messages never include
 // a URL or header value: those carry API keys.

@@ -537,28 +537,5 @@ func (c *Cache) count(method, tier, outcome string) {
 	})
 }
 
-// closing is a cache's switch from counting to not. ifOpen runs f, which
-// resolves a series, only while the cache is open, and close waits for
-// those running: once Close returns, no call still on the cache makes a
-// series again, and DropChain's deletes hold.
-type closing struct {
-	mu     sync.RWMutex
-	closed bool
-}
-
-func (g *closing) ifOpen(f func()) {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if !g.closed {
-		f()
-	}
-}
-
-func (g *closing) close() {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
-}
-
 // countKey names one series of venn_cache_requests_total of the chain.
 type countKey struct{ method, tier, outcome string }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/venn-gateway/venn/evm"
@@ -140,4 +141,9 @@ func deriveKey(chain string, c *evm.Call, v View) (Key, pin, bool) {
 	}
 	buf = append(append(buf, 0), canon.Params...)
 	return sha256.Sum256(buf), p, true
+}
+
+// isTrace reports the trace methods: cached by hash or settled only.
+func isTrace(method string) bool {
+	return strings.HasPrefix(method, "debug_trace") || strings.HasPrefix(method, "trace_")
 }

@@ -12,6 +12,29 @@ import (
 // sizeTimeout bounds one tier's Size at a scrape.
 const sizeTimeout = time.Second
 
+// closing is a cache's switch from counting to not. ifOpen runs f, which
+// resolves a series, only while the cache is open, and close waits for
+// those running: once Close returns, no call still on the cache makes a
+// series again, and DropChain's deletes hold.
+type closing struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+func (g *closing) ifOpen(f func()) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if !g.closed {
+		f()
+	}
+}
+
+func (g *closing) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
 // Metrics are the response caches' series, one set for every chain.
 type Metrics struct {
 	requests    *prometheus.CounterVec

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
@@ -42,11 +41,6 @@ func newPolicy(c Config, isRevert func(method string, err error) bool) *policy {
 func (p *policy) caches(method string) bool {
 	_, ok := p.methods[method]
 	return ok
-}
-
-// isTrace reports the trace methods: cached by hash or settled only.
-func isTrace(method string) bool {
-	return strings.HasPrefix(method, "debug_trace") || strings.HasPrefix(method, "trace_")
 }
 
 // entry is what of an upstream answer is stored: a result, null excepted

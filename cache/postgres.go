@@ -14,30 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Defaults of PostgresOptions.
-const (
-	// DefaultPostgresReadTimeout bounds one Get: the tier is asked on a
-	// miss of memory and Redis, and a Postgres that stalls must cost the
-	// call little before it goes upstream. The app sets it to the chain's
-	// tier_timeout, the cache's own bound on a tier call.
-	DefaultPostgresReadTimeout = 200 * time.Millisecond
-	// DefaultPostgresWriteTimeout bounds one Set.
-	DefaultPostgresWriteTimeout = 2 * time.Second
-	// DefaultPostgresMaxEntryBytes caps one value: traces of busy blocks
-	// run to megabytes, and the answers worth keeping durably are those.
-	DefaultPostgresMaxEntryBytes = 16 << 20
-	// DefaultPostgresMaxAge and DefaultPostgresMaxRows are the retention:
-	// a row older than the age, or past the chain's newest MaxRows, is
-	// pruned.
-	DefaultPostgresMaxAge  = 30 * 24 * time.Hour
-	DefaultPostgresMaxRows = 1_000_000
-	// DefaultPruneInterval is how often Run prunes.
-	DefaultPruneInterval = time.Minute
-	// DefaultPruneBatch bounds the rows one DELETE removes, so that a
-	// prune never holds locks on many rows or runs long.
-	DefaultPruneBatch = 5000
-)
-
 // PostgresOptions configure a Postgres tier; zero fields take defaults.
 type PostgresOptions struct {
 	// MaxEntryBytes caps an entry's value (ErrTooLarge).

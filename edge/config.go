@@ -234,13 +234,6 @@ var (
 	headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
-// problems collects validation errors, each prefixed with its field path.
-type problems []error
-
-func (p *problems) add(path, format string, args ...any) {
-	*p = append(*p, fmt.Errorf(path+": "+format, args...))
-}
-
 // Validate reports every problem of an already defaulted c, each naming
 // its field path as the file spells it (auth.keys[0].name). chains are the
 // configured chain names, which a key's chains must be among. Key values

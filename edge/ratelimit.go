@@ -69,10 +69,7 @@ type Limiter interface {
 	Take(ctx context.Context, n int, buckets []Bucket) (Verdict, error)
 }
 
-var (
-	_ Limiter = (*MemoryLimiter)(nil)
-	_ Limiter = (*RedisLimiter)(nil)
-)
+var _ Limiter = (*MemoryLimiter)(nil)
 
 // gcra takes n calls from a bucket whose TAT is tat (at least now) at rate
 // r, all in nanoseconds. It returns the bucket's new TAT, or how long until

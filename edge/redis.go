@@ -67,6 +67,8 @@ type RedisLimiter struct {
 	retryAt atomic.Int64 // unix ns; after a failure, Redis is not asked before it
 }
 
+var _ Limiter = (*RedisLimiter)(nil)
+
 // NewRedisLimiter returns a limiter on rdb. It does no I/O.
 func NewRedisLimiter(rdb redis.Scripter, opts RedisLimiterOptions) *RedisLimiter {
 	if opts.Prefix == "" {

@@ -51,7 +51,7 @@ func (p *Pool) probeLoop(ctx context.Context, r *Remote) {
 	if r.stated() {
 		return // config wins: nothing to learn
 	}
-	for !p.wanted.Due(p.heads.best.Load()) {
+	for !p.wanted.Due(p.heads.Head()) {
 		select {
 		case <-ctx.Done():
 			return

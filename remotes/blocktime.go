@@ -1,7 +1,8 @@
 package remotes
 
 // The chain's block time, learned from the timestamps of its heads
-// (heads.Clock); block_time in config overrides it for the polling cadence.
+// (heads.Tracker); block_time in config overrides it for the polling
+// cadence.
 
 import (
 	"context"
@@ -20,57 +21,19 @@ const (
 	blockTimeBootstrap = 64
 )
 
-// setLearned records the block time the timestamps say, and the fastest
-// pace they showed. When the block time moves the poll interval by more
-// than a fifth, the trackers are told, so that a remote polled every 12 s
-// by default moves to the chain's pace at once. h.mu must be held.
-func (h *Heads) setLearned(d, fastest time.Duration) {
-	p := h.p
-	h.fastest.Store(int64(fastest))
-	old := time.Duration(h.learned.Swap(int64(d)))
-	h.blockTimeG.Set(h.BlockTime().Seconds())
-	if p.conf().BlockTime > 0 || old != 0 && d >= old*4/5 && d <= old*5/4 {
-		return
-	}
-	close(h.retime)
-	h.retime = make(chan struct{})
-}
-
-// judgingBlockTime is the block time plausible judges by: the fastest
-// pace the timestamps showed (a chain that makes blocks in bursts must not
-// look like it lies in each), or, until they have, heads.MinBlockTime, which
-// lets through all but the grossest jumps.
-func (h *Heads) judgingBlockTime() time.Duration {
-	if d := time.Duration(h.fastest.Load()); d > 0 {
-		return d
-	}
-	return heads.MinBlockTime
-}
-
 // Block time sources, as HeadStatus reports them.
 const (
-	BlockTimeConfig  = "config"
-	BlockTimeLearned = "learned"
-	BlockTimeDefault = "default"
+	BlockTimeConfig  = heads.SourceConfig
+	BlockTimeLearned = heads.SourceLearned
+	BlockTimeDefault = heads.SourceDefault
 )
 
 // BlockTime is the chain's block time: block_time from config when set,
 // else what the block timestamps say, else DefaultBlockTime until they
 // have said. Heads are polled at this cadence.
 func (h *Heads) BlockTime() time.Duration {
-	d, _ := h.blockTime()
+	d, _ := h.t.BlockTime()
 	return d
-}
-
-func (h *Heads) blockTime() (time.Duration, string) {
-	p := h.p
-	if p.conf().BlockTime > 0 {
-		return p.conf().BlockTime, BlockTimeConfig
-	}
-	if d := time.Duration(h.learned.Load()); d > 0 {
-		return d, BlockTimeLearned
-	}
-	return DefaultBlockTime, BlockTimeDefault
 }
 
 // pollInterval is how often a remote's head is polled.
@@ -79,9 +42,7 @@ func (h *Heads) pollInterval() time.Duration { return h.BlockTime() }
 // pollCadence is the poll interval and a channel closed when it next
 // moves.
 func (h *Heads) pollCadence() (time.Duration, <-chan struct{}) {
-	h.mu.Lock()
-	ch := h.retime
-	h.mu.Unlock()
+	ch := h.t.Retimed()
 	return h.pollInterval(), ch
 }
 
@@ -93,7 +54,7 @@ func (h *Heads) learnBlockTime(ctx context.Context) {
 	var last time.Time
 	for {
 		wake := h.HeadChanged()
-		if tip := h.cur.Load(); tip != nil && tip.Number > 1 && h.learned.Load() == 0 &&
+		if tip := h.t.Tip(); tip != nil && tip.Number > 1 && h.t.Learned() == 0 &&
 			(last.IsZero() || time.Since(last) >= bootstrapRetry) {
 			last = time.Now()
 			h.bootstrapBlockTime(ctx, tip)
@@ -120,9 +81,9 @@ func (h *Heads) bootstrapBlockTime(ctx context.Context, tip *heads.Report) {
 	// heads, and the feed's timestamps teach this replica the block time.
 	var from []*Remote
 	now := p.now()
-	h.mu.Lock()
+	h.t.Lock()
 	for _, r := range p.members() {
-		if v := r.ht.vouched; v != nil && v.Number >= below && !r.fed() && r.available(now) == 0 {
+		if v := r.ht.Vouched; v != nil && v.Number >= below && !r.fed() && r.available(now) == 0 {
 			if v == tip {
 				from = append([]*Remote{r}, from...)
 			} else {
@@ -130,21 +91,14 @@ func (h *Heads) bootstrapBlockTime(ctx context.Context, tip *heads.Report) {
 			}
 		}
 	}
-	h.mu.Unlock()
+	h.t.Unlock()
 	for _, r := range from {
 		old, err := r.blockAt(ctx, below)
 		if err != nil || old.Time > tip.Time {
 			p.log.Debug("block time: older block unusable", "remote", r.Name(), "number", below, "err", err)
 			continue
 		}
-		h.mu.Lock()
-		h.clock.Below(old.Number, old.Time)
-		d, fastest, ok := h.clock.Estimate()
-		if ok {
-			h.setLearned(d, fastest)
-		}
-		h.mu.Unlock()
-		if ok {
+		if d, ok := h.t.Below(old.Number, old.Time); ok {
 			p.log.Info("block time learned from block timestamps", "block_time", d, "poll_interval", h.pollInterval())
 			h.changed() // judge again by the block time now known
 		}

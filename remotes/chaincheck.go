@@ -252,9 +252,9 @@ func (r *Remote) dropForeign(res json.RawMessage, err error) (json.RawMessage, e
 func (h *Heads) CheckTipChain(ctx context.Context, hashes ...string) bool {
 	p := h.p
 	var doubted []*Remote
-	h.mu.Lock()
+	h.t.Lock()
 	for _, r := range p.members() {
-		c, v := r.claim.Load(), r.ht.vouched
+		c, v := r.claim.Load(), r.ht.Vouched
 		for _, h := range hashes {
 			if c != nil && (strings.EqualFold(c.Hash, h) || strings.EqualFold(c.Parent, h)) ||
 				v != nil && strings.EqualFold(v.Hash, h) {
@@ -263,7 +263,7 @@ func (h *Heads) CheckTipChain(ctx context.Context, hashes ...string) bool {
 			}
 		}
 	}
-	h.mu.Unlock()
+	h.t.Unlock()
 	unsure := len(doubted) > 0
 	if !unsure {
 		// Their heads moved on past the blocks named: every remote is

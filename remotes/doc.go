@@ -40,14 +40,17 @@
 //     (a remote found on another chain or misbehaving, and its last good
 //     check, told to whoever keeps its answers: the cache drops them).
 //   - Heads, the chain's head tracking, which the pool owns and hands out
-//     (Pool.Heads): chainhead.go (each remote's reports judged, the
-//     chain's corroborated tip), blocktime.go (its block time and the
-//     leader's poll plan), tipchain.go (recent canonical hashes, when a
+//     (Pool.Heads): chainhead.go (the remotes handed to the leaf's
+//     judge as heads.Member, and what its judgement is acted on),
+//     blocktime.go (its block time and the leader's poll plan),
+//     tipchain.go (recent canonical hashes, when a
 //     head was last heard), feed.go (heads taken from the cluster
 //     leader's feed instead of tracked here), chaincheck.go (a remote's
 //     chain id asked again; CheckTipChain, ConfirmHash). What needs no
-//     remote (reports, plausibility, the block clock, the poll plan, the
-//     stall watch, the newHeads subscription) is the leaf remotes/heads.
+//     remote (reports, plausibility, the judge of each remote's reports
+//     and the chain's corroborated tip, the block clock, the poll plan,
+//     the stall watch, the newHeads subscription) is the leaf
+//     remotes/heads.
 //   - One remote: remote.go (Remote, its limits and outcomes; its breaker
 //     is the leaf remotes/breaker, its latency quantiles remotes/score),
 //     health.go (its trackers: chain id and head polls,
@@ -74,7 +77,8 @@
 //     (a verified call's checks, the answer served, its liars), remotes/avail
 //     (windows of old data and the probe's search), remotes/breaker (a
 //     remote's circuit breaker), remotes/score (what a remote's score is
-//     made of: its latency quantiles) and remotes/getlogs
+//     made of: latency quantiles, misbehaviour level, weights and the
+//     scoring section, and a tier's ranking into a preferred set) and remotes/getlogs
 //     (the eth_getLogs split, its parts sent through a Sender the pool
 //     implements), remotes/fielderr (config problems, each naming its
 //     field, for the checks here and the leaves'); status.go fills remotes/status, the report of each
@@ -84,7 +88,7 @@
 //     no Redis client. errors.go holds the pool's own answers to a call
 //     no remote served, each with its JSON-RPC code for jrpc.ToWire.
 //   - pool_config.go (a chain's pool, its consensus rules) and
-//     hedge_config.go (hedging, scoring): the YAML schema with defaults and
+//     hedge_config.go (hedging): the YAML schema with defaults and
 //     checks; a remote's own is the leaf remotes/settings (config.go
 //     names its Config and Tier here); metrics.go, module.go: Prometheus
 //     series, fx.

@@ -44,9 +44,6 @@ type remoteFeed struct {
 	// once a fed remote's tracker is not busy, no poll decided on before
 	// the feed began can land after (the tests wait for that).
 	busy atomic.Bool
-	// noted is the claim the last headChanged saw, guarded by
-	// Pool.heads.mu: a new one is news for ClaimsChanged.
-	noted *heads.Report
 }
 
 // RemoteHeads reports the head of every remote this pool tracks itself
@@ -72,11 +69,7 @@ func (h *Heads) RemoteHeads() []RemoteHead {
 
 // ClaimsChanged returns a channel closed when any remote next reports a
 // new head (not only a new tip), so the leader publishes every one.
-func (h *Heads) ClaimsChanged() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.claims
-}
+func (h *Heads) ClaimsChanged() <-chan struct{} { return h.t.ClaimsChanged() }
 
 // FeedHeads takes the remotes' heads from the cluster's feed: each remote
 // named in hs is fed from now on, and its head noted; a remote not named
@@ -141,28 +134,7 @@ func (h *Heads) Fed() int {
 
 // retrack wakes every tracker (track, watch) to look at its remote's fed
 // flag again, through the channel a new poll cadence closes.
-func (h *Heads) retrack() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	close(h.retime)
-	h.retime = make(chan struct{})
-}
-
-// noteClaims closes the claims channel when a remote's claim changed
-// since the last look. h.mu must be held.
-func (h *Heads) noteClaims() {
-	p := h.p
-	news := false
-	for _, r := range p.members() {
-		if c := r.claim.Load(); c != r.feed.noted {
-			r.feed.noted, news = c, true
-		}
-	}
-	if news {
-		close(h.claims)
-		h.claims = make(chan struct{})
-	}
-}
+func (h *Heads) retrack() { h.t.Retrack() }
 
 // fed reports whether the remote's heads come from the feed.
 func (r *Remote) fed() bool { return r.feed.fed.Load() }

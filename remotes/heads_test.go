@@ -316,7 +316,7 @@ func TestLoneRemoteHeads(t *testing.T) {
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 100})
 	clock := newTestClock()
 	p := startPoolWith(t, PoolConfig{}, testConfigs([]string{n.URL()}, nil), nil, clock.use)
-	waitFor(t, "the block time learned", func() bool { return p.heads.learned.Load() != 0 })
+	waitFor(t, "the block time learned", func() bool { return p.heads.t.Learned() != 0 })
 
 	n.SetHead(5000) // 4900 blocks at 12 s: real timestamps
 	waitFor(t, "the caught-up head", func() bool { return p.Heads().Head() == 5000 })

@@ -331,7 +331,7 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, 
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
 	rt.histRoute(method, params)
 	if rt.hist != KindNone {
-		p.wanted.Note(rt.histAt, p.heads.best.Load())
+		p.wanted.Note(rt.histAt, p.heads.Head())
 		rt.unsure = false
 		if err := p.unavailable(method, &rt); err != nil {
 			return nil, err

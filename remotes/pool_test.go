@@ -114,8 +114,8 @@ func startPoolWith(t *testing.T, cfg PoolConfig, rs []Config, m *Metrics, before
 	// remotes report a block apart can teach it first, and then there is
 	// no fetch.
 	waitFor(t, "the block time fetch", func() bool {
-		tip := p.heads.cur.Load()
-		return tip == nil || tip.Number <= 1 || p.heads.bootstraps.Load() > 0 || p.heads.learned.Load() != 0
+		tip := p.heads.t.Tip()
+		return tip == nil || tip.Number <= 1 || p.heads.bootstraps.Load() > 0 || p.heads.t.Learned() != 0
 	})
 	return p
 }

@@ -75,10 +75,10 @@ type Remote struct {
 	// routing and lag go by.
 	claim        atomic.Pointer[heads.Report]
 	head         atomic.Uint64
-	ht           headJudgement // guarded by Pool.heads.mu
-	wsHeadAt     atomic.Int64  // unix nanos of the last head seen over newHeads
-	reportedAt   atomic.Int64  // unix nanos of the last head reported, news or not
-	heardAt      atomic.Int64  // reportedAt once the pool judged that report (Heads.HeardWithin)
+	ht           heads.Judgement // guarded by Pool.heads.t
+	wsHeadAt     atomic.Int64    // unix nanos of the last head seen over newHeads
+	reportedAt   atomic.Int64    // unix nanos of the last head reported, news or not
+	heardAt      atomic.Int64    // reportedAt once the pool judged that report (Heads.HeardWithin)
 	inFlight     atomic.Int64
 	throttledTil atomic.Int64  // unix nanos: backed off after a 429 until then
 	retryLogAt   atomic.Int64  // unix nanos of the last first-contact warning

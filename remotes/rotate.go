@@ -115,11 +115,11 @@ func (p *Pool) carryOver(r, old *Remote) {
 	if old.chainState.Load() != chainOK {
 		return // nothing verified to carry: r starts like any new remote
 	}
-	p.heads.mu.Lock()
-	r.ht = old.ht
+	p.heads.t.Lock()
+	r.ht = old.ht.Carried()
 	r.claim.Store(old.claim.Load())
 	r.head.Store(old.head.Load())
-	p.heads.mu.Unlock()
+	p.heads.t.Unlock()
 	r.wsHeadAt.Store(old.wsHeadAt.Load())
 	r.latencyEWMA.Store(old.latencyEWMA.Load())
 	r.chainState.Store(chainOK)
@@ -191,9 +191,7 @@ func (p *Pool) ready(r *Remote) bool {
 		return false
 	}
 	now := p.now()
-	p.heads.mu.Lock()
-	p.heads.judge(r, now, p.heads.judgingBlockTime()) // a held head is not logged: r is not followed yet
-	p.heads.mu.Unlock()
+	p.heads.judge(r, now) // a held head is not logged: r is not followed yet
 	return r.Head() > 0 && r.healthy(now) && !p.lagging(r, p.healthyBest(now))
 }
 

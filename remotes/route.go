@@ -39,7 +39,7 @@ func (p *Pool) readRoute(method string, cv callView) route {
 		// best head null is the answer: indexers poll head+1 until it
 		// exists, and must not make every remote pay for each poll.
 		rt.nullIsMissing = (method == "eth_getBlockByNumber" || method == "eth_getBlockReceipts") &&
-			cv.block.n <= p.heads.best.Load()
+			cv.block.n <= p.heads.Head()
 	}
 	if method == "eth_getBlockByHash" || method == "eth_getBlockReceipts" && cv.blockOK && cv.block.kind == evm.RefHash {
 		rt.nullIsMissing = true

@@ -60,7 +60,7 @@ func (p *Pool) Status() []RemoteStatus {
 	now := p.now()
 	best := p.healthyBest(now)
 	cfg, members := p.conf(), p.members()
-	w := cfg.Scoring.weights()
+	w := cfg.Scoring.Weights()
 	out := make([]RemoteStatus, len(members))
 	for i, r := range members {
 		s := RemoteStatus{Name: r.Name(), Tier: r.Tier().String(), Preferred: r.Preferred(), Head: r.Head(),
@@ -154,9 +154,9 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 // heldReport is the head r reports that nothing corroborated (judgeHead),
 // nil when none is held.
 func (p *Pool) heldReport(r *Remote) *heads.Report {
-	p.heads.mu.Lock()
-	defer p.heads.mu.Unlock()
-	return r.ht.held
+	p.heads.t.Lock()
+	defer p.heads.t.Unlock()
+	return r.ht.Held
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }

@@ -17,7 +17,7 @@ import (
 // HashAt is the hash of canonical block n as the remotes in rotation have
 // it: the chain's tip, its parent, and blocks below that the tips that
 // led to it linked (heads.Chain); ok is false for any other number.
-func (h *Heads) HashAt(n uint64) (string, bool) { return h.canon.Load().At(n) }
+func (h *Heads) HashAt(n uint64) (string, bool) { return h.t.HashAt(n) }
 
 // Reports reports whether a remote in rotation reports block n as hash:
 // its latest head is that block, or that block's child. A window whose

@@ -194,7 +194,7 @@ func (v *vote) disagreed(r *Remote, acc, w *answer, agreed, voters int) {
 	acc.CanonKey(ig) // digests of the same kind on both sides
 	w.CanonKey(ig)
 	kind := misbehave.Disagree
-	if need, grace := v.rt.need, max(p.conf().MaxLag, 1); need > 0 && need+grace > p.heads.best.Load() {
+	if need, grace := v.rt.need, max(p.conf().MaxLag, 1); need > 0 && need+grace > p.heads.Head() {
 		// Near the head the remotes may honestly be on different forks.
 		kind = misbehave.DisagreeTip
 	}

@@ -60,6 +60,23 @@ func (f *logFilter) matches(l *evm.Log, n uint64) bool {
 	return evm.MatchTopics(f.topics, l.Topics)
 }
 
+// matchesAll is geth's filterLogs check for one log of block n.
+func (lf *logFilter) matchesAll(l *evm.Log, n uint64) bool {
+	if len(lf.addrs) > 0 {
+		found := false
+		for _, a := range lf.addrs {
+			if a == l.Address {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return lf.matches(l, n)
+}
+
 // parseLogFilter reads a logs subscription's filter object. Its errors are
 // geth's, as invalid-params messages, but for a *limitError when the
 // filter names more addresses or topics than lim allows.

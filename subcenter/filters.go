@@ -454,23 +454,6 @@ func (f *Filters) logChanges(ctx context.Context, via jrpc.Handler, st *FilterSt
 	return out.json(), FilterPos{Cursor: ch.Next, Pending: st.Pos.Pending}, nil
 }
 
-// matchesAll is geth's filterLogs check for one log of block n.
-func (lf *logFilter) matchesAll(l *evm.Log, n uint64) bool {
-	if len(lf.addrs) > 0 {
-		found := false
-		for _, a := range lf.addrs {
-			if a == l.Address {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return lf.matches(l, n)
-}
-
 // rangeParams are eth_getLogs params for the criteria crit over from..to.
 func rangeParams(crit []byte, from, to uint64) json.RawMessage {
 	var m map[string]json.RawMessage

@@ -13,16 +13,6 @@ import (
 	"github.com/ethereum/go-ethereum/core/types"
 )
 
-// Shape of the synthetic chain.
-const (
-	txsPerBlock      = 2
-	gasLimit         = 30_000_000
-	txGasLimit       = 100_000
-	tipWei           = 1_000_000 // maxPriorityFeePerGas of every transaction
-	baseFeeWei       = 1_000_000_000
-	transferSelector = "a9059cbb" // transfer(address,uint256)
-)
-
 // Fixed values geth reports for post-merge (Prague) blocks.
 const (
 	emptyUncleHash   = "0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347"

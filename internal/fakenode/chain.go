@@ -14,6 +14,16 @@ const (
 	domainTx    = 0x7478000000000000 // "tx"
 )
 
+// Shape of the synthetic chain.
+const (
+	txsPerBlock      = 2
+	gasLimit         = 30_000_000
+	txGasLimit       = 100_000
+	tipWei           = 1_000_000 // maxPriorityFeePerGas of every transaction
+	baseFeeWei       = 1_000_000_000
+	transferSelector = "a9059cbb" // transfer(address,uint256)
+)
+
 // fork gives every block numbered from onward the salt salt.
 type fork struct {
 	from uint64

@@ -48,10 +48,6 @@ const (
 	resultTrue  = "true"
 )
 
-func invalidParams(msg string) *jrpc.Error {
-	return &jrpc.Error{Code: jrpc.CodeInvalidParams, Message: msg}
-}
-
 func argErr(i int, err error) *jrpc.Error {
 	return invalidParams("invalid argument " + strconv.Itoa(i) + ": " + err.Error())
 }

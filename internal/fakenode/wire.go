@@ -196,3 +196,7 @@ func appendError(buf, id []byte, e *jrpc.Error) []byte {
 	buf = append(buf, enc...)
 	return append(buf, '}')
 }
+
+func invalidParams(msg string) *jrpc.Error {
+	return &jrpc.Error{Code: jrpc.CodeInvalidParams, Message: msg}
+}
