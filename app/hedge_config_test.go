@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/remotes"
+	"github.com/venn-gateway/venn/remotes/score"
 )
 
 // defaultPoolHedge and defaultPoolScoring are what a chain without hedge
@@ -16,11 +17,11 @@ func defaultPoolHedge() remotes.HedgeConfig {
 	return remotes.HedgeConfig{Budget: remotes.DefaultHedgeBudget, Burst: remotes.DefaultHedgeBurst}
 }
 
-func defaultPoolScoring() remotes.ScoringConfig {
-	w := remotes.DefaultScoreWeights
-	return remotes.ScoringConfig{Latency: &w.Latency, Errors: &w.Errors, Throttle: &w.Throttle, Lag: &w.Lag,
-		Misbehaviour: &w.Misbehaviour, Margin: remotes.DefaultScoreMargin, Interval: remotes.DefaultScoreInterval,
-		ProbeShare: ptr(remotes.DefaultProbeShare), MisbehaviourHalfLife: remotes.DefaultMisbehaviourHalfLife}
+func defaultPoolScoring() score.Config {
+	w := score.DefaultWeights
+	return score.Config{Latency: &w.Latency, Errors: &w.Errors, Throttle: &w.Throttle, Lag: &w.Lag,
+		Misbehaviour: &w.Misbehaviour, Margin: score.DefaultMargin, Interval: score.DefaultInterval,
+		ProbeShare: ptr(score.DefaultProbeShare), MisbehaviourHalfLife: score.DefaultMisbehaviourHalfLife}
 }
 
 // defaultPoolCordon is what a chain without a cordon section gives
@@ -38,7 +39,7 @@ func TestHedgeScoringConfig(t *testing.T) {
 		name        string
 		give        string
 		wantHedge   remotes.HedgeConfig
-		wantScoring remotes.ScoringConfig
+		wantScoring score.Config
 	}{
 		{name: "defaults: no hedging, default scoring", give: threeRemotes,
 			wantHedge: defaultPoolHedge(), wantScoring: defaultScoring},
@@ -54,12 +55,12 @@ func TestHedgeScoringConfig(t *testing.T) {
 				{Methods: []string{"eth_call", "eth_getBalance", "eth_get*"}, Quantile: 0.9, Delay: 5 * time.Millisecond, Max: 1},
 				{Methods: []string{"trace_"}, Delay: 250 * time.Millisecond, Max: 2},
 			}},
-			wantScoring: remotes.ScoringConfig{Latency: ptr(2.0), Errors: ptr(0.0), Throttle: ptr(1.0), Lag: ptr(3.0), Misbehaviour: ptr(50.0),
+			wantScoring: score.Config{Latency: ptr(2.0), Errors: ptr(0.0), Throttle: ptr(1.0), Lag: ptr(3.0), Misbehaviour: ptr(50.0),
 				Margin: 0.5, Interval: 500 * time.Millisecond, ProbeShare: ptr(0.0), MisbehaviourHalfLife: 10 * time.Minute}},
 		{name: "one weight set, the others default", give: threeRemotes + `    scoring: {errors: 20}
 `,
 			wantHedge: defaultPoolHedge(),
-			wantScoring: func() remotes.ScoringConfig {
+			wantScoring: func() score.Config {
 				s := defaultScoring
 				s.Errors = ptr(20.0)
 				return s
@@ -132,7 +133,7 @@ func TestHedgeScoringConfigNamesField(t *testing.T) {
 }
 
 // scoringString shows a scoring section's values, not its pointers.
-func scoringString(s remotes.ScoringConfig) string {
+func scoringString(s score.Config) string {
 	v := func(p *float64) string {
 		if p == nil {
 			return "absent"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/score"
 )
 
 // balanceCall asks for a different account each time: identical reads in
@@ -26,7 +27,7 @@ func TestWeightSplitsTierShare(t *testing.T) {
 	b := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	// Scores do not move within the test: both stay in the preferred set,
 	// as they start, so the weights alone split the calls.
-	cfg := PoolConfig{Scoring: ScoringConfig{Interval: time.Hour}}
+	cfg := PoolConfig{Scoring: score.Config{Interval: time.Hour}}
 	p := testPool(t, cfg, []*fakenode.Node{a, b}, func(i int, c *Config) {
 		if i == 0 {
 			c.Weight = ptr(3.0)
@@ -48,7 +49,7 @@ func TestBudgetExhaustedMovesTraffic(t *testing.T) {
 	cheap := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	other := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	m := NewMetrics(nil)
-	cfg := PoolConfig{Scoring: ScoringConfig{Interval: time.Hour}}
+	cfg := PoolConfig{Scoring: score.Config{Interval: time.Hour}}
 	rs := testConfigs([]string{cheap.URL(), other.URL()}, func(i int, c *Config) {
 		if i == 0 {
 			// Only eth_getBalance is priced, so head polls do not spend

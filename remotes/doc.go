@@ -77,7 +77,8 @@
 //     (a verified call's checks, the answer served, its liars), remotes/avail
 //     (windows of old data and the probe's search), remotes/breaker (a
 //     remote's circuit breaker), remotes/score (what a remote's score is
-//     made of: its latency quantiles) and remotes/getlogs
+//     made of: latency quantiles, misbehaviour level, weights and the
+//     scoring section, and a tier's ranking into a preferred set) and remotes/getlogs
 //     (the eth_getLogs split, its parts sent through a Sender the pool
 //     implements), remotes/fielderr (config problems, each naming its
 //     field, for the checks here and the leaves'); status.go fills remotes/status, the report of each
@@ -87,7 +88,7 @@
 //     no Redis client. errors.go holds the pool's own answers to a call
 //     no remote served, each with its JSON-RPC code for jrpc.ToWire.
 //   - pool_config.go (a chain's pool, its consensus rules) and
-//     hedge_config.go (hedging, scoring): the YAML schema with defaults and
+//     hedge_config.go (hedging): the YAML schema with defaults and
 //     checks; a remote's own is the leaf remotes/settings (config.go
 //     names its Config and Tier here); metrics.go, module.go: Prometheus
 //     series, fx.

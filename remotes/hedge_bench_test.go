@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/fakenode"
+	"github.com/venn-gateway/venn/remotes/score"
 )
 
 // BenchmarkHedgeTail measures client-side latency through a pool of two
@@ -55,7 +56,7 @@ func BenchmarkHedgeTail(b *testing.B) {
 			rs := testConfigs([]string{nodes[0].URL(), nodes[1].URL()}, nil)
 			// Scoring off (all weights 0): the two remotes share the calls
 			// evenly whatever their latency, so only hedging differs.
-			p := benchPool(b, PoolConfig{BlockTime: time.Hour, Hedge: bc.hedge, Scoring: weighed(&ScoreWeights{})}, rs)
+			p := benchPool(b, PoolConfig{BlockTime: time.Hour, Hedge: bc.hedge, Scoring: weighed(&score.Weights{})}, rs)
 
 			var seq atomic.Int64
 			run := func(n int, lat []time.Duration) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/consensus"
+	"github.com/venn-gateway/venn/remotes/score"
 	"github.com/venn-gateway/venn/remotes/settings"
 	"github.com/venn-gateway/venn/remotes/wire"
 	"github.com/venn-gateway/venn/tracing"
@@ -95,7 +96,7 @@ type PoolConfig struct {
 	// (hedge.go); no groups, no hedging.
 	Hedge HedgeConfig `yaml:"hedge"`
 	// Scoring orders the remotes of a tier (score.go).
-	Scoring ScoringConfig `yaml:"scoring"`
+	Scoring score.Config `yaml:"scoring"`
 	// ForwardHeaders and ForwardClientIP are every remote's of the chain,
 	// besides each remote's own (passthrough.go).
 	ForwardHeaders  []string `yaml:"forward_headers"`

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/venn-gateway/venn/remotes/score"
 )
 
 // The chain's settings decode from their YAML keys; the chain's name, id
@@ -37,10 +39,10 @@ scoring: {errors: 0, probe_share: 0}
 		t.Errorf("hedge = %+v", c.Hedge)
 	}
 	// A weight given as 0 is off; one not given takes its default.
-	if w := c.Scoring.weights(); w.Errors != 0 || w.Latency != DefaultScoreWeights.Latency {
+	if w := c.Scoring.Weights(); w.Errors != 0 || w.Latency != score.DefaultWeights.Latency {
 		t.Errorf("weights = %+v", w)
 	}
-	if got := c.Scoring.probeShare(); got != 0 {
+	if got := c.Scoring.Probe(); got != 0 {
 		t.Errorf("probe share = %v, want 0 (off)", got)
 	}
 	for _, key := range []string{"name: x", "chain_id: 1", "replies: 1", "chain: x"} {
@@ -83,7 +85,7 @@ func TestPoolConfigValidateNamesField(t *testing.T) {
 		CallDeadline: 4 * time.Second, MaxAttempts: 2, ChainRecheck: 10 * time.Millisecond,
 		Cordon:  CordonConfig{Strikes: -1},
 		Hedge:   HedgeConfig{Groups: []HedgeGroup{{Methods: []string{"eth_sendRawTransaction"}, Max: 2}}},
-		Scoring: ScoringConfig{Lag: ptr(-1.0)},
+		Scoring: score.Config{Lag: ptr(-1.0)},
 	}.WithDefaults(1)
 	rs := []Config{
 		{Name: "a", URL: "http://127.0.0.1:1", Timeout: 4 * time.Second},

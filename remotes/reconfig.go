@@ -52,7 +52,7 @@ func (p *Pool) compile(cfg PoolConfig, members []*Remote, old *poolState) (*pool
 			}
 		}
 	}
-	st.sel = selector{remotes: st.remotes, probe: cfg.Scoring.probeShare()}
+	st.sel = selector{remotes: st.remotes, probe: cfg.Scoring.Probe()}
 	for _, r := range st.remotes {
 		st.sel.budgeted = st.sel.budgeted || r.bud != nil
 	}
@@ -101,7 +101,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 func (r *Remote) retune(cfg *PoolConfig) {
 	r.brk.Set(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
 	r.cc.every.Store(int64(cfg.ChainRecheck))
-	r.sc.setHalfLife(r.now(), cfg.Scoring.MisbehaviourHalfLife)
+	r.sc.level.SetHalfLife(r.now(), cfg.Scoring.MisbehaviourHalfLife)
 }
 
 // forPool is rc as a pool with settings cfg runs it.

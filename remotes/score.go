@@ -2,7 +2,7 @@ package remotes
 
 // Scoring: which remotes of a tier get the chain's calls.
 //
-// Every ScoringConfig.Interval the pool scores each remote (lower is
+// Every score.Config.Interval the pool scores each remote (lower is
 // better):
 //
 //	score = latency^w.Latency × (1 + w.Errors·errors) × (1 + w.Throttle·throttles)
@@ -46,25 +46,13 @@ package remotes
 import (
 	"context"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/venn-gateway/venn/remotes/score"
 )
-
-// ScoreWeights weighs the terms of a remote's score (see score.go). A zero
-// weight switches its term off.
-type ScoreWeights struct {
-	Latency      float64 // exponent of the latency (ms)
-	Errors       float64 // per unit of fault share
-	Throttle     float64 // per unit of rate-limit share
-	Lag          float64 // per max_lag blocks behind
-	Misbehaviour float64 // per unit of misbehaviour level (1 per misbehaviour, decaying)
-}
-
-// DefaultScoreWeights are the weights when none are configured.
-var DefaultScoreWeights = ScoreWeights{Latency: 1, Errors: 8, Throttle: 4, Lag: 2, Misbehaviour: 16}
 
 // Smoothing of the score's inputs.
 const (
@@ -86,48 +74,13 @@ type scoreState struct {
 	preferred atomic.Bool   // in its tier's preferred set
 	switches  atomic.Int64  // joins and leaves of the preferred set
 	gauge     prometheus.Gauge
-
-	mu        sync.Mutex
-	halfLife  time.Duration
-	level     float64   // misbehaviour, as of levelAt
-	levelAt   time.Time // zero: level is 0
-	seenCount int64     // misbehaviourState.count already folded into level
+	level     score.Level // misbehaviour, folding in misbehaviourState.count
 }
 
 // misbehaviour is the remote's misbehaviour level now, with the
 // misbehaviours counted since the last look folded in.
 func (r *Remote) misbehaviour(now time.Time) float64 {
-	s := &r.sc
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.decayTo(now)
-	if c := r.mb.count.Load(); c > s.seenCount {
-		s.level += float64(c - s.seenCount)
-		s.seenCount = c
-	}
-	return s.level
-}
-
-// setHalfLife ages the level to now by the half-life in force, then puts
-// d in force.
-func (s *scoreState) setHalfLife(now time.Time, d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.decayTo(now)
-	s.halfLife = d
-}
-
-// decayTo ages the level to now. Called with mu held.
-func (s *scoreState) decayTo(now time.Time) {
-	if s.level > 0 && !s.levelAt.IsZero() && s.halfLife > 0 {
-		if dt := now.Sub(s.levelAt); dt > 0 {
-			s.level *= math.Exp2(-float64(dt) / float64(s.halfLife))
-			if s.level < 1e-6 {
-				s.level = 0
-			}
-		}
-	}
-	s.levelAt = now
+	return r.sc.level.At(now, r.mb.count.Load())
 }
 
 // noteThrottle records whether one call was refused for a rate limit, in
@@ -185,24 +138,22 @@ func (p *Pool) rescore(now time.Time) {
 
 // scoring is one rescore: its inputs and scores, by remote index.
 type scoring struct {
-	p      *Pool
-	rs     []*Remote // the members when it began: indices below are into it
-	now    time.Time
-	best   uint64
-	lat    [maxRemotes]float64 // latency term
-	known  [maxRemotes]bool
-	pen    [maxRemotes]float64 // product of the penalty terms
-	inRot  [maxRemotes]bool
-	scores [maxRemotes]float64
+	p    *Pool
+	rs   []*Remote // the members when it began: indices below are into it
+	now  time.Time
+	best uint64
+	es   [maxRemotes]score.Entry
 }
 
 // measure reads every remote's latency and penalty terms.
 func (s *scoring) measure() {
 	p, now, best := s.p, s.now, s.best
-	w := p.conf().Scoring.weights()
+	w := p.conf().Scoring.Weights()
 	maxLag := float64(max(p.conf().MaxLag, 1))
 	var q [len(scoreQuantiles)]time.Duration
 	for i, r := range s.rs {
+		e := &s.es[i]
+		*e = score.Entry{Group: int(r.cfg.Tier), Preferred: r.sc.preferred.Load()}
 		// A head not known yet is no lag; a lag past max_lag already keeps
 		// the remote out of rotation, and counting all of it would keep it
 		// out of the preferred set long after it caught up.
@@ -215,62 +166,33 @@ func (s *scoring) measure() {
 		}
 		if r.lat.Quantiles(scoreQuantiles[:], q[:]) {
 			ms := float64(q[0]+q[1]) / 2 / float64(time.Millisecond)
-			s.lat[i], s.known[i] = math.Pow(max(ms, 0.001), w.Latency), true
+			e.Latency, e.Known = math.Pow(max(ms, 0.001), w.Latency), true
 		}
 		errs := math.Float64frombits(r.errorEWMA.Load())
 		thr := math.Float64frombits(r.sc.throttles.Load())
 		lagAvg := math.Float64frombits(r.sc.lagAvg.Load())
-		s.pen[i] = (1 + w.Errors*errs) * (1 + w.Throttle*thr) * (1 + w.Lag*lagAvg/maxLag) *
+		e.Penalty = (1 + w.Errors*errs) * (1 + w.Throttle*thr) * (1 + w.Lag*lagAvg/maxLag) *
 			(1 + w.Misbehaviour*r.misbehaviour(now))
-		s.inRot[i] = r.available(now)&^outBusy == 0 && !p.lagging(r, best)
+		e.InRotation = r.available(now)&^outBusy == 0 && !p.lagging(r, best)
 	}
 }
 
-// rank scores the remotes of one tier and updates its preferred set.
+// rank scores the remotes of one tier and updates its preferred set
+// (score.Rank).
 func (s *scoring) rank(tier Tier) {
-	rs := s.rs
-	// The tier's best latency stands in for the unknown ones.
-	bestLat := math.Inf(1)
-	for pass := 0; pass < 2 && math.IsInf(bestLat, 1); pass++ {
-		for i, r := range rs {
-			if r.cfg.Tier == tier && s.known[i] && (s.inRot[i] || pass == 1) {
-				bestLat = min(bestLat, s.lat[i])
-			}
-		}
-	}
-	if math.IsInf(bestLat, 1) {
-		bestLat = 1
-	}
-	bestScore := math.Inf(1)
-	for pass := 0; pass < 2 && math.IsInf(bestScore, 1); pass++ {
-		for i, r := range rs {
-			if r.cfg.Tier != tier {
-				continue
-			}
-			l := s.lat[i]
-			if !s.known[i] {
-				l = bestLat
-			}
-			s.scores[i] = l * s.pen[i]
-			if s.inRot[i] || pass == 1 {
-				bestScore = min(bestScore, s.scores[i])
-			}
-		}
-	}
-	margin := s.p.conf().Scoring.Margin
-	for i, r := range rs {
+	es := s.es[:len(s.rs)]
+	best := score.Rank(es, int(tier), s.p.conf().Scoring.Margin)
+	for i, r := range s.rs {
 		if r.cfg.Tier != tier {
 			continue
 		}
-		sc := s.scores[i]
-		r.sc.score.Store(math.Float64bits(sc))
-		r.sc.gauge.Set(sc)
-		was := r.sc.preferred.Load()
-		is := sc <= bestScore*(1+margin) || was && sc <= bestScore*(1+2*margin)
-		if is != was {
-			r.sc.preferred.Store(is)
+		e := &es[i]
+		r.sc.score.Store(math.Float64bits(e.Score))
+		r.sc.gauge.Set(e.Score)
+		if e.Preferred != r.sc.preferred.Load() {
+			r.sc.preferred.Store(e.Preferred)
 			r.sc.switches.Add(1)
-			r.log.Debug("remote preferred set", "preferred", is, "score", sc, "best", bestScore)
+			r.log.Debug("remote preferred set", "preferred", e.Preferred, "score", e.Score, "best", best)
 		}
 	}
 }

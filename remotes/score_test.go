@@ -17,12 +17,12 @@ import (
 
 // weighed is a scoring section that sets every weight of w (nil: none,
 // the defaults).
-func weighed(w *ScoreWeights) ScoringConfig {
+func weighed(w *score.Weights) score.Config {
 	if w == nil {
-		return ScoringConfig{}
+		return score.Config{}
 	}
 	v := *w
-	return ScoringConfig{Latency: &v.Latency, Errors: &v.Errors, Throttle: &v.Throttle, Lag: &v.Lag, Misbehaviour: &v.Misbehaviour}
+	return score.Config{Latency: &v.Latency, Errors: &v.Errors, Throttle: &v.Throttle, Lag: &v.Lag, Misbehaviour: &v.Misbehaviour}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -71,7 +71,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 	// 2 ms unless the case says otherwise) and says which are preferred.
 	tests := []struct {
 		name    string
-		weights *ScoreWeights // nil: defaults
+		weights *score.Weights // nil: defaults
 		setup   func(p *Pool, a, b *Remote)
 		want    [2]bool // preferred
 		better  int     // the remote with the lower score; -1 equal
@@ -79,7 +79,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 		{name: "equal remotes share", want: [2]bool{true, true}, better: -1},
 		{name: "latency", setup: func(_ *Pool, _, b *Remote) { observeMs(b, 200, 6, 0) },
 			want: [2]bool{true, false}, better: 0},
-		{name: "latency weighed out", weights: &ScoreWeights{Latency: 0, Errors: 8},
+		{name: "latency weighed out", weights: &score.Weights{Latency: 0, Errors: 8},
 			setup: func(_ *Pool, _, b *Remote) { observeMs(b, 200, 6, 0) }, want: [2]bool{true, true}, better: -1},
 		{name: "errors", setup: func(_ *Pool, _, b *Remote) { setFloat(&b.errorEWMA, 0.2) },
 			want: [2]bool{true, false}, better: 0},
@@ -87,7 +87,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 			observeMs(b, 200, 2.6, 0) // 30% slower
 			setFloat(&a.errorEWMA, 0.3)
 		}, want: [2]bool{false, true}, better: 1},
-		{name: "errors weighed out", weights: &ScoreWeights{Latency: 1},
+		{name: "errors weighed out", weights: &score.Weights{Latency: 1},
 			setup: func(_ *Pool, _, b *Remote) { setFloat(&b.errorEWMA, 0.5) }, want: [2]bool{true, true}, better: -1},
 		{name: "throttles", setup: func(_ *Pool, a, _ *Remote) { setFloat(&a.sc.throttles, 0.3) },
 			want: [2]bool{false, true}, better: 1},
@@ -95,7 +95,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 			want: [2]bool{true, false}, better: 0},
 		{name: "misbehaviour counted by the consensus checks", setup: func(_ *Pool, a, _ *Remote) { a.mb.count.Add(1) },
 			want: [2]bool{false, true}, better: 1},
-		{name: "misbehaviour weighed out", weights: &ScoreWeights{Latency: 1, Errors: 8},
+		{name: "misbehaviour weighed out", weights: &score.Weights{Latency: 1, Errors: 8},
 			setup: func(_ *Pool, _, b *Remote) { b.mb.count.Add(3) }, want: [2]bool{true, true}, better: -1},
 		{name: "unmeasured latency counts as the best", setup: func(_ *Pool, _, b *Remote) { b.lat = score.Latency{} },
 			want: [2]bool{true, true}, better: -1},
@@ -133,7 +133,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 
 // The misbehaviour level halves every half-life.
 func TestMisbehaviourDecays(t *testing.T) {
-	p := offlinePool(t, PoolConfig{Scoring: ScoringConfig{MisbehaviourHalfLife: time.Minute}}, 1, nil)
+	p := offlinePool(t, PoolConfig{Scoring: score.Config{MisbehaviourHalfLife: time.Minute}}, 1, nil)
 	r := p.members()[0]
 	now := time.Now()
 	r.now = func() time.Time { return now }
@@ -163,7 +163,7 @@ func TestScoreHysteresis(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := offlinePool(t, PoolConfig{Scoring: ScoringConfig{Margin: tt.margin}}, 2, nil)
+			p := offlinePool(t, PoolConfig{Scoring: score.Config{Margin: tt.margin}}, 2, nil)
 			a, b := p.members()[0], p.members()[1]
 			now := time.Now()
 			for round := range 200 {
@@ -198,7 +198,7 @@ func TestScoreSharesNearEqualRemotes(t *testing.T) {
 	nodes := clockedNodes(t, clk, 2, nil)
 	nodes[0].SetLatency(2 * time.Millisecond)
 	nodes[1].SetLatency(2200 * time.Microsecond)
-	p := clockedPool(t, clk, PoolConfig{BlockTime: time.Hour, Scoring: ScoringConfig{Interval: 10 * time.Millisecond}}, nodes, nil)
+	p := clockedPool(t, clk, PoolConfig{BlockTime: time.Hour, Scoring: score.Config{Interval: 10 * time.Millisecond}}, nodes, nil)
 	for _, n := range nodes {
 		n.ResetCalls()
 	}
@@ -229,7 +229,7 @@ func TestScoreRoutesAwayFromSlowRemote(t *testing.T) {
 	nodes[1].SetLatency(15 * time.Millisecond)
 	reg := prometheus.NewRegistry()
 	rs := testConfigs([]string{nodes[0].URL(), nodes[1].URL()}, nil)
-	p := startPool(t, PoolConfig{BlockTime: time.Hour, Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: ptr(0.02)}}, rs, NewMetrics(reg))
+	p := startPool(t, PoolConfig{BlockTime: time.Hour, Scoring: score.Config{Interval: 10 * time.Millisecond, ProbeShare: ptr(0.02)}}, rs, NewMetrics(reg))
 	// Until measured, both share; then the slow one leaves.
 	waitFor(t, "the slow remote out of the preferred set", func() bool {
 		_, _ = call(t, p, "eth_getBalance", balanceOf(rand.IntN(1<<20)))
@@ -285,7 +285,7 @@ func TestProbeShareBringsRemoteBack(t *testing.T) {
 				n.SetLatency(3 * time.Millisecond)
 			}
 			p := testPool(t, PoolConfig{BlockTime: time.Hour, Breaker: BreakerConfig{Failures: 2, Cooldown: 50 * time.Millisecond},
-				Scoring: ScoringConfig{Interval: 10 * time.Millisecond, ProbeShare: &tt.probe}}, nodes, nil)
+				Scoring: score.Config{Interval: 10 * time.Millisecond, ProbeShare: &tt.probe}}, nodes, nil)
 			bad := p.members()[1]
 			nodes[1].SetFailStatus(503)
 			// Its faults take it out of the preferred set, perhaps before

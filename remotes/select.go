@@ -79,7 +79,7 @@ func (r *Remote) available(now time.Time) outs {
 // order).
 type selector struct {
 	remotes  []*Remote
-	probe    float64 // ScoringConfig.ProbeShare
+	probe    float64 // score.Config.ProbeShare
 	budgeted bool    // some remote has a budget
 }
 

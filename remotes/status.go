@@ -60,7 +60,7 @@ func (p *Pool) Status() []RemoteStatus {
 	now := p.now()
 	best := p.healthyBest(now)
 	cfg, members := p.conf(), p.members()
-	w := cfg.Scoring.weights()
+	w := cfg.Scoring.Weights()
 	out := make([]RemoteStatus, len(members))
 	for i, r := range members {
 		s := RemoteStatus{Name: r.Name(), Tier: r.Tier().String(), Preferred: r.Preferred(), Head: r.Head(),
