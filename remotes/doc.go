@@ -76,7 +76,8 @@
 //     tally), remotes/misbehave (the misbehaviour record), remotes/verified
 //     (a verified call's checks, the answer served, its liars), remotes/avail
 //     (windows of old data and the probe's search), remotes/breaker (a
-//     remote's circuit breaker), remotes/score (what a remote's score is
+//     remote's circuit breaker), remotes/hedge (a hedge's delay and the
+//     hedge budget), remotes/score (what a remote's score is
 //     made of: latency quantiles, misbehaviour level, weights and the
 //     scoring section, and a tier's ranking into a preferred set) and remotes/getlogs
 //     (the eth_getLogs split, its parts sent through a Sender the pool
