@@ -2,10 +2,8 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -85,18 +83,6 @@ func newAdmin(p adminParams) (*admin.Admin, *adminServer) {
 		return a, &adminServer{svc: svc}
 	}
 	return a, &adminServer{}
-}
-
-// replicaID names this replica: redis.replica_id, defaulted with Redis;
-// without it, as that default would be. The one name of this process in
-// its logs, its leases (the in-memory elector's too), the admin API and
-// venn_replica_info.
-func (c *Config) replicaID() string {
-	if c.Redis.ReplicaID != "" {
-		return c.Redis.ReplicaID
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
 // adminChains are the chains served now, as the admin API reads them.

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -112,4 +113,17 @@ func (cs *chains) stop(ctx context.Context) error {
 		errs = append(errs, cs.rdb.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// waitRetired cuts the removed chains' waits short and waits for them.
+func (cs *chains) waitRetired(ctx context.Context) error {
+	cs.stopOnce.Do(func() { close(cs.stopping) })
+	done := make(chan struct{})
+	go func() { cs.retired.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("removed chains: stop: %w", ctx.Err())
+	}
 }

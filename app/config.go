@@ -71,7 +71,7 @@ type Config struct {
 	// Edge is who may call what, and how often: the top-level sections
 	// auth, methods, rate_limits, trusted_proxies and cors (package edge).
 	Edge edge.Config `yaml:",inline"`
-	TLS  TLSConfig   `yaml:"tls"` // on listen (edge.go)
+	TLS  TLSConfig   `yaml:"tls"` // on listen (http.go)
 	// Tracing exports OpenTelemetry traces over OTLP (package tracing);
 	// off by default.
 	Tracing tracing.Config `yaml:"tracing"`
@@ -384,16 +384,6 @@ func coveredBy(path string, bad map[string]bool) bool {
 // within reports whether path is inside the field at outer.
 func within(path, outer string) bool {
 	return strings.HasPrefix(path, outer+".") || strings.HasPrefix(path, outer+"[")
-}
-
-func unwrapJoined(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	if err != nil {
-		return []error{err}
-	}
-	return nil
 }
 
 // AdminAddr is where the admin API serves and the field that says so:

@@ -2,12 +2,7 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
@@ -18,38 +13,6 @@ import (
 // The edge's configuration is package edge's (edge.Config, inline at the
 // top level of the file); app adds what spans sections (a key's chains
 // must be configured) and TLS on listen, which the listener serves.
-
-// TLSConfig is the tls section: TLS on listen, with client certificates
-// required when ClientCAFile is set.
-type TLSConfig struct {
-	CertFile     string `yaml:"cert_file"`
-	KeyFile      string `yaml:"key_file"`
-	ClientCAFile string `yaml:"client_ca_file"`
-}
-
-// Enabled reports whether listen serves TLS.
-func (t TLSConfig) Enabled() bool { return t.CertFile != "" }
-
-// validateEdge checks the edge's sections and tls. Key values are never
-// quoted.
-func (c *Config) validateEdge(p *problems) {
-	chains := make([]string, len(c.Chains))
-	for i, ch := range c.Chains {
-		chains[i] = ch.Name
-	}
-	*p = append(*p, unwrapJoined(c.Edge.Validate(chains))...)
-	switch t := c.TLS; {
-	case t.CertFile == "" && t.KeyFile != "":
-		p.add("tls.cert_file", "required with tls.key_file")
-	case t.CertFile != "" && t.KeyFile == "":
-		p.add("tls.key_file", "required with tls.cert_file")
-	case t.CertFile == "" && t.ClientCAFile != "":
-		p.add("tls.client_ca_file", "needs tls.cert_file and tls.key_file: client certificates are checked over TLS")
-	}
-	if c.Edge.Auth.Redis.Enabled && !c.Redis.Enabled() {
-		p.add("auth.redis.enabled", "requires redis.url, redis.sentinel or redis.cluster: the tenants and keys are kept there")
-	}
-}
 
 // newEdge builds the JSON-RPC server's gate from the edge's sections.
 // With auth.jwt.jwks_url its key set is fetched at start and refreshed
@@ -133,32 +96,4 @@ func newRateLimiter(lc fx.Lifecycle, cfg *Config, log *slog.Logger) (*rateLimite
 		OnStop: func(context.Context) error { return rdb.Close() },
 	})
 	return &rateLimiter{limiter: l}, nil
-}
-
-// tlsConfig loads the listener's certificate and, with client_ca_file,
-// requires every client to present a certificate signed by that CA.
-// HTTP/2 is not offered: WebSocket upgrades need HTTP/1.1.
-func (t TLSConfig) tlsConfig() (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls: load cert_file and key_file: %w", err)
-	}
-	c := &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"http/1.1"},
-	}
-	if t.ClientCAFile != "" {
-		pem, err := os.ReadFile(t.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls: client_ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errors.New("tls: client_ca_file: no PEM certificate in it")
-		}
-		c.ClientCAs = pool
-		c.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return c, nil
 }

@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -88,4 +90,43 @@ func (h *httpService) stop(ctx context.Context) error {
 type servers struct {
 	rpc     *httpService
 	metrics *httpService // nil when metrics_listen is ""
+}
+
+// TLSConfig is the tls section: TLS on listen, with client certificates
+// required when ClientCAFile is set.
+type TLSConfig struct {
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Enabled reports whether listen serves TLS.
+func (t TLSConfig) Enabled() bool { return t.CertFile != "" }
+
+// tlsConfig loads the listener's certificate and, with client_ca_file,
+// requires every client to present a certificate signed by that CA.
+// HTTP/2 is not offered: WebSocket upgrades need HTTP/1.1.
+func (t TLSConfig) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls: load cert_file and key_file: %w", err)
+	}
+	c := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"http/1.1"},
+	}
+	if t.ClientCAFile != "" {
+		pem, err := os.ReadFile(t.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls: client_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("tls: client_ca_file: no PEM certificate in it")
+		}
+		c.ClientCAs = pool
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return c, nil
 }

@@ -18,3 +18,13 @@ func (p *problems) under(path string, err error) {
 		*p = append(*p, fmt.Errorf("%s.%w", path, e))
 	}
 }
+
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -195,4 +196,16 @@ func (c RedisConfig) newRedisClient(tune redisTuning) (redis.UniversalClient, er
 		opts.DialerRetries = tune.dialerRetries
 	}
 	return redis.NewClient(opts), nil
+}
+
+// replicaID names this replica: redis.replica_id, defaulted with Redis;
+// without it, as that default would be. The one name of this process in
+// its logs, its leases (the in-memory elector's too), the admin API and
+// venn_replica_info.
+func (c *Config) replicaID() string {
+	if c.Redis.ReplicaID != "" {
+		return c.Redis.ReplicaID
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }

@@ -96,16 +96,3 @@ func (cs *chains) retire(c *chain.Chain) {
 		cs.log.Info("chain stopped: removed by a config reload", "chain", c.Name())
 	})
 }
-
-// waitRetired cuts the removed chains' waits short and waits for them.
-func (cs *chains) waitRetired(ctx context.Context) error {
-	cs.stopOnce.Do(func() { close(cs.stopping) })
-	done := make(chan struct{})
-	go func() { cs.retired.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("removed chains: stop: %w", ctx.Err())
-	}
-}

@@ -216,6 +216,27 @@ func (c *Config) validateAdmin(p *problems) {
 	}
 }
 
+// validateEdge checks the edge's sections and tls. Key values are never
+// quoted.
+func (c *Config) validateEdge(p *problems) {
+	chains := make([]string, len(c.Chains))
+	for i, ch := range c.Chains {
+		chains[i] = ch.Name
+	}
+	*p = append(*p, unwrapJoined(c.Edge.Validate(chains))...)
+	switch t := c.TLS; {
+	case t.CertFile == "" && t.KeyFile != "":
+		p.add("tls.cert_file", "required with tls.key_file")
+	case t.CertFile != "" && t.KeyFile == "":
+		p.add("tls.key_file", "required with tls.cert_file")
+	case t.CertFile == "" && t.ClientCAFile != "":
+		p.add("tls.client_ca_file", "needs tls.cert_file and tls.key_file: client certificates are checked over TLS")
+	}
+	if c.Edge.Auth.Redis.Enabled && !c.Redis.Enabled() {
+		p.add("auth.redis.enabled", "requires redis.url, redis.sentinel or redis.cluster: the tenants and keys are kept there")
+	}
+}
+
 // validateFeed checks a chain's JetStream feed against the nats section
 // and the other chains' feeds.
 func (c *Config) validateFeed(p *problems, path string, i int) {

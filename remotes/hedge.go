@@ -36,14 +36,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/hedge"
 )
 
 // hedgeScoreMetrics are the series of hedging and scoring.
@@ -69,7 +68,7 @@ func newHedgeScoreMetrics(reg prometheus.Registerer) *hedgeScoreMetrics {
 // hedger is a chain's hedging: its groups, budget and counters.
 type hedger struct {
 	groups []HedgeGroup
-	budget hedgeBudget
+	budget *hedge.Budget
 
 	won, lost, skippedBudget, skippedNoRemote prometheus.Counter
 }
@@ -82,14 +81,12 @@ func newHedger(cfg HedgeConfig, chain string, m *Metrics) *hedger {
 	}
 	h := &hedger{
 		groups:          cfg.Groups,
+		budget:          hedge.NewBudget(cfg.Budget, cfg.Burst),
 		won:             m.hs.hedges.WithLabelValues(chain, "won"),
 		lost:            m.hs.hedges.WithLabelValues(chain, "lost"),
 		skippedBudget:   m.hs.hedges.WithLabelValues(chain, "skipped_budget"),
 		skippedNoRemote: m.hs.hedges.WithLabelValues(chain, "skipped_no_remote"),
 	}
-	h.budget.earn = int64(math.Round(cfg.Budget * hedgeUnit))
-	h.budget.cap = int64(cfg.Burst) * hedgeUnit
-	h.budget.tokens.Store(h.budget.cap)
 	return h
 }
 
@@ -105,61 +102,11 @@ func (p *Pool) hedgeGroup(method string, rt route) *HedgeGroup {
 	}
 	for i := range h.groups {
 		if g := &h.groups[i]; evm.MatchMethod(g.Methods, method) {
-			h.budget.deposit()
+			h.budget.Deposit()
 			return g
 		}
 	}
 	return nil
-}
-
-// hedgeUnit is one hedge in the budget's fixed-point tokens.
-const hedgeUnit = 1_000_000
-
-// hedgeBudget is a token bucket counted in calls, not time: each hedgeable
-// call adds earn, each hedge takes hedgeUnit, and it holds at most cap.
-type hedgeBudget struct {
-	tokens    atomic.Int64
-	earn, cap int64
-}
-
-func (b *hedgeBudget) deposit() {
-	for {
-		t := b.tokens.Load()
-		if t >= b.cap || b.tokens.CompareAndSwap(t, min(t+b.earn, b.cap)) {
-			return
-		}
-	}
-}
-
-func (b *hedgeBudget) take() bool {
-	for {
-		t := b.tokens.Load()
-		if t < hedgeUnit {
-			return false
-		}
-		if b.tokens.CompareAndSwap(t, t-hedgeUnit) {
-			return true
-		}
-	}
-}
-
-func (b *hedgeBudget) refund() { b.tokens.Add(hedgeUnit) }
-
-// hedgeDelay is how long to wait for r before hedging; ok is false when the
-// call is not to be hedged (a quantile of a remote not measured yet, and
-// no delay to fall back on).
-func hedgeDelay(g *HedgeGroup, r *Remote) (time.Duration, bool) {
-	if g.Quantile <= 0 {
-		return g.Delay, true
-	}
-	q, ok := r.lat.Quantile(g.Quantile)
-	switch {
-	case ok:
-		return max(q, g.Delay), true
-	case g.Delay > 0:
-		return g.Delay, true
-	}
-	return 0, false
 }
 
 // errHedgeDone ends the attempts of a race that is over: another attempt
@@ -205,7 +152,7 @@ type raceResult struct {
 func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 	p := a.p
 	k := min(g.Max-a.hedges, p.conf().MaxAttempts-a.n)
-	delay, ok := hedgeDelay(g, r)
+	delay, ok := hedge.Delay(g.Delay, g.Quantile, &r.lat)
 	h := a.rt.hedger // the race's, throughout: a reload may swap the chain's, or turn hedging off
 	if h == nil {
 		h = p.hedger()
@@ -301,7 +248,7 @@ func (rc *hedgeRace) fire() {
 			rc.results <- raceResult{}
 			return
 		}
-		if !rc.h.budget.take() {
+		if !rc.h.budget.Take() {
 			rc.mu.Unlock()
 			rc.h.skippedBudget.Inc()
 			rc.results <- raceResult{}
@@ -319,7 +266,7 @@ func (rc *hedgeRace) fire() {
 		if j.mean == meanLocal {
 			// Nothing went out: the token goes back and another remote may
 			// take the hedge.
-			rc.h.budget.refund()
+			rc.h.budget.Refund()
 			rc.mu.Lock()
 			rc.n--
 			rc.launched--

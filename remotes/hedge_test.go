@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes/breaker"
+	"github.com/venn-gateway/venn/remotes/hedge"
 )
 
 // hedgePool starts a pool over nodes: n0 primary, the rest secondary, so
@@ -160,7 +161,7 @@ func TestHedgeQuantileAdapts(t *testing.T) {
 		nodes, nil)
 	nodes[1].SetLatency(time.Second)
 	g, r0 := &p.hedger().groups[0], p.members()[0]
-	if _, ok := hedgeDelay(g, r0); ok {
+	if _, ok := hedge.Delay(g.Delay, g.Quantile, &r0.lat); ok {
 		t.Fatal("a quantile delay before the remote is measured")
 	}
 	nodes[0].SetLatency(20 * time.Millisecond)
@@ -169,7 +170,7 @@ func TestHedgeQuantileAdapts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, ok := hedgeDelay(g, r0)
+	d, ok := hedge.Delay(g.Delay, g.Quantile, &r0.lat)
 	if !ok || d < 18*time.Millisecond || d > 30*time.Millisecond {
 		t.Fatalf("delay %v (ok %v) at 20 ms latency, want its p90", d, ok)
 	}
@@ -178,7 +179,7 @@ func TestHedgeQuantileAdapts(t *testing.T) {
 	// halves its counts every 256), not with time: bounded by calls, since
 	// a busy machine makes fewer in a second. About 300 do it.
 	calls := 0
-	for ; d >= 8*time.Millisecond; d, _ = hedgeDelay(g, r0) {
+	for ; d >= 8*time.Millisecond; d, _ = hedge.Delay(g.Delay, g.Quantile, &r0.lat) {
 		if calls == 1000 {
 			t.Fatalf("p90 delay %v after %d calls at 2 ms: it does not follow the faster remote", d, calls)
 		}
