@@ -113,4 +113,6 @@ func BenchmarkServeHTTPTenant(b *testing.B) {
 
 type discardUsage struct{}
 
-func (discardUsage) Add(string, string, string, int64, int64, int64, int64) {}
+func (discardUsage) Series(string, string, string) func(time.Time, int64, int64, int64, int64) {
+	return func(time.Time, int64, int64, int64, int64) {}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -54,6 +55,17 @@ type BudgetsOptions struct {
 // account is one tenant's spending in its current periods.
 type account struct {
 	minute, month period
+	// limit is the budget last applied to the account (a spend's, a
+	// check's, or its tenant's when compiled), by which a flush judges
+	// what it learned; bs.mu.
+	limit Budget
+	// reached is set, under bs.mu, whenever the counts as a spend, a
+	// flush or a check leaves them have reached limit. Counts grow only
+	// there (with time they can only fall: a new minute or month), so
+	// while it is clear a call is admitted without the lock or the
+	// clock; once set, a check works the state out under the lock and
+	// clears it when a new period has begun.
+	reached atomic.Bool
 }
 
 // period is a tenant's spending in one minute or month.
@@ -100,24 +112,38 @@ type BudgetState struct {
 	Reset time.Time
 }
 
+// mayBeOver reports whether account a may have spent its budget: false
+// is certain (no lock, no clock), true asks state.
+func (a *account) mayBeOver() bool { return a.reached.Load() }
+
+// judge sets a.reached from its counts; bs.mu is held, a rolled.
+func (a *account) judge() {
+	m, mo := a.minute.spent(), a.month.spent()
+	b := a.limit
+	a.reached.Store(b.PerMinute > 0 && m >= b.PerMinute || b.PerMonth > 0 && mo >= b.PerMonth)
+}
+
 // state says what the tenant of account a (track's) has left of b.
 func (bs *Budgets) state(a *account, b Budget) BudgetState {
 	now := bs.now()
 	bs.mu.Lock()
 	bs.roll(a, now)
+	a.limit = b
+	a.judge()
 	m, mo := a.minute.spent(), a.month.spent()
 	bs.mu.Unlock()
 	return b.left(m, mo, now)
 }
 
-// spend adds credits to the periods of account a (track's) and says what
-// its tenant has left of b: one clock reading and one lock for both.
-func (bs *Budgets) spend(a *account, credits int64, b Budget) BudgetState {
-	now := bs.now()
+// spend adds credits to the periods of account a (track's) at now and
+// says what its tenant has left of b: one lock for both.
+func (bs *Budgets) spend(a *account, credits int64, b Budget, now time.Time) BudgetState {
 	bs.mu.Lock()
 	bs.roll(a, now)
 	a.minute.pending += credits
 	a.month.pending += credits
+	a.limit = b
+	a.judge()
 	m, mo := a.minute.spent(), a.month.spent()
 	bs.mu.Unlock()
 	return b.left(m, mo, now)
@@ -164,10 +190,16 @@ func (bs *Budgets) account(tenant string) *account {
 
 // track makes tenant's account, so that flushes learn the cluster's count
 // before its first call here, and returns it: accounts are never removed,
-// so a compiled tenant keeps its own and its calls look up none.
-func (bs *Budgets) track(tenant string) *account {
+// so a compiled tenant keeps its own and its calls look up none. b is the
+// tenant's budget as compiled: a reload that lowers it is judged here,
+// before the tenant's next call.
+func (bs *Budgets) track(tenant string, b Budget) *account {
+	now := bs.now()
 	bs.mu.Lock()
 	a := bs.account(tenant)
+	bs.roll(a, now)
+	a.limit = b
+	a.judge()
 	bs.mu.Unlock()
 	return a
 }
@@ -244,6 +276,7 @@ func (bs *Budgets) Flush(ctx context.Context) error {
 		if a.month.id == j.monID {
 			a.month.seen, a.month.flight = j.monCmd.Val(), 0
 		}
+		a.judge() // the other replicas' spending may have reached it
 	}
 	if err != nil {
 		return fmt.Errorf("credits: flush to redis: %w", err)

@@ -3,9 +3,11 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,12 +229,11 @@ func TestCreditsHeader(t *testing.T) {
 		{BudgetState{MinuteLeft: 0, MonthLeft: -1}, "call=19, minute=0"},
 		{noBudget, "call=19"},
 	} {
-		h := http.Header{}
-		setCreditsHeader(h, 19, c.st)
-		if len(h) != 1 || h.Get(creditsHeader) != c.want {
-			t.Errorf("%+v: headers %v, want %s: %s", c.st, h, creditsHeader, c.want)
+		v := string(appendCredits(nil, 19, c.st))
+		if v != c.want {
+			t.Errorf("%+v: %s: %s, want %s", c.st, creditsHeader, v, c.want)
 		}
-		got, err := ParseCredits(h.Get(creditsHeader))
+		got, err := ParseCredits(v)
 		if want := (Credits{Call: 19, Minute: c.st.MinuteLeft, Month: c.st.MonthLeft}); err != nil || got != want {
 			t.Errorf("ParseCredits(%q) = %+v, %v, want %+v", c.want, got, err, want)
 		}
@@ -253,12 +254,101 @@ func TestCreditsHeader(t *testing.T) {
 	}
 }
 
-// BenchmarkCreditsHeader is setCreditsHeader's own cost, one allocation.
+// BenchmarkCreditsHeader is appendCredits' own cost, into room it is
+// given (jrpc.AnswerHeader's): no allocation.
 func BenchmarkCreditsHeader(b *testing.B) {
-	h := http.Header{}
+	var room [96]byte
 	st := BudgetState{MinuteLeft: 99960, MonthLeft: 999999960}
 	b.ReportAllocs()
 	for b.Loop() {
-		setCreditsHeader(h, 40, st)
+		if len(appendCredits(room[:0], 40, st)) > len(room) {
+			b.Fatal("the value outgrew its room")
+		}
+	}
+}
+
+// usageRows is a UsageSink that keeps the calls and credits it is given,
+// by tenant, chain and method.
+type usageRows struct {
+	mu   sync.Mutex
+	rows map[[3]string][2]int64
+}
+
+func (u *usageRows) Series(tenant, chain, method string) func(time.Time, int64, int64, int64, int64) {
+	k := [3]string{tenant, chain, method}
+	return func(_ time.Time, calls, credits, _, _ int64) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		r := u.rows[k]
+		u.rows[k] = [2]int64{r[0] + calls, r[1] + credits}
+	}
+}
+
+// TestChargeSlots: a tenant's calls are priced and counted through the
+// slots resolved on each method's first call, the same as on it; methods
+// no table or registry knows are counted under "other", each priced by
+// its own name (a prefix here), never by the slot's.
+func TestChargeSlots(t *testing.T) {
+	u := &usageRows{rows: make(map[[3]string][2]int64)}
+	c := Config{
+		Auth:    AuthConfig{Keys: []APIKey{{Name: "svc", Key: aliceSecret, Tenant: "team"}}},
+		Tenants: []Tenant{{Name: "team", Credits: Budget{PerMonth: 1000}}},
+		Credits: CreditsConfig{Methods: map[string]int64{"eth_made*": 7}},
+	}
+	s := newTestServer(t, c, Options{Usage: u}, sourceHandler())
+	key := map[string]string{"X-Api-Key": aliceSecret}
+	spent := int64(0)
+	for _, tt := range []struct {
+		method string
+		want   int64
+	}{
+		{"eth_madeUp1", 7}, {"eth_call", 20}, {"eth_madeUp1", 7}, {"eth_madeUp2", 7},
+		{"eth_blockNumber", 3}, {"eth_chainId", 1}, {"eth_call", 20}, {"eth_blockNumber", 3},
+	} {
+		status, h, body := do(t, s, httpCall{header: key, body: callOf(tt.method)})
+		spent += tt.want
+		if got := headerCredits(t, h); status != 200 || got != (Credits{Call: tt.want, Minute: -1, Month: 1000 - spent}) {
+			t.Fatalf("%s: %d credits %+v %s, want %d with %d left", tt.method, status, got, body, tt.want, 1000-spent)
+		}
+	}
+	want := map[[3]string][2]int64{
+		{"team", testChain, "other"}:           {3, 21},
+		{"team", testChain, "eth_call"}:        {2, 40},
+		{"team", testChain, "eth_blockNumber"}: {2, 6},
+		{"team", testChain, "eth_chainId"}:     {1, 1},
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !maps.Equal(u.rows, want) {
+		t.Errorf("usage %v, want %v", u.rows, want)
+	}
+}
+
+// TestBudgetLoweredByReload: a tenant under its budget is let through
+// without the budgets' lock; a reload that lowers the budget below what
+// it spent refuses its next call.
+func TestBudgetLoweredByReload(t *testing.T) {
+	bs := NewBudgets(BudgetsOptions{})
+	c := Config{
+		Auth:    AuthConfig{Keys: []APIKey{{Name: "svc", Key: aliceSecret, Tenant: "team"}}},
+		Tenants: []Tenant{{Name: "team", Credits: Budget{PerMinute: 100}}},
+	}
+	key := map[string]string{"X-Api-Key": aliceSecret}
+	a := budgetReplica(t, c, bs)
+	for range 3 {
+		if status, _, body := do(t, a, httpCall{header: key, body: callOf("eth_call")}); status != 200 {
+			t.Fatalf("under the budget: %d %s", status, body)
+		}
+	}
+	c.Tenants[0].Credits.PerMinute = 50
+	b := budgetReplica(t, c, bs) // the reloaded configuration, on the same counts
+	status, _, body := do(t, b, httpCall{header: key, body: callOf("eth_call")})
+	if status != 429 || !strings.Contains(body, "minutely budget of 50 credits") {
+		t.Errorf("after lowering the budget to 50 with 60 spent: %d %s", status, body)
+	}
+	c.Tenants[0].Credits.PerMinute = 1000
+	b = budgetReplica(t, c, bs)
+	if status, _, body := do(t, b, httpCall{header: key, body: callOf("eth_call")}); status != 200 {
+		t.Errorf("after raising it to 1000: %d %s", status, body)
 	}
 }

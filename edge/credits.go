@@ -173,32 +173,36 @@ func newPricing(c CreditsConfig) *pricing {
 
 // cost is what a call of method answered by source costs.
 func (p *pricing) cost(method, source string) int64 {
-	c, _ := p.price(method, source, true)
-	return c
+	base, _ := p.price(method)
+	i, ok := sourceIndex(source)
+	if !ok {
+		return base
+	}
+	return p.factored(base, i)
 }
 
-// price is what a call of method answered by source costs (0 unless
-// charged) and label's bound name for it, with one lookup of method.
-func (p *pricing) price(method, source string, charged bool) (int64, string) {
-	base, known := p.table.methods[method]
-	label := method
-	if !known {
-		label = evm.MethodLabel(method)
-		base = p.table.def
-		for _, pre := range p.table.prefixes {
-			if strings.HasPrefix(method, pre.prefix) {
-				base = pre.cost
-				break
-			}
+// price is what a call of method costs before served_from, and label's
+// bound name for it, with one lookup of method.
+func (p *pricing) price(method string) (int64, string) {
+	if base, ok := p.table.methods[method]; ok {
+		return base, method
+	}
+	base := p.table.def
+	for _, pre := range p.table.prefixes {
+		if strings.HasPrefix(method, pre.prefix) {
+			base = pre.cost
+			break
 		}
 	}
-	if !charged {
-		return 0, label
+	return base, evm.MethodLabel(method)
+}
+
+// factored is base for a call answered by the source of index i.
+func (p *pricing) factored(base int64, i int) int64 {
+	if f := p.factors[i]; f != 1 {
+		return int64(math.Ceil(float64(base) * f))
 	}
-	if i, ok := sourceIndex(source); ok && p.factors[i] != 1 {
-		return int64(math.Ceil(float64(base) * p.factors[i])), label
-	}
-	return base, label
+	return base
 }
 
 // label bounds a client's method name for usage and metrics: a method the

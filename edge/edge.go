@@ -93,6 +93,7 @@ type apiKey struct {
 	ipExempt bool
 	tenant   *tenant // nil: none
 	callers  callers
+	meter    meterSlots // without a tenant
 }
 
 // New compiles c, which Validate has passed, with its defaults applied
@@ -194,6 +195,7 @@ func (e *Edge) compileKeys(c Config) {
 			ipExempt: k.IPExempt,
 			tenant:   e.tenants[k.Tenant],
 		}
+		ak.meter.account = k.Name
 		if !ak.rate.Limited() {
 			ak.rate = c.RateLimits.Key
 		}

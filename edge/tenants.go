@@ -47,7 +47,8 @@ type tenant struct {
 	scope
 	name     string
 	budget   Budget
-	account  *account                    // its budgets' counts; nil unless budget.Limited()
+	account  *account // its budgets' counts; nil unless budget.Limited()
+	meter    meterSlots
 	credits  prometheus.Counter          // nil without metrics
 	rejected map[bool]prometheus.Counter // by "the month's budget"
 }
@@ -109,6 +110,7 @@ func checkCIDRs(p *problems, path string, list []string) {
 func (e *Edge) compileTenants(c Config) {
 	for _, t := range c.Tenants {
 		tn := &tenant{name: t.Name, budget: t.Credits}
+		tn.meter.account = t.Name
 		if m := e.creditMetrics; m != nil {
 			tn.credits = m.credits.WithLabelValues(t.Name)
 			tn.rejected = map[bool]prometheus.Counter{
@@ -117,7 +119,7 @@ func (e *Edge) compileTenants(c Config) {
 			}
 		}
 		if t.Credits.Limited() {
-			tn.account = e.budgets.track(t.Name)
+			tn.account = e.budgets.track(t.Name, t.Credits)
 		}
 		tn.scope = scope{kind: scopeTenant, name: t.Name, allow: allowList(t.Methods), block: t.Block, enable: t.Enable,
 			rate: t.RateLimit, bucket: "tenant:" + t.Name}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -105,7 +104,7 @@ type served struct {
 // charge hands the admitted calls of sv to cl when it meters them. buf,
 // empty, is room the caller has for them (nil: none); a message with more
 // calls than it holds gets a slice of its own.
-func charge(ctx context.Context, ch *chainEntry, cl Caller, sv *served, h http.Header, buf []Charged) {
+func charge(ctx context.Context, ch *chainEntry, cl Caller, sv *served, h *AnswerHeader, buf []Charged) {
 	m, ok := cl.(Meter)
 	if !ok || sv.refused != nil || sv.werr != nil || len(sv.items) == 0 {
 		return

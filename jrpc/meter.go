@@ -3,6 +3,7 @@ package jrpc
 import (
 	"context"
 	"net/http"
+	"unsafe"
 )
 
 // A Meter is a Caller that accounts for what its calls cost once they are
@@ -12,7 +13,37 @@ import (
 // answer's header, which Charge may add to (the call's credits, the
 // budget left), over WebSocket nil. Charge must not block: it only counts.
 type Meter interface {
-	Charge(ctx context.Context, chain string, calls []Charged, h http.Header)
+	Charge(ctx context.Context, chain string, calls []Charged, h *AnswerHeader)
+}
+
+// AnswerHeader is an HTTP answer's header as a Meter adds to it, with room
+// for one value in the request's own allocation: a value built in Room and
+// given to SetRoom costs no allocation of its own.
+type AnswerHeader struct {
+	h    http.Header
+	vs   [1]string
+	room [answerRoom]byte
+}
+
+// answerRoom is the room of an AnswerHeader: edge's credit header fits
+// unless its three integers have more than 50 digits between them (two
+// budgets left of 19 digits, the most an int64 has, and a call of 12),
+// and an httpRequest is 256 bytes, an allocator size class. A longer
+// value grows out of it, into an allocation of its own.
+const answerRoom = 72
+
+// Header is the answer's header.
+func (a *AnswerHeader) Header() http.Header { return a.h }
+
+// Room is the room for one value, empty: append to it, then SetRoom.
+func (a *AnswerHeader) Room() []byte { return a.room[:0] }
+
+// SetRoom sets the header key, in canonical form (it is not canonicalized
+// again), to the bytes of v, which Room's room holds (or any bytes the
+// caller no longer changes): they are not copied. Once per answer.
+func (a *AnswerHeader) SetRoom(key string, v []byte) {
+	a.vs[0] = unsafe.String(unsafe.SliceData(v), len(v))
+	a.h[key] = a.vs[:]
 }
 
 // Charged is one answered call, as a Meter sees it.

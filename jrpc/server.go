@@ -341,12 +341,14 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, ch *chainEntr
 }
 
 // httpRequest is what one POST of a Gate's caller keeps for its life, in
-// one allocation: its Peer (in the calls' context), and room for a single
+// one allocation: its Peer (in the calls' context), room for a single
 // call's Charged, which a Meter (an interface: the slice escapes) would
-// otherwise have allocated on its own.
+// otherwise have allocated on its own, and the answer's header as the
+// Meter sees it, with room for the value it sets.
 type httpRequest struct {
 	peer    Peer
 	charged [1]Charged
+	answer  AnswerHeader
 }
 
 // readBody reads a POST body within MaxBodyBytes and HTTPReadTimeout, or
@@ -446,7 +448,8 @@ func (s *Server) answerHTTP(ctx context.Context, w http.ResponseWriter, ch *chai
 	// without deadlines goes without, as in readBody.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.lim().HTTPWriteTimeout))
 	if cl != nil {
-		charge(ctx, ch, cl, &sv, w.Header(), hr.charged[:0])
+		hr.answer.h = w.Header()
+		charge(ctx, ch, cl, &sv, &hr.answer, hr.charged[:0])
 	}
 	if len(out) == 0 {
 		w.WriteHeader(status) // only notifications: nothing to say

@@ -36,7 +36,8 @@ type Recorder struct {
 	gen  uint64 // rows' generation: each take starts a new one
 	// series hold, per tenant, chain and method, the metric children and
 	// the current row, so that a call is added under one lock with one
-	// map lookup. Remade on demand; emptied when it reaches maxRows.
+	// map lookup (none through Series). Remade on demand; emptied when it
+	// reaches maxRows (a series handed out keeps working).
 	series map[seriesKey]*series
 }
 
@@ -44,7 +45,10 @@ type seriesKey struct{ tenant, chain, method string }
 
 // series is what a tenant's calls of one method on one chain add to.
 type series struct {
+	r   *Recorder
+	key seriesKey
 	ch  *children
+	// r.mu:
 	day int64
 	gen uint64
 	row *counts // rows[{day, ...}] while gen is rows'; nil: none yet, or the rows were full
@@ -75,30 +79,51 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 // blocks on I/O; with the buffer full, a row not yet held is dropped and
 // its calls counted as dropped.
 func (r *Recorder) Add(tenant, chain, method string, calls, credits, errors, bytesOut int64) {
-	day := r.now().Unix() / 86400
-	c := counts{calls: calls, credits: credits, errors: errors, bytesOut: bytesOut}
+	r.seriesOf(tenant, chain, method).add(r.now(), calls, credits, errors, bytesOut)
+}
+
+// Series resolves tenant's calls of method on chain once, for a caller
+// that adds to them often (the edge, per tenant, chain and method): the
+// function it returns is Add without the lookup, dated by now (UTC) rather
+// than the Recorder's clock.
+func (r *Recorder) Series(tenant, chain, method string) func(now time.Time, calls, credits, errors, bytesOut int64) {
+	return r.seriesOf(tenant, chain, method).add
+}
+
+// seriesOf is the series of tenant, chain and method, made on first use.
+func (r *Recorder) seriesOf(tenant, chain, method string) *series {
 	sk := seriesKey{tenant: tenant, chain: chain, method: method}
-	ok := true
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	s := r.series[sk]
 	if s == nil {
 		if len(r.series) >= r.maxRows {
 			clear(r.series)
 		}
-		s = &series{ch: r.m.childrenOf(tenant, chain)}
+		s = &series{r: r, key: sk, ch: r.m.childrenOf(tenant, chain)}
 		r.series[sk] = s
 	}
+	return s
+}
+
+// add counts calls of s at now: one lock, no lookup while s's row is the
+// current one.
+func (s *series) add(now time.Time, calls, credits, errors, bytesOut int64) {
+	r := s.r
+	day := now.Unix() / 86400
+	c := counts{calls: calls, credits: credits, errors: errors, bytesOut: bytesOut}
+	ok := true
 	if r.keep {
+		r.mu.Lock()
 		if s.row == nil || s.gen != r.gen || s.day != day {
-			s.day, s.gen, s.row = day, r.gen, r.rowLocked(rowKey{day: day, tenant: tenant, chain: chain, method: method})
+			s.day, s.gen, s.row = day, r.gen, r.rowLocked(rowKey{day: day, tenant: s.key.tenant, chain: s.key.chain, method: s.key.method})
 		}
 		if ok = s.row != nil; ok {
 			s.row.add(c)
 		}
+		r.mu.Unlock()
 	}
-	ch := s.ch
-	r.mu.Unlock()
-	ch.observe(c)
+	s.ch.observe(c)
 	if !ok {
 		r.m.dropped(calls)
 	}
