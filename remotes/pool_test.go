@@ -39,12 +39,18 @@ func testPool(t *testing.T, cfg PoolConfig, nodes []*fakenode.Node, tweak func(i
 	return startPool(t, cfg, testConfigs(urls, tweak), nil)
 }
 
-// testConfigs names remote i n<i> with urls[i] and a 2 s attempt timeout,
-// then lets tweak change it.
+// testTimeout is the attempt timeout of a test's remotes when the test is
+// not about timeouts (those set their own): long enough that no attempt on
+// a busy machine runs into it, so that a slow machine never turns into a
+// failover or a timeout the test did not ask for.
+const testTimeout = 10 * time.Second
+
+// testConfigs names remote i n<i> with urls[i] and attempt timeout
+// testTimeout, then lets tweak change it.
 func testConfigs(urls []string, tweak func(i int, c *Config)) []Config {
 	rs := make([]Config, len(urls))
 	for i, u := range urls {
-		rs[i] = Config{Name: fmt.Sprintf("n%d", i), URL: u, Timeout: 2 * time.Second}
+		rs[i] = Config{Name: fmt.Sprintf("n%d", i), URL: u, Timeout: testTimeout}
 		if tweak != nil {
 			tweak(i, &rs[i])
 		}
@@ -233,14 +239,7 @@ func TestBreakerOpensAndProbesBack(t *testing.T) {
 
 func TestGetLogsSplitMatchesWholeRange(t *testing.T) {
 	const params = `[{"fromBlock":"0x1","toBlock":"0x1f4"}]`
-	// The whole range asked of a node in process, not through a pool: the
-	// remote's 2 s timeout is too short for it on a busy machine.
-	ref := fakenode.New(fakenode.Options{ChainID: testChainID, Head: 500})
-	t.Cleanup(ref.Close)
-	want := shadowCall(ref, "eth_getLogs", json.RawMessage(params))
-	if want == nil {
-		t.Fatal("no logs from the reference node")
-	}
+	want := refLogs(t, 500, params)
 	limited := fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 500})
 	limited.SetMaxLogsRange(50)
 	tests := []struct {

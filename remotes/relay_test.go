@@ -300,7 +300,7 @@ func relayPoolWith(t *testing.T, before func(*Pool), nodes ...*fakenode.Node) *P
 	t.Helper()
 	rs := make([]Config, len(nodes))
 	for i, n := range nodes {
-		rs[i] = Config{Name: fmt.Sprintf("n%d", i), URL: fmt.Sprintf("%skey%d", n.WSURL(), i), Timeout: 2 * time.Second}
+		rs[i] = Config{Name: fmt.Sprintf("n%d", i), URL: fmt.Sprintf("%skey%d", n.WSURL(), i), Timeout: testTimeout}
 		if i > 0 {
 			rs[i].Tier = TierSecondary
 		}
