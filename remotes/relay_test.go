@@ -485,6 +485,13 @@ func TestRelayRemoteDrops(t *testing.T) {
 		_, err = sub.Run(context.Background())
 	}
 	checkErr("dial while down", err)
+	// So does a call: the pool's own connection to the remote was cut too,
+	// and this call uses it up, however late its reader learns of the cut.
+	// Else the first call after the remote is back could be the one to
+	// learn it, on a connection that died before the call was sent.
+	if _, err := call(t, p, "eth_getBalance", balanceOf(0)); err == nil {
+		t.Fatal("a call while the remote is down succeeded")
+	}
 
 	n.SetDown(false)
 	// Past its relay backoff, so that the relay goes to it at once, not
