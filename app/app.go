@@ -22,8 +22,8 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/venn-gateway/venn/admin"
-	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/emerald"
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/remotes"
