@@ -9,6 +9,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/remotes/breaker"
+	"github.com/venn-gateway/venn/remotes/health"
 )
 
 // waitWithin is waitFor with the deadline d.
@@ -130,7 +131,7 @@ func TestChainRecheckedOnReconnect(t *testing.T) {
 				blockTenHash(t, p) // the call connection is up
 			}
 			if r.cfg.WSURL != "" {
-				waitFor(t, "the heads stream", func() bool { return r.cc.at.Load() != 0 && !r.cc.headsHeld.Load() })
+				waitFor(t, "the heads stream", func() bool { return r.cc.State() != health.Unknown && !r.cc.HeadsHeld() })
 			}
 
 			sw.SetDown(true)
@@ -150,7 +151,7 @@ func TestChainRecheckedOnReconnect(t *testing.T) {
 				case tt.poke:
 					_, _ = call(t, p, "eth_getBlockByNumber", `["0xa",false]`)
 				}
-				return r.chainState.Load() == chainWrong
+				return r.cc.State() == health.Wrong
 			})
 			if r.healthy(p.now()) {
 				t.Fatal("remote on the other chain still healthy")

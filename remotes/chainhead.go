@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
@@ -60,12 +61,12 @@ type headMember Remote
 func (m *headMember) Judgement() *heads.Judgement { return &m.ht }
 func (m *headMember) Claim() *heads.Report        { return m.claim.Load() }
 func (m *headMember) Verified() bool              { return (*Remote)(m).chainVerified() }
-func (m *headMember) OffChain() bool              { return m.chainState.Load() == chainWrong }
+func (m *headMember) OffChain() bool              { return m.cc.State() == health.Wrong }
 func (m *headMember) Healthy(now time.Time) bool  { return (*Remote)(m).healthy(now) }
 func (m *headMember) Vouch(n uint64)              { m.head.Store(n) }
 func (m *headMember) Logger() *slog.Logger        { return m.log }
 
-// headChanged judges every remote's latest report, moves the chain's tip
+// changed judges every remote's latest report, moves the chain's tip
 // and recomputes every remote's lag. It runs after every head report and
 // every poll round.
 func (h *Heads) changed() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/status"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -35,7 +36,7 @@ func TestSetCordons(t *testing.T) {
 			p, now := idlePool(t, 3, PoolConfig{})
 			for i, ok := range tt.healthy {
 				if !ok {
-					p.members()[i].chainState.Store(chainWrong)
+					p.members()[i].cc.Set(health.Wrong)
 				}
 			}
 			var cs []ManualCordon
@@ -118,7 +119,7 @@ func TestCordonNeverTakesTheLastRemoteAtCallTime(t *testing.T) {
 	if r, _ := p.pick("eth_blockNumber", route{}, 0); r == nil || r.Name() != "n1" {
 		t.Fatalf("picked %v, want n1 while n0 is cordoned", r)
 	}
-	p.members()[1].chainState.Store(chainWrong)
+	p.members()[1].cc.Set(health.Wrong)
 	if r, _ := p.pick("eth_blockNumber", route{}, 0); r == nil || r.Name() != "n0" {
 		t.Fatalf("picked %v with n1 broken, want the cordoned n0", r)
 	}

@@ -64,7 +64,7 @@ func (r *Remote) checkPassed(now time.Time) { r.checkPassedAt(now, now) }
 // by its feed), unless r is under suspicion now or it is older than the
 // one r holds.
 func (r *Remote) checkPassedAt(now, at time.Time) {
-	if now.UnixNano() < r.mb.suspectUntil.Load() || r.chainState.Load() != chainOK {
+	if now.UnixNano() < r.mb.suspectUntil.Load() || !r.chainVerified() {
 		return
 	}
 	for {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
@@ -66,7 +67,7 @@ func TestDistrustReportsTheLastGoodCheck(t *testing.T) {
 			var got []Distrust
 			p, now := idlePool(t, 3, PoolConfig{ChainID: testChainID, OnDistrust: func(d Distrust) { got = append(got, d) }})
 			r := p.members()[0]
-			r.chainState.Store(chainUnknown)
+			r.cc.Set(health.Unknown)
 			r.now = func() time.Time { return *now }
 			start := *now
 			for i, s := range tt.steps {

@@ -43,18 +43,19 @@
 //     (Pool.Heads): chainhead.go (the remotes handed to the leaf's
 //     judge as heads.Member, and what its judgement is acted on),
 //     blocktime.go (its block time and the leader's poll plan),
-//     tipchain.go (recent canonical hashes, when a
-//     head was last heard), feed.go (heads taken from the cluster
-//     leader's feed instead of tracked here), chaincheck.go (a remote's
-//     chain id asked again; CheckTipChain, ConfirmHash). What needs no
-//     remote (reports, plausibility, the judge of each remote's reports
-//     and the chain's corroborated tip, the block clock, the poll plan,
-//     the stall watch, the newHeads subscription) is the leaf
-//     remotes/heads.
+//     tipchain.go (recent canonical hashes, when a head was last heard),
+//     feed.go (heads taken from the cluster leader's feed instead of
+//     tracked here), chaincheck.go (what a remote's chain id check found
+//     acted on, its answers dropped when on another chain;
+//     CheckTipChain, ConfirmHash). What needs no remote (reports,
+//     plausibility, the judge of each remote's reports and the chain's
+//     corroborated tip, the block clock, the poll plan, the stall watch,
+//     the newHeads subscription) is the leaf remotes/heads.
 //   - One remote: remote.go (Remote, its limits and outcomes; its breaker
 //     is the leaf remotes/breaker, its latency quantiles remotes/score),
-//     health.go (its trackers: chain id and head polls,
-//     newHeads), avail.go and avail_probe.go (the oldest block it
+//     health.go (its trackers: chain id and head polls, newHeads; when
+//     its chain id is asked again, and what an answer means, is the leaf
+//     remotes/health), avail.go and avail_probe.go (the oldest block it
 //     serves of each kind of data: stated, probed, learnt from answers,
 //     shared through an AvailShare; the windows, the probe's search and
 //     whether it is wanted are the leaf remotes/avail).
@@ -71,7 +72,9 @@
 //     (transports, replies under the reply budget, redaction, upstream
 //     subscriptions and their errors), remotes/verdict (what an upstream
 //     error means: its class, reason and span), remotes/heads (head
-//     tracking's computations), remotes/budget (weights, budgets and their
+//     tracking's computations), remotes/health (a remote's chain id
+//     check: its state, when it is due, what an answer means),
+//     remotes/budget (weights, budgets and their
 //     meters), remotes/consensus (vote rules, canonical answers, the
 //     tally), remotes/misbehave (the misbehaviour record), remotes/verified
 //     (a verified call's checks, the answer served, its liars), remotes/avail

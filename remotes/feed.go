@@ -141,14 +141,3 @@ func (r *Remote) fed() bool { return r.feed.fed.Load() }
 
 // setFed sets whether the remote is fed and reports whether that changed.
 func (r *Remote) setFed(v bool) bool { return r.feed.fed.Swap(v) != v }
-
-// ownCheckDue is chainCheckDue for a remote that may be fed: the leader
-// asks a fed remote's chain id every ChainRecheck, so this replica asks
-// only what it has its own reason to (never checked, its breaker opened,
-// a head jump).
-func (r *Remote) ownCheckDue() bool {
-	if r.fed() && r.chainVerified() && !r.cc.due.Load() && !r.cc.headsHeld.Load() {
-		return false
-	}
-	return r.chainCheckDue()
-}

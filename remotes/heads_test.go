@@ -11,6 +11,7 @@ import (
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/health"
 )
 
 // Head tracking as a provider bills it: polls of the latest block.
@@ -126,7 +127,7 @@ func TestWrongChainNeverUsed(t *testing.T) {
 		good := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 		wrong := fakenode.Start(t, fakenode.Options{ChainID: 5})
 		p := testPool(t, PoolConfig{}, []*fakenode.Node{wrong, good}, nil)
-		if p.members()[0].chainState.Load() != chainWrong {
+		if p.members()[0].cc.State() != health.Wrong {
 			t.Fatal("remote on chain 5 not marked wrong")
 		}
 		wrong.ResetCalls()

@@ -10,11 +10,12 @@ import (
 
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
 
 // track follows one remote until ctx ends: it verifies the chain id, and
-// again every ChainRecheck and whenever chaincheck.go asks, then keeps the
+// again every ChainRecheck and whenever its health.Check asks, then keeps the
 // remote's head fresh, polling at the cadence's interval (the chain's block
 // time), and at once when the cadence moves. While the pool leads the
 // chain, the polls follow the leader's plan instead (heads.Plan): quiet
@@ -44,7 +45,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 		case <-tipMoved:
 			timer.Stop()
 			replan = true
-		case <-r.cc.kick: // chaincheck.go: the chain id is in doubt
+		case <-r.cc.Kicked(): // the chain id is in doubt (health.Check)
 			timer.Stop()
 		}
 		r.feed.busy.Store(true) // before the fed flag is read (Fed)
@@ -55,13 +56,14 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 		}
 		next, brisk := every, false
 		paced := false
-		if r.ownCheckDue() {
+		// A fed remote's chain id is the leader's to ask every ChainRecheck.
+		if r.cc.OwnDue(r.fed(), r.now()) {
 			// A failed check of a remote still verified polls anyway: the
 			// poll is what opens the breaker of a remote that went down.
 			if r.verifyChain(ctx, chainID) || r.chainVerified() {
 				r.pacedPoll(ctx, pace, onChange)
 			}
-			if d, ok := r.chainRetry(every); ok {
+			if d, ok := r.cc.Retry(every, r.brk.Cooldown()); ok {
 				next, brisk = d, true // until the remote answers, retry briskly
 			} else if r.chainVerified() && !r.fed() {
 				// A recheck is no reason to miss the next block.
@@ -88,7 +90,7 @@ func (r *Remote) track(ctx context.Context, chainID uint64, cadence func() (time
 		if !brisk && r.chainVerified() && r.claim.Load() == nil && !r.fed() {
 			// No head yet (its first poll failed): out of rotation until
 			// it has one, so asked again as briskly, not a block time on.
-			next, brisk = min(every, chainRetryEvery), true
+			next, brisk = min(every, health.RetryEvery), true
 		}
 		onChange() // health can change without a new head: keep the gauges true
 		if !brisk && !paced {
@@ -124,7 +126,7 @@ func (r *Remote) pacedPoll(ctx context.Context, pace headPacer, onHead func()) {
 func (r *Remote) pollChecked(ctx context.Context, onHead func()) {
 	old := r.claimedHead()
 	r.poll(ctx, onHead)
-	r.headMoved(old)
+	r.cc.HeadMoved(old, r.claimedHead(), r.now())
 }
 
 // watch follows the remote's newHeads over its ws url until ctx ends,
@@ -167,10 +169,10 @@ func (r *Remote) watch(ctx context.Context, cadence func() (time.Duration, <-cha
 func (r *Remote) watchOnce(ctx context.Context, pace headPacer, onHead func()) {
 	opts := wire.Options{Name: r.cfg.Name, URL: r.relayURL(), OtherURLs: []string{r.cfg.URL, r.cfg.WSURL},
 		Headers: headerOf(r.cfg.Headers), MaxResponseBytes: 1 << 20, Logger: r.log}
-	opts.OnSubscribed = r.headsReconnected // a new stream may be another chain's
+	opts.OnSubscribed = r.cc.Reconnected // a new stream may be another chain's
 	opts.Bill = r.bill
 	heads.Watch(ctx, opts, func(h *heads.Report) {
-		if !r.headsTrusted() {
+		if !r.cc.HeadsTrusted() {
 			return
 		}
 		now := r.now()
@@ -180,28 +182,12 @@ func (r *Remote) watchOnce(ctx context.Context, pace headPacer, onHead func()) {
 			pace.paced(now, h.Number, false)
 			onHead()
 		}
-		r.headMoved(old)
+		r.cc.HeadMoved(old, r.claimedHead(), now)
 	})
 }
 
-// retryLogEvery spaces the warnings of a remote that stays unreachable at
-// start: it is retried every 2 s, and its log must not be a wall of them.
-const retryLogEvery = time.Minute
-
-// retryLog warns about a failed first contact at most once per
-// retryLogEvery, and logs the retries in between at debug.
-func (r *Remote) retryLog(msg string, err error) {
-	now := r.now().UnixNano()
-	if last := r.retryLogAt.Load(); last != 0 && now-last < int64(retryLogEvery) {
-		r.log.Debug(msg, "err", err)
-		return
-	}
-	r.retryLogAt.Store(now)
-	r.log.Warn(msg, "err", err, "next_warning_in", retryLogEvery)
-}
-
 // verifyChain asks the remote for its chain id and reports whether it is on
-// the chain (chaincheck.go records the answer). A remote on the wrong chain
+// the chain (health.Check records the answer). A remote on the wrong chain
 // is never used: that is logged loudly. A check without an answer leaves
 // the state as it was.
 func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
@@ -211,17 +197,15 @@ func (r *Remote) verifyChain(ctx context.Context, want uint64) bool {
 	res, _, err := r.t.Call(ctx, "eth_chainId", nil)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.chainCheckFailed()
 			r.noteError(err)
-			r.retryLog("remote chain id check failed; will retry", err)
+			r.cc.Failed("remote chain id check failed; will retry", err, r.now())
 		}
 		return false
 	}
 	got, err := parseQuantityJSON(res)
 	if err != nil {
-		r.chainCheckFailed()
 		r.noteError(err)
-		r.retryLog("remote sent a bad chain id; will retry", err)
+		r.cc.Failed("remote sent a bad chain id; will retry", err, r.now())
 		return false
 	}
 	return r.chainChecked(want, got)

@@ -12,7 +12,7 @@ import (
 
 // A remote whose first head poll fails (a timeout on a busy machine, a
 // provider's hiccup) has no head, and so is out of rotation: it is polled
-// again within chainRetryEvery, not a block time later.
+// again within health.RetryEvery, not a block time later.
 func TestFirstHeadPollRetried(t *testing.T) {
 	n := fakenode.Start(t, fakenode.Options{ChainID: testChainID})
 	var polls atomic.Int64

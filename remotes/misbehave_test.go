@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/misbehave"
 )
 
@@ -24,7 +25,7 @@ func idlePool(t *testing.T, n int, cfg PoolConfig) (*Pool, *time.Time) {
 		t.Fatal(err)
 	}
 	for _, r := range p.members() {
-		r.chainState.Store(chainOK)
+		r.cc.Set(health.OK)
 	}
 	now := time.Unix(1_700_000_000, 0)
 	p.now = func() time.Time { return now }

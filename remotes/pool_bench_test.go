@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/health"
 )
 
 // cannedTransport answers every call at once with the same result: the
@@ -39,7 +40,7 @@ func cannedPool(b *testing.B, cfg PoolConfig, n int, tweak func(i int, c *Config
 	for _, r := range p.members() {
 		r.t.Close()
 		r.t = cannedTransport{}
-		r.chainState.Store(chainOK)
+		r.cc.Set(health.OK)
 		r.head.Store(100)
 	}
 	return p

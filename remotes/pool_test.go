@@ -19,6 +19,7 @@ import (
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes/breaker"
+	"github.com/venn-gateway/venn/remotes/health"
 )
 
 const testChainID = 1337
@@ -103,7 +104,7 @@ func startPoolWith(t *testing.T, cfg PoolConfig, rs []Config, m *Metrics, before
 	})
 	waitFor(t, "remotes verified", func() bool {
 		for _, r := range p.members() {
-			if r.chainState.Load() == chainUnknown || r.Head() == 0 && r.chainVerified() {
+			if r.cc.State() == health.Unknown || r.Head() == 0 && r.chainVerified() {
 				return false
 			}
 		}

@@ -77,7 +77,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 		Headers: headerOf(rc.Headers), MaxIdleConns: max(rc.MaxInFlight, 64),
 		MaxResponseBytes: rc.MaxResponseBytes, Budget: cfg.Replies,
 		OtherURLs: []string{rc.WSURL}, Logger: p.log, Tracer: cfg.Tracer,
-		OnRedial: func() { r.recheckSoon() }, Forward: forwardingOf(rc)}
+		OnRedial: func() { r.cc.Soon() }, Forward: forwardingOf(rc)}
 	t, err := wire.New(opts)
 	if err != nil {
 		p.freeSlot(slot)
@@ -100,7 +100,7 @@ func (p *Pool) newRemote(cfg PoolConfig, rc Config) (*Remote, error) {
 // state, score and misbehaviour level.
 func (r *Remote) retune(cfg *PoolConfig) {
 	r.brk.Set(cfg.Breaker.Failures, cfg.Breaker.Cooldown)
-	r.cc.every.Store(int64(cfg.ChainRecheck))
+	r.cc.SetEvery(cfg.ChainRecheck)
 	r.sc.level.SetHalfLife(r.now(), cfg.Scoring.MisbehaviourHalfLife)
 }
 

@@ -168,7 +168,7 @@ func TestReconfigureRetunesInPlace(t *testing.T) {
 	if p.members()[0] != r || len(rec.Replaced)+len(rec.Added)+len(rec.Removed) != 0 || !rec.Settings {
 		t.Fatalf("reconfiguration = %+v, remote kept: %v; want the remote kept, settings changed", rec, p.members()[0] == r)
 	}
-	if got := time.Duration(r.cc.every.Load()); got != 9*time.Second {
+	if got := r.cc.Every(); got != 9*time.Second {
 		t.Errorf("chain recheck %v, want 9s", got)
 	}
 	if got := r.brk.Cooldown(); got != 7*time.Second {

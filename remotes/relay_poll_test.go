@@ -13,6 +13,7 @@ import (
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes/budget"
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/relay"
 )
 
@@ -264,7 +265,7 @@ func TestRelayPicksThroughSelection(t *testing.T) {
 	p.now = func() time.Time { return now }
 	heads := []uint64{50, 100, 100}
 	for i, r := range p.members() {
-		r.chainState.Store(chainOK)
+		r.cc.Set(health.OK)
 		r.head.Store(heads[i])
 	}
 	n1 := p.members()[1]
@@ -288,7 +289,7 @@ func TestRelayPicksThroughSelection(t *testing.T) {
 	if got := picks(); got["n2"] != 64 {
 		t.Errorf("%v, want n2 only while n1 is past its budget", got)
 	}
-	p.members()[2].chainState.Store(chainWrong)
+	p.members()[2].cc.Set(health.Wrong)
 	if got := picks(); got["n1"] != 64 {
 		t.Errorf("%v, want n1, past its budget, when no other can", got)
 	}

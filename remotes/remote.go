@@ -19,16 +19,10 @@ import (
 	"github.com/venn-gateway/venn/remotes/breaker"
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/score"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
-)
-
-// Chain verification states.
-const (
-	chainUnknown int32 = 0
-	chainOK      int32 = 1
-	chainWrong   int32 = -1
 )
 
 // errLocalLimit is returned when venn's own limits for a remote (rate limit,
@@ -64,7 +58,6 @@ type Remote struct {
 	unfollow context.CancelFunc
 	trackers sync.WaitGroup
 
-	chainState atomic.Int32
 	// goodAt is the unix nanos of the last good check (distrust.go); 0:
 	// none yet. distrust reports a finding against the remote to its
 	// pool (nil for a remote built outside one).
@@ -81,7 +74,6 @@ type Remote struct {
 	heardAt      atomic.Int64    // reportedAt once the pool judged that report (Heads.HeardWithin)
 	inFlight     atomic.Int64
 	throttledTil atomic.Int64  // unix nanos: backed off after a 429 until then
-	retryLogAt   atomic.Int64  // unix nanos of the last first-contact warning
 	throttles    atomic.Int32  // consecutive throttles, for the backoff
 	latencyEWMA  atomic.Uint64 // float64 bits, seconds
 	errorEWMA    atomic.Uint64 // float64 bits, 0..1
@@ -96,7 +88,7 @@ type Remote struct {
 	last   atomic.Pointer[lastError]    // status.go: the last fault, redacted
 	lat    score.Latency                // recent latency quantiles (remotes/score)
 	sc     scoreState                   // score.go: score and preferred set
-	cc     chainCheck                   // chaincheck.go: chain id re-checks
+	cc     health.Check                 // chaincheck.go: chain id re-checks
 	feed   remoteFeed                   // feed.go: heads from the cluster's feed
 
 	mu           sync.Mutex
@@ -118,7 +110,7 @@ func newRemote(chain string, cfg Config, t wire.Transport, log *slog.Logger, m *
 	r.allow, r.deny = cfg.Methods.Allow, cfg.Methods.Deny
 	r.weight = budget.Weight(cfg.Weight)
 	r.bud = budget.New(cfg.Budget, cfg.Name, m.m.bm.Used(chain, cfg.Name), r.log)
-	r.cc.init(m)
+	r.initChainCheck(m)
 	r.latencyEWMA.Store(math.Float64bits(0.05)) // a neutral prior until measured
 	return r
 }
@@ -133,7 +125,7 @@ func (r *Remote) Tier() Tier { return r.cfg.Tier }
 // found corroborated (0 before the first).
 func (r *Remote) Head() uint64 { return r.head.Load() }
 
-func (r *Remote) chainVerified() bool { return r.chainState.Load() == chainOK }
+func (r *Remote) chainVerified() bool { return r.cc.Verified() }
 
 // supports reports whether method may be sent to this remote: config allow
 // and deny lists, then what the remote itself said it lacks.

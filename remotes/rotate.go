@@ -112,7 +112,7 @@ func sameURLButKeys(x, y string) bool {
 // verified chain and head, and asks for r's chain id to be checked at once
 // (it is checked when r is followed). h.mu guards the head judgement.
 func (p *Pool) carryOver(r, old *Remote) {
-	if old.chainState.Load() != chainOK {
+	if !old.chainVerified() {
 		return // nothing verified to carry: r starts like any new remote
 	}
 	p.heads.t.Lock()
@@ -122,10 +122,9 @@ func (p *Pool) carryOver(r, old *Remote) {
 	p.heads.t.Unlock()
 	r.wsHeadAt.Store(old.wsHeadAt.Load())
 	r.latencyEWMA.Store(old.latencyEWMA.Load())
-	r.chainState.Store(chainOK)
+	r.cc.Carried()                    // verified, and checked again at once
 	r.goodAt.Store(old.goodAt.Load()) // the same endpoint: its answers since are suspect alike
 	r.mb.suspectUntil.Store(old.mb.suspectUntil.Load())
-	r.cc.due.Store(true)
 }
 
 // swapIn puts s.new in s.old's place once s.new is ready (or swapWait has

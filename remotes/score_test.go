@@ -12,6 +12,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/remotes/breaker"
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/score"
 )
 
@@ -50,7 +51,7 @@ func offlinePool(t *testing.T, cfg PoolConfig, n int, tweak func(i int, c *Confi
 		}
 	})
 	for _, r := range p.members() {
-		r.chainState.Store(chainOK)
+		r.cc.Set(health.OK)
 		r.head.Store(100)
 	}
 	return p
@@ -104,7 +105,7 @@ func TestScoreOrdersByWeights(t *testing.T) {
 			setFloat(&b.errorEWMA, 0.2)
 		}, want: [2]bool{true, false}, better: 0},
 		{name: "out of rotation: best of the others", setup: func(_ *Pool, a, b *Remote) {
-			a.chainState.Store(chainWrong)
+			a.cc.Set(health.Wrong)
 			observeMs(b, 200, 4, 0)
 		}, want: [2]bool{true, true}, better: 0},
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/venn-gateway/venn/remotes/breaker"
 	"github.com/venn-gateway/venn/remotes/heads"
+	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/status"
 	"github.com/venn-gateway/venn/remotes/verdict"
 	"github.com/venn-gateway/venn/remotes/wire"
@@ -106,10 +107,10 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 	add := func(code, text string, until time.Time) {
 		out = append(out, OutReason{Code: code, Text: text, Until: until})
 	}
-	switch r.chainState.Load() {
-	case chainWrong:
+	switch r.cc.State() {
+	case health.Wrong:
 		add(status.OutWrongChain, "serves another chain", time.Time{})
-	case chainUnknown:
+	case health.Unknown:
 		add(status.OutChainUnverified, "chain id not verified yet", time.Time{})
 	}
 	switch r.brk.State() {
@@ -151,7 +152,7 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 	return out
 }
 
-// heldReport is the head r reports that nothing corroborated (judgeHead),
+// heldReport is the head r reports that nothing corroborated (heads.Tracker),
 // nil when none is held.
 func (p *Pool) heldReport(r *Remote) *heads.Report {
 	p.heads.t.Lock()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -328,31 +327,4 @@ func startVenn(ctx context.Context, l *loader, bin, upURL, dir, admin, section s
 		}
 	}
 	return nil, "", "", fmt.Errorf("start venn: %w", lastErr)
-}
-
-// loadAvg is the 1-minute load average: on a shared machine it says how
-// much else was running while the numbers were taken.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		return f[0]
-	}
-	return "?"
-}
-
-// machineInfo is the one line that says where the numbers come from.
-func machineInfo() string {
-	host := "linux"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				host = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d CPUs, %s %s/%s", host, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

@@ -223,8 +223,6 @@ func (m memSample) String() string {
 		m.Calls, m.Errors, float64(m.Upstream), m.Entries, mib(m.per100k(m.CacheBytes)), mib(m.per100k(m.RSS)), mib(m.per100k(m.Heap)))
 }
 
-func mib(v float64) float64 { return v / (1 << 20) }
-
 // Names of the memory gauges the memory phase reads.
 const (
 	cacheEntriesGauge = "venn_cache_entries"

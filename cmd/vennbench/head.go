@@ -393,14 +393,6 @@ func (s headSample) String() string {
 	return b + fmt.Sprintf(", load cpu %s/req", us(s.LoadCPUPer))
 }
 
-// cpuOf reads a process's CPU time; a nil child reads as zero.
-func cpuOf(c *child) (time.Duration, error) {
-	if c == nil {
-		return 0, nil
-	}
-	return cpuTime(c.Pid())
-}
-
 // measure warms t up, then measures one window of call at conc.
 func (h *headRun) measure(ctx context.Context, t headTarget, call callKind, conc int) (headSample, error) {
 	h.l.closeIdle()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -520,12 +519,4 @@ func writePropagation(w io.Writer, env string, cfg propConfig, replicas []*repli
 			hrow(propName+" (leader publish → replica applied)", r.id, after[i].histogram(propName).since(before[i].histogram(propName)))
 		}
 	}
-}
-
-// ms formats seconds as milliseconds; "—" for NaN.
-func ms(sec float64) string {
-	if math.IsNaN(sec) {
-		return "—"
-	}
-	return fmt.Sprintf("%.2f", sec*1000)
 }

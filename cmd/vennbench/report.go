@@ -356,3 +356,13 @@ func finish(stdout io.Writer, rep benchReport, env, loadBefore string) error {
 	}
 	return nil
 }
+
+func mib(v float64) float64 { return v / (1 << 20) }
+
+// ms formats seconds as milliseconds; "—" for NaN.
+func ms(sec float64) string {
+	if math.IsNaN(sec) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", sec*1000)
+}
