@@ -14,6 +14,9 @@ import (
 	"github.com/venn-gateway/venn/remotes/verdict"
 )
 
+// Hash is a digest of an answer's bytes or of its canonical form.
+type Hash = [sha256.Size]byte
+
 // Canonical answers: the forms two remotes' answers are compared in when
 // their bytes differ.
 

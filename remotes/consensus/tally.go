@@ -8,9 +8,6 @@ import (
 	"slices"
 )
 
-// Hash is a digest of an answer's bytes or of its canonical form.
-type Hash = [sha256.Size]byte
-
 // Vote is one voter's answer, hashed by the goroutine that got it.
 type Vote[V any] struct {
 	Voter V

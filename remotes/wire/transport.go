@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/jsonscan"
-	"github.com/venn-gateway/venn/tracing"
 )
 
 // Limits of the upstream transports. Options overrides the first two.
@@ -60,60 +58,6 @@ type Transport interface {
 	// Close releases connections. Calls in flight fail or finish; later
 	// calls fail with ErrTransport.
 	Close()
-}
-
-// Options configures one remote's transport.
-type Options struct {
-	// Name labels the remote in errors and logs. The URL never does: it
-	// carries API keys.
-	Name string
-	// URL is http(s):// or ws(s)://.
-	URL string
-	// Headers go on every HTTP request and on the WebSocket handshake.
-	Headers http.Header
-	// MaxIdleConns is the HTTP keep-alive pool size (default 256).
-	MaxIdleConns int
-	// MaxResponseBytes caps a reply body or WebSocket message (default 64
-	// MiB), on the wire and inflated.
-	MaxResponseBytes int64
-	// Budget bounds the bytes of replies being read across the process; nil
-	// is unlimited. MaxResponseBytes is cut to its size.
-	Budget *ReplyBudget
-	// OtherURLs are the remote's other URLs (its ws_url, or its url for the
-	// heads connection): a remote may echo any of its keys, so the
-	// redactor knows them all.
-	OtherURLs []string
-	Logger    *slog.Logger
-	// Tracer, when it propagates, puts the trace context on HTTP requests.
-	Tracer *tracing.Tracer
-	// Forward copies client headers onto HTTP requests (passthrough.go);
-	// nil: none.
-	Forward *Forwarding
-	// OnRedial, when set, is called when a WebSocket transport's new
-	// connection replaces a lost one; OnSubscribed, when a heads watcher's
-	// subscription is confirmed (the first one too). Either may be another
-	// endpoint than the one checked before (chaincheck.go). They must not
-	// block.
-	OnRedial, OnSubscribed func()
-	// Bill, when set, is called by a subscription with eth_subscribe for
-	// each subscribe request it sends and with eth_subscription for each
-	// notification it receives (Remote.bill): providers bill both.
-	Bill func(method string)
-}
-
-// New returns the HTTP or WebSocket transport for opts.URL. It does
-// no I/O: a WebSocket transport dials on its first call.
-func New(opts Options) (Transport, error) {
-	u, err := opts.normalize()
-	if err != nil {
-		return nil, err
-	}
-	switch u.Scheme {
-	case "http", "https":
-		return newHTTPTransport(opts, u), nil
-	default:
-		return newWSTransport(opts, u), nil
-	}
 }
 
 // normalize fills defaults and parses the URL. Its errors name the remote and
