@@ -182,14 +182,15 @@ echo "VENN_NATS_CLI=$VENN_NATS_CLI ($("$NATSCLI" --version 2>&1))"
 step "grpcurl $GRPCURL_VERSION for the gRPC tests (package app)"
 # A client that knows the service only through server reflection.
 GRPCURL=$CACHE/bin/grpcurl
-if [ ! -x "$GRPCURL" ] || ! "$GRPCURL" -version 2>&1 | grep -q "$GRPCURL_VERSION"; then
+# grpcurl built by go install prints no version: its build info has it.
+if [ ! -x "$GRPCURL" ] || ! go version -m "$GRPCURL" | grep -q "github.com/fullstorydev/grpcurl[[:space:]]*$GRPCURL_VERSION"; then
   mkdir -p "$CACHE/bin"
   echo "building grpcurl $GRPCURL_VERSION..."
   GOBIN=$CACHE/bin CGO_ENABLED=0 go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION" ||
     die "could not build grpcurl: go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
 fi
 export VENN_GRPCURL=$GRPCURL
-echo "VENN_GRPCURL=$VENN_GRPCURL ($("$GRPCURL" -version 2>&1))"
+echo "VENN_GRPCURL=$VENN_GRPCURL ($GRPCURL_VERSION)"
 
 step "promtool for the alert rules' tests (Debian's prometheus package)"
 # deploy's tests run promtool check rules and promtool test rules; without
