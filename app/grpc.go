@@ -57,9 +57,15 @@ func (cs *chains) emerald() []emerald.Chain {
 	all := cs.all()
 	out := make([]emerald.Chain, len(all))
 	for i, c := range all {
-		cc := c.Config()
+		cc, pool := c.Config(), c.Pool()
 		out[i] = emerald.Chain{Name: c.Name(), ChainID: cc.ChainID, GRPCID: cc.GRPCID,
-			Remotes: c.Pool().Status, Head: c.WindowHead}
+			Remotes: pool.Status, Ready: pool.Ready, Head: func() (uint64, bool) {
+				if n, ok := c.WindowHead(); ok {
+					return n, true
+				}
+				h := pool.Heads().Head()
+				return h, h > 0
+			}}
 	}
 	return out
 }

@@ -38,7 +38,7 @@ func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreami
 		return err
 	}
 	if m := req.GetMinAvailability(); m != pb.AvailabilityEnum_AVAIL_UNKNOWN {
-		if a := availability(c.Remotes()); a > m {
+		if a := c.availability(); a > m {
 			return status.Errorf(codes.Unavailable, "chain %s is %s, under min_availability %s", refName(c.Ref()), a, m)
 		}
 	}

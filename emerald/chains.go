@@ -88,7 +88,10 @@ type Chain struct {
 	// Remotes is the chain's remotes, in routing order (its pool's
 	// status).
 	Remotes func() []status.Remote
-	// Head is the chain's head as its head window holds it.
+	// Ready reports whether the chain can serve calls (its pool's
+	// readiness, as /readyz shows it).
+	Ready func() bool
+	// Head is the chain's head: its head window's, else its pool's.
 	Head func() (uint64, bool)
 }
 
@@ -135,13 +138,11 @@ func refName(ref pb.ChainRef) string {
 	return itoa(int64(ref))
 }
 
-// availability is a chain's state as Dshackle's AvailabilityEnum: OK with
-// a remote in rotation, else UNAVAILABLE.
-func availability(rs []status.Remote) pb.AvailabilityEnum {
-	for _, r := range rs {
-		if r.InRotation {
-			return pb.AvailabilityEnum_AVAIL_OK
-		}
+// availability is a chain's state as Dshackle's AvailabilityEnum: OK when
+// it is ready (/readyz), else UNAVAILABLE.
+func (c Chain) availability() pb.AvailabilityEnum {
+	if c.Ready() {
+		return pb.AvailabilityEnum_AVAIL_OK
 	}
 	return pb.AvailabilityEnum_AVAIL_UNAVAILABLE
 }

@@ -25,7 +25,7 @@ func (s *Server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeRes
 		rs := c.Remotes()
 		d := &pb.DescribeChain{
 			Chain:                  ref,
-			Status:                 &pb.ChainStatus{Chain: ref, Availability: availability(rs), Quorum: 1},
+			Status:                 &pb.ChainStatus{Chain: ref, Availability: c.availability(), Quorum: 1},
 			SupportedMethods:       methods,
 			SupportedSubscriptions: subscriptions,
 			Capabilities:           []pb.Capabilities{pb.Capabilities_CAP_CALLS, pb.Capabilities_CAP_WS_HEAD},
