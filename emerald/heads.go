@@ -25,7 +25,7 @@ import (
 // lower_bounds the oldest block any remote in rotation serves, by kind.
 func (s *Streams) SubscribeHead(req *pb.Chain, stream grpc.ServerStreamingServer[pb.ChainHead]) error {
 	ref := req.GetType()
-	ch, err := s.chain(ref)
+	ch, err := s.resolve(stream.Context(), ref)
 	if err != nil {
 		return err
 	}

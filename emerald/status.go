@@ -52,16 +52,16 @@ func nodeAvailability(r rstatus.Remote) pb.AvailabilityEnum {
 }
 
 // served is the chains a status stream reports: those named (none: all).
-func (s *Streams) served(refs []pb.ChainRef) ([]ServedChain, error) {
+func (s *Streams) served(ctx context.Context, refs []pb.ChainRef) ([]ServedChain, error) {
 	if len(refs) == 0 {
 		if s.Chains == nil {
 			return nil, nil
 		}
-		return s.Chains(), nil
+		return s.Chains(ctx), nil
 	}
 	out := make([]ServedChain, 0, len(refs))
 	for _, ref := range refs {
-		ch, err := s.chain(ref)
+		ch, err := s.resolve(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +95,7 @@ func (s *Streams) watch(ctx context.Context, chains []ServedChain, fn func() err
 // remotes in rotation): every chain asked for (none: all) first, then a
 // chain each time its status changes.
 func (s *Streams) SubscribeStatus(req *pb.StatusRequest, stream grpc.ServerStreamingServer[pb.ChainStatus]) error {
-	chains, err := s.served(req.GetChains())
+	chains, err := s.served(stream.Context(), req.GetChains())
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func chainEvents(ref pb.ChainRef, ch StreamChain) []*pb.ChainEvent {
 // chain first (full_response), then for a chain only the events that
 // changed since (deltas).
 func (s *Streams) SubscribeChainStatus(_ *pb.SubscribeChainStatusRequest, stream grpc.ServerStreamingServer[pb.SubscribeChainStatusResponse]) error {
-	chains, err := s.served(nil)
+	chains, err := s.served(stream.Context(), nil)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (s *Streams) SubscribeChainStatus(_ *pb.SubscribeChainStatusRequest, stream
 // (never a URL): every node first, then a node each time its head or
 // availability changes.
 func (s *Streams) SubscribeNodeStatus(_ *pb.SubscribeNodeStatusRequest, stream grpc.ServerStreamingServer[pb.NodeStatusResponse]) error {
-	chains, err := s.served(nil)
+	chains, err := s.served(stream.Context(), nil)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package emerald
 
 import (
+	"context"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -28,11 +29,12 @@ type StreamChain interface {
 type Streams struct {
 	pb.UnimplementedBlockchainServer
 
-	// Chain resolves a ChainRef to the chain it names; its error is the
+	// Chain resolves a ChainRef to the chain it names, for the stream
+	// whose context is ctx (its metadata: the API key); its error is the
 	// status the stream ends with (UNAVAILABLE naming the chains served).
-	Chain func(pb.ChainRef) (StreamChain, error)
+	Chain func(ctx context.Context, ref pb.ChainRef) (StreamChain, error)
 	// Chains lists the served chains, for the status streams.
-	Chains func() []ServedChain
+	Chains func(ctx context.Context) []ServedChain
 	// Heartbeat is NativeSubscribe's heartbeat interval (0:
 	// DefaultHeartbeat).
 	Heartbeat time.Duration
@@ -51,11 +53,11 @@ type ServedChain struct {
 // head came.
 const DefaultRecheck = 5 * time.Second
 
-func (s *Streams) chain(ref pb.ChainRef) (StreamChain, error) {
+func (s *Streams) resolve(ctx context.Context, ref pb.ChainRef) (StreamChain, error) {
 	if s.Chain == nil {
 		return nil, status.Error(codes.Unavailable, "no chain is served")
 	}
-	return s.Chain(ref)
+	return s.Chain(ctx, ref)
 }
 
 func (s *Streams) recheck() time.Duration {

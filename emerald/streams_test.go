@@ -179,13 +179,13 @@ func newRig(t *testing.T, opts subcenter.Options, heartbeat time.Duration) *rig 
 	ch := &chainCaller{c: c, w: f.w}
 
 	st := &Streams{
-		Chain: func(ref pb.ChainRef) (StreamChain, error) {
+		Chain: func(_ context.Context, ref pb.ChainRef) (StreamChain, error) {
 			if ref != testRef {
 				return nil, status.Error(codes.Unavailable, "chain not served")
 			}
 			return ch, nil
 		},
-		Chains:    func() []ServedChain { return []ServedChain{{Ref: testRef, Chain: ch}} },
+		Chains:    func(context.Context) []ServedChain { return []ServedChain{{Ref: testRef, Chain: ch}} },
 		Heartbeat: heartbeat,
 	}
 	srv := grpc.NewServer()

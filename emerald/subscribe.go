@@ -38,7 +38,7 @@ type Caller interface {
 // subscription is dropped (by unsubscribe_method when the client names
 // it: only eth_unsubscribe is served).
 func (s *Streams) NativeSubscribe(req *pb.NativeSubscribeRequest, stream grpc.ServerStreamingServer[pb.NativeSubscribeReplyItem]) error {
-	ch, err := s.chain(req.GetChain())
+	ch, err := s.resolve(stream.Context(), req.GetChain())
 	if err != nil {
 		return err
 	}
