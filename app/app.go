@@ -22,6 +22,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/venn-gateway/venn/admin"
+	"github.com/venn-gateway/venn/emerald"
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
@@ -56,12 +57,13 @@ var Module = fx.Module("app",
 		newGate,
 		newAdmin,
 		newServers,
+		newGRPC,
 		newReloader,
 		adminReloader,
 	),
 	// Every chain's router is served by the JSON-RPC server; the servers
 	// are wanted for their lifecycle hooks, nothing consumes them.
-	fx.Invoke(logStart, handleChains, func(*servers, *adminServer) {}, watchReloadSignals, tellAdminOfReloads, serveNATS, watchStoredScopes),
+	fx.Invoke(logStart, handleChains, func(*servers, *adminServer, *emerald.Server) {}, watchReloadSignals, tellAdminOfReloads, serveNATS, watchStoredScopes),
 )
 
 // New builds the fx app for cfg, which must have come from Load or Parse.

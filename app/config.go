@@ -15,6 +15,7 @@ import (
 	"github.com/venn-gateway/venn/blockstore"
 	"github.com/venn-gateway/venn/chain"
 	"github.com/venn-gateway/venn/edge"
+	"github.com/venn-gateway/venn/emerald"
 	"github.com/venn-gateway/venn/jrpc"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/reqlog"
@@ -78,6 +79,11 @@ type Config struct {
 	// NATS connects the process to NATS (package nats): JSON-RPC over
 	// request/reply on PREFIX.CHAIN.rpc; off without nats.url.
 	NATS vnats.Config `yaml:"nats"`
+	// GRPCListen serves Dshackle's gRPC API, emerald.Blockchain (package
+	// emerald), with the tls section's TLS; "" (the default) does not.
+	// Dshackle's own port is 2449.
+	GRPCListen string         `yaml:"grpc_listen"`
+	GRPC       emerald.Config `yaml:"grpc"`
 
 	// Usage is how tenants' usage is written to Postgres (package usage).
 	Usage usage.Config `yaml:"usage"`

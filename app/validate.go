@@ -46,6 +46,15 @@ func (c *Config) Validate() error {
 	}
 	p.under("tracing", c.Tracing.Validate())
 	p.under("nats", c.NATS.Validate())
+	if c.GRPCListen != "" {
+		checkAddr(&p, "grpc_listen", c.GRPCListen, false)
+		if c.GRPCListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+			p.add("grpc_listen", "must differ from listen")
+		}
+	}
+	if err := c.GRPC.Validate(); err != nil {
+		p = append(p, err)
+	}
 	validateLimits(&p, c.Limits)
 	p.under("request_log", c.RequestLog.Validate())
 	p.under("compression", c.Compression.Validate())

@@ -47,6 +47,10 @@ type Config struct {
 	// NATS publishes the chain's head feed to a JetStream stream while
 	// this replica leads it (package natsfeed): `nats: {stream: true}`.
 	NATS natsfeed.Config `yaml:"nats"`
+	// GRPCID is the chain's Dshackle ChainRef code on the gRPC API
+	// (package emerald); 0 takes it from the chain id's row of emerald's
+	// table. A chain with neither is not served over gRPC.
+	GRPCID int32 `yaml:"grpc_id"`
 }
 
 // IntegrityConfig says which fetches are checked (package integrity).

@@ -34,6 +34,12 @@ var sections = []section{
 	{name: "filters", fields: []string{"Filters"}, apply: applyFilters},
 	{name: "static_answers", fields: []string{"StaticAnswers"}, apply: applyStatic},
 	{name: "nats", fields: []string{"NATS"}}, // the feed's publisher is built with it
+	{name: "grpc_id", fields: []string{"GRPCID"}, apply: applyGRPCID},
+}
+
+// applyGRPCID: the gRPC API reads the chain's config at every call.
+func applyGRPCID(c *Chain, cc Config) ([]string, error) {
+	return []string{fmt.Sprintf("chain %s: grpc_id %d applied", c.name, cc.GRPCID)}, nil
 }
 
 // applyStatic puts a chain's static answers in force on its router.

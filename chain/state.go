@@ -5,6 +5,7 @@ import (
 
 	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/cache"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/router"
 	"github.com/venn-gateway/venn/subcenter"
@@ -42,6 +43,10 @@ func (c *Chain) WindowHead() (uint64, bool) {
 	n, _, ok := c.head.window.Head()
 	return n, ok
 }
+
+// Window is this replica's head window, the feed every head stream reads
+// (newHeads, gRPC's SubscribeHead); read only.
+func (c *Chain) Window() *headstore.Window { return c.head.window }
 
 // NATSFeed is the chain's JetStream feed's state (natsfeed.Publisher's);
 // "" when off.

@@ -1,6 +1,7 @@
 package evm
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -299,3 +300,15 @@ const (
 	argTx                      // transaction arguments (eth_call's first param)
 	argBlock                   // the block: read into Canonical.Block
 )
+
+// Methods is the names of the methods the registry lists, sorted: what a
+// chain is known to serve (gRPC Describe's supportedMethods). A method not
+// listed is still passed to the remotes.
+func Methods() []string {
+	out := make([]string, 0, len(registry))
+	for name := range registry {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}

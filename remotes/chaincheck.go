@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jsonscan"
 	"github.com/venn-gateway/venn/remotes/health"
@@ -19,33 +17,10 @@ import (
 // answer means); a remote found on another chain leaves rotation, and the
 // answer of one of its calls still in flight is dropped.
 
-// DefaultChainRecheck is how often a remote's chain id is asked again.
-const DefaultChainRecheck = health.DefaultChainRecheck
-
 // errWrongChain drops the answer of a call that returned after its remote
 // was found on another chain (dropForeign). It is a local limit: nothing usable
 // was received, and the pool tries another remote.
 var errWrongChain = fmt.Errorf("answer dropped, remote found on another chain: %w", errLocalLimit)
-
-// chainCheckMetrics are the chain checks' series.
-type chainCheckMetrics struct {
-	checks *prometheus.CounterVec // chain, remote, outcome
-	wrong  *prometheus.GaugeVec   // chain, remote
-}
-
-func newChainCheckMetrics(reg prometheus.Registerer) *chainCheckMetrics {
-	m := &chainCheckMetrics{
-		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "chain_checks_total",
-			Help: "eth_chainId checks of a remote, by outcome: ok, wrong (another chain: out of rotation), failed (no usable answer)."},
-			[]string{"chain", "remote", "outcome"}),
-		wrong: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "wrong_chain",
-			Help: "1 while a remote's last chain id check found it on another chain."}, []string{"chain", "remote"}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.checks, m.wrong)
-	}
-	return m
-}
 
 // initChainCheck readies the remote's chain check (health.Check) with its
 // series.

@@ -45,26 +45,6 @@ import (
 	"github.com/venn-gateway/venn/remotes/hedge"
 )
 
-// hedgeScoreMetrics are the series of hedging and scoring.
-type hedgeScoreMetrics struct {
-	hedges *prometheus.CounterVec // chain, outcome
-	score  *prometheus.GaugeVec   // chain, remote
-}
-
-func newHedgeScoreMetrics(reg prometheus.Registerer) *hedgeScoreMetrics {
-	m := &hedgeScoreMetrics{
-		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "hedges_total",
-			Help: "Hedged attempts by outcome: won (its answer was used), lost (another answered first, or none answered well), skipped_budget (no token in the chain's hedge budget), skipped_no_remote (no other remote could take it)."},
-			[]string{"chain", "outcome"}),
-		score: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "score",
-			Help: "A remote's routing score, about its effective latency in ms; lower is better."}, []string{"chain", "remote"}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.hedges, m.score)
-	}
-	return m
-}
-
 // hedger is a chain's hedging: its groups, budget and counters.
 type hedger struct {
 	groups []HedgeGroup

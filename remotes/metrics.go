@@ -212,3 +212,43 @@ func NewReplyBudget(size int64, m *Metrics) *wire.ReplyBudget {
 	}
 	return wire.NewReplyBudget(size, m.replyBytes, m.replyBudgetExhausted)
 }
+
+// chainCheckMetrics are the chain checks' series.
+type chainCheckMetrics struct {
+	checks *prometheus.CounterVec // chain, remote, outcome
+	wrong  *prometheus.GaugeVec   // chain, remote
+}
+
+func newChainCheckMetrics(reg prometheus.Registerer) *chainCheckMetrics {
+	m := &chainCheckMetrics{
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Subsystem: "remote", Name: "chain_checks_total",
+			Help: "eth_chainId checks of a remote, by outcome: ok, wrong (another chain: out of rotation), failed (no usable answer)."},
+			[]string{"chain", "remote", "outcome"}),
+		wrong: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "wrong_chain",
+			Help: "1 while a remote's last chain id check found it on another chain."}, []string{"chain", "remote"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.checks, m.wrong)
+	}
+	return m
+}
+
+// hedgeScoreMetrics are the series of hedging and scoring.
+type hedgeScoreMetrics struct {
+	hedges *prometheus.CounterVec // chain, outcome
+	score  *prometheus.GaugeVec   // chain, remote
+}
+
+func newHedgeScoreMetrics(reg prometheus.Registerer) *hedgeScoreMetrics {
+	m := &hedgeScoreMetrics{
+		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "hedges_total",
+			Help: "Hedged attempts by outcome: won (its answer was used), lost (another answered first, or none answered well), skipped_budget (no token in the chain's hedge budget), skipped_no_remote (no other remote could take it)."},
+			[]string{"chain", "outcome"}),
+		score: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "score",
+			Help: "A remote's routing score, about its effective latency in ms; lower is better."}, []string{"chain", "remote"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.hedges, m.score)
+	}
+	return m
+}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/consensus"
+	"github.com/venn-gateway/venn/remotes/health"
+	"github.com/venn-gateway/venn/remotes/relay"
 	"github.com/venn-gateway/venn/remotes/score"
 	"github.com/venn-gateway/venn/remotes/settings"
 	"github.com/venn-gateway/venn/remotes/wire"
@@ -31,6 +33,13 @@ const (
 	DefaultBreakerFailures = 5
 	DefaultBreakerCooldown = 10 * time.Second
 )
+
+// DefaultPendingPollInterval is how often a pending-transaction filter is
+// polled (relay.DefaultPollInterval).
+const DefaultPendingPollInterval = relay.DefaultPollInterval
+
+// DefaultChainRecheck is how often a remote's chain id is asked again.
+const DefaultChainRecheck = health.DefaultChainRecheck
 
 // Bounds of a chain's pool settings.
 const (

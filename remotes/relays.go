@@ -15,10 +15,6 @@ import (
 // members, its selection and clock, and each remote's call and
 // subscribe.
 
-// DefaultPendingPollInterval is how often a pending-transaction filter is
-// polled (relay.DefaultPollInterval).
-const DefaultPendingPollInterval = relay.DefaultPollInterval
-
 // Relays is the pool's relay of subscriptions, or nil when no remote may
 // relay (relay.Relays.CanRelay): then there is nothing for Relay to do.
 func (p *Pool) Relays() *relay.Relays {

@@ -8,7 +8,8 @@
 # prometheus package) for the alert rules' tests and chromium for the
 # status page's browser tests, which fail without it (apt-get, as root),
 # nats-server (apt-get) and the nats CLI (built at a pinned version,
-# exported as VENN_NATS_CLI) for the NATS tests,
+# exported as VENN_NATS_CLI) for the NATS tests, grpcurl (built at a
+# pinned version, exported as VENN_GRPCURL) for the gRPC tests,
 # runs go vet and the
 # race-enabled test suite, and,
 # when ../shared/conformance exists, replays the execution-apis conformance
@@ -22,6 +23,8 @@ ROOT=$(pwd)
 GETH_VERSION=v1.17.10
 # The nats CLI the NATS tests drive (natscli; v0.5.1 is not to be used).
 NATSCLI_VERSION=v0.5.0
+# grpcurl, the reflection-driven client the gRPC tests drive (package app).
+GRPCURL_VERSION=v1.9.3
 CACHE=${CACHE:-$HOME/.cache/venn-conformance}
 SHARED=$ROOT/../shared
 CONFORMANCE=$SHARED/conformance/run.sh
@@ -175,6 +178,19 @@ if [ ! -x "$NATSCLI" ] || ! "$NATSCLI" --version 2>&1 | grep -q "${NATSCLI_VERSI
 fi
 export VENN_NATS_CLI=$NATSCLI
 echo "VENN_NATS_CLI=$VENN_NATS_CLI ($("$NATSCLI" --version 2>&1))"
+
+step "grpcurl $GRPCURL_VERSION for the gRPC tests (package app)"
+# A client that knows the service only through server reflection.
+GRPCURL=$CACHE/bin/grpcurl
+# grpcurl built by go install prints no version: its build info has it.
+if [ ! -x "$GRPCURL" ] || ! go version -m "$GRPCURL" | grep -q "github.com/fullstorydev/grpcurl[[:space:]]*$GRPCURL_VERSION"; then
+  mkdir -p "$CACHE/bin"
+  echo "building grpcurl $GRPCURL_VERSION..."
+  GOBIN=$CACHE/bin CGO_ENABLED=0 go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION" ||
+    die "could not build grpcurl: go install github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
+fi
+export VENN_GRPCURL=$GRPCURL
+echo "VENN_GRPCURL=$VENN_GRPCURL ($GRPCURL_VERSION)"
 
 step "promtool for the alert rules' tests (Debian's prometheus package)"
 # deploy's tests run promtool check rules and promtool test rules; without

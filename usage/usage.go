@@ -1,7 +1,8 @@
 // Package usage keeps what tenants' calls cost, to bill from: per tenant,
 // chain, method and UTC day, the calls, credits, errors and bytes
-// answered. The edge adds each answered message to a Recorder (memory, a
-// map lookup under a lock, never I/O); a Writer drains it into Postgres
+// answered. The edge adds each answered message to a Recorder (memory,
+// under a lock, never I/O; a series it resolved once, per tenant, chain
+// and method, so no lookup); a Writer drains it into Postgres
 // (the usage_daily table, migrations/sql/00005_usage.sql) every flush
 // interval, one statement per batch, off the call path. While Postgres is
 // down the rows stay in memory, bounded: calls that find the buffer full
@@ -59,7 +60,7 @@ type RecorderOptions struct {
 	MaxRows int // default DefaultMaxRows
 	// MetricsOnly keeps no rows, only the metrics: without Postgres.
 	MetricsOnly bool
-	Clock       func() time.Time // default time.Now; dates the rows
+	Clock       func() time.Time // default time.Now; dates the rows Add adds (Series takes its caller's time)
 	Registerer  prometheus.Registerer
 }
 

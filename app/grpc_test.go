@@ -1,0 +1,354 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/venn-gateway/venn/emerald"
+	"github.com/venn-gateway/venn/emerald/pb"
+	"github.com/venn-gateway/venn/internal/gethtest"
+)
+
+const grpcKey = "grpc-key-0123456789abcdef"
+
+// startGRPCApp starts venn from cfg and returns its gRPC server.
+func startGRPCApp(t *testing.T, cfg *Config) *emerald.Server {
+	t.Helper()
+	var g *emerald.Server
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&g))
+	app.RequireStart()
+	t.Cleanup(app.RequireStop)
+	if g == nil || g.Addr() == nil {
+		t.Fatal("no gRPC server with grpc_listen set")
+	}
+	return g
+}
+
+// dial is a client of g's address; creds nil: plain TCP.
+func dial(t *testing.T, g *emerald.Server, creds credentials.TransportCredentials) pb.BlockchainClient {
+	t.Helper()
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	cc, err := grpc.NewClient("passthrough:///"+g.Addr().String(), grpc.WithTransportCredentials(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return pb.NewBlockchainClient(cc)
+}
+
+// nativeCall runs req and collects its replies; err is the call's status.
+func nativeCall(ctx context.Context, c pb.BlockchainClient, req *pb.NativeCallRequest, opts ...grpc.CallOption) ([]*pb.NativeCallReplyItem, error) {
+	st, err := c.NativeCall(ctx, req, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var out []*pb.NativeCallReplyItem
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+}
+
+// withKey is a context with the API key in metadata, bounded.
+func withKey(t *testing.T, key string) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return metadata.AppendToOutgoingContext(ctx, "x-api-key", key)
+}
+
+func wantCode(t *testing.T, err error, code codes.Code, inMsg string) {
+	t.Helper()
+	st, _ := status.FromError(err)
+	if st.Code() != code || !strings.Contains(st.Message(), inMsg) {
+		t.Fatalf("status %v %q, want %v containing %q", st.Code(), st.Message(), code, inMsg)
+	}
+}
+
+// venn serves Dshackle's NativeCall from geth --dev: each payload is
+// geth's result byte for byte, errors go in the item's fields, and bad
+// requests end with a clear status.
+func TestGRPCNativeCallAgainstGeth(t *testing.T) {
+	geth := gethtest.Start(t, gethtest.Options{})
+	g := startGRPCApp(t, mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: ""
+grpc_listen: 127.0.0.1:0
+grpc: {max_recv_bytes: 65536}
+shutdown_timeout: 5s
+auth:
+  keys:
+    - {name: app, key: `+grpcKey+`}
+chains:
+  - name: dev
+    chain_id: 1337
+    grpc_id: 100
+    remotes:
+      - {name: geth, url: "`+geth.HTTPURL()+`"}
+`))
+	c := dial(t, g, nil)
+	calls := []struct{ method, params string }{
+		{"eth_chainId", `[]`},
+		{"eth_getBlockByNumber", `["0x0",true]`},
+		{"eth_getBlockByNumber", `["latest",false]`},
+		{"eth_getBalance", `["0x0000000000000000000000000000000000000000","latest"]`},
+		{"eth_getCode", `["0x0000000000000000000000000000000000000000","latest"]`},
+		{"net_version", `[]`},
+	}
+	req := &pb.NativeCallRequest{Chain: pb.ChainRef_CHAIN_ETHEREUM__MAINNET, Sorted: true}
+	for i, cl := range calls {
+		req.Items = append(req.Items, &pb.NativeCallItem{Id: uint32(i + 1), Method: cl.method,
+			Data: &pb.NativeCallItem_Payload{Payload: []byte(cl.params)}})
+	}
+
+	t.Run("payloads byte for byte, in order", func(t *testing.T) {
+		got, err := nativeCall(withKey(t, grpcKey), c, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(calls) {
+			t.Fatalf("%d replies, want %d", len(got), len(calls))
+		}
+		for i, cl := range calls {
+			want, err := geth.CallJSON(context.Background(), cl.method, cl.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := got[i]
+			if r.Id != uint32(i+1) || !r.Succeed || !bytes.Equal(r.Payload, want) {
+				t.Fatalf("%s: reply %d succeed=%v %q %s\ngeth: %s", cl.method, r.Id, r.Succeed, r.ErrorMessage, r.Payload, want)
+			}
+		}
+	})
+	t.Run("gzip and chunks", func(t *testing.T) {
+		one := &pb.NativeCallRequest{Chain: req.Chain, ChunkSize: 100, Items: req.Items[1:2]}
+		got, err := nativeCall(withKey(t, grpcKey), c, one, grpc.UseCompressor(gzip.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := geth.CallJSON(context.Background(), "eth_getBlockByNumber", `["0x0",true]`)
+		var joined []byte
+		for i, r := range got {
+			if !r.Chunked || r.FinalChunk != (i == len(got)-1) || len(r.Payload) > 100 {
+				t.Fatalf("chunk %d: chunked=%v final=%v %d bytes", i, r.Chunked, r.FinalChunk, len(r.Payload))
+			}
+			joined = append(joined, r.Payload...)
+		}
+		if len(got) < 2 || !bytes.Equal(joined, want) {
+			t.Fatalf("%d chunks joined: %s\ngeth: %s", len(got), joined, want)
+		}
+	})
+	t.Run("errors per item", func(t *testing.T) {
+		bad := &pb.NativeCallRequest{Chain: req.Chain, Sorted: true, Items: []*pb.NativeCallItem{
+			{Id: 1, Method: "no_such_method", Data: &pb.NativeCallItem_Payload{Payload: []byte(`[]`)}},
+			{Id: 2, Method: "eth_chainId", Data: &pb.NativeCallItem_Payload{Payload: []byte(`[1,`)}},
+			{Id: 3, Method: "eth_chainId"},
+		}}
+		got, err := nativeCall(withKey(t, grpcKey), c, bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 || got[0].Succeed || got[0].ItemErrorCode != -32601 || got[0].ErrorMessage == "" {
+			t.Fatalf("unknown method: %+v", got)
+		}
+		if got[1].Succeed || got[1].ItemErrorCode != -32700 || !strings.Contains(got[1].ErrorMessage, "payload is not JSON") {
+			t.Fatalf("malformed payload: %+v", got[1])
+		}
+		if !got[2].Succeed || string(got[2].Payload) != `"0x539"` {
+			t.Fatalf("no payload (no params): %+v", got[2])
+		}
+	})
+	t.Run("unknown chain", func(t *testing.T) {
+		_, err := nativeCall(withKey(t, grpcKey), c, &pb.NativeCallRequest{Chain: pb.ChainRef_CHAIN_BASE__MAINNET, Items: req.Items[:1]})
+		wantCode(t, err, codes.Unavailable, "CHAIN_ETHEREUM__MAINNET (100, dev)")
+	})
+	t.Run("missing and wrong key", func(t *testing.T) {
+		_, err := nativeCall(context.Background(), c, req)
+		wantCode(t, err, codes.Unauthenticated, "-32056")
+		_, err = nativeCall(withKey(t, "not-the-key-0123456789"), c, req)
+		wantCode(t, err, codes.Unauthenticated, "-32056")
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+grpcKey)
+		if _, err := nativeCall(ctx, c, req); err != nil {
+			t.Fatalf("key as a bearer token: %v", err)
+		}
+	})
+	t.Run("oversized message", func(t *testing.T) {
+		big := &pb.NativeCallRequest{Chain: req.Chain, Items: []*pb.NativeCallItem{{Id: 1, Method: "eth_chainId",
+			Data: &pb.NativeCallItem_Payload{Payload: []byte(`["` + strings.Repeat("a", 70000) + `"]`)}}}}
+		_, err := nativeCall(withKey(t, grpcKey), c, big)
+		wantCode(t, err, codes.ResourceExhausted, "")
+	})
+	t.Run("selectors and quorum refused by name", func(t *testing.T) {
+		sel := &pb.NativeCallRequest{Chain: req.Chain, Items: req.Items[:1], Selector: &pb.Selector{
+			SelectorType: &pb.Selector_LabelSelector{LabelSelector: &pb.LabelSelector{Name: "provider"}}}}
+		_, err := nativeCall(withKey(t, grpcKey), c, sel)
+		wantCode(t, err, codes.InvalidArgument, "labelSelector")
+		_, err = nativeCall(withKey(t, grpcKey), c, &pb.NativeCallRequest{Chain: req.Chain, Items: req.Items[:1], Quorum: 2})
+		wantCode(t, err, codes.InvalidArgument, "quorum 2")
+	})
+	t.Run("describe", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := c.Describe(ctx, &pb.DescribeRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Chains) != 1 {
+			t.Fatalf("describe: %v", d)
+		}
+		ch := d.Chains[0]
+		if ch.Chain != pb.ChainRef_CHAIN_ETHEREUM__MAINNET || ch.Status.GetAvailability() != pb.AvailabilityEnum_AVAIL_OK ||
+			len(ch.Nodes) != 1 || ch.Nodes[0].Labels[0].Value != "geth" {
+			t.Fatalf("describe: %v", ch)
+		}
+		if !strings.Contains(strings.Join(ch.SupportedMethods, ","), "eth_getBlockByNumber") {
+			t.Fatalf("describe methods: %v", ch.SupportedMethods)
+		}
+	})
+}
+
+// The gRPC listener takes the tls section: with client_ca_file a client
+// needs a certificate the CA signed.
+func TestGRPCMutualTLS(t *testing.T) {
+	geth := gethtest.Start(t, gethtest.Options{})
+	ct := newCerts(t)
+	g := startGRPCApp(t, mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: ""
+grpc_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+tls: {cert_file: `+ct.serverCert+`, key_file: `+ct.serverKey+`, client_ca_file: `+ct.caFile+`}
+chains:
+  - name: dev
+    chain_id: 1337
+    grpc_id: 100
+    remotes:
+      - {name: geth, url: "`+geth.HTTPURL()+`"}
+`))
+	req := &pb.NativeCallRequest{Chain: pb.ChainRef_CHAIN_ETHEREUM__MAINNET, Items: []*pb.NativeCallItem{{Id: 1, Method: "eth_chainId"}}}
+	ctx := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	t.Run("client certificate from the CA", func(t *testing.T) {
+		c := dial(t, g, credentials.NewTLS(&tls.Config{RootCAs: ct.pool, Certificates: []tls.Certificate{ct.client}}))
+		got, err := nativeCall(ctx(), c, req)
+		if err != nil || len(got) != 1 || string(got[0].Payload) != `"0x539"` {
+			t.Fatalf("with a certificate: %v %v", got, err)
+		}
+	})
+	t.Run("no client certificate", func(t *testing.T) {
+		c := dial(t, g, credentials.NewTLS(&tls.Config{RootCAs: ct.pool}))
+		_, err := nativeCall(ctx(), c, req)
+		wantCode(t, err, codes.Unavailable, "")
+	})
+	t.Run("certificate from another CA", func(t *testing.T) {
+		c := dial(t, g, credentials.NewTLS(&tls.Config{RootCAs: ct.pool, Certificates: []tls.Certificate{ct.otherClient}}))
+		_, err := nativeCall(ctx(), c, req)
+		wantCode(t, err, codes.Unavailable, "")
+	})
+	t.Run("plain TCP", func(t *testing.T) {
+		_, err := nativeCall(ctx(), dial(t, g, nil), req)
+		wantCode(t, err, codes.Unavailable, "")
+	})
+}
+
+// grpcurlVersion is the grpcurl release the tests drive, as
+// scripts/test.sh builds it.
+const grpcurlVersion = "v1.9.3"
+
+// grpcurl is grpcurl's path: $VENN_GRPCURL, else
+// ~/.cache/venn-conformance/bin/grpcurl (scripts/test.sh builds it), else
+// grpcurl on the PATH. Missing, the test fails under CI and is skipped
+// elsewhere.
+func grpcurl(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("VENN_GRPCURL"); p != "" {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, ".cache", "venn-conformance", "bin", "grpcurl")
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("grpcurl"); err == nil {
+		return p
+	}
+	msg := "grpcurl is missing: run scripts/test.sh (it builds it), or go install github.com/fullstorydev/grpcurl/cmd/grpcurl@" + grpcurlVersion + ", or set VENN_GRPCURL"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// grpcurl, a real client knowing nothing but what reflection tells it,
+// lists the service and calls Describe and NativeCall.
+func TestGRPCurlThroughReflection(t *testing.T) {
+	bin := grpcurl(t)
+	geth := gethtest.Start(t, gethtest.Options{})
+	g := startGRPCApp(t, mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: ""
+grpc_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+chains:
+  - name: dev
+    chain_id: 1337
+    grpc_id: 10008
+    remotes:
+      - {name: geth, url: "`+geth.HTTPURL()+`"}
+`))
+	run := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, bin, append([]string{"-plaintext"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("grpcurl %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	addr := g.Addr().String()
+	if out := run(addr, "list"); !strings.Contains(out, "emerald.Blockchain") {
+		t.Fatalf("list: %s", out)
+	}
+	if out := run(addr, "emerald.Blockchain/Describe"); !strings.Contains(out, `"chain": "CHAIN_ETHEREUM__SEPOLIA"`) ||
+		!strings.Contains(out, `"availability": "AVAIL_OK"`) {
+		t.Fatalf("Describe: %s", out)
+	}
+	// payload is bytes: base64 in grpcurl's JSON. "W10=" is [], "IjB4NTM5Ig==" "0x539".
+	out := run("-d", `{"chain":"CHAIN_ETHEREUM__SEPOLIA","items":[{"id":7,"method":"eth_chainId","payload":"W10="}]}`,
+		addr, "emerald.Blockchain/NativeCall")
+	if !strings.Contains(out, `"id": 7`) || !strings.Contains(out, `"payload": "IjB4NTM5Ig=="`) {
+		t.Fatalf("NativeCall: %s", out)
+	}
+}

@@ -1,0 +1,288 @@
+package emerald
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/venn-gateway/venn/emerald/pb"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// NativeCall serves each item as one JSON-RPC call through the chain's
+// jrpc handler, up to grpc.concurrency at once, and sends each reply as
+// its call finishes (in request order when sorted is set). A request
+// refused as a whole by the edge (no key, rate limited) ends with a
+// status instead.
+func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreamingServer[pb.NativeCallReplyItem]) error {
+	c, err := s.chain(req.GetChain())
+	if err != nil {
+		return err
+	}
+	items := req.GetItems()
+	if len(items) == 0 {
+		return status.Error(codes.InvalidArgument, "NativeCall: no items")
+	}
+	if s.opts.MaxItems > 0 && len(items) > s.opts.MaxItems {
+		return status.Errorf(codes.ResourceExhausted, "NativeCall: %d items, over limits.max_batch_items (%d)", len(items), s.opts.MaxItems)
+	}
+	if err := checkRequest(req); err != nil {
+		return err
+	}
+	if m := req.GetMinAvailability(); m != pb.AvailabilityEnum_AVAIL_UNKNOWN {
+		if a := c.availability(); a > m {
+			return status.Errorf(codes.Unavailable, "chain %s is %s, under min_availability %s", refName(c.Ref()), a, m)
+		}
+	}
+	ctx := stream.Context()
+	in := jrpc.Inbound{Chain: c.Name, Transport: Transport, Header: s.header(ctx)}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		in.RemoteAddr = p.Addr.String()
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup // the dispatcher and the items: none outlives the call
+	defer func() { cancel(); wg.Wait() }()
+	type result struct {
+		i   int
+		rep *pb.NativeCallReplyItem
+		err error // the request refused as a whole
+	}
+	results := make(chan result, len(items))
+	slots := make(chan struct{}, s.cfg.Concurrency)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i, it := range items {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				rep, err := s.callItem(ctx, in, it)
+				results <- result{i: i, rep: rep, err: err}
+			}()
+		}
+	}()
+
+	sorted := req.GetSorted()
+	pending := make(map[int]*pb.NativeCallReplyItem)
+	next := 0
+	for range items {
+		var r result
+		select {
+		case r = <-results:
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if !sorted {
+			if err := s.send(stream, r.rep, req.GetChunkSize()); err != nil {
+				return err
+			}
+			continue
+		}
+		pending[r.i] = r.rep
+		for rep, ok := pending[next]; ok; rep, ok = pending[next] {
+			delete(pending, next)
+			next++
+			if err := s.send(stream, rep, req.GetChunkSize()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkRequest refuses what venn has no equivalent for, naming it.
+func checkRequest(req *pb.NativeCallRequest) error {
+	if q := req.GetQuorum(); q > 1 {
+		return status.Errorf(codes.InvalidArgument, "NativeCall: quorum %d is not served: consensus is the chain's config (consensus section), not per request", q)
+	}
+	if err := checkSelector(req.GetSelector()); err != nil {
+		return err
+	}
+	for _, it := range req.GetItems() {
+		for _, sel := range it.GetSelectors() {
+			if err := checkSelector(sel); err != nil {
+				return err
+			}
+		}
+		if it.GetRestData() != nil {
+			return status.Errorf(codes.InvalidArgument, "NativeCall: item %d: rest_data is not served (JSON-RPC chains only)", it.GetId())
+		}
+	}
+	return nil
+}
+
+// checkSelector refuses every selector for now: venn routes each call by
+// its own block and the remotes' heads, and has no per-call labels.
+func checkSelector(sel *pb.Selector) error {
+	if sel == nil || sel.GetSelectorType() == nil {
+		return nil
+	}
+	name := "selector"
+	switch sel.GetSelectorType().(type) {
+	case *pb.Selector_LabelSelector:
+		name = "labelSelector"
+	case *pb.Selector_OrSelector:
+		name = "orSelector"
+	case *pb.Selector_AndSelector:
+		name = "andSelector"
+	case *pb.Selector_NotSelector:
+		name = "notSelector"
+	case *pb.Selector_ExistsSelector:
+		name = "existsSelector"
+	case *pb.Selector_HeightSelector:
+		name = "height_selector"
+	case *pb.Selector_SlotHeightSelector:
+		name = "slot_height_selector"
+	case *pb.Selector_LowerHeightSelector:
+		name = "lower_height_selector"
+	case *pb.Selector_GtSelector:
+		name = "gtSelector"
+	case *pb.Selector_LtSelector:
+		name = "ltSelector"
+	}
+	return status.Errorf(codes.InvalidArgument, "NativeCall: %s is not served by venn (no selector is yet)", name)
+}
+
+// header is the call's metadata as an HTTP request's headers, for the
+// Gate: the API key (auth.header, or authorization: Bearer KEY),
+// x-request-id, traceparent.
+func (s *Server) header(ctx context.Context) http.Header {
+	md, _ := metadata.FromIncomingContext(ctx)
+	h := make(http.Header, len(md))
+	for k, vs := range md {
+		if strings.HasPrefix(k, ":") || strings.HasSuffix(k, "-bin") {
+			continue
+		}
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if kh := s.opts.KeyHeader; kh != "" && !strings.EqualFold(kh, "authorization") && h.Get(kh) == "" {
+		if tok, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
+			h.Set(kh, strings.TrimSpace(tok))
+		}
+	}
+	return h
+}
+
+// callItem serves one item. A reply is the item's answer or its error;
+// err is the request refused as a whole (by the Gate, or venn stopping).
+func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCallItem) (*pb.NativeCallReplyItem, error) {
+	rep := &pb.NativeCallReplyItem{Id: it.GetId()}
+	method := it.GetMethod()
+	if method == "" {
+		return itemError(rep, jrpc.CodeInvalidRequest, "method is empty", nil), nil
+	}
+	params := it.GetPayload()
+	if len(params) == 0 {
+		params = []byte("[]")
+	} else if !json.Valid(params) {
+		return itemError(rep, jrpc.CodeParseError, "payload is not JSON: it holds the call's params, a JSON array", nil), nil
+	}
+	m, _ := json.Marshal(method)
+	body := make([]byte, 0, len(params)+len(m)+48)
+	body = append(body, `{"jsonrpc":"2.0","id":1,"method":`...)
+	body = append(body, m...)
+	body = append(body, `,"params":`...)
+	body = append(body, params...)
+	body = append(body, '}')
+	in.Body = body
+	if rid := it.GetRequestId(); rid != "" && in.Header.Get("X-Request-Id") == "" {
+		in.Header = in.Header.Clone()
+		in.Header.Set("X-Request-Id", rid)
+	}
+	out, werr := s.h.ServeInbound(ctx, in, nil)
+	if werr != nil {
+		if st := refusal(werr); st != nil {
+			return nil, st
+		}
+		return itemError(rep, werr.Code, werr.Message, werr.Data), nil
+	}
+	var ans struct {
+		Result json.RawMessage `json:"result"`
+		Error  *jrpc.Error     `json:"error"`
+	}
+	if err := json.Unmarshal(out, &ans); err != nil {
+		return itemError(rep, jrpc.CodeInternal, "answer is not a JSON-RPC response", nil), nil
+	}
+	if ans.Error != nil {
+		return itemError(rep, ans.Error.Code, ans.Error.Message, ans.Error.Data), nil
+	}
+	rep.Succeed = true
+	rep.Payload = ans.Result
+	return rep, nil
+}
+
+// refusal is the gRPC status for a message refused as a whole before any
+// call ran, nil for an error that is the item's.
+func refusal(e *jrpc.Error) error {
+	var c codes.Code
+	switch e.Code {
+	case jrpc.CodeUnauthorized:
+		c = codes.Unauthenticated
+		if strings.Contains(e.Message, "may not") {
+			c = codes.PermissionDenied
+		}
+	case jrpc.CodeRateLimited:
+		c = codes.ResourceExhausted
+	case jrpc.CodeShuttingDown:
+		c = codes.Unavailable
+	case jrpc.CodeUnknownChain:
+		c = codes.Unavailable
+	default:
+		return nil
+	}
+	return status.Errorf(c, "%s (JSON-RPC %d)", e.Message, e.Code)
+}
+
+// itemError fills rep as a failed item.
+func itemError(rep *pb.NativeCallReplyItem, code int, msg string, data json.RawMessage) *pb.NativeCallReplyItem {
+	rep.Succeed = false
+	rep.ItemErrorCode = int32(code)
+	rep.ErrorMessage = msg
+	if code < 0 {
+		rep.ErrorCode = uint32(-code) // the deprecated field, as Dshackle fills it
+	} else {
+		rep.ErrorCode = uint32(code)
+	}
+	if len(data) > 0 {
+		rep.ErrorData = string(data)
+	}
+	return rep
+}
+
+// send sends rep, cut into chunk-byte replies of its payload when chunk
+// is set and the payload is longer.
+func (s *Server) send(stream grpc.ServerStreamingServer[pb.NativeCallReplyItem], rep *pb.NativeCallReplyItem, chunk uint32) error {
+	if chunk == 0 || len(rep.Payload) <= int(chunk) {
+		return stream.Send(rep)
+	}
+	p := rep.Payload
+	for len(p) > 0 {
+		n := min(int(chunk), len(p))
+		part := &pb.NativeCallReplyItem{Id: rep.Id, Succeed: true, Payload: p[:n], UpstreamId: rep.UpstreamId,
+			Chunked: true, FinalChunk: n == len(p)}
+		if err := stream.Send(part); err != nil {
+			return err
+		}
+		p = p[n:]
+	}
+	return nil
+}

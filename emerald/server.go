@@ -1,0 +1,179 @@
+package emerald
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	_ "google.golang.org/grpc/encoding/gzip" // clients may send and ask for gzip
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+
+	"github.com/venn-gateway/venn/emerald/pb"
+	"github.com/venn-gateway/venn/jrpc"
+)
+
+// Transport names gRPC in jrpc.Peer.Transport, the Gate's Admission and
+// the request log.
+const Transport = "grpc"
+
+// Handler serves one JSON-RPC message of a chain: jrpc.Server's
+// ServeInbound, the same that serves HTTP bodies.
+type Handler interface {
+	ServeInbound(ctx context.Context, in jrpc.Inbound, buf []byte) ([]byte, *jrpc.Error)
+}
+
+var _ Handler = (*jrpc.Server)(nil)
+
+// Options are what a Server serves with besides its Config.
+type Options struct {
+	// Addr is the listener's address (grpc_listen).
+	Addr string
+	// TLS is the listener's TLS (the HTTP edge's tls section), nil for
+	// plain TCP; with ClientCAs and RequireAndVerifyClientCert, mTLS.
+	TLS *tls.Config
+	// KeyHeader is the header the edge reads API keys from (auth.header);
+	// a key sent as "authorization: Bearer KEY" metadata is read as it.
+	KeyHeader string
+	// MaxItems bounds a NativeCall's items (limits.max_batch_items).
+	MaxItems int
+	// Version is venn's, for Describe's build_info.
+	Version string
+	Log     *slog.Logger
+}
+
+// Server is the emerald.Blockchain service on its own listener.
+type Server struct {
+	pb.UnimplementedBlockchainServer
+
+	cfg    Config
+	opts   Options
+	h      Handler
+	chains Chains
+	log    *slog.Logger
+
+	srv     *grpc.Server
+	mu      sync.Mutex
+	ln      net.Listener
+	serving atomic.Bool
+	done    chan struct{} // closed when Serve returns
+}
+
+// New returns the service, serving with h the chains that chains lists.
+// It listens from Start.
+func New(cfg Config, opts Options, h Handler, chains Chains) *Server {
+	cfg = cfg.WithDefaults()
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, opts: opts, h: h, chains: chains, log: opts.Log, done: make(chan struct{})}
+	k := cfg.Keepalive
+	so := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
+		grpc.MaxSendMsgSize(cfg.MaxSendBytes),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: k.Time, Timeout: k.Timeout,
+			MaxConnectionIdle: k.MaxConnectionIdle, MaxConnectionAge: k.MaxConnectionAge}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: k.MinTime,
+			PermitWithoutStream: k.PermitWithoutStream}),
+	}
+	if opts.TLS != nil {
+		so = append(so, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	s.srv = grpc.NewServer(so...)
+	pb.RegisterBlockchainServer(s.srv, s)
+	if cfg.ReflectionOn() {
+		reflection.Register(s.srv)
+	}
+	return s
+}
+
+// Start listens and serves in the background. A listener that dies after
+// start calls fail.
+func (s *Server) Start(_ context.Context, fail func()) error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("grpc: listen %s: %w", s.opts.Addr, err)
+	}
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	s.serving.Store(true)
+	s.log.Info("listening", "server", "grpc", "addr", ln.Addr().String(), "tls", s.opts.TLS != nil)
+	go func() {
+		defer close(s.done)
+		err := s.srv.Serve(ln)
+		s.serving.Store(false)
+		if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.log.Error("grpc server failed", "err", err)
+			if fail != nil {
+				fail()
+			}
+		}
+	}()
+	return nil
+}
+
+// Addr is the address listened on, nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Serving reports whether the listener is up, for /readyz.
+func (s *Server) Serving() bool { return s.serving.Load() }
+
+// Stop stops gracefully: no new calls or streams, those running finish
+// (streams end with a status, not a reset). After grpc.stop_timeout, or
+// when ctx ends, the connections are closed.
+func (s *Server) Stop(ctx context.Context) error {
+	s.serving.Store(false)
+	stopped := make(chan struct{})
+	go func() { s.srv.GracefulStop(); close(stopped) }()
+	t := time.NewTimer(s.cfg.StopTimeout)
+	defer t.Stop()
+	var err error
+	select {
+	case <-stopped:
+	case <-t.C:
+		s.srv.Stop()
+		<-stopped
+		err = fmt.Errorf("grpc: graceful stop took over %s: connections closed", s.cfg.StopTimeout)
+	case <-ctx.Done():
+		s.srv.Stop()
+		<-stopped
+		err = fmt.Errorf("grpc: graceful stop: %w", ctx.Err())
+	}
+	s.mu.Lock()
+	started := s.ln != nil
+	s.mu.Unlock()
+	if started {
+		<-s.done
+	}
+	return err
+}
+
+// chain is the chain ref names, or UNAVAILABLE naming the chains served.
+func (s *Server) chain(ref pb.ChainRef) (Chain, error) {
+	cs := s.chains()
+	if c, ok := find(cs, ref); ok {
+		return c, nil
+	}
+	return Chain{}, status.Errorf(codes.Unavailable, "chain %s is not served here; served: %s", refName(ref), served(cs))
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
