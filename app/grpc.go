@@ -60,7 +60,7 @@ func (cs *chains) emerald() []emerald.Chain {
 	for i, c := range all {
 		cc, pool := c.Config(), c.Pool()
 		out[i] = emerald.Chain{Name: c.Name(), ChainID: cc.ChainID, GRPCID: cc.GRPCID,
-			Remotes: pool.Status, Ready: pool.Ready, Head: func() (uint64, bool) {
+			Remotes: pool.Status, Ready: pool.Ready, Window: c.Window(), Head: func() (uint64, bool) {
 				if n, ok := c.WindowHead(); ok {
 					return n, true
 				}

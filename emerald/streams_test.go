@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -178,31 +177,22 @@ func newRig(t *testing.T, opts subcenter.Options, heartbeat time.Duration) *rig 
 	t.Cleanup(func() { cancel(); <-done })
 	ch := &chainCaller{c: c, w: f.w}
 
-	st := &Streams{
-		Chain: func(_ context.Context, ref pb.ChainRef) (StreamChain, error) {
-			if ref != testRef {
-				return nil, status.Error(codes.Unavailable, "chain not served")
-			}
-			return ch, nil
-		},
-		Chains:    func(context.Context) []ServedChain { return []ServedChain{{Ref: testRef, Chain: ch}} },
-		Heartbeat: heartbeat,
-	}
-	srv := grpc.NewServer()
-	pb.RegisterBlockchainServer(srv, st)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(lis) }()
-	t.Cleanup(func() { srv.Stop(); <-served })
-
 	js := jrpc.NewServer(jrpc.Options{})
 	js.Handle("sim", jrpc.HandlerFunc(ch.ServeRPC))
+	served := func() []Chain {
+		return []Chain{{Name: "sim", ChainID: 1, Remotes: ch.Remotes, Window: f.w,
+			Ready: func() bool { return true }, Head: func() (uint64, bool) { return f.w.Latest() }}}
+	}
+	srv := New(Config{}, Options{Addr: "127.0.0.1:0"}, js, served)
+	srv.Heartbeat = heartbeat
+	if err := srv.Start(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	lis := srv.Addr()
 	hs := httptest.NewServer(js.Handler())
 	t.Cleanup(hs.Close)
-	return &rig{sim: sim, feed: f, ch: ch, grpc: lis.Addr().String(), ws: "ws" + strings.TrimPrefix(hs.URL, "http") + "/sim"}
+	return &rig{sim: sim, feed: f, ch: ch, grpc: lis.String(), ws: "ws" + strings.TrimPrefix(hs.URL, "http") + "/sim"}
 }
 
 func (r *rig) client(t *testing.T, opts ...grpc.DialOption) pb.BlockchainClient {
