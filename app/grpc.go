@@ -44,6 +44,7 @@ func newGRPC(p grpcParams) (*emerald.Server, error) {
 		opts.TLS = tc
 	}
 	srv := emerald.New(cfg.GRPC, opts, p.RPC, p.Chains.emerald)
+	p.Servers.grpc.Store(srv)
 	fail := func() { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) }
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error { return srv.Start(ctx, fail) },
