@@ -176,7 +176,8 @@ func newServers(p serversParams) *servers {
 	draining := &p.Chains.draining
 
 	if addr := p.Config.MetricsAddr(); addr != "" {
-		h := &healthHandler{chains: p.Chains, history: p.History.readiness, draining: draining, nats: natsStatus(p.NATS)}
+		h := &healthHandler{chains: p.Chains, history: p.History.readiness, draining: draining, nats: natsStatus(p.NATS),
+			grpc: &s.grpc}
 		var adm http.Handler
 		if p.Config.Admin.OnMetricsListen {
 			adm = p.Admin.Handler()

@@ -44,6 +44,7 @@ func newGRPC(p grpcParams) (*emerald.Server, error) {
 		opts.TLS = tc
 	}
 	srv := emerald.New(cfg.GRPC, opts, p.RPC, p.Chains.emerald)
+	p.Servers.grpc.Store(srv)
 	fail := func() { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) }
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error { return srv.Start(ctx, fail) },
@@ -59,7 +60,7 @@ func (cs *chains) emerald() []emerald.Chain {
 	for i, c := range all {
 		cc, pool := c.Config(), c.Pool()
 		out[i] = emerald.Chain{Name: c.Name(), ChainID: cc.ChainID, GRPCID: cc.GRPCID,
-			Remotes: pool.Status, Ready: pool.Ready, Head: func() (uint64, bool) {
+			Remotes: pool.Status, Ready: pool.Ready, Window: c.Window(), Head: func() (uint64, bool) {
 				if n, ok := c.WindowHead(); ok {
 					return n, true
 				}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,15 +34,22 @@ const grpcKey = "grpc-key-0123456789abcdef"
 
 // startGRPCApp starts venn from cfg and returns its gRPC server.
 func startGRPCApp(t *testing.T, cfg *Config) *emerald.Server {
+	g, _ := startGRPCServers(t, cfg)
+	return g
+}
+
+// startGRPCServers is startGRPCApp with the HTTP servers.
+func startGRPCServers(t *testing.T, cfg *Config) (*emerald.Server, *servers) {
 	t.Helper()
 	var g *emerald.Server
-	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&g))
+	var s *servers
+	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(io.Discard), fx.Populate(&g, &s))
 	app.RequireStart()
 	t.Cleanup(app.RequireStop)
 	if g == nil || g.Addr() == nil {
 		t.Fatal("no gRPC server with grpc_listen set")
 	}
-	return g
+	return g, s
 }
 
 // dial is a client of g's address; creds nil: plain TCP.
@@ -96,9 +105,9 @@ func wantCode(t *testing.T, err error, code codes.Code, inMsg string) {
 // requests end with a clear status.
 func TestGRPCNativeCallAgainstGeth(t *testing.T) {
 	geth := gethtest.Start(t, gethtest.Options{})
-	g := startGRPCApp(t, mustParse(t, `
+	g, srv := startGRPCServers(t, mustParse(t, `
 listen: 127.0.0.1:0
-metrics_listen: ""
+metrics_listen: 127.0.0.1:0
 grpc_listen: 127.0.0.1:0
 grpc: {max_recv_bytes: 65536}
 shutdown_timeout: 5s
@@ -211,6 +220,27 @@ chains:
 		wantCode(t, err, codes.InvalidArgument, "labelSelector")
 		_, err = nativeCall(withKey(t, grpcKey), c, &pb.NativeCallRequest{Chain: req.Chain, Items: req.Items[:1], Quorum: 2})
 		wantCode(t, err, codes.InvalidArgument, "quorum 2")
+	})
+	t.Run("a cancelled call", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(withKey(t, grpcKey))
+		st, err := c.NativeCall(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		for err == nil {
+			_, err = st.Recv()
+		}
+		wantCode(t, err, codes.Canceled, "")
+	})
+	t.Run("readyz shows the listener", func(t *testing.T) {
+		client := &http.Client{Timeout: 10 * time.Second}
+		defer client.CloseIdleConnections()
+		_, body := get(t, client, "http://"+srv.metrics.bound.String()+"/readyz")
+		var r readiness
+		if err := json.Unmarshal([]byte(body), &r); err != nil || r.GRPC == nil || !r.GRPC.Serving || r.GRPC.Addr != g.Addr().String() {
+			t.Fatalf("readyz grpc: %s", body)
+		}
 	})
 	t.Run("describe", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

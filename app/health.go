@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/blockstore"
+	"github.com/venn-gateway/venn/emerald"
 	vnats "github.com/venn-gateway/venn/nats"
 	"github.com/venn-gateway/venn/remotes"
 	"github.com/venn-gateway/venn/remotes/status"
@@ -24,7 +25,8 @@ type healthHandler struct {
 	chains   *chains
 	history  func() *blockstore.Readiness // nil result without postgres.url
 	draining *atomic.Bool
-	nats     func() *vnats.Status // nil result without nats.url
+	nats     func() *vnats.Status            // nil result without nats.url
+	grpc     *atomic.Pointer[emerald.Server] // nil, or holding nil, without grpc_listen
 }
 
 // readiness is /readyz's body. Remotes are listed by name only: their URLs
@@ -37,8 +39,18 @@ type readiness struct {
 	History  *blockstore.Readiness `json:"history,omitempty"`  // nil without postgres.url
 	// NATS is the NATS connection's state (nil without nats.url). It
 	// never makes the process unready: HTTP serves whatever NATS does.
-	NATS   *vnats.Status    `json:"nats,omitempty"`
+	NATS *vnats.Status `json:"nats,omitempty"`
+	// GRPC is the gRPC listener's state (nil without grpc_listen); like
+	// NATS it never makes the process unready.
+	GRPC   *grpcReadiness   `json:"grpc,omitempty"`
 	Chains []chainReadiness `json:"chains"`
+}
+
+// grpcReadiness is the gRPC listener's part: its address and whether it
+// serves (false while stopping).
+type grpcReadiness struct {
+	Addr    string `json:"addr"`
+	Serving bool   `json:"serving"`
 }
 
 // chainReadiness is one chain's part: whether it can serve, its head and
@@ -122,6 +134,14 @@ func (h *healthHandler) ready(w http.ResponseWriter, _ *http.Request) {
 	}
 	if h.nats != nil {
 		body.NATS = h.nats()
+	}
+	if h.grpc != nil {
+		if g := h.grpc.Load(); g != nil {
+			body.GRPC = &grpcReadiness{Serving: g.Serving()}
+			if a := g.Addr(); a != nil {
+				body.GRPC.Addr = a.String()
+			}
+		}
 	}
 	if body.Draining {
 		body.Reason = "draining: leaderships handed over, load balancers to move traffic away"

@@ -10,7 +10,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
+
+	"github.com/venn-gateway/venn/emerald"
 )
 
 // HTTP server timeouts. Only headers and idle keep-alives are bounded by
@@ -90,6 +93,9 @@ func (h *httpService) stop(ctx context.Context) error {
 type servers struct {
 	rpc     *httpService
 	metrics *httpService // nil when metrics_listen is ""
+	// grpc is the gRPC server (grpc.go), for /readyz; nil without
+	// grpc_listen. Set after the servers are built.
+	grpc atomic.Pointer[emerald.Server]
 }
 
 // TLSConfig is the tls section: TLS on listen, with client certificates

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/venn-gateway/venn/emerald/pb"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/remotes/status"
 )
 
@@ -93,6 +94,9 @@ type Chain struct {
 	Ready func() bool
 	// Head is the chain's head: its head window's, else its pool's.
 	Head func() (uint64, bool)
+	// Window is the chain's head window, which the head streams read
+	// (wire.go).
+	Window *headstore.Window
 }
 
 // Ref is the ChainRef c is served under.

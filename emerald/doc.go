@@ -12,5 +12,9 @@
 // on its own, nor touch Redis, the remotes' internals or the HTTP
 // listener: a gRPC failure never affects JSON-RPC serving. What it reads
 // of a chain (height, remotes by name, their state) comes from the
-// chain's pool status, read only.
+// chain's pool status and its head window, read only. The streams
+// (streams.go) serve SubscribeHead from the head window, NativeSubscribe
+// as a connection of the chain's subcenter (an eth_subscribe through the
+// same handler, so the WebSocket's notifications and slow-consumer rule),
+// and the status streams from the pool status.
 package emerald

@@ -50,6 +50,8 @@ func (s *Streams) SubscribeHead(req *pb.Chain, stream grpc.ServerStreamingServer
 		}
 		select {
 		case <-changed:
+		case <-s.stopping:
+			return errStopping
 		case <-ctx.Done():
 			return endStatus(ctx)
 		}

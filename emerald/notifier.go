@@ -98,9 +98,9 @@ func (n *streamNotifier) Closed() <-chan struct{} { return n.ctx.Done() }
 func (n *streamNotifier) AfterClose(f func()) { context.AfterFunc(n.ctx, f) }
 
 // run sends what the subcenter hands over, and a heartbeat item every
-// heartbeat (0: none), until the stream ends or is disconnected. It
-// returns the status the stream ends with.
-func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, heartbeat time.Duration) error {
+// heartbeat (0: none), until the stream ends, is disconnected, or
+// stopping closes. It returns the status the stream ends with.
+func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, heartbeat time.Duration, stopping <-chan struct{}) error {
 	var tick <-chan time.Time
 	if heartbeat > 0 {
 		t := time.NewTicker(heartbeat)
@@ -121,6 +121,8 @@ func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, hear
 				n.cancel(err)
 				return err
 			}
+		case <-stopping:
+			return errStopping
 		case <-n.ctx.Done():
 			return endStatus(n.ctx)
 		}

@@ -55,7 +55,8 @@ type Options struct {
 
 // Server is the emerald.Blockchain service on its own listener.
 type Server struct {
-	pb.UnimplementedBlockchainServer
+	// Streams serves the head, subscription and status streams (streams.go).
+	Streams
 
 	cfg    Config
 	opts   Options
@@ -78,6 +79,7 @@ func New(cfg Config, opts Options, h Handler, chains Chains) *Server {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, opts: opts, h: h, chains: chains, log: opts.Log, done: make(chan struct{})}
+	s.Streams = Streams{Chain: s.streamChain, Chains: s.streamChains, stopping: make(chan struct{})}
 	k := cfg.Keepalive
 	so := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
@@ -142,6 +144,7 @@ func (s *Server) Serving() bool { return s.serving.Load() }
 // when ctx ends, the connections are closed.
 func (s *Server) Stop(ctx context.Context) error {
 	s.serving.Store(false)
+	s.Streams.stop() // the streams end with UNAVAILABLE: GracefulStop need not wait for them
 	stopped := make(chan struct{})
 	go func() { s.srv.GracefulStop(); close(stopped) }()
 	t := time.NewTimer(s.cfg.StopTimeout)

@@ -75,18 +75,22 @@ func (s *Streams) served(ctx context.Context, refs []pb.ChainRef) ([]ServedChain
 func (s *Streams) watch(ctx context.Context, chains []ServedChain, fn func() error) error {
 	t := time.NewTicker(s.recheck())
 	defer t.Stop()
-	cases := make([]reflect.SelectCase, len(chains)+2)
+	cases := make([]reflect.SelectCase, len(chains)+3)
 	cases[0] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
 	cases[1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)}
+	cases[2] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.stopping)}
 	for {
 		for i, c := range chains {
-			cases[i+2] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.Chain.Window().Changed())}
+			cases[i+3] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.Chain.Window().Changed())}
 		}
 		if err := fn(); err != nil {
 			return err
 		}
-		if i, _, _ := reflect.Select(cases); i == 0 {
+		switch i, _, _ := reflect.Select(cases); i {
+		case 0:
 			return endStatus(ctx)
+		case 2:
+			return errStopping
 		}
 	}
 }

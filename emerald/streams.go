@@ -2,6 +2,7 @@ package emerald
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -41,6 +42,22 @@ type Streams struct {
 	// Recheck is how often the status streams read the remotes' status
 	// again between head changes (0: DefaultRecheck).
 	Recheck time.Duration
+
+	// stopping is closed by stop: every stream ends (nil: never).
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// errStopping is what a stream ends with when the server stops.
+var errStopping = status.Error(codes.Unavailable, "server is shutting down")
+
+// stop ends every stream with UNAVAILABLE, for a graceful stop.
+func (s *Streams) stop() {
+	s.stopOnce.Do(func() {
+		if s.stopping != nil {
+			close(s.stopping)
+		}
+	})
 }
 
 // ServedChain is one chain a status stream reports.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -162,6 +161,7 @@ type rig struct {
 	sim  *simnode.Node
 	feed *simFeed
 	ch   *chainCaller
+	srv  *Server
 	grpc string // gRPC address
 	ws   string // WebSocket URL
 }
@@ -178,31 +178,22 @@ func newRig(t *testing.T, opts subcenter.Options, heartbeat time.Duration) *rig 
 	t.Cleanup(func() { cancel(); <-done })
 	ch := &chainCaller{c: c, w: f.w}
 
-	st := &Streams{
-		Chain: func(_ context.Context, ref pb.ChainRef) (StreamChain, error) {
-			if ref != testRef {
-				return nil, status.Error(codes.Unavailable, "chain not served")
-			}
-			return ch, nil
-		},
-		Chains:    func(context.Context) []ServedChain { return []ServedChain{{Ref: testRef, Chain: ch}} },
-		Heartbeat: heartbeat,
-	}
-	srv := grpc.NewServer()
-	pb.RegisterBlockchainServer(srv, st)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(lis) }()
-	t.Cleanup(func() { srv.Stop(); <-served })
-
 	js := jrpc.NewServer(jrpc.Options{})
 	js.Handle("sim", jrpc.HandlerFunc(ch.ServeRPC))
+	served := func() []Chain {
+		return []Chain{{Name: "sim", ChainID: 1, Remotes: ch.Remotes, Window: f.w,
+			Ready: func() bool { return true }, Head: func() (uint64, bool) { return f.w.Latest() }}}
+	}
+	srv := New(Config{}, Options{Addr: "127.0.0.1:0"}, js, served)
+	srv.Heartbeat = heartbeat
+	if err := srv.Start(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	lis := srv.Addr()
 	hs := httptest.NewServer(js.Handler())
 	t.Cleanup(hs.Close)
-	return &rig{sim: sim, feed: f, ch: ch, grpc: lis.Addr().String(), ws: "ws" + strings.TrimPrefix(hs.URL, "http") + "/sim"}
+	return &rig{srv: srv, sim: sim, feed: f, ch: ch, grpc: lis.String(), ws: "ws" + strings.TrimPrefix(hs.URL, "http") + "/sim"}
 }
 
 func (r *rig) client(t *testing.T, opts ...grpc.DialOption) pb.BlockchainClient {
@@ -537,5 +528,55 @@ func TestStatusStreamsSnapshotThenDeltas(t *testing.T) {
 	}
 	if node, err := ns.Recv(); err != nil || node.Status.CurrentHeight != int64(head) {
 		t.Fatalf("node after a block: %v %v", node, err)
+	}
+}
+
+func TestStopEndsStreamsWithAStatus(t *testing.T) {
+	r := newRig(t, subcenter.Options{}, 0)
+	r.feed.commit(1)
+	c := r.client(t)
+	ctx := waitCtx(t)
+	heads, err := c.SubscribeHead(ctx, &pb.Chain{Type: testRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := c.NativeSubscribe(ctx, &pb.NativeSubscribeRequest{Chain: testRef, Method: "newHeads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.SubscribeStatus(ctx, &pb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := heads.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for r.ch.c.Subscribers() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("NativeSubscribe never subscribed")
+		}
+		runtime.Gosched()
+	}
+	// Stop waits for the streams: it returns once they ended, well within
+	// the stop timeout.
+	if err := r.srv.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, recv := range map[string]func() error{
+		"SubscribeHead":   func() error { _, err := heads.Recv(); return err },
+		"NativeSubscribe": func() error { _, err := subs.Recv(); return err },
+		"SubscribeStatus": func() error { _, err := st.Recv(); return err },
+	} {
+		var err error
+		for err == nil {
+			err = recv()
+		}
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "shutting down") {
+			t.Fatalf("%s ended with %v, want UNAVAILABLE", name, err)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func (s *Streams) NativeSubscribe(req *pb.NativeSubscribeRequest, stream grpc.Se
 	if hb == 0 {
 		hb = DefaultHeartbeat
 	}
-	return n.run(stream.Send, hb)
+	return n.run(stream.Send, hb, s.stopping)
 }
 
 // subscribeParams is eth_subscribe's params for a NativeSubscribe: the
