@@ -3,13 +3,11 @@ package emerald
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -158,28 +156,6 @@ func checkSelector(sel *pb.Selector) error {
 		name = "ltSelector"
 	}
 	return status.Errorf(codes.InvalidArgument, "NativeCall: %s is not served by venn (no selector is yet)", name)
-}
-
-// header is the call's metadata as an HTTP request's headers, for the
-// Gate: the API key (auth.header, or authorization: Bearer KEY),
-// x-request-id, traceparent.
-func (s *Server) header(ctx context.Context) http.Header {
-	md, _ := metadata.FromIncomingContext(ctx)
-	h := make(http.Header, len(md))
-	for k, vs := range md {
-		if strings.HasPrefix(k, ":") || strings.HasSuffix(k, "-bin") {
-			continue
-		}
-		for _, v := range vs {
-			h.Add(k, v)
-		}
-	}
-	if kh := s.opts.KeyHeader; kh != "" && !strings.EqualFold(kh, "authorization") && h.Get(kh) == "" {
-		if tok, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
-			h.Set(kh, strings.TrimSpace(tok))
-		}
-	}
-	return h
 }
 
 // callItem serves one item. A reply is the item's answer or its error;

@@ -2,6 +2,7 @@ package emerald
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/venn-gateway/venn/emerald/pb"
@@ -150,3 +151,5 @@ func (c Chain) availability() pb.AvailabilityEnum {
 	}
 	return pb.AvailabilityEnum_AVAIL_UNAVAILABLE
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

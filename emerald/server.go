@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,24 +18,14 @@ import (
 	"google.golang.org/grpc/credentials"
 	_ "google.golang.org/grpc/encoding/gzip" // clients may send and ask for gzip
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/venn-gateway/venn/emerald/pb"
 	"github.com/venn-gateway/venn/jrpc"
 )
-
-// Transport names gRPC in jrpc.Peer.Transport, the Gate's Admission and
-// the request log.
-const Transport = "grpc"
-
-// Handler serves one JSON-RPC message of a chain: jrpc.Server's
-// ServeInbound, the same that serves HTTP bodies.
-type Handler interface {
-	ServeInbound(ctx context.Context, in jrpc.Inbound, buf []byte) ([]byte, *jrpc.Error)
-}
-
-var _ Handler = (*jrpc.Server)(nil)
 
 // Options are what a Server serves with besides its Config.
 type Options struct {
@@ -179,4 +170,56 @@ func (s *Server) chain(ref pb.ChainRef) (Chain, error) {
 	return Chain{}, status.Errorf(codes.Unavailable, "chain %s is not served here; served: %s", refName(ref), served(cs))
 }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+// header is the call's metadata as an HTTP request's headers, for the
+// Gate: the API key (auth.header, or authorization: Bearer KEY),
+// x-request-id, traceparent.
+func (s *Server) header(ctx context.Context) http.Header {
+	md, _ := metadata.FromIncomingContext(ctx)
+	h := make(http.Header, len(md))
+	for k, vs := range md {
+		if strings.HasPrefix(k, ":") || strings.HasSuffix(k, "-bin") {
+			continue
+		}
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if kh := s.opts.KeyHeader; kh != "" && !strings.EqualFold(kh, "authorization") && h.Get(kh) == "" {
+		if tok, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
+			h.Set(kh, strings.TrimSpace(tok))
+		}
+	}
+	return h
+}
+
+// streamChain is Streams.Chain: the chain served as ref, for the stream
+// whose context is ctx.
+func (s *Server) streamChain(ctx context.Context, ref pb.ChainRef) (StreamChain, error) {
+	c, err := s.chain(ref)
+	if err != nil {
+		return nil, err
+	}
+	if c.Window == nil {
+		return nil, status.Errorf(codes.Unavailable, "chain %s has no head window on this replica", refName(ref))
+	}
+	return s.served1(ctx, c), nil
+}
+
+// streamChains is Streams.Chains: every chain served with a head window.
+func (s *Server) streamChains(ctx context.Context) []ServedChain {
+	var out []ServedChain
+	for _, c := range s.chains() {
+		if r := c.Ref(); r != pb.ChainRef_CHAIN_UNSPECIFIED && c.Window != nil {
+			out = append(out, ServedChain{Ref: r, Chain: s.served1(ctx, c)})
+		}
+	}
+	return out
+}
+
+func (s *Server) served1(ctx context.Context, c Chain) servedChain {
+	in := jrpc.Inbound{Chain: c.Name, Transport: Transport, Header: s.header(ctx)}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		in.RemoteAddr = p.Addr.String()
+	}
+	return servedChain{inboundCaller: inboundCaller{h: s.h, in: in}, c: c}
+}

@@ -2,6 +2,7 @@ package emerald
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/venn-gateway/venn/emerald/pb"
 	"github.com/venn-gateway/venn/headstore"
+	"github.com/venn-gateway/venn/jrpc"
 	rstatus "github.com/venn-gateway/venn/remotes/status"
 )
 
@@ -82,4 +84,10 @@ func (s *Streams) recheck() time.Duration {
 		return s.Recheck
 	}
 	return DefaultRecheck
+}
+
+// Caller is a chain's router as the streams call it: the JSON-RPC call
+// path, eth_subscribe included, that WebSocket clients reach.
+type Caller interface {
+	ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error)
 }

@@ -23,12 +23,6 @@ const DefaultHeartbeat = 15 * time.Second
 // subscription is the subcenter's, whatever the client names.
 const unsubscribeMethod = "eth_unsubscribe"
 
-// Caller is a chain's router as the streams call it: the JSON-RPC call
-// path, eth_subscribe included, that WebSocket clients reach.
-type Caller interface {
-	ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error)
-}
-
 // NativeSubscribe serves eth_subscribe over gRPC: the stream is a
 // connection of the chain's subcenter, like a WebSocket one, so it gets
 // the same notifications (newHeads, logs with removed: true on a reorg,
