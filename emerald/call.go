@@ -167,42 +167,25 @@ func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCal
 		return itemError(rep, jrpc.CodeInvalidRequest, "method is empty", nil), nil
 	}
 	params := it.GetPayload()
-	if len(params) == 0 {
-		params = []byte("[]")
-	} else if !json.Valid(params) {
+	if len(params) > 0 && !json.Valid(params) {
 		return itemError(rep, jrpc.CodeParseError, "payload is not JSON: it holds the call's params, a JSON array", nil), nil
 	}
-	m, _ := json.Marshal(method)
-	body := make([]byte, 0, len(params)+len(m)+48)
-	body = append(body, `{"jsonrpc":"2.0","id":1,"method":`...)
-	body = append(body, m...)
-	body = append(body, `,"params":`...)
-	body = append(body, params...)
-	body = append(body, '}')
-	in.Body = body
 	if rid := it.GetRequestId(); rid != "" && in.Header.Get("X-Request-Id") == "" {
 		in.Header = in.Header.Clone()
 		in.Header.Set("X-Request-Id", rid)
 	}
-	out, werr := s.h.ServeInbound(ctx, in, nil)
-	if werr != nil {
-		if st := refusal(werr); st != nil {
+	result, callErr, refused := serveOne(ctx, s.h, in, method, params)
+	if refused != nil {
+		if st := refusal(refused); st != nil {
 			return nil, st
 		}
-		return itemError(rep, werr.Code, werr.Message, werr.Data), nil
+		callErr = refused
 	}
-	var ans struct {
-		Result json.RawMessage `json:"result"`
-		Error  *jrpc.Error     `json:"error"`
-	}
-	if err := json.Unmarshal(out, &ans); err != nil {
-		return itemError(rep, jrpc.CodeInternal, "answer is not a JSON-RPC response", nil), nil
-	}
-	if ans.Error != nil {
-		return itemError(rep, ans.Error.Code, ans.Error.Message, ans.Error.Data), nil
+	if callErr != nil {
+		return itemError(rep, callErr.Code, callErr.Message, callErr.Data), nil
 	}
 	rep.Succeed = true
-	rep.Payload = ans.Result
+	rep.Payload = result
 	return rep, nil
 }
 

@@ -3,7 +3,6 @@ package emerald
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
@@ -44,26 +43,43 @@ type inboundCaller struct {
 // ServeRPC implements Caller: req as one JSON-RPC message; its answer's
 // result, or its error as a *jrpc.Error.
 func (c inboundCaller) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMessage, error) {
-	m, _ := json.Marshal(req.Method)
-	params := req.Params
+	result, callErr, refused := serveOne(ctx, c.h, c.in, req.Method, req.Params)
+	switch {
+	case refused != nil:
+		return nil, refused
+	case callErr != nil:
+		return nil, callErr
+	}
+	return result, nil
+}
+
+// serveOne sends one call through h as a JSON-RPC message, as HTTP would
+// carry it, and reads its answer: the result or the call's error. refused
+// is the message refused as a whole (the Gate, venn stopping).
+func serveOne(ctx context.Context, h Handler, in jrpc.Inbound, method string, params json.RawMessage) (result json.RawMessage, callErr, refused *jrpc.Error) {
 	if len(params) == 0 {
 		params = json.RawMessage("[]")
 	}
-	in := c.in
-	in.Body = []byte(`{"jsonrpc":"2.0","id":1,"method":` + string(m) + `,"params":` + string(params) + `}`)
-	out, refused := c.h.ServeInbound(ctx, in, nil)
+	m, _ := json.Marshal(method)
+	body := make([]byte, 0, len(params)+len(m)+48)
+	body = append(body, `{"jsonrpc":"2.0","id":1,"method":`...)
+	body = append(body, m...)
+	body = append(body, `,"params":`...)
+	body = append(body, params...)
+	in.Body = append(body, '}')
+	out, refused := h.ServeInbound(ctx, in, nil)
 	if refused != nil {
-		return nil, refused
+		return nil, nil, refused
 	}
-	var reply struct {
+	var ans struct {
 		Result json.RawMessage `json:"result"`
 		Error  *jrpc.Error     `json:"error"`
 	}
-	if err := json.Unmarshal(out, &reply); err != nil {
-		return nil, fmt.Errorf("%s: answer: %w", req.Method, err)
+	if err := json.Unmarshal(out, &ans); err != nil {
+		return nil, &jrpc.Error{Code: jrpc.CodeInternal, Message: "answer is not a JSON-RPC response"}, nil
 	}
-	if reply.Error != nil {
-		return nil, reply.Error
+	if ans.Error != nil {
+		return nil, ans.Error, nil
 	}
-	return reply.Result, nil
+	return ans.Result, nil, nil
 }
