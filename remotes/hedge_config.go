@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/remotes/fielderr"
 )
 
 // HedgeGroup is a set of methods hedged alike.
@@ -64,44 +65,44 @@ func (c HedgeConfig) WithDefaults() HedgeConfig {
 // (budget, groups[0].max); a chain tries at most maxAttempts remotes per
 // call (0: unknown).
 func (c HedgeConfig) Validate(maxAttempts int) error {
-	var p problems
+	var p fielderr.List
 	if !(c.Budget > 0 && c.Budget <= 1) {
-		p.add("budget", "must be above 0 and at most 1 (a fraction of the calls)")
+		p.Add("budget", "must be above 0 and at most 1 (a fraction of the calls)")
 	}
 	if c.Burst < 1 || c.Burst > maxHedgeBurst {
-		p.add("burst", "must be 1 to %d", maxHedgeBurst)
+		p.Add("burst", "must be 1 to %d", maxHedgeBurst)
 	}
 	for k, g := range c.Groups {
-		p.under(fmt.Sprintf("groups[%d]", k), g.validate(maxAttempts))
+		p.Under(fmt.Sprintf("groups[%d]", k), g.validate(maxAttempts))
 	}
-	return p.err()
+	return p.Err()
 }
 
 func (g HedgeGroup) validate(maxAttempts int) error {
-	var p problems
+	var p fielderr.List
 	if len(g.Methods) == 0 {
-		p.add("methods", "at least one method is required")
+		p.Add("methods", "at least one method is required")
 	}
 	for m, name := range g.Methods {
 		mpath := fmt.Sprintf("methods[%d]", m)
 		switch {
 		case strings.TrimSpace(name) == "" || strings.ContainsAny(name, " \t\r\n"):
-			p.add(mpath, "must be a method name or prefix, not %q", name)
+			p.Add(mpath, "must be a method name or prefix, not %q", name)
 		case !strings.HasSuffix(name, "*") && !strings.HasSuffix(name, "_") && !evm.Lookup(name).Hedgeable():
-			p.add(mpath, "%s is never hedged: writes and filter methods go to one remote (eth_sendRawTransaction already goes to broadcast_fanout remotes)", name)
+			p.Add(mpath, "%s is never hedged: writes and filter methods go to one remote (eth_sendRawTransaction already goes to broadcast_fanout remotes)", name)
 		}
 	}
 	if g.Delay < 0 {
-		p.add("delay", "must not be negative")
+		p.Add("delay", "must not be negative")
 	}
 	if math.IsNaN(g.Quantile) || g.Quantile < 0 || g.Quantile >= 1 {
-		p.add("quantile", "must be 0 (a fixed delay) or between 0 and 1, like 0.9 for the p90")
+		p.Add("quantile", "must be 0 (a fixed delay) or between 0 and 1, like 0.9 for the p90")
 	}
 	switch {
 	case g.Max < 1 || g.Max > MaxHedges:
-		p.add("max", "must be 1 to %d", MaxHedges)
+		p.Add("max", "must be 1 to %d", MaxHedges)
 	case maxAttempts > 0 && g.Max >= maxAttempts:
-		p.add("max", "must be below max_attempts (%d): each hedge is an attempt", maxAttempts)
+		p.Add("max", "must be below max_attempts (%d): each hedge is an attempt", maxAttempts)
 	}
-	return p.err()
+	return p.Err()
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/consensus"
+	"github.com/venn-gateway/venn/remotes/fielderr"
 	"github.com/venn-gateway/venn/remotes/health"
 	"github.com/venn-gateway/venn/remotes/relay"
 	"github.com/venn-gateway/venn/remotes/score"
@@ -191,7 +192,7 @@ func (c PoolConfig) WithDefaults(nRemotes int) PoolConfig {
 // the file spells it (call_deadline, hedge.groups[0].max,
 // remotes[1].timeout). No message quotes a URL or header value.
 func (c PoolConfig) Validate(rs []Config) error {
-	var p problems
+	var p fielderr.List
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -200,11 +201,11 @@ func (c PoolConfig) Validate(rs []Config) error {
 		{"pending_poll_interval", c.PendingPollInterval}, {"breaker.cooldown", c.Breaker.Cooldown},
 		{"cordon.within", c.Cordon.Within}, {"cordon.period", c.Cordon.Period},
 	} {
-		p.negative(d.name, d.v < 0)
+		p.Negative(d.name, d.v < 0)
 	}
 	if c.PendingPollInterval > maxPendingPollInterval {
 		// Nodes drop a filter nobody polls (geth after 5 minutes).
-		p.add("pending_poll_interval", "must be at most %v, not %v", maxPendingPollInterval, c.PendingPollInterval)
+		p.Add("pending_poll_interval", "must be at most %v, not %v", maxPendingPollInterval, c.PendingPollInterval)
 	}
 	for _, n := range []struct {
 		name string
@@ -214,48 +215,48 @@ func (c PoolConfig) Validate(rs []Config) error {
 		{"getlogs_max_parts", c.GetLogsMaxParts}, {"broadcast_fanout", c.BroadcastFanout},
 		{"breaker.failures", c.Breaker.Failures}, {"cordon.strikes", c.Cordon.Strikes},
 	} {
-		p.negative(n.name, n.v < 0)
+		p.Negative(n.name, n.v < 0)
 	}
 	if c.ChainRecheck < 0 {
-		p.add("chain_recheck", "must be positive")
+		p.Add("chain_recheck", "must be positive")
 	} else if c.ChainRecheck > 0 && c.ChainRecheck < minChainRecheck {
-		p.add("chain_recheck", "must be at least %v", minChainRecheck)
+		p.Add("chain_recheck", "must be at least %v", minChainRecheck)
 	}
 	if e := c.Availability.ProbeEvery; e < minProbeEvery {
-		p.add("availability.probe_every", "must be at least %v", minProbeEvery)
+		p.Add("availability.probe_every", "must be at least %v", minProbeEvery)
 	}
 	if c.GetLogsMaxParts > maxGetLogsParts {
-		p.add("getlogs_max_parts", "must be at most %d", maxGetLogsParts)
+		p.Add("getlogs_max_parts", "must be at most %d", maxGetLogsParts)
 	}
-	p.under("", consensus.Validate(c.Consensus, len(rs), TierFallback))
-	p.under("hedge", c.Hedge.Validate(c.MaxAttempts))
-	p.under("scoring", c.Scoring.Validate())
-	settings.ValidateForward(&p.List, c.ForwardHeaders)
+	p.Under("", consensus.Validate(c.Consensus, len(rs), TierFallback))
+	p.Under("hedge", c.Hedge.Validate(c.MaxAttempts))
+	p.Under("scoring", c.Scoring.Validate())
+	settings.ValidateForward(&p, c.ForwardHeaders)
 	c.validateRemotes(&p, rs)
 	c.validateRoutes(&p, rs)
-	return p.err()
+	return p.Err()
 }
 
 // validateRemotes checks the chain's remotes: each on its own, their
 // names unique, their timeouts inside the call deadline.
-func (c PoolConfig) validateRemotes(p *problems, rs []Config) {
+func (c PoolConfig) validateRemotes(p *fielderr.List, rs []Config) {
 	if len(rs) == 0 {
-		p.add("remotes", "at least one remote is required")
+		p.Add("remotes", "at least one remote is required")
 	}
 	seen := make(map[string]int, len(rs))
 	for j, r := range rs {
 		path := fmt.Sprintf("remotes[%d]", j)
 		if first, dup := seen[r.Name]; dup && r.Name != "" {
-			p.add(path+".name", "%q is already used by remotes[%d]", r.Name, first)
+			p.Add(path+".name", "%q is already used by remotes[%d]", r.Name, first)
 		} else {
 			seen[r.Name] = j
 		}
-		p.under(path, r.Validate())
+		p.Under(path, r.Validate())
 		if r.Timeout > 0 && c.CallDeadline > 0 && r.Timeout >= c.CallDeadline {
 			// Only an attempt that hits its own timeout counts against the
 			// remote; one cut by call_deadline does not. A timeout that can
 			// never fire would let a hung remote stay in rotation.
-			p.add(path+".timeout", "must be shorter than the chain's call_deadline (%v)", c.CallDeadline)
+			p.Add(path+".timeout", "must be shorter than the chain's call_deadline (%v)", c.CallDeadline)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package remotes
 import (
 	"fmt"
 
+	"github.com/venn-gateway/venn/remotes/fielderr"
 	"github.com/venn-gateway/venn/remotes/side"
 	"github.com/venn-gateway/venn/remotes/wire"
 )
@@ -32,7 +33,7 @@ func splitSide(rs []Config) (pool, side []Config) {
 
 // validateRoutes checks the chain's transaction_routes against its
 // remotes' groups.
-func (c PoolConfig) validateRoutes(p *problems, rs []Config) {
+func (c PoolConfig) validateRoutes(p *fielderr.List, rs []Config) {
 	groups := map[string]bool{}
 	public := 0
 	for _, r := range rs {
@@ -44,9 +45,9 @@ func (c PoolConfig) validateRoutes(p *problems, rs []Config) {
 		}
 	}
 	if len(rs) > 0 && public == 0 {
-		p.add("remotes", "at least one remote must be neither a shadow nor in a group")
+		p.Add("remotes", "at least one remote must be neither a shadow nor in a group")
 	}
-	p.List = append(p.List, side.CheckRoutes(c.TxRoutes, groups)...)
+	*p = append(*p, side.CheckRoutes(c.TxRoutes, groups)...)
 }
 
 // buildSide builds the remotes beside the pool from their configs (split
