@@ -59,7 +59,7 @@ failed_tests() {
   local pkgs tests
   pkgs=$(grep -E '^FAIL[[:space:]]+[^[:space:]]+' "$1" | awk '{print $2}' |
     sed "s|^github.com/venn-gateway/venn/||" | sort -u | paste -sd ' ' -)
-  tests=$(grep -E '^--- FAIL: ' "$1" | awk '{print $3}' | sort -u | head -8 | paste -sd ' ' -)
+  tests=$(grep -E '^--- FAIL: ' "$1" | awk '{print $3}' | sort -u | sed -n 1,8p | paste -sd ' ' -)
   printf 'packages: %s; tests: %s' "${pkgs:-none named}" "${tests:-none named}"
 }
 
@@ -152,7 +152,7 @@ if ! command -v haproxy >/dev/null 2>&1; then
     die "haproxy is missing (the filter tests need it): apt-get install -y haproxy, as root"
   fi
 fi
-haproxy -v | head -1
+haproxy -v | sed -n 1p
 
 step "nats-server and the nats CLI $NATSCLI_VERSION for the NATS tests (package nats, app)"
 # The tests start their own nats-server (with JetStream) on a free port;
@@ -205,7 +205,7 @@ if ! command -v promtool >/dev/null 2>&1; then
     echo "test.sh: promtool is missing (apt-get install -y prometheus, as root): the promtool tests will be SKIPPED"
   fi
 fi
-command -v promtool >/dev/null 2>&1 && promtool --version 2>&1 | head -1
+command -v promtool >/dev/null 2>&1 && promtool --version 2>&1 | sed -n 1p
 
 step "chromium for the status page's browser tests (e2e/statuspage)"
 # They require it here (VENN_REQUIRE_CHROMIUM): without chromium they fail,
@@ -221,7 +221,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ -z "${VENN_CHROMIUM:-}" ]; then
     echo "test.sh: chromium is missing (apt-get install -y chromium, as root): the status page's browser tests will FAIL"
   fi
 fi
-command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null | head -1
+command -v chromium >/dev/null 2>&1 && chromium --version 2>/dev/null | sed -n 1p
 
 step "go vet"
 go vet ./...
