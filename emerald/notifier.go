@@ -98,9 +98,10 @@ func (n *streamNotifier) Closed() <-chan struct{} { return n.ctx.Done() }
 func (n *streamNotifier) AfterClose(f func()) { context.AfterFunc(n.ctx, f) }
 
 // run sends what the subcenter hands over, and a heartbeat item every
-// heartbeat (0: none), until the stream ends, is disconnected, or
-// stopping closes. It returns the status the stream ends with.
-func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, heartbeat time.Duration, stopping <-chan struct{}) error {
+// heartbeat (0: none), until the stream ends, is disconnected, or its
+// tenure ends (the server stops, its chain leaves). It returns the status
+// the stream ends with.
+func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, heartbeat time.Duration, ten *tenure) error {
 	var tick <-chan time.Time
 	if heartbeat > 0 {
 		t := time.NewTicker(heartbeat)
@@ -121,7 +122,11 @@ func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, hear
 				n.cancel(err)
 				return err
 			}
-		case <-stopping:
+		case <-ten.table:
+			if err := ten.recheck(); err != nil {
+				return err
+			}
+		case <-ten.s.stopping:
 			return errStopping
 		case <-n.ctx.Done():
 			return endStatus(n.ctx)
