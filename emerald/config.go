@@ -17,8 +17,8 @@ const (
 	DefaultConcurrency = 16
 	// DefaultStopTimeout bounds GracefulStop before the listener is cut.
 	DefaultStopTimeout = 10 * time.Second
-	// DefaultHeartbeat is how often a NativeSubscribe stream with nothing
-	// else to send gets a heartbeat item.
+	// DefaultHeartbeat is the tick at which a NativeSubscribe stream with
+	// nothing sent since the last one gets a heartbeat item.
 	DefaultHeartbeat = 15 * time.Second
 	// DefaultStatusRecheck is how often the status streams read the
 	// remotes' status again when no head came.
@@ -47,8 +47,8 @@ type Config struct {
 	// StopTimeout bounds the graceful stop (streams end, calls finish);
 	// then the connections are closed.
 	StopTimeout time.Duration `yaml:"stop_timeout"`
-	// Heartbeat is how often a NativeSubscribe stream with nothing else
-	// to send gets a heartbeat item.
+	// Heartbeat is the tick at which a NativeSubscribe stream gets a
+	// heartbeat item when nothing else went out since the last tick.
 	Heartbeat time.Duration `yaml:"heartbeat"`
 	// StatusRecheck is how often SubscribeStatus, SubscribeChainStatus
 	// and SubscribeNodeStatus read the remotes' status again between
