@@ -44,7 +44,7 @@ var errTransportClosed = errors.New("transport closed")
 // wsTransport multiplexes calls over one WebSocket connection to a remote,
 // matched to replies by id. The connection is dialled on the first call and
 // again on the first call after it is lost; one dial runs at a time and every
-// caller waiting for it shares its outcome.
+// caller waiting for it shares its outcome, but for a failure (see connect).
 //
 // A call whose connection is lost before the call was written is sent once
 // more, on a new connection: the remote never saw it, so even a write
@@ -64,6 +64,9 @@ type wsTransport struct {
 	ids      atomic.Uint64
 	bufs     bufPool
 	onRedial func() // nil: none
+	// joinedDial, when set (by tests), is called when a caller joins a
+	// dial another caller started.
+	joinedDial func()
 
 	// ctx ends at close, cancelling a dial in progress.
 	ctx    context.Context
@@ -166,17 +169,36 @@ func (t *wsTransport) call(ctx context.Context, method string, params json.RawMe
 }
 
 // connect returns the live connection, dialling one if there is none.
+//
+// A caller that joined a dial another caller started, and saw it fail,
+// dials once more of its own while its ctx lasts: that dial may have begun
+// while the remote was down, before this call was made, and its refusal
+// says nothing of the remote now. The caller who started a dial takes its
+// outcome as it is, so a remote that stays down costs each call at most
+// two dials.
 func (t *wsTransport) connect(ctx context.Context) (*wsConn, error) {
+	for joinedFailed := false; ; joinedFailed = true {
+		c, joined, err := t.connectOnce(ctx)
+		if err == nil || !joined || joinedFailed || ctx.Err() != nil {
+			return c, err
+		}
+	}
+}
+
+// connectOnce is one go of connect; joined: the dial waited for was
+// started by another caller.
+func (t *wsTransport) connectOnce(ctx context.Context) (c *wsConn, joined bool, err error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return nil, fmt.Errorf("remote %s: %w: %w", t.name, ErrTransport, errTransportClosed)
+		return nil, false, fmt.Errorf("remote %s: %w: %w", t.name, ErrTransport, errTransportClosed)
 	}
 	if c := t.conn; c != nil && c.alive() {
 		t.mu.Unlock()
-		return c, nil
+		return c, false, nil
 	}
 	d := t.dialing
+	joined = d != nil
 	if d == nil {
 		// The dial runs on its own goroutine so that the caller who started
 		// it can give up without failing the others waiting on it.
@@ -186,12 +208,15 @@ func (t *wsTransport) connect(ctx context.Context) (*wsConn, error) {
 		go t.dial(d)
 	}
 	t.mu.Unlock()
+	if joined && t.joinedDial != nil {
+		t.joinedDial()
+	}
 
 	select {
 	case <-d.done:
-		return d.conn, d.err
+		return d.conn, joined, d.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("remote %s: dial: %w", t.name, ctx.Err())
+		return nil, false, fmt.Errorf("remote %s: dial: %w", t.name, ctx.Err())
 	}
 }
 

@@ -189,3 +189,50 @@ func TestWSTransportNeverResendsWritten(t *testing.T) {
 		t.Errorf("the node got the transaction %d times, want once", c)
 	}
 }
+
+// A call that joined a dial which began while the remote was down, and was
+// refused, dials once more of its own and is answered: the remote may have
+// come back after that dial began. The call that began the dial takes the
+// refusal.
+func TestWSTransportJoinedDialRefusedDialsAgain(t *testing.T) {
+	tpNoLeaks(t)
+	n := fakenode.Start(t, fakenode.Options{ChainID: 1})
+	tr := tpNewWS(t, n.WSURL(), 0)
+	ht := tr.dialOpts.HTTPClient.Transport.(*http.Transport)
+	dial := ht.DialContext
+	began, refuse := make(chan struct{}), make(chan struct{})
+	var dials atomic.Int32
+	ht.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) == 1 { // the remote is down, until the second call has joined
+			close(began)
+			<-refuse
+			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+		}
+		return dial(ctx, network, addr)
+	}
+	joined := make(chan struct{}, 1)
+	tr.joinedDial = func() { joined <- struct{}{} }
+
+	call := func() <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := tr.Call(context.Background(), "eth_chainId", nil)
+			done <- err
+		}()
+		return done
+	}
+	first := call()
+	<-began
+	second := call()
+	<-joined
+	close(refuse)
+	if err := <-first; !errors.Is(err, ErrTransport) {
+		t.Errorf("the call that began the refused dial: %v, want ErrTransport", err)
+	}
+	if err := <-second; err != nil {
+		t.Errorf("the call that joined the refused dial: %v, want it answered on a dial of its own", err)
+	}
+	if d := dials.Load(); d != 2 {
+		t.Errorf("%d dials, want 2", d)
+	}
+}
