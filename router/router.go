@@ -313,7 +313,12 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 		rt.local.answered(ctx)
 		return rt.cfg.Filters.ServeFilter(ctx, rt, req)
 	}
-	if rt.fresh() {
+	ctx, floor, ferr := rt.floor(ctx)
+	if ferr != nil {
+		rt.local.answered(ctx)
+		return nil, ferr
+	}
+	if rt.fresh() && rt.reaches(floor) {
 		_, sp := rt.lookup(ctx, spanHead)
 		res, ok := rt.head.Answer(c)
 		endLookup(sp, ok)
