@@ -52,7 +52,7 @@ func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreami
 		// The usual call: served on the stream's goroutine, where a
 		// dispatcher and an item goroutine cost more than the item did
 		// (each new goroutine grew its stack through the router's frames).
-		rep, err := s.callItem(ctx, in, items[0])
+		rep, err := s.callItem(ctx, in, items[0], floor, c.Window)
 		if err != nil {
 			return err
 		}
@@ -81,9 +81,7 @@ func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreami
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				in := in
-				in.MinHead = itemFloor(floor, it)
-				rep, err := s.callItem(ctx, in, it, c.Window)
+				rep, err := s.callItem(ctx, in, it, floor, c.Window)
 				results <- result{i: i, rep: rep, err: err}
 			}()
 		}
@@ -143,11 +141,12 @@ func checkRequest(req *pb.NativeCallRequest) (jrpc.MinHead, error) {
 	return floor, nil
 }
 
-// callItem serves one item. A reply is the item's answer or its error,
-// with the source that answered it (upstreamID) and the chain's
-// finalization as w, its head window (nil: none), knows it; err is the
-// request refused as a whole (by the Gate, or venn stopping).
-func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCallItem, w *headstore.Window) (*pb.NativeCallReplyItem, error) {
+// callItem serves one item under the request's floor and its own
+// selectors' (itemFloor). A reply is the item's answer or its error, with
+// the source that answered it (upstreamID) and the chain's finalization as
+// w, its head window (nil: none), knows it; err is the request refused as
+// a whole (by the Gate, or venn stopping).
+func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCallItem, floor jrpc.MinHead, w *headstore.Window) (*pb.NativeCallReplyItem, error) {
 	rep := &pb.NativeCallReplyItem{Id: it.GetId()}
 	method := it.GetMethod()
 	if method == "" {
@@ -162,7 +161,7 @@ func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCal
 		in.Header.Set("X-Request-Id", rid)
 	}
 	var note jrpc.Note
-	in.Note = &note
+	in.Note, in.MinHead = &note, itemFloor(floor, it)
 	result, callErr, refused := serveOne(ctx, s.h, in, method, params)
 	rep.UpstreamId = upstreamID(&note)
 	rep.Finalization = finalizedOf(w)
