@@ -30,6 +30,7 @@ import (
 	"github.com/venn-gateway/venn/emerald/pb"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/gethtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 const grpcKey = "grpc-key-0123456789abcdef"
@@ -383,20 +384,6 @@ chains:
 	}
 }
 
-// recvUntil receives from a stream until a message ok accepts.
-func recvUntil[T any](t *testing.T, what string, recv func() (T, error), ok func(T) bool) T {
-	t.Helper()
-	for {
-		m, err := recv()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok(m) {
-			return m
-		}
-	}
-}
-
 // describe is what Describe says of each chain, by ChainRef.
 func describe(t *testing.T, c pb.BlockchainClient) map[pb.ChainRef]*pb.DescribeChain {
 	t.Helper()
@@ -441,13 +428,13 @@ func TestGRPCReloadAddsAndRemovesChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recvUntil(t, "first status", st.Recv, func(s *pb.ChainStatus) bool { return s.Chain == testRef })
+	testkit.RecvUntil(t, "first status", st.Recv, func(s *pb.ChainStatus) bool { return s.Chain == testRef })
 
 	rep := app.reload(t, conf([]string{remoteYAML("a", a), remoteYAML("b", b)}, other))
 	if !rep.Applied || !slices.Contains(rep.Changes, "chain other added") || !slices.Contains(rep.Changes, "chain test: remote b added") {
 		t.Fatalf("report %+v", rep)
 	}
-	recvUntil(t, "SubscribeStatus after the chain was added", st.Recv, func(s *pb.ChainStatus) bool {
+	testkit.RecvUntil(t, "SubscribeStatus after the chain was added", st.Recv, func(s *pb.ChainStatus) bool {
 		return s.Chain == otherRef && s.Availability == pb.AvailabilityEnum_AVAIL_OK
 	})
 	d := describe(t, c)
@@ -455,7 +442,7 @@ func TestGRPCReloadAddsAndRemovesChains(t *testing.T) {
 		t.Fatalf("Describe after the reload: %v", d)
 	}
 	// The stream on the chain kept goes on, past the reload.
-	recvUntil(t, "SubscribeHead after the reload", heads.Recv, func(h *pb.ChainHead) bool { return h.Height > first.Height+1 })
+	testkit.RecvUntil(t, "SubscribeHead after the reload", heads.Recv, func(h *pb.ChainHead) bool { return h.Height > first.Height+1 })
 
 	// A reload removes the chain.
 	rep = app.reload(t, "grpc_listen: 127.0.0.1:0\nlisten: 127.0.0.1:0\nmetrics_listen: 127.0.0.1:0\n"+
@@ -469,7 +456,7 @@ func TestGRPCReloadAddsAndRemovesChains(t *testing.T) {
 		}
 	}
 	wantCode(t, err, codes.Unavailable, "no longer served")
-	recvUntil(t, "SubscribeStatus after the chain was removed", st.Recv, func(s *pb.ChainStatus) bool {
+	testkit.RecvUntil(t, "SubscribeStatus after the chain was removed", st.Recv, func(s *pb.ChainStatus) bool {
 		return s.Chain == testRef && s.Availability == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
 	})
 	if d := describe(t, c); len(d) != 1 || d[otherRef] == nil {
