@@ -59,7 +59,8 @@ func BenchmarkServeHTTPEdge(b *testing.B) {
 // (off) and with a JWT-authenticated tenant whose calls are priced, spent
 // from per-minute and per-month budgets and handed to a usage sink (jwt):
 // the edge's own CPU per call, without the network, the router or a
-// client, which BenchmarkTenantCost (e2e) adds.
+// client, which BenchmarkTenantCost (e2e) adds. The budgets are its
+// (a large tenant's, e2e's benchBudget).
 func BenchmarkServeHTTPTenant(b *testing.B) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -77,7 +78,7 @@ func BenchmarkServeHTTPTenant(b *testing.B) {
 	}
 	e := New(Config{
 		Auth:    AuthConfig{JWT: JWTConfig{Keys: []string{file}, Algorithms: []string{"ES256"}, Audience: "venn"}},
-		Tenants: []Tenant{{Name: "team-a", Credits: Budget{PerMinute: 1 << 50, PerMonth: 1 << 60}}},
+		Tenants: []Tenant{{Name: "team-a", Credits: Budget{PerMinute: 10_000_000, PerMonth: 10_000_000_000}}},
 	}, Options{Usage: discardUsage{}})
 	handler := jrpc.HandlerFunc(func(context.Context, *jrpc.Request) (json.RawMessage, error) { return benchResult, nil })
 	for _, c := range []struct {

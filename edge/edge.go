@@ -228,6 +228,10 @@ type client struct {
 	ip     netip.Addr // invalid unless Edge.needIP
 	scopes []*scope   // every scope the caller is held to: key, tenant, token
 	scBuf  [3]*scope
+	// admitted is set once a request without an Origin passed
+	// admitScoped: a shared client's (callers) chain, scopes and address
+	// never change, so the next such request passes too.
+	admitted atomic.Bool
 }
 
 var _ jrpc.Caller = (*client)(nil)
@@ -424,6 +428,9 @@ func (cl *client) addScope(s *scope) {
 // admitScoped checks an authenticated client's chain, address and origin
 // against each of its scopes.
 func (e *Edge) admitScoped(r *http.Request, a jrpc.Admission, cl *client, origin string) (jrpc.Caller, *jrpc.Refusal) {
+	if origin == "" && cl.admitted.Load() {
+		return cl, nil
+	}
 	var base bool // the cors section decides the origin
 	if origin != "" {
 		base = true
@@ -452,6 +459,9 @@ func (e *Edge) admitScoped(r *http.Request, a jrpc.Admission, cl *client, origin
 	// scope's origins widened the headers every answer gets.
 	if base && (a.Transport == jrpc.TransportWS || e.scopedCORS) && !e.baseCORS.allows(origin) {
 		return nil, e.refuse(r, cl.ch, a.Chain, authOrigin, http.StatusForbidden, errOriginNotAllowed(), cl.keyName())
+	}
+	if origin == "" && !e.needIP {
+		cl.admitted.Store(true)
 	}
 	return cl, nil
 }

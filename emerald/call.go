@@ -46,6 +46,17 @@ func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreami
 		in.RemoteAddr = p.Addr.String()
 	}
 
+	if len(items) == 1 {
+		// The usual call: served on the stream's goroutine, where a
+		// dispatcher and an item goroutine cost more than the item did
+		// (each new goroutine grew its stack through the router's frames).
+		rep, err := s.callItem(ctx, in, items[0])
+		if err != nil {
+			return err
+		}
+		return s.send(stream, rep, req.GetChunkSize())
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup // the dispatcher and the items: none outlives the call
 	defer func() { cancel(); wg.Wait() }()

@@ -97,9 +97,11 @@ func (n *streamNotifier) Closed() <-chan struct{} { return n.ctx.Done() }
 // AfterClose implements jrpc.Notifier.
 func (n *streamNotifier) AfterClose(f func()) { context.AfterFunc(n.ctx, f) }
 
-// run sends what the subcenter hands over, and a heartbeat item every
-// heartbeat (0: none), until the stream ends, is disconnected, or
-// stopping closes. It returns the status the stream ends with.
+// run sends what the subcenter hands over, and a heartbeat item at a
+// tick of heartbeat (0: none) when nothing went out since the last one (a
+// stream of notifications needs none), until the stream ends, is
+// disconnected, or stopping closes. It returns the status the stream
+// ends with.
 func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, heartbeat time.Duration, stopping <-chan struct{}) error {
 	var tick <-chan time.Time
 	if heartbeat > 0 {
@@ -107,6 +109,7 @@ func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, hear
 		defer t.Stop()
 		tick = t.C
 	}
+	busy := false // sent since the last tick: no heartbeat needed
 	for {
 		select {
 		case notes := <-n.out:
@@ -116,7 +119,12 @@ func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, hear
 					return err
 				}
 			}
+			busy = true
 		case <-tick:
+			if busy {
+				busy = false
+				continue
+			}
 			if err := send(&pb.NativeSubscribeReplyItem{Heartbeat: true}); err != nil {
 				n.cancel(err)
 				return err

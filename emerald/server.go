@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,13 @@ import (
 	"github.com/venn-gateway/venn/emerald/pb"
 	"github.com/venn-gateway/venn/jrpc"
 )
+
+// streamWorkersPerProc sizes grpc-go's pool of stream goroutines. A
+// call served on a new goroutine grew its stack through the router's
+// frames, copying it each time; a worker's stack stays grown. A stream
+// that finds every worker busy (long-lived subscriptions hold theirs)
+// gets a goroutine of its own, as without the pool.
+const streamWorkersPerProc = 4
 
 // Options are what a Server serves with besides its Config.
 type Options struct {
@@ -55,8 +63,9 @@ type Server struct {
 	chains Chains
 	log    *slog.Logger
 
-	srv     *grpc.Server
+	so      []grpc.ServerOption // srv's, built by Start
 	mu      sync.Mutex
+	srv     *grpc.Server // nil before Start
 	ln      net.Listener
 	serving atomic.Bool
 	done    chan struct{} // closed when Serve returns
@@ -79,15 +88,12 @@ func New(cfg Config, opts Options, h Handler, chains Chains) *Server {
 			MaxConnectionIdle: k.MaxConnectionIdle, MaxConnectionAge: k.MaxConnectionAge}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: k.MinTime,
 			PermitWithoutStream: k.PermitWithoutStream}),
+		grpc.NumStreamWorkers(uint32(streamWorkersPerProc * runtime.GOMAXPROCS(0))),
 	}
 	if opts.TLS != nil {
 		so = append(so, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
-	s.srv = grpc.NewServer(so...)
-	pb.RegisterBlockchainServer(s.srv, s)
-	if cfg.ReflectionOn() {
-		reflection.Register(s.srv)
-	}
+	s.so = so
 	return s
 }
 
@@ -98,14 +104,21 @@ func (s *Server) Start(_ context.Context, fail func()) error {
 	if err != nil {
 		return fmt.Errorf("grpc: listen %s: %w", s.opts.Addr, err)
 	}
+	// grpc.NewServer starts the stream workers: a Server never started
+	// has none to stop.
+	srv := grpc.NewServer(s.so...)
+	pb.RegisterBlockchainServer(srv, s)
+	if s.cfg.ReflectionOn() {
+		reflection.Register(srv)
+	}
 	s.mu.Lock()
-	s.ln = ln
+	s.ln, s.srv = ln, srv
 	s.mu.Unlock()
 	s.serving.Store(true)
 	s.log.Info("listening", "server", "grpc", "addr", ln.Addr().String(), "tls", s.opts.TLS != nil)
 	go func() {
 		defer close(s.done)
-		err := s.srv.Serve(ln)
+		err := srv.Serve(ln)
 		s.serving.Store(false)
 		if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			s.log.Error("grpc server failed", "err", err)
@@ -136,28 +149,29 @@ func (s *Server) Serving() bool { return s.serving.Load() }
 func (s *Server) Stop(ctx context.Context) error {
 	s.serving.Store(false)
 	s.Streams.stop() // the streams end with UNAVAILABLE: GracefulStop need not wait for them
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return nil // never started
+	}
 	stopped := make(chan struct{})
-	go func() { s.srv.GracefulStop(); close(stopped) }()
+	go func() { srv.GracefulStop(); close(stopped) }()
 	t := time.NewTimer(s.cfg.StopTimeout)
 	defer t.Stop()
 	var err error
 	select {
 	case <-stopped:
 	case <-t.C:
-		s.srv.Stop()
+		srv.Stop()
 		<-stopped
 		err = fmt.Errorf("grpc: graceful stop took over %s: connections closed", s.cfg.StopTimeout)
 	case <-ctx.Done():
-		s.srv.Stop()
+		srv.Stop()
 		<-stopped
 		err = fmt.Errorf("grpc: graceful stop: %w", ctx.Err())
 	}
-	s.mu.Lock()
-	started := s.ln != nil
-	s.mu.Unlock()
-	if started {
-		<-s.done
-	}
+	<-s.done
 	return err
 }
 

@@ -25,12 +25,13 @@ type AnswerHeader struct {
 	room [answerRoom]byte
 }
 
-// answerRoom is the room of an AnswerHeader: edge's credit header fits
-// unless its three integers have more than 50 digits between them (two
-// budgets left of 19 digits, the most an int64 has, and a call of 12),
-// and an httpRequest is 256 bytes, an allocator size class. A longer
-// value grows out of it, into an allocation of its own.
-const answerRoom = 72
+// answerRoom is the room of an AnswerHeader: edge's credit header
+// ("call=10, minute=9999990, month=9999999990", 42 bytes for a tenant with
+// ten million credits a minute and ten billion a month) fits while its
+// three integers have no more than 34 digits between them, and an
+// httpRequest is 240 bytes, an allocator size class. A longer value grows
+// out of it, into an allocation of its own.
+const answerRoom = 56
 
 // Header is the answer's header.
 func (a *AnswerHeader) Header() http.Header { return a.h }

@@ -171,7 +171,7 @@ if ! command -v nats-server >/dev/null 2>&1 && [ ! -x /usr/sbin/nats-server ] &&
 fi
 "$(command -v nats-server || echo /usr/sbin/nats-server)" --version
 NATSCLI=$CACHE/bin/nats
-if [ ! -x "$NATSCLI" ] || ! "$NATSCLI" --version 2>&1 | grep -q "${NATSCLI_VERSION#v}"; then
+if [ ! -x "$NATSCLI" ] || ! "$NATSCLI" --version 2>&1 | grep "${NATSCLI_VERSION#v}" >/dev/null; then
   mkdir -p "$CACHE/bin"
   echo "building the nats CLI $NATSCLI_VERSION..."
   GOBIN=$CACHE/bin CGO_ENABLED=0 go install "github.com/nats-io/natscli/nats@$NATSCLI_VERSION" ||
@@ -184,7 +184,7 @@ step "grpcurl $GRPCURL_VERSION for the gRPC tests (package app)"
 # A client that knows the service only through server reflection.
 GRPCURL=$CACHE/bin/grpcurl
 # grpcurl built by go install prints no version: its build info has it.
-if [ ! -x "$GRPCURL" ] || ! go version -m "$GRPCURL" | grep -q "github.com/fullstorydev/grpcurl[[:space:]]*$GRPCURL_VERSION"; then
+if [ ! -x "$GRPCURL" ] || ! go version -m "$GRPCURL" | grep "github.com/fullstorydev/grpcurl[[:space:]]*$GRPCURL_VERSION" >/dev/null; then
   mkdir -p "$CACHE/bin"
   echo "building grpcurl $GRPCURL_VERSION..."
   GOBIN=$CACHE/bin CGO_ENABLED=0 go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION" ||

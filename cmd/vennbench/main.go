@@ -36,6 +36,12 @@
 // HTTP from one venn (a private nats-server beside it): throughput, p50
 // and p99, and the CPU per call of venn and of nats-server.
 //
+// `vennbench grpc` serves the same calls as one-item NativeCalls of
+// Dshackle's gRPC API and over HTTP from one follower (head-served and
+// forwarded), then fans newHeads out to 1,000 NativeSubscribe streams and
+// to 1,000 WebSocket subscribers: throughput, latency, the follower's CPU
+// per call and per notification.
+//
 // The same binary is the children: `vennbench upstream` and
 // `vennbench proxy` are re-executed from os.Args[0]. Only 127.0.0.1 is used.
 //
@@ -47,6 +53,7 @@
 //	go run ./cmd/vennbench cache [-duration 10s] [-rounds 3] [-conc 1,128] [-indexers 4] [-cache YAML] [-venn PATH]
 //	go run ./cmd/vennbench filters [-filters 1000] [-duration 20s] [-rounds 3] [-block-time 1s] [-venn PATH]
 //	go run ./cmd/vennbench nats [-duration 10s] [-rounds 3] [-conc 1,32,128] [-calls chainId,balance] [-venn PATH]
+//	go run ./cmd/vennbench grpc [-duration 10s] [-rounds 3] [-conc 1,128] [-calls blockNumber,block,balance] [-subscribers 1000] [-sub-blocks 20] [-venn PATH]
 //	go run ./cmd/vennbench history [-blocks 1000000] [-contracts 1000] [-range 10000] [-runs 100] [-remote-runs 3] [-cap 1000] [-latency 0s,50ms] [-pg URL]
 package main
 
@@ -99,6 +106,7 @@ Usage:
   vennbench cache [flags]                 indexers' state reads through a 2-replica cluster's cache vs the proxy (cache -h)
   vennbench filters [flags]               log filters polled across 2 replicas vs eth_getLogs through the proxy (filters -h)
   vennbench nats [flags]                  JSON-RPC over NATS request/reply vs HTTP on one venn (nats -h)
+  vennbench grpc [flags]                  Dshackle's gRPC API vs JSON-RPC on one follower: calls, newHeads fan-out (grpc -h)
   vennbench upstream -listen ADDR         serve the fake EVM node; prints its URL
   vennbench proxy -listen ADDR -to URL    serve a plain httputil.ReverseProxy; prints its URL
 
@@ -136,6 +144,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runBench(ctx, args[1:], stdout, stderr, parseShapeFlags, shapeBench)
 		case "nats":
 			return runBench(ctx, args[1:], stdout, stderr, parseNATSFlags, natsBench)
+		case "grpc":
+			return runBench(ctx, args[1:], stdout, stderr, parseGRPCFlags, grpcBench)
 		}
 	}
 	return runBench(ctx, args, stdout, stderr, parseBenchFlags, bench)
