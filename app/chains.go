@@ -23,13 +23,17 @@ import (
 // readers (readyz) load it without a lock. Each chain's lifecycle is
 // package chain's; this is the process's list of them.
 type chains struct {
-	list     atomic.Pointer[[]*chain.Chain]
-	rdb      redis.UniversalClient // nil without Redis
-	parts    *chain.Parts          // what every chain is built with
-	log      *slog.Logger
-	retired  sync.WaitGroup // removed chains stopping (reload_chains.go)
-	stopping chan struct{}  // closed by stop: removed chains stop waiting
-	stopOnce sync.Once
+	list atomic.Pointer[[]*chain.Chain]
+	// changed is closed when the list is next swapped (publish), for the
+	// gRPC streams (grpc.go); changedMu orders the swaps.
+	changedMu sync.Mutex
+	changed   chan struct{}
+	rdb       redis.UniversalClient // nil without Redis
+	parts     *chain.Parts          // what every chain is built with
+	log       *slog.Logger
+	retired   sync.WaitGroup // removed chains stopping (reload_chains.go)
+	stopping  chan struct{}  // closed by stop: removed chains stop waiting
+	stopOnce  sync.Once
 	// draining turns /readyz 503: a drain (admin API) or the shutdown.
 	draining atomic.Bool
 }
@@ -40,6 +44,24 @@ func (cs *chains) all() []*chain.Chain {
 		return *l
 	}
 	return nil
+}
+
+// publish serves list from now on, and tells those waiting on
+// listChanged.
+func (cs *chains) publish(list []*chain.Chain) {
+	cs.changedMu.Lock()
+	defer cs.changedMu.Unlock()
+	cs.list.Store(&list)
+	close(cs.changed)
+	cs.changed = make(chan struct{})
+}
+
+// listChanged is closed when the list is next swapped: a reload applied
+// its chains (added, removed, or reconfigured in place).
+func (cs *chains) listChanged() <-chan struct{} {
+	cs.changedMu.Lock()
+	defer cs.changedMu.Unlock()
+	return cs.changed
 }
 
 type chainsParams struct {
@@ -56,7 +78,7 @@ type chainsParams struct {
 
 func newChains(p chainsParams) (*chains, error) {
 	cfg, log := p.Config, p.Log
-	out := &chains{log: log, stopping: make(chan struct{})}
+	out := &chains{log: log, stopping: make(chan struct{}), changed: make(chan struct{})}
 	if cfg.Redis.Enabled() {
 		rdb, err := cfg.Redis.newRedisClient(redisTuning{})
 		if err != nil {
@@ -79,7 +101,7 @@ func newChains(p chainsParams) (*chains, error) {
 		}
 		list = append(list, c)
 	}
-	out.list.Store(&list)
+	out.publish(list)
 	p.Lifecycle.Append(fx.Hook{OnStart: out.start, OnStop: out.stop})
 	return out, nil
 }

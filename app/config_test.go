@@ -232,6 +232,16 @@ limits: {max_body_bytes: -1, ws_ping_interval: -1s, max_reply_bytes_in_flight: -
 			},
 		},
 		{
+			name: "grpc heartbeat too often",
+			give: "grpc: {heartbeat: 10ms}\n" + minimal[1:],
+			want: []string{"grpc.heartbeat: 10ms is under 100ms (0: the default)"},
+		},
+		{
+			name: "grpc status recheck negative",
+			give: "grpc: {status_recheck: -1s}\n" + minimal[1:],
+			want: []string{"grpc.status_recheck: must not be negative"},
+		},
+		{
 			name: "metrics on the rpc address",
 			give: "listen: 127.0.0.1:1\nmetrics_listen: 127.0.0.1:1\n" + minimal[1:],
 			want: []string{"metrics_listen: must differ from listen"},

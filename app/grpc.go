@@ -17,6 +17,7 @@ type grpcParams struct {
 	Config     *Config
 	RPC        *jrpc.Server
 	Chains     *chains
+	Gate       *gate
 	Log        *slog.Logger
 	Build      buildInfoIn
 	// Servers are wanted for their order only: the gRPC server's hooks
@@ -27,15 +28,20 @@ type grpcParams struct {
 
 // newGRPC serves Dshackle's gRPC API (package emerald) on grpc_listen with
 // the jrpc server that serves HTTP, the tls section's TLS and the edge's
-// key header; nil without grpc_listen. The chains are read at every call:
-// a reload's chains are served at once.
+// key header; nil without grpc_listen. The chains are read at every call,
+// and the open streams told of each reload (grpcTable): a reload's chains
+// are served at once.
 func newGRPC(p grpcParams) (*emerald.Server, error) {
 	cfg := p.Config
 	if cfg.GRPCListen == "" {
 		return nil, nil
 	}
 	opts := emerald.Options{Addr: cfg.GRPCListen, KeyHeader: cfg.Edge.Auth.Header,
-		MaxItems: cfg.JRPCLimits().MaxBatchItems, Version: p.Build.Build.versionOrUnknown(), Log: p.Log}
+		MaxItems: cfg.JRPCLimits().MaxBatchItems, Version: p.Build.Build.versionOrUnknown(), Log: p.Log,
+		// The edge in force decides, as it does the calls.
+		Permitted: func(ctx context.Context, in jrpc.Inbound, methods []string) []string {
+			return p.Gate.load().Permitted(in.GateRequest(ctx), jrpc.Admission{Chain: in.Chain, Transport: in.Transport}, methods)
+		}}
 	if cfg.TLS.Enabled() {
 		tc, err := cfg.TLS.tlsConfig()
 		if err != nil {
@@ -43,7 +49,7 @@ func newGRPC(p grpcParams) (*emerald.Server, error) {
 		}
 		opts.TLS = tc
 	}
-	srv := emerald.New(cfg.GRPC, opts, p.RPC, p.Chains.emerald)
+	srv := emerald.New(cfg.GRPC, opts, p.RPC, grpcTable{p.Chains})
 	p.Servers.grpc.Store(srv)
 	fail := func() { _ = p.Shutdowner.Shutdown(fx.ExitCode(1)) }
 	p.Lifecycle.Append(fx.Hook{
@@ -53,9 +59,16 @@ func newGRPC(p grpcParams) (*emerald.Server, error) {
 	return srv, nil
 }
 
-// emerald lists the chains served now as the gRPC API sees them.
-func (cs *chains) emerald() []emerald.Chain {
-	all := cs.all()
+// grpcTable is the chains as the gRPC API reads them.
+type grpcTable struct{ cs *chains }
+
+var _ emerald.Table = grpcTable{}
+
+func (t grpcTable) Changed() <-chan struct{} { return t.cs.listChanged() }
+
+// Chains lists the chains served now as the gRPC API sees them.
+func (t grpcTable) Chains() []emerald.Chain {
+	all := t.cs.all()
 	out := make([]emerald.Chain, len(all))
 	for i, c := range all {
 		cc, pool := c.Config(), c.Pool()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/venn-gateway/venn/emerald"
 	"github.com/venn-gateway/venn/emerald/pb"
+	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -244,9 +246,7 @@ chains:
 		}
 	})
 	t.Run("describe", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		d, err := c.Describe(ctx, &pb.DescribeRequest{})
+		d, err := c.Describe(withKey(t, grpcKey), &pb.DescribeRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -483,4 +483,169 @@ chains:
 			return
 		}
 	})
+}
+
+// recvUntil receives from a stream until a message ok accepts.
+func recvUntil[T any](t *testing.T, what string, recv func() (T, error), ok func(T) bool) T {
+	t.Helper()
+	for {
+		m, err := recv()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok(m) {
+			return m
+		}
+	}
+}
+
+// describe is what Describe says of each chain, by ChainRef.
+func describe(t *testing.T, c pb.BlockchainClient) map[pb.ChainRef]*pb.DescribeChain {
+	t.Helper()
+	d, err := c.Describe(withKey(t, ""), &pb.DescribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[pb.ChainRef]*pb.DescribeChain{}
+	for _, ch := range d.Chains {
+		out[ch.Chain] = ch
+	}
+	return out
+}
+
+// A real config reload: adding a chain and a remote keeps the open
+// streams, and Describe and the status streams see the chain added; once a
+// reload removes a chain, its SubscribeHead ends with UNAVAILABLE and the
+// status stream sends it as unavailable.
+func TestGRPCReloadAddsAndRemovesChains(t *testing.T) {
+	a := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
+	b := fakenode.Start(t, fakenode.Options{ChainID: 1337, BlockTime: headsBlockTime})
+	o := fakenode.Start(t, fakenode.Options{ChainID: 10, BlockTime: headsBlockTime})
+	fakenode.MineEvery(t, headsBlockTime, a, b, o)
+	const testRef, otherRef = pb.ChainRef_CHAIN_ETHEREUM__SEPOLIA, pb.ChainRef_CHAIN_OPTIMISM__MAINNET
+	conf := func(remotes []string, more string) string {
+		y := "grpc_listen: 127.0.0.1:0\n" + reloadYAML("warn", remotes, more)
+		return strings.Replace(y, "chain_id: 1337\n", "chain_id: 1337\n    grpc_id: 10008\n", 1)
+	}
+	other := "  - name: other\n    chain_id: 10\n    remotes:\n      - " + remoteYAML("o", o) + "\n"
+	app := startReloadApp(t, conf([]string{remoteYAML("a", a)}, ""))
+	c := dial(t, app.grpc, nil)
+	ctx := withKey(t, "")
+	heads, err := c.SubscribeHead(ctx, &pb.Chain{Type: testRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.SubscribeStatus(ctx, &pb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := heads.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvUntil(t, "first status", st.Recv, func(s *pb.ChainStatus) bool { return s.Chain == testRef })
+
+	rep := app.reload(t, conf([]string{remoteYAML("a", a), remoteYAML("b", b)}, other))
+	if !rep.Applied || !slices.Contains(rep.Changes, "chain other added") || !slices.Contains(rep.Changes, "chain test: remote b added") {
+		t.Fatalf("report %+v", rep)
+	}
+	recvUntil(t, "SubscribeStatus after the chain was added", st.Recv, func(s *pb.ChainStatus) bool {
+		return s.Chain == otherRef && s.Availability == pb.AvailabilityEnum_AVAIL_OK
+	})
+	d := describe(t, c)
+	if len(d) != 2 || d[otherRef] == nil || len(d[testRef].GetNodes()) != 2 {
+		t.Fatalf("Describe after the reload: %v", d)
+	}
+	// The stream on the chain kept goes on, past the reload.
+	recvUntil(t, "SubscribeHead after the reload", heads.Recv, func(h *pb.ChainHead) bool { return h.Height > first.Height+1 })
+
+	// A reload removes the chain.
+	rep = app.reload(t, "grpc_listen: 127.0.0.1:0\nlisten: 127.0.0.1:0\nmetrics_listen: 127.0.0.1:0\n"+
+		"log: {level: warn}\nshutdown_timeout: 5s\nchains:\n"+other)
+	if !rep.Applied || !slices.Contains(rep.Changes, "chain test removed (0 WebSocket connections closed)") {
+		t.Fatalf("report %+v", rep)
+	}
+	for {
+		if _, err = heads.Recv(); err != nil {
+			break
+		}
+	}
+	wantCode(t, err, codes.Unavailable, "no longer served")
+	recvUntil(t, "SubscribeStatus after the chain was removed", st.Recv, func(s *pb.ChainStatus) bool {
+		return s.Chain == testRef && s.Availability == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
+	})
+	if d := describe(t, c); len(d) != 1 || d[otherRef] == nil {
+		t.Fatalf("Describe after the chain was removed: %v", d)
+	}
+}
+
+// Describe splits the methods venn knows as the edge decides for the
+// caller (its key in the metadata): blocked ones, and those off the key's
+// allowlist, are excluded; a caller without a valid key may call none.
+func TestGRPCDescribeMethodsFollowTheEdge(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: 1})
+	const narrowKey = "narrow-key-0123456789abcdef"
+	g := startGRPCApp(t, mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: ""
+grpc_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+methods: {block: [eth_sendRawTransaction], enable: [debug_traceTransaction]}
+auth:
+  keys:
+    - {name: full, key: `+grpcKey+`}
+    - {name: narrow, key: `+narrowKey+`, methods: [eth_blockNumber, eth_chainId]}
+chains:
+  - name: eth
+    chain_id: 1
+    remotes:
+      - {name: a, url: "`+n.URL()+`"}
+`))
+	c := dial(t, g, nil)
+	describeAs := func(key string) *pb.DescribeChain {
+		t.Helper()
+		d, err := c.Describe(withKey(t, key), &pb.DescribeRequest{})
+		if err != nil || len(d.Chains) != 1 {
+			t.Fatalf("Describe: %v %v", d, err)
+		}
+		return d.Chains[0]
+	}
+	all := len(describeAs(grpcKey).SupportedMethods) + len(describeAs(grpcKey).ExcludedMethods)
+	tests := []struct {
+		name         string
+		key          string
+		supported    []string // among supportedMethods
+		excluded     []string // among excludedMethods
+		supportedLen int      // -1: any
+	}{
+		{name: "a key held to the methods section", key: grpcKey, supportedLen: -1,
+			supported: []string{"eth_blockNumber", "eth_getLogs", "debug_traceTransaction"},
+			excluded:  []string{"eth_sendRawTransaction", "debug_traceCall", "debug_getRawBlock"}},
+		{name: "a key with an allowlist", key: narrowKey, supportedLen: 2,
+			supported: []string{"eth_blockNumber", "eth_chainId"},
+			excluded:  []string{"eth_getLogs", "eth_sendRawTransaction", "debug_traceTransaction"}},
+		{name: "no key", supportedLen: 0, excluded: []string{"eth_blockNumber", "eth_chainId"}},
+		{name: "a wrong key", key: "wrong-key-0123456789abcdef", supportedLen: 0, excluded: []string{"eth_blockNumber"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := describeAs(tt.key)
+			for _, m := range tt.supported {
+				if !slices.Contains(d.SupportedMethods, m) || slices.Contains(d.ExcludedMethods, m) {
+					t.Errorf("%s: not supported", m)
+				}
+			}
+			for _, m := range tt.excluded {
+				if !slices.Contains(d.ExcludedMethods, m) || slices.Contains(d.SupportedMethods, m) {
+					t.Errorf("%s: not excluded", m)
+				}
+			}
+			if tt.supportedLen >= 0 && len(d.SupportedMethods) != tt.supportedLen {
+				t.Errorf("supportedMethods %v, want %d", d.SupportedMethods, tt.supportedLen)
+			}
+			if got := len(d.SupportedMethods) + len(d.ExcludedMethods); got != all {
+				t.Errorf("%d methods in all, want %d", got, all)
+			}
+		})
+	}
 }

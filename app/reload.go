@@ -149,6 +149,8 @@ func (r *Reloader) restartOnly(next *Config, rep *ReloadReport) {
 		{"admin.tokens (to or from none)", len(s.Admin.Tokens) == 0, len(next.Admin.Tokens) == 0},
 		{"tracing", s.Tracing, next.Tracing},
 		{"nats", s.NATS, next.NATS},
+		{"grpc_listen", s.GRPCListen, next.GRPCListen},
+		{"grpc", s.GRPC, next.GRPC},
 		{"auth.redis", s.Edge.Auth.Redis, next.Edge.Auth.Redis},
 	} {
 		if !reflect.DeepEqual(f.a, f.b) {

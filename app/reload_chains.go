@@ -68,7 +68,7 @@ func (r *Reloader) applyChains(ctx context.Context, next *Config, rep *ReloadRep
 		rep.change("chain %s added", c.Name())
 	}
 	list = slices.DeleteFunc(list, func(c *chain.Chain) bool { return failed[c] })
-	cs.list.Store(&list)
+	cs.publish(list)
 	if !cs.campaigns() { // a drain that began after Start, and went over the list before the Store
 		for _, c := range added {
 			_, _ = c.Drain(ctx)

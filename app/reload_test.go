@@ -23,6 +23,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/venn-gateway/venn/emerald"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
@@ -38,6 +39,7 @@ type reloadApp struct {
 	signals  chan os.Signal
 	reg      *prometheus.Registry
 	admin    *adminServer
+	grpc     *emerald.Server // nil without grpc_listen
 }
 
 // startReloadApp writes y to a file, starts venn from it, with reload
@@ -51,7 +53,7 @@ func startReloadApp(t *testing.T, y string) *reloadApp {
 		t.Fatal(err)
 	}
 	app := fxtest.New(t, fx.Supply(cfg), Module, LogOutput(&testkit.Buffer{}), ReloadSignals(a.signals),
-		fx.Populate(&a.reloader, &a.servers, &a.log, &a.reg, &a.admin))
+		fx.Populate(&a.reloader, &a.servers, &a.log, &a.reg, &a.admin, &a.grpc))
 	app.RequireStart()
 	t.Cleanup(app.RequireStop)
 	return a

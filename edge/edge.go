@@ -466,8 +466,12 @@ func (e *Edge) admitScoped(r *http.Request, a jrpc.Admission, cl *client, origin
 	return cl, nil
 }
 
-// refuse counts and (at debug) logs a refused request, and answers it.
+// refuse counts and (at debug) logs a refused request, and answers it; a
+// quiet admission (Permitted) is neither counted nor logged.
 func (e *Edge) refuse(r *http.Request, ch *chainEdge, chain string, reason authReason, status int, err *jrpc.Error, key string) *jrpc.Refusal {
+	if r.Context().Value(quietAdmission{}) != nil {
+		return &jrpc.Refusal{Status: status, Err: err}
+	}
 	ch.authRejected(reason)
 	if e.log.Enabled(r.Context(), slog.LevelDebug) {
 		attrs := []slog.Attr{slog.String("chain", chain), slog.String("reason", reason.String()),

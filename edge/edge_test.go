@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +305,49 @@ func TestWSAuth(t *testing.T) {
 				t.Errorf("call off the key's allowlist = %s, want -32601", got)
 			}
 		})
+	}
+}
+
+// Permitted says what Admit and Check would let a caller call, and counts
+// no refusal for asking.
+func TestPermitted(t *testing.T) {
+	methods := []string{"debug_getRawBlock", "debug_traceCall", "eth_blockNumber", "eth_sendRawTransaction", "net_version"}
+	policy := MethodPolicy{Enable: []string{"debug_trace*"}, Block: []string{"eth_sendRawTransaction"}}
+	reg := prometheus.NewRegistry()
+	keyed := New(Config{Methods: policy, Auth: AuthConfig{Keys: []APIKey{
+		{Name: "alice", Key: aliceSecret},
+		{Name: "bob", Key: bobSecret, Chains: []string{"other"}},
+		{Name: "carol", Key: carolSecret, Methods: []string{"eth_", "net_version"}},
+	}}}, Options{Registerer: reg})
+	open := New(Config{Methods: policy}, Options{})
+	tests := []struct {
+		name string
+		edge *Edge
+		key  string
+		want []string
+	}{
+		{name: "open", edge: open, want: []string{"debug_traceCall", "eth_blockNumber", "net_version"}},
+		{name: "a key held to the methods section", edge: keyed, key: aliceSecret, want: []string{"debug_traceCall", "eth_blockNumber", "net_version"}},
+		{name: "a key with an allowlist", edge: keyed, key: carolSecret, want: []string{"eth_blockNumber", "net_version"}},
+		{name: "a key without the chain", edge: keyed, key: bobSecret},
+		{name: "no key", edge: keyed},
+		{name: "a wrong key", edge: keyed, key: "wrong-key-0123456789abcdef"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/"+testChain, nil)
+			if tt.key != "" {
+				r.Header.Set(DefaultKeyHeader, tt.key)
+			}
+			got := tt.edge.Permitted(r, jrpc.Admission{Chain: testChain, Transport: "grpc"}, methods)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Permitted = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	for _, reason := range []string{"missing_key", "invalid_key", "chain_not_allowed"} {
+		if got := counterValue(t, reg, "venn_auth_rejections_total", map[string]string{"chain": testChain, "reason": reason}); got != 0 {
+			t.Errorf("%s counted %v times for asking", reason, got)
+		}
 	}
 }

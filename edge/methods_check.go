@@ -1,6 +1,12 @@
 package edge
 
-import "github.com/venn-gateway/venn/evm"
+import (
+	"context"
+	"net/http"
+
+	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
+)
 
 // checkScoped says whether a caller held to scopes may call method, and if
 // not why: methods.block first, then the blocklist (which the methods
@@ -28,4 +34,33 @@ func enabledBy(scopes []*scope, method string) bool {
 		}
 	}
 	return false
+}
+
+// quietAdmission marks the request of a Permitted: its refusal is an
+// answer to a question, not a client refused.
+type quietAdmission struct{}
+
+// Permitted is, of methods, those the caller of r may call on a.Chain as
+// Admit and Check decide them (the methods section, the caller's key or
+// token and its tenant's scopes; a scope's contracts aside, which decide
+// on params): none when r would be refused on the chain. It counts no
+// refusal and takes from no rate limit. gRPC's Describe lists them, so a
+// client sees what it may call.
+func (e *Edge) Permitted(r *http.Request, a jrpc.Admission, methods []string) []string {
+	r = r.WithContext(context.WithValue(r.Context(), quietAdmission{}, true))
+	c, refused := e.Admit(r, a)
+	if refused != nil {
+		return nil
+	}
+	var scopes []*scope
+	if cl, ok := c.(*client); ok {
+		scopes = cl.scopes
+	}
+	out := make([]string, 0, len(methods))
+	for _, m := range methods {
+		if _, ok := e.methods.checkScoped(m, scopes); ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -81,8 +81,8 @@ func RefOf(chainID uint64, grpcID int32) pb.ChainRef {
 }
 
 // Chain is one chain as the gRPC API sees it; the app builds the list
-// from its chains at every call, so that a reload's chains are served at
-// once.
+// from its chains at every call (Table), so that a reload's chains are
+// served at once.
 type Chain struct {
 	Name    string
 	ChainID uint64
@@ -103,8 +103,16 @@ type Chain struct {
 // Ref is the ChainRef c is served under.
 func (c Chain) Ref() pb.ChainRef { return RefOf(c.ChainID, c.GRPCID) }
 
-// Chains lists the chains served now.
-type Chains func() []Chain
+// Table is the chains served now, as the app keeps them.
+type Table interface {
+	// Chains lists them. Calls and streams read it when they begin, so a
+	// reload's chains are served at once.
+	Chains() []Chain
+	// Changed is closed when the list next changes: a config reload added,
+	// removed or reconfigured chains (or remotes). Open streams then look
+	// again at the chains they serve.
+	Changed() <-chan struct{}
+}
 
 // find is the chain served as ref, or false.
 func find(chains []Chain, ref pb.ChainRef) (Chain, bool) {

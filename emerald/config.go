@@ -17,6 +17,15 @@ const (
 	DefaultConcurrency = 16
 	// DefaultStopTimeout bounds GracefulStop before the listener is cut.
 	DefaultStopTimeout = 10 * time.Second
+	// DefaultHeartbeat is the tick at which a NativeSubscribe stream with
+	// nothing sent since the last one gets a heartbeat item.
+	DefaultHeartbeat = 15 * time.Second
+	// DefaultStatusRecheck is how often the status streams read the
+	// remotes' status again when no head came.
+	DefaultStatusRecheck = 5 * time.Second
+	// minInterval bounds heartbeat and status_recheck from below: each
+	// tick costs every open stream a wake-up (and a heartbeat a message).
+	minInterval = 100 * time.Millisecond
 	// Keepalive defaults: grpc-go's own, named.
 	DefaultKeepaliveTime    = 2 * time.Hour
 	DefaultKeepaliveTimeout = 20 * time.Second
@@ -38,7 +47,14 @@ type Config struct {
 	// StopTimeout bounds the graceful stop (streams end, calls finish);
 	// then the connections are closed.
 	StopTimeout time.Duration `yaml:"stop_timeout"`
-	Keepalive   Keepalive     `yaml:"keepalive"`
+	// Heartbeat is the tick at which a NativeSubscribe stream gets a
+	// heartbeat item when nothing else went out since the last tick.
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	// StatusRecheck is how often SubscribeStatus, SubscribeChainStatus
+	// and SubscribeNodeStatus read the remotes' status again between
+	// heads (a remote leaving rotation, a lower bound learnt).
+	StatusRecheck time.Duration `yaml:"status_recheck"`
+	Keepalive     Keepalive     `yaml:"keepalive"`
 }
 
 // Keepalive is the server's keepalive: its own pings (Time, Timeout), the
@@ -68,6 +84,12 @@ func (c Config) WithDefaults() Config {
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.StatusRecheck == 0 {
+		c.StatusRecheck = DefaultStatusRecheck
+	}
 	k := &c.Keepalive
 	if k.Time == 0 {
 		k.Time = DefaultKeepaliveTime
@@ -92,6 +114,7 @@ func (c Config) Validate() error {
 	}{
 		{"grpc.max_recv_bytes", int64(c.MaxRecvBytes)}, {"grpc.max_send_bytes", int64(c.MaxSendBytes)},
 		{"grpc.concurrency", int64(c.Concurrency)}, {"grpc.stop_timeout", int64(c.StopTimeout)},
+		{"grpc.heartbeat", int64(c.Heartbeat)}, {"grpc.status_recheck", int64(c.StatusRecheck)},
 		{"grpc.keepalive.time", int64(c.Keepalive.Time)}, {"grpc.keepalive.timeout", int64(c.Keepalive.Timeout)},
 		{"grpc.keepalive.max_connection_idle", int64(c.Keepalive.MaxConnectionIdle)},
 		{"grpc.keepalive.max_connection_age", int64(c.Keepalive.MaxConnectionAge)},
@@ -99,6 +122,14 @@ func (c Config) Validate() error {
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("%s: must not be negative", f.name)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"grpc.heartbeat", c.Heartbeat}, {"grpc.status_recheck", c.StatusRecheck}} {
+		if f.v != 0 && f.v < minInterval {
+			return fmt.Errorf("%s: %s is under %s (0: the default)", f.name, f.v, minInterval)
 		}
 	}
 	return nil

@@ -2,7 +2,7 @@ package emerald
 
 import (
 	"context"
-	"math"
+	"slices"
 
 	"github.com/venn-gateway/venn/emerald/pb"
 	"github.com/venn-gateway/venn/evm"
@@ -12,9 +12,20 @@ import (
 var subscriptions = []string{"newHeads", "logs", "newPendingTransactions", "syncing"}
 
 // Describe lists the chains served over gRPC: each one's availability, its
-// remotes as nodes (named, never by URL), the methods venn knows, the
-// subscriptions, and the head.
-func (s *Server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+// remotes as nodes (named, never by URL), the subscriptions, and the
+// methods venn knows split as the edge decides for the caller (its key in
+// the metadata): those it may call in supportedMethods, the others
+// (blocked, off its key's allowlist, or all on a chain its key may not
+// use) in excludedMethods.
+//
+// currentHeight is left unset: it is field 7, which emeraldpay/dshackle's
+// older definition gives to supportedSubscriptions (a repeated string),
+// and a client built from it may fail on a varint there (protobuf.js
+// reads field 7 as a string whatever its wire type) where an unset field
+// is simply absent. drpcorg/emerald-grpc moved supportedSubscriptions to
+// 8, where venn sends them; the head is on SubscribeHead and the status
+// streams.
+func (s *Server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.DescribeResponse, error) {
 	methods := evm.Methods()
 	out := &pb.DescribeResponse{BuildInfo: &pb.BuildInfo{Version: s.opts.Version}}
 	for _, c := range s.chains() {
@@ -30,8 +41,9 @@ func (s *Server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeRes
 			SupportedSubscriptions: subscriptions,
 			Capabilities:           []pb.Capabilities{pb.Capabilities_CAP_CALLS, pb.Capabilities_CAP_WS_HEAD},
 		}
-		if h, ok := c.Head(); ok && h <= math.MaxInt64 {
-			d.CurrentHeight = int64(h)
+		if s.opts.Permitted != nil {
+			d.SupportedMethods = s.opts.Permitted(ctx, s.inbound(ctx, c.Name), methods)
+			d.ExcludedMethods = excluded(methods, d.SupportedMethods)
 		}
 		for _, r := range rs {
 			d.Nodes = append(d.Nodes, &pb.NodeDetails{Quorum: 1, Labels: []*pb.Label{
@@ -40,4 +52,15 @@ func (s *Server) Describe(context.Context, *pb.DescribeRequest) (*pb.DescribeRes
 		out.Chains = append(out.Chains, d)
 	}
 	return out, nil
+}
+
+// excluded is what of all is not in permitted.
+func excluded(all, permitted []string) []string {
+	var out []string
+	for _, m := range all {
+		if !slices.Contains(permitted, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

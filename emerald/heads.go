@@ -31,6 +31,7 @@ func (s *Streams) SubscribeHead(req *pb.Chain, stream grpc.ServerStreamingServer
 	}
 	ctx := stream.Context()
 	w := ch.Window()
+	ten := s.tenure(ctx, ref, ch)
 	var cur *headstore.Cursor
 	for {
 		changed := w.Changed()
@@ -50,6 +51,10 @@ func (s *Streams) SubscribeHead(req *pb.Chain, stream grpc.ServerStreamingServer
 		}
 		select {
 		case <-changed:
+		case <-ten.table:
+			if err := ten.recheck(); err != nil {
+				return err
+			}
 		case <-s.stopping:
 			return errStopping
 		case <-ctx.Done():

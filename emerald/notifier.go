@@ -100,9 +100,9 @@ func (n *streamNotifier) AfterClose(f func()) { context.AfterFunc(n.ctx, f) }
 // run sends what the subcenter hands over, and a heartbeat item at a
 // tick of heartbeat (0: none) when nothing went out since the last one (a
 // stream of notifications needs none), until the stream ends, is
-// disconnected, or stopping closes. It returns the status the stream
-// ends with.
-func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, heartbeat time.Duration, stopping <-chan struct{}) error {
+// disconnected, or its tenure ends (the server stops, its chain leaves).
+// It returns the status the stream ends with.
+func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, heartbeat time.Duration, ten *tenure) error {
 	var tick <-chan time.Time
 	if heartbeat > 0 {
 		t := time.NewTicker(heartbeat)
@@ -129,7 +129,11 @@ func (n *streamNotifier) run(send func(*pb.NativeSubscribeReplyItem) error, hear
 				n.cancel(err)
 				return err
 			}
-		case <-stopping:
+		case <-ten.table:
+			if err := ten.recheck(); err != nil {
+				return err
+			}
+		case <-ten.s.stopping:
 			return errStopping
 		case <-n.ctx.Done():
 			return endStatus(n.ctx)

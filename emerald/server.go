@@ -49,7 +49,12 @@ type Options struct {
 	MaxItems int
 	// Version is venn's, for Describe's build_info.
 	Version string
-	Log     *slog.Logger
+	// Permitted lists, of methods, those the caller of in (the call's
+	// metadata as headers, its address) may call on in.Chain, as the edge
+	// decides: Describe's supportedMethods, the others its
+	// excludedMethods. nil: all of them.
+	Permitted func(ctx context.Context, in jrpc.Inbound, methods []string) []string
+	Log       *slog.Logger
 }
 
 // Server is the emerald.Blockchain service on its own listener.
@@ -57,11 +62,11 @@ type Server struct {
 	// Streams serves the head, subscription and status streams (streams.go).
 	Streams
 
-	cfg    Config
-	opts   Options
-	h      Handler
-	chains Chains
-	log    *slog.Logger
+	cfg   Config
+	opts  Options
+	h     Handler
+	table Table
+	log   *slog.Logger
 
 	so      []grpc.ServerOption // srv's, built by Start
 	mu      sync.Mutex
@@ -71,15 +76,16 @@ type Server struct {
 	done    chan struct{} // closed when Serve returns
 }
 
-// New returns the service, serving with h the chains that chains lists.
+// New returns the service, serving with h the chains that table lists.
 // It listens from Start.
-func New(cfg Config, opts Options, h Handler, chains Chains) *Server {
+func New(cfg Config, opts Options, h Handler, table Table) *Server {
 	cfg = cfg.WithDefaults()
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, opts: opts, h: h, chains: chains, log: opts.Log, done: make(chan struct{})}
-	s.Streams = Streams{Chain: s.streamChain, Chains: s.streamChains, stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, opts: opts, h: h, table: table, log: opts.Log, done: make(chan struct{})}
+	s.Streams = Streams{Chain: s.streamChain, Chains: s.streamChains, Changed: table.Changed,
+		Heartbeat: cfg.Heartbeat, Recheck: cfg.StatusRecheck, stopping: make(chan struct{})}
 	k := cfg.Keepalive
 	so := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvBytes),
@@ -175,6 +181,9 @@ func (s *Server) Stop(ctx context.Context) error {
 	return err
 }
 
+// chains lists the chains served now.
+func (s *Server) chains() []Chain { return s.table.Chains() }
+
 // chain is the chain ref names, or UNAVAILABLE naming the chains served.
 func (s *Server) chain(ref pb.ChainRef) (Chain, error) {
 	cs := s.chains()
@@ -231,9 +240,15 @@ func (s *Server) streamChains(ctx context.Context) []ServedChain {
 }
 
 func (s *Server) served1(ctx context.Context, c Chain) servedChain {
-	in := jrpc.Inbound{Chain: c.Name, Transport: Transport, Header: s.header(ctx)}
+	return servedChain{inboundCaller: inboundCaller{h: s.h, in: s.inbound(ctx, c.Name)}, c: c}
+}
+
+// inbound is the caller of the call or stream whose context is ctx, on
+// chain, as the jrpc handler and the edge read it.
+func (s *Server) inbound(ctx context.Context, chain string) jrpc.Inbound {
+	in := jrpc.Inbound{Chain: chain, Transport: Transport, Header: s.header(ctx)}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		in.RemoteAddr = p.Addr.String()
 	}
-	return servedChain{inboundCaller: inboundCaller{h: s.h, in: in}, c: c}
+	return in
 }

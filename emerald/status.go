@@ -52,7 +52,9 @@ func nodeAvailability(r rstatus.Remote) pb.AvailabilityEnum {
 }
 
 // served is the chains a status stream reports: those named (none: all).
-func (s *Streams) served(ctx context.Context, refs []pb.ChainRef) ([]ServedChain, error) {
+// strict: a named chain not served is the stream's error (its start);
+// else it is left out (a reload removed it).
+func (s *Streams) served(ctx context.Context, refs []pb.ChainRef, strict bool) ([]ServedChain, error) {
 	if len(refs) == 0 {
 		if s.Chains == nil {
 			return nil, nil
@@ -62,62 +64,125 @@ func (s *Streams) served(ctx context.Context, refs []pb.ChainRef) ([]ServedChain
 	out := make([]ServedChain, 0, len(refs))
 	for _, ref := range refs {
 		ch, err := s.resolve(ctx, ref)
-		if err != nil {
+		switch {
+		case err == nil:
+			out = append(out, ServedChain{Ref: ref, Chain: ch})
+		case strict:
 			return nil, err
 		}
-		out = append(out, ServedChain{Ref: ref, Chain: ch})
 	}
 	return out, nil
 }
 
-// watch calls fn now, then each time a head comes on one of chains or
-// Recheck passes, until ctx ends or fn fails.
-func (s *Streams) watch(ctx context.Context, chains []ServedChain, fn func() error) error {
+// statusFeed is what one status stream says, as messages each under a key
+// (a chain's ref; a node's chain and name): a key's message is sent when
+// it differs from the last one sent under it.
+type statusFeed[T proto.Message] struct {
+	// now lists the messages of chains as they stand, in the order sent.
+	now func(chains []ServedChain, put func(key string, m T))
+	// delta is what to send of cur when prev was the last sent under its
+	// key (the zero T: none yet); false sends nothing. nil: cur, when it
+	// differs from prev.
+	delta func(prev, cur T) (T, bool)
+	// gone is what to send once for a key no longer listed: its chain or
+	// remote left with a reload.
+	gone func(prev T) T
+}
+
+// keyed is one message of a statusFeed.
+type keyed[T proto.Message] struct {
+	key string
+	m   T
+}
+
+// streamStatus serves a status stream of the chains refs names (none:
+// every chain served) as f says: every message first, then, each time a
+// head comes on one of the chains, Recheck passes or a reload changes the
+// chains served, those that changed. A chain or remote a reload removes is
+// sent once more (f.gone); one it adds is sent as new.
+func streamStatus[T proto.Message](s *Streams, ctx context.Context, refs []pb.ChainRef, f statusFeed[T], send func(T) error) error {
+	chains, err := s.served(ctx, refs, true)
+	if err != nil {
+		return err
+	}
+	table := s.changed()
 	t := time.NewTicker(s.recheck())
 	defer t.Stop()
-	cases := make([]reflect.SelectCase, len(chains)+3)
-	cases[0] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
-	cases[1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)}
-	cases[2] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.stopping)}
+	last := map[string]T{}
+	var order []string // the keys of last, in the order first sent
+	var now []keyed[T]
+	put := func(key string, m T) { now = append(now, keyed[T]{key, m}) }
 	for {
-		for i, c := range chains {
-			cases[i+3] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.Chain.Window().Changed())}
+		now = now[:0]
+		f.now(chains, put)
+		listed := make(map[string]bool, len(now))
+		for _, k := range now {
+			listed[k.key] = true
+			prev, had := last[k.key]
+			out, ok := k.m, !had || !proto.Equal(prev, k.m)
+			if f.delta != nil {
+				out, ok = f.delta(prev, k.m)
+			}
+			if ok {
+				if err := send(out); err != nil {
+					return err
+				}
+			}
+			if !had {
+				order = append(order, k.key)
+			}
+			last[k.key] = k.m
 		}
-		if err := fn(); err != nil {
-			return err
+		kept := order[:0]
+		for _, key := range order {
+			if listed[key] {
+				kept = append(kept, key)
+				continue
+			}
+			if err := send(f.gone(last[key])); err != nil {
+				return err
+			}
+			delete(last, key)
+		}
+		order = kept
+
+		cases := make([]reflect.SelectCase, 0, len(chains)+4)
+		cases = append(cases,
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.stopping)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(table)},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)})
+		for _, c := range chains {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.Chain.Window().Changed())})
 		}
 		switch i, _, _ := reflect.Select(cases); i {
 		case 0:
 			return endStatus(ctx)
-		case 2:
+		case 1:
 			return errStopping
+		case 2:
+			table = s.changed() // before the look: a change during it is not missed
+			chains, _ = s.served(ctx, refs, false)
 		}
 	}
 }
 
 // SubscribeStatus streams each chain's availability and quorum (the
 // remotes in rotation): every chain asked for (none: all) first, then a
-// chain each time its status changes.
+// chain each time its status changes. A chain a reload removes is sent
+// once as AVAIL_UNAVAILABLE; one it adds (or adds back) is sent.
 func (s *Streams) SubscribeStatus(req *pb.StatusRequest, stream grpc.ServerStreamingServer[pb.ChainStatus]) error {
-	chains, err := s.served(stream.Context(), req.GetChains())
-	if err != nil {
-		return err
-	}
-	last := make([]*pb.ChainStatus, len(chains))
-	return s.watch(stream.Context(), chains, func() error {
-		for i, c := range chains {
-			av, q := chainAvailability(c.Chain, c.Chain.Remotes())
-			st := &pb.ChainStatus{Chain: c.Ref, Availability: av, Quorum: q}
-			if proto.Equal(st, last[i]) {
-				continue
+	return streamStatus(s, stream.Context(), req.GetChains(), statusFeed[*pb.ChainStatus]{
+		now: func(chains []ServedChain, put func(string, *pb.ChainStatus)) {
+			for _, c := range chains {
+				av, q := chainAvailability(c.Chain, c.Chain.Remotes())
+				put(c.Ref.String(), &pb.ChainStatus{Chain: c.Ref, Availability: av, Quorum: q})
 			}
-			if err := stream.Send(st); err != nil {
-				return err
-			}
-			last[i] = st
-		}
-		return nil
-	})
+		},
+		gone: func(prev *pb.ChainStatus) *pb.ChainStatus {
+			return &pb.ChainStatus{Chain: prev.Chain, Availability: pb.AvailabilityEnum_AVAIL_UNAVAILABLE}
+		},
+	}, stream.Send)
 }
 
 // chainEvents is everything SubscribeChainStatus says about a chain, one
@@ -148,74 +213,75 @@ func chainEvents(ref pb.ChainRef, ch StreamChain) []*pb.ChainEvent {
 	}
 }
 
+// chainDelta is what SubscribeChainStatus sends of a chain's description
+// cur after prev: all of it first (full_response), then the events that
+// changed, if any.
+func chainDelta(prev, cur *pb.SubscribeChainStatusResponse) (*pb.SubscribeChainStatusResponse, bool) {
+	if prev == nil {
+		return cur, true
+	}
+	was := prev.GetChainDescription().GetChainEvent()
+	var send []*pb.ChainEvent
+	for j, ev := range cur.GetChainDescription().GetChainEvent() {
+		if j >= len(was) || !proto.Equal(ev, was[j]) {
+			send = append(send, ev)
+		}
+	}
+	if len(send) == 0 {
+		return nil, false
+	}
+	return &pb.SubscribeChainStatusResponse{
+		ChainDescription: &pb.ChainDescription{Chain: cur.GetChainDescription().GetChain(), ChainEvent: send}}, true
+}
+
 // SubscribeChainStatus streams every chain's description: a full one per
 // chain first (full_response), then for a chain only the events that
-// changed since (deltas).
+// changed since (deltas). A chain a reload removes gets a last delta:
+// AVAIL_UNAVAILABLE and no nodes; one it adds gets a full one.
 func (s *Streams) SubscribeChainStatus(_ *pb.SubscribeChainStatusRequest, stream grpc.ServerStreamingServer[pb.SubscribeChainStatusResponse]) error {
-	chains, err := s.served(stream.Context(), nil)
-	if err != nil {
-		return err
-	}
-	last := make([][]*pb.ChainEvent, len(chains))
-	return s.watch(stream.Context(), chains, func() error {
-		for i, c := range chains {
-			evs := chainEvents(c.Ref, c.Chain)
-			full := last[i] == nil
-			send := evs
-			if !full {
-				send = nil
-				for j, ev := range evs {
-					if !proto.Equal(ev, last[i][j]) {
-						send = append(send, ev)
-					}
-				}
-				if len(send) == 0 {
-					continue
-				}
+	return streamStatus(s, stream.Context(), nil, statusFeed[*pb.SubscribeChainStatusResponse]{
+		now: func(chains []ServedChain, put func(string, *pb.SubscribeChainStatusResponse)) {
+			for _, c := range chains {
+				put(c.Ref.String(), &pb.SubscribeChainStatusResponse{FullResponse: true,
+					ChainDescription: &pb.ChainDescription{Chain: c.Ref, ChainEvent: chainEvents(c.Ref, c.Chain)}})
 			}
-			if err := stream.Send(&pb.SubscribeChainStatusResponse{
-				ChainDescription: &pb.ChainDescription{Chain: c.Ref, ChainEvent: send},
-				FullResponse:     full,
-			}); err != nil {
-				return err
-			}
-			last[i] = evs
-		}
-		return nil
-	})
+		},
+		delta: chainDelta,
+		gone: func(prev *pb.SubscribeChainStatusResponse) *pb.SubscribeChainStatusResponse {
+			ref := prev.GetChainDescription().GetChain()
+			return &pb.SubscribeChainStatusResponse{ChainDescription: &pb.ChainDescription{Chain: ref, ChainEvent: []*pb.ChainEvent{
+				{ChainEvent: &pb.ChainEvent_Status{Status: &pb.ChainStatus{Chain: ref, Availability: pb.AvailabilityEnum_AVAIL_UNAVAILABLE}}},
+				{ChainEvent: &pb.ChainEvent_NodesEvent{NodesEvent: &pb.NodeDetailsEvent{}}},
+			}}}
+		},
+	}, stream.Send)
 }
 
 // SubscribeNodeStatus streams each chain's remotes as nodes, by name
 // (never a URL): every node first, then a node each time its head or
-// availability changes.
+// availability changes. A remote a reload removes, or whose chain it
+// removes, is sent once more as AVAIL_UNAVAILABLE.
 func (s *Streams) SubscribeNodeStatus(_ *pb.SubscribeNodeStatusRequest, stream grpc.ServerStreamingServer[pb.NodeStatusResponse]) error {
-	chains, err := s.served(stream.Context(), nil)
-	if err != nil {
-		return err
-	}
-	last := map[string]*pb.NodeStatusResponse{}
-	return s.watch(stream.Context(), chains, func() error {
-		for _, c := range chains {
-			for _, r := range c.Chain.Remotes() {
-				ns := &pb.NodeStatusResponse{
-					NodeId: r.Name,
-					Description: &pb.NodeDescription{
-						Chain:                  c.Ref,
-						NodeLabels:             []*pb.NodeLabels{{Labels: []*pb.Label{{Name: "tier", Value: r.Tier}}}},
-						SupportedSubscriptions: slices.Clone(streamSubscriptions),
-					},
-					Status: &pb.NodeStatus{CurrentHeight: int64(r.Head), Availability: nodeAvailability(r)},
+	return streamStatus(s, stream.Context(), nil, statusFeed[*pb.NodeStatusResponse]{
+		now: func(chains []ServedChain, put func(string, *pb.NodeStatusResponse)) {
+			for _, c := range chains {
+				for _, r := range c.Chain.Remotes() {
+					put(c.Ref.String()+"/"+r.Name, &pb.NodeStatusResponse{
+						NodeId: r.Name,
+						Description: &pb.NodeDescription{
+							Chain:                  c.Ref,
+							NodeLabels:             []*pb.NodeLabels{{Labels: []*pb.Label{{Name: "tier", Value: r.Tier}}}},
+							SupportedSubscriptions: slices.Clone(streamSubscriptions),
+						},
+						Status: &pb.NodeStatus{CurrentHeight: int64(r.Head), Availability: nodeAvailability(r)},
+					})
 				}
-				key := c.Ref.String() + "/" + r.Name
-				if proto.Equal(ns, last[key]) {
-					continue
-				}
-				if err := stream.Send(ns); err != nil {
-					return err
-				}
-				last[key] = ns
 			}
-		}
-		return nil
-	})
+		},
+		gone: func(prev *pb.NodeStatusResponse) *pb.NodeStatusResponse {
+			ns := proto.CloneOf(prev)
+			ns.Status.Availability = pb.AvailabilityEnum_AVAIL_UNAVAILABLE
+			return ns
+		},
+	}, stream.Send)
 }

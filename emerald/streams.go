@@ -38,11 +38,16 @@ type Streams struct {
 	Chain func(ctx context.Context, ref pb.ChainRef) (StreamChain, error)
 	// Chains lists the served chains, for the status streams.
 	Chains func(ctx context.Context) []ServedChain
-	// Heartbeat is NativeSubscribe's heartbeat interval (0:
-	// DefaultHeartbeat).
+	// Changed is closed when the chains served next change (a config
+	// reload; nil: never): a stream whose chain left ends, the status
+	// streams report the chains added and removed.
+	Changed func() <-chan struct{}
+	// Heartbeat is NativeSubscribe's heartbeat interval (grpc.heartbeat;
+	// 0: DefaultHeartbeat).
 	Heartbeat time.Duration
 	// Recheck is how often the status streams read the remotes' status
-	// again between head changes (0: DefaultRecheck).
+	// again between head changes (grpc.status_recheck; 0:
+	// DefaultStatusRecheck).
 	Recheck time.Duration
 
 	// stopping is closed by stop: every stream ends (nil: never).
@@ -68,9 +73,39 @@ type ServedChain struct {
 	Chain StreamChain
 }
 
-// DefaultRecheck is how often a status stream rereads the remotes when no
-// head came.
-const DefaultRecheck = 5 * time.Second
+// changed is closed at the next change of the chains served; nil (never)
+// without Changed.
+func (s *Streams) changed() <-chan struct{} {
+	if s.Changed == nil {
+		return nil
+	}
+	return s.Changed()
+}
+
+// tenure is what ends a stream on one chain besides its client: the
+// server stopping, or its chain leaving the chains served (a reload
+// removed it, or serves another chain under its ChainRef).
+type tenure struct {
+	s     *Streams
+	ctx   context.Context
+	ref   pb.ChainRef
+	w     *headstore.Window // the chain's: a chain a reload keeps keeps it
+	table <-chan struct{}   // closed at the next change of the chains served
+}
+
+func (s *Streams) tenure(ctx context.Context, ref pb.ChainRef, ch StreamChain) *tenure {
+	return &tenure{s: s, ctx: ctx, ref: ref, w: ch.Window(), table: s.changed()}
+}
+
+// recheck is called once t.table has closed: nil while the chain is still
+// served under its ref, else the status the stream ends with.
+func (t *tenure) recheck() error {
+	t.table = t.s.changed() // before the look: a change during it is not missed
+	if now, err := t.s.resolve(t.ctx, t.ref); err == nil && now.Window() == t.w {
+		return nil
+	}
+	return status.Errorf(codes.Unavailable, "chain %s is no longer served here: a config reload removed or replaced it", refName(t.ref))
+}
 
 func (s *Streams) resolve(ctx context.Context, ref pb.ChainRef) (StreamChain, error) {
 	if s.Chain == nil {
@@ -83,7 +118,7 @@ func (s *Streams) recheck() time.Duration {
 	if s.Recheck > 0 {
 		return s.Recheck
 	}
-	return DefaultRecheck
+	return DefaultStatusRecheck
 }
 
 // Caller is a chain's router as the streams call it: the JSON-RPC call

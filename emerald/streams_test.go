@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,15 +157,47 @@ func (ch *chainCaller) Remotes() []rstatus.Remote {
 		Availability: []rstatus.Availability{{Kind: "state", Oldest: 1}, {Kind: "logs"}}}}
 }
 
+// table is a Table a test changes, as the app's reload does.
+type table struct {
+	mu      sync.Mutex
+	list    []Chain
+	changed chan struct{}
+}
+
+func newTable(list ...Chain) *table { return &table{list: list, changed: make(chan struct{})} }
+
+func (t *table) Chains() []Chain {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.list)
+}
+
+func (t *table) Changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.changed
+}
+
+// set serves list from now on, as a reload does.
+func (t *table) set(list ...Chain) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.list = list
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
 // rig is a chain fed from the simulated backend, its subcenter, and the
 // streams served over gRPC and its subscriptions over WebSocket.
 type rig struct {
-	sim  *simnode.Node
-	feed *simFeed
-	ch   *chainCaller
-	srv  *Server
-	grpc string // gRPC address
-	ws   string // WebSocket URL
+	sim   *simnode.Node
+	feed  *simFeed
+	ch    *chainCaller
+	srv   *Server
+	table *table
+	chain Chain  // the chain served, in table
+	grpc  string // gRPC address
+	ws    string // WebSocket URL
 }
 
 const testRef = pb.ChainRef_CHAIN_ETHEREUM__MAINNET
@@ -180,11 +214,10 @@ func newRig(t *testing.T, opts subcenter.Options, heartbeat time.Duration) *rig 
 
 	js := jrpc.NewServer(jrpc.Options{})
 	js.Handle("sim", jrpc.HandlerFunc(ch.ServeRPC))
-	served := func() []Chain {
-		return []Chain{{Name: "sim", ChainID: 1, Remotes: ch.Remotes, Window: f.w,
-			Ready: func() bool { return true }, Head: func() (uint64, bool) { return f.w.Latest() }}}
-	}
-	srv := New(Config{}, Options{Addr: "127.0.0.1:0"}, js, served)
+	chain := Chain{Name: "sim", ChainID: 1, Remotes: ch.Remotes, Window: f.w,
+		Ready: func() bool { return true }, Head: func() (uint64, bool) { return f.w.Latest() }}
+	tb := newTable(chain)
+	srv := New(Config{}, Options{Addr: "127.0.0.1:0"}, js, tb)
 	srv.Heartbeat = heartbeat
 	if err := srv.Start(context.Background(), nil); err != nil {
 		t.Fatal(err)
@@ -193,7 +226,8 @@ func newRig(t *testing.T, opts subcenter.Options, heartbeat time.Duration) *rig 
 	lis := srv.Addr()
 	hs := httptest.NewServer(js.Handler())
 	t.Cleanup(hs.Close)
-	return &rig{srv: srv, sim: sim, feed: f, ch: ch, grpc: lis.String(), ws: "ws" + strings.TrimPrefix(hs.URL, "http") + "/sim"}
+	return &rig{srv: srv, sim: sim, feed: f, ch: ch, table: tb, chain: chain, grpc: lis.String(),
+		ws: "ws" + strings.TrimPrefix(hs.URL, "http") + "/sim"}
 }
 
 func (r *rig) client(t *testing.T, opts ...grpc.DialOption) pb.BlockchainClient {
@@ -579,4 +613,153 @@ func TestStopEndsStreamsWithAStatus(t *testing.T) {
 			t.Fatalf("%s ended with %v, want UNAVAILABLE", name, err)
 		}
 	}
+}
+
+// recvUntil receives from a stream until a message ok accepts, failing on
+// an error.
+func recvUntil[T any](t *testing.T, what string, recv func() (T, error), ok func(T) bool) T {
+	t.Helper()
+	for {
+		m, err := recv()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if ok(m) {
+			return m
+		}
+	}
+}
+
+// recvEnd receives from a stream until it ends, and returns its status.
+func recvEnd[T any](recv func() (T, error)) error {
+	for {
+		if _, err := recv(); err != nil {
+			return err
+		}
+	}
+}
+
+func describedRefs(t *testing.T, c pb.BlockchainClient) []pb.ChainRef {
+	t.Helper()
+	d, err := c.Describe(waitCtx(t), &pb.DescribeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []pb.ChainRef
+	for _, ch := range d.Chains {
+		refs = append(refs, ch.Chain)
+	}
+	return refs
+}
+
+// A reload that adds a chain keeps every open stream; the status streams
+// and Describe report the chain added, then the one removed; the streams
+// on the removed chain end with UNAVAILABLE saying why.
+func TestReloadKeepsStreamsAndEndsThoseOfARemovedChain(t *testing.T) {
+	r := newRig(t, subcenter.Options{}, 0)
+	r.feed.commit(1)
+	c := r.client(t)
+	ctx := waitCtx(t)
+	heads, err := c.SubscribeHead(ctx, &pb.Chain{Type: testRef})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := c.NativeSubscribe(ctx, &pb.NativeSubscribeRequest{Chain: testRef, Method: "newHeads"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.SubscribeStatus(ctx, &pb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.SubscribeChainStatus(ctx, &pb.SubscribeChainStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := c.SubscribeNodeStatus(ctx, &pb.SubscribeNodeStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := heads.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, recv := range []func() error{
+		func() error { _, err := st.Recv(); return err },
+		func() error { _, err := cs.Recv(); return err },
+		func() error { _, err := ns.Recv(); return err },
+	} {
+		if err := recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(waitLimit)
+	for r.ch.c.Subscribers() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("NativeSubscribe never subscribed")
+		}
+		runtime.Gosched()
+	}
+
+	// A reload adds Optimism, fed from the same node.
+	const opRef = pb.ChainRef_CHAIN_OPTIMISM__MAINNET
+	op := newSimFeed(t, r.sim)
+	opChain := Chain{Name: "op", ChainID: 10, Window: op.w, Ready: func() bool { return true },
+		Head: func() (uint64, bool) { return op.w.Latest() },
+		Remotes: func() []rstatus.Remote {
+			n, _, _ := op.w.Head()
+			return []rstatus.Remote{{Name: "op-node", Tier: "primary", InRotation: true, Head: n}}
+		}}
+	r.table.set(r.chain, opChain)
+	recvUntil(t, "SubscribeStatus after the chain was added", st.Recv, func(s *pb.ChainStatus) bool {
+		return s.Chain == opRef && s.Availability == pb.AvailabilityEnum_AVAIL_OK
+	})
+	recvUntil(t, "SubscribeChainStatus after the chain was added", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
+		return m.ChainDescription.Chain == opRef && m.FullResponse && len(m.ChainDescription.ChainEvent) == 7
+	})
+	recvUntil(t, "SubscribeNodeStatus after the chain was added", ns.Recv, func(m *pb.NodeStatusResponse) bool {
+		return m.NodeId == "op-node" && m.Description.Chain == opRef
+	})
+	if got := describedRefs(t, c); !slices.Equal(got, []pb.ChainRef{testRef, opRef}) {
+		t.Fatalf("Describe after the chain was added: %v", got)
+	}
+	// The streams on the chain kept go on.
+	r.feed.commit(1)
+	if h, err := heads.Recv(); err != nil || h.Height != first.Height+1 {
+		t.Fatalf("SubscribeHead after the reload: %v %v, want height %d", h, err, first.Height+1)
+	}
+	note := recvUntil(t, "NativeSubscribe after the reload", subs.Recv, func(m *pb.NativeSubscribeReplyItem) bool { return !m.Heartbeat })
+	if want := fmt.Sprintf(`"number":"0x%x"`, first.Height+1); !bytes.Contains(note.Payload, []byte(want)) {
+		t.Fatalf("newHeads after the reload: %s, want %s", note.Payload, want)
+	}
+
+	// A reload removes the first chain.
+	r.table.set(opChain)
+	for name, recv := range map[string]func() error{
+		"SubscribeHead":   func() error { return recvEnd(heads.Recv) },
+		"NativeSubscribe": func() error { return recvEnd(subs.Recv) },
+	} {
+		if err := recv(); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "no longer served") {
+			t.Fatalf("%s on the removed chain ended with %v, want UNAVAILABLE saying why", name, err)
+		}
+	}
+	recvUntil(t, "SubscribeStatus after the chain was removed", st.Recv, func(s *pb.ChainStatus) bool {
+		return s.Chain == testRef && s.Availability == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
+	})
+	recvUntil(t, "SubscribeChainStatus after the chain was removed", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
+		evs := m.ChainDescription.ChainEvent
+		return m.ChainDescription.Chain == testRef && !m.FullResponse && len(evs) > 0 &&
+			evs[0].GetStatus().GetAvailability() == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
+	})
+	recvUntil(t, "SubscribeNodeStatus after the chain was removed", ns.Recv, func(m *pb.NodeStatusResponse) bool {
+		return m.NodeId == "sim" && m.Status.Availability == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
+	})
+	if got := describedRefs(t, c); !slices.Equal(got, []pb.ChainRef{opRef}) {
+		t.Fatalf("Describe after the chain was removed: %v", got)
+	}
+	// Served again, it is described whole again.
+	r.table.set(r.chain, opChain)
+	recvUntil(t, "SubscribeChainStatus after the chain came back", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
+		return m.ChainDescription.Chain == testRef && m.FullResponse
+	})
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -14,10 +13,6 @@ import (
 	"github.com/venn-gateway/venn/emerald/pb"
 	"github.com/venn-gateway/venn/jrpc"
 )
-
-// DefaultHeartbeat is how often a NativeSubscribe stream with nothing
-// else to send gets a heartbeat item (Streams.Heartbeat overrides it).
-const DefaultHeartbeat = 15 * time.Second
 
 // unsubscribeMethod is the one unsubscribe_method venn serves: the
 // subscription is the subcenter's, whatever the client names.
@@ -28,7 +23,8 @@ const unsubscribeMethod = "eth_unsubscribe"
 // the same notifications (newHeads, logs with removed: true on a reorg,
 // newPendingTransactions), each item's payload the WebSocket
 // notification's result byte for byte, and the same slow-consumer rule.
-// A heartbeat item goes out every Heartbeat. When the stream ends, the
+// A heartbeat item goes out every Heartbeat. A reload that removes the
+// chain ends the stream with UNAVAILABLE. When the stream ends, the
 // subscription is dropped (by unsubscribe_method when the client names
 // it: only eth_unsubscribe is served).
 func (s *Streams) NativeSubscribe(req *pb.NativeSubscribeRequest, stream grpc.ServerStreamingServer[pb.NativeSubscribeReplyItem]) error {
@@ -43,6 +39,7 @@ func (s *Streams) NativeSubscribe(req *pb.NativeSubscribeRequest, stream grpc.Se
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
+	ten := s.tenure(stream.Context(), req.GetChain(), ch)
 	n := newStreamNotifier(stream.Context())
 	defer n.cancel(nil)
 	ctx := jrpc.ContextWithNotifier(stream.Context(), n)
@@ -62,7 +59,7 @@ func (s *Streams) NativeSubscribe(req *pb.NativeSubscribeRequest, stream grpc.Se
 	if hb == 0 {
 		hb = DefaultHeartbeat
 	}
-	return n.run(stream.Send, hb, s.stopping)
+	return n.run(stream.Send, hb, ten)
 }
 
 // subscribeParams is eth_subscribe's params for a NativeSubscribe: the

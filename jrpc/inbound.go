@@ -29,6 +29,17 @@ type Inbound struct {
 	Body []byte
 }
 
+// GateRequest is in as the HTTP request the Gate reads: its headers and
+// address on a POST to /CHAIN, with ctx.
+func (in Inbound) GateRequest(ctx context.Context) *http.Request {
+	h := in.Header
+	if h == nil {
+		h = http.Header{}
+	}
+	return (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/" + in.Chain},
+		Header: h, RemoteAddr: in.RemoteAddr, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
+}
+
 // ServeInbound serves in and appends its answer to buf. The answer is
 // empty when the message held only notifications. A message refused or
 // invalid as a whole (unknown chain, over max_body_bytes, refused by the
@@ -59,8 +70,8 @@ func (s *Server) ServeInbound(ctx context.Context, in Inbound, buf []byte) ([]by
 	if s.gate != nil {
 		// The Gate reads requests: the message's headers and address make
 		// one, so that keys and limits are decided as for HTTP.
-		r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/" + ch.name},
-			Header: h, RemoteAddr: in.RemoteAddr, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
+		in.Header = h
+		r := in.GateRequest(ctx)
 		var refused *Refusal
 		cl, refused = s.gate.Admit(r, Admission{Chain: ch.name, Transport: in.Transport})
 		if refused != nil {
