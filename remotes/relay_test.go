@@ -485,14 +485,11 @@ func TestRelayRemoteDrops(t *testing.T) {
 		_, err = sub.Run(context.Background())
 	}
 	checkErr("dial while down", err)
-	// So does a call: the pool's own connection to the remote was cut too,
-	// and this call uses it up, however late its reader learns of the cut.
-	// Else the first call after the remote is back could be the one to
-	// learn it, on a connection that died before the call was sent.
-	if _, err := call(t, p, "eth_getBalance", balanceOf(0)); err == nil {
-		t.Fatal("a call while the remote is down succeeded")
-	}
 
+	// The pool's own connection to the remote was cut too, and its reader
+	// may not have learnt of it yet: the first call after the remote is
+	// back (sendRaw's) is still answered, the transport sending it on a
+	// new connection.
 	n.SetDown(false)
 	// Past its relay backoff, so that the relay goes to it at once, not
 	// to a filter first.

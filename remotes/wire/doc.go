@@ -1,5 +1,6 @@
 // Package wire is how venn talks to one upstream endpoint: the HTTP and
-// WebSocket transports (transport.go, transport_http.go, transport_ws.go),
+// WebSocket transports (transport.go, transport_http.go, transport_ws.go,
+// with the look at a WebSocket's socket before each write in sock.go),
 // the client half of the JSON-RPC codec and reply reading under one
 // process-wide reply budget (replies.go), upstream subscriptions
 // (subscription.go), the client headers a call forwards (forward.go), the
@@ -9,6 +10,9 @@
 //
 // It owns one call to one remote and nothing about remotes as a group: it
 // knows neither Pool nor Remote, keeps no health, picks no remote, retries
-// nothing and judges no answer (remotes/verdict does). Its errors name a
-// remote by its configured name, never by its URL: URLs carry keys.
+// nothing and judges no answer (remotes/verdict does). The one call it
+// sends again is one that never left: the WebSocket transport sends a call
+// that its connection's loss kept from being written once more, on a new
+// connection. Its errors name a remote by its configured name, never by
+// its URL: URLs carry keys.
 package wire

@@ -45,6 +45,14 @@ var errTransportClosed = errors.New("transport closed")
 // matched to replies by id. The connection is dialled on the first call and
 // again on the first call after it is lost; one dial runs at a time and every
 // caller waiting for it shares its outcome.
+//
+// A call whose connection is lost before the call was written is sent once
+// more, on a new connection: the remote never saw it, so even a write
+// (eth_sendRawTransaction) cannot be done twice. That is the call that
+// lands on a connection the remote closed while it was idle, before the
+// reader learnt of it. A call written before the loss is never sent again
+// here, read or write: the remote may have acted on it, and the pool (not
+// the transport) decides whether another try is safe.
 type wsTransport struct {
 	name     string
 	url      string // never in an error or log
@@ -96,13 +104,20 @@ func newWSTransport(opts Options, u *url.URL) *wsTransport {
 
 // wsDialOptions is the handshake setup shared by calls and heads. The HTTP
 // client is HTTP/1.1 only (the upgrade needs it) and has no timeout: the
-// dial's ctx bounds it.
+// dial's ctx bounds it. A dial whose ctx carries a *sockSlot leaves its
+// network connection there (sock.go).
 func wsDialOptions(opts Options) *websocket.DialOptions {
 	dialer := &net.Dialer{Timeout: httpDialTimeout, KeepAlive: httpKeepAlive}
 	return &websocket.DialOptions{
 		HTTPClient: &http.Client{Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         dialer.DialContext,
+			Proxy: http.ProxyFromEnvironment,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conn, err := dialer.DialContext(ctx, network, addr)
+				if err == nil {
+					keepSock(ctx, conn)
+				}
+				return conn, err
+			},
 			TLSHandshakeTimeout: httpTLSHandshakeTimeout,
 		}},
 		HTTPHeader:      opts.Headers.Clone(),
@@ -111,32 +126,42 @@ func wsDialOptions(opts Options) *websocket.DialOptions {
 }
 
 func (t *wsTransport) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, int, error) {
+	r := t.call(ctx, method, params)
+	if r.unsent && ctx.Err() == nil {
+		r = t.call(ctx, method, params) // once: see wsTransport
+	}
+	return r.result, 0, r.err
+}
+
+// call sends one call on the live connection, dialling one if need be.
+func (t *wsTransport) call(ctx context.Context, method string, params json.RawMessage) wsReply {
 	c, err := t.connect(ctx)
 	if err != nil {
-		return nil, 0, err
+		return wsReply{err: err}
 	}
 	id := t.ids.Add(1)
 	reply := make(chan wsReply, 1)
 	if err := c.register(id, reply); err != nil {
-		return nil, 0, err
+		return wsReply{err: err, unsent: true} // lost since connect
 	}
 	buf := t.bufs.get()
 	*buf = appendRequest(*buf, id, method, params)
 	select {
-	case c.out <- buf:
+	case c.out <- wsOut{id: id, buf: buf}:
 	case r := <-reply: // the connection died first
-		return r.result, 0, r.err
+		t.bufs.put(buf)
+		return r
 	case <-ctx.Done():
 		c.unregister(id)
 		t.bufs.put(buf)
-		return nil, 0, fmt.Errorf("remote %s: %w", t.name, ctx.Err())
+		return wsReply{err: fmt.Errorf("remote %s: %w", t.name, ctx.Err())}
 	}
 	select {
 	case r := <-reply:
-		return r.result, 0, r.err
+		return r
 	case <-ctx.Done():
 		c.unregister(id)
-		return nil, 0, fmt.Errorf("remote %s: %w", t.name, ctx.Err())
+		return wsReply{err: fmt.Errorf("remote %s: %w", t.name, ctx.Err())}
 	}
 }
 
@@ -173,7 +198,8 @@ func (t *wsTransport) connect(ctx context.Context) (*wsConn, error) {
 func (t *wsTransport) dial(d *wsDial) {
 	defer t.wg.Done()
 	ctx, cancel := context.WithTimeout(t.ctx, wsDialTimeout)
-	ws, _, err := websocket.Dial(ctx, t.url, t.dialOpts)
+	slot := new(sockSlot)
+	ws, _, err := websocket.Dial(withSockSlot(ctx, slot), t.url, t.dialOpts)
 	cancel()
 
 	t.mu.Lock()
@@ -189,7 +215,7 @@ func (t *wsTransport) dial(d *wsDial) {
 		d.err = transportFailure(t.name, t.red, "dial", err)
 		t.log.Debug("remote websocket dial failed", "remote", t.name, "err", d.err)
 	default:
-		d.conn = t.startConn(ws)
+		d.conn = t.startConn(ws, slot.sock())
 		t.conn = d.conn
 		if t.dialed && t.onRedial != nil {
 			t.onRedial()
@@ -217,6 +243,21 @@ func (t *wsTransport) Close() {
 type wsReply struct {
 	result json.RawMessage
 	err    error
+	// unsent: err is the connection's loss, and the call was not written
+	// on it; the remote never saw it.
+	unsent bool
+}
+
+// wsOut is an encoded call for the writer.
+type wsOut struct {
+	id  uint64
+	buf *[]byte
+}
+
+// wsPending is a call waiting for its reply.
+type wsPending struct {
+	reply   chan<- wsReply
+	written bool // the writer has begun to write it: the remote may see it
 }
 
 // wsConn is one WebSocket connection with its reader, writer and pinger.
@@ -225,18 +266,19 @@ type wsReply struct {
 type wsConn struct {
 	t      *wsTransport
 	ws     *websocket.Conn
+	sock   *sock           // the network connection under ws, for a look before each write; nil: none
 	ctx    context.Context // ends when the connection dies
 	cancel context.CancelFunc
-	out    chan *[]byte // encoded calls, for the writer
+	out    chan wsOut // encoded calls, for the writer
 
 	mu      sync.Mutex
-	pending map[uint64]chan<- wsReply
+	pending map[uint64]wsPending
 	err     error // why the connection died; nil while alive
 }
 
 // startConn starts the connection's goroutines. Called with t.mu held and
 // t not closed, so that t.wg.Add cannot race close's Wait.
-func (t *wsTransport) startConn(ws *websocket.Conn) *wsConn {
+func (t *wsTransport) startConn(ws *websocket.Conn, sk *sock) *wsConn {
 	// Replies are bounded by readMessage, which can skip an oversize message
 	// and keep the connection; the library's own limit would close it.
 	ws.SetReadLimit(-1)
@@ -244,10 +286,11 @@ func (t *wsTransport) startConn(ws *websocket.Conn) *wsConn {
 	c := &wsConn{
 		t:       t,
 		ws:      ws,
+		sock:    sk,
 		ctx:     ctx,
 		cancel:  cancel,
-		out:     make(chan *[]byte, wsOutQueue),
-		pending: make(map[uint64]chan<- wsReply),
+		out:     make(chan wsOut, wsOutQueue),
+		pending: make(map[uint64]wsPending),
 	}
 	t.wg.Add(3)
 	go c.readLoop()
@@ -268,7 +311,7 @@ func (c *wsConn) register(id uint64, ch chan<- wsReply) error {
 	if c.err != nil {
 		return c.err
 	}
-	c.pending[id] = ch
+	c.pending[id] = wsPending{reply: ch}
 	return nil
 }
 
@@ -281,15 +324,16 @@ func (c *wsConn) unregister(id uint64) {
 // deliver hands a reply to the call waiting for id, if it still waits.
 func (c *wsConn) deliver(id uint64, r wsReply) {
 	c.mu.Lock()
-	ch, ok := c.pending[id]
+	p, ok := c.pending[id]
 	delete(c.pending, id)
 	c.mu.Unlock()
 	if ok {
-		ch <- r // buffered, and each id is delivered once
+		p.reply <- r // buffered, and each id is delivered once
 	}
 }
 
 // fail kills the connection once: pending calls get err, goroutines stop.
+// A call not yet written learns that it was not (wsReply.unsent).
 func (c *wsConn) fail(err error) {
 	c.mu.Lock()
 	if c.err != nil {
@@ -301,8 +345,8 @@ func (c *wsConn) fail(err error) {
 	c.pending = nil
 	c.mu.Unlock()
 
-	for _, ch := range pending {
-		ch <- wsReply{err: err}
+	for _, p := range pending {
+		p.reply <- wsReply{err: err, unsent: !p.written}
 	}
 	c.cancel()
 	c.ws.CloseNow()
@@ -399,20 +443,43 @@ func (c *wsConn) writeLoop() {
 		select {
 		case <-c.ctx.Done():
 			return
-		case buf := <-c.out:
+		case o := <-c.out:
+			// A remote that closed the connection while it was idle has
+			// left its FIN with the system before the reader learns of it:
+			// the call is not written where the remote will never read it.
+			if c.sock.peerClosed() {
+				c.t.bufs.put(o.buf)
+				c.fail(transportFailure(c.t.name, c.t.red, "write", errPeerClosed))
+				return
+			}
+			c.setWritten(o.id, true)
 			// The write has its own timeout, not the caller's ctx: the
 			// library closes the connection when a write's ctx ends, and
 			// one impatient caller must not kill it for all.
 			ctx, cancel := context.WithTimeout(c.ctx, wsWriteTimeout)
-			err := c.ws.Write(ctx, websocket.MessageText, *buf)
+			err := c.ws.Write(ctx, websocket.MessageText, *o.buf)
 			cancel()
-			c.t.bufs.put(buf)
+			c.t.bufs.put(o.buf)
 			if err != nil {
+				// A failed write left at most part of its frame: the
+				// remote cannot have read the call.
+				c.setWritten(o.id, false)
 				c.fail(transportFailure(c.t.name, c.t.red, "write", err))
 				return
 			}
 		}
 	}
+}
+
+// setWritten marks whether the call id (if it still waits) may have
+// reached the remote.
+func (c *wsConn) setWritten(id uint64, written bool) {
+	c.mu.Lock()
+	if p, ok := c.pending[id]; ok {
+		p.written = written
+		c.pending[id] = p
+	}
+	c.mu.Unlock()
 }
 
 func (c *wsConn) pingLoop() {
