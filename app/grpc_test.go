@@ -462,41 +462,18 @@ chains:
 		transfer()
 		// geth --dev seals a block for the transaction; the stream tells it
 		// as geth has it.
-		for {
-			item, err := st.Recv()
-			if err != nil {
-				t.Fatalf("with a valid key: %v", err)
-			}
-			if item.Heartbeat {
-				continue
-			}
-			var head, b struct {
-				Hash   string `json:"hash"`
-				Number string `json:"number"`
-			}
-			if err := json.Unmarshal(item.Payload, &head); err != nil || head.Hash == "" {
-				t.Fatalf("newHeads payload %s: %v", item.Payload, err)
-			}
-			if err := json.Unmarshal(geth.MustCall(t, "eth_getBlockByNumber", head.Number, false), &b); err != nil || b.Hash != head.Hash {
-				t.Fatalf("head %s %s, geth's block there is %s", head.Number, head.Hash, b.Hash)
-			}
-			return
+		item := testkit.RecvUntil(t, "with a valid key", st.Recv, func(it *pb.NativeSubscribeReplyItem) bool { return !it.Heartbeat })
+		var head, b struct {
+			Hash   string `json:"hash"`
+			Number string `json:"number"`
+		}
+		if err := json.Unmarshal(item.Payload, &head); err != nil || head.Hash == "" {
+			t.Fatalf("newHeads payload %s: %v", item.Payload, err)
+		}
+		if err := json.Unmarshal(geth.MustCall(t, "eth_getBlockByNumber", head.Number, false), &b); err != nil || b.Hash != head.Hash {
+			t.Fatalf("head %s %s, geth's block there is %s", head.Number, head.Hash, b.Hash)
 		}
 	})
-}
-
-// recvUntil receives from a stream until a message ok accepts.
-func recvUntil[T any](t *testing.T, what string, recv func() (T, error), ok func(T) bool) T {
-	t.Helper()
-	for {
-		m, err := recv()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok(m) {
-			return m
-		}
-	}
 }
 
 // describe is what Describe says of each chain, by ChainRef.
@@ -543,13 +520,13 @@ func TestGRPCReloadAddsAndRemovesChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recvUntil(t, "first status", st.Recv, func(s *pb.ChainStatus) bool { return s.Chain == testRef })
+	testkit.RecvUntil(t, "first status", st.Recv, func(s *pb.ChainStatus) bool { return s.Chain == testRef })
 
 	rep := app.reload(t, conf([]string{remoteYAML("a", a), remoteYAML("b", b)}, other))
 	if !rep.Applied || !slices.Contains(rep.Changes, "chain other added") || !slices.Contains(rep.Changes, "chain test: remote b added") {
 		t.Fatalf("report %+v", rep)
 	}
-	recvUntil(t, "SubscribeStatus after the chain was added", st.Recv, func(s *pb.ChainStatus) bool {
+	testkit.RecvUntil(t, "SubscribeStatus after the chain was added", st.Recv, func(s *pb.ChainStatus) bool {
 		return s.Chain == otherRef && s.Availability == pb.AvailabilityEnum_AVAIL_OK
 	})
 	d := describe(t, c)
@@ -557,7 +534,7 @@ func TestGRPCReloadAddsAndRemovesChains(t *testing.T) {
 		t.Fatalf("Describe after the reload: %v", d)
 	}
 	// The stream on the chain kept goes on, past the reload.
-	recvUntil(t, "SubscribeHead after the reload", heads.Recv, func(h *pb.ChainHead) bool { return h.Height > first.Height+1 })
+	testkit.RecvUntil(t, "SubscribeHead after the reload", heads.Recv, func(h *pb.ChainHead) bool { return h.Height > first.Height+1 })
 
 	// A reload removes the chain.
 	rep = app.reload(t, "grpc_listen: 127.0.0.1:0\nlisten: 127.0.0.1:0\nmetrics_listen: 127.0.0.1:0\n"+
@@ -571,7 +548,7 @@ func TestGRPCReloadAddsAndRemovesChains(t *testing.T) {
 		}
 	}
 	wantCode(t, err, codes.Unavailable, "no longer served")
-	recvUntil(t, "SubscribeStatus after the chain was removed", st.Recv, func(s *pb.ChainStatus) bool {
+	testkit.RecvUntil(t, "SubscribeStatus after the chain was removed", st.Recv, func(s *pb.ChainStatus) bool {
 		return s.Chain == testRef && s.Availability == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
 	})
 	if d := describe(t, c); len(d) != 1 || d[otherRef] == nil {

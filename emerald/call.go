@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/venn-gateway/venn/emerald/pb"
+	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -32,7 +33,8 @@ func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreami
 	if s.opts.MaxItems > 0 && len(items) > s.opts.MaxItems {
 		return status.Errorf(codes.ResourceExhausted, "NativeCall: %d items, over limits.max_batch_items (%d)", len(items), s.opts.MaxItems)
 	}
-	if err := checkRequest(req); err != nil {
+	floor, err := checkRequest(req)
+	if err != nil {
 		return err
 	}
 	if m := req.GetMinAvailability(); m != pb.AvailabilityEnum_AVAIL_UNKNOWN {
@@ -50,7 +52,7 @@ func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreami
 		// The usual call: served on the stream's goroutine, where a
 		// dispatcher and an item goroutine cost more than the item did
 		// (each new goroutine grew its stack through the router's frames).
-		rep, err := s.callItem(ctx, in, items[0])
+		rep, err := s.callItem(ctx, in, items[0], floor, c.Window)
 		if err != nil {
 			return err
 		}
@@ -79,7 +81,7 @@ func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreami
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				rep, err := s.callItem(ctx, in, it)
+				rep, err := s.callItem(ctx, in, it, floor, c.Window)
 				results <- result{i: i, rep: rep, err: err}
 			}()
 		}
@@ -116,62 +118,35 @@ func (s *Server) NativeCall(req *pb.NativeCallRequest, stream grpc.ServerStreami
 	return nil
 }
 
-// checkRequest refuses what venn has no equivalent for, naming it.
-func checkRequest(req *pb.NativeCallRequest) error {
+// checkRequest refuses what venn has no equivalent for, naming it, and
+// returns the floor of the request's selector (selector.go).
+func checkRequest(req *pb.NativeCallRequest) (jrpc.MinHead, error) {
 	if q := req.GetQuorum(); q > 1 {
-		return status.Errorf(codes.InvalidArgument, "NativeCall: quorum %d is not served: consensus is the chain's config (consensus section), not per request", q)
+		return jrpc.MinHead{}, status.Errorf(codes.InvalidArgument, "NativeCall: quorum %d is not served: consensus is the chain's config (consensus section), not per request", q)
 	}
-	if err := checkSelector(req.GetSelector()); err != nil {
-		return err
+	floor, err := selectorFloor(req.GetSelector())
+	if err != nil {
+		return jrpc.MinHead{}, err
 	}
 	for _, it := range req.GetItems() {
 		for _, sel := range it.GetSelectors() {
-			if err := checkSelector(sel); err != nil {
-				return err
+			if _, err := selectorFloor(sel); err != nil {
+				return jrpc.MinHead{}, err
 			}
 		}
 		if it.GetRestData() != nil {
-			return status.Errorf(codes.InvalidArgument, "NativeCall: item %d: rest_data is not served (JSON-RPC chains only)", it.GetId())
+			return jrpc.MinHead{}, status.Errorf(codes.InvalidArgument, "NativeCall: item %d: rest_data is not served (JSON-RPC chains only)", it.GetId())
 		}
 	}
-	return nil
+	return floor, nil
 }
 
-// checkSelector refuses every selector for now: venn routes each call by
-// its own block and the remotes' heads, and has no per-call labels.
-func checkSelector(sel *pb.Selector) error {
-	if sel == nil || sel.GetSelectorType() == nil {
-		return nil
-	}
-	name := "selector"
-	switch sel.GetSelectorType().(type) {
-	case *pb.Selector_LabelSelector:
-		name = "labelSelector"
-	case *pb.Selector_OrSelector:
-		name = "orSelector"
-	case *pb.Selector_AndSelector:
-		name = "andSelector"
-	case *pb.Selector_NotSelector:
-		name = "notSelector"
-	case *pb.Selector_ExistsSelector:
-		name = "existsSelector"
-	case *pb.Selector_HeightSelector:
-		name = "height_selector"
-	case *pb.Selector_SlotHeightSelector:
-		name = "slot_height_selector"
-	case *pb.Selector_LowerHeightSelector:
-		name = "lower_height_selector"
-	case *pb.Selector_GtSelector:
-		name = "gtSelector"
-	case *pb.Selector_LtSelector:
-		name = "ltSelector"
-	}
-	return status.Errorf(codes.InvalidArgument, "NativeCall: %s is not served by venn (no selector is yet)", name)
-}
-
-// callItem serves one item. A reply is the item's answer or its error;
-// err is the request refused as a whole (by the Gate, or venn stopping).
-func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCallItem) (*pb.NativeCallReplyItem, error) {
+// callItem serves one item under the request's floor and its own
+// selectors' (itemFloor). A reply is the item's answer or its error, with
+// the source that answered it (upstreamID) and the chain's finalization as
+// w, its head window (nil: none), knows it; err is the request refused as
+// a whole (by the Gate, or venn stopping).
+func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCallItem, floor jrpc.MinHead, w *headstore.Window) (*pb.NativeCallReplyItem, error) {
 	rep := &pb.NativeCallReplyItem{Id: it.GetId()}
 	method := it.GetMethod()
 	if method == "" {
@@ -185,7 +160,11 @@ func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCal
 		in.Header = in.Header.Clone()
 		in.Header.Set("X-Request-Id", rid)
 	}
+	var note jrpc.Note
+	in.Note, in.MinHead = &note, itemFloor(floor, it)
 	result, callErr, refused := serveOne(ctx, s.h, in, method, params)
+	rep.UpstreamId = upstreamID(&note)
+	rep.Finalization = finalizedOf(w)
 	if refused != nil {
 		if st := refusal(refused); st != nil {
 			return nil, st
@@ -198,6 +177,44 @@ func (s *Server) callItem(ctx context.Context, in jrpc.Inbound, it *pb.NativeCal
 	rep.Succeed = true
 	rep.Payload = result
 	return rep, nil
+}
+
+// upstreamID is the reply's upstream_id for a call answered as n says:
+// the remote's name (the names, comma-joined, of a call served from
+// several: a split eth_getLogs), or for an answer venn gave itself
+// "venn:" and the part that gave it (venn:head, venn:history, venn:cache,
+// venn:forger, venn:local), which no remote's name can be (names are
+// [A-Za-z0-9_.-]+). "" when nothing answered (a refused call) or the
+// answer was another identical call's, shared while in flight.
+func upstreamID(n *jrpc.Note) string {
+	switch {
+	case n.Source == "remotes":
+		return n.Remote
+	case n.Source != "":
+		return SelfID + n.Source
+	}
+	return ""
+}
+
+// SelfID prefixes the upstream_id of answers venn gave itself.
+const SelfID = "venn:"
+
+// finalizedOf is the chain's finalized block as w knows it (the safe
+// block while none is finalized); nil when it knows neither.
+func finalizedOf(w *headstore.Window) *pb.FinalizationData {
+	if w == nil {
+		return nil
+	}
+	t, ok := w.Tags()
+	switch {
+	case !ok:
+		return nil
+	case t.Finalized > 0:
+		return &pb.FinalizationData{Height: t.Finalized, Type: pb.FinalizationType_FINALIZATION_FINALIZED_BLOCK}
+	case t.Safe > 0:
+		return &pb.FinalizationData{Height: t.Safe, Type: pb.FinalizationType_FINALIZATION_SAFE_BLOCK}
+	}
+	return nil
 }
 
 // refusal is the gRPC status for a message refused as a whole before any
@@ -248,7 +265,7 @@ func (s *Server) send(stream grpc.ServerStreamingServer[pb.NativeCallReplyItem],
 	for len(p) > 0 {
 		n := min(int(chunk), len(p))
 		part := &pb.NativeCallReplyItem{Id: rep.Id, Succeed: true, Payload: p[:n], UpstreamId: rep.UpstreamId,
-			Chunked: true, FinalChunk: n == len(p)}
+			Finalization: rep.Finalization, Chunked: true, FinalChunk: n == len(p)}
 		if err := stream.Send(part); err != nil {
 			return err
 		}

@@ -8,7 +8,10 @@
 // Like package nats it only decodes and encodes: every NativeCall item is
 // handed to the same jrpc handler as an HTTP body (limits, API keys from
 // the metadata, method lists, rate limits, router), and what it answers
-// is put in the reply unchanged. It must not route, cache or limit calls
+// is put in the reply unchanged. A height selector rides with the item as
+// its floor (jrpc.Inbound.MinHead), which the router and the remotes'
+// selection honour, and the part that answered comes back in the
+// Inbound's note (upstream_id): emerald reads both, decides neither. It must not route, cache or limit calls
 // on its own, nor touch Redis, the remotes' internals or the HTTP
 // listener: a gRPC failure never affects JSON-RPC serving. What it reads
 // of a chain (height, remotes by name, their state) comes from the

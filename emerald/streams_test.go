@@ -28,6 +28,7 @@ import (
 	"github.com/venn-gateway/venn/headstore"
 	"github.com/venn-gateway/venn/internal/gethtest"
 	"github.com/venn-gateway/venn/internal/simnode"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 	rstatus "github.com/venn-gateway/venn/remotes/status"
 	"github.com/venn-gateway/venn/subcenter"
@@ -417,6 +418,34 @@ func TestNativeSubscribeHeartbeatsAndRefusals(t *testing.T) {
 	}
 }
 
+// streams are one of each stream a client opens on testRef: the head, a
+// newHeads subscription (dropped by eth_unsubscribe when it ends) and the
+// three status streams, over every chain.
+type streams struct {
+	heads grpc.ServerStreamingClient[pb.ChainHead]
+	subs  grpc.ServerStreamingClient[pb.NativeSubscribeReplyItem]
+	st    grpc.ServerStreamingClient[pb.ChainStatus]
+	cs    grpc.ServerStreamingClient[pb.SubscribeChainStatusResponse]
+	ns    grpc.ServerStreamingClient[pb.NodeStatusResponse]
+}
+
+func openStreams(t *testing.T, ctx context.Context, c pb.BlockchainClient) *streams {
+	t.Helper()
+	var s streams
+	errs := make([]error, 5)
+	s.heads, errs[0] = c.SubscribeHead(ctx, &pb.Chain{Type: testRef})
+	s.subs, errs[1] = c.NativeSubscribe(ctx, &pb.NativeSubscribeRequest{Chain: testRef, Method: "newHeads", UnsubscribeMethod: "eth_unsubscribe"})
+	s.st, errs[2] = c.SubscribeStatus(ctx, &pb.StatusRequest{})
+	s.cs, errs[3] = c.SubscribeChainStatus(ctx, &pb.SubscribeChainStatusRequest{})
+	s.ns, errs[4] = c.SubscribeNodeStatus(ctx, &pb.SubscribeNodeStatusRequest{})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &s
+}
+
 func TestCancelledStreamsLeakNoGoroutine(t *testing.T) {
 	r := newRig(t, subcenter.Options{}, 0)
 	ignore := goleak.IgnoreCurrent()
@@ -426,35 +455,21 @@ func TestCancelledStreamsLeakNoGoroutine(t *testing.T) {
 	}
 	c := pb.NewBlockchainClient(conn)
 	ctx, cancel := context.WithCancel(context.Background())
-	heads, err := c.SubscribeHead(ctx, &pb.Chain{Type: testRef})
-	if err != nil {
-		t.Fatal(err)
-	}
-	subs, err := c.NativeSubscribe(ctx, &pb.NativeSubscribeRequest{Chain: testRef, Method: "newHeads", UnsubscribeMethod: "eth_unsubscribe"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	statuses, err := c.SubscribeChainStatus(ctx, &pb.SubscribeChainStatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := c.SubscribeNodeStatus(ctx, &pb.SubscribeNodeStatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStreams(t, ctx, c)
 	r.feed.commit(1)
 	for _, recv := range []func() error{
-		func() error { _, err := heads.Recv(); return err },
-		func() error { _, err := subs.Recv(); return err },
-		func() error { _, err := statuses.Recv(); return err },
-		func() error { _, err := nodes.Recv(); return err },
+		func() error { _, err := s.heads.Recv(); return err },
+		func() error { _, err := s.subs.Recv(); return err },
+		func() error { _, err := s.st.Recv(); return err },
+		func() error { _, err := s.cs.Recv(); return err },
+		func() error { _, err := s.ns.Recv(); return err },
 	} {
 		if err := recv(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cancel()
-	if _, err := subs.Recv(); status.Code(err) != codes.Canceled {
+	if _, err := s.subs.Recv(); status.Code(err) != codes.Canceled {
 		t.Fatalf("after cancel: %v", err)
 	}
 	deadline := time.Now().Add(waitLimit)
@@ -615,21 +630,6 @@ func TestStopEndsStreamsWithAStatus(t *testing.T) {
 	}
 }
 
-// recvUntil receives from a stream until a message ok accepts, failing on
-// an error.
-func recvUntil[T any](t *testing.T, what string, recv func() (T, error), ok func(T) bool) T {
-	t.Helper()
-	for {
-		m, err := recv()
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if ok(m) {
-			return m
-		}
-	}
-}
-
 // recvEnd receives from a stream until it ends, and returns its status.
 func recvEnd[T any](recv func() (T, error)) error {
 	for {
@@ -659,27 +659,8 @@ func TestReloadKeepsStreamsAndEndsThoseOfARemovedChain(t *testing.T) {
 	r := newRig(t, subcenter.Options{}, 0)
 	r.feed.commit(1)
 	c := r.client(t)
-	ctx := waitCtx(t)
-	heads, err := c.SubscribeHead(ctx, &pb.Chain{Type: testRef})
-	if err != nil {
-		t.Fatal(err)
-	}
-	subs, err := c.NativeSubscribe(ctx, &pb.NativeSubscribeRequest{Chain: testRef, Method: "newHeads"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := c.SubscribeStatus(ctx, &pb.StatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := c.SubscribeChainStatus(ctx, &pb.SubscribeChainStatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns, err := c.SubscribeNodeStatus(ctx, &pb.SubscribeNodeStatusRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStreams(t, waitCtx(t), c)
+	heads, subs, st, cs, ns := s.heads, s.subs, s.st, s.cs, s.ns
 	first, err := heads.Recv()
 	if err != nil {
 		t.Fatal(err)
@@ -693,13 +674,7 @@ func TestReloadKeepsStreamsAndEndsThoseOfARemovedChain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(waitLimit)
-	for r.ch.c.Subscribers() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("NativeSubscribe never subscribed")
-		}
-		runtime.Gosched()
-	}
+	testkit.WaitFor(t, waitLimit, "NativeSubscribe subscribing", func() bool { return r.ch.c.Subscribers() > 0 })
 
 	// A reload adds Optimism, fed from the same node.
 	const opRef = pb.ChainRef_CHAIN_OPTIMISM__MAINNET
@@ -711,13 +686,13 @@ func TestReloadKeepsStreamsAndEndsThoseOfARemovedChain(t *testing.T) {
 			return []rstatus.Remote{{Name: "op-node", Tier: "primary", InRotation: true, Head: n}}
 		}}
 	r.table.set(r.chain, opChain)
-	recvUntil(t, "SubscribeStatus after the chain was added", st.Recv, func(s *pb.ChainStatus) bool {
+	testkit.RecvUntil(t, "SubscribeStatus after the chain was added", st.Recv, func(s *pb.ChainStatus) bool {
 		return s.Chain == opRef && s.Availability == pb.AvailabilityEnum_AVAIL_OK
 	})
-	recvUntil(t, "SubscribeChainStatus after the chain was added", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
+	testkit.RecvUntil(t, "SubscribeChainStatus after the chain was added", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
 		return m.ChainDescription.Chain == opRef && m.FullResponse && len(m.ChainDescription.ChainEvent) == 7
 	})
-	recvUntil(t, "SubscribeNodeStatus after the chain was added", ns.Recv, func(m *pb.NodeStatusResponse) bool {
+	testkit.RecvUntil(t, "SubscribeNodeStatus after the chain was added", ns.Recv, func(m *pb.NodeStatusResponse) bool {
 		return m.NodeId == "op-node" && m.Description.Chain == opRef
 	})
 	if got := describedRefs(t, c); !slices.Equal(got, []pb.ChainRef{testRef, opRef}) {
@@ -728,7 +703,7 @@ func TestReloadKeepsStreamsAndEndsThoseOfARemovedChain(t *testing.T) {
 	if h, err := heads.Recv(); err != nil || h.Height != first.Height+1 {
 		t.Fatalf("SubscribeHead after the reload: %v %v, want height %d", h, err, first.Height+1)
 	}
-	note := recvUntil(t, "NativeSubscribe after the reload", subs.Recv, func(m *pb.NativeSubscribeReplyItem) bool { return !m.Heartbeat })
+	note := testkit.RecvUntil(t, "NativeSubscribe after the reload", subs.Recv, func(m *pb.NativeSubscribeReplyItem) bool { return !m.Heartbeat })
 	if want := fmt.Sprintf(`"number":"0x%x"`, first.Height+1); !bytes.Contains(note.Payload, []byte(want)) {
 		t.Fatalf("newHeads after the reload: %s, want %s", note.Payload, want)
 	}
@@ -743,15 +718,15 @@ func TestReloadKeepsStreamsAndEndsThoseOfARemovedChain(t *testing.T) {
 			t.Fatalf("%s on the removed chain ended with %v, want UNAVAILABLE saying why", name, err)
 		}
 	}
-	recvUntil(t, "SubscribeStatus after the chain was removed", st.Recv, func(s *pb.ChainStatus) bool {
+	testkit.RecvUntil(t, "SubscribeStatus after the chain was removed", st.Recv, func(s *pb.ChainStatus) bool {
 		return s.Chain == testRef && s.Availability == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
 	})
-	recvUntil(t, "SubscribeChainStatus after the chain was removed", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
+	testkit.RecvUntil(t, "SubscribeChainStatus after the chain was removed", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
 		evs := m.ChainDescription.ChainEvent
 		return m.ChainDescription.Chain == testRef && !m.FullResponse && len(evs) > 0 &&
 			evs[0].GetStatus().GetAvailability() == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
 	})
-	recvUntil(t, "SubscribeNodeStatus after the chain was removed", ns.Recv, func(m *pb.NodeStatusResponse) bool {
+	testkit.RecvUntil(t, "SubscribeNodeStatus after the chain was removed", ns.Recv, func(m *pb.NodeStatusResponse) bool {
 		return m.NodeId == "sim" && m.Status.Availability == pb.AvailabilityEnum_AVAIL_UNAVAILABLE
 	})
 	if got := describedRefs(t, c); !slices.Equal(got, []pb.ChainRef{opRef}) {
@@ -759,7 +734,7 @@ func TestReloadKeepsStreamsAndEndsThoseOfARemovedChain(t *testing.T) {
 	}
 	// Served again, it is described whole again.
 	r.table.set(r.chain, opChain)
-	recvUntil(t, "SubscribeChainStatus after the chain came back", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
+	testkit.RecvUntil(t, "SubscribeChainStatus after the chain came back", cs.Recv, func(m *pb.SubscribeChainStatusResponse) bool {
 		return m.ChainDescription.Chain == testRef && m.FullResponse
 	})
 }

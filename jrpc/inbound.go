@@ -27,6 +27,12 @@ type Inbound struct {
 	RemoteAddr string
 	// Body is the message; handlers may keep slices of it.
 	Body []byte
+	// MinHead is the floor of the message's calls (MinHead); zero: none.
+	MinHead MinHead
+	// Note, when set, gets a single call's note once it is served: which
+	// part of venn answered and which remote (gRPC's upstream_id). A batch
+	// leaves it as it was.
+	Note *Note
 }
 
 // GateRequest is in as the HTTP request the Gate reads: its headers and
@@ -82,6 +88,7 @@ func (s *Server) ServeInbound(ctx context.Context, in Inbound, buf []byte) ([]by
 	}
 	ctx = context.WithValue(ctx, peerKey{}, p)
 	ctx = withSkipCache(ctx, h, true)
+	ctx = WithMinHead(ctx, in.MinHead)
 	admitted := s.beginCalls()
 	if admitted {
 		defer s.endCalls() // the caller publishes the answer after: Shutdown waits for results only
@@ -93,6 +100,9 @@ func (s *Server) ServeInbound(ctx context.Context, in Inbound, buf []byte) ([]by
 	out, sv := s.serveMessage(ctx, ch, cl, in.Body, buf, admitted)
 	if s.onCall != nil {
 		s.logCalls(ctx, ch, &sv, start, 0)
+	}
+	if in.Note != nil && sv.note != nil {
+		*in.Note = *sv.note
 	}
 	switch {
 	case sv.werr != nil:

@@ -47,6 +47,25 @@ func (e *noRemoteError) ErrorData() json.RawMessage {
 	return b
 }
 
+// floorError: no remote in rotation has a head at or above the call's
+// floor (jrpc.MinHead, a gRPC client's height selector) (-32050); no
+// remote was asked.
+type floorError struct {
+	chain       string
+	floor, best uint64
+}
+
+func (e *floorError) Error() string {
+	return fmt.Sprintf("no remote of %s is at or above block %d (the minimum height asked): the highest head in rotation is %d",
+		e.chain, e.floor, e.best)
+}
+
+func (e *floorError) ErrorCode() int { return jrpc.CodeNoRemote }
+
+func (e *floorError) ErrorData() json.RawMessage {
+	return fmt.Appendf(nil, `{"min_height":%d,"highest_head":%d}`, e.floor, e.best)
+}
+
 // timeoutError: the call's deadline passed before an answer (-32051).
 type timeoutError struct{ msg string }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venn-gateway/venn/evm"
+	"github.com/venn-gateway/venn/jrpc"
 	"github.com/venn-gateway/venn/remotes/avail"
 	"github.com/venn-gateway/venn/remotes/budget"
 	"github.com/venn-gateway/venn/remotes/pin"
@@ -303,6 +305,10 @@ func (p *Pool) callPool(ctx context.Context, c *evm.Call) (json.RawMessage, erro
 	cv := viewOf(c)
 	// Identical concurrent reads share one upstream call (see flights).
 	key := method + "\x00" + string(params)
+	if f := jrpc.MinHeadOf(ctx).Number; f > 0 {
+		// Not shared with calls any remote may answer.
+		key += "\x00" + strconv.FormatUint(f, 10)
+	}
 	res, shared, err := p.flights.do(ctx, key, func(ctx context.Context) (json.RawMessage, error) {
 		ctx, cancel := context.WithTimeout(ctx, p.conf().CallDeadline)
 		defer cancel()
@@ -329,6 +335,12 @@ func (p *Pool) read(ctx context.Context, method string, params json.RawMessage, 
 // (single.go). Each decides what to send from the judge's meaning of every
 // reply (judge.go).
 func (p *Pool) send(ctx context.Context, method string, params json.RawMessage, rt route) (json.RawMessage, error) {
+	if f := jrpc.MinHeadOf(ctx).Number; f > 0 && rt.only == nil {
+		if best := p.healthyBest(p.now()); best < f {
+			return nil, &floorError{chain: p.conf().Chain, floor: f, best: best}
+		}
+		rt.floor = f
+	}
 	rt.histRoute(method, params)
 	if rt.hist != KindNone {
 		p.wanted.Note(rt.histAt, p.heads.Head())

@@ -10,6 +10,7 @@ import (
 // it, and what the judge makes of their replies.
 type route struct {
 	need          uint64             // the remote's head must reach this block (0: any)
+	floor         uint64             // and this one, the client's (jrpc.MinHead), even above the best head
 	accept        func(*Remote) bool // extra filter (eth_getLogs span caps)
 	once          bool               // writes: no failover once a remote may have acted
 	nullIsMissing bool               // a null result means "try another remote"

@@ -97,7 +97,7 @@ func (s *selector) pick(v *view, method string, rt *route, tried uint64) (*Remot
 
 // pickWithin is pick among the remotes v admits.
 func (s *selector) pickWithin(v *view, method string, rt *route, tried uint64) (*Remote, int) {
-	need := min(rt.need, v.best)
+	need := max(min(rt.need, v.best), rt.floor)
 	// Above every remote's head (need > best): the remotes at the best head
 	// give the node's own answer (null, or an error).
 	if r, slot := s.walk(v, method, rt, tried, need); r != nil || v.allow&outManual != 0 || !s.lastResort(v) {

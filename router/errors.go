@@ -22,3 +22,10 @@ func (notificationsError) Error() string  { return "notifications not supported"
 func (notificationsError) ErrorCode() int { return jrpc.CodeMethodNotFound }
 
 var errNotifications error = notificationsError{}
+
+// floorError: a call's floor (jrpc.MinHead) names a tag whose number the
+// cluster does not know yet (-32050: no source can be said to reach it).
+type floorError struct{ msg string }
+
+func (e *floorError) Error() string  { return e.msg }
+func (e *floorError) ErrorCode() int { return jrpc.CodeNoRemote }

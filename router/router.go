@@ -8,7 +8,9 @@
 // through, writethrough.go); the forger builds what no remote has
 // (eth_getBlockReceipts per transaction) or what a held block answers
 // (headers); everything else goes to the remotes pool, with latest, safe
-// and finalized pinned to the cluster's numbers.
+// and finalized pinned to the cluster's numbers. A call with a floor
+// (jrpc.MinHead, minhead.go) is answered by the head window only when its
+// head reaches it, and reaches the remotes with it resolved to a number.
 //
 // The remotes are an Upstream, which app wires: parsed calls one way in,
 // and the remotes' heads the window is judged by. The router must not
@@ -313,7 +315,12 @@ func (rt *Router) ServeRPC(ctx context.Context, req *jrpc.Request) (json.RawMess
 		rt.local.answered(ctx)
 		return rt.cfg.Filters.ServeFilter(ctx, rt, req)
 	}
-	if rt.fresh() {
+	ctx, floor, ferr := rt.floor(ctx)
+	if ferr != nil {
+		rt.local.answered(ctx)
+		return nil, ferr
+	}
+	if rt.fresh() && rt.reaches(floor) {
 		_, sp := rt.lookup(ctx, spanHead)
 		res, ok := rt.head.Answer(c)
 		endLookup(sp, ok)

@@ -6,7 +6,8 @@
 // RedisServer a private redis-server a test can stop and restart empty,
 // ClosedAddr an address nothing listens on; EditJSON changes one field of
 // an answer; Series counts a registry's series with some labels; ServeTCP
-// serves a raw listener's connections and stops them all.
+// serves a raw listener's connections and stops them all; RecvUntil
+// reads a stream until the message awaited.
 package testkit
 
 import (
