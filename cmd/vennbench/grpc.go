@@ -87,6 +87,7 @@ type grpcBenchConfig struct {
 	SubBlocks        int
 	BlockTime        time.Duration
 	SharedConn       bool
+	StaticWindow     bool
 	Venn             string
 	Profile          string
 }
@@ -103,8 +104,9 @@ func parseGRPCFlags(args []string, stderr io.Writer) (grpcBenchConfig, int) {
 	fs.IntVar(&cfg.SubBlocks, "sub-blocks", defaultGRPCSubBlocks, "blocks measured per fan-out window")
 	fs.DurationVar(&cfg.BlockTime, "block-time", defaultHeadBlockTime, "the upstream mines a block this often")
 	fs.BoolVar(&cfg.SharedConn, "shared-conn", false, "every gRPC load worker on one connection (streams multiplexed) instead of one each")
+	fs.BoolVar(&cfg.StaticWindow, "static-window", false, "gRPC clients with fixed 1 MiB flow-control windows: no BDP pings for the server to answer")
 	fs.StringVar(&cfg.Venn, "venn", "", "venn binary (default: go build ./cmd/venn into a temp dir)")
-	fs.StringVar(&cfg.Profile, "profile", "", "write the follower's CPU and allocation profiles of each call window to PREFIX.CALL.TRANSPORT.cCONC.rROUND.{cpu,allocs} (go tool pprof)")
+	fs.StringVar(&cfg.Profile, "profile", "", "write the follower's CPU and allocation profiles of each call window to PREFIX.CALL.TRANSPORT.cCONC.rROUND.{cpu,allocs}, and of each fan-out window (at most its first 20 s) to PREFIX.fanout.TRANSPORT.cSUBSCRIBERS.rROUND.{cpu,allocs} (go tool pprof)")
 	if code := parseFlags(fs, args, stderr); code >= 0 {
 		return cfg, code
 	}
@@ -167,12 +169,12 @@ type grpcPoster struct {
 
 // grpcPosters returns a factory of gRPC posters for addr: each with a
 // connection of its own, or all on shared when it is not nil.
-func grpcPosters(addr string, shared *grpc.ClientConn) func() poster {
+func grpcPosters(addr string, static bool, shared *grpc.ClientConn) func() poster {
 	return func() poster {
 		if shared != nil {
 			return &grpcPoster{client: pb.NewBlockchainClient(shared)}
 		}
-		cc, err := dialGRPC(addr)
+		cc, err := dialGRPC(addr, static)
 		if err != nil {
 			return errPoster{err}
 		}
@@ -180,9 +182,18 @@ func grpcPosters(addr string, shared *grpc.ClientConn) func() poster {
 	}
 }
 
+// staticWindow is -static-window's flow-control window: setting one turns
+// off grpc-go's BDP estimation, whose pings the server answers as it
+// receives replies.
+const staticWindow = 1 << 20
+
 // dialGRPC is a plain-TCP client of addr; it connects on first use.
-func dialGRPC(addr string) (*grpc.ClientConn, error) {
-	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func dialGRPC(addr string, static bool) (*grpc.ClientConn, error) {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if static {
+		opts = append(opts, grpc.WithInitialWindowSize(staticWindow), grpc.WithInitialConnWindowSize(staticWindow))
+	}
+	cc, err := grpc.NewClient("passthrough:///"+addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("grpc client: %w", err)
 	}
@@ -302,15 +313,15 @@ func grpcBench(ctx context.Context, cfg grpcBenchConfig, stdout, stderr io.Write
 	}
 	r := &grpcRun{cfg: cfg, bc: bc, f: f, grpcAddr: addr, posters: map[string]func() poster{
 		transportHTTP: rawPosters(f.url),
-		transportGRPC: grpcPosters(addr, nil),
+		transportGRPC: grpcPosters(addr, cfg.StaticWindow, nil),
 	}}
 	if cfg.SharedConn {
-		cc, err := dialGRPC(addr)
+		cc, err := dialGRPC(addr, cfg.StaticWindow)
 		if err != nil {
 			return err
 		}
 		defer cc.Close()
-		r.posters[transportGRPC] = grpcPosters(addr, cc)
+		r.posters[transportGRPC] = grpcPosters(addr, cfg.StaticWindow, cc)
 	}
 	for i := range cfg.Calls {
 		if cfg.Calls[i].name == "balance" {
@@ -533,7 +544,7 @@ func (r *grpcRun) subscribe(ctx context.Context, tr string) (fanSub, error) {
 		}
 		return wsSub{c}, nil
 	}
-	cc, err := dialGRPC(r.grpcAddr)
+	cc, err := dialGRPC(r.grpcAddr, r.cfg.StaticWindow)
 	if err != nil {
 		return nil, err
 	}
@@ -638,8 +649,13 @@ func (r *grpcRun) fanOut(ctx context.Context, tr string, round int) (fanSample, 
 		return fanSample{}, err
 	}
 	notes0, t0 := notes.Load(), time.Now()
+	prof := startProfile(ctx, strings.TrimSuffix(r.f.metrics, "/metrics")+"/admin/debug/pprof/",
+		r.profileFile("fanout", tr, n, round), min(time.Duration(r.cfg.SubBlocks)*r.cfg.BlockTime, maxSubsProfile))
 	b1, err := settled(b0 + uint64(r.cfg.SubBlocks))
 	if err != nil {
+		return fanSample{}, err
+	}
+	if err := prof(); err != nil {
 		return fanSample{}, err
 	}
 	cpu1, err := cpuOf(r.f.proc)
@@ -726,6 +742,9 @@ func (r *grpcReport) write(w io.Writer, env string) {
 	conn := "a connection per worker"
 	if r.cfg.SharedConn {
 		conn = "gRPC workers on one connection"
+	}
+	if r.cfg.StaticWindow {
+		conn += ", gRPC clients with static 1 MiB windows (no BDP pings)"
 	}
 	if len(r.calls) > 0 {
 		fmt.Fprintf(w, "Calls to one follower: medians over %d rounds of %v windows (after %v of warm-up each), %s.\n\n",
