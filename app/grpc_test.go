@@ -384,6 +384,98 @@ chains:
 	}
 }
 
+// NativeSubscribe passes the edge as a WebSocket eth_subscribe does: with
+// API keys configured, a stream without a valid key ends UNAUTHENTICATED
+// before it subscribes, a key whose methods leave out eth_subscribe gets
+// the method lists' refusal, and a valid key gets geth's heads.
+func TestGRPCNativeSubscribeAPIKeys(t *testing.T) {
+	geth := gethtest.Start(t, gethtest.Options{})
+	const narrowKey = "grpc-narrow-0123456789abcdef"
+	g, srv := startGRPCServers(t, mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+grpc_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+auth:
+  keys:
+    - {name: app, key: `+grpcKey+`}
+    - {name: narrow, key: `+narrowKey+`, methods: [eth_blockNumber, eth_chainId]}
+chains:
+  - name: dev
+    chain_id: 1337
+    grpc_id: 100
+    remotes:
+      - {name: geth, url: "`+geth.HTTPURL()+`", ws_url: "`+geth.WSURL()+`"}
+`))
+	c := dial(t, g, nil)
+	req := &pb.NativeSubscribeRequest{Chain: pb.ChainRef_CHAIN_ETHEREUM__MAINNET, Method: "newHeads"}
+	noKey, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		code codes.Code
+		msg  string
+	}{
+		{"no key", noKey, codes.Unauthenticated, "-32056"},
+		{"unknown key", withKey(t, "not-the-key-0123456789"), codes.Unauthenticated, "-32056"},
+		{"key without eth_subscribe", withKey(t, narrowKey), codes.PermissionDenied, "eth_subscribe"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := c.NativeSubscribe(tt.ctx, req)
+			if err == nil {
+				_, err = st.Recv()
+			}
+			wantCode(t, err, tt.code, tt.msg)
+		})
+	}
+
+	t.Run("valid key", func(t *testing.T) {
+		client := &http.Client{Timeout: 10 * time.Second}
+		defer client.CloseIdleConnections()
+		metrics := "http://" + srv.metrics.bound.String()
+		var accounts []string
+		if err := json.Unmarshal(geth.MustCall(t, "eth_accounts"), &accounts); err != nil || len(accounts) == 0 {
+			t.Fatalf("geth --dev accounts: %v %v", accounts, err)
+		}
+		transfer := func() {
+			geth.MustCall(t, "eth_sendTransaction", map[string]any{"from": accounts[0], "to": accounts[0], "value": "0x1"})
+		}
+		// venn tells the heads after the first it learns: one past
+		// genesis, before the stream.
+		transfer()
+		testkit.WaitFor(t, 20*time.Second, "venn's first head", func() bool {
+			n, _ := metricValue(t, client, metrics, `venn_chain_head{chain="dev"}`)
+			return n >= 1
+		})
+		st, err := c.NativeSubscribe(withKey(t, grpcKey), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The subscription is in venn's subcenter before the block it is
+		// to see.
+		testkit.WaitFor(t, 20*time.Second, "the stream in venn_subscriptions", func() bool {
+			n, _ := metricValue(t, client, metrics, `venn_subscriptions{chain="dev",kind="newHeads"}`)
+			return n >= 1
+		})
+		transfer()
+		// geth --dev seals a block for the transaction; the stream tells it
+		// as geth has it.
+		item := testkit.RecvUntil(t, "with a valid key", st.Recv, func(it *pb.NativeSubscribeReplyItem) bool { return !it.Heartbeat })
+		var head, b struct {
+			Hash   string `json:"hash"`
+			Number string `json:"number"`
+		}
+		if err := json.Unmarshal(item.Payload, &head); err != nil || head.Hash == "" {
+			t.Fatalf("newHeads payload %s: %v", item.Payload, err)
+		}
+		if err := json.Unmarshal(geth.MustCall(t, "eth_getBlockByNumber", head.Number, false), &b); err != nil || b.Hash != head.Hash {
+			t.Fatalf("head %s %s, geth's block there is %s", head.Number, head.Hash, b.Hash)
+		}
+	})
+}
+
 // describe is what Describe says of each chain, by ChainRef.
 func describe(t *testing.T, c pb.BlockchainClient) map[pb.ChainRef]*pb.DescribeChain {
 	t.Helper()

@@ -296,9 +296,15 @@ func wsExchange(t *testing.T, url string, cases []compatCase) map[string][]byte 
 // heads on its own schedule, and the comparisons assume it has caught up.
 func waitVennHead(t *testing.T, v *venn, head uint64) {
 	t.Helper()
+	waitHeadAt(t, v.URL(chainName), head)
+}
+
+// waitHeadAt is waitVennHead at url (a chain's URL with a key in the path).
+func waitHeadAt(t *testing.T, url string, head uint64) {
+	t.Helper()
 	var last string
 	ok := testkit.Poll(readyTimeout, func() bool {
-		res, err := tryCall(v.URL(chainName), "eth_blockNumber")
+		res, err := tryCall(url, "eth_blockNumber")
 		if err != nil {
 			last = err.Error()
 			return false

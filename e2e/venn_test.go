@@ -45,6 +45,7 @@ type venn struct {
 	app         *fx.App
 	rpcAddr     string // host:port
 	metricsAddr string
+	grpcAddr    string // host:port of the gRPC listener; empty without vennOptions.grpc
 	logs        *testkit.Buffer
 }
 
@@ -76,6 +77,8 @@ type vennOptions struct {
 	// top is YAML for more top-level sections (redis: ...), and inChain
 	// for more of the chain's (four-space indented lines).
 	top, inChain string
+	// grpc turns on the gRPC listener (grpc_listen) on a free port.
+	grpc bool
 }
 
 // startVenn starts venn with one chain, "dev", in front of nodes (named g1,
@@ -100,7 +103,7 @@ func startVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) *venn {
 }
 
 func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn, error) {
-	ports, err := freeport.Ports(2)
+	ports, err := freeport.Ports(3)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +114,10 @@ func tryStartVenn(t *testing.T, nodes []*gethtest.Geth, opts vennOptions) (*venn
 	}
 	var y strings.Builder
 	fmt.Fprintf(&y, "listen: %s\nmetrics_listen: %s\nlog: {level: warn}\nshutdown_timeout: 5s\n", v.rpcAddr, v.metricsAddr)
+	if opts.grpc {
+		v.grpcAddr = "127.0.0.1:" + strconv.Itoa(ports[2])
+		fmt.Fprintf(&y, "grpc_listen: %s\n", v.grpcAddr)
+	}
 	if opts.limits != "" {
 		fmt.Fprintf(&y, "limits:\n%s\n", opts.limits)
 	}

@@ -337,7 +337,7 @@ func nodeProject(t *testing.T, dir, pkg, script string) string {
 		t.Fatalf("%s project: no cache folder for npm ci: %v", pkg, err)
 	}
 	sum := sha256.Sum256(lock)
-	cached := filepath.Join(cache, "venn-"+pkg, fmt.Sprintf("%x", sum[:8]))
+	cached := filepath.Join(cache, "venn-"+dir, fmt.Sprintf("%x", sum[:8]))
 	if err := os.MkdirAll(cached, 0o755); err != nil {
 		t.Fatalf("%s project: %v", pkg, err)
 	}
@@ -366,11 +366,11 @@ func nodeProject(t *testing.T, dir, pkg, script string) string {
 	return cached
 }
 
-// checkNode fails the test unless node (new enough for viem and ethers)
-// and npm are on PATH.
+// checkNode fails the test unless node (new enough for viem, ethers and
+// grpc-js) and npm are on PATH.
 func checkNode(t *testing.T) {
 	t.Helper()
-	const how = "the Node.js tests (viem, ethers) need Node.js 18 or newer and npm: apt-get install -y nodejs npm"
+	const how = "the Node.js tests (viem, ethers, grpc-js) need Node.js 18 or newer and npm: apt-get install -y nodejs npm"
 	for _, bin := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s not found on PATH: %s", bin, how)

@@ -87,11 +87,23 @@ func subscribeParams(method string, payload []byte) (json.RawMessage, error) {
 	return json.RawMessage("[" + string(name) + "," + string(payload) + "]"), nil
 }
 
-// subscribeStatus is the status of an eth_subscribe the subcenter refused:
-// bad params are INVALID_ARGUMENT, a subscription venn does not serve
-// UNIMPLEMENTED, a limit RESOURCE_EXHAUSTED, anything else UNAVAILABLE;
-// the message is the JSON-RPC error's.
+// subscribeStatus is the status of an eth_subscribe refused: by the edge
+// as a whole (no key, rate limited: refusal's statuses, as NativeCall's),
+// by the method lists (PERMISSION_DENIED), or by the subcenter: bad params
+// are INVALID_ARGUMENT, a subscription venn does not serve UNIMPLEMENTED,
+// a limit RESOURCE_EXHAUSTED, another coded error FAILED_PRECONDITION and
+// an uncoded one UNAVAILABLE; the message is the JSON-RPC error's.
 func subscribeStatus(err error) error {
+	var je *jrpc.Error
+	if errors.As(err, &je) {
+		if st := refusal(je); st != nil {
+			return st
+		}
+		if je.Code == jrpc.CodeMethodNotFound && je.Message == subscribeBlocked {
+			return status.Errorf(codes.PermissionDenied, "the methods lists (the API key's methods or block, methods.block) "+
+				"refuse eth_subscribe to this caller: %s (JSON-RPC %d)", je.Message, je.Code)
+		}
+	}
 	var coded interface{ ErrorCode() int }
 	if !errors.As(err, &coded) {
 		return status.Error(codes.Unavailable, err.Error())
@@ -106,3 +118,10 @@ func subscribeStatus(err error) error {
 	}
 	return status.Error(codes.FailedPrecondition, err.Error())
 }
+
+// subscribeBlocked is the edge's answer to an eth_subscribe its method
+// lists refuse: geth's words for a method it does not expose. The
+// subcenter never answers eth_subscribe so (an unserved subscription's
+// error names the subscription), so over gRPC it is told apart as a
+// refusal.
+const subscribeBlocked = "the method eth_subscribe does not exist/is not available"

@@ -3,16 +3,15 @@
 #   scripts/test.sh
 # It checks the toolchain, makes sure Redis (127.0.0.1:6379) and Postgres
 # (127.0.0.1:5432) answer, builds geth v1.17.10 for the end-to-end tests
-# (exported as VENN_GETH), installs the e2e viem and ethers tests' Node
-# packages (npm ci in e2e/viem and e2e/ethers), installs promtool (Debian's
-# prometheus package) for the alert rules' tests and chromium for the
-# status page's browser tests, which fail without it (apt-get, as root),
-# nats-server (apt-get) and the nats CLI (built at a pinned version,
-# exported as VENN_NATS_CLI) for the NATS tests, grpcurl (built at a
-# pinned version, exported as VENN_GRPCURL) for the gRPC tests,
-# runs go vet and the
-# race-enabled test suite, and,
-# when ../shared/conformance exists, replays the execution-apis conformance
+# (exported as VENN_GETH), installs the e2e viem, ethers and grpc-js
+# tests' Node packages (npm ci in e2e/viem, e2e/ethers and e2e/grpcjs),
+# installs promtool (Debian's prometheus package) for the alert rules'
+# tests and chromium for the status page's browser tests, which fail
+# without it (apt-get, as root), nats-server (apt-get) and the nats CLI
+# (built at a pinned version, exported as VENN_NATS_CLI) for the NATS
+# tests, grpcurl (built at a pinned version, exported as VENN_GRPCURL) for
+# the gRPC tests, runs go vet and the race-enabled test suite, and, when
+# ../shared/conformance exists, replays the execution-apis conformance
 # suite through a freshly built venn in front of geth.
 # Non-interactive; stops at the first failure. Either way the last line it
 # prints is one summary: "test.sh: PASS: ..." or "test.sh: FAIL: <what>".
@@ -125,15 +124,17 @@ fi
 export VENN_GETH=$GETH
 echo "VENN_GETH=$VENN_GETH"
 
-step "viem and ethers for the e2e Node.js tests (npm ci in e2e/viem, e2e/ethers)"
+step "viem, ethers and grpc-js for the e2e Node.js tests (npm ci in e2e/viem, e2e/ethers, e2e/grpcjs)"
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
-  die "node and npm are missing (the e2e viem and ethers tests need Node.js 18 or newer): apt-get install -y nodejs npm"
+  die "node and npm are missing (the e2e viem, ethers and grpc-js tests need Node.js 18 or newer): apt-get install -y nodejs npm"
 node --version
-for pkg in viem ethers; do
-  dir=$ROOT/e2e/$pkg
+# Each e2e folder and the package it is named for.
+for project in viem:viem ethers:ethers grpcjs:@grpc/grpc-js; do
+  name=${project%%:*} pkg=${project#*:}
+  dir=$ROOT/e2e/$name
   # npm ci once per package-lock.json: the stamp is the lock it installed.
   if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.venn-installed-lock" 2>/dev/null; then
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in e2e/$pkg failed"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in e2e/$name failed"
     cp "$dir/package-lock.json" "$dir/node_modules/.venn-installed-lock"
   fi
   echo "$pkg $(node -p "require('$dir/node_modules/$pkg/package.json').version")"
