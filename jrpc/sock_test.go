@@ -113,11 +113,18 @@ func bigNotes(seq, count int) []SubscriptionNote {
 // try finds the turn taken and writes nothing. Once the client reads, it
 // gets every notification once, in order, whole.
 func TestWSTryNotifyBehindAClientThatDoesNotRead(t *testing.T) {
-	s, notifiers := notifierServer(t, Limits{})
+	// What the loopback buffers took (tens of MiB) goes to the client only
+	// once it reads, which a loaded machine running the race detector
+	// takes seconds to do: the background write's WSWriteTimeout, armed
+	// before the client begins to read, and the waits below are failure
+	// bounds only, far past that. No ping either: the client answers one
+	// only while it reads.
+	const slow = 2 * time.Minute
+	s, notifiers := notifierServer(t, Limits{WSWriteTimeout: slow, WSPingInterval: slow})
 	c := s.dial(t)
 	n := subscribed(t, c, notifiers)
 
-	const batch = 16 // 1 MiB a try; loopback buffers hold a few
+	const batch = 16 // 1 MiB a try; loopback buffers hold tens
 	sent := 0
 	for tries := 0; ; tries++ {
 		if tries == 256 {
@@ -183,7 +190,7 @@ func TestWSTryNotifyBehindAClientThatDoesNotRead(t *testing.T) {
 			}
 		}
 	}()
-	testkit.WaitFor(t, 10*time.Second, "a try to get through once the client reads", func() bool {
+	testkit.WaitFor(t, slow, "a try to get through once the client reads", func() bool {
 		ok, err := n.TryNotifySubscriptions(bigNotes(sent, 1))
 		if err != nil {
 			t.Fatal(err)
@@ -195,7 +202,7 @@ func TestWSTryNotifyBehindAClientThatDoesNotRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(slow):
 		t.Fatal("the client did not get every notification")
 	}
 }
