@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,6 +59,31 @@ func blockHashOf(t *testing.T, raw json.RawMessage) string {
 		t.Fatal(err)
 	}
 	return b.Hash
+}
+
+// blockCalls records the block calls a node gets once on is set, so that a
+// count that is off says which calls they were.
+type blockCalls struct {
+	on     atomic.Bool
+	mu     sync.Mutex
+	params []string
+}
+
+func (b *blockCalls) hook(h fakenode.Hook) fakenode.Hook {
+	return func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if strings.HasPrefix(method, "eth_getBlockBy") && b.on.Load() {
+			b.mu.Lock()
+			b.params = append(b.params, method+string(params)+" at "+time.Now().Format("15:04:05.000000"))
+			b.mu.Unlock()
+		}
+		return h(method, params)
+	}
+}
+
+func (b *blockCalls) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return "block calls " + strings.Join(b.params, ", ")
 }
 
 func TestCallVerified(t *testing.T) {
@@ -128,9 +156,10 @@ func TestCallVerified(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			nodes := make([]*fakenode.Node, len(tt.give))
+			seen := make([]blockCalls, len(tt.give))
 			for i, a := range tt.give {
 				nodes[i] = fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 10})
-				nodes[i].SetHook(serves(a.block, a.receipts))
+				nodes[i].SetHook(seen[i].hook(serves(a.block, a.receipts)))
 			}
 			m := NewMetrics(prometheus.NewRegistry())
 			urls := make([]string, len(nodes))
@@ -146,8 +175,9 @@ func TestCallVerified(t *testing.T) {
 			if tt.method == "eth_getBlockReceipts" {
 				verify, params = verifyReceipts, json.RawMessage(`["`+hash+`"]`)
 			}
-			for _, n := range nodes {
+			for i, n := range nodes {
 				n.ResetCalls()
+				seen[i].on.Store(true)
 			}
 			got, v, err := p.CallVerified(context.Background(), tt.method, params, verify, 0)
 			if err != nil {
@@ -161,7 +191,7 @@ func TestCallVerified(t *testing.T) {
 			}
 			if len(nodes) > 1 {
 				if n := servedCalls(nodes[1], tt.method); n != tt.wantN1 {
-					t.Errorf("n1 got %d calls, want %d", n, tt.wantN1)
+					t.Errorf("n1 got %d calls, want %d: %s", n, tt.wantN1, &seen[1])
 				}
 			}
 			for i := range nodes {
