@@ -41,6 +41,12 @@ func newGRPC(p grpcParams) (*emerald.Server, error) {
 		// The edge in force decides, as it does the calls.
 		Permitted: func(ctx context.Context, in jrpc.Inbound, methods []string) []string {
 			return p.Gate.load().Permitted(in.GateRequest(ctx), jrpc.Admission{Chain: in.Chain, Transport: in.Transport}, methods)
+		},
+		Admit: func(ctx context.Context, in jrpc.Inbound) *jrpc.Error {
+			if r := p.Gate.load().Admitted(in.GateRequest(ctx), jrpc.Admission{Chain: in.Chain, Transport: in.Transport}); r != nil {
+				return r.Err
+			}
+			return nil
 		}}
 	if cfg.TLS.Enabled() {
 		tc, err := cfg.TLS.tlsConfig()

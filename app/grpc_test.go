@@ -430,7 +430,6 @@ chains:
 			wantCode(t, err, tt.code, tt.msg)
 		})
 	}
-
 	t.Run("valid key", func(t *testing.T) {
 		client := &http.Client{Timeout: 10 * time.Second}
 		defer client.CloseIdleConnections()
@@ -474,6 +473,43 @@ chains:
 			t.Fatalf("head %s %s, geth's block there is %s", head.Number, head.Hash, b.Hash)
 		}
 	})
+	// The head and status streams and Describe call no method, but the
+	// edge admits their caller as it does a call's: a key is required, and
+	// a key's method list does not matter. venn has a head by now, so
+	// SubscribeHead sends one at once.
+	ref := &pb.Chain{Type: pb.ChainRef_CHAIN_ETHEREUM__MAINNET}
+	opens := map[string]func(context.Context) error{
+		"SubscribeHead": func(ctx context.Context) error {
+			st, err := c.SubscribeHead(ctx, ref)
+			if err == nil {
+				_, err = st.Recv()
+			}
+			return err
+		},
+		"SubscribeStatus": func(ctx context.Context) error {
+			st, err := c.SubscribeStatus(ctx, &pb.StatusRequest{})
+			if err == nil {
+				_, err = st.Recv()
+			}
+			return err
+		},
+		"Describe": func(ctx context.Context) error {
+			_, err := c.Describe(ctx, &pb.DescribeRequest{})
+			return err
+		},
+	}
+	for name, open := range opens {
+		t.Run(name, func(t *testing.T) {
+			wantCode(t, open(withKey(t, "")), codes.Unauthenticated, "-32056")
+			wantCode(t, open(withKey(t, "not-the-key-0123456789")), codes.Unauthenticated, "-32056")
+			for _, key := range []string{grpcKey, narrowKey} {
+				if err := open(withKey(t, key)); err != nil {
+					t.Errorf("with a valid key: %v", err)
+				}
+			}
+		})
+	}
+
 }
 
 // describe is what Describe says of each chain, by ChainRef.
@@ -601,8 +637,11 @@ chains:
 		{name: "a key with an allowlist", key: narrowKey, supportedLen: 2,
 			supported: []string{"eth_blockNumber", "eth_chainId"},
 			excluded:  []string{"eth_getLogs", "eth_sendRawTransaction", "debug_traceTransaction"}},
-		{name: "no key", supportedLen: 0, excluded: []string{"eth_blockNumber", "eth_chainId"}},
-		{name: "a wrong key", key: "wrong-key-0123456789abcdef", supportedLen: 0, excluded: []string{"eth_blockNumber"}},
+	}
+	// A caller the edge admits on no chain is refused, as its calls are.
+	for _, key := range []string{"", "wrong-key-0123456789abcdef"} {
+		_, err := c.Describe(withKey(t, key), &pb.DescribeRequest{})
+		wantCode(t, err, codes.Unauthenticated, "-32056")
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

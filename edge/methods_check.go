@@ -40,6 +40,18 @@ func enabledBy(scopes []*scope, method string) bool {
 // answer to a question, not a client refused.
 type quietAdmission struct{}
 
+func quietly(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), quietAdmission{}, true))
+}
+
+// Admitted is Admit's refusal of the caller of r on a.Chain, nil when it
+// is admitted, counting no refusal: gRPC's head and status streams, which
+// call no method, are opened only by a caller the edge admits.
+func (e *Edge) Admitted(r *http.Request, a jrpc.Admission) *jrpc.Refusal {
+	_, refused := e.Admit(quietly(r), a)
+	return refused
+}
+
 // Permitted is, of methods, those the caller of r may call on a.Chain as
 // Admit and Check decide them (the methods section, the caller's key or
 // token and its tenant's scopes; a scope's contracts aside, which decide
@@ -47,8 +59,7 @@ type quietAdmission struct{}
 // refusal and takes from no rate limit. gRPC's Describe lists them, so a
 // client sees what it may call.
 func (e *Edge) Permitted(r *http.Request, a jrpc.Admission, methods []string) []string {
-	r = r.WithContext(context.WithValue(r.Context(), quietAdmission{}, true))
-	c, refused := e.Admit(r, a)
+	c, refused := e.Admit(quietly(r), a)
 	if refused != nil {
 		return nil
 	}

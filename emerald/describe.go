@@ -16,7 +16,8 @@ var subscriptions = []string{"newHeads", "logs", "newPendingTransactions", "sync
 // methods venn knows split as the edge decides for the caller (its key in
 // the metadata): those it may call in supportedMethods, the others
 // (blocked, off its key's allowlist, or all on a chain its key may not
-// use) in excludedMethods.
+// use) in excludedMethods. A caller the edge admits on no chain (no key
+// where keys are required) is refused as NativeCall would refuse it.
 //
 // currentHeight is left unset: it is field 7, which emeraldpay/dshackle's
 // older definition gives to supportedSubscriptions (a repeated string),
@@ -28,10 +29,17 @@ var subscriptions = []string{"newHeads", "logs", "newPendingTransactions", "sync
 func (s *Server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.DescribeResponse, error) {
 	methods := evm.Methods()
 	out := &pb.DescribeResponse{BuildInfo: &pb.BuildInfo{Version: s.opts.Version}}
+	var refused error
+	admitted := false
 	for _, c := range s.chains() {
 		ref := c.Ref()
 		if ref == pb.ChainRef_CHAIN_UNSPECIFIED {
 			continue
+		}
+		if err := s.admit(ctx, c); err != nil {
+			refused = err
+		} else {
+			admitted = true
 		}
 		rs := c.Remotes()
 		d := &pb.DescribeChain{
@@ -50,6 +58,9 @@ func (s *Server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.Descr
 				{Name: "name", Value: r.Name}, {Name: "tier", Value: r.Tier}}})
 		}
 		out.Chains = append(out.Chains, d)
+	}
+	if !admitted && refused != nil {
+		return nil, refused
 	}
 	return out, nil
 }

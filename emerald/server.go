@@ -54,7 +54,11 @@ type Options struct {
 	// decides: Describe's supportedMethods, the others its
 	// excludedMethods. nil: all of them.
 	Permitted func(ctx context.Context, in jrpc.Inbound, methods []string) []string
-	Log       *slog.Logger
+	// Admit is the edge's refusal of the caller of in on in.Chain (nil:
+	// admitted), counting none: SubscribeHead, the status streams and
+	// Describe serve only a caller it admits. nil: everyone.
+	Admit func(ctx context.Context, in jrpc.Inbound) *jrpc.Error
+	Log   *slog.Logger
 }
 
 // Server is the emerald.Blockchain service on its own listener.
@@ -225,18 +229,50 @@ func (s *Server) streamChain(ctx context.Context, ref pb.ChainRef) (StreamChain,
 	if c.Window == nil {
 		return nil, status.Errorf(codes.Unavailable, "chain %s has no head window on this replica", refName(ref))
 	}
+	if err := s.admit(ctx, c); err != nil {
+		return nil, err
+	}
 	return s.served1(ctx, c), nil
 }
 
-// streamChains is Streams.Chains: every chain served with a head window.
-func (s *Server) streamChains(ctx context.Context) []ServedChain {
+// streamChains is Streams.Chains: every chain served with a head window
+// that the caller may read; with none, the edge's refusal.
+func (s *Server) streamChains(ctx context.Context) ([]ServedChain, error) {
 	var out []ServedChain
+	var refused error
 	for _, c := range s.chains() {
-		if r := c.Ref(); r != pb.ChainRef_CHAIN_UNSPECIFIED && c.Window != nil {
-			out = append(out, ServedChain{Ref: r, Chain: s.served1(ctx, c)})
+		r := c.Ref()
+		if r == pb.ChainRef_CHAIN_UNSPECIFIED || c.Window == nil {
+			continue
 		}
+		if err := s.admit(ctx, c); err != nil {
+			refused = err
+			continue
+		}
+		out = append(out, ServedChain{Ref: r, Chain: s.served1(ctx, c)})
 	}
-	return out
+	if len(out) == 0 && refused != nil {
+		return nil, refused
+	}
+	return out, nil
+}
+
+// admit is nil when the edge admits the caller of the stream or call
+// whose context is ctx on c (its API key or token, the key's chains), else
+// the status it is refused with. The head and status streams and Describe
+// call no method: this is the edge's look at them.
+func (s *Server) admit(ctx context.Context, c Chain) error {
+	if s.opts.Admit == nil {
+		return nil
+	}
+	je := s.opts.Admit(ctx, s.inbound(ctx, c.Name))
+	if je == nil {
+		return nil
+	}
+	if st := refusal(je); st != nil {
+		return st
+	}
+	return status.Errorf(codes.PermissionDenied, "%s (JSON-RPC %d)", je.Message, je.Code)
 }
 
 func (s *Server) served1(ctx context.Context, c Chain) servedChain {

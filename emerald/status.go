@@ -59,7 +59,11 @@ func (s *Streams) served(ctx context.Context, refs []pb.ChainRef, strict bool) (
 		if s.Chains == nil {
 			return nil, nil
 		}
-		return s.Chains(ctx), nil
+		cs, err := s.Chains(ctx)
+		if err != nil && !strict {
+			err = nil // a reload's look: the stream keeps what it had
+		}
+		return cs, err
 	}
 	out := make([]ServedChain, 0, len(refs))
 	for _, ref := range refs {

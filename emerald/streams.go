@@ -36,8 +36,10 @@ type Streams struct {
 	// whose context is ctx (its metadata: the API key); its error is the
 	// status the stream ends with (UNAVAILABLE naming the chains served).
 	Chain func(ctx context.Context, ref pb.ChainRef) (StreamChain, error)
-	// Chains lists the served chains, for the status streams.
-	Chains func(ctx context.Context) []ServedChain
+	// Chains lists the served chains the stream whose context is ctx may
+	// read, for the status streams; its error (the caller may read none)
+	// is the status the stream ends with.
+	Chains func(ctx context.Context) ([]ServedChain, error)
 	// Changed is closed when the chains served next change (a config
 	// reload; nil: never): a stream whose chain left ends, the status
 	// streams report the chains added and removed.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/venn-gateway/venn/jrpc"
 )
 
 // flights lets identical concurrent reads share one upstream call.
@@ -24,13 +26,15 @@ type flight struct {
 	done    chan struct{}
 	val     json.RawMessage
 	err     error
-	callers int // still waiting, guarded by flights.mu
+	remote  string // the remotes the first caller's note named: the sharers' too
+	callers int    // still waiting, guarded by flights.mu
 	cancel  context.CancelFunc
 }
 
 // do runs fn once for all concurrent callers with the same key. fn gets a
 // context that ends when every caller has left. shared is true for the
-// callers that got another's answer.
+// callers that got another's answer; their notes name the remotes that
+// answered, as the first caller's does.
 func (g *flights) do(ctx context.Context, key string, fn func(context.Context) (json.RawMessage, error)) (val json.RawMessage, shared bool, err error) {
 	g.mu.Lock()
 	if f, ok := g.m[key]; ok {
@@ -38,6 +42,9 @@ func (g *flights) do(ctx context.Context, key string, fn func(context.Context) (
 		g.mu.Unlock()
 		select {
 		case <-f.done:
+			if n := jrpc.NoteOf(ctx); n != nil {
+				n.Merge(&jrpc.Note{Remote: f.remote})
+			}
 			return f.val, true, f.err
 		case <-ctx.Done():
 			g.leave(key, f)
@@ -64,6 +71,9 @@ func (g *flights) do(ctx context.Context, key string, fn func(context.Context) (
 		g.finish(key, f)
 	}()
 	f.val, f.err = fn(fctx)
+	if n := jrpc.NoteOf(ctx); n != nil {
+		f.remote = n.Remote // before finish: the sharers read it once done
+	}
 	if f.err != nil && ctx.Err() != nil {
 		return nil, false, ctx.Err()
 	}

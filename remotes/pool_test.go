@@ -316,9 +316,11 @@ func TestDeduplicatesConcurrentReads(t *testing.T) {
 	n.ResetCalls()
 	var wg sync.WaitGroup
 	results := make([]string, 20)
+	notes := make([]jrpc.Note, 20)
 	for i := range 20 {
 		wg.Go(func() {
-			res, err := call(t, p, "eth_getBalance", `["0x0000000000000000000000000000000000000001","0x10"]`)
+			ctx := jrpc.WithNote(context.Background(), &notes[i])
+			res, err := p.Call(ctx, "eth_getBalance", json.RawMessage(`["0x0000000000000000000000000000000000000001","0x10"]`))
 			if err != nil {
 				t.Error(err)
 			}
@@ -328,6 +330,13 @@ func TestDeduplicatesConcurrentReads(t *testing.T) {
 	wg.Wait()
 	if got := n.Calls("eth_getBalance"); got > 2 {
 		t.Fatalf("%d upstream calls for 20 identical concurrent reads", got)
+	}
+	// A caller served another's answer is told the remote that gave it
+	// (gRPC's upstream_id, X-Venn-Remote).
+	for i, nt := range notes {
+		if nt.Remote != "n0" {
+			t.Fatalf("caller %d's note names remote %q, want n0", i, nt.Remote)
+		}
 	}
 	for _, r := range results {
 		if r != results[0] {
