@@ -25,30 +25,22 @@ func selectorFloor(sel *pb.Selector) (jrpc.MinHead, error) {
 	if sel == nil || sel.GetSelectorType() == nil {
 		return jrpc.MinHead{}, nil
 	}
-	var name, why string
+	why := "no selector but height_selector is"
 	switch t := sel.GetSelectorType().(type) {
 	case *pb.Selector_HeightSelector:
 		return heightFloor(t.HeightSelector)
-	case *pb.Selector_LabelSelector:
-		name, why = "labelSelector", "remotes have a name and a tier, no labels"
-	case *pb.Selector_OrSelector:
-		name, why = "orSelector", "remotes have a name and a tier, no labels"
-	case *pb.Selector_AndSelector:
-		name, why = "andSelector", "remotes have a name and a tier, no labels"
-	case *pb.Selector_NotSelector:
-		name, why = "notSelector", "remotes have a name and a tier, no labels"
-	case *pb.Selector_ExistsSelector:
-		name, why = "existsSelector", "remotes have a name and a tier, no labels"
+	case *pb.Selector_LabelSelector, *pb.Selector_OrSelector, *pb.Selector_AndSelector,
+		*pb.Selector_NotSelector, *pb.Selector_ExistsSelector:
+		why = "remotes have a name and a tier, no labels"
 	case *pb.Selector_SlotHeightSelector:
-		name, why = "slot_height_selector", "EVM chains have no slots"
+		why = "EVM chains have no slots"
 	case *pb.Selector_LowerHeightSelector:
-		name, why = "lower_height_selector", "each call already goes to remotes that keep its own block's data"
-	case *pb.Selector_GtSelector:
-		name, why = "gtSelector", "no selector but height_selector is"
-	case *pb.Selector_LtSelector:
-		name, why = "ltSelector", "no selector but height_selector is"
-	default:
-		name, why = "selector", "no selector but height_selector is"
+		why = "each call already goes to remotes that keep its own block's data"
+	}
+	name := "selector"
+	m := sel.ProtoReflect()
+	if fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("selector_type")); fd != nil {
+		name = string(fd.Name()) // as the .proto spells it
 	}
 	return jrpc.MinHead{}, status.Errorf(codes.InvalidArgument, "NativeCall: %s is not served by venn (%s); height_selector is", name, why)
 }
