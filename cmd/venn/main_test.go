@@ -181,6 +181,7 @@ func TestServeStopsOnSIGTERM(t *testing.T) {
 	cfg := writeFile(t, `
 listen: `+addr+`
 metrics_listen: ""
+shutdown_timeout: 5s
 chains:
   - name: test
     chain_id: 1337
@@ -218,12 +219,15 @@ chains:
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// A drain that overran shutdown_timeout exits non-zero; the bound
+	// below only keeps a hang from hanging the test, with room for a
+	// loaded machine's slowest stop.
 	select {
 	case code := <-done:
 		if code != 0 {
 			t.Errorf("exit code = %d, want 0\nstderr: %s", code, &stderr)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop on SIGTERM")
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop on SIGTERM") // its stderr is still being written
 	}
 }
