@@ -318,10 +318,17 @@ func TestFilterClientsThroughALoadBalancer(t *testing.T) {
 			t.Errorf("viem's block filter delivered block %d %d times", n, c)
 		}
 	}
-	// Every replica served polls.
+	// Every replica served polls: round robin gives each a third, and at
+	// least half of that (a short run on a fast machine polls little).
+	answered := make([]float64, len(replicas))
+	var total float64
 	for i, v := range replicas {
-		if n, _ := v.metric(t, "venn_answers_total", `chain="`+chain+`"`, `source="local"`); n < 5 {
-			t.Errorf("replica %d answered %v calls itself: the load balancer did not spread the polls", i+1, n)
+		answered[i], _ = v.metric(t, "venn_answers_total", `chain="`+chain+`"`, `source="local"`)
+		total += answered[i]
+	}
+	for i, n := range answered {
+		if n < 1 || n < total/float64(2*len(replicas)) {
+			t.Errorf("replica %d answered %v of %v calls itself: the load balancer did not spread the polls", i+1, n, total)
 		}
 	}
 	t.Logf("blocks %d..%d: ethers saw %d events and %d blocks, viem %d events, %d blocks and %d block-filter hashes",
