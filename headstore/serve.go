@@ -59,10 +59,11 @@ func (w *Window) Answer(c evm.Call) (res json.RawMessage, ok bool) {
 // answered before: after a reorg to a shorter chain the number holds until
 // the chain grows past it.
 func (w *Window) answerBlockNumber() (json.RawMessage, bool) {
-	head := w.latest.Load()
-	if head == 0 {
+	top := w.top.Load()
+	if top == nil {
 		return nil, false
 	}
+	head := top.Number
 	// A header announced ahead of the window (header.go) is the head a
 	// newHeads subscriber already has.
 	head = max(head, w.aheadOf(head))

@@ -316,6 +316,26 @@ func TestServeEarliest(t *testing.T) {
 	})
 }
 
+// A window of genesis alone has a head, block 0: a chain venn met before
+// its first block is served as one that has a head.
+func TestServeGenesisOnly(t *testing.T) {
+	c := newServeChain()
+	genesis := c.block("", 0, serveHash("nothing"), 0)
+	w := newServeWindow(t, 4, []*evm.Block{genesis}, 0, 0)
+	if n, ok := w.Latest(); n != 0 || ok {
+		t.Fatalf("Latest before the feed is live: %d %v, want 0 false", n, ok)
+	}
+	w.SetLive(true)
+	if n, ok := w.Latest(); n != 0 || !ok {
+		t.Fatalf("Latest: %d %v, want 0 true", n, ok)
+	}
+	runServeCases(t, w, []serveCase{
+		{name: "block number", method: "eth_blockNumber", params: `[]`, want: `"0x0"`},
+		{name: "latest", method: "eth_getBlockByNumber", params: `["latest",false]`, want: c.hashOnly["0"]},
+		{name: "future", method: "eth_getBlockByNumber", params: `["0x1",false]`, want: `null`},
+	})
+}
+
 func TestServeEmptyWindow(t *testing.T) {
 	w := NewWindow(4)
 	for _, tt := range []serveCase{

@@ -39,10 +39,9 @@ type Window struct {
 	// served is the highest head this replica has answered: eth_blockNumber
 	// never goes below it, even when a reorg shortens the chain.
 	served atomic.Uint64
-	// latest mirrors the head's number for lock-free reads (0: empty),
-	// and top the head itself (nil: empty).
-	latest atomic.Uint64
-	top    atomic.Pointer[evm.Parts]
+	// top mirrors the head for lock-free reads (nil: empty; never a
+	// number, so that a chain at genesis has a head).
+	top atomic.Pointer[evm.Parts]
 	// live is false while the follower has lost the feed: the window may
 	// be stale, and the router forwards instead of answering from it.
 	live atomic.Bool
@@ -194,10 +193,8 @@ func (w *Window) notify() {
 	w.pruneAhead()
 	if n := len(w.canon); n > 0 {
 		w.top.Store(w.canon[n-1])
-		w.latest.Store(w.canon[n-1].Number)
 	} else {
 		w.top.Store(nil)
-		w.latest.Store(0)
 	}
 	close(w.changed)
 	w.changed = make(chan struct{})
@@ -286,12 +283,15 @@ func isDropped(dropped []Ref, hash string) bool {
 // SetLive records whether the window follows the feed right now.
 func (w *Window) SetLive(on bool) { w.live.Store(on) }
 
-// Latest is the head's number when the window is live and not empty; ok is
-// false when it must not answer (empty, or the feed is lost). It takes no
-// lock.
+// Latest is the head's number when the window is live and not empty (0
+// at genesis); ok is false when it must not answer (empty, or the feed is
+// lost). It takes no lock.
 func (w *Window) Latest() (n uint64, ok bool) {
-	n = w.latest.Load()
-	return n, n > 0 && w.live.Load()
+	h := w.top.Load()
+	if h == nil {
+		return 0, false
+	}
+	return h.Number, w.live.Load()
 }
 
 // HeadRef is the window's head: its number, hash and timestamp (unix
