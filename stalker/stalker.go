@@ -250,8 +250,8 @@ func (s *Stalker) step(ctx context.Context, l *leading) error {
 		}
 	}
 	target, hash := s.heads.Tip()
-	if target == 0 {
-		return nil
+	if hash == "" {
+		return nil // no head yet; block 0 is a head like any other
 	}
 	err := s.advance(ctx, l, target)
 	if err == nil {

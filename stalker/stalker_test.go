@@ -160,6 +160,28 @@ func TestStalkerFollowsHeadsAndReorgs(t *testing.T) {
 	}
 }
 
+// A chain at genesis has a head: block 0 is published as soon as the
+// remotes report it, so that block 1 comes as a new head on top of it
+// (newHeads subscribers are told it) and not as the window's first block.
+func TestStalkerPublishesGenesis(t *testing.T) {
+	node := startNode(t, fakenode.Options{ChainID: testChainID})
+	node.SetHead(0)
+	f := startFeed(t, 16, node)
+	f.waitCanonical(t, node, 16)
+	if gen, seq := f.window.Seq(); gen == "" || seq != 1 {
+		t.Fatalf("window at seq %q %d, want genesis as the first event", gen, seq)
+	}
+	if n, ok := f.window.Latest(); n != 0 || !ok {
+		t.Fatalf("window latest %d %v, want 0 true", n, ok)
+	}
+
+	node.Mine(1)
+	f.waitCanonical(t, node, 16)
+	if _, seq := f.window.Seq(); seq != 2 {
+		t.Fatalf("window at seq %d, want block 1 as the second event", seq)
+	}
+}
+
 func TestStalkerKeepsFollowingWithARemoteDown(t *testing.T) {
 	a := startNode(t, fakenode.Options{ChainID: testChainID, Head: 50})
 	b := startNode(t, fakenode.Options{ChainID: testChainID, Head: 50})
