@@ -53,6 +53,10 @@ chains:
 	if h, err := heads.Recv(); err != nil || h.Height != 0 || "0x"+h.BlockId != n.BlockHash(0) {
 		t.Fatalf("SubscribeHead's first head %v (%v), want genesis %s", h, err, n.BlockHash(0))
 	}
+	// The remote venn fetched genesis from is in rotation, with a head.
+	if cr := readyzOf(t, client, metrics); !cr.Ready || len(cr.RemotesOut) > 0 {
+		t.Fatalf("readyz at genesis: ready %v, remotes out %+v", cr.Ready, cr.RemotesOut)
+	}
 
 	ws := dialWS(t, "ws://"+s.rpc.bound.String()+"/test", nil)
 	headsID := wsSubscribe(t, ws, `["newHeads"]`)

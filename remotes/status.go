@@ -122,8 +122,15 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 	case breaker.HalfOpen:
 		add(status.OutBreakerProbing, "breaker half open: probing", time.Time{})
 	}
-	if r.Head() == 0 {
-		if held := p.heldReport(r); held == nil {
+	noHead := r.Head() == 0
+	var held *heads.Report
+	if noHead {
+		var vouched *heads.Report
+		vouched, held = p.reports(r)
+		noHead = vouched == nil // head 0, vouched: the remote is at genesis
+	}
+	if noHead {
+		if held == nil {
 			add(status.OutNoHead, "no head reported yet", time.Time{})
 		} else if ahead := int64(held.Time) - now.Unix(); ahead > int64(heads.MaxClockSkew/time.Second) {
 			add(status.OutHeadAhead, fmt.Sprintf("head %d not followed: its timestamp is %d s ahead of this host's clock (more than %v)",
@@ -152,12 +159,13 @@ func (p *Pool) outReasons(r *Remote, now time.Time, best uint64) []OutReason {
 	return out
 }
 
-// heldReport is the head r reports that nothing corroborated (heads.Tracker),
-// nil when none is held.
-func (p *Pool) heldReport(r *Remote) *heads.Report {
+// reports are r's highest corroborated head (heads.Tracker), nil when
+// none is, and the head it reports that nothing corroborated, nil when
+// none is held.
+func (p *Pool) reports(r *Remote) (vouched, held *heads.Report) {
 	p.heads.t.Lock()
 	defer p.heads.t.Unlock()
-	return r.ht.Held
+	return r.ht.Vouched, r.ht.Held
 }
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
