@@ -11,7 +11,7 @@
 // It owns one call to one remote and nothing about remotes as a group: it
 // knows neither Pool nor Remote, keeps no health, picks no remote, retries
 // nothing and judges no answer (remotes/verdict does). The calls it sends
-// again, on another connection, are those a connection's loss caught
+// again, once, on another connection, are those a connection's loss caught
 // before any reply and that are safe to send twice: over WebSocket and
 // HTTP, a call that was never written; over HTTP also a read (evm's
 // registry) written on a keep-alive connection the remote closed while

@@ -31,7 +31,16 @@ const (
 	// httpDrainMax is how much of an unread reply tail is read so that the
 	// connection goes back to the pool; beyond it, closing is cheaper.
 	httpDrainMax = 64 << 10
+	// httpMaxResends is how often net/http may send one call again after a
+	// connection was lost under it (httpBody.reopen). net/http itself stops
+	// only at a new connection, so a remote that closes every connection a
+	// call arrives on would get a read once per idle connection.
+	httpMaxResends = 1
 )
+
+// errLostAgain is the error of a call whose connection was lost before a
+// reply once more after it was sent again; a reset, as the loss itself.
+var errLostAgain = fmt.Errorf("connection lost before a reply, after a resend on another: %w", io.EOF)
 
 // replayKey in a request's Header makes net/http's Transport send the
 // request again on a new connection when the keep-alive connection it was
@@ -339,6 +348,7 @@ func drainAndClose(body io.ReadCloser) {
 func (t *httpTransport) getBody() *httpBody {
 	if b, ok := t.bodies.Get().(*httpBody); ok {
 		b.refs.Store(1)
+		b.reopens.Store(0)
 		return b
 	}
 	b := &httpBody{pool: &t.bodies, b: make([]byte, 0, 512)}
@@ -357,6 +367,7 @@ type httpBody struct {
 	pool    *sync.Pool
 	b       []byte
 	refs    atomic.Int32
+	reopens atomic.Int32                  // resends of the call (httpMaxResends)
 	getBody func() (io.ReadCloser, error) // b.reopen, bound once
 }
 
@@ -365,7 +376,14 @@ func (b *httpBody) open() io.ReadCloser {
 	return &bodyReader{body: b}
 }
 
-func (b *httpBody) reopen() (io.ReadCloser, error) { return b.open(), nil }
+// reopen is the request's GetBody: net/http calls it to send the call
+// again after a connection was lost under it, which it may do once.
+func (b *httpBody) reopen() (io.ReadCloser, error) {
+	if b.reopens.Add(1) > httpMaxResends {
+		return nil, errLostAgain
+	}
+	return b.open(), nil
+}
 
 func (b *httpBody) release() {
 	if b.refs.Add(-1) != 0 {

@@ -18,16 +18,20 @@ import (
 	"github.com/venn-gateway/venn/tracing"
 )
 
-// staleServer is a remote on 127.0.0.1 whose first connection loses the
-// keep-alive race: it answers the first call on it, keeping the connection
-// open, then reads the second call whole and closes the connection without
-// a reply, as a remote whose idle timeout ran out while that call was on
-// its way does. Closing after the read makes the race certain: the
-// client's write succeeds and its read meets the close. Every later
-// connection answers every call.
+// staleServer is a remote on 127.0.0.1 that closes a connection without a
+// reply once it has read a call that drop picks, as a remote whose idle
+// timeout ran out while that call was on its way does. Closing after the
+// read makes the race certain: the client's write succeeds and its read
+// meets the close. With warm set, the first warm calls are answered only
+// once all of them have arrived, so that each has its connection and the
+// client keeps warm idle ones.
 type staleServer struct {
-	ln net.Listener
-	wg sync.WaitGroup
+	ln   net.Listener
+	wg   sync.WaitGroup
+	drop func(conn, i int) bool // the i-th call on connection conn
+	warm int
+	// warmed is closed once warm calls have arrived.
+	warmed chan struct{}
 
 	mu    sync.Mutex
 	conns []net.Conn
@@ -41,13 +45,23 @@ type staleCall struct {
 	header http.Header
 }
 
+// newStaleServer starts a remote whose first connection loses the race:
+// it answers the first call on it and drops the second; every later
+// connection answers every call.
 func newStaleServer(t *testing.T) *staleServer {
+	return startStaleServer(t, 0, func(conn, i int) bool { return conn == 0 && i == 1 })
+}
+
+func startStaleServer(t *testing.T, warm int, drop func(conn, i int) bool) *staleServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &staleServer{ln: ln}
+	s := &staleServer{ln: ln, drop: drop, warm: warm, warmed: make(chan struct{})}
+	if warm == 0 {
+		close(s.warmed)
+	}
 	s.wg.Add(1)
 	go s.accept()
 	return s
@@ -100,8 +114,15 @@ func (s *staleServer) serve(c net.Conn, conn int) {
 		}
 		s.mu.Lock()
 		s.calls = append(s.calls, staleCall{conn: conn, method: call.Method, header: r.Header})
+		n := len(s.calls)
 		s.mu.Unlock()
-		if conn == 0 && i == 1 {
+		if n == s.warm {
+			close(s.warmed)
+		}
+		if n <= s.warm {
+			<-s.warmed // stop closes c, but the client waits for this reply
+		}
+		if s.drop(conn, i) {
 			return // the idle timeout: read, never answered
 		}
 		body := `{"jsonrpc":"2.0","id":` + string(call.ID) + `,"result":"0x1"}`
@@ -216,5 +237,43 @@ func TestReplayHeadersNeverForwarded(t *testing.T) {
 	}
 	if f := NewForwarding([]string{"Idempotency-Key", "X-Idempotency-Key"}, false); len(f.headers) != 0 {
 		t.Errorf("forwarded headers %q, want none", f.headers)
+	}
+}
+
+// TestHTTPTransportResendsOnce: a remote that closes every connection a call
+// arrives on gets a read twice, not once per idle connection the client
+// keeps (net/http would go on until a new connection failed), and the call
+// fails as a reset.
+func TestHTTPTransportResendsOnce(t *testing.T) {
+	tpNoLeaks(t)
+	const warm = 4
+	srv := startStaleServer(t, warm, func(conn, i int) bool { return conn >= warm || i > 0 })
+	defer srv.stop()
+	tr, err := New(Options{Name: "alpha", URL: srv.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+
+	var g sync.WaitGroup
+	for range warm {
+		g.Go(func() {
+			if _, _, err := tr.Call(context.Background(), "eth_chainId", nil); err != nil {
+				t.Errorf("warm-up call: %v", err)
+			}
+		})
+	}
+	g.Wait()
+	if _, conns := srv.seen(); conns != warm {
+		t.Fatalf("warm-up took %d connections, want %d", conns, warm)
+	}
+
+	_, _, err = tr.Call(context.Background(), "eth_getBalance", json.RawMessage(`["0x00","latest"]`))
+	if !errors.Is(err, ErrTransport) || FailureKind(err) != FailReset {
+		t.Errorf("call = %v (kind %q), want ErrTransport, %q", err, FailureKind(err), FailReset)
+	}
+	calls, _ := srv.seen()
+	if got := len(calls) - warm; got != 1+httpMaxResends {
+		t.Errorf("the remote read the call %d times, want %d", got, 1+httpMaxResends)
 	}
 }
