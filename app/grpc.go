@@ -42,11 +42,11 @@ func newGRPC(p grpcParams) (*emerald.Server, error) {
 		Permitted: func(ctx context.Context, in jrpc.Inbound, methods []string) []string {
 			return p.Gate.load().Permitted(in.GateRequest(ctx), jrpc.Admission{Chain: in.Chain, Transport: in.Transport}, methods)
 		},
-		Admit: func(ctx context.Context, in jrpc.Inbound) *jrpc.Error {
-			if r := p.Gate.load().Admitted(in.GateRequest(ctx), jrpc.Admission{Chain: in.Chain, Transport: in.Transport}); r != nil {
-				return r.Err
-			}
-			return nil
+		Admit: func(ctx context.Context, in jrpc.Inbound) *jrpc.Refusal {
+			return p.Gate.load().Admitted(in.GateRequest(ctx), jrpc.Admission{Chain: in.Chain, Transport: in.Transport})
+		},
+		Take: func(ctx context.Context, in jrpc.Inbound) *jrpc.Refusal {
+			return p.Gate.load().TakeOne(in.GateRequest(ctx), jrpc.Admission{Chain: in.Chain, Transport: in.Transport})
 		}}
 	if cfg.TLS.Enabled() {
 		tc, err := cfg.TLS.tlsConfig()

@@ -477,8 +477,27 @@ chains:
 	// edge admits their caller as it does a call's: a key is required, and
 	// a key's method list does not matter. venn has a head by now, so
 	// SubscribeHead sends one at once.
+	opens := streamOpens(c)
+	for name, open := range opens {
+		t.Run(name, func(t *testing.T) {
+			wantCode(t, open(withKey(t, "")), codes.Unauthenticated, "-32056")
+			wantCode(t, open(withKey(t, "not-the-key-0123456789")), codes.Unauthenticated, "-32056")
+			for _, key := range []string{grpcKey, narrowKey} {
+				if err := open(withKey(t, key)); err != nil {
+					t.Errorf("with a valid key: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// streamOpens opens, by name, each stream of c that calls no method
+// (SubscribeHead on CHAIN_ETHEREUM__MAINNET, the status streams of every
+// chain) and reads its first message, or calls Describe: nil when it is
+// served. A stream lives until ctx ends.
+func streamOpens(c pb.BlockchainClient) map[string]func(context.Context) error {
 	ref := &pb.Chain{Type: pb.ChainRef_CHAIN_ETHEREUM__MAINNET}
-	opens := map[string]func(context.Context) error{
+	return map[string]func(context.Context) error{
 		"SubscribeHead": func(ctx context.Context) error {
 			st, err := c.SubscribeHead(ctx, ref)
 			if err == nil {
@@ -493,23 +512,96 @@ chains:
 			}
 			return err
 		},
+		"SubscribeChainStatus": func(ctx context.Context) error {
+			st, err := c.SubscribeChainStatus(ctx, &pb.SubscribeChainStatusRequest{})
+			if err == nil {
+				_, err = st.Recv()
+			}
+			return err
+		},
+		"SubscribeNodeStatus": func(ctx context.Context) error {
+			st, err := c.SubscribeNodeStatus(ctx, &pb.SubscribeNodeStatusRequest{})
+			if err == nil {
+				_, err = st.Recv()
+			}
+			return err
+		},
 		"Describe": func(ctx context.Context) error {
 			_, err := c.Describe(ctx, &pb.DescribeRequest{})
 			return err
 		},
 	}
+}
+
+// Opening SubscribeHead or a status stream, and a Describe, costs the
+// caller one call from its rate limit, the bucket its JSON-RPC calls take
+// from: a key over its limit is refused RESOURCE_EXHAUSTED in words that
+// name the limit, not the key; a key without one opens as many as it
+// likes. Over WebSocket, eth_subscribe is a call and pays as one.
+func TestGRPCStreamsTakeFromRateLimits(t *testing.T) {
+	n := fakenode.Start(t, fakenode.Options{ChainID: 1, BlockTime: headsBlockTime})
+	fakenode.MineEvery(t, headsBlockTime, n)
+	const cappedName, cappedKey = "capped", "capped-key-0123456789abcdef"
+	g, srv := startGRPCServers(t, mustParse(t, `
+listen: 127.0.0.1:0
+metrics_listen: ""
+grpc_listen: 127.0.0.1:0
+shutdown_timeout: 5s
+auth:
+  keys:
+    - {name: free, key: `+grpcKey+`}
+    - {name: `+cappedName+`, key: `+cappedKey+`, rate_limit: {rps: 0.001, burst: 5}}
+chains:
+  - name: eth
+    chain_id: 1
+    remotes:
+      - {name: a, url: "`+n.URL()+`"}
+`))
+	c := dial(t, g, nil)
+	opens := streamOpens(c)
+	if len(opens) != 5 {
+		t.Fatalf("%d kinds of opening, the capped key's burst is 5", len(opens))
+	}
+	// SubscribeHead waits for venn's first head.
+	for i := range 3 {
+		for name, open := range opens {
+			if err := open(withKey(t, grpcKey)); err != nil {
+				t.Fatalf("%s %d with a key without a rate limit: %v", name, i, err)
+			}
+		}
+	}
+	for name, open := range opens {
+		if err := open(withKey(t, cappedKey)); err != nil {
+			t.Fatalf("%s within the capped key's burst: %v", name, err)
+		}
+	}
 	for name, open := range opens {
 		t.Run(name, func(t *testing.T) {
-			wantCode(t, open(withKey(t, "")), codes.Unauthenticated, "-32056")
-			wantCode(t, open(withKey(t, "not-the-key-0123456789")), codes.Unauthenticated, "-32056")
-			for _, key := range []string{grpcKey, narrowKey} {
-				if err := open(withKey(t, key)); err != nil {
-					t.Errorf("with a valid key: %v", err)
-				}
+			st, _ := status.FromError(open(withKey(t, cappedKey)))
+			msg := st.Message()
+			if st.Code() != codes.ResourceExhausted || !strings.HasPrefix(msg, "rate limited (JSON-RPC -32055); retry after ") {
+				t.Errorf("over the limit: %v %q, want RESOURCE_EXHAUSTED rate limited", st.Code(), msg)
+			}
+			if strings.Contains(msg, cappedKey) || strings.Contains(msg, cappedName) {
+				t.Errorf("the refusal names the key: %q", msg)
 			}
 		})
 	}
-
+	// The opens took from the bucket the key's calls take from.
+	_, err := nativeCall(withKey(t, cappedKey), c, &pb.NativeCallRequest{Chain: pb.ChainRef_CHAIN_ETHEREUM__MAINNET,
+		Items: []*pb.NativeCallItem{{Id: 1, Method: "eth_chainId"}}})
+	wantCode(t, err, codes.ResourceExhausted, "-32055")
+	ws := dialWS(t, "ws://"+srv.rpc.bound.String()+"/eth", http.Header{"X-Api-Key": {cappedKey}})
+	testkit.WSWrite(t, ws, `{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}`)
+	if got := testkit.WSRead(t, ws); !strings.Contains(got, `"code":-32055`) {
+		t.Errorf("eth_subscribe over WebSocket over the limit: %s", got)
+	}
+	// Another key's bucket is its own.
+	for name, open := range opens {
+		if err := open(withKey(t, grpcKey)); err != nil {
+			t.Errorf("%s with the other key, once the capped one is over: %v", name, err)
+		}
+	}
 }
 
 // describe is what Describe says of each chain, by ChainRef.

@@ -38,22 +38,24 @@ import (
 )
 
 // BenchmarkTenantCost is venn's stack (jrpc with metrics, router, pool, a
-// fake node over HTTP) with auth off and with a JWT-authenticated tenant
-// whose calls are priced, spent from per-minute and per-month budgets and
-// recorded for usage, interleaved round by round as BenchmarkTracingCost
-// does. Three calls: eth_getBalance at latest, passed through to the node;
+// fake node over HTTP) three ways, interleaved round by round as
+// BenchmarkTracingCost does: "off", jrpc without a gate; "open", through
+// an edge with nothing configured, which is what venn serves with auth off
+// (the app always wires its edge in); and "jwt", a JWT-authenticated
+// tenant whose calls are priced, spent from per-minute and per-month
+// budgets and recorded for usage. Three calls: eth_getBalance at latest, passed through to the node;
 // eth_chainId, which venn answers itself (the cheapest answer, so the
 // largest share for the edge); and eth_getBlockByNumber latest, answered
 // from the head window (priced as served from the head). It reports each
-// target's process CPU per call (median over rounds) and the median of the
-// per-round ratios to off.
+// target's process CPU per call (median over rounds) and the medians of
+// the per-round ratios jwt/off and jwt/open.
 //
 // Sub-benchmarks by client: "bare" is a bare HTTP/1.1 one (bareClient),
 // so that the process's CPU is venn's, the fake node's (pass) and the
 // loopback's; "nethttp" is net/http's, as this benchmark had first, which
 // adds the client's own work to both sides (about half of a head-served
-// call's instructions) and parses in this process the three credit
-// headers only the tenant's answers carry: work a real client does
+// call's instructions) and parses in this process the credit header only
+// the tenant's answers carry: work a real client does
 // elsewhere, counted against venn. "bare" is the figure.
 func BenchmarkTenantCost(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { benchTenantCost(b, true) })
@@ -70,12 +72,16 @@ func benchTenantCost(b *testing.B, bare bool) {
 	rec := usage.NewRecorder(usage.RecorderOptions{Registerer: prometheus.NewRegistry()})
 	gate := edge.New(cfg, edge.Options{Usage: rec, Registerer: prometheus.NewRegistry()})
 	on := tenantVenn(b, up.URL, gate)
-	headOff, headOn := tenantHeadVenn(b, nil), tenantHeadVenn(b, gate)
+	openGate := edge.New(edge.Config{}, edge.Options{Registerer: prometheus.NewRegistry()})
+	open := tenantVenn(b, up.URL, openGate)
+	headOff, headOn, headOpen := tenantHeadVenn(b, nil), tenantHeadVenn(b, gate), tenantHeadVenn(b, openGate)
 	type target struct{ name, url, method string }
+	// By call: off, jwt, open.
 	targets := []target{
-		{"pass-off", off, "eth_getBalance"}, {"pass-jwt", on, "eth_getBalance"},
-		{"local-off", off, "eth_chainId"}, {"local-jwt", on, "eth_chainId"},
+		{"pass-off", off, "eth_getBalance"}, {"pass-jwt", on, "eth_getBalance"}, {"pass-open", open, "eth_getBalance"},
+		{"local-off", off, "eth_chainId"}, {"local-jwt", on, "eth_chainId"}, {"local-open", open, "eth_chainId"},
 		{"head-off", headOff, "eth_getBlockByNumber"}, {"head-jwt", headOn, "eth_getBlockByNumber"},
+		{"head-open", headOpen, "eth_getBlockByNumber"},
 	}
 	calls := make([]func(int) []byte, len(targets))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
@@ -88,7 +94,7 @@ func benchTenantCost(b *testing.B, bare bool) {
 			calls[i] = func(id int) []byte { return tenantCall(b, client, tg.url, tg.method, tok, id) }
 		}
 	}
-	for _, i := range []int{4, 5} {
+	for _, i := range []int{6, 7, 8} {
 		if got := calls[i](0); !bytes.Contains(got, []byte(benchWindowHash(benchWindowHead))) {
 			b.Fatalf("eth_getBlockByNumber latest not answered from the window: %s", got)
 		}
@@ -110,12 +116,15 @@ func benchTenantCost(b *testing.B, bare bool) {
 	for t, tg := range targets {
 		b.ReportMetric(median(cpu[t]), tg.name+"-cpu-ns/call")
 	}
-	for _, pair := range [][2]int{{0, 1}, {2, 3}, {4, 5}} {
-		r := make([]float64, round)
-		for i := range round {
-			r[i] = cpu[pair[1]][i] / cpu[pair[0]][i]
+	for c := 0; c < len(targets); c += 3 {
+		for _, pair := range [][2]int{{c, c + 1}, {c + 2, c + 1}} {
+			r := make([]float64, round)
+			for i := range round {
+				r[i] = cpu[pair[1]][i] / cpu[pair[0]][i]
+			}
+			base := targets[pair[0]].name
+			b.ReportMetric(median(r), targets[pair[1]].name+"/"+base[strings.LastIndexByte(base, '-')+1:])
 		}
-		b.ReportMetric(median(r), targets[pair[1]].name+"/off")
 	}
 	if len(rec.Pending()) == 0 {
 		b.Fatal("no usage recorded")

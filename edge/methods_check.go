@@ -45,11 +45,28 @@ func quietly(r *http.Request) *http.Request {
 }
 
 // Admitted is Admit's refusal of the caller of r on a.Chain, nil when it
-// is admitted, counting no refusal: gRPC's head and status streams, which
-// call no method, are opened only by a caller the edge admits.
+// is admitted, counting no refusal and taking from no rate limit: gRPC's
+// head and status streams and Describe, which call no method, serve only
+// a caller the edge admits (on each chain they read; TakeOne charges the
+// opening once).
 func (e *Edge) Admitted(r *http.Request, a jrpc.Admission) *jrpc.Refusal {
 	_, refused := e.Admit(quietly(r), a)
 	return refused
+}
+
+// TakeOne is Admitted, and then takes one call from the admitted caller's
+// rate limits (its key's, its tenant's, its address's buckets) as a
+// JSON-RPC call takes it, refused as that call would be: over a limit
+// (-32055 "rate limited", counted in venn_ratelimit_rejections_total) or
+// over its tenant's credit budget. gRPC charges the opening of a head or
+// status stream, and a Describe, with it: they call no method, but a
+// client opening them in a loop must pay as one calling does.
+func (e *Edge) TakeOne(r *http.Request, a jrpc.Admission) *jrpc.Refusal {
+	c, refused := e.Admit(quietly(r), a)
+	if refused != nil {
+		return refused
+	}
+	return c.Take(r.Context(), 1)
 }
 
 // Permitted is, of methods, those the caller of r may call on a.Chain as

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,6 +243,55 @@ func TestRateLimitPerKey(t *testing.T) {
 	}
 	if got := counterValue(t, reg, "venn_requests_total", map[string]string{"chain": "test", "method": "other", "outcome": "limited"}); got != 8 {
 		t.Errorf("limited calls = %v, want 8 (1, then 3 with the notification, then 4)", got)
+	}
+}
+
+// TakeOne takes one call from the same buckets a JSON-RPC call takes
+// from, and refuses it as that call is refused; Admitted takes none.
+func TestTakeOne(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s, _ := limitedServer(t, Config{
+		Auth: AuthConfig{Keys: []APIKey{
+			{Name: "alice", Key: aliceSecret, RateLimit: Rate{RPS: 0.001, Burst: 2}},
+			{Name: "bob", Key: bobSecret},
+		}},
+	}, nil, reg)
+	a := jrpc.Admission{Chain: testChain, Transport: "grpc"}
+	as := func(secret string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/"+testChain, nil)
+		if secret != "" {
+			r.Header.Set(DefaultKeyHeader, secret)
+		}
+		return r
+	}
+	for range 5 {
+		if r := s.edge.Admitted(as(aliceSecret), a); r != nil {
+			t.Fatalf("Admitted = %+v", r.Err)
+		}
+	}
+	if r := s.edge.TakeOne(as(aliceSecret), a); r != nil {
+		t.Fatalf("the first of a burst of 2 = %+v", r.Err)
+	}
+	if status, _, body := do(t, s, httpCall{header: map[string]string{"X-Api-Key": aliceSecret}, body: callOf("test_echo")}); status != 200 {
+		t.Fatalf("a JSON-RPC call, the second = %d %s", status, body)
+	}
+	r := s.edge.TakeOne(as(aliceSecret), a)
+	if r == nil || r.Status != http.StatusTooManyRequests || r.Err.Code != jrpc.CodeRateLimited || r.Err.Message != "rate limited" {
+		t.Fatalf("the third = %+v, want 429 -32055 rate limited", r)
+	}
+	if status, _, body := do(t, s, httpCall{header: map[string]string{"X-Api-Key": aliceSecret}, body: callOf("test_echo")}); status != http.StatusTooManyRequests {
+		t.Errorf("a JSON-RPC call after = %d %s, want 429", status, body)
+	}
+	for i := range 10 {
+		if r := s.edge.TakeOne(as(bobSecret), a); r != nil {
+			t.Fatalf("bob, unlimited, take %d = %+v", i, r.Err)
+		}
+	}
+	if r := s.edge.TakeOne(as(""), a); r == nil || r.Err.Code != jrpc.CodeUnauthorized {
+		t.Errorf("no key = %+v, want -32056", r)
+	}
+	if got := counterValue(t, reg, "venn_ratelimit_rejections_total", map[string]string{"chain": testChain, "scope": "key"}); got != 2 {
+		t.Errorf("key rejections = %v, want 2", got)
 	}
 }
 

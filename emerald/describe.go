@@ -17,7 +17,9 @@ var subscriptions = []string{"newHeads", "logs", "newPendingTransactions", "sync
 // the metadata): those it may call in supportedMethods, the others
 // (blocked, off its key's allowlist, or all on a chain its key may not
 // use) in excludedMethods. A caller the edge admits on no chain (no key
-// where keys are required) is refused as NativeCall would refuse it.
+// where keys are required) is refused as NativeCall would refuse it; one
+// it admits pays one call from its rate limits (on the first chain it may
+// use), as many chains as are described.
 //
 // currentHeight is left unset: it is field 7, which emeraldpay/dshackle's
 // older definition gives to supportedSubscriptions (a repeated string),
@@ -29,17 +31,20 @@ var subscriptions = []string{"newHeads", "logs", "newPendingTransactions", "sync
 func (s *Server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.DescribeResponse, error) {
 	methods := evm.Methods()
 	out := &pb.DescribeResponse{BuildInfo: &pb.BuildInfo{Version: s.opts.Version}}
-	var refused error
-	admitted := false
-	for _, c := range s.chains() {
+	var (
+		refused  error
+		admitted *Chain // the first chain the caller may use
+	)
+	cs := s.chains()
+	for i, c := range cs {
 		ref := c.Ref()
 		if ref == pb.ChainRef_CHAIN_UNSPECIFIED {
 			continue
 		}
 		if err := s.admit(ctx, c); err != nil {
 			refused = err
-		} else {
-			admitted = true
+		} else if admitted == nil {
+			admitted = &cs[i]
 		}
 		rs := c.Remotes()
 		d := &pb.DescribeChain{
@@ -59,7 +64,12 @@ func (s *Server) Describe(ctx context.Context, _ *pb.DescribeRequest) (*pb.Descr
 		}
 		out.Chains = append(out.Chains, d)
 	}
-	if !admitted && refused != nil {
+	switch {
+	case admitted != nil:
+		if err := s.take(ctx, *admitted); err != nil {
+			return nil, err
+		}
+	case refused != nil:
 		return nil, refused
 	}
 	return out, nil

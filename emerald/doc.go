@@ -19,5 +19,8 @@
 // (streams.go) serve SubscribeHead from the head window, NativeSubscribe
 // as a connection of the chain's subcenter (an eth_subscribe through the
 // same handler, so the WebSocket's notifications and slow-consumer rule),
-// and the status streams from the pool status.
+// and the status streams from the pool status. SubscribeHead, the status
+// streams and Describe call no method: the edge admits their caller
+// (Options.Admit) and takes one call from its rate limits for each
+// opening (Options.Take), so opening them is paid for as a call is.
 package emerald

@@ -25,11 +25,14 @@ import (
 // lower_bounds the oldest block any remote in rotation serves, by kind.
 func (s *Streams) SubscribeHead(req *pb.Chain, stream grpc.ServerStreamingServer[pb.ChainHead]) error {
 	ref := req.GetType()
-	ch, err := s.resolve(stream.Context(), ref)
+	ctx := stream.Context()
+	ch, err := s.resolve(ctx, ref)
 	if err != nil {
 		return err
 	}
-	ctx := stream.Context()
+	if err := s.open(ctx, ref); err != nil {
+		return err
+	}
 	w := ch.Window()
 	ten := s.tenure(ctx, ref, ch)
 	var cur *headstore.Cursor

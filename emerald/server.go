@@ -57,8 +57,14 @@ type Options struct {
 	// Admit is the edge's refusal of the caller of in on in.Chain (nil:
 	// admitted), counting none: SubscribeHead, the status streams and
 	// Describe serve only a caller it admits. nil: everyone.
-	Admit func(ctx context.Context, in jrpc.Inbound) *jrpc.Error
-	Log   *slog.Logger
+	Admit func(ctx context.Context, in jrpc.Inbound) *jrpc.Refusal
+	// Take is Admit, and then takes one call from the caller's rate
+	// limits as a JSON-RPC call takes it: the opening of SubscribeHead or
+	// of a status stream, and a Describe, each cost one (NativeCall's
+	// items and NativeSubscribe's eth_subscribe are calls, and pay as
+	// such). nil: they cost nothing.
+	Take func(ctx context.Context, in jrpc.Inbound) *jrpc.Refusal
+	Log  *slog.Logger
 }
 
 // Server is the emerald.Blockchain service on its own listener.
@@ -88,7 +94,7 @@ func New(cfg Config, opts Options, h Handler, table Table) *Server {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, opts: opts, h: h, table: table, log: opts.Log, done: make(chan struct{})}
-	s.Streams = Streams{Chain: s.streamChain, Chains: s.streamChains, Changed: table.Changed,
+	s.Streams = Streams{Chain: s.streamChain, Chains: s.streamChains, Open: s.openStream, Changed: table.Changed,
 		Heartbeat: cfg.Heartbeat, Recheck: cfg.StatusRecheck, stopping: make(chan struct{})}
 	k := cfg.Keepalive
 	so := []grpc.ServerOption{
@@ -265,14 +271,47 @@ func (s *Server) admit(ctx context.Context, c Chain) error {
 	if s.opts.Admit == nil {
 		return nil
 	}
-	je := s.opts.Admit(ctx, s.inbound(ctx, c.Name))
-	if je == nil {
+	return refusedStatus(s.opts.Admit(ctx, s.inbound(ctx, c.Name)))
+}
+
+// take is admit, and takes one call from the caller's rate limits: what
+// opening a head or status stream, or a Describe, costs.
+func (s *Server) take(ctx context.Context, c Chain) error {
+	if s.opts.Take == nil {
 		return nil
 	}
-	if st := refusal(je); st != nil {
-		return st
+	return refusedStatus(s.opts.Take(ctx, s.inbound(ctx, c.Name)))
+}
+
+// openStream is Streams.Open: the stream whose context is ctx, opened on
+// the chain served as ref, costs its caller one call.
+func (s *Server) openStream(ctx context.Context, ref pb.ChainRef) error {
+	c, err := s.chain(ref)
+	if err != nil {
+		return err
 	}
-	return status.Errorf(codes.PermissionDenied, "%s (JSON-RPC %d)", je.Message, je.Code)
+	return s.take(ctx, c)
+}
+
+// refusedStatus is the status of a stream or Describe the edge refuses
+// (nil: none): NativeCall's for a request refused as a whole, with the
+// wait a Retry-After would have told; any other refusal over a limit (a
+// tenant's credit budget) RESOURCE_EXHAUSTED, the rest PERMISSION_DENIED.
+func refusedStatus(r *jrpc.Refusal) error {
+	if r == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("%s (JSON-RPC %d)", r.Err.Message, r.Err.Code)
+	if r.RetryAfter != "" {
+		msg += "; retry after " + r.RetryAfter + " s"
+	}
+	c := codes.PermissionDenied
+	if st := refusal(r.Err); st != nil {
+		c = status.Code(st)
+	} else if r.Status == http.StatusTooManyRequests {
+		c = codes.ResourceExhausted
+	}
+	return status.Error(c, msg)
 }
 
 func (s *Server) served1(ctx context.Context, c Chain) servedChain {

@@ -103,11 +103,17 @@ type keyed[T proto.Message] struct {
 // every chain served) as f says: every message first, then, each time a
 // head comes on one of the chains, Recheck passes or a reload changes the
 // chains served, those that changed. A chain or remote a reload removes is
-// sent once more (f.gone); one it adds is sent as new.
+// sent once more (f.gone); one it adds is sent as new. Opening it costs
+// the caller one call (Open), however many chains it reports.
 func streamStatus[T proto.Message](s *Streams, ctx context.Context, refs []pb.ChainRef, f statusFeed[T], send func(T) error) error {
 	chains, err := s.served(ctx, refs, true)
 	if err != nil {
 		return err
+	}
+	if len(chains) > 0 {
+		if err := s.open(ctx, chains[0].Ref); err != nil {
+			return err
+		}
 	}
 	table := s.changed()
 	t := time.NewTicker(s.recheck())

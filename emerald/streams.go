@@ -40,6 +40,13 @@ type Streams struct {
 	// read, for the status streams; its error (the caller may read none)
 	// is the status the stream ends with.
 	Chains func(ctx context.Context) ([]ServedChain, error)
+	// Open charges the opening of SubscribeHead or a status stream, whose
+	// context is ctx, on the chain served as ref (a status stream: its
+	// first chain) to its caller: one call from its rate limits. Its
+	// error (RESOURCE_EXHAUSTED over a limit) is the status the stream
+	// ends with before sending anything. nil: streams cost nothing.
+	// NativeSubscribe pays by its eth_subscribe.
+	Open func(ctx context.Context, ref pb.ChainRef) error
 	// Changed is closed when the chains served next change (a config
 	// reload; nil: never): a stream whose chain left ends, the status
 	// streams report the chains added and removed.
@@ -114,6 +121,14 @@ func (s *Streams) resolve(ctx context.Context, ref pb.ChainRef) (StreamChain, er
 		return nil, status.Error(codes.Unavailable, "no chain is served")
 	}
 	return s.Chain(ctx, ref)
+}
+
+// open is Open's charge for a stream opened on ref.
+func (s *Streams) open(ctx context.Context, ref pb.ChainRef) error {
+	if s.Open == nil {
+		return nil
+	}
+	return s.Open(ctx, ref)
 }
 
 func (s *Streams) recheck() time.Duration {

@@ -3,6 +3,9 @@ package emerald
 import (
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -39,6 +42,39 @@ func TestReadAnswer(t *testing.T) {
 			case tt.wantErr != nil && (callErr == nil || callErr.Code != tt.wantErr.Code ||
 				callErr.Message != tt.wantErr.Message || string(callErr.Data) != string(tt.wantErr.Data)):
 				t.Errorf("error %+v, want %+v", callErr, tt.wantErr)
+			}
+		})
+	}
+}
+
+// A stream or Describe the edge refuses ends with NativeCall's status for
+// the refusal, the wait a Retry-After would have told in its message; a
+// refusal over another limit (a tenant's credit budget) is
+// RESOURCE_EXHAUSTED too.
+func TestRefusedStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		give *jrpc.Refusal
+		code codes.Code
+		msg  string
+	}{
+		{name: "admitted", code: codes.OK},
+		{name: "rate limited", give: &jrpc.Refusal{Status: 429, RetryAfter: "3",
+			Err: &jrpc.Error{Code: jrpc.CodeRateLimited, Message: "rate limited", Data: []byte(`{"retry_after_ms":2500}`)}},
+			code: codes.ResourceExhausted, msg: "rate limited (JSON-RPC -32055); retry after 3 s"},
+		{name: "over a credit budget", give: &jrpc.Refusal{Status: 429, RetryAfter: "20",
+			Err: &jrpc.Error{Code: -32005, Message: "credit budget exceeded: tenant t has spent its minutely budget of 10 credits; it resets at 2026-12-06T10:31:00Z"}},
+			code: codes.ResourceExhausted, msg: "credit budget exceeded: tenant t has spent its minutely budget of 10 credits; it resets at 2026-12-06T10:31:00Z (JSON-RPC -32005); retry after 20 s"},
+		{name: "no key", give: &jrpc.Refusal{Status: 401, Err: &jrpc.Error{Code: jrpc.CodeUnauthorized, Message: "unauthorized: missing API key"}},
+			code: codes.Unauthenticated, msg: "unauthorized: missing API key (JSON-RPC -32056)"},
+		{name: "another refusal", give: &jrpc.Refusal{Status: 403, Err: &jrpc.Error{Code: -32000, Message: "no"}},
+			code: codes.PermissionDenied, msg: "no (JSON-RPC -32000)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, _ := status.FromError(refusedStatus(tt.give))
+			if st.Code() != tt.code || st.Message() != tt.msg {
+				t.Errorf("refusedStatus = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
 			}
 		})
 	}

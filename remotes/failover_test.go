@@ -2,6 +2,7 @@ package remotes
 
 import (
 	"encoding/json"
+	"math"
 	"math/big"
 	"testing"
 	"time"
@@ -85,8 +86,21 @@ func TestFailoverRules(t *testing.T) {
 			method: "eth_getBalance", params: balance, wantN0: 1, wantN1: 1, within: time.Second},
 		{name: "connection refused", pool: slowBlocks, fault: (*front).stop,
 			method: "eth_getBalance", params: balance, wantN0: 0, wantN1: 1},
+		// A read on a keep-alive connection n0 closed as it arrived is sent
+		// again on a new one (remotes/wire): no failover, no fault for n0.
+		{name: "keep-alive connection closed under a read", pool: slowBlocks,
+			fault:  func(f *front) { f.closeNext.Store(true) },
+			method: "eth_getBalance", params: balance, wantN0: 1, wantN1: 0,
+			check: func(t *testing.T, p *Pool, _ *front, _ *fakenode.Node) {
+				if e := math.Float64frombits(p.members()[0].errorEWMA.Load()); e != 0 {
+					t.Errorf("n0's error rate %v, want 0", e)
+				}
+			}},
+		// The read lands on the keep-alive connection the pool's start left
+		// idle, so the transport sends it once more, on a new one, before
+		// the pool fails over (wire's httpMaxResends).
 		{name: "dropped connection", pool: slowBlocks, fault: func(f *front) { f.node.SetDrop(true) },
-			method: "eth_getBalance", params: balance, wantN0: 1, wantN1: 1},
+			method: "eth_getBalance", params: balance, wantN0: 2, wantN1: 1},
 		{name: "empty 200 reply", pool: slowBlocks, fault: func(f *front) { f.empty.Store(true) },
 			method: "eth_getBalance", params: balance, wantN0: skip, wantN1: 1},
 		{name: "garbled 200 reply", pool: slowBlocks, fault: func(f *front) { f.node.SetGarbage(true) },

@@ -127,7 +127,7 @@ func TestHeaderPassthrough(t *testing.T) {
 }
 
 func TestForwardHeadersValidate(t *testing.T) {
-	for _, name := range []string{"Authorization", "x-api-key", "Cookie", "Host", "X-Forwarded-For", "bad header"} {
+	for _, name := range []string{"Authorization", "x-api-key", "Cookie", "Host", "X-Forwarded-For", "Idempotency-Key", "bad header"} {
 		c := Config{Name: "a", URL: "http://127.0.0.1:1", ForwardHeaders: []string{name}}
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "forward_headers") {
 			t.Errorf("forward_headers [%s]: %v, want refused", name, err)
@@ -136,5 +136,12 @@ func TestForwardHeadersValidate(t *testing.T) {
 	c := Config{Name: "a", URL: "http://127.0.0.1:1", ForwardHeaders: []string{"X-Provider-Route"}}
 	if err := c.Validate(); err != nil {
 		t.Error(err)
+	}
+	// A remote's own header of that name would make writes replayable.
+	for _, name := range []string{"Idempotency-Key", "x-idempotency-key"} {
+		c := Config{Name: "a", URL: "http://127.0.0.1:1", Headers: map[string]string{name: "k"}}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "headers") {
+			t.Errorf("headers {%s}: %v, want refused", name, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -369,6 +370,10 @@ type front struct {
 	node  *fakenode.Node
 	srv   *httptest.Server
 	empty atomic.Bool // answer 200 with an empty body without asking the node
+	// closeNext closes the connection of the next request once it is read,
+	// without a reply: a keep-alive connection the remote's idle timeout
+	// closed as the request arrived.
+	closeNext atomic.Bool
 
 	mu      sync.Mutex
 	headers []http.Header // of every request, WebSocket handshakes included
@@ -389,6 +394,13 @@ func (f *front) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.headers = append(f.headers, r.Header.Clone())
 	f.mu.Unlock()
+	if f.closeNext.CompareAndSwap(true, false) {
+		io.Copy(io.Discard, r.Body)
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			c.Close()
+		}
+		return
+	}
 	if f.empty.Load() {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)

@@ -228,8 +228,12 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Headers)) {
-		if !headerNameRE.MatchString(name) {
+		switch {
+		case !headerNameRE.MatchString(name):
 			p.Add("headers", "%q is not a valid header name", name)
+		case wire.ReplayHeader(name):
+			// It would make net/http send a write twice.
+			p.Add("headers", "%q is set by venn (on reads only)", name)
 		}
 		if strings.ContainsAny(c.Headers[name], "\r\n\x00") {
 			// The value itself is likely a secret: name the header only.

@@ -10,9 +10,12 @@
 //
 // It owns one call to one remote and nothing about remotes as a group: it
 // knows neither Pool nor Remote, keeps no health, picks no remote, retries
-// nothing and judges no answer (remotes/verdict does). The one call it
-// sends again is one that never left: the WebSocket transport sends a call
-// that its connection's loss kept from being written once more, on a new
-// connection. Its errors name a remote by its configured name, never by
-// its URL: URLs carry keys.
+// nothing and judges no answer (remotes/verdict does). The calls it sends
+// again, once, on another connection, are those a connection's loss caught
+// before any reply and that are safe to send twice: over WebSocket and
+// HTTP, a call that was never written; over HTTP also a read (evm's
+// registry) written on a keep-alive connection the remote closed while
+// idle, which net/http resends because the request is marked (replayKey).
+// Its errors name a remote by its configured name, never by its URL: URLs
+// carry keys.
 package wire

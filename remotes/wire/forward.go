@@ -41,6 +41,9 @@ var neverForwarded = map[string]bool{
 	"Traceparent":         true,
 	"Tracestate":          true,
 	"X-Forwarded-For":     true, // forward_client_ip sends venn's own
+	// Either would make net/http resend a write (replayHeaders).
+	"Idempotency-Key":   true,
+	"X-Idempotency-Key": true,
 }
 
 // NeverForwarded reports whether a header may not be named in

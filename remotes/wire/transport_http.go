@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/tracing"
 )
 
@@ -30,7 +31,41 @@ const (
 	// httpDrainMax is how much of an unread reply tail is read so that the
 	// connection goes back to the pool; beyond it, closing is cheaper.
 	httpDrainMax = 64 << 10
+	// httpMaxResends is how often net/http may send one call again after a
+	// connection was lost under it (httpBody.reopen). net/http itself stops
+	// only at a new connection, so a remote that closes every connection a
+	// call arrives on would get a read once per idle connection.
+	httpMaxResends = 1
 )
+
+// errLostAgain is the error of a call whose connection was lost before a
+// reply once more after it was sent again; a reset, as the loss itself.
+var errLostAgain = fmt.Errorf("connection lost before a reply, after a resend on another: %w", io.EOF)
+
+// replayKey in a request's Header makes net/http's Transport send the
+// request again on a new connection when the keep-alive connection it was
+// written on fails before the first byte of a reply: the remote closed it
+// while idle as the request went out (its idle timeout), most likely
+// before reading it. Without it net/http resends only a POST that was never
+// written, and the call fails with "server closed idle connection", which
+// the pool counts against a healthy remote and fails over. Its value is
+// empty, so it is never sent (http.Transport's docs): it marks, it does
+// not tell the remote anything. Only a read carries it (readTmpl): a write
+// that the remote may have read is never sent twice.
+const replayKey = "Idempotency-Key"
+
+// replayHeaders are the header names net/http reads as that mark. The
+// transport alone sets one: a configured header or a forwarded client
+// header of either name would make writes replayable too.
+var replayHeaders = [...]string{replayKey, "X-Idempotency-Key"}
+
+// ReplayHeader reports whether name is a header that marks a request as
+// safe to send twice (replayKey), which neither a remote's headers nor a
+// client may set.
+func ReplayHeader(name string) bool {
+	name = http.CanonicalHeaderKey(name)
+	return name == replayHeaders[0] || name == replayHeaders[1]
+}
 
 // httpTransport calls one remote over HTTP(S) with a tuned keep-alive pool.
 // It calls http.Transport.RoundTrip directly: no redirects, no cookies, no
@@ -42,13 +77,15 @@ type httpTransport struct {
 	maxBytes int64
 	budget   *ReplyBudget
 	rt       *http.Transport
-	// tmpl is shared read-only by every request: URL, Header and Host are
-	// never written after construction, and RoundTrip only reads them.
-	tmpl   *http.Request
-	tracer *tracing.Tracer // injects the trace context when it propagates
-	fwd    *Forwarding     // nil: no client header is forwarded
-	ids    atomic.Uint64
-	bodies sync.Pool // *httpBody
+	// tmpl and readTmpl are shared read-only by every request: URL, Header
+	// and Host are never written after construction, and RoundTrip only
+	// reads them. readTmpl is tmpl with replayKey, for reads.
+	tmpl     *http.Request
+	readTmpl *http.Request
+	tracer   *tracing.Tracer // injects the trace context when it propagates
+	fwd      *Forwarding     // nil: no client header is forwarded
+	ids      atomic.Uint64
+	bodies   sync.Pool // *httpBody
 	// traced holds copies of tmpl.Header for requests that carry a trace
 	// context, each back once its reply's body is closed (traceHeader).
 	traced sync.Pool // http.Header
@@ -84,6 +121,9 @@ func newHTTPTransport(opts Options, u *url.URL) *httpTransport {
 		// Some providers sit behind filters that refuse Go's default agent.
 		h.Set("User-Agent", "venn")
 	}
+	for _, k := range replayHeaders {
+		h.Del(k) // the transport's own mark (replayHeaders)
+	}
 	// http.Client turns URL user info into basic auth; RoundTrip does not.
 	if u.User != nil && h.Get("Authorization") == "" {
 		pass, _ := u.User.Password()
@@ -98,6 +138,18 @@ func newHTTPTransport(opts Options, u *url.URL) *httpTransport {
 	target := *u
 	target.User = nil
 
+	tmpl := &http.Request{
+		Method:     http.MethodPost,
+		URL:        &target,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     h,
+		Host:       host,
+	}
+	readTmpl := *tmpl
+	readTmpl.Header = maps.Clone(h)
+	readTmpl.Header[replayKey] = nil
 	return &httpTransport{
 		name:     opts.Name,
 		red:      opts.Redactor(),
@@ -106,15 +158,8 @@ func newHTTPTransport(opts Options, u *url.URL) *httpTransport {
 		tracer:   opts.Tracer,
 		fwd:      opts.Forward,
 		rt:       rt,
-		tmpl: &http.Request{
-			Method:     http.MethodPost,
-			URL:        &target,
-			Proto:      "HTTP/1.1",
-			ProtoMajor: 1,
-			ProtoMinor: 1,
-			Header:     h,
-			Host:       host,
-		},
+		tmpl:     tmpl,
+		readTmpl: &readTmpl,
 	}
 }
 
@@ -123,8 +168,12 @@ func (t *httpTransport) Call(ctx context.Context, method string, params json.Raw
 	body := t.getBody()
 	body.b = appendRequest(body.b, id, method, params)
 
-	req := t.tmpl.WithContext(ctx)
-	traced := t.traceHeader(ctx)
+	tmpl, replay := t.tmpl, evm.Lookup(method).Hedgeable()
+	if replay {
+		tmpl = t.readTmpl
+	}
+	req := tmpl.WithContext(ctx)
+	traced := t.traceHeader(ctx, replay)
 	if traced != nil {
 		req.Header = traced
 	}
@@ -139,7 +188,10 @@ func (t *httpTransport) Call(ctx context.Context, method string, params json.Raw
 	}
 	req.ContentLength = int64(len(body.b))
 	req.Body = body.open()
-	req.GetBody = body.getBody // lets RoundTrip retry on a stale keep-alive connection
+	// GetBody lets RoundTrip send the call again on a new connection: any
+	// call that a stale keep-alive connection kept from being written, and
+	// a read (replayKey) written on one the remote closed as it went out.
+	req.GetBody = body.getBody
 	resp, err := t.rt.RoundTrip(req)
 	body.release()
 	if err != nil {
@@ -176,18 +228,24 @@ func (t *httpTransport) Call(ctx context.Context, method string, params json.Raw
 }
 
 // traceHeader is the header of a request sent under ctx that carries the
-// trace context: a copy of the template's with ctx's traceparent, from
-// t.traced when one is free; nil when the request carries none (the
-// template's header is then sent as it is). The copy shares the
-// template's value slices, which nobody writes; InjectInto writes new ones.
-func (t *httpTransport) traceHeader(ctx context.Context) http.Header {
+// trace context: a copy of the template's with ctx's traceparent (and
+// replayKey for a replay), from t.traced when one is free; nil when the
+// request carries none (the template's header is then sent as it is). The
+// copy shares the template's value slices, which nobody writes;
+// InjectInto writes new ones.
+func (t *httpTransport) traceHeader(ctx context.Context, replay bool) http.Header {
 	if !t.tracer.Carries(ctx) {
 		return nil
 	}
 	h, _ := t.traced.Get().(http.Header)
 	if h == nil {
-		h = make(http.Header, len(t.tmpl.Header)+1)
+		h = make(http.Header, len(t.tmpl.Header)+2)
 		maps.Copy(h, t.tmpl.Header)
+	}
+	if replay {
+		h[replayKey] = nil
+	} else {
+		delete(h, replayKey)
 	}
 	tracing.InjectInto(ctx, h)
 	return h
@@ -290,6 +348,7 @@ func drainAndClose(body io.ReadCloser) {
 func (t *httpTransport) getBody() *httpBody {
 	if b, ok := t.bodies.Get().(*httpBody); ok {
 		b.refs.Store(1)
+		b.reopens.Store(0)
 		return b
 	}
 	b := &httpBody{pool: &t.bodies, b: make([]byte, 0, 512)}
@@ -308,6 +367,7 @@ type httpBody struct {
 	pool    *sync.Pool
 	b       []byte
 	refs    atomic.Int32
+	reopens atomic.Int32                  // resends of the call (httpMaxResends)
 	getBody func() (io.ReadCloser, error) // b.reopen, bound once
 }
 
@@ -316,7 +376,14 @@ func (b *httpBody) open() io.ReadCloser {
 	return &bodyReader{body: b}
 }
 
-func (b *httpBody) reopen() (io.ReadCloser, error) { return b.open(), nil }
+// reopen is the request's GetBody: net/http calls it to send the call
+// again after a connection was lost under it, which it may do once.
+func (b *httpBody) reopen() (io.ReadCloser, error) {
+	if b.reopens.Add(1) > httpMaxResends {
+		return nil, errLostAgain
+	}
+	return b.open(), nil
+}
 
 func (b *httpBody) release() {
 	if b.refs.Add(-1) != 0 {
