@@ -1,6 +1,6 @@
 // Package wire is how venn talks to one upstream endpoint: the HTTP and
 // WebSocket transports (transport.go, transport_http.go, transport_ws.go,
-// with the look at a WebSocket's socket before each write in sock.go),
+// with the look at a WebSocket's socket before a write in sock.go),
 // the client half of the JSON-RPC codec and reply reading under one
 // process-wide reply budget (replies.go), upstream subscriptions
 // (subscription.go), the client headers a call forwards (forward.go), the

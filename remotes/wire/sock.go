@@ -1,12 +1,14 @@
 package wire
 
 // The network connection under a WebSocket connection, for one look before
-// each write: has the remote closed it? A remote that closes an idle
+// a write: has the remote closed it? A remote that closes an idle
 // connection (a restart, a load balancer's idle timeout) leaves its FIN
 // with the system at once, but the reader learns of it only when it runs
 // again, which on a busy machine may be long after; a call written in
 // between is written where the remote will never read it, and fails as if
-// the remote had failed it. The look costs one non-blocking system call.
+// the remote had failed it. The look costs one non-blocking system call:
+// every write has it, a read only on a connection that was quiet
+// (wsPeekQuiet, transport_ws.go).
 
 import (
 	"context"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/venn-gateway/venn/evm"
 	"github.com/venn-gateway/venn/jsonscan"
 )
 
@@ -29,6 +30,11 @@ const (
 	// would wait for its own deadline, forever.
 	wsPingInterval = 30 * time.Second
 	wsPingTimeout  = 15 * time.Second
+	// wsPeekQuiet is how long a connection goes without a write before a
+	// read written on it is looked at first (sock.go): an idle timeout
+	// does not close a connection in use, and a read the remote's restart
+	// loses is the pool's to try again. A write is always looked at first.
+	wsPeekQuiet = time.Second
 	// wsOutQueue is how many encoded calls may wait for the writer.
 	wsOutQueue = 64
 	// wsDiscardFactor caps how much of a message that cannot be kept (over
@@ -67,6 +73,8 @@ type wsTransport struct {
 	// joinedDial, when set (by tests), is called when a caller joins a
 	// dial another caller started.
 	joinedDial func()
+	// peekQuiet is wsPeekQuiet; tests shorten it.
+	peekQuiet time.Duration
 
 	// ctx ends at close, cancelling a dial in progress.
 	ctx    context.Context
@@ -92,16 +100,17 @@ type wsDial struct {
 func newWSTransport(opts Options, u *url.URL) *wsTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wsTransport{
-		name:     opts.Name,
-		url:      opts.URL,
-		red:      opts.Redactor(),
-		maxBytes: opts.MaxResponseBytes,
-		budget:   opts.Budget,
-		dialOpts: wsDialOptions(opts),
-		log:      opts.Logger,
-		onRedial: opts.OnRedial,
-		ctx:      ctx,
-		cancel:   cancel,
+		name:      opts.Name,
+		url:       opts.URL,
+		red:       opts.Redactor(),
+		maxBytes:  opts.MaxResponseBytes,
+		budget:    opts.Budget,
+		dialOpts:  wsDialOptions(opts),
+		log:       opts.Logger,
+		onRedial:  opts.OnRedial,
+		peekQuiet: wsPeekQuiet,
+		ctx:       ctx,
+		cancel:    cancel,
 	}
 }
 
@@ -150,7 +159,7 @@ func (t *wsTransport) call(ctx context.Context, method string, params json.RawMe
 	buf := t.bufs.get()
 	*buf = appendRequest(*buf, id, method, params)
 	select {
-	case c.out <- wsOut{id: id, buf: buf}:
+	case c.out <- wsOut{id: id, buf: buf, read: evm.Lookup(method).Hedgeable()}:
 	case r := <-reply: // the connection died first
 		t.bufs.put(buf)
 		return r
@@ -275,8 +284,9 @@ type wsReply struct {
 
 // wsOut is an encoded call for the writer.
 type wsOut struct {
-	id  uint64
-	buf *[]byte
+	id   uint64
+	buf  *[]byte
+	read bool // a read (evm's Hedgeable): see wsPeekQuiet
 }
 
 // wsPending is a call waiting for its reply.
@@ -464,6 +474,7 @@ func (c *wsConn) reject(prefix []byte, err error) {
 
 func (c *wsConn) writeLoop() {
 	defer c.t.wg.Done()
+	var wrote time.Time // the last write began; zero: none yet
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -472,11 +483,15 @@ func (c *wsConn) writeLoop() {
 			// A remote that closed the connection while it was idle has
 			// left its FIN with the system before the reader learns of it:
 			// the call is not written where the remote will never read it.
-			if c.sock.peerClosed() {
+			// A read on a connection written to within peekQuiet skips the
+			// look, a system call: the connection is in use.
+			now := time.Now()
+			if (!o.read || now.Sub(wrote) >= c.t.peekQuiet) && c.sock.peerClosed() {
 				c.t.bufs.put(o.buf)
 				c.fail(transportFailure(c.t.name, c.t.red, "write", errPeerClosed))
 				return
 			}
+			wrote = now
 			c.setWritten(o.id, true)
 			// The write has its own timeout, not the caller's ctx: the
 			// library closes the connection when a write's ctx ends, and

@@ -155,6 +155,35 @@ func TestWSTransportResendsUnsent(t *testing.T) {
 	}
 }
 
+// A read on a connection that was quiet is looked at before it is written,
+// as a write always is: when the remote closed the connection meanwhile (an
+// idle timeout, a restart), the read is answered on a new connection, and
+// the remote is not blamed for a call it never saw.
+func TestWSTransportQuietReadLooksFirst(t *testing.T) {
+	tpNoLeaks(t)
+	n, tr, conns := rsNode(t)
+	tr.peekQuiet = 0 // every connection has been quiet long enough
+	g := conns()[0]
+	g.hold.Store(true)
+	n.SetDown(true)
+	n.SetDown(false)
+	<-g.eof
+
+	got, _, err := tr.Call(context.Background(), "eth_chainId", nil)
+	if err != nil {
+		t.Fatalf("read on a quiet connection the remote closed: %v; want it answered on a new one", err)
+	}
+	if string(got) != `"0x1"` {
+		t.Errorf("result %s, want \"0x1\"", got)
+	}
+	if c := n.Calls("eth_chainId"); c != 2 {
+		t.Errorf("the node got eth_chainId %d times, want twice (the first call's, this one's)", c)
+	}
+	if c := len(conns()); c != 2 {
+		t.Errorf("%d connections, want 2", c)
+	}
+}
+
 // A call written before its connection was lost is not sent again by the
 // transport, even when the remote is back at once: the remote may have
 // acted on it.
