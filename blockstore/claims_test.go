@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/venn-gateway/venn/internal/pgtest"
 )
@@ -73,8 +74,27 @@ func TestClaims(t *testing.T) {
 	if _, ok := claim(s, 1); !ok {
 		t.Fatal("a free chunk was refused")
 	}
+	var pid int32
+	if err := s.conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
 	gone.Close()
+	// Postgres releases the session's locks when its backend has seen the
+	// connection close, which on a busy machine comes after Close returns.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var n int
+		if err := b.conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the closed backfill's Postgres session never ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if r, ok := claim(open(3), 1); !ok {
 		t.Fatal("the claim of a closed backfill was kept")
 	} else {
