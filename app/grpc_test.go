@@ -590,7 +590,7 @@ chains:
 	// The opens took from the bucket the key's calls take from.
 	_, err := nativeCall(withKey(t, cappedKey), c, &pb.NativeCallRequest{Chain: pb.ChainRef_CHAIN_ETHEREUM__MAINNET,
 		Items: []*pb.NativeCallItem{{Id: 1, Method: "eth_chainId"}}})
-	wantCode(t, err, codes.ResourceExhausted, "-32055")
+	wantCode(t, err, codes.ResourceExhausted, "rate limited (JSON-RPC -32055); retry after ")
 	ws := dialWS(t, "ws://"+srv.rpc.bound.String()+"/eth", http.Header{"X-Api-Key": {cappedKey}})
 	testkit.WSWrite(t, ws, `{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}`)
 	if got := testkit.WSRead(t, ws); !strings.Contains(got, `"code":-32055`) {

@@ -3,6 +3,8 @@ package emerald
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -236,7 +238,24 @@ func refusal(e *jrpc.Error) error {
 	default:
 		return nil
 	}
-	return status.Errorf(c, "%s (JSON-RPC %d)", e.Message, e.Code)
+	msg := fmt.Sprintf("%s (JSON-RPC %d)", e.Message, e.Code)
+	if wait := retryAfter(e.Data); wait != "" {
+		msg += "; retry after " + wait + " s"
+	}
+	return status.Error(c, msg)
+}
+
+// retryAfter is the wait a rate-limit error's data gives
+// ({"retry_after_ms":2500}) in whole seconds, rounded up as Retry-After
+// says it; "" when the data gives none.
+func retryAfter(data json.RawMessage) string {
+	var d struct {
+		MS int64 `json:"retry_after_ms"`
+	}
+	if len(data) == 0 || json.Unmarshal(data, &d) != nil || d.MS <= 0 {
+		return ""
+	}
+	return strconv.FormatInt((d.MS+999)/1000, 10)
 }
 
 // itemError fills rep as a failed item.
