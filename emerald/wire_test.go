@@ -47,33 +47,6 @@ func TestReadAnswer(t *testing.T) {
 	}
 }
 
-// A message refused as a whole (NativeCall, eth_subscribe) ends with a
-// status in the error's words; a rate limit's says the wait its data
-// gives, in seconds rounded up, as Retry-After would.
-func TestRefusal(t *testing.T) {
-	tests := []struct {
-		name string
-		give *jrpc.Error
-		code codes.Code
-		msg  string
-	}{
-		{name: "rate limited", give: &jrpc.Error{Code: jrpc.CodeRateLimited, Message: "rate limited", Data: []byte(`{"retry_after_ms":2500}`)},
-			code: codes.ResourceExhausted, msg: "rate limited (JSON-RPC -32055); retry after 3 s"},
-		{name: "rate limited, no wait", give: &jrpc.Error{Code: jrpc.CodeRateLimited, Message: "rate limit unavailable; retry shortly"},
-			code: codes.ResourceExhausted, msg: "rate limit unavailable; retry shortly (JSON-RPC -32055)"},
-		{name: "no key", give: &jrpc.Error{Code: jrpc.CodeUnauthorized, Message: "unauthorized: missing API key"},
-			code: codes.Unauthenticated, msg: "unauthorized: missing API key (JSON-RPC -32056)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, _ := status.FromError(refusal(tt.give))
-			if st.Code() != tt.code || st.Message() != tt.msg {
-				t.Errorf("refusal = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
-			}
-		})
-	}
-}
-
 // A stream or Describe the edge refuses ends with NativeCall's status for
 // the refusal, the wait a Retry-After would have told in its message; a
 // refusal over another limit (a tenant's credit budget) is
@@ -102,6 +75,16 @@ func TestRefusedStatus(t *testing.T) {
 			st, _ := status.FromError(refusedStatus(tt.give))
 			if st.Code() != tt.code || st.Message() != tt.msg {
 				t.Errorf("refusedStatus = %v %q, want %v %q", st.Code(), st.Message(), tt.code, tt.msg)
+			}
+			// NativeCall's own, from the error alone (the wait from its
+			// data), where it refuses the request as a whole.
+			if tt.give == nil {
+				return
+			}
+			if err := refusal(tt.give.Err); err != nil {
+				if nc, _ := status.FromError(err); nc.Code() != st.Code() || nc.Message() != st.Message() {
+					t.Errorf("NativeCall's refusal = %v %q, want %v %q", nc.Code(), nc.Message(), st.Code(), st.Message())
+				}
 			}
 		})
 	}
