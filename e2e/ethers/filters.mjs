@@ -11,6 +11,12 @@
 // "timedOut": true and exits 1. e2e/filters_test.go runs it.
 import { Contract, JsonRpcProvider } from 'ethers'
 
+// stdout carries the result alone: ethers logs a poll that failed with
+// console.log ("@TODO Error: provider destroyed; cancelled request" when
+// finish destroys the provider under a poll in flight), so its logging
+// goes to stderr with the rest of the diagnostics.
+console.log = console.info = console.debug = console.error
+
 const url = process.env.VENN_URL
 const contract = process.env.CONTRACT
 if (!url || !contract) {

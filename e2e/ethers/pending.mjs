@@ -14,6 +14,12 @@
 // this folder installs ethers.
 import { WebSocketProvider } from 'ethers'
 
+// stdout carries the result alone: ethers logs a poll that failed with
+// console.log ("@TODO Error: provider destroyed; cancelled request" when
+// finish destroys the provider under a poll in flight), so its logging
+// goes to stderr with the rest of the diagnostics.
+console.log = console.info = console.debug = console.error
+
 const url = process.env.VENN_WS_URL
 if (!url) {
   process.stderr.write('pending.mjs: VENN_WS_URL is not set\n')
