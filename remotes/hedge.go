@@ -9,7 +9,10 @@ package remotes
 // call may send. The hedge goes where a failover attempt would go
 // (selection: tiers, health, height, limits), to a remote the call has not
 // tried, and never to the fallback tier, which is only for when nothing
-// else can serve. A good answer is one the judge (judge.go) calls an answer
+// else can serve. A hedge that finds no such remote waits, while the first
+// attempt is out, for a remote to report a new head: a new block is asked
+// of the first remote to report it, and the others report it a little
+// later. A good answer is one the judge (judge.go) calls an answer
 // or the caller's own error (a revert is the answer, from either remote).
 // The first good answer is returned and the other attempts are cancelled;
 // a cancelled attempt is cut by its caller, which the remote is not blamed
@@ -112,6 +115,8 @@ type hedgeRace struct {
 	cancel  context.CancelCauseFunc
 	results chan raceResult // one per fired timer
 
+	over chan struct{} // closed when the first attempt returned: no hedge waits for a remote
+
 	mu       sync.Mutex
 	done     bool // the race has its answer (or gave up): no more hedges
 	tried    uint64
@@ -142,7 +147,7 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 		return
 	}
 	rc := &hedgeRace{p: p, h: h, jg: a.judge(), params: a.params, rt: a.rt,
-		results: make(chan raceResult, k), tried: a.tried, n: a.n}
+		results: make(chan raceResult, k), over: make(chan struct{}), tried: a.tried, n: a.n}
 	accept := a.rt.accept
 	rc.rt.accept = func(c *Remote) bool {
 		return c.cfg.Tier != TierFallback && (accept == nil || accept(c))
@@ -160,6 +165,7 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 	rc.mu.Lock()
 	rc.done = true
 	rc.mu.Unlock()
+	close(rc.over)
 	pending := 0 // fired timers: each sends one result
 	for _, t := range timers[:k] {
 		if t.Stop() {
@@ -209,6 +215,21 @@ func (rc *hedgeRace) collect(ctx context.Context, first judged, pending int) (wi
 	return first, rest, false
 }
 
+// await waits, while the first attempt is out, for a remote to report a
+// new head: the one a hedge needs may report the block a little after the
+// remote being waited on (a new block, fetched from the first remote to
+// report it). It reports whether a remote did; false when the race or the
+// call ended first.
+func (rc *hedgeRace) await(claims <-chan struct{}) bool {
+	select {
+	case <-claims:
+		return true
+	case <-rc.over:
+	case <-rc.ctx.Done():
+	}
+	return false
+}
+
 // fire sends one hedge, unless the race is over, the call is out of
 // attempts, no other remote can take it or the budget is spent.
 func (rc *hedgeRace) fire() {
@@ -221,9 +242,13 @@ func (rc *hedgeRace) fire() {
 			rc.results <- raceResult{}
 			return
 		}
+		claims := p.heads.ClaimsChanged() // before the pick: a claim after it wakes the wait
 		r, idx := p.pick(rc.jg.method, rc.rt, rc.tried)
 		if r == nil || r.overBudget() { // a hedge is never worth a spent budget
 			rc.mu.Unlock()
+			if rc.await(claims) {
+				continue
+			}
 			rc.h.skippedNoRemote.Inc()
 			rc.results <- raceResult{}
 			return

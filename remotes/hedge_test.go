@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -438,5 +439,56 @@ func TestHedgeTakesTheSlowTailOut(t *testing.T) {
 				t.Errorf("p99 %v, want well under the %v tail", got, slow)
 			}
 		})
+	}
+}
+
+// A new block is asked of the first remote to report it. When that remote
+// is slow, the hedge's timer may fire before any other remote has reported
+// the block: the hedge waits for one to, and goes out then, rather than
+// being skipped and leaving the call to the slow remote.
+func TestHedgeWaitsForARemoteWithTheBlock(t *testing.T) {
+	const slow = 3 * time.Second
+	nodes := []*fakenode.Node{
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 10}),
+		fakenode.Start(t, fakenode.Options{ChainID: testChainID, Head: 9}),
+	}
+	asked, ended := make(chan struct{}, 1), make(chan struct{})
+	nodes[0].SetHook(func(method string, params json.RawMessage) (json.RawMessage, *jrpc.Error, bool) {
+		if method == "eth_getBlockByNumber" && strings.HasPrefix(string(params), `["0x`) {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			select { // the fault: slow at serving blocks, not heads
+			case <-time.After(slow):
+			case <-ended:
+			}
+		}
+		return nil, nil, false
+	})
+	p := hedgePool(t, PoolConfig{BlockTime: 100 * time.Millisecond, Hedge: HedgeConfig{Groups: []HedgeGroup{
+		{Methods: []string{"eth_getBlockByNumber"}, Delay: 20 * time.Millisecond}}}}, nodes, nil)
+	t.Cleanup(func() { close(ended) }) // first: the pool and the nodes wait for their calls
+	go func() {
+		<-asked
+		// The second remote reports the block well after the hedge's
+		// timer: late, as a provider a few hundred milliseconds behind.
+		time.Sleep(300 * time.Millisecond)
+		nodes[1].Mine(1)
+	}()
+	start := time.Now()
+	res, err := call(t, p, "eth_getBlockByNumber", `["0xa",false]`)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res), `"number":"0xa"`) {
+		t.Fatalf("served %.200s, want block 0xa", res)
+	}
+	if took >= slow {
+		t.Errorf("took %v: the hedge did not go out once the second remote had the block", took)
+	}
+	if got := hedgeCountsOf(p); got != (hedgeCounts{won: 1}) {
+		t.Errorf("venn_hedges_total %+v, want one won", got)
 	}
 }

@@ -242,7 +242,7 @@ type hedgeScoreMetrics struct {
 func newHedgeScoreMetrics(reg prometheus.Registerer) *hedgeScoreMetrics {
 	m := &hedgeScoreMetrics{
 		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "venn", Name: "hedges_total",
-			Help: "Hedged attempts by outcome: won (its answer was used), lost (another answered first, or none answered well), skipped_budget (no token in the chain's hedge budget), skipped_no_remote (no other remote could take it)."},
+			Help: "Hedged attempts by outcome: won (its answer was used), lost (another answered first, or none answered well), skipped_budget (no token in the chain's hedge budget), skipped_no_remote (no other remote could take it before the first attempt returned)."},
 			[]string{"chain", "outcome"}),
 		score: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "venn", Subsystem: "remote", Name: "score",
 			Help: "A remote's routing score, about its effective latency in ms; lower is better."}, []string{"chain", "remote"}),
