@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strconv"
 	"strings"
@@ -192,39 +193,62 @@ func (v *venn) waitReady(t *testing.T) {
 // every one of labels (like `remote="g1"`), and whether there was one.
 func (v *venn) metric(t *testing.T, name string, labels ...string) (float64, bool) {
 	t.Helper()
+	for f := range v.samples(t, name, labels) {
+		return f, true
+	}
+	return 0, false
+}
+
+// metricSum is the sum of every sample of name whose labels include every
+// one of labels.
+func (v *venn) metricSum(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	var sum float64
+	for f := range v.samples(t, name, labels) {
+		sum += f
+	}
+	return sum
+}
+
+// samples yields the value of each sample of name, scraped once, whose
+// labels include every one of labels.
+func (v *venn) samples(t *testing.T, name string, labels []string) iter.Seq[float64] {
+	t.Helper()
 	status, body, err := httpGet("http://" + v.metricsAddr + "/metrics")
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("scrape /metrics: HTTP %d: %v", status, err)
 	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, name) {
-			continue
-		}
-		series, value, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		sname, lbls, _ := strings.Cut(series, "{")
-		if sname != name {
-			continue
-		}
-		match := true
-		for _, l := range labels {
-			if !strings.Contains(lbls, l) {
-				match = false
-				break
+	return func(yield func(float64) bool) {
+		for line := range strings.SplitSeq(string(body), "\n") {
+			if strings.HasPrefix(line, "#") || !strings.HasPrefix(line, name) {
+				continue
+			}
+			series, value, ok := strings.Cut(line, " ")
+			if !ok {
+				continue
+			}
+			sname, lbls, _ := strings.Cut(series, "{")
+			if sname != name || !containsAll(lbls, labels) {
+				continue
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			if err != nil {
+				t.Fatalf("metric %s: value %q: %v", line, value, err)
+			}
+			if !yield(f) {
+				return
 			}
 		}
-		if !match {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err != nil {
-			t.Fatalf("metric %s: value %q: %v", line, value, err)
-		}
-		return f, true
 	}
-	return 0, false
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
 
 // rpcClient is the one client of the package's tests, set up once and never
