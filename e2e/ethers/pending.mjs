@@ -14,10 +14,9 @@
 // this folder installs ethers.
 import { WebSocketProvider } from 'ethers'
 
-// stdout carries the result alone: ethers logs a poll that failed with
-// console.log ("@TODO Error: provider destroyed; cancelled request" when
-// finish destroys the provider under a poll in flight), so its logging
-// goes to stderr with the rest of the diagnostics.
+// stdout carries the result alone: ethers logs some failures with
+// console.log ("@TODO Error: ..."; see filters.mjs), so its logging goes to
+// stderr with the rest of the diagnostics.
 console.log = console.info = console.debug = console.error
 
 const url = process.env.VENN_WS_URL
