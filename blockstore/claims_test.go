@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 )
 
 // A chunk claimed by one backfill is refused to another until it is
@@ -82,19 +83,13 @@ func TestClaims(t *testing.T) {
 	gone.Close()
 	// Postgres releases the session's locks when its backend has seen the
 	// connection close, which on a busy machine comes after Close returns.
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	testkit.WaitFor(t, 20*time.Second, "the closed backfill's Postgres session ended", func() bool {
 		var n int
 		if err := b.conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the closed backfill's Postgres session never ended")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n == 0
+	})
 	if r, ok := claim(open(3), 1); !ok {
 		t.Fatal("the claim of a closed backfill was kept")
 	} else {

@@ -238,11 +238,17 @@ func refusal(e *jrpc.Error) error {
 	default:
 		return nil
 	}
+	return status.Error(c, refusedMessage(e, retryAfter(e.Data)))
+}
+
+// refusedMessage is a refusal's status message: the error, and the wait in
+// whole seconds when there is one.
+func refusedMessage(e *jrpc.Error, wait string) string {
 	msg := fmt.Sprintf("%s (JSON-RPC %d)", e.Message, e.Code)
-	if wait := retryAfter(e.Data); wait != "" {
+	if wait != "" {
 		msg += "; retry after " + wait + " s"
 	}
-	return status.Error(c, msg)
+	return msg
 }
 
 // retryAfter is the wait a rate-limit error's data gives

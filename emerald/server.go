@@ -301,17 +301,13 @@ func refusedStatus(r *jrpc.Refusal) error {
 	if r == nil {
 		return nil
 	}
-	msg := fmt.Sprintf("%s (JSON-RPC %d)", r.Err.Message, r.Err.Code)
-	if r.RetryAfter != "" {
-		msg += "; retry after " + r.RetryAfter + " s"
-	}
 	c := codes.PermissionDenied
 	if st := refusal(r.Err); st != nil {
 		c = status.Code(st)
 	} else if r.Status == http.StatusTooManyRequests {
 		c = codes.ResourceExhausted
 	}
-	return status.Error(c, msg)
+	return status.Error(c, refusedMessage(r.Err, r.RetryAfter))
 }
 
 func (s *Server) served1(ctx context.Context, c Chain) servedChain {

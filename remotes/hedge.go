@@ -115,10 +115,11 @@ type hedgeRace struct {
 	cancel  context.CancelCauseFunc
 	results chan raceResult // one per fired timer
 
-	over chan struct{} // closed when the first attempt returned: no hedge waits for a remote
+	// over is closed when the first attempt returned: the race has its
+	// answer or gives up, and no more hedges go out.
+	over chan struct{}
 
 	mu       sync.Mutex
-	done     bool // the race has its answer (or gave up): no more hedges
 	tried    uint64
 	n        int
 	launched int
@@ -162,9 +163,6 @@ func (a *attempt) race(ctx context.Context, g *HedgeGroup, r *Remote, idx int) {
 	}
 	first := rc.jg.ask(rc.ctx, r, idx, a.n, a.params)
 
-	rc.mu.Lock()
-	rc.done = true
-	rc.mu.Unlock()
 	close(rc.over)
 	pending := 0 // fired timers: each sends one result
 	for _, t := range timers[:k] {
@@ -215,6 +213,16 @@ func (rc *hedgeRace) collect(ctx context.Context, first judged, pending int) (wi
 	return first, rest, false
 }
 
+// ended reports whether the first attempt returned (over).
+func (rc *hedgeRace) ended() bool {
+	select {
+	case <-rc.over:
+		return true
+	default:
+		return false
+	}
+}
+
 // await waits, while the first attempt is out, for a remote to report a
 // new head: the one a hedge needs may report the block a little after the
 // remote being waited on (a new block, fetched from the first remote to
@@ -237,7 +245,7 @@ func (rc *hedgeRace) fire() {
 	defer p.wg.Done()
 	for {
 		rc.mu.Lock()
-		if rc.done || rc.n >= p.conf().MaxAttempts {
+		if rc.ended() || rc.n >= p.conf().MaxAttempts {
 			rc.mu.Unlock()
 			rc.results <- raceResult{}
 			return
