@@ -19,6 +19,7 @@ import (
 
 	"github.com/venn-gateway/venn/internal/natstest"
 	"github.com/venn-gateway/venn/internal/pgtest"
+	"github.com/venn-gateway/venn/internal/testkit"
 	"github.com/venn-gateway/venn/jrpc"
 )
 
@@ -219,6 +220,9 @@ func TestBadInputAnsweredAndCounted(t *testing.T) {
 			if res.Error.Code != tt.code || !strings.Contains(res.Error.Message, tt.message) || string(res.ID) != "null" {
 				t.Fatalf("answer %s, want code %d with %q and id null", got, tt.code, tt.message)
 			}
+			// A served message is counted after its reply is published,
+			// which the requester may have before that.
+			testkit.Poll(5*time.Second, func() bool { return r.outcome(tt.outcome) > before })
 			if d := r.outcome(tt.outcome) - before; d != 1 {
 				t.Fatalf("%s counted %v times, want 1", tt.outcome, d)
 			}
