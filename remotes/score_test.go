@@ -191,15 +191,30 @@ func TestScoreHysteresis(t *testing.T) {
 
 // The same against real calls: two near-equal fake nodes share the calls
 // evenly and the preferred set does not change. Their latencies are
-// measured on their own clock: on a busy machine the wall clock would add
+// measured on their own clocks: on a busy machine the wall clock would add
 // scheduling stalls of several milliseconds, far beyond the 10% between
-// them.
+// them. Each node and its remote have a clock of their own: on one clock, a
+// call to one node that overlapped a call to the other (the pool's first
+// head polls and checks) took both latencies, and one such sample among a
+// remote's first few put it out of the preferred set for the rest of the
+// run.
 func TestScoreSharesNearEqualRemotes(t *testing.T) {
-	clk := newTestClock()
-	nodes := clockedNodes(t, clk, 2, nil)
+	clks := []*testClock{newTestClock(), newTestClock()}
+	nodes := make([]*fakenode.Node, len(clks))
+	urls := make([]string, len(clks))
+	for i, c := range clks {
+		nodes[i] = fakenode.Start(t, fakenode.Options{ChainID: testChainID, Sleep: c.sleep})
+		urls[i] = nodes[i].URL()
+	}
 	nodes[0].SetLatency(2 * time.Millisecond)
 	nodes[1].SetLatency(2200 * time.Microsecond)
-	p := clockedPool(t, clk, PoolConfig{BlockTime: time.Hour, Scoring: score.Config{Interval: 10 * time.Millisecond}}, nodes, nil)
+	p := startPoolWith(t, PoolConfig{BlockTime: time.Hour, Scoring: score.Config{Interval: 10 * time.Millisecond}},
+		testConfigs(urls, nil), nil, func(p *Pool) {
+			p.now = clks[0].now
+			for i, r := range p.members() {
+				r.now = clks[i].now
+			}
+		})
 	for _, n := range nodes {
 		n.ResetCalls()
 	}
