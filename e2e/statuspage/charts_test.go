@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venn-gateway/venn/admin"
 	"github.com/venn-gateway/venn/internal/fakenode"
 	"github.com/venn-gateway/venn/internal/testkit"
 )
@@ -89,6 +90,16 @@ const cardJS = `[...document.querySelectorAll('.card[data-chain]')].map(c => ({
 	})),
 }))`
 
+// answered is the calls source answered in answers.
+func answered(answers []admin.SourceCount, source string) float64 {
+	for _, a := range answers {
+		if a.Source == source {
+			return a.Calls
+		}
+	}
+	return 0
+}
+
 type chartLine struct {
 	Name          string
 	Points, Above int
@@ -115,18 +126,22 @@ type card struct {
 func TestStatusPageCharts(t *testing.T) {
 	path := requireChromium(t)
 	base, rpc := startManyChains(t)
-	testkit.WaitFor(t, 20*time.Second, "every chain ready", func() bool {
+	// Ready, and dev's head window holds its head: a chain is ready when
+	// a remote is in rotation, which can come before the window's first
+	// block, and until that block dev's head calls go to the remotes.
+	testkit.WaitFor(t, 20*time.Second, "every chain ready, dev's head window filled", func() bool {
 		o := overview(t, base)
 		for _, c := range o.Chains {
 			if !c.Ready {
 				return false
 			}
 		}
-		return len(o.Chains) == chartChains
+		return len(o.Chains) == chartChains && o.Chains[0].Window.Blocks > 0
 	})
 	// Traffic over several chart steps, so the charts have points to
-	// draw: rounds of calls until the window has grown by four steps. The
-	// admin API is read once a round: with 20 chains it is not cheap.
+	// draw: rounds of calls until the window has grown by four steps and
+	// the head window has answered some. The admin API is read once a
+	// round: with 20 chains it is not cheap.
 	grow := (4 * chartStep).Seconds()
 	from := overview(t, base).Chains[0].Recent.WindowSeconds
 	if span := (90 * chartStep).Seconds(); from+grow > span {
@@ -135,11 +150,12 @@ func TestStatusPageCharts(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for round := 0; ; round++ {
 		send(t, rpc, 3)
-		if overview(t, base).Chains[0].Recent.WindowSeconds >= from+grow && round >= 3 {
+		r := overview(t, base).Chains[0].Recent
+		if r.WindowSeconds >= from+grow && answered(r.Answers, "head") > 0 && round >= 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the charts' window did not grow by %.0f s in 60 s of traffic", grow)
+			t.Fatalf("in 60 s of traffic the charts' window grew from %.0f s to %.0f s (want %.0f s more), answers %+v", from, r.WindowSeconds, grow, r.Answers)
 		}
 	}
 	b := startBrowser(t, path)
