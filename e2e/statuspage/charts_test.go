@@ -126,17 +126,19 @@ type card struct {
 func TestStatusPageCharts(t *testing.T) {
 	path := requireChromium(t)
 	base, rpc := startManyChains(t)
-	// Ready, and dev's head window holds its head: a chain is ready when
-	// a remote is in rotation, which can come before the window's first
-	// block, and until that block dev's head calls go to the remotes.
-	testkit.WaitFor(t, 20*time.Second, "every chain ready, dev's head window filled", func() bool {
+	// Ready, and dev's head window up to the remotes' head: a chain is
+	// ready once a remote is in rotation, while its window still fills
+	// from block 0 (over a second unloaded, with 20 chains filling), and
+	// until it holds the head, dev's head calls go to the remotes.
+	testkit.WaitFor(t, 45*time.Second, "every chain ready, dev's head window at the head", func() bool {
 		o := overview(t, base)
 		for _, c := range o.Chains {
 			if !c.Ready {
 				return false
 			}
 		}
-		return len(o.Chains) == chartChains && o.Chains[0].Window.Blocks > 0
+		dev := o.Chains[0]
+		return len(o.Chains) == chartChains && dev.Head > 0 && dev.Window.To >= dev.Head
 	})
 	// Traffic over several chart steps, so the charts have points to
 	// draw: rounds of calls until the window has grown by four steps and
